@@ -1,0 +1,1 @@
+"""Pure analyses: records in, findings out. None of them prints or exits."""

@@ -1,0 +1,130 @@
+"""Check a transcript against a declared scope (SPEC §1.4, §3.3)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
+
+from toolreplay.canonical import decode
+from toolreplay.errors import InputError
+from toolreplay.findings import Finding, quote
+from toolreplay.transcript import Record, open_input
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Scope:
+    agent: str
+    allowed_tools: frozenset[str]
+    arguments: dict[str, Draft202012Validator]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ScopeResult:
+    calls: int
+    findings: list[Finding]
+
+
+def read_json_file(path: str) -> Any:
+    """Read a whole JSON file under the strict rules; errors carry file and line."""
+    stream = open_input(path)
+    try:
+        raw = stream.read()
+    finally:
+        stream.close()
+    try:
+        return decode(raw)
+    except InputError as err:
+        raise InputError(err.problem, path=path, line=_line_of(raw, err), pointer=err.pointer) from err
+
+
+def _line_of(raw: bytes, err: InputError) -> int | None:
+    # "invalid JSON: ... at column N" comes from a whole-file decode; find its line.
+    cause = err.__cause__
+    lineno = getattr(cause, "lineno", None)
+    return lineno if isinstance(lineno, int) else None
+
+
+def load_scope(path: str) -> Scope:
+    """Read and check a scope file; anything but the documented fields is refused."""
+    value = read_json_file(path)
+    if not isinstance(value, dict):
+        raise InputError("a scope file must hold a JSON object", path=path)
+    unknown = sorted(set(value) - {"agent", "allowed_tools", "arguments"})
+    if unknown:
+        raise InputError(f"unknown field {quote(unknown[0])}", path=path, pointer="/" + unknown[0])
+    agent = value.get("agent")
+    if not isinstance(agent, str):
+        raise InputError('field "agent" must be a string', path=path, pointer="/agent")
+    tools = value.get("allowed_tools")
+    if not isinstance(tools, list) or not all(isinstance(t, str) for t in tools):
+        raise InputError(
+            'field "allowed_tools" must be an array of strings', path=path, pointer="/allowed_tools"
+        )
+    arguments = value.get("arguments", {})
+    if not isinstance(arguments, dict):
+        raise InputError('field "arguments" must be an object', path=path, pointer="/arguments")
+    validators = {}
+    for tool, schema in sorted(arguments.items()):
+        pointer = "/arguments/" + tool.replace("~", "~0").replace("/", "~1")
+        if not isinstance(schema, (dict, bool)):
+            raise InputError("must be a JSON Schema (an object or a boolean)", path=path, pointer=pointer)
+        try:
+            Draft202012Validator.check_schema(schema)
+        except SchemaError as err:
+            sub = "".join("/" + str(p) for p in err.absolute_path)
+            raise InputError(
+                f"not a valid JSON Schema: {err.message}", path=path, pointer=pointer + sub
+            ) from err
+        validators[tool] = Draft202012Validator(schema)
+    return Scope(agent=agent, allowed_tools=frozenset(tools), arguments=validators)
+
+
+def check_scope(records: Iterable[Record], scope: Scope, *, path: str = "") -> ScopeResult:
+    """Report calls to tools outside the scope and arguments that fail a tool's schema."""
+    findings: list[Finding] = []
+    calls = 0
+    for record in records:
+        calls += 1
+        if record.tool not in scope.allowed_tools:
+            findings.append(
+                Finding(
+                    kind="permission-overreach",
+                    index=record.index,
+                    tool=record.tool,
+                    path=path,
+                    line=record.line,
+                    message=(
+                        f"tool {quote(record.tool)} is not in the declared scope for agent "
+                        f"{quote(scope.agent)}"
+                    ),
+                )
+            )
+            continue
+        validator = scope.arguments.get(record.tool)
+        if validator is None:
+            continue
+        errors = sorted(
+            validator.iter_errors(record.args),
+            key=lambda e: (list(map(str, e.absolute_path)), e.message),
+        )
+        if errors:
+            first = errors[0]
+            pointer = "".join("/" + str(p) for p in first.absolute_path) or "/"
+            findings.append(
+                Finding(
+                    kind="argument-overreach",
+                    index=record.index,
+                    tool=record.tool,
+                    path=path,
+                    line=record.line,
+                    message=(
+                        f"tool {quote(record.tool)} was called with arguments outside the "
+                        f"declared scope at {quote(pointer)}: {first.message}"
+                    ),
+                )
+            )
+    return ScopeResult(calls=calls, findings=findings)

@@ -1,0 +1,169 @@
+"""Strict JSON decoding and the canonical encoding.
+
+``canonical(x)`` is the one definition every digest and comparison in toolreplay
+rests on (SPEC §1.2): Python's ``json.dumps`` with sorted keys, compact separators,
+ASCII-only output and no NaN/Infinity. ``docs/canonical-json.md`` spells it out for
+other languages and ``tests/unit/test_canonical.py`` holds its test vectors.
+
+Decoding is strict: it refuses what RFC 8259 leaves undefined (duplicate keys, lone
+surrogates) and what Python would silently accept (``NaN``, ``1e400`` turning into
+``inf``). Two decoders implement the same rules:
+
+* the *reference* decoder is the standard library's, with hooks that refuse;
+* the *fast* decoder is orjson, used only where it provably gives the same value.
+  orjson turns integers beyond 64 bits into floats, so any line holding a run of 19
+  or more digits goes to the reference decoder; orjson keeps the last of duplicate
+  keys, so callers compare key counts (``count_keys``) of the raw line and of the
+  canonical re-encoding and fall back to the reference decoder when they differ.
+  Anything orjson refuses is decoded again by the reference decoder, which either
+  names the problem precisely or (for the few inputs orjson is stricter about than
+  the rules here) accepts it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+import orjson
+
+from toolreplay.errors import InputError
+
+#: Deepest nesting of arrays and objects accepted in one record (the record itself is level 1).
+MAX_DEPTH = 128
+#: Longest integer accepted, in digits (Python's own conversion limit).
+MAX_INT_DIGITS = 4300
+#: Largest record accepted, in bytes of its line (without the line ending).
+MAX_RECORD_BYTES = 8 * 1024 * 1024
+
+_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
+# Only for detecting lone surrogates: encoding to UTF-8 refuses them.
+_RAW_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
+
+_BOM = b"\xef\xbb\xbf"
+_LONG_DIGITS = re.compile(rb"[0-9]{19}")
+_STRING_BYTES = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_STRING_TEXT = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+
+
+def canonical(value: Any) -> str:
+    """Return the canonical JSON text of ``value`` (SPEC §1.2).
+
+    Exactly ``json.dumps(value, sort_keys=True, separators=(",", ":"),
+    ensure_ascii=True, allow_nan=False)``.
+    """
+    return _ENCODER.encode(value)
+
+
+def count_keys_bytes(raw: bytes) -> int:
+    """Count object keys in a JSON text (every ``:`` outside a string is one key)."""
+    return _STRING_BYTES.sub(b"", raw).count(b":")
+
+
+def count_keys_text(text: str) -> int:
+    """Like :func:`count_keys_bytes`, for a canonical text."""
+    return _STRING_TEXT.sub("", text).count(":")
+
+
+def _refuse_constant(name: str) -> Any:
+    raise InputError(f"{name} is not valid JSON (NaN and Infinity are refused)")
+
+
+def _strict_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise InputError(f"number {_clip(text)} is too large: it would become infinity")
+    return value
+
+
+def _strict_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise InputError(f"integer with {len(text.lstrip('-'))} digits is longer than {MAX_INT_DIGITS}")
+    return int(text)
+
+
+def _strict_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in obj:
+            raise InputError(f"duplicate key {json.dumps(key)}")
+        obj[key] = value
+    return obj
+
+
+_REFERENCE = json.JSONDecoder(
+    object_pairs_hook=_strict_object,
+    parse_constant=_refuse_constant,
+    parse_float=_strict_float,
+    parse_int=_strict_int,
+)
+
+
+def _clip(text: str, limit: int = 40) -> str:
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def nesting_depth(raw: bytes) -> int:
+    """Deepest nesting of arrays/objects in a JSON text, ignoring brackets inside strings."""
+    depth = deepest = 0
+    for byte in _STRING_BYTES.sub(b"", raw):
+        if byte in b"[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif byte in b"]}":
+            depth -= 1
+    return deepest
+
+
+def check_shape(raw: bytes) -> None:
+    """Refuse what must be refused before any decoder sees the bytes."""
+    if raw.startswith(_BOM):
+        raise InputError("starts with a UTF-8 byte-order mark (BOM); save the file as UTF-8 without BOM")
+    if len(raw) > MAX_RECORD_BYTES:
+        raise InputError(f"record is {len(raw)} bytes, over the {MAX_RECORD_BYTES}-byte limit")
+    # Cheap bound first: there cannot be more levels than brackets.
+    if raw.count(b"[") + raw.count(b"{") > MAX_DEPTH and nesting_depth(raw) > MAX_DEPTH:
+        raise InputError(f"nesting is deeper than {MAX_DEPTH} levels")
+
+
+def decode_reference(raw: bytes) -> Any:
+    """Decode one JSON text with the standard library under the strict rules."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise InputError(f"invalid UTF-8 at byte {err.start + 1}") from err
+    try:
+        value = _REFERENCE.decode(text)
+    except json.JSONDecodeError as err:
+        raise InputError(f"invalid JSON: {err.msg} at column {err.colno}") from err
+    except RecursionError as err:  # pragma: no cover - check_shape bounds the depth first
+        raise InputError(f"nesting is deeper than {MAX_DEPTH} levels") from err
+    try:
+        _RAW_ENCODER.encode(value).encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise InputError("string holds a lone surrogate escape (\\ud800-\\udfff without its pair)") from err
+    return value
+
+
+def decode_fast(raw: bytes) -> Any | None:
+    """Decode with orjson where it is known to agree with the reference; None otherwise.
+
+    The caller must still compare key counts to rule out duplicate keys.
+    """
+    if _LONG_DIGITS.search(raw):
+        return None
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+
+
+def decode(raw: bytes) -> Any:
+    """Strictly decode one JSON text (a transcript line, a whole scope file)."""
+    check_shape(raw)
+    value = decode_fast(raw)
+    if value is None or count_keys_bytes(raw) != count_keys_text(canonical(value)):
+        return decode_reference(raw)
+    return value

@@ -1,0 +1,102 @@
+"""The ``toolreplay`` command line: parse options, call the core, map outcomes to exit codes.
+
+Exit codes: 0 clean, 1 findings (or a broken chain), 2 usage error, 3 internal error.
+This module is the only place that knows about them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from typing import IO, Any
+
+import click
+
+from toolreplay.errors import InputError, ToolreplayError
+from toolreplay.findings import one_line
+from toolreplay.report import RENDERERS, Report
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+
+
+class ToolreplayGroup(click.Group):
+    """The error boundary: our errors become one line and exit 2, anything else exit 3."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+            raise
+        except ToolreplayError as err:
+            click.echo(f"toolreplay: error: {one_line(str(err))}", err=True)
+            ctx.exit(EXIT_USAGE)
+        except BrokenPipeError:
+            # the reader went away (| head); nothing more to say to it
+            with contextlib.suppress(OSError):
+                sys.stdout = open(os.devnull, "w")  # noqa: SIM115
+            ctx.exit(EXIT_CLEAN)
+        except Exception as err:
+            if ctx.find_root().params.get("traceback"):
+                raise
+            click.echo(
+                f"toolreplay: internal error: {type(err).__name__}: {one_line(str(err))}"
+                " (please report this; rerun with --traceback for details)",
+                err=True,
+            )
+            ctx.exit(EXIT_INTERNAL)
+
+
+@click.group(cls=ToolreplayGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--traceback", is_flag=True, hidden=True, help="Show the traceback of an internal error.")
+def cli(traceback: bool) -> None:
+    """Seal, verify, replay and scope-check recorded tool calls of AI agents."""
+
+
+def format_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(sorted(RENDERERS)),
+        default="text",
+        show_default=True,
+        help="Report format.",
+    )(func)
+
+
+def emit(reports: Sequence[Report], fmt: str) -> int:
+    click.echo(RENDERERS[fmt](reports), nl=False)
+    return EXIT_FINDINGS if any(r.failed for r in reports) else EXIT_CLEAN
+
+
+@contextlib.contextmanager
+def atomic_output(path: str | None) -> Iterator[IO[str]]:
+    """Write to ``path`` through a temp file renamed into place on success; stdout without one."""
+    if path is None or path == "-":
+        yield sys.stdout
+        sys.stdout.flush()
+        return
+    directory = os.path.dirname(os.path.abspath(path))
+    try:
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".toolreplay-", suffix=".tmp")
+    except OSError as err:
+        raise InputError(f"cannot write here: {err.strerror}", path=path) from err
+    try:
+        with os.fdopen(fd, "w", encoding="ascii", newline="\n") as out:
+            yield out
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def main() -> None:
+    """Console-script entry point."""
+    cli(prog_name="toolreplay")
+
+
+# Each module registers its commands on ``cli``; import them for that effect.
+from toolreplay.cli import core as _core  # noqa: E402, F401

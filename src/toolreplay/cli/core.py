@@ -1,0 +1,180 @@
+"""Core commands: version, seal, verify, replay, scope, validate."""
+
+from __future__ import annotations
+
+import click
+
+from toolreplay import __version__
+from toolreplay.analyses.replay import DEFAULT_MUTATORS, replay
+from toolreplay.analyses.scope import check_scope, load_scope
+from toolreplay.chain import seal, verify
+from toolreplay.cli import EXIT_FINDINGS, atomic_output, cli, emit, format_option
+from toolreplay.findings import sort_findings
+from toolreplay.report import Line, Report
+from toolreplay.transcript import read_links, read_transcript
+from toolreplay.validate import SCHEMA_FILES, validate_file
+
+
+@cli.command()
+def version() -> None:
+    """Print the version."""
+    click.echo(f"toolreplay {__version__}")
+
+
+@cli.command(name="seal")
+@click.argument("transcript")
+@click.option("-o", "--output", help="Write here (atomically) instead of stdout.")
+@click.pass_context
+def seal_cmd(ctx: click.Context, transcript: str, output: str | None) -> None:
+    """Print TRANSCRIPT sealed into a SHA-256 hash chain."""
+    with atomic_output(output) as out:
+        for _, line in seal(read_transcript(transcript)):
+            out.write(line + "\n")
+
+
+@cli.command(name="verify")
+@click.argument("sealed")
+@click.option("--expect-head", metavar="DIGEST", help="Anchor: the head digest the chain must end on.")
+@click.option(
+    "--expect-count", type=click.IntRange(min=0), metavar="N", help="Anchor: how many links there must be."
+)
+@format_option
+@click.pass_context
+def verify_cmd(
+    ctx: click.Context, sealed: str, expect_head: str | None, expect_count: int | None, fmt: str
+) -> None:
+    """Recompute the hash chain of SEALED.
+
+    A chain alone proves the links follow one another, not that the file is the one
+    that was sealed: a cut tail or a re-sealed forgery follows too. Anchor it with
+    --expect-head / --expect-count (or a head committed in git).
+    """
+    state = verify(read_links(sealed))
+    header: list[Line] = []
+    errors: list[str] = []
+    if state.broken:
+        b = state.broken
+        header += [
+            Line(key="chain", value="broken", text="broken"),
+            Line(key="first broken link", value=b.position, text=f"index {b.position}"),
+            Line(key="expected", value=b.expected, text=b.expected),
+            Line(key="found", value=b.found, text=b.found),
+            Line(key="reason", value=b.reason, text=f"{b.reason} (line {b.line})"),
+        ]
+    else:
+        header += [
+            Line(key="chain", value="intact", text="intact"),
+            Line(key="links", value=state.links, text=str(state.links)),
+            Line(key="head", value=state.head, text=state.head),
+        ]
+        mismatches = []
+        if expect_head is not None and expect_head != state.head:
+            mismatches.append(f"head is {state.head}, expected {expect_head}")
+        if expect_count is not None and expect_count != state.links:
+            mismatches.append(f"{state.links} links, expected {expect_count}")
+        if mismatches:
+            text = "MISMATCH: " + "; ".join(mismatches)
+            errors += mismatches
+        elif expect_head is None and expect_count is None:
+            text = (
+                "none: the links follow one another, which a cut tail or a re-sealed file"
+                " would too; pin the head with --expect-head/--expect-count or git"
+            )
+        else:
+            anchored = [a for a, v in (("head", expect_head), ("count", expect_count)) if v is not None]
+            text = " and ".join(anchored) + " match"
+        header.append(Line(key="anchor", value=text, text=text))
+    report = Report(command="verify", path=sealed, header=tuple(header), errors=tuple(errors))
+    code = emit([report], fmt)
+    ctx.exit(EXIT_FINDINGS if state.broken else code)
+
+
+@cli.command(name="replay")
+@click.argument("transcript")
+@click.option(
+    "--mutator",
+    "mutators",
+    multiple=True,
+    metavar="TOOL",
+    help="A tool that changes state (repeatable; replaces the default list).",
+)
+@click.option(
+    "--state-aware",
+    is_flag=True,
+    help="Do not report non-determinism across a call to a mutator.",
+)
+@format_option
+@click.pass_context
+def replay_cmd(
+    ctx: click.Context, transcript: str, mutators: tuple[str, ...], state_aware: bool, fmt: str
+) -> None:
+    """Replay TRANSCRIPT against itself: non-determinism and redundant calls."""
+    result = replay(
+        read_transcript(transcript),
+        mutators=frozenset(mutators) if mutators else DEFAULT_MUTATORS,
+        state_aware=state_aware,
+        path=transcript,
+    )
+    findings = sort_findings(result.findings)
+    divergence = result.divergence
+    report = Report(
+        command="replay",
+        path=transcript,
+        header=(
+            Line(key="calls", value=result.calls, text=str(result.calls)),
+            Line(
+                key="divergence",
+                value=divergence,
+                text="none" if divergence is None else f"index {divergence}",
+            ),
+            Line(key="findings", value=len(findings), text=str(len(findings))),
+        ),
+        findings=tuple(findings),
+    )
+    ctx.exit(emit([report], fmt))
+
+
+@cli.command(name="scope")
+@click.argument("transcript")
+@click.argument("scope_file", metavar="SCOPE")
+@format_option
+@click.pass_context
+def scope_cmd(ctx: click.Context, transcript: str, scope_file: str, fmt: str) -> None:
+    """Check TRANSCRIPT against the tools and arguments SCOPE allows."""
+    scope = load_scope(scope_file)
+    result = check_scope(read_transcript(transcript), scope, path=transcript)
+    findings = sort_findings(result.findings)
+    report = Report(
+        command="scope",
+        path=transcript,
+        header=(
+            Line(key="calls", value=result.calls, text=str(result.calls)),
+            Line(key="findings", value=len(findings), text=str(len(findings))),
+        ),
+        findings=tuple(findings),
+    )
+    ctx.exit(emit([report], fmt))
+
+
+@cli.command(name="validate")
+@click.argument("files", nargs=-1, required=True)
+@click.option(
+    "--kind", type=click.Choice(sorted(SCHEMA_FILES)), help="Kind of every FILE (default: from its name)."
+)
+@format_option
+@click.pass_context
+def validate_cmd(ctx: click.Context, files: tuple[str, ...], kind: str | None, fmt: str) -> None:
+    """Check each FILE against its published JSON Schema."""
+    reports = []
+    for path in files:
+        problems = validate_file(path, kind)
+        status = "invalid" if problems else "valid"
+        reports.append(
+            Report(
+                command="validate",
+                path=path,
+                header=(Line(key=path if len(files) == 1 else "result", value=status, text=status),),
+                errors=tuple(problems),
+            )
+        )
+    ctx.exit(emit(reports, fmt))

@@ -1,0 +1,70 @@
+"""The Finding value, its fixed ordering, and safe quoting of untrusted text."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+#: Kinds in the order a report lists them when several share an index.
+KIND_ORDER: tuple[str, ...] = (
+    "chain-broken",
+    "permission-overreach",
+    "argument-overreach",
+    "agent-drift",
+    "tool-drift",
+    "behavior-drift",
+    "effect-drift",
+    "audit-incomplete",
+    "non-determinism",
+    "redundant-call",
+)
+_RANK = {kind: rank for rank, kind in enumerate(KIND_ORDER)}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Finding:
+    """One thing an analysis found, located at a record of a file."""
+
+    kind: str
+    index: int
+    tool: str
+    message: str
+    path: str = ""
+    line: int | None = None
+    #: the other index the finding refers to (the earlier identical call, the baseline call)
+    related: int | None = None
+
+    def sort_key(self) -> tuple[str, int, int, str]:
+        return (self.path, self.index, _RANK.get(self.kind, len(_RANK)), self.message)
+
+
+def sort_findings(findings: list[Finding]) -> list[Finding]:
+    """Order by file, index, then the fixed kind order, so reruns print the same bytes."""
+    return sorted(findings, key=Finding.sort_key)
+
+
+_ESCAPES = {"\\": "\\\\", "'": "\\'", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def quote(text: str) -> str:
+    """Single-quote untrusted text so it stays on one line and cannot end the quotes.
+
+    Backslash, quote and every non-printable character (controls, U+2028, U+2029,
+    bidi overrides, lone surrogates) become escapes.
+    """
+    out = []
+    for ch in text:
+        if ch in _ESCAPES:
+            out.append(_ESCAPES[ch])
+        elif ch.isprintable() and ch != "\x7f":
+            out.append(ch)
+        else:
+            code = ord(ch)
+            out.append(
+                f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+            )
+    return "'" + "".join(out) + "'"
+
+
+def one_line(text: str) -> str:
+    """Make free text (an error message) safe to print as one line."""
+    return quote(text)[1:-1].replace("\\'", "'")

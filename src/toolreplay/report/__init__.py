@@ -1,0 +1,49 @@
+"""Renderers: one per output format, chosen by name from ``RENDERERS``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from toolreplay.findings import Finding
+
+#: Version of the JSON report shape (schemas/report.schema.json).
+REPORT_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Line:
+    """A header line of a report: ``key: text`` in text form, ``key: value`` in JSON."""
+
+    key: str
+    value: Any
+    text: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Report:
+    """What one command found in one file."""
+
+    command: str
+    path: str
+    header: tuple[Line, ...] = ()
+    findings: tuple[Finding, ...] = ()
+    errors: tuple[str, ...] = field(default=())
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.findings or self.errors)
+
+
+Renderer = Callable[[Sequence[Report]], str]
+
+
+def _renderers() -> dict[str, Renderer]:
+    from toolreplay.report.json import render_json
+    from toolreplay.report.text import render_text
+
+    return {"text": render_text, "json": render_json}
+
+
+RENDERERS: dict[str, Renderer] = _renderers()

@@ -1,0 +1,28 @@
+"""The plain text report (SPEC §2.1, compatible with toolreplay 0.6)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from toolreplay.findings import one_line
+
+if TYPE_CHECKING:
+    from toolreplay.report import Report
+
+
+def render_text(reports: Sequence[Report]) -> str:
+    """Header lines, then one ``index N: kind: message`` line per finding.
+
+    With several files each block is preceded by ``== FILE`` so lines stay attributable.
+    """
+    blocks = []
+    for report in reports:
+        lines = []
+        if len(reports) > 1:
+            lines.append(f"== {one_line(report.path)}")
+        lines.extend(f"{line.key}: {line.text}" for line in report.header)
+        lines.extend(f"index {f.index}: {f.kind}: {one_line(f.message)}" for f in report.findings)
+        lines.extend(one_line(error) for error in report.errors)
+        blocks.append("\n".join(lines))
+    return "\n".join(blocks) + "\n" if blocks else ""

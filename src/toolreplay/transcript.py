@@ -1,0 +1,271 @@
+"""Transcript records and the strict, streaming JSON Lines reader (SPEC §1.1, §1.3)."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import IO, Any
+
+from toolreplay.canonical import (
+    MAX_RECORD_BYTES,
+    canonical,
+    check_shape,
+    count_keys_bytes,
+    count_keys_text,
+    decode_fast,
+    decode_reference,
+)
+from toolreplay.errors import InputError
+
+GENESIS = "0" * 64
+REQUIRED = ("index", "tool", "args", "response")
+OPTIONAL = ("fingerprint", "state")
+LINK_EXTRA = ("prev", "digest")
+_FINGERPRINT = re.compile(r"[0-9a-f]{16}")
+_DIGEST = re.compile(r"[0-9a-f]{64}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Record:
+    """One tool call as recorded, with the canonical text of its parts."""
+
+    index: int
+    tool: str
+    args: dict[str, Any]
+    response: dict[str, Any]
+    fingerprint: str | None = None
+    state: dict[str, str] | None = None
+    line: int = 0
+    canon_args: str = ""
+    canon_response: str = ""
+    canon_state: str | None = None
+
+    @property
+    def call_key(self) -> str:
+        """``canonical({"tool": tool, "args": args})``: identical calls share it."""
+        return '{"args":' + self.canon_args + ',"tool":' + canonical(self.tool) + "}"
+
+    def fields(self) -> dict[str, Any]:
+        """The record as the JSON object it was read from."""
+        out: dict[str, Any] = {
+            "index": self.index,
+            "tool": self.tool,
+            "args": self.args,
+            "response": self.response,
+        }
+        if self.fingerprint is not None:
+            out["fingerprint"] = self.fingerprint
+        if self.state is not None:
+            out["state"] = self.state
+        return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Link:
+    """One line of a sealed transcript: a record plus its chain fields."""
+
+    record: Record
+    prev: str
+    digest: str
+    raw: bytes
+
+
+def _type_name(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object"
+
+
+def _field_error(name: str, want: str, value: Any) -> InputError:
+    return InputError(f'field "{name}" must be {want}, not {_type_name(value)}', pointer=f"/{name}")
+
+
+def _build(value: Any, *, sealed: bool, line: int) -> tuple[Record, dict[str, Any]]:
+    if not isinstance(value, dict):
+        raise InputError(f"a record must be a JSON object, not {_type_name(value)}")
+    allowed = REQUIRED + OPTIONAL + (LINK_EXTRA if sealed else ())
+    unknown = sorted(k for k in value if k not in allowed)
+    if unknown:
+        raise InputError(f"unknown field {canonical(unknown[0])}", pointer="/" + _escape(unknown[0]))
+    for name in REQUIRED + (LINK_EXTRA if sealed else ()):
+        if name not in value:
+            raise InputError(f'missing field "{name}"')
+    index = value["index"]
+    if type(index) is not int:  # bool is an int subclass, and 1.0 is not an integer here
+        raise _field_error("index", "an integer", index)
+    tool = value["tool"]
+    if not isinstance(tool, str):
+        raise _field_error("tool", "a string", tool)
+    if not tool:
+        raise InputError('field "tool" must not be empty', pointer="/tool")
+    args = value["args"]
+    if not isinstance(args, dict):
+        raise _field_error("args", "an object", args)
+    response = value["response"]
+    if not isinstance(response, dict):
+        raise _field_error("response", "an object", response)
+    fingerprint = value.get("fingerprint")
+    if fingerprint is not None or "fingerprint" in value:
+        if not isinstance(fingerprint, str):
+            raise _field_error("fingerprint", "a string of 16 lowercase hex digits", fingerprint)
+        if not _FINGERPRINT.fullmatch(fingerprint):
+            raise InputError('field "fingerprint" must be 16 lowercase hex digits', pointer="/fingerprint")
+    state = value.get("state")
+    canon_state = None
+    if state is not None or "state" in value:
+        if not isinstance(state, dict):
+            raise _field_error("state", "an object of strings", state)
+        for key, item in state.items():
+            if not isinstance(item, str):
+                raise InputError(
+                    f"state values must be strings, not {_type_name(item)}",
+                    pointer="/state/" + _escape(key),
+                )
+        canon_state = canonical(state)
+    if sealed:
+        for name in LINK_EXTRA:
+            if not isinstance(value[name], str) or not _DIGEST.fullmatch(value[name]):
+                raise InputError(f'field "{name}" must be 64 lowercase hex digits', pointer=f"/{name}")
+    record = Record(
+        index=index,
+        tool=tool,
+        args=args,
+        response=response,
+        fingerprint=fingerprint,
+        state=state,
+        line=line,
+        canon_args=canonical(args),
+        canon_response=canonical(response),
+        canon_state=canon_state,
+    )
+    return record, value
+
+
+def _escape(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+def _key_count(record: Record, top_level: int) -> int:
+    n = top_level + count_keys_text(record.canon_args) + count_keys_text(record.canon_response)
+    if record.canon_state is not None:
+        n += count_keys_text(record.canon_state)
+    return n
+
+
+def parse_line(raw: bytes, *, sealed: bool = False, line: int = 0) -> tuple[Record, dict[str, Any]]:
+    """Parse one non-blank line (without its line ending) into a record.
+
+    Raises :class:`InputError` without a location; readers add file and line.
+    """
+    check_shape(raw)
+    value = decode_fast(raw)
+    if value is not None:
+        try:
+            record, value = _build(value, sealed=sealed, line=line)
+        except (InputError, ValueError):
+            pass  # a duplicate key may come first: the reference decoder decides below
+        else:
+            if count_keys_bytes(raw) == _key_count(record, len(value)):
+                return record, value
+    return _build(decode_reference(raw), sealed=sealed, line=line)
+
+
+def open_input(path: str) -> IO[bytes]:
+    """Open a file for reading, turning OS errors into one-line usage errors."""
+    if path == "-":
+        import sys
+
+        return sys.stdin.buffer
+    try:
+        if os.path.isdir(path):
+            raise InputError("is a directory, not a file", path=path)
+        return open(path, "rb")
+    except FileNotFoundError as err:
+        raise InputError("no such file", path=path) from err
+    except PermissionError as err:
+        raise InputError("permission denied", path=path) from err
+    except OSError as err:
+        raise InputError(err.strerror or "cannot be read", path=path) from err
+
+
+def iter_lines(stream: IO[bytes], path: str) -> Iterator[tuple[int, bytes]]:
+    """Yield (line number, line without its ending) for every non-blank line.
+
+    Lines split on ``\\n`` only; a ``\\r\\n`` ending loses its ``\\r``. A line longer than
+    the record cap is refused without reading the rest of it.
+    """
+    number = 0
+    while True:
+        try:
+            raw = stream.readline(MAX_RECORD_BYTES + 2)
+        except OSError as err:
+            raise InputError(err.strerror or "cannot be read", path=path) from err
+        if not raw:
+            return
+        number += 1
+        if raw.endswith(b"\n"):
+            raw = raw[:-2] if raw.endswith(b"\r\n") else raw[:-1]
+        elif len(raw) > MAX_RECORD_BYTES:
+            raise InputError(f"record is over the {MAX_RECORD_BYTES}-byte limit", path=path, line=number)
+        if not raw.strip(b" \t\r"):
+            continue
+        yield number, raw
+
+
+def read_transcript(path: str) -> Iterator[Record]:
+    """Stream the records of a transcript, refusing anything SPEC §1.1 refuses."""
+    stream = open_input(path)
+    try:
+        for expected, (number, raw) in enumerate(iter_lines(stream, path)):
+            try:
+                record, _ = parse_line(raw, line=number)
+            except InputError as err:
+                raise _locate(err, path, number) from err
+            if record.index != expected:
+                raise InputError(
+                    f"index {record.index} is out of order: expected {expected}",
+                    path=path,
+                    line=number,
+                    pointer="/index",
+                )
+            yield record
+    finally:
+        if stream is not _stdin():
+            stream.close()
+
+
+def read_links(path: str) -> Iterator[Link]:
+    """Stream the links of a sealed transcript. Order is not checked here: see chain.verify."""
+    stream = open_input(path)
+    try:
+        for number, raw in iter_lines(stream, path):
+            try:
+                record, value = parse_line(raw, sealed=True, line=number)
+            except InputError as err:
+                raise _locate(err, path, number) from err
+            yield Link(record=record, prev=value["prev"], digest=value["digest"], raw=raw)
+    finally:
+        if stream is not _stdin():
+            stream.close()
+
+
+def _stdin() -> IO[bytes]:
+    import sys
+
+    return sys.stdin.buffer
+
+
+def _locate(err: InputError, path: str, line: int) -> InputError:
+    return InputError(err.problem, path=path, line=line, pointer=err.pointer)

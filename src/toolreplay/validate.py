@@ -1,0 +1,131 @@
+"""Check files against the published JSON Schemas (SPEC §1.7)."""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+from collections.abc import Iterator
+from functools import cache
+from importlib.resources import files
+from typing import Any
+
+from jsonschema import Draft202012Validator
+
+from toolreplay.canonical import check_shape, decode_reference
+from toolreplay.errors import InputError
+from toolreplay.transcript import iter_lines, open_input
+
+#: file kind -> schema file name in schemas/
+SCHEMA_FILES: dict[str, str] = {
+    "transcript": "transcript-record.schema.json",
+    "sealed": "sealed-link.schema.json",
+    "scope": "scope.schema.json",
+    "report": "report.schema.json",
+}
+#: kinds whose files are JSON Lines, one instance a line
+LINE_KINDS = frozenset({"transcript", "sealed"})
+#: how a kind is told from a file name, first match wins
+NAME_PATTERNS: tuple[tuple[str, str], ...] = (
+    ("*.sealed.jsonl", "sealed"),
+    ("*.jsonl", "transcript"),
+    ("scope.json", "scope"),
+    ("*.scope.json", "scope"),
+    ("*-scope.json", "scope"),
+    ("*.report.json", "report"),
+)
+#: most errors listed per file before the rest are counted
+MAX_ERRORS = 50
+
+
+def schema_text(name: str) -> bytes:
+    """The bytes of a published schema, as shipped inside the package."""
+    return files("toolreplay").joinpath("schemas", name).read_bytes()
+
+
+@cache
+def validator(kind: str) -> Draft202012Validator:
+    schema = json.loads(schema_text(SCHEMA_FILES[kind]))
+    return Draft202012Validator(schema)
+
+
+def kind_of(path: str) -> str:
+    name = os.path.basename(path)
+    for pattern, kind in NAME_PATTERNS:
+        if fnmatch.fnmatchcase(name, pattern):
+            return kind
+    known = ", ".join(sorted(SCHEMA_FILES))
+    raise InputError(f"cannot tell the kind of file from its name; pass --kind ({known})", path=path)
+
+
+def _pointer(parts: Any) -> str:
+    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts) or "/"
+
+
+def _schema_errors(kind: str, value: Any, path: str, line: int | None) -> Iterator[str]:
+    errors = sorted(
+        validator(kind).iter_errors(value), key=lambda e: (list(map(str, e.absolute_path)), e.message)
+    )
+    for error in errors:
+        where = f"{path}:{line}" if line is not None else path
+        yield f"{where}: {error.message} (at {_pointer(error.absolute_path)})"
+
+
+def _line_errors(kind: str, path: str) -> Iterator[str]:
+    stream = open_input(path)
+    expected = 0
+    try:
+        for number, raw in iter_lines(stream, path):
+            try:
+                check_shape(raw)
+                value = decode_reference(raw)
+            except InputError as err:
+                yield str(InputError(err.problem, path=path, line=number, pointer=err.pointer))
+                expected += 1
+                continue
+            found = list(_schema_errors(kind, value, path, number))
+            yield from found
+            index = value.get("index") if isinstance(value, dict) else None
+            if not found and isinstance(index, float):
+                yield f"{path}:{number}: index {index!r} has a fraction part: not an integer (at /index)"
+            elif kind == "transcript" and not found and index != expected:
+                yield f"{path}:{number}: index {index} is out of order: expected {expected} (at /index)"
+            expected += 1
+    finally:
+        stream.close()
+
+
+def validate_file(path: str, kind: str | None = None) -> list[str]:
+    """Return the problems found in one file, one line each (empty when it is valid).
+
+    Raises :class:`InputError` when the file cannot be read or its kind is unknown.
+    """
+    kind = kind or kind_of(path)
+    if kind in LINE_KINDS:
+        problems = _line_errors(kind, path)
+    else:
+        stream = open_input(path)
+        try:
+            raw = stream.read()
+        finally:
+            stream.close()
+        problems = _document_errors(kind, raw, path)
+    out: list[str] = []
+    for problem in problems:
+        if len(out) == MAX_ERRORS:
+            out.append(f"{path}: more problems not listed (the first {MAX_ERRORS} are above)")
+            break
+        out.append(problem)
+    return out
+
+
+def _document_errors(kind: str, raw: bytes, path: str) -> Iterator[str]:
+    try:
+        check_shape(raw)
+        value = decode_reference(raw)
+    except InputError as err:
+        cause = err.__cause__
+        line = getattr(cause, "lineno", None)
+        yield str(InputError(err.problem, path=path, line=line, pointer=err.pointer))
+        return
+    yield from _schema_errors(kind, value, path, None)
