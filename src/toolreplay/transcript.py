@@ -224,41 +224,77 @@ def iter_lines(stream: IO[bytes], path: str) -> Iterator[tuple[int, bytes]]:
         yield number, raw
 
 
+def make_record(
+    *,
+    index: int,
+    tool: str,
+    args: dict[str, Any],
+    response: dict[str, Any],
+    fingerprint: str | None = None,
+    state: dict[str, str] | None = None,
+) -> Record:
+    """Build a record from values (an importer, a recorder), under the reader's rules."""
+    value: dict[str, Any] = {"index": index, "tool": tool, "args": args, "response": response}
+    if fingerprint is not None:
+        value["fingerprint"] = fingerprint
+    if state is not None:
+        value["state"] = state
+    try:
+        return _build(value, sealed=False, line=0)[0]
+    except ValueError as err:  # NaN or infinity somewhere in the values
+        raise InputError(f"not representable as JSON: {err}") from err
+
+
+def record_line(record: Record) -> str:
+    """The record as one canonical JSON line (without the newline): how toolreplay writes transcripts."""
+    return canonical(record.fields())
+
+
 def read_transcript(path: str) -> Iterator[Record]:
-    """Stream the records of a transcript, refusing anything SPEC §1.1 refuses."""
+    """Stream the records of a transcript file ("-" for stdin), refusing what SPEC §1.1 refuses."""
     stream = open_input(path)
     try:
-        for expected, (number, raw) in enumerate(iter_lines(stream, path)):
-            try:
-                record, _ = parse_line(raw, line=number)
-            except InputError as err:
-                raise _locate(err, path, number) from err
-            if record.index != expected:
-                raise InputError(
-                    f"index {record.index} is out of order: expected {expected}",
-                    path=path,
-                    line=number,
-                    pointer="/index",
-                )
-            yield record
+        yield from parse_transcript(stream, path)
     finally:
         if stream is not _stdin():
             stream.close()
+
+
+def parse_transcript(stream: IO[bytes], path: str) -> Iterator[Record]:
+    """Stream the records of an open transcript; ``path`` only names it in errors."""
+    for expected, (number, raw) in enumerate(iter_lines(stream, path)):
+        try:
+            record, _ = parse_line(raw, line=number)
+        except InputError as err:
+            raise _locate(err, path, number) from err
+        if record.index != expected:
+            raise InputError(
+                f"index {record.index} is out of order: expected {expected}",
+                path=path,
+                line=number,
+                pointer="/index",
+            )
+        yield record
 
 
 def read_links(path: str) -> Iterator[Link]:
-    """Stream the links of a sealed transcript. Order is not checked here: see chain.verify."""
+    """Stream the links of a sealed transcript file. Order is not checked here: see chain.verify."""
     stream = open_input(path)
     try:
-        for number, raw in iter_lines(stream, path):
-            try:
-                record, value = parse_line(raw, sealed=True, line=number)
-            except InputError as err:
-                raise _locate(err, path, number) from err
-            yield Link(record=record, prev=value["prev"], digest=value["digest"], raw=raw)
+        yield from parse_links(stream, path)
     finally:
         if stream is not _stdin():
             stream.close()
+
+
+def parse_links(stream: IO[bytes], path: str) -> Iterator[Link]:
+    """Stream the links of an open sealed transcript (a staged git blob, say)."""
+    for number, raw in iter_lines(stream, path):
+        try:
+            record, value = parse_line(raw, sealed=True, line=number)
+        except InputError as err:
+            raise _locate(err, path, number) from err
+        yield Link(record=record, prev=value["prev"], digest=value["digest"], raw=raw)
 
 
 def _stdin() -> IO[bytes]:
