@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import sys
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
@@ -75,8 +76,12 @@ def emit(reports: Sequence[Report], fmt: str) -> int:
 def atomic_output(path: str | None) -> Iterator[IO[str]]:
     """Write to ``path`` through a temp file renamed into place on success; stdout without one."""
     if path is None or path == "-":
-        yield sys.stdout
-        sys.stdout.flush()
+        # Spool first so a refusal on a late line prints nothing rather than half a file.
+        with tempfile.SpooledTemporaryFile(max_size=8 * 1024 * 1024, mode="w+", encoding="utf-8") as spool:
+            yield spool
+            spool.seek(0)
+            shutil.copyfileobj(spool, sys.stdout)
+            sys.stdout.flush()
         return
     directory = os.path.dirname(os.path.abspath(path))
     try:

@@ -1,0 +1,132 @@
+"""Canonical encoding vectors and the agreement of the fast and reference decoders."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.conftest import ROOT
+from toolreplay.canonical import (
+    MAX_DEPTH,
+    canonical,
+    count_keys_bytes,
+    count_keys_text,
+    decode,
+    decode_fast,
+    decode_reference,
+)
+from toolreplay.errors import InputError
+
+VECTORS = json.loads((ROOT / "docs" / "canonical-vectors.json").read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("vector", VECTORS, ids=[v["why"] for v in VECTORS])
+def test_vector(vector: dict[str, str]) -> None:
+    """Each documented vector decodes and re-encodes to exactly its documented canonical text."""
+    assert canonical(decode(vector["input"].encode("utf-8"))) == vector["canonical"]
+
+
+@pytest.mark.parametrize("vector", VECTORS, ids=[v["why"] for v in VECTORS])
+def test_vector_is_a_fixed_point(vector: dict[str, str]) -> None:
+    """Canonical text decodes back to a value with the same canonical text."""
+    text = vector["canonical"]
+    assert canonical(decode(text.encode("ascii"))) == text
+
+
+def test_canonical_is_json_dumps() -> None:
+    """canonical() is the SPEC's json.dumps call, including its refusal of NaN."""
+    value = {"b": [1.5, "é", None], "a": {"y": True, "x": -0.0}}
+    expected = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
+    assert canonical(value) == expected
+    with pytest.raises(ValueError):
+        canonical({"x": math.nan})
+
+
+json_leaves = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(10**30), max_value=10**30)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text()
+)
+json_values = st.recursive(
+    json_leaves,
+    lambda inner: st.lists(inner, max_size=5) | st.dictionaries(st.text(max_size=8), inner, max_size=5),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(value=json_values, spaced=st.booleans(), ascii_only=st.booleans())
+def test_fast_and_reference_decoders_agree(value: object, spaced: bool, ascii_only: bool) -> None:
+    """On any JSON text, the fast path either declines or gives the reference decoder's value."""
+    text = json.dumps(value, ensure_ascii=ascii_only, indent=1 if spaced else None)
+    try:
+        raw = text.encode("utf-8")
+    except UnicodeEncodeError:
+        return  # lone surrogates from st.text() are refused on both paths; see the next test
+    reference = canonical(decode_reference(raw))
+    fast = decode_fast(raw)
+    if fast is not None:
+        assert canonical(fast) == reference
+    assert canonical(decode(raw)) == reference
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.floats(allow_nan=False, allow_infinity=False), st.sampled_from(["{}", "{:e}", "{:.17g}", "{!r}"]))
+def test_float_texts_parse_identically(number: float, style: str) -> None:
+    """Float texts in many spellings decode to the same double through both decoders."""
+    raw = ('{"x":' + style.format(number) + "}").encode()
+    fast = decode_fast(raw)
+    reference = decode_reference(raw)
+    if fast is not None:
+        assert canonical(fast) == canonical(reference)
+
+
+@pytest.mark.parametrize(
+    ("raw", "problem"),
+    [
+        (b'{"a":1,"a":2}', 'duplicate key "a"'),
+        (b'{"x":{"a":1,"a":1}}', 'duplicate key "a"'),
+        (b'{"a":NaN}', "NaN is not valid JSON"),
+        (b'{"a":-Infinity}', "-Infinity is not valid JSON"),
+        (b'{"a":1e400}', "number 1e400 is too large"),
+        (b'{"a":"\\ud800"}', "lone surrogate"),
+        (b'{"a":"\\udc00\\ud800"}', "lone surrogate"),
+        (b'{"a":"\xff"}', "invalid UTF-8 at byte 7"),
+        (b"\xef\xbb\xbf{}", "byte-order mark"),
+        (b'{"a":' + b"1" * 5000 + b"}", "integer with 5000 digits"),
+        (b"[" * 10_000 + b"]" * 10_000, f"nesting is deeper than {MAX_DEPTH} levels"),
+        (b'{"a":}', "invalid JSON"),
+    ],
+)
+def test_refusals(raw: bytes, problem: str) -> None:
+    """Each strict-decoding rule refuses with a message naming the problem."""
+    with pytest.raises(InputError) as info:
+        decode(raw)
+    assert problem in str(info.value)
+
+
+def test_big_integers_keep_their_digits() -> None:
+    """Integers past 64 bits stay exact (orjson would make them doubles)."""
+    raw = b'{"a":123456789012345678901234567890,"b":-9223372036854775809}'
+    assert decode(raw) == {"a": 123456789012345678901234567890, "b": -9223372036854775809}
+
+
+def test_depth_limit_is_exact() -> None:
+    """MAX_DEPTH levels are accepted, one more is refused; brackets in strings do not count."""
+    assert decode(b"[" * MAX_DEPTH + b"]" * MAX_DEPTH) is not None
+    with pytest.raises(InputError):
+        decode(b"[" * (MAX_DEPTH + 1) + b"]" * (MAX_DEPTH + 1))
+    assert decode(b'["' + b"[{" * 500 + b'"]') == ["[{" * 500]
+
+
+def test_key_counting_ignores_strings() -> None:
+    """Colons and quotes inside strings are not counted as keys."""
+    raw = b'{"a:b":"c\\":d","e":[":",{"f":"\\\\"}]}'
+    assert count_keys_bytes(raw) == 3
+    assert count_keys_text(canonical(decode(raw))) == 3
