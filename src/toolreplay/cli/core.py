@@ -8,7 +8,7 @@ from toolreplay import __version__
 from toolreplay.analyses.replay import DEFAULT_MUTATORS, replay
 from toolreplay.analyses.scope import check_scope, load_scope
 from toolreplay.chain import seal, verify
-from toolreplay.cli import EXIT_FINDINGS, atomic_output, cli, emit, format_option
+from toolreplay.cli import EXIT_CLEAN, EXIT_FINDINGS, atomic_output, cli, emit, format_option
 from toolreplay.findings import sort_findings
 from toolreplay.report import Line, Report
 from toolreplay.transcript import read_links, read_transcript
@@ -51,12 +51,17 @@ def verify_cmd(
     """
     state = verify(read_links(sealed))
     header: list[Line] = []
-    errors: list[str] = []
+    mismatches: list[str] = []
     if state.broken:
         b = state.broken
         header += [
             Line(key="chain", value="broken", text="broken"),
-            Line(key="first broken link", value=b.position, text=f"index {b.position}"),
+            Line(
+                key="first_broken_link",
+                label="first broken link",
+                value=b.position,
+                text=f"index {b.position}",
+            ),
             Line(key="expected", value=b.expected, text=b.expected),
             Line(key="found", value=b.found, text=b.found),
             Line(key="reason", value=b.reason, text=f"{b.reason} (line {b.line})"),
@@ -67,14 +72,12 @@ def verify_cmd(
             Line(key="links", value=state.links, text=str(state.links)),
             Line(key="head", value=state.head, text=state.head),
         ]
-        mismatches = []
         if expect_head is not None and expect_head != state.head:
             mismatches.append(f"head is {state.head}, expected {expect_head}")
         if expect_count is not None and expect_count != state.links:
             mismatches.append(f"{state.links} links, expected {expect_count}")
         if mismatches:
-            text = "MISMATCH: " + "; ".join(mismatches)
-            errors += mismatches
+            text = "mismatch: " + "; ".join(mismatches)
         elif expect_head is None and expect_count is None:
             text = (
                 "none: the links follow one another, which a cut tail or a re-sealed file"
@@ -84,9 +87,8 @@ def verify_cmd(
             anchored = [a for a, v in (("head", expect_head), ("count", expect_count)) if v is not None]
             text = " and ".join(anchored) + " match"
         header.append(Line(key="anchor", value=text, text=text))
-    report = Report(command="verify", path=sealed, header=tuple(header), errors=tuple(errors))
-    code = emit([report], fmt)
-    ctx.exit(EXIT_FINDINGS if state.broken else code)
+    emit([Report(command="verify", path=sealed, header=tuple(header))], fmt)
+    ctx.exit(EXIT_FINDINGS if state.broken or mismatches else EXIT_CLEAN)
 
 
 @cli.command(name="replay")

@@ -14,11 +14,16 @@ REPORT_VERSION = 1
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Line:
-    """A header line of a report: ``key: text`` in text form, ``key: value`` in JSON."""
+    """A header line of a report: ``label: text`` in text form, ``key: value`` in JSON."""
 
     key: str
     value: Any
     text: str
+    label: str = ""
+
+    @property
+    def shown_label(self) -> str:
+        return self.label or self.key
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

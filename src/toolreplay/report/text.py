@@ -21,7 +21,7 @@ def render_text(reports: Sequence[Report]) -> str:
         lines = []
         if len(reports) > 1:
             lines.append(f"== {one_line(report.path)}")
-        lines.extend(f"{line.key}: {line.text}" for line in report.header)
+        lines.extend(f"{line.shown_label}: {line.text}" for line in report.header)
         lines.extend(f"index {f.index}: {f.kind}: {one_line(f.message)}" for f in report.findings)
         lines.extend(one_line(error) for error in report.errors)
         blocks.append("\n".join(lines))
