@@ -105,6 +105,8 @@ def _build(value: Any, *, sealed: bool, line: int) -> tuple[Record, dict[str, An
     index = value["index"]
     if type(index) is not int:  # bool is an int subclass, and 1.0 is not an integer here
         raise _field_error("index", "an integer", index)
+    if index < 0:
+        raise InputError('field "index" must not be negative', pointer="/index")
     tool = value["tool"]
     if not isinstance(tool, str):
         raise _field_error("tool", "a string", tool)

@@ -46,3 +46,17 @@ def test_golden_rerun_is_byte_identical(
     first = runner.invoke(cli, case_args(case), catch_exceptions=False)
     second = runner.invoke(cli, case_args(case), catch_exceptions=False)
     assert first.stdout_bytes == second.stdout_bytes
+
+
+JSON_CASES = [c for c in CASES if "--format\njson" in (c / "args").read_text()]
+
+
+@pytest.mark.parametrize("case", JSON_CASES, ids=[c.name for c in JSON_CASES])
+def test_json_reports_match_their_schema(case: Path) -> None:
+    """Every golden JSON report validates against schemas/report.schema.json."""
+    import json
+
+    from toolreplay.validate import validator
+
+    report = json.loads((case / "expected.out").read_text(encoding="utf-8"))
+    assert list(validator("report").iter_errors(report)) == []
