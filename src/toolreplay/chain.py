@@ -10,28 +10,29 @@ from toolreplay.canonical import canonical
 from toolreplay.transcript import GENESIS, Link, Record
 
 
-def _tail(record: Record, prev: str) -> str:
-    """The canonical link text after ``"args":ARGS`` and before the closing brace.
+def parts_of(record: Record) -> tuple[str, str, str]:
+    """The canonical link text of ``record`` around its two chain values.
 
-    Keys sort as args, digest, fingerprint, index, prev, response, state, tool, so
-    the digest input and the link line share everything but the ``digest`` member.
+    Keys sort as args, digest, fingerprint, index, prev, response, state, tool, so with
+    ``(head, middle, tail) = parts_of(record)`` the digest input is
+    ``head + middle + prev + tail`` and the link line is
+    ``head + ',"digest":"' + digest + '"' + middle + prev + tail``.
     """
-    parts = []
-    if record.fingerprint is not None:
-        parts.append(',"fingerprint":' + canonical(record.fingerprint))
-    parts.append(f',"index":{record.index},"prev":"{prev}","response":{record.canon_response}')
+    head = '{"args":' + record.canon_args
+    middle = "" if record.fingerprint is None else ',"fingerprint":' + canonical(record.fingerprint)
+    middle += f',"index":{record.index},"prev":"'
+    tail = '","response":' + record.canon_response
     if record.canon_state is not None:
-        parts.append(',"state":' + record.canon_state)
-    parts.append(',"tool":' + canonical(record.tool) + "}")
-    return "".join(parts)
+        tail += ',"state":' + record.canon_state
+    tail += ',"tool":' + canonical(record.tool) + "}"
+    return head, middle, tail
 
 
 def link_digest(record: Record, prev: str) -> tuple[str, str]:
     """Return (digest, canonical link line) for ``record`` chained after ``prev``."""
-    head = '{"args":' + record.canon_args
-    tail = _tail(record, prev)
-    digest = hashlib.sha256((head + tail).encode("ascii")).hexdigest()
-    return digest, head + ',"digest":"' + digest + '"' + tail
+    head, middle, tail = parts_of(record)
+    digest = hashlib.sha256((head + middle + prev + tail).encode("ascii")).hexdigest()
+    return digest, head + ',"digest":"' + digest + '"' + middle + prev + tail
 
 
 def seal(records: Iterable[Record]) -> Iterator[tuple[str, str]]:

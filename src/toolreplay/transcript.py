@@ -12,8 +12,7 @@ from toolreplay.canonical import (
     MAX_RECORD_BYTES,
     canonical,
     check_shape,
-    count_keys_bytes,
-    count_keys_text,
+    colons_agree,
     decode_fast,
     decode_reference,
 )
@@ -159,10 +158,11 @@ def _escape(key: str) -> str:
     return key.replace("~", "~0").replace("/", "~1")
 
 
-def _key_count(record: Record, top_level: int) -> int:
-    n = top_level + count_keys_text(record.canon_args) + count_keys_text(record.canon_response)
+def _colon_count(record: Record, top_level: int) -> int:
+    """Colons in the canonical text of the whole record (hex fields hold none)."""
+    n = top_level + record.canon_args.count(":") + record.canon_response.count(":") + record.tool.count(":")
     if record.canon_state is not None:
-        n += count_keys_text(record.canon_state)
+        n += record.canon_state.count(":")
     return n
 
 
@@ -179,7 +179,7 @@ def parse_line(raw: bytes, *, sealed: bool = False, line: int = 0) -> tuple[Reco
         except (InputError, ValueError):
             pass  # a duplicate key may come first: the reference decoder decides below
         else:
-            if count_keys_bytes(raw) == _key_count(record, len(value)):
+            if colons_agree(raw, _colon_count(record, len(value))):
                 return record, value
     return _build(decode_reference(raw), sealed=sealed, line=line)
 

@@ -130,3 +130,18 @@ def test_key_counting_ignores_strings() -> None:
     raw = b'{"a:b":"c\\":d","e":[":",{"f":"\\\\"}]}'
     assert count_keys_bytes(raw) == 3
     assert count_keys_text(canonical(decode(raw))) == 3
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [b'{"x":1,"x":"\\u003a"}', b'{"x":1,"x":"\\u003A"}', b'{"a":{"x":1,"x":"\\u003a"},"b":2}'],
+)
+def test_duplicate_hidden_by_an_escaped_colon(raw: bytes) -> None:
+    """A duplicate whose lost colon is made up by a \\u003a escape is still refused."""
+    assert decode_fast(raw) is not None  # orjson alone would accept it
+    with pytest.raises(InputError, match="duplicate key"):
+        decode(raw)
+    from toolreplay.transcript import parse_line
+
+    with pytest.raises(InputError, match="duplicate key"):
+        parse_line(b'{"index":0,"tool":"t","args":' + raw + b',"response":{}}')

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from hashlib import sha256
 
 from toolreplay.findings import Finding, quote
 from toolreplay.transcript import Record
@@ -35,15 +36,18 @@ def replay(
     Redundancy: a call is redundant when the call just before it is the identical
     call and that tool is not a mutator, so nothing could have changed in between.
     """
-    first: dict[str, tuple[int, str]] = {}
+    # Remember SHA-256 digests, not texts: memory then grows with the number of distinct
+    # calls by a few dozen bytes each, whatever the size of the responses.
+    first: dict[bytes, tuple[int, bytes]] = {}
     findings: list[Finding] = []
     divergence: int | None = None
-    previous_key: str | None = None
+    previous_key: bytes | None = None
     previous_index = -1
     calls = 0
     for record in records:
         calls += 1
-        key = record.call_key
+        key = sha256(record.call_key.encode("ascii")).digest()
+        response = sha256(record.canon_response.encode("ascii")).digest()
         mutator = record.tool in mutators
         if key == previous_key and not mutator:
             findings.append(
@@ -62,8 +66,8 @@ def replay(
             )
         seen = first.get(key)
         if seen is None:
-            first[key] = (record.index, record.canon_response)
-        elif seen[1] != record.canon_response:
+            first[key] = (record.index, response)
+        elif seen[1] != response:
             if divergence is None:
                 divergence = record.index
             findings.append(

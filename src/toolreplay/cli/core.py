@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import click
 
-from toolreplay import __version__
+from toolreplay import __version__, parallel
 from toolreplay.analyses.replay import DEFAULT_MUTATORS, replay
 from toolreplay.analyses.scope import check_scope, load_scope
-from toolreplay.chain import seal, verify
+from toolreplay.chain import ChainState, seal, verify
 from toolreplay.cli import EXIT_CLEAN, EXIT_FINDINGS, atomic_output, cli, emit, format_option
 from toolreplay.findings import sort_findings
 from toolreplay.report import Line, Report
@@ -28,8 +28,26 @@ def version() -> None:
 def seal_cmd(ctx: click.Context, transcript: str, output: str | None) -> None:
     """Print TRANSCRIPT sealed into a SHA-256 hash chain."""
     with atomic_output(output) as out:
+        if transcript != "-" and parallel.worth_it(transcript):
+            try:
+                for line in parallel.seal_lines(transcript):
+                    out.write(line + "\n")
+                return
+            except parallel.Fallback:
+                out.seek(0)
+                out.truncate()
         for _, line in seal(read_transcript(transcript)):
             out.write(line + "\n")
+
+
+def _verify(sealed: str) -> ChainState:
+    if sealed != "-" and parallel.worth_it(sealed):
+        try:
+            links, head = parallel.verify_head(sealed)
+            return ChainState(links=links, head=head, broken=None)
+        except parallel.Fallback:
+            pass  # the sequential walk names the first link that does not follow
+    return verify(read_links(sealed))
 
 
 @cli.command(name="verify")
@@ -49,7 +67,7 @@ def verify_cmd(
     that was sealed: a cut tail or a re-sealed forgery follows too. Anchor it with
     --expect-head / --expect-count (or a head committed in git).
     """
-    state = verify(read_links(sealed))
+    state = _verify(sealed)
     header: list[Line] = []
     mismatches: list[str] = []
     if state.broken:

@@ -1,0 +1,96 @@
+"""Benchmark seal, verify and replay on a large generated transcript.
+
+    python bench/run.py [--megabytes 200] [--rounds 2]
+
+Each operation runs as its own process (toolreplay's real CLI, the naive reference in
+bench/naive.py, and sha256 over the same bytes), alternating, best of ``--rounds``; it
+prints throughput ratios, which survive a noisy machine better than seconds, and the peak
+RSS of the main process and of the largest worker. Not part of the test run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+OUT = HERE / "out"
+
+# run a command in a child Python and report its own peak RSS and its children's
+MEASURE = """
+import resource, runpy, sys
+sys.argv = sys.argv[1:]
+try:
+    if sys.argv[0] == "toolreplay":
+        from toolreplay.cli import cli
+        cli.main(args=sys.argv[1:], prog_name="toolreplay", standalone_mode=False)
+    else:
+        runpy.run_path(sys.argv[0], run_name="__main__")
+finally:
+    me = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    sys.stderr.write(f"@@rss {me} {kids}\\n")
+"""
+
+
+def run(argv: list[str]) -> tuple[float, int, int, str]:
+    start = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, "-c", MEASURE, *argv], capture_output=True, text=True, check=False
+    )
+    elapsed = time.perf_counter() - start
+    rss = [line for line in proc.stderr.splitlines() if line.startswith("@@rss")]
+    if proc.returncode not in (0, 1) or not rss:
+        raise SystemExit(f"{argv} failed: {proc.stderr[-2000:]}")
+    _, me, kids = rss[0].split()
+    return elapsed, int(me), int(kids), proc.stdout
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--megabytes", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=2)
+    ns = parser.parse_args()
+    OUT.mkdir(exist_ok=True)
+    transcript = OUT / f"transcript-{ns.megabytes}mb.jsonl"
+    if not transcript.exists():
+        subprocess.run(
+            [sys.executable, str(HERE / "generate.py"), str(transcript), "--megabytes", str(ns.megabytes)],
+            check=True,
+        )
+    sealed = OUT / "ours.sealed.jsonl"
+    naive_sealed = OUT / "naive.sealed.jsonl"
+    naive = str(HERE / "naive.py")
+    size = transcript.stat().st_size
+    plans = {
+        "seal": (
+            ["toolreplay", "seal", str(transcript), "-o", str(sealed)],
+            [naive, "seal", str(transcript), str(naive_sealed)],
+        ),
+        "verify": (["toolreplay", "verify", str(sealed)], [naive, "verify", str(naive_sealed)]),
+        "replay": (["toolreplay", "replay", str(transcript)], [naive, "replay", str(transcript)]),
+    }
+    print(f"input: {transcript.name}, {size / 1e6:.0f} MB, {os.cpu_count()} cores")
+    print(f"{'op':8} {'vs naive':>9} {'vs sha256':>10} {'peak RSS main':>14} {'largest worker':>15}")
+    for op, (ours_argv, naive_argv) in plans.items():
+        best: dict[str, tuple[float, int, int, str]] = {}
+        for _ in range(ns.rounds):
+            for name, argv in (("naive", naive_argv), ("ours", ours_argv), ("sha", [naive, "sha", str(transcript)])):
+                result = run(argv)
+                if name not in best or result[0] < best[name][0]:
+                    best[name] = result
+        if op == "seal" and sealed.read_bytes() != naive_sealed.read_bytes():
+            raise SystemExit("seal output differs from the naive reference")
+        ours, ref, floor = best["ours"], best["naive"], best["sha"]
+        print(
+            f"{op:8} {ref[0] / ours[0]:>8.2f}x {floor[0] / ours[0]:>9.2f}x"
+            f" {ours[1] / 1024:>11.0f} MB {ours[2] / 1024:>12.0f} MB"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,171 @@
+"""Seal and verify large files on every core, with the sequential code's exact results.
+
+Parsing and canonical encoding dominate, and they are independent per line; only the
+chain itself (each digest feeding the next ``prev``) is sequential. So the file is read
+in chunks cut at line ends, worker processes parse and encode each chunk, and this
+process walks the chain over their results in order, with a bounded number of chunks in
+flight so memory stays flat however large the file.
+
+Anything unusual (a refused line, an index out of order, a broken link) makes the caller
+rerun the sequential path, which then reports exactly what it always reports: the
+parallel path is an accelerator, never a second opinion.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import multiprocessing
+import os
+from collections import deque
+from collections.abc import Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass
+from typing import IO
+
+from toolreplay.canonical import MAX_RECORD_BYTES
+from toolreplay.chain import parts_of
+from toolreplay.errors import InputError
+from toolreplay.transcript import GENESIS, iter_lines, open_input, parse_line
+
+#: files smaller than this are faster to handle in one process
+PARALLEL_MIN_BYTES = 32 * 1024 * 1024
+CHUNK_BYTES = 1024 * 1024
+
+
+class Fallback(Exception):
+    """The parallel path met something only the sequential path may report."""
+
+
+def workers() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def worth_it(path: str) -> bool:
+    try:
+        return workers() > 1 and os.path.getsize(path) >= PARALLEL_MIN_BYTES
+    except OSError:
+        return False
+
+
+def read_chunks(stream: IO[bytes], size: int = CHUNK_BYTES) -> Iterator[tuple[int, bytes]]:
+    """Yield (line number of the chunk's first line, bytes ending at a line end)."""
+    line = 1
+    carry = b""
+    while True:
+        block = stream.read(size)
+        if not block:
+            if carry:
+                yield line, carry
+            return
+        data = carry + block
+        cut = data.rfind(b"\n") + 1
+        if cut == 0 and len(data) <= MAX_RECORD_BYTES + 2:
+            carry = data  # one long line so far; the reader refuses it once it is over the cap
+            continue
+        if cut == 0:
+            cut = len(data)
+        yield line, data[:cut]
+        line += data.count(b"\n", 0, cut)
+        carry = data[cut:]
+
+
+@dataclass(frozen=True, slots=True)
+class SealParts:
+    """What a worker computes for one record: index, line and the three text parts."""
+
+    index: int
+    line: int
+    head: str
+    middle: str
+    tail: str
+
+
+def _lines(first: int, data: bytes) -> Iterator[tuple[int, bytes]]:
+    for number, raw in iter_lines(io.BytesIO(data), ""):
+        yield first + number - 1, raw
+
+
+def seal_chunk(first: int, data: bytes) -> list[SealParts] | None:
+    """Parse a chunk of a transcript; None when any line is refused."""
+    out = []
+    try:
+        for number, raw in _lines(first, data):
+            record, _ = parse_line(raw, line=number)
+            head, middle, tail = parts_of(record)
+            out.append(SealParts(record.index, number, head, middle, tail))
+    except InputError:
+        return None
+    return out
+
+
+def verify_chunk(first: int, data: bytes) -> list[tuple[int, str, str]] | None:
+    """Check each link of a chunk against itself; (index, prev, digest) per link, None on any doubt."""
+    out = []
+    try:
+        for number, raw in _lines(first, data):
+            record, value = parse_line(raw, sealed=True, line=number)
+            head, middle, tail = parts_of(record)
+            body = head + middle + value["prev"] + tail
+            digest = hashlib.sha256(body.encode("ascii")).hexdigest()
+            line = head + ',"digest":"' + digest + '"' + middle + value["prev"] + tail
+            if digest != value["digest"] or line.encode("ascii") != raw:
+                return None
+            out.append((record.index, value["prev"], digest))
+    except InputError:
+        return None
+    return out
+
+
+def _pool() -> ProcessPoolExecutor:
+    return ProcessPoolExecutor(max_workers=workers(), mp_context=multiprocessing.get_context("spawn"))
+
+
+def _ordered_results(path: str, func: object) -> Iterator[object]:
+    stream = open_input(path)
+    try:
+        with _pool() as pool:
+            window: deque[Future[object]] = deque()
+            for first, data in read_chunks(stream):
+                window.append(pool.submit(func, first, data))  # type: ignore[arg-type]
+                if len(window) >= 2 * workers():
+                    yield window.popleft().result()
+            while window:
+                yield window.popleft().result()
+    finally:
+        stream.close()
+
+
+def seal_lines(path: str) -> Iterator[str]:
+    """Sealed lines of a transcript file, computed on every core. Raises Fallback on any doubt."""
+    prev = GENESIS
+    expected = 0
+    for result in _ordered_results(path, seal_chunk):
+        if result is None:
+            raise Fallback
+        for parts in result:  # type: ignore[attr-defined]
+            if parts.index != expected:
+                raise Fallback
+            expected += 1
+            body = parts.head + parts.middle + prev + parts.tail
+            digest = hashlib.sha256(body.encode("ascii")).hexdigest()
+            yield parts.head + ',"digest":"' + digest + '"' + parts.middle + prev + parts.tail
+            prev = digest
+
+
+def verify_head(path: str) -> tuple[int, str]:
+    """(links, head) of an intact sealed file, computed on every core. Raises Fallback on any doubt."""
+    prev = GENESIS
+    position = 0
+    for result in _ordered_results(path, verify_chunk):
+        if result is None:
+            raise Fallback
+        for index, stored_prev, digest in result:  # type: ignore[attr-defined]
+            if index != position or stored_prev != prev:
+                raise Fallback
+            prev = digest
+            position += 1
+    return position, prev
