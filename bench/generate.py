@@ -15,18 +15,31 @@ def record(rng: random.Random, index: int) -> dict[str, object]:
     tool = rng.choice(TOOLS)
     args = {
         "path": "/".join(rng.choice(WORDS) for _ in range(3)),
-        "options": {"limit": rng.randint(1, 50), "threshold": round(rng.random(), 6), "tags": rng.sample(WORDS, 3)},
+        "options": {
+            "limit": rng.randint(1, 50),
+            "threshold": round(rng.random(), 6),
+            "tags": rng.sample(WORDS, 3),
+        },
     }
     hits = [
         {
             "path": f"docs/{rng.choice(WORDS)}/{rng.randint(0, 999)}.md",
             "score": rng.random(),
             "snippet": " ".join(rng.choice(WORDS) for _ in range(rng.randint(8, 14))),
-            "meta": {"size": rng.randint(10, 10**6), "mtime": 1.7e9 + rng.random() * 1e7, "ok": rng.random() > 0.1},
+            "meta": {
+                "size": rng.randint(10, 10**6),
+                "mtime": 1.7e9 + rng.random() * 1e7,
+                "ok": rng.random() > 0.1,
+            },
         }
         for _ in range(rng.randint(3, 5))
     ]
-    return {"index": index, "tool": tool, "args": args, "response": {"hits": hits, "took_ms": rng.random() * 100}}
+    return {
+        "index": index,
+        "tool": tool,
+        "args": args,
+        "response": {"hits": hits, "took_ms": rng.random() * 100},
+    }
 
 
 def main() -> None:

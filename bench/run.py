@@ -39,9 +39,7 @@ finally:
 
 def run(argv: list[str]) -> tuple[float, int, int, str]:
     start = time.perf_counter()
-    proc = subprocess.run(
-        [sys.executable, "-c", MEASURE, *argv], capture_output=True, text=True, check=False
-    )
+    proc = subprocess.run([sys.executable, "-c", MEASURE, *argv], capture_output=True, text=True, check=False)
     elapsed = time.perf_counter() - start
     rss = [line for line in proc.stderr.splitlines() if line.startswith("@@rss")]
     if proc.returncode not in (0, 1) or not rss:
@@ -79,7 +77,11 @@ def main() -> None:
     for op, (ours_argv, naive_argv) in plans.items():
         best: dict[str, tuple[float, int, int, str]] = {}
         for _ in range(ns.rounds):
-            for name, argv in (("naive", naive_argv), ("ours", ours_argv), ("sha", [naive, "sha", str(transcript)])):
+            for name, argv in (
+                ("naive", naive_argv),
+                ("ours", ours_argv),
+                ("sha", [naive, "sha", str(transcript)]),
+            ):
                 result = run(argv)
                 if name not in best or result[0] < best[name][0]:
                     best[name] = result
