@@ -66,5 +66,10 @@ def quote(text: str) -> str:
 
 
 def one_line(text: str) -> str:
-    """Make free text (an error message) safe to print as one line."""
-    return quote(text)[1:-1].replace("\\'", "'")
+    """Make free text safe to print as one line: non-printable characters become escapes.
+
+    Backslashes are left alone, so text already built with :func:`quote` is not escaped twice.
+    """
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else quote(ch)[1:-1] for ch in text)

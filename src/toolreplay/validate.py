@@ -22,6 +22,7 @@ SCHEMA_FILES: dict[str, str] = {
     "sealed": "sealed-link.schema.json",
     "scope": "scope.schema.json",
     "report": "report.schema.json",
+    "config": "config.schema.json",
 }
 #: kinds whose files are JSON Lines, one instance a line
 LINE_KINDS = frozenset({"transcript", "sealed"})
@@ -33,6 +34,7 @@ NAME_PATTERNS: tuple[tuple[str, str], ...] = (
     ("*.scope.json", "scope"),
     ("*-scope.json", "scope"),
     ("*.report.json", "report"),
+    ("toolreplay.toml", "config"),
 )
 #: most errors listed per file before the rest are counted
 MAX_ERRORS = 50
@@ -101,7 +103,9 @@ def validate_file(path: str, kind: str | None = None) -> list[str]:
     Raises :class:`InputError` when the file cannot be read or its kind is unknown.
     """
     kind = kind or kind_of(path)
-    if kind in LINE_KINDS:
+    if kind == "config":
+        problems = _config_errors(path)
+    elif kind in LINE_KINDS:
         problems = _line_errors(kind, path)
     else:
         stream = open_input(path)
@@ -129,3 +133,21 @@ def _document_errors(kind: str, raw: bytes, path: str) -> Iterator[str]:
         yield str(InputError(err.problem, path=path, line=line, pointer=err.pointer))
         return
     yield from _schema_errors(kind, value, path, None)
+
+
+def _config_errors(path: str) -> Iterator[str]:
+    import tomllib
+    from pathlib import Path
+
+    from toolreplay.config import _read_toml
+
+    try:
+        data = _read_toml(Path(path))
+    except InputError as err:
+        if isinstance(err.__cause__, tomllib.TOMLDecodeError):
+            yield str(err)
+            return
+        raise
+    if os.path.basename(path) == "pyproject.toml":
+        data = data.get("tool", {}).get("toolreplay", {})
+    yield from _schema_errors("config", data, path, None)

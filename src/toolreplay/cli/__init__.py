@@ -104,4 +104,5 @@ def main() -> None:
 
 
 # Each module registers its commands on ``cli``; import them for that effect.
+from toolreplay.cli import check as _check  # noqa: E402, F401
 from toolreplay.cli import core as _core  # noqa: E402, F401

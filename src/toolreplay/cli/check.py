@@ -1,0 +1,36 @@
+"""``toolreplay check``: what CI and the GitHub Action run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from toolreplay.check import run_check
+from toolreplay.cli import EXIT_CLEAN, EXIT_FINDINGS, cli, format_option
+from toolreplay.config import load_config
+from toolreplay.report import RENDERERS
+
+
+@cli.command(name="check")
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(path_type=Path),
+    help="Config file (default: found from here up).",
+)
+@click.option("--jobs", type=click.IntRange(min=1), help="Worker processes (default: one per core).")
+@format_option
+@click.pass_context
+def check_cmd(ctx: click.Context, config_path: Path | None, jobs: int | None, fmt: str) -> None:
+    """Run every analysis the configuration names over every matching file."""
+    config = load_config(config_path)
+    reports = run_check(config, jobs=jobs)
+    click.echo(RENDERERS[fmt](reports), nl=False)
+    findings = [f for r in reports for f in r.findings]
+    failing = [f for f in findings if config.fails(f.kind)]
+    errors = sum(len(r.errors) for r in reports)
+    if fmt == "text":
+        counts = f"{len(findings)} findings, {len(failing)} failing, {errors} unreadable"
+        click.echo(f"total: {len(reports)} files, {counts}")
+    ctx.exit(EXIT_FINDINGS if failing or errors else EXIT_CLEAN)

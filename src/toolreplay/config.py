@@ -1,0 +1,111 @@
+"""Configuration: ``[tool.toolreplay]`` in pyproject.toml, or a toolreplay.toml (SPEC §7)."""
+
+from __future__ import annotations
+
+import json
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from toolreplay.analyses.replay import DEFAULT_MUTATORS
+from toolreplay.errors import InputError
+
+CONFIG_NAMES = ("toolreplay.toml", "pyproject.toml")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Config:
+    """Settings for ``toolreplay check``; paths are relative to ``root``."""
+
+    root: Path
+    source: str
+    transcripts: tuple[str, ...] = ()
+    baselines: tuple[str, ...] = ()
+    scope: str | None = None
+    tools_lock: str | None = None
+    mutators: frozenset[str] = DEFAULT_MUTATORS
+    state_aware: bool = False
+    drift_notes: str = "drift-notes"
+    max_baseline_age_days: int | None = None
+    fail_on: frozenset[str] | None = None  # None: every kind fails
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def fails(self, kind: str) -> bool:
+        return self.fail_on is None or kind in self.fail_on
+
+
+def find_config(start: Path) -> Path | None:
+    """The nearest toolreplay.toml, or pyproject.toml holding [tool.toolreplay], from ``start`` up."""
+    for folder in [start, *start.parents]:
+        candidate = folder / "toolreplay.toml"
+        if candidate.is_file():
+            return candidate
+        candidate = folder / "pyproject.toml"
+        if candidate.is_file() and "toolreplay" in _read_toml(candidate).get("tool", {}):
+            return candidate
+    return None
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as stream:
+            return tomllib.load(stream)
+    except FileNotFoundError as err:
+        raise InputError("no such file", path=str(path)) from err
+    except IsADirectoryError as err:
+        raise InputError("is a directory, not a file", path=str(path)) from err
+    except tomllib.TOMLDecodeError as err:
+        raise InputError(f"invalid TOML: {err}", path=str(path)) from err
+    except UnicodeDecodeError as err:
+        raise InputError("invalid UTF-8", path=str(path)) from err
+
+
+def load_config(path: Path | None = None, *, cwd: Path | None = None) -> Config:
+    """Read a config file (or find one from ``cwd`` upwards) and check it against its schema."""
+    if path is None:
+        path = find_config(cwd or Path.cwd())
+        if path is None:
+            raise InputError(
+                "no configuration found: add [tool.toolreplay] to pyproject.toml or write a "
+                "toolreplay.toml (see README, 'toolreplay check')"
+            )
+    data = _read_toml(path)
+    if path.name == "pyproject.toml":
+        table = data.get("tool", {}).get("toolreplay")
+        if table is None:
+            raise InputError("has no [tool.toolreplay] table", path=str(path))
+    else:
+        table = data
+    from toolreplay.validate import validator
+
+    errors = sorted(validator("config").iter_errors(table), key=lambda e: list(map(str, e.absolute_path)))
+    if errors:
+        pointer = "".join(f"/{p}" for p in errors[0].absolute_path) or "/"
+        raise InputError(f"invalid configuration: {errors[0].message}", path=str(path), pointer=pointer)
+    return Config(
+        root=path.parent,
+        source=str(path),
+        transcripts=tuple(table.get("transcripts", ())),
+        baselines=tuple(table.get("baselines", ())),
+        scope=table.get("scope"),
+        tools_lock=table.get("tools_lock"),
+        mutators=frozenset(table["mutators"]) if "mutators" in table else DEFAULT_MUTATORS,
+        state_aware=table.get("state_aware", False),
+        drift_notes=table.get("drift_notes", "drift-notes"),
+        max_baseline_age_days=table.get("max_baseline_age_days"),
+        fail_on=frozenset(table["fail_on"]) if "fail_on" in table else None,
+    )
+
+
+def expand(config: Config, patterns: tuple[str, ...]) -> list[str]:
+    """Files matching the globs, as paths relative to the config's folder, sorted, once each."""
+    found: set[str] = set()
+    for pattern in patterns:
+        if os.path.isabs(pattern):
+            raise InputError(f"glob {json.dumps(pattern)} must be relative to its folder", path=config.source)
+        for match in config.root.glob(pattern):
+            if match.is_file():
+                found.add(match.relative_to(config.root).as_posix())
+    return sorted(found)
