@@ -171,13 +171,17 @@ def first_difference(old: Any, new: Any, pointer: str = "") -> tuple[str, Any, A
 
 
 def show_value(value: Any) -> str:
-    """A value for a message: its canonical JSON, clipped and quoted; ``no value`` when missing."""
+    """A value for a message: its canonical JSON, clipped; ``no value`` when missing.
+
+    Canonical JSON is ASCII with every control character escaped, so it is already
+    one safe line and self-delimiting (strings keep their double quotes).
+    """
     if value is _ABSENT:
         return "no value"
     text = canonical(value)
     if len(text) > _VALUE_LIMIT:
         text = text[: _VALUE_LIMIT - 3] + "..."
-    return quote(text)
+    return text
 
 
 def _where(difference: tuple[str, Any, Any] | None) -> str:
