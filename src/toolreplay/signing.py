@@ -166,7 +166,12 @@ def _b64(text: Any, path: str, pointer: str) -> bytes:
 
 def read_envelope(path: str) -> tuple[str, bytes, list[bytes]]:
     """Read a DSSE envelope: (payloadType, payload, signatures). Shape errors are usage errors."""
-    value = decode(_read(path, _MAX_SIGNATURE_FILE))
+    try:
+        value = decode(_read(path, _MAX_SIGNATURE_FILE))
+    except InputError as err:
+        if err.path is not None:
+            raise
+        raise InputError(err.problem, path=path, pointer=err.pointer) from err
     if not isinstance(value, dict):
         raise InputError("a signature file must hold a DSSE envelope (a JSON object)", path=path)
     payload_type = value.get("payloadType")
