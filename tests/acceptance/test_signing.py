@@ -209,3 +209,15 @@ def test_openssl_keys_work(runner: CliRunner, tmp_path: Path, signed: Path) -> N
     )
     assert result.exit_code == 0
     assert verify(runner, signed, public, sig)[0] == 0
+
+
+def test_signature_file_passes_its_published_schema(runner: CliRunner, signed: Path) -> None:
+    """validate recognises SEALED.sig by name and the envelope sign writes is valid against its schema."""
+    result = runner.invoke(cli, ["validate", str(signed) + ".sig"], catch_exceptions=False)
+    assert result.exit_code == 0 and result.output.endswith(": valid\n")
+
+
+def test_signature_option_needs_key(runner: CliRunner, signed: Path) -> None:
+    """--signature without --key is a usage error, not a silently unchecked anchor."""
+    result = runner.invoke(cli, ["verify", str(signed), "--signature", str(signed) + ".sig"])
+    assert result.exit_code == 2 and "--signature needs --key" in result.output
