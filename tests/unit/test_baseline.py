@@ -159,3 +159,29 @@ def test_lock_behaviour_refuses_bad_shapes(tmp_path: Path, value: object, pointe
         lock_behaviour(write(tmp_path, value))
     assert err.value.pointer == pointer
     assert err.value.path and err.value.path.endswith("tools.lock.json")
+
+
+def test_align_matches_common_head_and_tail_first() -> None:
+    """One changed call in a long run of identical calls is one replace between two equal blocks."""
+    from toolreplay.analyses.baseline import align
+
+    old = ["p"] * 3000
+    new = ["p"] * 1500 + ["q"] + ["p"] * 1499
+    assert align(old, new) == [
+        ("equal", 0, 1500, 0, 1500),
+        ("replace", 1500, 1501, 1500, 1501),
+        ("equal", 1501, 3000, 1501, 3000),
+    ]
+
+
+def test_align_survives_a_large_repetitive_middle() -> None:
+    """Differences at both ends of 20,000 identical polls align in linear time (coarsely, but completely)."""
+    from toolreplay.analyses.baseline import align
+
+    old = ["x", *["p"] * 20000, "y"]
+    new = ["p"] * 19990
+    ops = align(old, new)
+    # contiguous and complete on both sides, whatever the blocks are
+    assert [op[1] for op in ops] == [0] + [op[2] for op in ops[:-1]]
+    assert [op[3] for op in ops] == [0] + [op[4] for op in ops[:-1]]
+    assert ops[-1][2] == len(old) and ops[-1][4] == len(new)

@@ -42,6 +42,8 @@ DRIFT_KINDS: tuple[str, ...] = (
 VERDICTS: tuple[str, ...] = ("no-dependency", "stable", "silent-drift", "baseline-unavailable")
 
 _VALUE_LIMIT = 60
+#: Largest middle (baseline calls x run calls) aligned without difflib's autojunk heuristic.
+MAX_EXACT_ALIGN = 4_000_000
 _SECONDS_PER_DAY = 86400
 
 
@@ -339,9 +341,8 @@ def _diff_run(
     mutators: frozenset[str],
 ) -> tuple[_Collector, int]:
     out = _Collector(path)
-    matcher = SequenceMatcher(None, base_keys, [r.call_key for r in run], autojunk=False)
     aligned = 0
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+    for tag, i1, i2, j1, j2 in align(base_keys, [r.call_key for r in run]):
         if tag == "equal":
             aligned += i2 - i1
             for offset in range(i2 - i1):
@@ -349,6 +350,34 @@ def _diff_run(
         else:
             _agent_drift(out, tag, base, run, i1, i2, j1, j2)
     return out, aligned
+
+
+Opcode = tuple[str, int, int, int, int]
+
+
+def align(old: Sequence[str], new: Sequence[str]) -> list[Opcode]:
+    """``difflib``-style opcodes aligning two call sequences.
+
+    The common head and tail are matched first (linear time); ``difflib`` aligns what
+    is left between them. A large middle turns on difflib's own "popular element"
+    heuristic (``autojunk``), which keeps thousands of identical polling calls from
+    making the alignment quadratic, at the price of a coarser alignment there.
+    """
+    n, m = len(old), len(new)
+    head = 0
+    while head < min(n, m) and old[head] == new[head]:
+        head += 1
+    tail = 0
+    while tail < min(n, m) - head and old[n - 1 - tail] == new[m - 1 - tail]:
+        tail += 1
+    mid_old, mid_new = old[head : n - tail], new[head : m - tail]
+    ops: list[Opcode] = [("equal", 0, head, 0, head)] if head else []
+    exact = len(mid_old) * len(mid_new) <= MAX_EXACT_ALIGN
+    matcher = SequenceMatcher(None, mid_old, mid_new, autojunk=not exact)
+    ops += [(t, i1 + head, i2 + head, j1 + head, j2 + head) for t, i1, i2, j1, j2 in matcher.get_opcodes()]
+    if tail:
+        ops.append(("equal", n - tail, n, m - tail, m))
+    return ops
 
 
 @dataclass(slots=True, kw_only=True)
