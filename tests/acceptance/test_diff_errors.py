@@ -62,3 +62,12 @@ def test_run_may_be_sealed(runner: CliRunner) -> None:
     """A sealed run is compared by its records: the baseline against itself is faithful."""
     code, output = run_diff(runner, BASELINE, BASELINE)
     assert code == 0 and "findings: 0" in output
+
+
+def test_mutator_option_replaces_the_default_list(runner: CliRunner) -> None:
+    """--mutator names the state-changing tools: write_file off the list is no longer audited."""
+    case = CASES / "audit-incomplete"
+    args = [str(case / "baseline.sealed.jsonl"), str(case / "run.jsonl")]
+    assert run_diff(runner, *args)[0] == 1
+    code, output = run_diff(runner, *args, "--mutator", "delete_file")
+    assert code == 0 and "differences: none" in output

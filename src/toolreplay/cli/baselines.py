@@ -20,6 +20,7 @@ from toolreplay.analyses.baseline import (
     diff_baseline,
     lock_behaviour,
 )
+from toolreplay.analyses.replay import DEFAULT_MUTATORS
 from toolreplay.chain import ChainState, verify
 from toolreplay.cli import EXIT_CLEAN, EXIT_FINDINGS, atomic_output, cli, emit, format_option
 from toolreplay.errors import InputError
@@ -106,6 +107,13 @@ def _behaviour(tools: str | None) -> dict[str, ToolBehaviour]:
 @click.argument("runs", metavar="RUN...", nargs=-1, required=True)
 @click.option("--tools", "tools", metavar="LOCK", help="Tool lock: live fingerprints and declared behaviour.")
 @click.option(
+    "--mutator",
+    "mutators",
+    multiple=True,
+    metavar="TOOL",
+    help="A tool that changes state (repeatable; replaces the default list; a lock's mutates wins).",
+)
+@click.option(
     "--max-age-days",
     type=click.IntRange(min=0),
     metavar="N",
@@ -118,6 +126,7 @@ def diff_cmd(
     baseline: str,
     runs: tuple[str, ...],
     tools: str | None,
+    mutators: tuple[str, ...],
     max_age_days: int | None,
     fmt: str,
 ) -> None:
@@ -137,7 +146,12 @@ def diff_cmd(
         from toolreplay.gitinfo import commit_time
 
         freshness = check_freshness(commit_time(baseline), now=int(time.time()), max_age_days=max_age_days)
-    result = diff_baseline(records, [(path, _read_run(path)) for path in runs], behaviour=behaviour)
+    result = diff_baseline(
+        records,
+        [(path, _read_run(path)) for path in runs],
+        behaviour=behaviour,
+        mutators=frozenset(mutators) if mutators else DEFAULT_MUTATORS,
+    )
     reports = [_run_report(baseline, state, freshness, run, result) for run in result.runs]
     code = emit(reports, fmt)
     stale = freshness is not None and freshness.stale
