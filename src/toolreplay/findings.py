@@ -13,6 +13,7 @@ KIND_ORDER: tuple[str, ...] = (
     "tool-drift",
     "behavior-drift",
     "effect-drift",
+    "silent-drift",
     "audit-incomplete",
     "non-determinism",
     "redundant-call",

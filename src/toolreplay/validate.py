@@ -23,11 +23,13 @@ SCHEMA_FILES: dict[str, str] = {
     "scope": "scope.schema.json",
     "report": "report.schema.json",
     "config": "config.schema.json",
+    "signature": "signature.schema.json",
 }
 #: kinds whose files are JSON Lines, one instance a line
 LINE_KINDS = frozenset({"transcript", "sealed"})
 #: how a kind is told from a file name, first match wins
 NAME_PATTERNS: tuple[tuple[str, str], ...] = (
+    ("*.sealed.jsonl.sig", "signature"),
     ("*.sealed.jsonl", "sealed"),
     ("*.jsonl", "transcript"),
     ("scope.json", "scope"),

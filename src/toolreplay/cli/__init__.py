@@ -104,5 +104,6 @@ def main() -> None:
 
 
 # Each module registers its commands on ``cli``; import them for that effect.
+from toolreplay.cli import baselines as _baselines  # noqa: E402, F401
 from toolreplay.cli import check as _check  # noqa: E402, F401
 from toolreplay.cli import core as _core  # noqa: E402, F401

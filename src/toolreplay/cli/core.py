@@ -56,17 +56,33 @@ def _verify(sealed: str) -> ChainState:
 @click.option(
     "--expect-count", type=click.IntRange(min=0), metavar="N", help="Anchor: how many links there must be."
 )
+@click.option("--key", "key", metavar="PUB", help="Anchor: check the signature with this Ed25519 public key.")
+@click.option("--signature", metavar="SIG", help="Signature file for --key (default: SEALED.sig).")
 @format_option
 @click.pass_context
 def verify_cmd(
-    ctx: click.Context, sealed: str, expect_head: str | None, expect_count: int | None, fmt: str
+    ctx: click.Context,
+    sealed: str,
+    expect_head: str | None,
+    expect_count: int | None,
+    key: str | None,
+    signature: str | None,
+    fmt: str,
 ) -> None:
     """Recompute the hash chain of SEALED.
 
     A chain alone proves the links follow one another, not that the file is the one
     that was sealed: a cut tail or a re-sealed forgery follows too. Anchor it with
-    --expect-head / --expect-count (or a head committed in git).
+    --expect-head / --expect-count, a head committed in git, or a signature made by
+    toolreplay sign (--key).
     """
+    public = None
+    if key is not None:
+        from toolreplay import signing
+
+        public = signing.load_public_key(key)  # a bad key is a usage error before anything else
+    elif signature is not None:
+        raise click.UsageError("--signature needs --key")
     state = _verify(sealed)
     header: list[Line] = []
     mismatches: list[str] = []
@@ -96,6 +112,8 @@ def verify_cmd(
             mismatches.append(f"{state.links} links, expected {expect_count}")
         if mismatches:
             text = "mismatch: " + "; ".join(mismatches)
+        elif expect_head is None and expect_count is None and public is not None:
+            text = "signature"
         elif expect_head is None and expect_count is None:
             text = (
                 "none: the links follow one another, which a cut tail or a re-sealed file"
@@ -105,6 +123,16 @@ def verify_cmd(
             anchored = [a for a, v in (("head", expect_head), ("count", expect_count)) if v is not None]
             text = " and ".join(anchored) + " match"
         header.append(Line(key="anchor", value=text, text=text))
+        if public is not None:
+            check = signing.check(
+                signature or sealed + ".sig", public, signing.Statement(head=state.head, count=state.links)
+            )
+            if check.problem:
+                text = f"invalid: {check.problem}"
+                mismatches.append(f"signature does not anchor this file: {check.problem}")
+            else:
+                text = f"valid: head and count signed by key {check.keyid}"
+            header.append(Line(key="signature", value="valid" if not check.problem else "invalid", text=text))
     emit([Report(command="verify", path=sealed, header=tuple(header))], fmt)
     ctx.exit(EXIT_FINDINGS if state.broken or mismatches else EXIT_CLEAN)
 

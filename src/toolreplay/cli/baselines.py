@@ -1,0 +1,317 @@
+"""Baseline commands: diff, note, sign, keygen (SPEC §1.3, §1.6, §3.4)."""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+import time
+from collections.abc import Sequence
+
+import click
+import yaml
+
+from toolreplay.analyses.baseline import (
+    DiffResult,
+    Freshness,
+    RunDiff,
+    ToolBehaviour,
+    check_freshness,
+    diff_baseline,
+    lock_behaviour,
+)
+from toolreplay.analyses.replay import DEFAULT_MUTATORS
+from toolreplay.chain import ChainState, verify
+from toolreplay.cli import EXIT_CLEAN, EXIT_FINDINGS, atomic_output, cli, emit, format_option
+from toolreplay.errors import InputError
+from toolreplay.findings import one_line, quote, sort_findings
+from toolreplay.report import Line, Report
+from toolreplay.transcript import GENESIS, Record, parse_links, read_links, read_transcript
+
+#: drift-note ``kinds`` (SPEC §1.6) for each finding kind that names one
+NOTE_KINDS = {
+    "agent-drift": "agent",
+    "behavior-drift": "behavior",
+    "effect-drift": "effect",
+    "silent-drift": "behavior",
+}
+
+
+def _read_run(path: str) -> list[Record]:
+    if os.path.basename(path).endswith(".sealed.jsonl"):
+        return [link.record for link in read_links(path)]
+    return list(read_transcript(path))
+
+
+def _read_baseline(path: str) -> tuple[list[Record], ChainState]:
+    links = list(read_links(path))
+    return [link.record for link in links], verify(links)
+
+
+def _freshness_line(freshness: Freshness | None) -> Line:
+    if freshness is None:
+        return Line(key="freshness", value="not checked", text="not checked")
+    days = f"{freshness.max_age_days} days"
+    if freshness.stale:
+        return Line(
+            key="freshness",
+            value="stale",
+            text=f"STALE: last committed {freshness.committed}, more than {days} ago; re-record it",
+        )
+    return Line(key="freshness", value="fresh", text=f"last committed {freshness.committed}, within {days}")
+
+
+def _run_report(
+    baseline: str, state: ChainState, freshness: Freshness | None, run: RunDiff, result: DiffResult
+) -> Report:
+    counts = ", ".join(f"{kind} {n}" for kind, n in run.counts) or "none"
+    header = [
+        Line(key="baseline", value=baseline, text=baseline),
+        Line(key="baseline links", value=state.links, text=str(state.links)),
+        Line(key="baseline head", value=state.head, text=state.head),
+        _freshness_line(freshness),
+        Line(key="calls", value=run.calls, text=str(run.calls)),
+        Line(key="aligned", value=run.aligned, text=str(run.aligned)),
+        Line(key="differences", value=counts, text=counts),
+    ]
+    header += [
+        Line(key=f"tool {quote(tool)}", value=result.verdicts[tool], text=result.verdicts[tool])
+        for tool in run.tools
+    ]
+    findings = sort_findings(list(run.findings))
+    header.append(Line(key="findings", value=len(findings), text=str(len(findings))))
+    return Report(command="diff", path=run.path, header=tuple(header), findings=tuple(findings))
+
+
+def _broken_report(baseline: str, state: ChainState) -> Report:
+    assert state.broken is not None
+    b = state.broken
+    return Report(
+        command="diff",
+        path=baseline,
+        header=(
+            Line(key="baseline", value=baseline, text=baseline),
+            Line(key="chain", value="broken", text="broken"),
+            Line(key="first broken link", value=b.position, text=f"index {b.position}"),
+        ),
+        errors=(f"{baseline}:{b.line}: the baseline's chain is broken ({b.reason}); nothing was compared",),
+    )
+
+
+def _behaviour(tools: str | None) -> dict[str, ToolBehaviour]:
+    return lock_behaviour(tools) if tools else {}
+
+
+@cli.command(name="diff")
+@click.argument("baseline")
+@click.argument("runs", metavar="RUN...", nargs=-1, required=True)
+@click.option("--tools", "tools", metavar="LOCK", help="Tool lock: live fingerprints and declared behaviour.")
+@click.option(
+    "--mutator",
+    "mutators",
+    multiple=True,
+    metavar="TOOL",
+    help="A tool that changes state (repeatable; replaces the default list; a lock's mutates wins).",
+)
+@click.option(
+    "--max-age-days",
+    type=click.IntRange(min=0),
+    metavar="N",
+    help="Report the baseline stale when its last git commit is more than N days old.",
+)
+@format_option
+@click.pass_context
+def diff_cmd(
+    ctx: click.Context,
+    baseline: str,
+    runs: tuple[str, ...],
+    tools: str | None,
+    mutators: tuple[str, ...],
+    max_age_days: int | None,
+    fmt: str,
+) -> None:
+    """Compare each RUN with the sealed BASELINE, call by call.
+
+    Reports agent, tool, behavior and effect drift, mutating calls whose effect cannot
+    be audited, and a determinism verdict per tool. Several RUNs are also compared with
+    each other. Exit 1 when anything drifted, 0 when every run is faithful.
+    """
+    behaviour = _behaviour(tools)
+    records, state = _read_baseline(baseline)
+    if state.broken:
+        emit([_broken_report(baseline, state)], fmt)
+        ctx.exit(EXIT_FINDINGS)
+    freshness = None
+    if max_age_days is not None:
+        from toolreplay.gitinfo import commit_time
+
+        freshness = check_freshness(commit_time(baseline), now=int(time.time()), max_age_days=max_age_days)
+    result = diff_baseline(
+        records,
+        [(path, _read_run(path)) for path in runs],
+        behaviour=behaviour,
+        mutators=frozenset(mutators) if mutators else DEFAULT_MUTATORS,
+    )
+    reports = [_run_report(baseline, state, freshness, run, result) for run in result.runs]
+    code = emit(reports, fmt)
+    stale = freshness is not None and freshness.stale
+    ctx.exit(EXIT_FINDINGS if code or result.drifted or stale else EXIT_CLEAN)
+
+
+# --- note ------------------------------------------------------------------------------
+
+
+def _head_of(data: bytes, label: str) -> tuple[list[Record], str]:
+    links = list(parse_links(io.BytesIO(data), label))
+    state = verify(links)
+    if state.broken:
+        raise InputError(
+            f"the chain is broken at index {state.broken.position} ({state.broken.reason}); fix it first",
+            path=label,
+            line=state.broken.line,
+        )
+    return [link.record for link in links], state.head
+
+
+def note_text(
+    *,
+    baseline: str,
+    before: str,
+    after: str | None,
+    kinds: Sequence[str],
+    tools: Sequence[str],
+    found: Sequence[str],
+) -> str:
+    """The drift-note template: YAML front matter (stable key order), then room for the reason."""
+    front: dict[str, object] = {"baseline": baseline, "from": before}
+    if after is not None:
+        front["to"] = after
+    front["kinds"] = list(kinds)
+    front["tools"] = list(tools)
+    text = yaml.safe_dump(
+        front, sort_keys=False, default_flow_style=None, width=1_000_000, allow_unicode=False
+    )
+    lines = ["---", text.rstrip("\n")]
+    if found:
+        lines.append("# what toolreplay diff found (a summary for the reviewer; edit kinds/tools as needed):")
+        lines += [f"#   {one_line(item)}" for item in found]
+    lines += [
+        "---",
+        "<!-- Why is this drift accepted? Replace this comment with the reason;"
+        " a note without one is refused. -->",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+@cli.command(name="note")
+@click.argument("baseline")
+@click.option(
+    "--run",
+    "runs",
+    multiple=True,
+    metavar="RUN",
+    help="Compare the committed baseline with this run to fill kinds and tools (repeatable).",
+)
+@click.option("--tools", "tools", metavar="LOCK", help="Tool lock for the comparison (as in diff).")
+@click.option("-o", "--output", help="Write the note here (atomically) instead of stdout.")
+def note_cmd(baseline: str, runs: tuple[str, ...], tools: str | None, output: str | None) -> None:
+    """Write a drift-note template accepting the change to BASELINE.
+
+    ``from`` is the head of BASELINE as committed in git HEAD (the genesis value when it
+    is new), ``to`` its head as it is now (left out when it is deleted). ``kinds`` and
+    ``tools`` come from comparing the committed baseline with each --run, or, without
+    --run, with the baseline as it is now. The reason is left for you to write.
+    """
+    from toolreplay.gitinfo import committed_blob, repo_path
+
+    name = repo_path(baseline)
+    blob = committed_blob(baseline)
+    before_records, before = _head_of(blob, f"HEAD:{name}") if blob is not None else ([], GENESIS)
+    after_records: list[Record] | None = None
+    after = None
+    if os.path.exists(baseline):
+        with open(baseline, "rb") as stream:
+            after_records, after = _head_of(stream.read(), baseline)
+    if blob is None:
+        compared = []  # a new baseline: nothing drifted from anything
+    elif runs:
+        compared = [(path, _read_run(path)) for path in runs]
+    elif after_records is not None:
+        compared = [(baseline, after_records)]
+    else:
+        compared = []
+    kinds: set[str] = set()
+    tool_names: set[str] = set()
+    found: list[str] = []
+    if compared:
+        result = diff_baseline(before_records, compared, behaviour=_behaviour(tools))
+        for run in result.runs:
+            for finding in sort_findings(list(run.findings)):
+                tool_names.add(finding.tool)
+                if finding.kind in NOTE_KINDS:
+                    kinds.add(NOTE_KINDS[finding.kind])
+                where = f"{run.path} " if len(result.runs) > 1 else ""
+                found.append(f"{where}index {finding.index}: {finding.kind}: {finding.message}")
+        if any(f.kind == "tool-drift" for run in result.runs for f in run.findings):
+            found.append("tool-drift: run toolreplay fingerprint-diff to tell signature, schema or version")
+    if after is not None and after == before:
+        click.echo(f"toolreplay: note: {name} is unchanged since HEAD; nothing to accept yet", err=True)
+    text = note_text(
+        baseline=name, before=before, after=after, kinds=sorted(kinds), tools=sorted(tool_names), found=found
+    )
+    with atomic_output(output) as out:
+        out.write(text)
+
+
+# --- signatures ------------------------------------------------------------------------
+
+
+@cli.command(name="sign")
+@click.argument("sealed")
+@click.option("--key", "key_path", required=True, metavar="PRIV", help="Ed25519 private key (PEM).")
+@click.option("-o", "--output", metavar="SIG", help="Signature file (default: SEALED.sig; - for stdout).")
+@click.pass_context
+def sign_cmd(ctx: click.Context, sealed: str, key_path: str, output: str | None) -> None:
+    """Write a detached signature (DSSE, Ed25519) over SEALED's head digest and link count."""
+    from toolreplay import signing
+
+    key = signing.load_private_key(key_path)
+    state = verify(read_links(sealed))
+    if state.broken:
+        b = state.broken
+        click.echo(
+            f"toolreplay: {one_line(sealed)}:{b.line}: not signed: the chain is broken at index"
+            f" {b.position} ({b.reason}); run toolreplay verify",
+            err=True,
+        )
+        ctx.exit(EXIT_FINDINGS)
+    envelope = signing.sign(signing.Statement(head=state.head, count=state.links), key)
+    with atomic_output(output or sealed + ".sig") as out:
+        out.write(envelope)
+
+
+@cli.command(name="keygen")
+@click.argument("private")
+@click.option("--public", metavar="PUB", help="Where to write the public key (default: PRIVATE.pub).")
+def keygen_cmd(private: str, public: str | None) -> None:
+    """Make an Ed25519 key pair for sign / verify --key: PRIVATE and PRIVATE.pub (PEM).
+
+    Existing files are never overwritten. The private key is written readable by you only.
+    """
+    from toolreplay import signing
+
+    public = public or private + ".pub"
+    for path in (private, public):
+        if os.path.exists(path):
+            raise InputError("already exists; not overwriting a key", path=path)
+    private_pem, public_pem = signing.generate_keypair()
+    with atomic_output(private) as out:  # a temp file: created readable by its owner only
+        out.write(private_pem.decode("ascii"))
+    with atomic_output(public) as out:
+        out.write(public_pem.decode("ascii"))
+    if sys.platform != "win32":
+        os.chmod(public, 0o644)
+    click.echo(f"private key: {private} (keep it secret; sign with it)")
+    click.echo(f"public key: {public} (commit it; verify --key with it)")
+    click.echo(f"keyid: {signing.keyid(signing.load_public_key(public))}")

@@ -1,0 +1,65 @@
+"""The few facts about a baseline that only git knows: its commit date and its committed bytes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+from toolreplay.errors import InputError
+
+
+def _git(args: list[str], cwd: str) -> subprocess.CompletedProcess[bytes]:
+    try:
+        return subprocess.run(["git", *args], cwd=cwd, capture_output=True, check=False)
+    except FileNotFoundError as err:
+        raise InputError("git is not installed, and the baseline's history lives in git") from err
+
+
+def _directory(path: str) -> str:
+    return os.path.dirname(os.path.abspath(path)) or "."
+
+
+def repo_root(path: str) -> str:
+    """The top of the git work tree holding ``path``."""
+    directory = _directory(path)
+    if not os.path.isdir(directory):
+        raise InputError("its folder does not exist", path=path)
+    done = _git(["rev-parse", "--show-toplevel"], directory)
+    if done.returncode != 0:
+        raise InputError("is not inside a git work tree", path=path)
+    return done.stdout.decode("utf-8", "surrogateescape").rstrip("\n")
+
+
+def repo_path(path: str) -> str:
+    """``path`` relative to the top of its work tree, with ``/`` separators (how git names it)."""
+    root = os.path.realpath(repo_root(path))
+    here = os.path.join(os.path.realpath(_directory(path)), os.path.basename(path))
+    relative = os.path.relpath(here, root)
+    if relative.startswith(".."):
+        raise InputError("is outside its git work tree", path=path)
+    return relative.replace(os.sep, "/")
+
+
+def commit_time(path: str) -> int:
+    """Unix time of the last commit that touched ``path`` (its committer date)."""
+    done = _git(["log", "-1", "--format=%ct", "--", os.path.basename(path)], _directory(path))
+    if done.returncode != 0:
+        raise InputError("is not inside a git work tree with commits", path=path)
+    text = done.stdout.decode("ascii", "replace").strip()
+    if not text:
+        raise InputError(
+            "has no commit in git, so its age is unknown (commit it, or drop --max-age-days)", path=path
+        )
+    return int(text)
+
+
+def committed_blob(path: str, rev: str = "HEAD") -> bytes | None:
+    """The bytes of ``path`` as committed in ``rev``; None when it is not there (a new file)."""
+    root = repo_root(path)
+    name = repo_path(path)
+    if _git(["rev-parse", "--verify", "--quiet", rev + "^{commit}"], root).returncode != 0:
+        return None  # no commits yet
+    done = _git(["cat-file", "blob", f"{rev}:{name}"], root)
+    if done.returncode != 0:
+        return None
+    return done.stdout

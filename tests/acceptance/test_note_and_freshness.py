@@ -1,0 +1,167 @@
+"""note and diff --max-age-days against a real git repository (git subprocesses)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from toolreplay.cli import cli
+from toolreplay.transcript import GENESIS
+
+pytestmark = pytest.mark.slow
+
+CASES = Path(__file__).resolve().parent.parent / "cases" / "diff"
+
+
+def git(repo: Path, *args: str, date: str | None = None) -> None:
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.com",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.com",
+    }
+    if date:
+        env["GIT_COMMITTER_DATE"] = env["GIT_AUTHOR_DATE"] = date
+    subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True)
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    (root / "baselines").mkdir(parents=True)
+    git(root, "init", "-q", "-b", "main")
+    return root
+
+
+def head_of(runner: CliRunner, sealed: Path) -> str:
+    result = runner.invoke(cli, ["verify", str(sealed), "--format", "json"], catch_exceptions=False)
+    import json
+
+    head: str = json.loads(result.output)["reports"][0]["summary"]["head"]
+    return head
+
+
+def front_matter(text: str) -> dict[str, Any]:
+    assert text.startswith("---\n")
+    end = text.index("\n---\n", 4)
+    value: dict[str, Any] = yaml.safe_load(text[4:end])
+    assert text[end + 5 :].strip(), "the body is left for the reason"
+    return value
+
+
+def note(runner: CliRunner, *args: str) -> str:
+    result = runner.invoke(cli, ["note", *args], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def test_note_for_a_new_baseline_starts_at_genesis(runner: CliRunner, repo: Path) -> None:
+    """A baseline not in HEAD gets from = genesis, to = its head, and nothing drifted."""
+    git(repo, "commit", "-q", "--allow-empty", "-m", "root")
+    sealed = repo / "baselines" / "checkout.sealed.jsonl"
+    sealed.write_bytes((CASES / "faithful" / "baseline.sealed.jsonl").read_bytes())
+    value = front_matter(note(runner, str(sealed)))
+    assert value == {
+        "baseline": "baselines/checkout.sealed.jsonl",
+        "from": GENESIS,
+        "to": head_of(runner, sealed),
+        "kinds": [],
+        "tools": [],
+    }
+
+
+def test_note_for_a_changed_baseline_names_both_heads_and_what_drifted(runner: CliRunner, repo: Path) -> None:
+    """from is the committed head, to the new one; kinds/tools come from diffing old against new."""
+    sealed = repo / "baselines" / "checkout.sealed.jsonl"
+    sealed.write_bytes((CASES / "faithful" / "baseline.sealed.jsonl").read_bytes())
+    before = head_of(runner, sealed)
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "baseline")
+    runner.invoke(cli, ["seal", str(CASES / "effect-drift" / "run.jsonl"), "-o", str(sealed)])
+    out = repo / "drift-notes" / "checkout.md"
+    out.parent.mkdir()
+    note(runner, str(sealed), "-o", str(out))
+    text = out.read_text()
+    value = front_matter(text)
+    assert list(value) == ["baseline", "from", "to", "kinds", "tools"]
+    assert value["from"] == before and value["to"] == head_of(runner, sealed) != before
+    assert (value["kinds"], value["tools"]) == (["effect"], ["write_file"])
+    assert "#   index 3: effect-drift: tool 'write_file' returned the same response" in text
+
+
+def test_note_for_a_deleted_baseline_has_no_to(runner: CliRunner, repo: Path) -> None:
+    """A deleted baseline's note keeps from and leaves out to."""
+    sealed = repo / "baselines" / "gone.sealed.jsonl"
+    sealed.write_bytes((CASES / "faithful" / "baseline.sealed.jsonl").read_bytes())
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "baseline")
+    before = head_of(runner, sealed)
+    sealed.unlink()
+    value = front_matter(note(runner, str(sealed)))
+    assert value == {"baseline": "baselines/gone.sealed.jsonl", "from": before, "kinds": [], "tools": []}
+
+
+def test_note_with_runs_fills_kinds_from_diff(runner: CliRunner, repo: Path) -> None:
+    """--run compares the committed baseline with each run; tool names are data, safely quoted YAML."""
+    sealed = repo / "baselines" / "b.sealed.jsonl"
+    sealed.write_bytes((CASES / "faithful" / "baseline.sealed.jsonl").read_bytes())
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "baseline")
+    run = repo / "run.jsonl"
+    weird = "x: [1]\\n---\\n@admin"
+    run.write_text(
+        (CASES / "behavior-drift" / "run.jsonl").read_text()
+        + f'{{"index":4,"tool":"{weird}","args":{{}},"response":{{}}}}\n'
+    )
+    text = note(runner, str(sealed), "--run", str(run))
+    value = front_matter(text)
+    assert value["kinds"] == ["agent", "behavior"]
+    assert value["tools"] == ["search", "x: [1]\n---\n@admin"]
+    assert value["from"] == value["to"]
+    assert text.count("\n---\n") == 1
+
+
+def test_diff_reports_a_stale_baseline(runner: CliRunner, repo: Path) -> None:
+    """A baseline last committed long ago is reported stale with its commit date, and diff exits 1."""
+    sealed = repo / "b.sealed.jsonl"
+    sealed.write_bytes((CASES / "faithful" / "baseline.sealed.jsonl").read_bytes())
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "old", date="2001-02-03T04:05:06Z")
+    run = str(CASES / "faithful" / "run.jsonl")
+    result = runner.invoke(cli, ["diff", str(sealed), run, "--max-age-days", "30"], catch_exceptions=False)
+    assert result.exit_code == 1
+    assert "freshness: STALE: last committed 2001-02-03, more than 30 days ago; re-record it" in result.output
+    assert "findings: 0" in result.output
+    fresh = runner.invoke(cli, ["diff", str(sealed), run, "--max-age-days", "100000"], catch_exceptions=False)
+    assert fresh.exit_code == 0
+    assert "freshness: last committed 2001-02-03, within 100000 days" in fresh.output
+
+
+def test_freshness_needs_a_commit(
+    runner: CliRunner, repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An uncommitted baseline, or one outside git, has no known age: exit 2 with the reason."""
+    sealed = repo / "b.sealed.jsonl"
+    sealed.write_bytes((CASES / "faithful" / "baseline.sealed.jsonl").read_bytes())
+    git(repo, "commit", "-q", "--allow-empty", "-m", "root")
+    run = str(CASES / "faithful" / "run.jsonl")
+    result = runner.invoke(cli, ["diff", str(sealed), run, "--max-age-days", "1"], catch_exceptions=False)
+    assert result.exit_code == 2
+    assert "has no commit in git, so its age is unknown" in result.output
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+    copy = outside / "b.sealed.jsonl"
+    copy.write_bytes(sealed.read_bytes())
+    result = runner.invoke(cli, ["diff", str(copy), run, "--max-age-days", "1"], catch_exceptions=False)
+    assert result.exit_code == 2
+    assert "not inside a git work tree" in result.output
+    result = runner.invoke(cli, ["note", str(copy)], catch_exceptions=False)
+    assert result.exit_code == 2 and "not inside a git work tree" in result.output

@@ -1,0 +1,187 @@
+"""Unit tests of the pure baseline analysis: pointer differences, freshness, alignment, lock reading."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from toolreplay.analyses.baseline import (
+    ToolBehaviour,
+    check_freshness,
+    diff_baseline,
+    first_difference,
+    lock_behaviour,
+    show_value,
+)
+from toolreplay.errors import InputError
+from toolreplay.transcript import Record, parse_line
+
+DAY = 86400
+
+
+def rec(index: int, tool: str, args: dict[str, Any], response: dict[str, Any], **extra: Any) -> Record:
+    line = json.dumps({"index": index, "tool": tool, "args": args, "response": response, **extra})
+    record, _ = parse_line(line.encode(), line=index + 1)
+    return record
+
+
+def test_first_difference_walks_keys_in_canonical_order() -> None:
+    """The reported pointer is the first differing member in sorted-key order, escaped per RFC 6901."""
+    old = {"b": 1, "a/x": {"k": [1, 2]}}
+    new = {"b": 2, "a/x": {"k": [1, 3]}}
+    assert first_difference(old, new) == ("/a~1x/k/1", 2, 3)
+
+
+def test_first_difference_marks_a_missing_member() -> None:
+    """A member on one side only is reported with 'no value' for the other side."""
+    pointer, old, new = first_difference({"hits": [1]}, {"hits": [1, 2]}) or ("", None, None)
+    assert pointer == "/hits/1"
+    assert show_value(old) == "no value"
+    assert show_value(new) == "2"
+
+
+def test_first_difference_tells_int_from_float_and_bool() -> None:
+    """1, 1.0 and true are different canonical values, so they differ here too."""
+    assert first_difference({"n": 1}, {"n": 1.0}) == ("/n", 1, 1.0)
+    assert first_difference({"n": 1}, {"n": True}) == ("/n", 1, True)
+    assert first_difference({"n": [1]}, {"n": [1]}) is None
+
+
+def test_show_value_clips_long_values_to_one_line() -> None:
+    """A long, multi-line or non-ASCII value is shown as clipped canonical JSON on one ASCII line."""
+    shown = show_value("line\n\u202e" * 40)
+    assert shown.startswith('"line\\n\\u202e') and shown.endswith("...")
+    assert shown.isascii() and shown.isprintable() and len(shown) == 60
+
+
+def test_freshness_uses_the_injected_now() -> None:
+    """Stale means strictly older than N days at 'now'; the date shown is the commit's (UTC)."""
+    committed = 1_700_000_000  # 2023-11-14T22:13:20Z
+    fresh = check_freshness(committed, now=committed + 30 * DAY, max_age_days=30)
+    stale = check_freshness(committed, now=committed + 30 * DAY + 1, max_age_days=30)
+    assert (fresh.stale, stale.stale) == (False, True)
+    assert fresh.committed == stale.committed == "2023-11-14"
+
+
+def test_inserted_call_is_one_agent_drift_and_the_rest_still_compares() -> None:
+    """An extra call does not shift the comparison: later behaviour drift is still found."""
+    base = [rec(0, "a", {}, {"v": 1}), rec(1, "b", {}, {"v": 1})]
+    run = [rec(0, "a", {}, {"v": 1}), rec(1, "x", {}, {}), rec(2, "b", {}, {"v": 2})]
+    [result] = diff_baseline(base, [("run", run)]).runs
+    assert [(f.kind, f.index, f.related) for f in result.findings] == [
+        ("agent-drift", 1, 1),
+        ("behavior-drift", 2, 1),
+    ]
+    assert result.aligned == 2
+
+
+def test_only_the_first_of_each_kind_is_a_finding_but_all_are_counted() -> None:
+    """Three behaviour differences give one finding and a count of three."""
+    base = [rec(i, "t", {"i": i}, {"v": 0}) for i in range(3)]
+    run = [rec(i, "t", {"i": i}, {"v": 1}) for i in range(3)]
+    [result] = diff_baseline(base, [("run", run)]).runs
+    assert [f.index for f in result.findings] == [0]
+    assert result.counts == (("behavior-drift", 3),)
+
+
+def test_lock_mutates_false_overrides_the_default_mutators() -> None:
+    """A lock declaring write_file non-mutating silences audit-incomplete for it."""
+    base = [rec(0, "write_file", {}, {"ok": True})]
+    assert diff_baseline(base, [("r", base)]).drifted
+    lock = {"write_file": ToolBehaviour(mutates=False)}
+    assert not diff_baseline(base, [("r", base)], behaviour=lock).drifted
+
+
+def test_nondeterministic_tool_still_has_its_effect_compared() -> None:
+    """deterministic: false exempts responses, not post-call state."""
+    base = [rec(0, "mk", {}, {"id": 1}, state={"r": "1"})]
+    run = [rec(0, "mk", {}, {"id": 2}, state={"r": "2"})]
+    lock = {"mk": ToolBehaviour(deterministic=False, mutates=True)}
+    result = diff_baseline(base, [("r", run)], behaviour=lock)
+    assert [f.kind for f in result.runs[0].findings] == ["effect-drift"]
+    assert result.verdicts == {"mk": "no-dependency"}
+
+
+def test_silent_drift_inside_the_baseline_sets_the_verdict() -> None:
+    """The baseline disagreeing with itself is silent drift of that tool even when the run agrees."""
+    base = [rec(0, "t", {}, {"v": 1}), rec(1, "t", {}, {"v": 2})]
+    result = diff_baseline(base, [("r", base)])
+    assert result.verdicts == {"t": "silent-drift"}
+    assert result.drifted
+
+
+def test_empty_run_against_empty_baseline_is_faithful() -> None:
+    """Nothing recorded and nothing run: no drift, no verdicts."""
+    result = diff_baseline([], [("r", [])])
+    assert not result.drifted and result.verdicts == {}
+
+
+def write(tmp_path: Path, value: object) -> str:
+    path = tmp_path / "tools.lock.json"
+    path.write_text(json.dumps(value))
+    return str(path)
+
+
+def test_lock_behaviour_reads_only_what_the_diff_needs(tmp_path: Path) -> None:
+    """fingerprint, deterministic (default true) and mutates (default: not declared) per tool."""
+    path = write(
+        tmp_path,
+        {
+            "tools": {
+                "s": {"fingerprint": "0123456789abcdef", "version": "1", "schema": {}},
+                "w": {"mutates": True},
+            }
+        },
+    )
+    assert lock_behaviour(path) == {
+        "s": ToolBehaviour(fingerprint="0123456789abcdef", deterministic=True, mutates=None),
+        "w": ToolBehaviour(fingerprint=None, deterministic=True, mutates=True),
+    }
+
+
+@pytest.mark.parametrize(
+    ("value", "pointer"),
+    [
+        ([], "/tools"),
+        ({"tools": []}, "/tools"),
+        ({"tools": {"a/b": 1}}, "/tools/a~1b"),
+        ({"tools": {"s": {"deterministic": "yes"}}}, "/tools/s/deterministic"),
+        ({"tools": {"s": {"mutates": 1}}}, "/tools/s/mutates"),
+        ({"tools": {"s": {"fingerprint": 5}}}, "/tools/s/fingerprint"),
+    ],
+)
+def test_lock_behaviour_refuses_bad_shapes(tmp_path: Path, value: object, pointer: str) -> None:
+    """A malformed lock is a usage error that names the file and the JSON pointer."""
+    with pytest.raises(InputError) as err:
+        lock_behaviour(write(tmp_path, value))
+    assert err.value.pointer == pointer
+    assert err.value.path and err.value.path.endswith("tools.lock.json")
+
+
+def test_align_matches_common_head_and_tail_first() -> None:
+    """One changed call in a long run of identical calls is one replace between two equal blocks."""
+    from toolreplay.analyses.baseline import align
+
+    old = ["p"] * 3000
+    new = ["p"] * 1500 + ["q"] + ["p"] * 1499
+    assert align(old, new) == [
+        ("equal", 0, 1500, 0, 1500),
+        ("replace", 1500, 1501, 1500, 1501),
+        ("equal", 1501, 3000, 1501, 3000),
+    ]
+
+
+def test_align_survives_a_large_repetitive_middle() -> None:
+    """Differences at both ends of 20,000 identical polls align in linear time (coarsely, but completely)."""
+    from toolreplay.analyses.baseline import align
+
+    old = ["x", *["p"] * 20000, "y"]
+    new = ["p"] * 19990
+    ops = align(old, new)
+    # contiguous and complete on both sides, whatever the blocks are
+    assert [op[1] for op in ops] == [0] + [op[2] for op in ops[:-1]]
+    assert [op[3] for op in ops] == [0] + [op[4] for op in ops[:-1]]
+    assert ops[-1][2] == len(old) and ops[-1][4] == len(new)
