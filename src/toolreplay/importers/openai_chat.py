@@ -6,7 +6,8 @@ tau-bench histories). A call is ``{"id", "type": "function", "function": {"name"
 "arguments"}}`` where ``arguments`` is a JSON *string* that is not always valid JSON; the
 result is a ``{"role": "tool", "tool_call_id", "content"}`` message, which some logs also
 give a ``name``. The legacy ``function_call`` / ``role: "function"`` pair (no ids) is read
-too. Tool calls of other types (``custom``) are skipped.
+too. A ``custom`` tool call (free-form ``input`` instead of JSON ``arguments``) is a call
+too; its input is read like arguments, so free text is kept under ``_raw_arguments``.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from toolreplay.findings import quote
 from toolreplay.importers.base import (
     ABSENT,
     Item,
@@ -71,14 +73,16 @@ def _calls(pairing: Pairing, message: dict[str, Any], location: Location) -> Non
         for i, call in enumerate(need_list(tool_calls, where, '"tool_calls"')):
             at = where.at(i)
             call = need_object(call, at, "a tool call")
-            if call.get("type", "function") != "function":
-                continue
+            kind = call.get("type", "function")
+            if kind not in ("function", "custom"):
+                raise at.at("type").error(f"unknown tool call type {quote(str(kind))}")
             call_id = need_string(call, "id", at, "a tool call")
-            function = need_object(call.get("function"), at.at("function"), '"function" of a tool call')
+            body_at = at.at(kind)
+            body = need_object(call.get(kind), body_at, f'"{kind}" of a tool call')
             pairing.call(
-                tool=need_string(function, "name", at.at("function"), '"function" of a tool call'),
+                tool=need_string(body, "name", body_at, f'"{kind}" of a tool call'),
                 call_id=call_id,
-                arguments=read_arguments(function.get("arguments", ABSENT)),
+                arguments=read_arguments(body.get("arguments" if kind == "function" else "input", ABSENT)),
                 location=at,
             )
     legacy = message.get("function_call")

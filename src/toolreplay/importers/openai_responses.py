@@ -6,9 +6,12 @@ with both: input items first, then output items). A ``function_call`` item carri
 ``call_id``, ``name`` and ``arguments`` (a JSON string); its result is a
 ``function_call_output`` item with the same ``call_id`` and an ``output`` (a string or a list
 of content parts). An output item does not name its tool, so it pairs by ``call_id``
-alone, earliest unanswered call first. An ``mcp_call`` item holds call and result at once
+alone, earliest unanswered call first. ``custom_tool_call`` / ``custom_tool_call_output``
+pair the same way (the free-form ``input`` is read like arguments, so free text is kept
+under ``_raw_arguments``). An ``mcp_call`` item holds call and result at once
 (``output``, or ``error`` when the MCP server failed). Other items (messages, reasoning,
-built-in tool calls such as ``web_search_call``) are skipped.
+the calls of OpenAI's built-in tools such as ``web_search_call`` or ``computer_call``)
+are skipped.
 """
 
 from __future__ import annotations
@@ -28,7 +31,9 @@ from toolreplay.importers.base import (
 )
 from toolreplay.importers.pairing import Pairing
 
-ITEM_TYPES = frozenset({"function_call", "function_call_output", "mcp_call"})
+CALL_TYPES = {"function_call": "arguments", "custom_tool_call": "input"}
+RESULT_TYPES = frozenset({"function_call_output", "custom_tool_call_output"})
+ITEM_TYPES = frozenset({*CALL_TYPES, *RESULT_TYPES, "mcp_call"})
 
 
 def _entries(item: Item) -> Iterable[Item] | None:
@@ -62,15 +67,15 @@ def _conversation(entries: Iterable[Item], number: int) -> Session:
         entry = need_object(item.value, item.location, "an item")
         kind = entry.get("type")
         at = item.location
-        if kind == "function_call":
+        if kind in CALL_TYPES:
             pairing.call(
-                tool=need_string(entry, "name", at, 'a "function_call" item'),
-                call_id=need_string(entry, "call_id", at, 'a "function_call" item'),
-                arguments=read_arguments(entry.get("arguments", ABSENT)),
+                tool=need_string(entry, "name", at, f'a "{kind}" item'),
+                call_id=need_string(entry, "call_id", at, f'a "{kind}" item'),
+                arguments=read_arguments(entry.get(CALL_TYPES[kind], ABSENT)),
                 location=at,
             )
-        elif kind == "function_call_output":
-            call_id = need_string(entry, "call_id", at, 'a "function_call_output" item')
+        elif kind in RESULT_TYPES:
+            call_id = need_string(entry, "call_id", at, f'a "{kind}" item')
             pairing.result(call_id=call_id, tool=None, response=make_response(entry.get("output", ABSENT)))
         elif kind == "mcp_call":
             pairing.call(
