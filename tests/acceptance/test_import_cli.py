@@ -139,3 +139,13 @@ def test_real_process_pipes_stdin_to_stdout() -> None:
     )
     assert (done.returncode, done.stdout) == (0, ONE_LINE)
     assert done.stderr.startswith(b"-: anthropic (detected): 1 session, 1 call,")
+
+
+def test_stdin_into_a_directory_is_named_stdin(runner: CliRunner, tmp_path: Path) -> None:
+    """'-' with -o DIR writes DIR/stdin.jsonl (several sessions: stdin-0000.jsonl ...)."""
+    code, _, _ = _invoke(runner, "-", "-o", str(tmp_path), stdin=ONE)
+    assert code == 0
+    assert (tmp_path / "stdin.jsonl").read_bytes() == ONE_LINE
+    code, _, _ = _invoke(runner, "--from", "openai-chat", "-", "-o", str(tmp_path / "two"), stdin=TWO)
+    assert code == 0
+    assert sorted(p.name for p in (tmp_path / "two").iterdir()) == ["stdin-0000.jsonl", "stdin-0001.jsonl"]

@@ -25,6 +25,7 @@ from toolreplay.importers.base import (
     need_object,
     need_string,
     read_arguments,
+    string_member,
     type_name,
 )
 from toolreplay.importers.pairing import Pairing
@@ -65,7 +66,7 @@ def _conversation(messages: Iterable[Item], number: int) -> Session:
         for i, block in enumerate(content):
             at = where.at(i)
             block = need_object(block, at, "a content block")
-            kind = block.get("type")
+            kind = string_member(block, "type")
             if kind in CALL_BLOCKS:
                 pairing.call(
                     tool=need_string(block, "name", at, f'a "{kind}" block'),

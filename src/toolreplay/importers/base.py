@@ -93,6 +93,12 @@ def type_name(value: Any) -> str:
     return "an object"
 
 
+def string_member(obj: dict[str, Any], key: str) -> str | None:
+    """``obj[key]`` when it is a string, else None (a "type" or "role" to compare with names)."""
+    value = obj.get(key)
+    return value if isinstance(value, str) else None
+
+
 def need_object(value: Any, location: Location, what: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise location.error(f"{what} must be an object, not {type_name(value)}")

@@ -19,7 +19,7 @@ from typing import Any
 
 from toolreplay.errors import InputError
 from toolreplay.importers.anthropic import CALL_BLOCKS, is_result_block
-from toolreplay.importers.base import Item
+from toolreplay.importers.base import Item, string_member
 from toolreplay.importers.openai_responses import ITEM_TYPES
 
 
@@ -54,7 +54,7 @@ def _entries(value: Any) -> list[Any]:
         return value
     if not isinstance(value, dict):
         return []
-    if value.get("type") in ITEM_TYPES:
+    if string_member(value, "type") in ITEM_TYPES:
         return [value]
     out: list[Any] = []
     for key in ("messages", "traj", "input", "output"):
@@ -67,15 +67,19 @@ def _entries(value: Any) -> list[Any]:
 def _sniff_entry(entry: Any) -> str | None:
     if not isinstance(entry, dict):
         return None
-    if entry.get("type") in ITEM_TYPES:
+    if string_member(entry, "type") in ITEM_TYPES:
         return "openai-responses"
-    if "tool_calls" in entry or "function_call" in entry or entry.get("role") in ("tool", "function"):
+    if (
+        "tool_calls" in entry
+        or "function_call" in entry
+        or string_member(entry, "role") in ("tool", "function")
+    ):
         return "openai-chat"
     content = entry.get("content")
     if isinstance(content, list):
         for block in content:
             if isinstance(block, dict):
-                kind = block.get("type")
+                kind = string_member(block, "type")
                 if kind in CALL_BLOCKS or is_result_block(kind):
                     return "anthropic"
     return None

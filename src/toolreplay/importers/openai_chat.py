@@ -28,6 +28,7 @@ from toolreplay.importers.base import (
     need_object,
     need_string,
     read_arguments,
+    string_member,
 )
 from toolreplay.importers.pairing import Pairing
 
@@ -55,7 +56,7 @@ def read_conversation(messages: Iterable[Item], number: int, *, ids_key: str | N
     pairing = Pairing()
     for item in messages:
         message = need_object(item.value, item.location, "a message")
-        role = message.get("role")
+        role = string_member(message, "role")
         if role == "assistant":
             _calls(pairing, message, item.location)
         elif role == "tool":

@@ -28,6 +28,7 @@ from toolreplay.importers.base import (
     need_object,
     need_string,
     read_arguments,
+    string_member,
 )
 from toolreplay.importers.pairing import Pairing
 
@@ -65,7 +66,7 @@ def _conversation(entries: Iterable[Item], number: int) -> Session:
     pairing = Pairing()
     for item in entries:
         entry = need_object(item.value, item.location, "an item")
-        kind = entry.get("type")
+        kind = string_member(entry, "type")
         at = item.location
         if kind in CALL_TYPES:
             pairing.call(
