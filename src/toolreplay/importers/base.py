@@ -6,7 +6,7 @@ Importer protocol, and the rules that turn a trace's arguments and results into 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from typing import Any, Protocol
 
 from toolreplay.canonical import decode
@@ -123,15 +123,16 @@ def need_string(obj: dict[str, Any], key: str, location: Location, what: str) ->
     return value
 
 
+@dataclass(frozen=True, slots=True)
 class Arguments:
     """The outcome of reading a call's arguments: the ``args`` object and how it was got."""
 
-    __slots__ = ("invalid", "missing", "value")
-
-    def __init__(self, value: dict[str, Any], *, invalid: bool = False, missing: bool = False) -> None:
-        self.value = value
-        self.invalid = invalid
-        self.missing = missing
+    value: dict[str, Any]
+    _: KW_ONLY
+    #: not the JSON text of an object: kept under ``_raw_arguments``
+    invalid: bool = False
+    #: the trace has no arguments field: ``{"_missing_arguments": true}``
+    missing: bool = False
 
 
 #: Stands for a field the trace does not have (``None`` is JSON null, which a trace may hold).
@@ -187,7 +188,7 @@ def missing_response() -> dict[str, Any]:
 
 
 #: ``entries_of(item)`` -> the entries of an episode, or None when the item is itself an entry.
-EntriesOf = Callable[[Item], "Iterable[Item] | None"]
+EntriesOf = Callable[[Item], Iterable[Item] | None]
 
 
 def conversations(items: Iterable[Item], entries_of: EntriesOf) -> Iterator[Iterator[Item]]:
