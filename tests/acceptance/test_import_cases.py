@@ -18,6 +18,7 @@ from click.testing import CliRunner
 
 from tests.conftest import ROOT
 from toolreplay.cli import cli
+from toolreplay.validate import validate_file
 
 CASES = ROOT / "tests" / "cases" / "import"
 
@@ -53,3 +54,11 @@ def test_every_case_is_complete() -> None:
         assert len(list(case.glob("input.*"))) == 1, case.name
         assert (case / "args").is_file(), case.name
         assert (case / "stderr").is_file(), case.name
+
+
+def test_expected_transcripts_pass_their_schema() -> None:
+    """Every transcript a case expects is valid against the published record schema."""
+    expected = sorted(CASES.glob("*/expected/*.jsonl"))
+    assert expected
+    for transcript in expected:
+        assert validate_file(str(transcript)) == [], transcript
