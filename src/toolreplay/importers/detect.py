@@ -1,0 +1,85 @@
+"""``--from auto``: tell an input's format from the first item that shows it.
+
+Items are read (and kept) until one carries a mark only one format has:
+
+* ``otel``: an object with ``resourceSpans``;
+* ``swe-agent``: an object with ``trajectory`` or ``history``;
+* ``openai-responses``: an item of type ``function_call``, ``function_call_output`` or ``mcp_call``;
+* ``anthropic``: a content block of a tool-use or tool-result type;
+* ``openai-chat``: a message with ``tool_calls`` or ``function_call``, or of role ``tool`` or ``function``.
+
+An input with no such mark (no tool call at all) cannot be told apart and is refused.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from toolreplay.errors import InputError
+from toolreplay.importers.anthropic import CALL_BLOCKS, is_result_block
+from toolreplay.importers.base import Item, string_member
+from toolreplay.importers.openai_responses import ITEM_TYPES
+
+
+def detect(items: Iterable[Item]) -> tuple[str, Iterator[Item]]:
+    """The detected format and the same items, none lost (those read to decide are replayed)."""
+    iterator = iter(items)
+    seen: list[Item] = []
+    for item in iterator:
+        seen.append(item)
+        found = sniff(item.value)
+        if found is not None:
+            return found, itertools.chain(seen, iterator)
+    raise InputError("cannot tell the format: no tool call or result found; pass --from FORMAT")
+
+
+def sniff(value: Any) -> str | None:
+    """The format one top-level item shows, or None when it shows none."""
+    if isinstance(value, dict):
+        if "resourceSpans" in value:
+            return "otel"
+        if "trajectory" in value or "history" in value:
+            return "swe-agent"
+    for entry in _entries(value):
+        found = _sniff_entry(entry)
+        if found is not None:
+            return found
+    return None
+
+
+def _entries(value: Any) -> list[Any]:
+    if isinstance(value, list):
+        return value
+    if not isinstance(value, dict):
+        return []
+    if string_member(value, "type") in ITEM_TYPES:
+        return [value]
+    out: list[Any] = []
+    for key in ("messages", "traj", "input", "output"):
+        member = value.get(key)
+        if isinstance(member, list):
+            out += member
+    return out or [value]
+
+
+def _sniff_entry(entry: Any) -> str | None:
+    if not isinstance(entry, dict):
+        return None
+    if string_member(entry, "type") in ITEM_TYPES:
+        return "openai-responses"
+    if (
+        "tool_calls" in entry
+        or "function_call" in entry
+        or string_member(entry, "role") in ("tool", "function")
+    ):
+        return "openai-chat"
+    content = entry.get("content")
+    if isinstance(content, list):
+        for block in content:
+            if isinstance(block, dict):
+                kind = string_member(block, "type")
+                if kind in CALL_BLOCKS or is_result_block(kind):
+                    return "anthropic"
+    return None

@@ -1,0 +1,138 @@
+"""Reading an input into items: JSON Lines line by line, a JSON document whole.
+
+An input is JSON Lines when its first non-blank line is a complete JSON value and another
+non-blank line follows; each line is then one item, read as it comes (memory stays bounded
+by the longest line). Anything else is one JSON document, read whole: a top-level array's
+elements are the items, any other value is the only item. So a JSON Lines file reads
+exactly like an array whose elements are its lines.
+
+Decoding is as strict as the transcript reader's (duplicate keys, NaN, lone surrogates,
+invalid UTF-8 are refused) with a larger size cap, since one input holds many records.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import IO, Any
+
+from toolreplay.canonical import (
+    MAX_DEPTH,
+    canonical,
+    count_keys_bytes,
+    count_keys_text,
+    decode_fast,
+    decode_reference,
+    nesting_depth,
+)
+from toolreplay.errors import InputError
+from toolreplay.importers.base import Item, Location
+
+#: Largest input document, and longest JSON Lines line, accepted (bytes).
+MAX_INPUT_BYTES = 512 * 1024 * 1024
+
+_BOM = b"\xef\xbb\xbf"
+
+
+def decode_value(raw: bytes) -> Any:
+    """Strictly decode one JSON text of an input (a whole document or one line)."""
+    if raw.startswith(_BOM):
+        raise InputError("starts with a UTF-8 byte-order mark (BOM); save the file as UTF-8 without BOM")
+    if len(raw) > MAX_INPUT_BYTES:
+        raise InputError(f"input is over the {MAX_INPUT_BYTES}-byte limit")
+    if raw.count(b"[") + raw.count(b"{") > MAX_DEPTH and nesting_depth(raw) > MAX_DEPTH:
+        raise InputError(f"nesting is deeper than {MAX_DEPTH} levels")
+    value = decode_fast(raw)
+    if value is None or count_keys_bytes(raw) != count_keys_text(canonical(value)):
+        value = decode_reference(raw)
+    return value
+
+
+def _readline(stream: IO[bytes], path: str) -> bytes:
+    try:
+        return stream.readline(MAX_INPUT_BYTES + 2)
+    except OSError as err:
+        raise InputError(err.strerror or "cannot be read", path=path) from err
+
+
+def _strip(raw: bytes) -> bytes:
+    if raw.endswith(b"\r\n"):
+        return raw[:-2]
+    return raw[:-1] if raw.endswith(b"\n") else raw
+
+
+def _next_line(stream: IO[bytes], path: str, number: int, seen: list[bytes]) -> tuple[int, bytes | None]:
+    """The next non-blank line after line ``number`` (ending removed), kept in ``seen``."""
+    while True:
+        raw = _readline(stream, path)
+        if not raw:
+            return number, None
+        number += 1
+        seen.append(raw)
+        if not raw.endswith(b"\n") and len(raw) > MAX_INPUT_BYTES:
+            raise InputError(f"line is over the {MAX_INPUT_BYTES}-byte limit", path=path, line=number)
+        line = _strip(raw)
+        if line.strip(b" \t\r"):
+            return number, line
+
+
+def _try_decode(raw: bytes) -> tuple[bool, Any]:
+    try:
+        return True, decode_value(raw)
+    except InputError:
+        return False, None
+
+
+def read_items(stream: IO[bytes], path: str) -> Iterator[Item]:
+    """Yield the items of an open input; ``path`` only names it in errors."""
+    seen: list[bytes] = []
+    first_number, first = _next_line(stream, path, 0, seen)
+    if first is None:
+        return
+    ok, value = _try_decode(first)
+    if ok:
+        second_number, second = _next_line(stream, path, first_number, seen)
+        if second is None:
+            yield from _document_items(value)
+            return
+        yield Item(Location(first_number), value)
+        number: int = second_number
+        line: bytes | None = second
+        while line is not None:
+            try:
+                value = decode_value(line)
+            except InputError as err:
+                raise InputError(err.problem, path=path, line=number) from err
+            yield Item(Location(number), value)
+            number, line = _next_line(stream, path, number, [])
+        return
+    try:
+        rest = stream.read(MAX_INPUT_BYTES + 1)
+    except OSError as err:
+        raise InputError(err.strerror or "cannot be read", path=path) from err
+    yield from _document_items(_decode_document(b"".join(seen) + rest, path))
+
+
+def _decode_document(raw: bytes, path: str) -> Any:
+    try:
+        return decode_value(raw)
+    except InputError as err:
+        cause = err.__cause__
+        line = cause.lineno if isinstance(cause, json.JSONDecodeError) else None
+        problem = err.problem
+        if isinstance(cause, json.JSONDecodeError):
+            problem = f"invalid JSON: {cause.msg} at column {cause.colno}"
+        raise InputError(problem, path=path, line=line) from err
+
+
+def _document_items(value: Any) -> Iterator[Item]:
+    if isinstance(value, list):
+        for i, element in enumerate(value):
+            yield Item(Location(None, f"/{i}"), element)
+    else:
+        yield Item(Location(None), value)
+
+
+def items_of_value(value: Any) -> Iterator[Item]:
+    """The items of a value already in memory, read like a JSON document."""
+    return _document_items(value)
