@@ -99,4 +99,5 @@ def main() -> None:
 
 
 # Each module registers its commands on ``cli``; import them for that effect.
+from toolreplay.cli import contracts as _contracts  # noqa: E402, F401
 from toolreplay.cli import core as _core  # noqa: E402, F401
