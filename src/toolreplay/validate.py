@@ -22,6 +22,7 @@ SCHEMA_FILES: dict[str, str] = {
     "sealed": "sealed-link.schema.json",
     "scope": "scope.schema.json",
     "report": "report.schema.json",
+    "tool-lock": "tool-lock.schema.json",
 }
 #: kinds whose files are JSON Lines, one instance a line
 LINE_KINDS = frozenset({"transcript", "sealed"})
@@ -33,6 +34,8 @@ NAME_PATTERNS: tuple[tuple[str, str], ...] = (
     ("*.scope.json", "scope"),
     ("*-scope.json", "scope"),
     ("*.report.json", "report"),
+    ("tools.lock.json", "tool-lock"),
+    ("*.tools.lock.json", "tool-lock"),
 )
 #: most errors listed per file before the rest are counted
 MAX_ERRORS = 50

@@ -74,10 +74,13 @@ def json_signature(name: str, schema: Any) -> Signature:
       order), ``array[T]`` for an array whose ``items`` has type ``T``; without a
       ``type``: ``enum``, ``const``, ``$ref:REF``, the ``|``-joined types of
       ``anyOf``/``oneOf`` members, or ``any``;
-    * default: ``required`` when the name is in ``required``, else the canonical
-      JSON of its ``default`` (so a string default keeps its quotes), else ``optional``.
+    * default: ``required`` when the name is in ``required``, else ``optional``.
 
-    Descriptions and titles are not part of the signature (they are in the schema).
+    JSON Schema's ``default``, ``description`` and ``title`` are annotations that do
+    not change which arguments are valid, so they are not part of the signature
+    (they are in the schema, and a change to them is a compatible schema change). That
+    is also why the same tool exported for two vendors, one spelling out a default and
+    one not, gets one signature.
     """
     properties = schema.get("properties") if isinstance(schema, dict) else None
     required = schema.get("required") if isinstance(schema, dict) else None
@@ -86,13 +89,7 @@ def json_signature(name: str, schema: Any) -> Signature:
     if isinstance(properties, dict):
         for key in sorted(properties):
             prop = properties[key]
-            if key in required_names:
-                default = "required"
-            elif isinstance(prop, dict) and "default" in prop:
-                default = canonical(prop["default"])
-            else:
-                default = "optional"
-            params.append([key, type_of(prop), default])
+            params.append([key, type_of(prop), "required" if key in required_names else "optional"])
     return {"name": name, "params": params}
 
 
