@@ -150,7 +150,8 @@ def test_json_lines_detected_without_jsonl_name(tmp_path: Path) -> None:
     [
         (
             '{"models": []}',
-            'not a tool definition list: expected an array of tools or an object with "tools", "functions" or "function" (at /)',
+            "not a tool definition list: expected an array of tools or an object with"
+            ' "tools", "functions" or "function" (at /)',
         ),
         ('[{"description": "no name"}]', 'a tool definition needs a non-empty string "name" (at /0)'),
         ("[1]", "a tool definition must be a JSON object (at /0)"),

@@ -117,7 +117,10 @@ def test_raw_annotation_objects() -> None:
         ...
 
     raw.__annotations__ = {"x": int}
-    text = '{"name":"raw","params":[["x","<class \'int\'>","<class \'inspect._empty\'>"],["y","<class \'inspect._empty\'>","None"]]}'
+    text = (
+        '{"name":"raw","params":[["x","<class \'int\'>","<class \'inspect._empty\'>"],'
+        '["y","<class \'inspect._empty\'>","None"]]}'
+    )
     assert canonical(python_signature(raw)) == text
     assert tool_fingerprint(raw, {}, "") == sha16(text + "|{}|") == "416b72c0e869a502"
 

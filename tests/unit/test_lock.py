@@ -91,7 +91,8 @@ BAD = [
     (
         "param shape",
         lambda d: d["tools"]["search"]["signature"]["params"].append(["x"]),
-        "a parameter must be an array of 3 strings [name, type, default] (at /tools/search/signature/params/1)",
+        "a parameter must be an array of 3 strings [name, type, default]"
+        " (at /tools/search/signature/params/1)",
     ),
 ]
 
