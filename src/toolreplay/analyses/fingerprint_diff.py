@@ -53,8 +53,12 @@ class Difference:
 
     @property
     def breaking(self) -> bool:
-        """Whether callers may break: schema changes judged breaking, and every non-schema class."""
-        return self.kind != "schema" or self.detail == "breaking"
+        """Whether existing callers may break: a removed tool, a signature change, a breaking schema change.
+
+        An added tool, a new version and a compatible schema change are drift (the
+        fingerprint moved) but leave existing calls valid.
+        """
+        return self.kind in ("removed", "signature") or (self.kind == "schema" and self.detail == "breaking")
 
     def text(self) -> str:
         """``schema (breaking): /properties/query/maxLength 500 -> 200`` and the like."""
