@@ -243,3 +243,24 @@ def test_unserialisable_response_is_a_clear_error() -> None:
     registry.register(lambda: {"when": object()}, name="clock")
     with pytest.raises(TypeError, match="the response of tool 'clock' cannot be recorded as JSON"):
         registry.call("clock")
+
+
+def test_async_tools_are_refused_at_registration() -> None:
+    """An async tool is refused with a clear message instead of recording a coroutine."""
+
+    async def fetch(url: str) -> dict[str, Any]:
+        return {}
+
+    with pytest.raises(TypeError, match="async tools are not supported"):
+        ToolRegistry().register(fetch)
+
+
+def test_snapshot_answers_are_copies(tmp_path: Path) -> None:
+    """Mutating a replayed response does not change what the recording answers next time."""
+    path = tmp_path / "run.jsonl"
+    record_run(path, Backend())
+    snapshot = Snapshot.from_file(path)
+    first = snapshot.call("search", query="cats")
+    first["hits"].clear()
+    assert snapshot.call("search", query="cats") == {"hits": ["cats-0", "cats-1"]}
+    assert snapshot.served == 2

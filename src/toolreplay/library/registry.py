@@ -93,6 +93,8 @@ class ToolRegistry:
         ``schema`` is its input JSON Schema (default ``{}``); ``version`` the version you
         pin; ``mutates`` defaults to whether the name is in the registry's mutator list.
         """
+        if inspect.iscoroutinefunction(fn):
+            raise TypeError("async tools are not supported: register a synchronous wrapper")
         signature = python_signature(fn)
         tool = name or signature["name"]
         if tool in self._tools:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -60,7 +61,7 @@ class Snapshot:
         if check and record.fingerprint is not None and record.fingerprint != live:
             raise ToolDriftError(tool=tool, recorded=record.fingerprint, live=live, index=record.index)
         self.served += 1
-        return record.response
+        return copy.deepcopy(record.response)  # the caller may mutate it; the recording must not change
 
     def _miss(self, tool: str, args: dict[str, Any]) -> SnapshotMissError:
         same_tool = [r for r in self.records if r.tool == tool]
