@@ -61,7 +61,10 @@ def fingerprint_cmd(
     SOURCE is a JSON or JSON Lines file of tool definitions (MCP tools/list, OpenAI
     tools, Anthropic tools), a Python object as module:object (a ToolRegistry, a
     callable, or a list or dict of callables), or, with --mcp, the command line of an
-    MCP server: toolreplay fingerprint --mcp -- python server.py
+    MCP server (options go before the --):
+
+    \b
+        toolreplay fingerprint -o tools.lock.json --mcp -- python server.py
     """
     mutator_set = frozenset(mutators) if mutators else DEFAULT_MUTATORS
     warnings: tuple[str, ...] = ()
