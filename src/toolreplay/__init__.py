@@ -5,11 +5,39 @@ from __future__ import annotations
 from importlib.metadata import PackageNotFoundError, version
 
 from toolreplay.canonical import canonical
-from toolreplay.errors import InputError, ToolreplayError
+from toolreplay.contracts import ToolContract, ToolLock, load_lock, save_lock, tool_fingerprint
+from toolreplay.errors import DriftError, InputError, ToolreplayError
+from toolreplay.library import (
+    ProbeResult,
+    Recorder,
+    Snapshot,
+    SnapshotMissError,
+    ToolDriftError,
+    ToolRegistry,
+    probe_determinism,
+)
 
 try:
     __version__ = version("toolreplay")
 except PackageNotFoundError:  # pragma: no cover - running from a bare checkout
     __version__ = "0.0.0"
 
-__all__ = ["InputError", "ToolreplayError", "__version__", "canonical"]
+__all__ = [
+    "DriftError",
+    "InputError",
+    "ProbeResult",
+    "Recorder",
+    "Snapshot",
+    "SnapshotMissError",
+    "ToolContract",
+    "ToolDriftError",
+    "ToolLock",
+    "ToolRegistry",
+    "ToolreplayError",
+    "__version__",
+    "canonical",
+    "load_lock",
+    "probe_determinism",
+    "save_lock",
+    "tool_fingerprint",
+]

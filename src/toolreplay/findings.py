@@ -26,7 +26,8 @@ class Finding:
     """One thing an analysis found, located at a record of a file."""
 
     kind: str
-    index: int
+    #: the record's index; None for a finding about a tool contract rather than a call
+    index: int | None
     tool: str
     message: str
     path: str = ""
@@ -34,12 +35,16 @@ class Finding:
     #: the other index the finding refers to (the earlier identical call, the baseline call)
     related: int | None = None
 
-    def sort_key(self) -> tuple[str, int, int, str]:
-        return (self.path, self.index, _RANK.get(self.kind, len(_RANK)), self.message)
+    def sort_key(self) -> tuple[str, int, int, str, str]:
+        index = -1 if self.index is None else self.index
+        return (self.path, index, _RANK.get(self.kind, len(_RANK)), self.tool, self.message)
 
 
 def sort_findings(findings: list[Finding]) -> list[Finding]:
-    """Order by file, index, then the fixed kind order, so reruns print the same bytes."""
+    """Order by file, index (contract findings first), the fixed kind order, tool, message.
+
+    So reruns print the same bytes.
+    """
     return sorted(findings, key=Finding.sort_key)
 
 

@@ -24,6 +24,7 @@ SCHEMA_FILES: dict[str, str] = {
     "report": "report.schema.json",
     "config": "config.schema.json",
     "signature": "signature.schema.json",
+    "tool-lock": "tool-lock.schema.json",
 }
 #: kinds whose files are JSON Lines, one instance a line
 LINE_KINDS = frozenset({"transcript", "sealed"})
@@ -37,6 +38,8 @@ NAME_PATTERNS: tuple[tuple[str, str], ...] = (
     ("*-scope.json", "scope"),
     ("*.report.json", "report"),
     ("toolreplay.toml", "config"),
+    ("tools.lock.json", "tool-lock"),
+    ("*.tools.lock.json", "tool-lock"),
 )
 #: most errors listed per file before the rest are counted
 MAX_ERRORS = 50

@@ -14,6 +14,9 @@ if TYPE_CHECKING:
 def render_text(reports: Sequence[Report]) -> str:
     """Header lines, then one ``index N: kind: message`` line per finding.
 
+    A finding about a tool contract rather than a call (no index) prints as
+    ``TOOL: message``, e.g. ``search: schema (breaking): /properties/q/maxLength 500 -> 200``.
+
     With several files each block is preceded by ``== FILE`` so lines stay attributable.
     """
     blocks = []
@@ -22,7 +25,12 @@ def render_text(reports: Sequence[Report]) -> str:
         if len(reports) > 1:
             lines.append(f"== {one_line(report.path)}")
         lines.extend(f"{line.shown_label}: {line.text}" for line in report.header)
-        lines.extend(f"index {f.index}: {f.kind}: {one_line(f.message)}" for f in report.findings)
+        lines.extend(
+            f"index {f.index}: {f.kind}: {one_line(f.message)}"
+            if f.index is not None
+            else f"{one_line(f.tool)}: {one_line(f.message)}"
+            for f in report.findings
+        )
         lines.extend(one_line(error) for error in report.errors)
         blocks.append("\n".join(lines))
     return "\n".join(blocks) + "\n" if blocks else ""

@@ -1,0 +1,362 @@
+"""Classify the drift between recorded tool contracts and live ones (SPEC §3.5).
+
+Two modes:
+
+* lock against lock (:func:`compare_locks`): every difference of every tool, as
+  ``added``, ``removed``, ``signature``, ``schema`` (breaking or compatible) or
+  ``version``, each with a JSON pointer and the old and new values;
+* transcript against lock (:func:`compare_transcript`): each call's recorded
+  ``fingerprint`` against the lock's; a transcript holds only the hash, so this says
+  *that* a tool changed, and a lock-to-lock diff says *what*.
+
+"Breaking" is judged from the caller's side: a change is breaking when arguments that
+the old schema accepted may be refused now.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from toolreplay.canonical import canonical
+from toolreplay.contracts.lock import ToolContract, ToolLock, escape
+from toolreplay.findings import Finding, quote
+from toolreplay.transcript import Record
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+#: Stands for "not there" on one side of a difference.
+MISSING: Any = _Missing()
+#: Order of the drift classes within one tool.
+CLASSES = ("removed", "added", "signature", "schema", "version")
+_CLIP = 80
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Difference:
+    """One classified difference between a recorded and a live contract."""
+
+    tool: str
+    #: added | removed | signature | schema | version
+    kind: str
+    #: signature: what changed ("parameter renamed", ...); schema: "breaking" or "compatible"
+    detail: str = ""
+    #: into the signature (signature) or the input schema (schema); "" otherwise
+    pointer: str = ""
+    old: Any = MISSING
+    new: Any = MISSING
+
+    @property
+    def breaking(self) -> bool:
+        """Whether existing callers may break: a removed tool, a signature change, a breaking schema change.
+
+        An added tool, a new version and a compatible schema change are drift (the
+        fingerprint moved) but leave existing calls valid.
+        """
+        return self.kind in ("removed", "signature") or (self.kind == "schema" and self.detail == "breaking")
+
+    def text(self) -> str:
+        """``schema (breaking): /properties/query/maxLength 500 -> 200`` and the like."""
+        head = f"{self.kind} ({self.detail})" if self.detail else self.kind
+        if self.kind in ("added", "removed"):
+            contract = self.new if self.kind == "added" else self.old
+            return f"{head}: fingerprint {contract.fingerprint}, version {render(contract.version)}"
+        where = f"{self.pointer} " if self.pointer else ""
+        return f"{head}: {where}{render(self.old)} -> {render(self.new)}"
+
+
+def render(value: Any) -> str:
+    """A value as compact canonical JSON, clipped; ``(absent)`` for a missing one."""
+    if value is MISSING:
+        return "(absent)"
+    text = canonical(value)
+    return text if len(text) <= _CLIP else text[: _CLIP - 3] + "..."
+
+
+def compare_locks(recorded: ToolLock, live: ToolLock) -> list[Difference]:
+    """Every difference between two locks, by tool name then class."""
+    out: list[Difference] = []
+    for name in sorted(set(recorded.tools) | set(live.tools)):
+        old, new = recorded.tools.get(name), live.tools.get(name)
+        if old is None and new is not None:
+            out.append(Difference(tool=name, kind="added", new=new))
+        elif new is None and old is not None:
+            out.append(Difference(tool=name, kind="removed", old=old))
+        elif old is not None and new is not None and old.fingerprint != new.fingerprint:
+            out.extend(compare_contracts(old, new))
+    return out
+
+
+def compare_contracts(old: ToolContract, new: ToolContract) -> list[Difference]:
+    """The signature, schema and version differences of one tool."""
+    out = [
+        Difference(tool=new.name, kind="signature", detail=detail, pointer=pointer, old=a, new=b)
+        for detail, pointer, a, b in diff_signature(old.signature, new.signature)
+    ]
+    out.extend(
+        Difference(
+            tool=new.name,
+            kind="schema",
+            detail="breaking" if breaking else "compatible",
+            pointer=pointer,
+            old=a,
+            new=b,
+        )
+        for breaking, pointer, a, b in diff_schema(old.schema, new.schema)
+    )
+    if old.version != new.version:
+        out.append(Difference(tool=new.name, kind="version", old=old.version, new=new.version))
+    return out
+
+
+# -- signatures -------------------------------------------------------------------------------------
+
+
+def diff_signature(old: dict[str, Any], new: dict[str, Any]) -> list[tuple[str, str, Any, Any]]:
+    """(what, pointer, old, new) for each change between two signatures.
+
+    Parameters are matched by name. A parameter removed and another added at the same
+    position with the same type and default is a rename; so is the only removed and
+    the only added parameter when they share type and default.
+    """
+    out: list[tuple[str, str, Any, Any]] = []
+    if old["name"] != new["name"]:
+        out.append(("name changed", "/name", old["name"], new["name"]))
+    old_params: list[list[str]] = old["params"]
+    new_params: list[list[str]] = new["params"]
+    old_at = {p[0]: i for i, p in enumerate(old_params)}
+    new_at = {p[0]: i for i, p in enumerate(new_params)}
+    removed = [i for i, p in enumerate(old_params) if p[0] not in new_at]
+    added = [j for j, p in enumerate(new_params) if p[0] not in old_at]
+    renames: list[tuple[int, int]] = []
+    for i in list(removed):
+        if i in added and old_params[i][1:] == new_params[i][1:]:
+            renames.append((i, i))
+            removed.remove(i)
+            added.remove(i)
+    if len(removed) == 1 and len(added) == 1 and old_params[removed[0]][1:] == new_params[added[0]][1:]:
+        renames.append((removed.pop(), added.pop()))
+    changes: list[tuple[int, tuple[str, str, Any, Any]]] = []
+    for i, j in renames:
+        changes.append((j, ("parameter renamed", f"/params/{j}/0", old_params[i][0], new_params[j][0])))
+    for name, j in new_at.items():
+        k = old_at.get(name)
+        if k is None:
+            continue
+        if old_params[k][1] != new_params[j][1]:
+            changes.append((j, ("parameter retyped", f"/params/{j}/1", old_params[k][1], new_params[j][1])))
+        if old_params[k][2] != new_params[j][2]:
+            changes.append((j, ("default changed", f"/params/{j}/2", old_params[k][2], new_params[j][2])))
+    for i in removed:
+        changes.append((i, ("parameter removed", f"/params/{i}", old_params[i], MISSING)))
+    for j in added:
+        changes.append((j, ("parameter added", f"/params/{j}", MISSING, new_params[j])))
+    out.extend(change for _, change in sorted(changes, key=lambda c: (c[0], c[1][1], c[1][0])))
+    common_old = [p[0] for p in old_params if p[0] in new_at]
+    common_new = [p[0] for p in new_params if p[0] in old_at]
+    if common_old != common_new:
+        out.append(("parameters reordered", "/params", common_old, common_new))
+    return out
+
+
+# -- schemas ----------------------------------------------------------------------------------------
+
+#: keywords that describe rather than constrain: any change is compatible
+ANNOTATIONS = frozenset(
+    {
+        "description",
+        "title",
+        "examples",
+        "example",
+        "$comment",
+        "default",
+        "deprecated",
+        "readOnly",
+        "writeOnly",
+        "$schema",
+        "$id",
+        "$anchor",
+        "markdownDescription",
+    }
+)
+#: upper bounds: lowering one is breaking
+UPPER = frozenset({"maximum", "exclusiveMaximum", "maxLength", "maxItems", "maxProperties", "maxContains"})
+#: lower bounds: raising one is breaking
+LOWER = frozenset({"minimum", "exclusiveMinimum", "minLength", "minItems", "minProperties", "minContains"})
+#: keywords whose value maps names to subschemas
+SCHEMA_MAPS = frozenset({"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"})
+#: keywords whose value is one subschema; an absent one accepts everything
+SCHEMA_ONE = frozenset(
+    {
+        "items",
+        "additionalProperties",
+        "additionalItems",
+        "unevaluatedItems",
+        "unevaluatedProperties",
+        "contains",
+        "propertyNames",
+    }
+)
+#: keywords whose value is a list of alternatives: removing one is breaking
+ALTERNATIVES = frozenset({"anyOf", "oneOf"})
+
+Change = tuple[bool, str, Any, Any]
+
+
+def diff_schema(old: Any, new: Any, pointer: str = "") -> list[Change]:
+    """(breaking, pointer, old, new) for each difference between two input schemas.
+
+    Judged from the caller's side: a change is breaking when it may refuse arguments
+    the old schema accepted (a new required field, an enum value removed, a bound
+    tightened, a type narrowed, a property or alternative removed, a new constraint);
+    compatible when it only describes (description, title, default) or loosens (an
+    enum value added, a bound loosened, a type widened, a constraint removed).
+    Keywords toolreplay does not know are judged breaking when added or changed and
+    compatible when removed.
+    """
+    out: list[Change] = []
+    _walk(old, new, pointer, out)
+    return out
+
+
+def _walk(old: Any, new: Any, pointer: str, out: list[Change]) -> None:
+    if canonical(old) == canonical(new):
+        return
+    if not (isinstance(old, dict) and isinstance(new, dict)):
+        # boolean schemas: true accepts all, false nothing; anything else is a new constraint
+        loosened = new is True or (old is False and new is not False)
+        out.append((not loosened, pointer, old, new))
+        return
+    for key in sorted(set(old) | set(new)):
+        a, b = old.get(key, MISSING), new.get(key, MISSING)
+        if a is not MISSING and b is not MISSING and canonical(a) == canonical(b):
+            continue
+        at = f"{pointer}/{escape(key)}"
+        if key in ANNOTATIONS or key.startswith("x-"):
+            out.append((False, at, a, b))
+        elif key in SCHEMA_MAPS and isinstance(_or_empty(a), dict) and isinstance(_or_empty(b), dict):
+            a, b = _or_empty(a), _or_empty(b)
+            for sub in sorted(set(a) | set(b)):
+                sub_at = f"{at}/{escape(sub)}"
+                if sub not in a:
+                    out.append((False, sub_at, MISSING, b[sub]))
+                elif sub not in b:
+                    out.append((True, sub_at, a[sub], MISSING))
+                else:
+                    _walk(a[sub], b[sub], sub_at, out)
+        elif key in SCHEMA_ONE:
+            _walk(True if a is MISSING else a, True if b is MISSING else b, at, out)
+        elif key == "allOf" and isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+            for i, (x, y) in enumerate(zip(a, b, strict=True)):
+                _walk(x, y, f"{at}/{i}", out)
+        elif key in ALTERNATIVES and isinstance(a, list) and isinstance(b, list):
+            if len(a) == len(b):
+                for i, (x, y) in enumerate(zip(a, b, strict=True)):
+                    _walk(x, y, f"{at}/{i}", out)
+            else:
+                kept = {canonical(x) for x in b}
+                out.append((any(canonical(x) not in kept for x in a), at, a, b))
+        else:
+            out.append((_breaking(key, a, b), at, a, b))
+
+
+def _or_empty(value: Any) -> Any:
+    return {} if value is MISSING else value
+
+
+def _breaking(key: str, old: Any, new: Any) -> bool:
+    if old is MISSING:
+        return True  # a new constraint
+    if new is MISSING:
+        return False  # a constraint dropped
+    if key == "required" and isinstance(old, list) and isinstance(new, list):
+        return bool({canonical(x) for x in new} - {canonical(x) for x in old})
+    if key == "enum" and isinstance(old, list) and isinstance(new, list):
+        return bool({canonical(x) for x in old} - {canonical(x) for x in new})
+    if key == "type":
+        return not _covers(_types(new), _types(old))
+    if key in UPPER or key in LOWER:
+        if _number(old) and _number(new):
+            return bool(new < old) if key in UPPER else bool(new > old)
+        return True
+    if key == "uniqueItems" and isinstance(old, bool) and isinstance(new, bool):
+        return new
+    return True
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _types(value: Any) -> set[str]:
+    if isinstance(value, str):
+        return {value}
+    if isinstance(value, list):
+        return {t for t in value if isinstance(t, str)}
+    return set()
+
+
+def _covers(wide: set[str], narrow: set[str]) -> bool:
+    """Whether every type in ``narrow`` is accepted by ``wide`` (a number accepts an integer)."""
+    return all(t in wide or (t == "integer" and "number" in wide) for t in narrow)
+
+
+# -- transcripts ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TranscriptDrift:
+    """A transcript's recorded fingerprints against a lock."""
+
+    calls: int
+    #: calls that carry a fingerprint (the others cannot be compared)
+    fingerprinted: int
+    #: fingerprinted calls whose fingerprint the lock does not have for that tool
+    drifted: int
+    #: the first drifting call of each (tool, recorded fingerprint)
+    findings: list[Finding]
+
+
+def compare_transcript(records: Iterable[Record], live: ToolLock, *, path: str = "") -> TranscriptDrift:
+    """Compare each call's recorded ``fingerprint`` with the lock's for that tool."""
+    calls = fingerprinted = drifted = 0
+    reported: set[tuple[str, str]] = set()
+    findings: list[Finding] = []
+    for record in records:
+        calls += 1
+        if record.fingerprint is None:
+            continue
+        fingerprinted += 1
+        contract = live.tools.get(record.tool)
+        if contract is not None and contract.fingerprint == record.fingerprint:
+            continue
+        drifted += 1
+        if (record.tool, record.fingerprint) in reported:
+            continue
+        reported.add((record.tool, record.fingerprint))
+        if contract is None:
+            message = (
+                f"removed: tool {quote(record.tool)} was called with fingerprint {record.fingerprint}"
+                " and is not in the lock"
+            )
+        else:
+            message = (
+                f"tool {quote(record.tool)} was called with fingerprint {record.fingerprint};"
+                f" the lock has {contract.fingerprint} (version {render(contract.version)})"
+            )
+        findings.append(
+            Finding(
+                kind="tool-drift",
+                index=record.index,
+                tool=record.tool,
+                message=message,
+                path=path,
+                line=record.line,
+            )
+        )
+    return TranscriptDrift(calls=calls, fingerprinted=fingerprinted, drifted=drifted, findings=findings)

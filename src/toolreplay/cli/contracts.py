@@ -1,0 +1,161 @@
+"""Tool contract commands: fingerprint, fingerprint-diff."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
+
+import click
+
+from toolreplay.analyses.fingerprint_diff import compare_locks, compare_transcript
+from toolreplay.analyses.replay import DEFAULT_MUTATORS
+from toolreplay.cli import atomic_output, cli, emit, format_option
+from toolreplay.contracts.definitions import import_definitions, read_definitions
+from toolreplay.contracts.lock import ToolLock, dump_lock, load_lock
+from toolreplay.errors import InputError
+from toolreplay.findings import Finding, one_line, sort_findings
+from toolreplay.report import Line, Report
+from toolreplay.transcript import Record, read_links, read_transcript
+
+_PYTHON_SOURCE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
+
+
+@cli.command(name="fingerprint")
+@click.argument("source", nargs=-1, required=True)
+@click.option(
+    "-o", "--output", metavar="LOCK", help="Write the tool lock here (atomically) instead of stdout."
+)
+@click.option(
+    "--version",
+    "tool_version",
+    default="",
+    metavar="VERSION",
+    help="The version pinned for every tool that does not declare its own (default: none).",
+)
+@click.option("--mcp", is_flag=True, help="SOURCE... is the command line of an MCP stdio server to start.")
+@click.option(
+    "--mutator",
+    "mutators",
+    multiple=True,
+    metavar="TOOL",
+    help="A tool that changes state (repeatable; replaces the default list; not for MCP tools).",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=30.0,
+    show_default=True,
+    help="Seconds allowed for an MCP server to list its tools.",
+)
+def fingerprint_cmd(
+    source: tuple[str, ...],
+    output: str | None,
+    tool_version: str,
+    mcp: bool,
+    mutators: tuple[str, ...],
+    timeout: float,
+) -> None:
+    """Fingerprint the tools in SOURCE into a tool lock.
+
+    SOURCE is a JSON or JSON Lines file of tool definitions (MCP tools/list, OpenAI
+    tools, Anthropic tools), a Python object as module:object (a ToolRegistry, a
+    callable, or a list or dict of callables), or, with --mcp, the command line of an
+    MCP server (options go before the --):
+
+    \b
+        toolreplay fingerprint -o tools.lock.json --mcp -- python server.py
+    """
+    mutator_set = frozenset(mutators) if mutators else DEFAULT_MUTATORS
+    warnings: tuple[str, ...] = ()
+    if mcp:
+        from toolreplay.contracts.mcp import describe, mcp_definitions
+
+        imported = import_definitions(
+            mcp_definitions(source, timeout=timeout), version=tool_version, path=describe(source)
+        )
+        lock, warnings = ToolLock.of(imported.contracts), imported.warnings
+    elif len(source) != 1:
+        raise click.UsageError("give one SOURCE (or --mcp and a server command line)")
+    elif os.path.exists(source[0]) or not _PYTHON_SOURCE.fullmatch(source[0]):
+        imported = import_definitions(
+            read_definitions(source[0]), version=tool_version, mutators=mutator_set, path=source[0]
+        )
+        lock, warnings = ToolLock.of(imported.contracts), imported.warnings
+    else:
+        from toolreplay.contracts.python import load_object, python_lock
+
+        lock = python_lock(load_object(source[0]), version=tool_version, mutators=mutator_set, spec=source[0])
+    for warning in warnings:
+        click.echo(f"toolreplay: warning: {one_line(warning)}", err=True)
+    with atomic_output(output) as out:
+        out.write(dump_lock(lock))
+
+
+@cli.command(name="fingerprint-diff")
+@click.argument("recorded")
+@click.argument("live")
+@format_option
+@click.pass_context
+def fingerprint_diff_cmd(ctx: click.Context, recorded: str, live: str, fmt: str) -> None:
+    """Classify how the tools in LIVE (a tool lock) drifted from RECORDED.
+
+    RECORDED is a tool lock (every difference: added, removed, signature, schema
+    breaking/compatible, version, with JSON pointer and old -> new) or a transcript
+    (*.jsonl, *.sealed.jsonl) whose per-call fingerprints are checked against LIVE.
+    Exit 1 when anything drifted.
+    """
+    if _is_transcript(live):
+        raise InputError("LIVE must be a tool lock, not a transcript", path=live)
+    live_lock = load_lock(live)
+    if _is_transcript(recorded):
+        records = (
+            (link.record for link in read_links(recorded))
+            if recorded.endswith(".sealed.jsonl")
+            else read_transcript(recorded)
+        )
+        report = _transcript_report(recorded, records, live_lock)
+    else:
+        report = _lock_report(load_lock(recorded), live_lock, live)
+    ctx.exit(emit([report], fmt))
+
+
+def _is_transcript(path: str) -> bool:
+    return path.endswith(".jsonl")
+
+
+def _lock_report(recorded: ToolLock, live: ToolLock, path: str) -> Report:
+    differences = compare_locks(recorded, live)
+    findings = tuple(
+        Finding(kind="tool-drift", index=None, tool=d.tool, message=d.text(), path=path) for d in differences
+    )
+    drifted = len({d.tool for d in differences})
+    breaking = sum(1 for d in differences if d.breaking)
+    return Report(
+        command="fingerprint-diff",
+        path=path,
+        header=(
+            Line(key="tools recorded", value=len(recorded.tools), text=str(len(recorded.tools))),
+            Line(key="tools live", value=len(live.tools), text=str(len(live.tools))),
+            Line(key="tools drifted", value=drifted, text=str(drifted)),
+            Line(key="breaking", value=breaking, text=str(breaking)),
+            Line(key="findings", value=len(findings), text=str(len(findings))),
+        ),
+        findings=findings,
+    )
+
+
+def _transcript_report(path: str, records: Iterable[Record], live: ToolLock) -> Report:
+    result = compare_transcript(records, live, path=path)
+    findings = sort_findings(result.findings)
+    return Report(
+        command="fingerprint-diff",
+        path=path,
+        header=(
+            Line(key="calls", value=result.calls, text=str(result.calls)),
+            Line(key="fingerprinted calls", value=result.fingerprinted, text=str(result.fingerprinted)),
+            Line(key="drifted calls", value=result.drifted, text=str(result.drifted)),
+            Line(key="findings", value=len(findings), text=str(len(findings))),
+        ),
+        findings=tuple(findings),
+    )

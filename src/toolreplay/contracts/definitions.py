@@ -1,0 +1,325 @@
+"""JSON tool definitions (MCP ``tools/list``, OpenAI ``tools``, Anthropic ``tools``) -> contracts.
+
+Accepted documents: a JSON array of tools; an object with a ``tools`` array (an MCP
+``tools/list`` result, an OpenAI or Anthropic request body); a JSON-RPC response whose
+``result`` has ``tools``; an object with a ``functions`` or ``function`` array (legacy
+OpenAI, the Berkeley function-calling leaderboard); or a single tool. A file named
+``*.jsonl`` (or one that turns out to hold several JSON values) is read as JSON Lines,
+each line one such document.
+
+Accepted tool shapes, each reduced to a name and an input schema:
+
+======================  ====================================================
+MCP                     ``{"name", "inputSchema", "annotations"?, ...}``
+Anthropic               ``{"name", "input_schema", ...}``
+OpenAI (tools)          ``{"type": "function", "function": {"name", "parameters"?}}``
+OpenAI (bare function)  ``{"name", "parameters"?, ...}``
+======================  ====================================================
+
+A missing ``parameters`` is the empty schema ``{}``. The signature of a JSON tool is
+derived from its input schema by :func:`json_signature`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from jsonschema import Draft202012Validator
+
+from toolreplay.analyses.replay import DEFAULT_MUTATORS
+from toolreplay.canonical import canonical, decode
+from toolreplay.contracts.fingerprint import Signature
+from toolreplay.contracts.lock import ToolContract, escape, make_contract
+from toolreplay.errors import InputError
+from toolreplay.findings import quote
+from toolreplay.transcript import iter_lines, open_input
+
+_META = Draft202012Validator(Draft202012Validator.META_SCHEMA)
+#: MCP's own defaults for a tool that sends no annotations: the worst case.
+MCP_DEFAULT_HINTS = {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": False}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolDefinition:
+    """One tool as found in a definitions file."""
+
+    name: str
+    schema: Any
+    #: "mcp", "anthropic", "openai" or "function" (a bare OpenAI-style function)
+    shape: str
+    #: the MCP ``annotations`` object; None for other shapes
+    annotations: dict[str, Any] | None = None
+    line: int | None = None
+    pointer: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Imported:
+    """Contracts built from definitions, and one message per tool that needs a word."""
+
+    contracts: tuple[ToolContract, ...]
+    warnings: tuple[str, ...]
+
+
+def json_signature(name: str, schema: Any) -> Signature:
+    """Derive the signature of a JSON tool from its input schema.
+
+    One parameter per key of the schema's top-level ``properties``, in sorted order
+    (JSON objects have no order; ``canonical`` sorts keys too), each
+    ``[name, type, default]``:
+
+    * type: the property's ``type`` (a list of types joined with ``|`` in sorted
+      order), ``array[T]`` for an array whose ``items`` has type ``T``; without a
+      ``type``: ``enum``, ``const``, ``$ref:REF``, the ``|``-joined types of
+      ``anyOf``/``oneOf`` members, or ``any``;
+    * default: ``required`` when the name is in ``required``, else ``optional``.
+
+    JSON Schema's ``default``, ``description`` and ``title`` are annotations that do
+    not change which arguments are valid, so they are not part of the signature
+    (they are in the schema, and a change to them is a compatible schema change). That
+    is also why the same tool exported for two vendors, one spelling out a default and
+    one not, gets one signature.
+    """
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    required = schema.get("required") if isinstance(schema, dict) else None
+    required_names = {r for r in required if isinstance(r, str)} if isinstance(required, list) else set()
+    params = []
+    if isinstance(properties, dict):
+        for key in sorted(properties):
+            prop = properties[key]
+            params.append([key, type_of(prop), "required" if key in required_names else "optional"])
+    return {"name": name, "params": params}
+
+
+def type_of(schema: Any) -> str:
+    """A short type text for a property schema (see :func:`json_signature`)."""
+    if schema is True:
+        return "any"
+    if schema is False:
+        return "never"
+    if not isinstance(schema, dict):
+        return "invalid"
+    declared = schema.get("type")
+    if isinstance(declared, str):
+        text = declared
+    elif isinstance(declared, list) and declared and all(isinstance(t, str) for t in declared):
+        text = "|".join(sorted(set(declared)))
+    elif "enum" in schema:
+        text = "enum"
+    elif "const" in schema:
+        text = "const"
+    elif isinstance(schema.get("$ref"), str):
+        text = "$ref:" + schema["$ref"]
+    else:
+        members = schema.get("anyOf", schema.get("oneOf"))
+        if isinstance(members, list) and members:
+            text = "|".join(sorted({type_of(member) for member in members}))
+        else:
+            text = "any"
+    if text == "array" and isinstance(schema.get("items"), dict):
+        text = f"array[{type_of(schema['items'])}]"
+    return text
+
+
+def mcp_behaviour(annotations: dict[str, Any] | None) -> tuple[dict[str, bool], list[str]]:
+    """Map MCP tool annotations onto (mutates, idempotent) as hints; missing ones take MCP's defaults.
+
+    ``mutates`` is true unless ``readOnlyHint`` is true; a tool that says it is both
+    read-only and destructive is taken at its worst (mutates). ``idempotent`` is
+    ``idempotentHint``.
+    """
+    hints = dict(MCP_DEFAULT_HINTS)
+    problems = []
+    for key in MCP_DEFAULT_HINTS:
+        value = (annotations or {}).get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool):
+            hints[key] = value
+        else:
+            problems.append(f"annotation {key} is not a boolean; MCP's default is used")
+    read_only = hints["readOnlyHint"]
+    destructive_said = (annotations or {}).get("destructiveHint") is True
+    mutates = not read_only or destructive_said
+    if read_only and destructive_said:
+        problems.append("annotations say both readOnlyHint and destructiveHint; taken as mutating")
+    return {"mutates": mutates, "idempotent": hints["idempotentHint"]}, problems
+
+
+def read_definitions(path: str) -> list[ToolDefinition]:
+    """Read the tool definitions in a JSON or JSON Lines file.
+
+    A document that is not a recognisable list of tools, or a tool without a name, is
+    an ``InputError``. Problems confined to one tool's schema are left to
+    :func:`import_definitions`, which warns and keeps the tool.
+    """
+    stream = open_input(path)
+    try:
+        raw = stream.read()
+    finally:
+        stream.close()
+    documents: list[tuple[Any, int | None]]
+    if path.endswith((".jsonl", ".ndjson")):
+        documents = list(_lines(raw, path))
+    else:
+        try:
+            documents = [(decode(raw), None)]
+        except InputError as err:
+            if not err.problem.startswith("invalid JSON: Extra data"):
+                line = getattr(err.__cause__, "lineno", None)
+                raise InputError(err.problem, path=path, line=line, pointer=err.pointer) from err
+            documents = list(_lines(raw, path))
+    definitions = []
+    for value, line in documents:
+        for item, pointer in _tool_items(value, "", path, line):
+            definitions.append(_definition(item, pointer, path, line))
+    return definitions
+
+
+def _lines(raw: bytes, path: str) -> Iterator[tuple[Any, int]]:
+    import io
+
+    for number, line in iter_lines(io.BytesIO(raw), path):
+        try:
+            yield decode(line), number
+        except InputError as err:
+            raise InputError(err.problem, path=path, line=number, pointer=err.pointer) from err
+
+
+def _tool_items(value: Any, pointer: str, path: str, line: int | None) -> Iterator[tuple[Any, str]]:
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            yield item, f"{pointer}/{i}"
+        return
+    if isinstance(value, dict):
+        if isinstance(value.get("result"), dict) and "tools" in value["result"]:
+            yield from _tool_items(value["result"]["tools"], pointer + "/result/tools", path, line)
+            return
+        for key in ("tools", "functions", "function"):
+            if isinstance(value.get(key), list):
+                yield from _tool_items(value[key], f"{pointer}/{key}", path, line)
+                return
+        if "name" in value or value.get("type") == "function":
+            yield value, pointer
+            return
+    raise InputError(
+        "not a tool definition list: expected an array of tools or an object with"
+        ' "tools", "functions" or "function"',
+        path=path,
+        line=line,
+        pointer=pointer,
+    )
+
+
+def _definition(item: Any, pointer: str, path: str, line: int | None) -> ToolDefinition:
+    def fail(problem: str, where: str = pointer) -> InputError:
+        return InputError(problem, path=path, line=line, pointer=where)
+
+    if not isinstance(item, dict):
+        raise fail("a tool definition must be a JSON object")
+    if item.get("type") == "function" and isinstance(item.get("function"), dict):
+        inner, where, shape = item["function"], pointer + "/function", "openai"
+    else:
+        inner, where, shape = item, pointer, ""
+    name = inner.get("name")
+    if not isinstance(name, str) or not name:
+        raise fail('a tool definition needs a non-empty string "name"', where)
+    annotations = None
+    if "inputSchema" in inner:
+        shape, key = "mcp", "inputSchema"
+        raw_annotations = inner.get("annotations")
+        annotations = raw_annotations if isinstance(raw_annotations, dict) else None
+    elif "input_schema" in inner:
+        shape, key = "anthropic", "input_schema"
+    else:
+        shape, key = shape or "function", "parameters"
+    schema = inner.get(key, {})
+    return ToolDefinition(
+        name=name,
+        schema=schema,
+        shape=shape,
+        annotations=annotations,
+        line=line,
+        pointer=f"{where}/{key}",
+    )
+
+
+def import_definitions(
+    definitions: list[ToolDefinition],
+    *,
+    version: str = "",
+    mutators: frozenset[str] = DEFAULT_MUTATORS,
+    path: str = "",
+) -> Imported:
+    """Fingerprint definitions into contracts; per-tool problems become warnings, never errors.
+
+    ``mutates`` comes from the MCP annotations for MCP tools, from ``mutators`` for the
+    others. A name defined again with the same contents is merged silently; with other
+    contents the first definition is kept and the later one named in a warning.
+    """
+    contracts: dict[str, ToolContract] = {}
+    first: dict[str, ToolDefinition] = {}
+    warnings: list[str] = []
+
+    def warn(defn: ToolDefinition, problem: str, pointer: str | None = None) -> None:
+        where = path if defn.line is None else f"{path}:{defn.line}"
+        at = f" (at {pointer or '/'})" if pointer is not None else ""
+        warnings.append(f"{where}: tool {quote(defn.name)}: {problem}{at}")
+
+    for defn in definitions:
+        if defn.name in first:
+            earlier = first[defn.name]
+            if canonical([earlier.schema, earlier.annotations]) != canonical([defn.schema, defn.annotations]):
+                at = f"line {earlier.line}" if earlier.line is not None else earlier.pointer or "/"
+                warn(defn, f"defined again with a different schema; the first definition ({at}) is kept")
+            continue
+        first[defn.name] = defn
+        for problem, pointer in schema_problems(defn.schema):
+            warn(defn, problem, defn.pointer + pointer)
+        if defn.shape == "mcp":
+            behaviour, problems = mcp_behaviour(defn.annotations)
+            for problem in problems:
+                warn(defn, problem)
+        else:
+            behaviour = {"mutates": defn.name in mutators, "idempotent": False}
+        contracts[defn.name] = make_contract(
+            name=defn.name,
+            signature=json_signature(defn.name, defn.schema),
+            schema=defn.schema,
+            version=version,
+            deterministic=True,
+            **behaviour,
+        )
+    return Imported(contracts=tuple(contracts.values()), warnings=tuple(warnings))
+
+
+def schema_problems(schema: Any) -> list[tuple[str, str]]:
+    """Why an input schema is not a usable JSON Schema for tool arguments: (problem, pointer) pairs.
+
+    One pair at most: the first problem in document order, with a count of the rest.
+    """
+    if not isinstance(schema, (dict, bool)):
+        return [("input schema is not a JSON Schema (an object or a boolean)", "")]
+    errors = sorted(_META.iter_errors(schema), key=lambda e: [str(p) for p in e.absolute_path])
+    if errors:
+        first = errors[0]
+        pointer = "".join("/" + escape(str(p)) for p in first.absolute_path)
+        if pointer.endswith("/type") or pointer == "/type":
+            problem = (
+                f"{canonical(first.instance)} is not a JSON Schema type (those are array, boolean,"
+                " integer, null, number, object, string)"
+            )
+        else:
+            problem = first.message
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        return [(f"input schema is not valid JSON Schema: {problem}{more}", pointer)]
+    if isinstance(schema, dict) and schema.get("type", "object") != "object":
+        return [(f'input schema has type {canonical(schema["type"])}, not "object"', "/type")]
+    return []
+
+
+def import_file(path: str, *, version: str = "", mutators: frozenset[str] = DEFAULT_MUTATORS) -> Imported:
+    """Read a definitions file and fingerprint every tool in it."""
+    return import_definitions(read_definitions(path), version=version, mutators=mutators, path=path)

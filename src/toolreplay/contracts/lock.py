@@ -1,0 +1,250 @@
+"""The tool lock (``tools.lock.json``, SPEC §1.5): recorded contracts of a tool set.
+
+Other features read it through one call::
+
+    lock = load_lock("tools.lock.json")
+    contract = lock.tools["search"]
+    contract.fingerprint, contract.version, contract.mutates, contract.deterministic
+
+The file is a JSON object ``{"lock_version": 1, "tools": {NAME: CONTRACT}}`` where each
+contract holds ``fingerprint``, ``version``, ``signature``, ``schema``,
+``deterministic``, ``mutates`` and ``idempotent`` and nothing else (the three
+behaviour flags may be left out: ``deterministic`` defaults to true, ``mutates`` to
+membership of the default mutator list, ``idempotent`` to false). Loading is
+strict: unknown or missing fields, wrong types, and a fingerprint that does not
+match its own signature, schema and version are refused (``InputError``, exit 2).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from toolreplay.analyses.replay import DEFAULT_MUTATORS
+from toolreplay.canonical import decode
+from toolreplay.contracts.fingerprint import Signature, fingerprint_of
+from toolreplay.errors import InputError
+from toolreplay.transcript import open_input
+
+#: Version of the lock file shape (schemas/tool-lock.schema.json).
+LOCK_VERSION = 1
+_CONTRACT_FIELDS = ("fingerprint", "version", "signature", "schema", "deterministic", "mutates", "idempotent")
+_FLAGS = ("deterministic", "mutates", "idempotent")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolContract:
+    """What a tool promised when it was fingerprinted.
+
+    ``deterministic`` (default true): replay may assume equal calls give equal
+    responses. ``mutates``: the tool changes state (a mutator, SPEC §3.2).
+    ``idempotent`` (default false): repeating the call has no further effect.
+    """
+
+    name: str
+    fingerprint: str
+    version: str
+    signature: Signature
+    schema: Any
+    deterministic: bool = True
+    mutates: bool = False
+    idempotent: bool = False
+
+    def data(self) -> dict[str, Any]:
+        """The contract as it is written in the lock (without its name)."""
+        return {
+            "fingerprint": self.fingerprint,
+            "version": self.version,
+            "signature": self.signature,
+            "schema": self.schema,
+            "deterministic": self.deterministic,
+            "mutates": self.mutates,
+            "idempotent": self.idempotent,
+        }
+
+
+def make_contract(
+    *,
+    name: str,
+    signature: Signature,
+    schema: Any,
+    version: str,
+    deterministic: bool = True,
+    mutates: bool = False,
+    idempotent: bool = False,
+) -> ToolContract:
+    """Build a contract, computing its fingerprint."""
+    return ToolContract(
+        name=name,
+        fingerprint=fingerprint_of(signature, schema, version),
+        version=version,
+        signature=signature,
+        schema=schema,
+        deterministic=deterministic,
+        mutates=mutates,
+        idempotent=idempotent,
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolLock:
+    """A tool set's contracts by tool name (read-only)."""
+
+    tools: Mapping[str, ToolContract] = field(default_factory=lambda: MappingProxyType({}))
+
+    @classmethod
+    def of(cls, contracts: Iterable[ToolContract]) -> ToolLock:
+        """A lock of these contracts, in name order; a name given twice is a ValueError."""
+        tools: dict[str, ToolContract] = {}
+        for contract in contracts:
+            if contract.name in tools:
+                raise ValueError(f"tool {contract.name!r} is given twice")
+            tools[contract.name] = contract
+        return cls(tools=MappingProxyType(dict(sorted(tools.items()))))
+
+    @property
+    def fingerprints(self) -> dict[str, str]:
+        """Tool name -> fingerprint."""
+        return {name: contract.fingerprint for name, contract in self.tools.items()}
+
+    def data(self) -> dict[str, Any]:
+        """The lock as the JSON object written to disk."""
+        return {
+            "lock_version": LOCK_VERSION,
+            "tools": {name: self.tools[name].data() for name in sorted(self.tools)},
+        }
+
+
+def dump_lock(lock: ToolLock) -> str:
+    """The lock file's text: sorted keys, two-space indent, ASCII, one final newline.
+
+    Stable bytes, so a lock committed to git changes only where a contract did.
+    """
+    return json.dumps(lock.data(), indent=2, sort_keys=True, ensure_ascii=True, allow_nan=False) + "\n"
+
+
+def save_lock(lock: ToolLock, path: str | os.PathLike[str]) -> None:
+    """Write ``lock`` to ``path`` atomically (a temp file renamed into place)."""
+    target = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(target))
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".toolreplay-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="ascii", newline="\n") as out:
+            out.write(dump_lock(lock))
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def load_lock(path: str | os.PathLike[str]) -> ToolLock:
+    """Read and check a tool lock; every problem is an ``InputError`` naming file and pointer."""
+    name = os.fspath(path)
+    stream = open_input(name)
+    try:
+        raw = stream.read()
+    finally:
+        stream.close()
+    try:
+        value = decode(raw)
+    except InputError as err:
+        line = getattr(err.__cause__, "lineno", None)
+        raise InputError(err.problem, path=name, line=line, pointer=err.pointer) from err
+    return parse_lock(value, path=name)
+
+
+def parse_lock(value: Any, *, path: str = "") -> ToolLock:
+    """Check a decoded lock document and build the :class:`ToolLock`."""
+
+    def fail(problem: str, pointer: str) -> InputError:
+        return InputError(problem, path=path or None, pointer=pointer)
+
+    if not isinstance(value, dict):
+        raise fail("a tool lock must be a JSON object", "")
+    unknown = sorted(set(value) - {"lock_version", "tools"})
+    if unknown:
+        raise fail(f"unknown field {json.dumps(unknown[0])}", "/" + escape(unknown[0]))
+    if "lock_version" not in value:
+        raise fail('missing field "lock_version"', "")
+    if type(value["lock_version"]) is not int or value["lock_version"] != LOCK_VERSION:
+        raise fail(f'field "lock_version" must be {LOCK_VERSION}', "/lock_version")
+    tools = value.get("tools")
+    if not isinstance(tools, dict):
+        raise fail('field "tools" must be an object of tool contracts', "/tools")
+    contracts = []
+    for tool, data in sorted(tools.items()):
+        base = "/tools/" + escape(tool)
+        if not tool:
+            raise fail("a tool name must not be empty", base)
+        contracts.append(_parse_contract(tool, data, base, fail))
+    return ToolLock.of(contracts)
+
+
+def _parse_contract(tool: str, data: Any, base: str, fail: Any) -> ToolContract:
+    if not isinstance(data, dict):
+        raise fail("a tool contract must be a JSON object", base)
+    unknown = sorted(set(data) - set(_CONTRACT_FIELDS))
+    if unknown:
+        raise fail(f"unknown field {json.dumps(unknown[0])}", base + "/" + escape(unknown[0]))
+    for key in ("fingerprint", "version", "signature", "schema"):
+        if key not in data:
+            raise fail(f'missing field "{key}"', base)
+    fingerprint, version, signature = data["fingerprint"], data["version"], data["signature"]
+    if (
+        not isinstance(fingerprint, str)
+        or len(fingerprint) != 16
+        or set(fingerprint) - set("0123456789abcdef")
+    ):
+        raise fail('field "fingerprint" must be 16 lowercase hex digits', base + "/fingerprint")
+    if not isinstance(version, str):
+        raise fail('field "version" must be a string', base + "/version")
+    _check_signature(signature, base + "/signature", fail)
+    flags = {}
+    for key in _FLAGS:
+        default = key == "deterministic" or (key == "mutates" and tool in DEFAULT_MUTATORS)
+        flag = data.get(key, default)
+        if not isinstance(flag, bool):
+            raise fail(f'field "{key}" must be true or false', f"{base}/{key}")
+        flags[key] = flag
+    expected = fingerprint_of(signature, data["schema"], version)
+    if expected != fingerprint:
+        raise fail(
+            f"fingerprint {fingerprint} does not match the contract's signature, schema and version"
+            f" (they give {expected}); re-run toolreplay fingerprint instead of editing the lock",
+            base + "/fingerprint",
+        )
+    return ToolContract(
+        name=tool,
+        fingerprint=fingerprint,
+        version=version,
+        signature=signature,
+        schema=data["schema"],
+        **flags,
+    )
+
+
+def _check_signature(signature: Any, pointer: str, fail: Any) -> None:
+    if not isinstance(signature, dict) or sorted(signature) != ["name", "params"]:
+        raise fail('field "signature" must be an object with "name" and "params"', pointer)
+    if not isinstance(signature["name"], str):
+        raise fail("signature name must be a string", pointer + "/name")
+    params = signature["params"]
+    if not isinstance(params, list):
+        raise fail("signature params must be an array", pointer + "/params")
+    for i, param in enumerate(params):
+        if not (isinstance(param, list) and len(param) == 3 and all(isinstance(p, str) for p in param)):
+            raise fail(
+                "a parameter must be an array of 3 strings [name, type, default]", f"{pointer}/params/{i}"
+            )
+
+
+def escape(key: str) -> str:
+    """Escape one JSON pointer token (RFC 6901)."""
+    return key.replace("~", "~0").replace("/", "~1")

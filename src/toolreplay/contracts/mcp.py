@@ -1,0 +1,106 @@
+"""Fingerprint a live MCP server through the official MCP Python SDK (extra ``toolreplay[mcp]``).
+
+The server is started from a command line and spoken to over stdio; its ``tools/list``
+(every page) is read and each tool goes through the same path as an MCP JSON
+definition, so a live server and a saved ``tools/list`` give the same lock.
+"""
+
+from __future__ import annotations
+
+import shlex
+import tempfile
+from collections.abc import Sequence
+from typing import IO, Any
+
+from toolreplay.contracts.definitions import ToolDefinition
+from toolreplay.errors import InputError
+from toolreplay.findings import one_line
+
+#: Seconds allowed for starting the server and listing its tools.
+DEFAULT_TIMEOUT = 30.0
+
+
+def describe(argv: Sequence[str]) -> str:
+    """How a server command line is named in messages: ``mcp:`` and the shell-quoted command."""
+    return "mcp:" + shlex.join(argv)
+
+
+def list_mcp_tools(argv: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT) -> list[dict[str, Any]]:
+    """Start ``argv`` as an MCP stdio server and return its tools as ``tools/list`` JSON objects."""
+    if not argv:
+        raise InputError("no MCP server command given")
+    try:
+        import anyio
+        from mcp import Client, StdioServerParameters
+        from mcp.client.stdio import stdio_client
+    except ImportError as err:
+        raise InputError(
+            "fingerprinting an MCP server needs the MCP SDK: pip install 'toolreplay[mcp]'"
+        ) from err
+
+    # The server's stderr goes to a temp file: quiet on success, quoted on failure.
+    with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog:
+
+        async def fetch() -> list[dict[str, Any]]:
+            params = StdioServerParameters(command=argv[0], args=list(argv[1:]))
+            tools: list[dict[str, Any]] = []
+            with anyio.fail_after(timeout):
+                async with Client(stdio_client(params, errlog=errlog)) as client:
+                    cursor: str | None = None
+                    while True:
+                        page = await client.list_tools(cursor=cursor)
+                        tools.extend(
+                            tool.model_dump(by_alias=True, exclude_none=True, mode="json")
+                            for tool in page.tools
+                        )
+                        cursor = page.next_cursor
+                        if not cursor:
+                            return tools
+
+        try:
+            return anyio.run(fetch)
+        except TimeoutError as err:
+            problem = f"the MCP server did not list its tools within {timeout:g} s"
+            raise InputError(problem + _said(errlog), path=describe(argv)) from err
+        except Exception as err:  # the SDK and the OS raise many kinds; all mean the same here
+            cause = _leaf(err)
+            problem = (
+                f"cannot list the tools of the MCP server: {type(cause).__name__}: {one_line(str(cause))}"
+            )
+            raise InputError(problem + _said(errlog), path=describe(argv)) from err
+
+
+def _leaf(err: BaseException) -> BaseException:
+    """The first real error inside (nested) exception groups from the SDK's task groups."""
+    while isinstance(err, BaseExceptionGroup) and err.exceptions:
+        err = err.exceptions[0]
+    return err
+
+
+def _said(errlog: IO[str]) -> str:
+    """The last line the server wrote to stderr, as a clause for an error message."""
+    errlog.seek(0)
+    lines = [line.strip() for line in errlog.read()[-4000:].splitlines() if line.strip()]
+    return f"; the server's last words: {one_line(lines[-1])}" if lines else ""
+
+
+def mcp_definitions(argv: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT) -> list[ToolDefinition]:
+    """The live server's tools as definitions (shape ``mcp``)."""
+    out = []
+    for i, tool in enumerate(list_mcp_tools(argv, timeout=timeout)):
+        name = tool.get("name")
+        if not isinstance(name, str) or not name:
+            raise InputError(
+                "the server listed a tool without a name", path=describe(argv), pointer=f"/tools/{i}"
+            )
+        annotations = tool.get("annotations")
+        out.append(
+            ToolDefinition(
+                name=name,
+                schema=tool.get("inputSchema", {}),
+                shape="mcp",
+                annotations=annotations if isinstance(annotations, dict) else None,
+                pointer=f"/tools/{i}/inputSchema",
+            )
+        )
+    return out

@@ -1,0 +1,81 @@
+"""Fingerprint Python tools named ``module:object``: a ToolRegistry, a callable, or a collection of them."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from toolreplay.analyses.replay import DEFAULT_MUTATORS
+from toolreplay.contracts.fingerprint import python_signature
+from toolreplay.contracts.lock import ToolContract, ToolLock, make_contract
+from toolreplay.errors import InputError
+from toolreplay.findings import one_line
+
+
+def load_object(spec: str) -> Any:
+    """Import ``module:attr.path``; the current directory is importable, as with ``python -m``."""
+    module_name, _, attr_path = spec.partition(":")
+    if not module_name or not attr_path:
+        raise InputError("expected module:object", path=spec)
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except Exception as err:  # the module's own code may raise anything while importing
+        raise InputError(
+            f"cannot import module {module_name!r}: {type(err).__name__}: {one_line(str(err))}", path=spec
+        ) from err
+    for part in attr_path.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError as err:
+            raise InputError(f"module {module_name!r} has no attribute {attr_path!r}", path=spec) from err
+    return obj
+
+
+def python_lock(
+    obj: Any, *, version: str = "", mutators: frozenset[str] = DEFAULT_MUTATORS, spec: str = ""
+) -> ToolLock:
+    """The lock of a Python tool source.
+
+    A ``ToolRegistry`` gives its registered contracts (their own versions and schemas);
+    a callable, a list or tuple of callables, or a mapping of names to callables is
+    fingerprinted with the empty schema ``{}`` and ``version``.
+    """
+    from toolreplay.library.registry import ToolRegistry
+
+    if isinstance(obj, ToolRegistry):
+        return obj.lock()
+    named: list[tuple[str, Callable[..., Any]]]
+    if isinstance(obj, Mapping):
+        named = [(str(name), fn) for name, fn in obj.items()]
+    elif isinstance(obj, (list, tuple)):
+        named = [(str(python_signature(fn)["name"]) if callable(fn) else "", fn) for fn in obj]
+    elif callable(obj):
+        named = [(str(python_signature(obj)["name"]), obj)]
+    else:
+        raise InputError(
+            f"is a {type(obj).__name__}: expected a ToolRegistry, a callable, or a list or dict of callables",
+            path=spec,
+        )
+    contracts: list[ToolContract] = []
+    seen: set[str] = set()
+    for name, fn in named:
+        if not callable(fn):
+            raise InputError(f"{name or 'an item'} is a {type(fn).__name__}, not a callable", path=spec)
+        if name in seen:
+            raise InputError(f"two tools are named {name!r}", path=spec)
+        seen.add(name)
+        try:
+            signature = python_signature(fn)
+        except (TypeError, ValueError) as err:
+            raise InputError(f"tool {name!r} has no signature to fingerprint: {err}", path=spec) from err
+        contracts.append(
+            make_contract(
+                name=name, signature=signature, schema={}, version=version, mutates=name in mutators
+            )
+        )
+    return ToolLock.of(contracts)

@@ -1,0 +1,22 @@
+"""What agents import: a registry that fingerprints and records, snapshot replay, the probe."""
+
+from __future__ import annotations
+
+from toolreplay.library.errors import ABSENT, SnapshotMissError, ToolDriftError
+from toolreplay.library.probe import ProbeResult, probe_determinism
+from toolreplay.library.recorder import Recorder
+from toolreplay.library.registry import RegisteredTool, StateFn, ToolRegistry
+from toolreplay.library.snapshot import Snapshot
+
+__all__ = [
+    "ABSENT",
+    "ProbeResult",
+    "Recorder",
+    "RegisteredTool",
+    "Snapshot",
+    "SnapshotMissError",
+    "StateFn",
+    "ToolDriftError",
+    "ToolRegistry",
+    "probe_determinism",
+]

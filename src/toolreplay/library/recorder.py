@@ -1,0 +1,63 @@
+"""Write tool calls to a transcript as they happen, optionally sealed link by link."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from toolreplay.chain import link_digest
+from toolreplay.transcript import GENESIS, Record, make_record, record_line
+
+
+class Recorder:
+    """Append each call to a transcript file, one canonical line per call, flushed at once.
+
+    With ``seal=True`` the file is a sealed transcript (``*.sealed.jsonl``): each line is
+    a link chained to the one before (SPEC §1.3), so ``toolreplay verify`` accepts it
+    and :attr:`head` is the digest to anchor. The file is created (or truncated) when
+    the recorder is made; use it as a context manager or call :meth:`close`.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, seal: bool = False) -> None:
+        self.path = os.fspath(path)
+        self.sealed = seal
+        self.count = 0
+        self.head = GENESIS
+        self._out = open(self.path, "w", encoding="ascii", newline="\n")  # noqa: SIM115
+
+    def record(
+        self,
+        *,
+        tool: str,
+        args: dict[str, Any],
+        response: dict[str, Any],
+        fingerprint: str | None = None,
+        state: dict[str, str] | None = None,
+    ) -> Record:
+        """Write one call and return its record (an ``InputError`` if it is not valid JSON)."""
+        record = make_record(
+            index=self.count,
+            tool=tool,
+            args=args,
+            response=response,
+            fingerprint=fingerprint,
+            state=state,
+        )
+        if self.sealed:
+            digest, line = link_digest(record, self.head)
+            self.head = digest
+        else:
+            line = record_line(record)
+        self._out.write(line + "\n")
+        self._out.flush()
+        self.count += 1
+        return record
+
+    def close(self) -> None:
+        self._out.close()
+
+    def __enter__(self) -> Recorder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,96 @@
+"""Snapshot replay: serve recorded responses instead of calling tools."""
+
+from __future__ import annotations
+
+import copy
+import os
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from toolreplay.canonical import canonical
+from toolreplay.contracts.lock import escape
+from toolreplay.library.errors import ABSENT, SnapshotMissError, ToolDriftError
+from toolreplay.transcript import Record, read_links, read_transcript
+
+
+class Snapshot:
+    """A recording that answers calls: the stub of snapshot mode (SPEC §4).
+
+    A call is answered by the recorded calls with the identical canonical call (tool and
+    arguments, key order irrelevant), in recorded order; once they are used up the last
+    one answers again. An unrecorded call raises :class:`SnapshotMissError` naming the
+    nearest recorded call and the first argument that differs. When ``live`` maps tool
+    names to today's fingerprints, a recorded call whose ``fingerprint`` differs raises
+    :class:`ToolDriftError` instead of answering.
+    """
+
+    def __init__(self, records: Iterable[Record], *, live: Mapping[str, str] | None = None) -> None:
+        self.records = tuple(records)
+        self.live = live
+        #: how many calls were answered
+        self.served = 0
+        self._by_key: dict[str, list[Record]] = {}
+        for record in self.records:
+            self._by_key.setdefault(record.call_key, []).append(record)
+        self._next: dict[str, int] = {}
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike[str], *, live: Mapping[str, str] | None = None) -> Snapshot:
+        """Load a transcript (``*.jsonl``) or a sealed transcript (``*.sealed.jsonl``; not verified here)."""
+        name = os.fspath(path)
+        if name.endswith(".sealed.jsonl"):
+            return cls((link.record for link in read_links(name)), live=live)
+        return cls(read_transcript(name), live=live)
+
+    def call(self, name: str, /, **args: Any) -> dict[str, Any]:
+        """Answer a call from the recording, checking drift against ``live``."""
+        live = self.live.get(name) if self.live is not None else None
+        return self.serve(name, args, live=live, check=self.live is not None)
+
+    def serve(
+        self, tool: str, args: dict[str, Any], *, live: str | None, check: bool = True
+    ) -> dict[str, Any]:
+        """Answer ``tool(args)``; with ``check``, a recorded fingerprint other than ``live`` is drift."""
+        key = '{"args":' + canonical(args) + ',"tool":' + canonical(tool) + "}"
+        found = self._by_key.get(key)
+        if not found:
+            raise self._miss(tool, args)
+        position = self._next.get(key, 0)
+        record = found[min(position, len(found) - 1)]
+        self._next[key] = position + 1
+        if check and record.fingerprint is not None and record.fingerprint != live:
+            raise ToolDriftError(tool=tool, recorded=record.fingerprint, live=live, index=record.index)
+        self.served += 1
+        return copy.deepcopy(record.response)  # the caller may mutate it; the recording must not change
+
+    def _miss(self, tool: str, args: dict[str, Any]) -> SnapshotMissError:
+        same_tool = [r for r in self.records if r.tool == tool]
+        if not same_tool:
+            tools = tuple(sorted({r.tool for r in self.records}))
+            return SnapshotMissError(tool=tool, args=args, nearest_index=None, recorded_tools=tools)
+        best = min(same_tool, key=lambda r: (len(_differences(r.args, args)), r.index))
+        pointer, recorded, given = _differences(best.args, args)[0]
+        return SnapshotMissError(
+            tool=tool,
+            args=args,
+            nearest_index=best.index,
+            pointer=pointer,
+            recorded_value=recorded,
+            given_value=given,
+        )
+
+
+def _differences(recorded: Any, given: Any, pointer: str = "") -> list[tuple[str, Any, Any]]:
+    """(pointer, recorded, given) of every leaf where two argument values differ, in key order."""
+    if canonical(recorded) == canonical(given):
+        return []
+    if isinstance(recorded, dict) and isinstance(given, dict):
+        out = []
+        for key in sorted(set(recorded) | set(given)):
+            out.extend(
+                _differences(recorded.get(key, ABSENT), given.get(key, ABSENT), f"{pointer}/{escape(key)}")
+                if key in recorded and key in given
+                else [(f"{pointer}/{escape(key)}", recorded.get(key, ABSENT), given.get(key, ABSENT))]
+            )
+        return out
+    return [(pointer or "/", recorded, given)]
