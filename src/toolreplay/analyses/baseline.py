@@ -23,9 +23,7 @@ from difflib import SequenceMatcher
 from typing import Any
 
 from toolreplay.analyses.replay import DEFAULT_MUTATORS
-from toolreplay.analyses.scope import read_json_file
 from toolreplay.canonical import canonical
-from toolreplay.errors import InputError
 from toolreplay.findings import Finding, quote
 from toolreplay.transcript import Record
 
@@ -96,31 +94,13 @@ class Freshness:
 
 
 def lock_behaviour(path: str) -> dict[str, ToolBehaviour]:
-    """Read per-tool ``fingerprint``, ``deterministic`` and ``mutates`` from a tool lock.
+    """Per-tool ``fingerprint``, ``deterministic`` and ``mutates`` from a tool lock (SPEC §1.5)."""
+    from toolreplay.contracts.lock import load_lock
 
-    Assumes ``{"tools": {NAME: {"fingerprint": ..., "deterministic": bool,
-    "mutates": bool, ...}}}`` and ignores every other field. This is the one place
-    that reads a lock for the diff, to be replaced by the full lock loader.
-    """
-    value = read_json_file(path)
-    tools = value.get("tools") if isinstance(value, dict) else None
-    if not isinstance(tools, dict):
-        raise InputError('a tool lock must be an object with a "tools" object', path=path, pointer="/tools")
-    out: dict[str, ToolBehaviour] = {}
-    for name, entry in tools.items():
-        pointer = "/tools/" + name.replace("~", "~0").replace("/", "~1")
-        if not isinstance(entry, dict):
-            raise InputError("a tool entry must be an object", path=path, pointer=pointer)
-        fingerprint = entry.get("fingerprint")
-        if fingerprint is not None and not isinstance(fingerprint, str):
-            raise InputError("must be a string", path=path, pointer=pointer + "/fingerprint")
-        deterministic = entry.get("deterministic", True)
-        mutates = entry.get("mutates")
-        for key, flag in (("deterministic", deterministic), ("mutates", mutates)):
-            if flag is not None and not isinstance(flag, bool):
-                raise InputError("must be true or false", path=path, pointer=f"{pointer}/{key}")
-        out[name] = ToolBehaviour(fingerprint=fingerprint, deterministic=deterministic, mutates=mutates)
-    return out
+    return {
+        name: ToolBehaviour(fingerprint=c.fingerprint, deterministic=c.deterministic, mutates=c.mutates)
+        for name, c in load_lock(path).tools.items()
+    }
 
 
 # --- freshness -------------------------------------------------------------------------
