@@ -44,8 +44,8 @@ def test_bad_run_line(runner: CliRunner, tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("lock", "message"),
     [
-        ("[1]", 'a tool lock must be an object with a "tools" object (at /tools)'),
-        ('{"tools": {"search": {"mutates": "yes"}}}', "must be true or false (at /tools/search/mutates)"),
+        ("[1]", "a tool lock must be a JSON object (at /)"),
+        ('{"tools": {"search": {"mutates": "yes"}}}', 'missing field "lock_version" (at /)'),
         ('{"tools": {}', "invalid JSON"),
     ],
 )
