@@ -174,9 +174,9 @@ class AnnotationPlan:
         )
 
 
-def annotations(reports: Sequence[Report]) -> list[Annotation]:
+def collect_annotations(reports: Sequence[Report]) -> list[Annotation]:
     """Every finding and every file-level error of ``reports`` as an annotation."""
-    out = []
+    out: list[Annotation] = []
     for report in reports:
         for f in report.findings:
             out.append(
@@ -206,9 +206,9 @@ def plan_annotations(
 ) -> AnnotationPlan:
     """Rank the annotations (contract breaks, then non-determinism, then redundancy) and
     keep as many of each level as GitHub will show."""
-    ranked = sorted(annotations(reports), key=Annotation.sort_key)
+    ranked = sorted(collect_annotations(reports), key=Annotation.sort_key)
     used: dict[str, int] = {}
-    shown = []
+    shown: list[Annotation] = []
     for a in ranked:
         if len(shown) < per_job and used.get(a.level, 0) < per_step:
             used[a.level] = used.get(a.level, 0) + 1
