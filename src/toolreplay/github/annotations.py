@@ -111,9 +111,9 @@ def workflow_command(
     if title:
         props.append(f"title={escape_property(title)}")
     head = f"::{command} {','.join(props)}" if props else f"::{command}"
-    # The message cannot end the command (the runner splits at the first "::" after the
-    # name), but a legacy "##[" is neutralised anyway in case a parser looks for it.
-    return f"{head}::{escape_data(message).replace(_LEGACY_PREFIX, '##%5B')}"
+    # The message may hold "::" or "##[" as they are: the runner parses this line as our
+    # command first (TryParseV2) and only tries the legacy "##[" form when that fails.
+    return f"{head}::{escape_data(message)}"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -58,6 +58,15 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
+def _pairs(report: Report, lead: str = "") -> str:
+    """The header lines as ``key: `value` · ...`` (values may carry untrusted text)."""
+    if not report.header:
+        return ""
+    return lead + " · ".join(
+        f"{_word(line.key)}: {md_code(line.text, in_table=False)}" for line in report.header
+    )
+
+
 def _rows(report: Report) -> list[str]:
     rows = []
     for f in report.findings:
@@ -97,12 +106,11 @@ def _render(reports: Sequence[Report], keep: int | None) -> str:
             budget -= len(rows)
         out += ["", f"#### {md_code(report.path, in_table=False)} ({_word(report.command)})"]
         if report.header:
-            pairs = (f"{_word(line.key)}: {md_code(line.text, in_table=False)}" for line in report.header)
-            out += ["", " · ".join(pairs)]
+            out += ["", _pairs(report)]
         out += ["", "| index | line | level | kind | message |", "| ---: | ---: | --- | --- | --- |", *rows]
     if clean and (budget is None or budget > 0):
         out += ["", f"<details><summary>{_plural(len(clean), 'file')} without findings</summary>", ""]
-        out += [f"- {md_code(r.path, in_table=False)} ({_word(r.command)})" for r in clean]
+        out += [f"- {md_code(r.path, in_table=False)} ({_word(r.command)}){_pairs(r, ': ')}" for r in clean]
         out += ["", "</details>"]
     elif clean:
         hidden_files += len(clean)
