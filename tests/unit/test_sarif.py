@@ -22,16 +22,14 @@ def _validate(log: dict[str, Any]) -> None:
 
 
 def _reports() -> list[Report]:
-    findings = tuple(
-        Finding(kind=kind, index=i, tool="t", message=f"{kind} found", path="runs/a b.jsonl", line=i + 1)
+    path = "runs/a b.jsonl"
+    findings = [
+        Finding(kind=kind, index=i, tool="t", message=f"{kind} found", path=path, line=i + 1)
         for i, kind in enumerate(KIND_ORDER)
-    ) + (
-        Finding(
-            kind="schema-breaking", index=99, tool="t", message="new kind", path="runs/a b.jsonl", line=100
-        ),
-    )
+    ]
+    findings.append(Finding(kind="schema-breaking", index=99, tool="t", message="new", path=path, line=100))
     return [
-        Report(command="check", path="runs/a b.jsonl", findings=findings),
+        Report(command="check", path=path, findings=tuple(findings)),
         Report(command="verify", path="base.sealed.jsonl", errors=("head is x, expected y",)),
     ]
 
