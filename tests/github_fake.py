@@ -64,7 +64,7 @@ class FakeGitHub:
     # -- lifecycle -------------------------------------------------------------------------
     def __enter__(self) -> FakeGitHub:
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True)
         self._thread.start()
         return self
 
