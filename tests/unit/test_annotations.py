@@ -142,3 +142,14 @@ def test_report_errors_become_file_annotations() -> None:
     assert cmd is not None and cmd.name == "error"
     assert cmd.properties == {"file": "b.sealed.jsonl", "title": "toolreplay report-error"}
     assert runner_lines(annotation.command()) == [annotation.command()]
+
+
+def test_echo_prints_inert_lines_on_both_streams(capsys: pytest.CaptureFixture[str]) -> None:
+    """echo() writes untrusted text to stdout or stderr with no command line in it."""
+    from toolreplay.github.annotations import echo
+
+    echo("error in ::add-mask::x\n::add-mask::secret")
+    echo("\r::stop-commands::t", err=True)
+    captured = capsys.readouterr()
+    assert captured.out == "error in ::add-mask::x\n%3A:add-mask::secret\n"
+    assert commands(captured.out) == [] and commands(captured.err) == []

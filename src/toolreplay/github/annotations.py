@@ -27,6 +27,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import click
+
 from toolreplay.findings import KIND_ORDER
 from toolreplay.report.kinds import REPORT_ERROR, Level, kind_info
 from toolreplay.report.paths import repo_relative
@@ -92,6 +94,11 @@ def inert(text: str) -> str:
     Text that needs no change is returned as it is.
     """
     return "\n".join(_inert_line(line) for line in _LINE_BREAK.split(text))
+
+
+def echo(text: str, *, err: bool = False) -> None:
+    """Print untrusted text in a workflow step's log (stdout or stderr) through :func:`inert`."""
+    click.echo(inert(text), err=err)
 
 
 def workflow_command(
