@@ -115,10 +115,12 @@ def _render(reports: Sequence[Report], keep: int | None) -> str:
     elif clean:
         hidden_files += len(clean)
     if hidden_rows or hidden_files:
+        what = _plural(hidden_rows, "row")
+        if hidden_files:
+            what += f" and {_plural(hidden_files, 'further file')}"
         out += [
             "",
-            f"> Trimmed to fit GitHub's size limit: {_plural(hidden_rows, 'row')} "
-            f"and {_plural(hidden_files, 'further file')} not shown. "
+            f"> Trimmed to fit GitHub's size limit: {what} not shown. "
             "The text, JSON and SARIF reports hold everything.",
         ]
     return "\n".join(out) + "\n"
