@@ -97,3 +97,14 @@ def test_no_trimming_note_when_it_fits() -> None:
     """Within the limit the body is exactly the full report."""
     report = _report(findings=(Finding(kind="redundant-call", index=1, tool="t", message="m", line=2),))
     assert render_markdown([report], limit=100_000) == render_markdown([report])
+
+
+def test_trimming_drops_the_clean_file_list_before_any_row() -> None:
+    """When only the list of clean files does not fit, every row stays and the note names the files."""
+    finding = Finding(kind="redundant-call", index=1, tool="t", message="m", path="t.jsonl", line=2)
+    clean = [Report(command="replay", path=f"clean-{i:04d}.jsonl") for i in range(300)]
+    reports = [_report(findings=(finding,)), *clean]
+    body = render_markdown(reports, limit=2_000)
+    assert len(body) <= 2_000
+    assert "| redundant-call |" in body
+    assert "Trimmed to fit GitHub's size limit: 300 further files not shown." in body

@@ -115,9 +115,9 @@ def _render(reports: Sequence[Report], keep: int | None) -> str:
     elif clean:
         hidden_files += len(clean)
     if hidden_rows or hidden_files:
-        what = _plural(hidden_rows, "row")
-        if hidden_files:
-            what += f" and {_plural(hidden_files, 'further file')}"
+        parts = [_plural(hidden_rows, "row")] if hidden_rows else []
+        parts += [_plural(hidden_files, "further file")] if hidden_files else []
+        what = " and ".join(parts)
         out += [
             "",
             f"> Trimmed to fit GitHub's size limit: {what} not shown. "
