@@ -35,6 +35,11 @@ class Finding:
     #: the other index the finding refers to (the earlier identical call, the baseline call)
     related: int | None = None
 
+    @property
+    def text(self) -> str:
+        """The message, led by the tool's name when no call index locates it (a contract finding)."""
+        return self.message if self.index is not None else f"{one_line(self.tool)}: {self.message}"
+
     def sort_key(self) -> tuple[str, int, int, str, str]:
         index = -1 if self.index is None else self.index
         return (self.path, index, _RANK.get(self.kind, len(_RANK)), self.tool, self.message)

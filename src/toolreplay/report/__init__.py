@@ -45,10 +45,19 @@ Renderer = Callable[[Sequence[Report]], str]
 
 
 def _renderers() -> dict[str, Renderer]:
+    from toolreplay.report.github import render_github
     from toolreplay.report.json import render_json
+    from toolreplay.report.markdown import render_markdown
+    from toolreplay.report.sarif import render_sarif
     from toolreplay.report.text import render_text
 
-    return {"text": render_text, "json": render_json}
+    return {
+        "text": render_text,
+        "json": render_json,
+        "sarif": render_sarif,
+        "github": render_github,
+        "markdown": render_markdown,
+    }
 
 
 RENDERERS: dict[str, Renderer] = _renderers()

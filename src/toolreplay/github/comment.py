@@ -1,0 +1,228 @@
+"""One sticky PR comment, created once and then edited in place, through PyGithub.
+
+Our comment is the one that starts with :data:`MARKER` AND is authored by the token's own
+identity: anyone can paste the marker into a comment, and a token with write access could
+edit theirs, so the author check is what keeps a planted marker from being taken over.
+
+The identity is ``GET /user``'s login. An installation token (``GITHUB_TOKEN``, or any
+GitHub App's) cannot read ``/user`` (403 "Resource not accessible by integration"); its
+comments are authored by the app's bot account, which for ``GITHUB_TOKEN`` is
+``github-actions[bot]``. That is the fallback; with another App's token pass ``author``
+(``<app-slug>[bot]``).
+
+Commenting is best effort: a 401, 403 (a fork PR's read-only token), 404 or any other
+failure returns a *degraded* result with a reason, never raises, and the reason never
+holds the token. PyGithub is an optional dependency (``toolreplay[github]``), imported
+only when a comment is published.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from toolreplay.github.annotations import workflow_command
+from toolreplay.report.markdown import render_markdown
+
+if TYPE_CHECKING:
+    from github import Github
+
+    from toolreplay.report import Report
+
+#: The hidden first line that marks our comment. Rendered report text can never contain
+#: it: the Markdown renderer breaks every ``<`` that comes from data.
+MARKER = "<!-- toolreplay-report -->"
+#: GitHub refuses a comment body longer than this many characters.
+COMMENT_LIMIT = 65536
+DEFAULT_API_URL = "https://api.github.com"
+#: The author of comments made with a workflow's ``GITHUB_TOKEN``.
+ACTIONS_BOT = "github-actions[bot]"
+
+Status = Literal["created", "updated", "unchanged", "degraded"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CommentTarget:
+    """Which pull request (or issue) to comment on, on which GitHub."""
+
+    repository: str  # "owner/name"
+    number: int
+    api_url: str = DEFAULT_API_URL
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CommentResult:
+    """What publishing did; ``reason`` says why it degraded (never the token)."""
+
+    status: Status
+    comment_id: int | None = None
+    url: str | None = None
+    reason: str = ""
+
+    @property
+    def degraded(self) -> bool:
+        return self.status == "degraded"
+
+    def warning(self) -> str | None:
+        """The ``::warning`` line to print when commenting degraded, else None."""
+        if not self.degraded:
+            return None
+        return workflow_command(
+            "warning",
+            f"toolreplay could not write the PR comment ({self.reason}); "
+            "the annotations and the job summary still carry the report",
+            title="toolreplay comment",
+        )
+
+
+def _utf16_len(text: str) -> int:
+    # GitHub counts characters as JavaScript does; UTF-16 code units never undercount
+    return len(text.encode("utf-16-le")) // 2
+
+
+def comment_body(reports: Sequence[Report]) -> str:
+    """The marker line and the Markdown report, trimmed (with a note) to GitHub's limit."""
+    head = MARKER + "\n"
+    return head + render_markdown(reports, limit=COMMENT_LIMIT - _utf16_len(head), size=_utf16_len)
+
+
+_PULL_REF = re.compile(r"^refs/pull/(\d+)/(?:merge|head)$")
+
+
+def target_from_env(environ: Mapping[str, str] | None = None) -> CommentTarget | None:
+    """The pull request of the running workflow, or None when it is not about one.
+
+    The number comes from the event payload (``GITHUB_EVENT_PATH``: ``pull_request``, or an
+    ``issue`` that is a pull request), else from a ``refs/pull/N/merge`` ``GITHUB_REF``.
+    """
+    env = os.environ if environ is None else environ
+    repository = env.get("GITHUB_REPOSITORY", "")
+    if "/" not in repository:
+        return None
+    number: int | None = None
+    event_path = env.get("GITHUB_EVENT_PATH")
+    if event_path:
+        try:
+            with open(event_path, encoding="utf-8") as stream:
+                event = json.load(stream)
+        except (OSError, ValueError):
+            event = None
+        if isinstance(event, dict):
+            pull = event.get("pull_request")
+            issue = event.get("issue")
+            if isinstance(pull, dict) and isinstance(pull.get("number"), int):
+                number = pull["number"]
+            elif isinstance(issue, dict) and issue.get("pull_request"):
+                number = issue.get("number") if isinstance(issue.get("number"), int) else None
+    if number is None:
+        match = _PULL_REF.match(env.get("GITHUB_REF", ""))
+        if match:
+            number = int(match.group(1))
+    if number is None:
+        return None
+    return CommentTarget(
+        repository=repository, number=number, api_url=env.get("GITHUB_API_URL") or DEFAULT_API_URL
+    )
+
+
+def make_client(token: str, api_url: str = DEFAULT_API_URL, **options: Any) -> Github:
+    """A PyGithub client for ``api_url`` (GitHub Enterprise: ``https://HOST/api/v3``)."""
+    from github import Auth, Github
+
+    options.setdefault("per_page", 100)
+    return Github(base_url=api_url.rstrip("/"), auth=Auth.Token(token), **options)
+
+
+def _is_ours(comment: Any, login: str) -> bool:
+    body = comment.body or ""
+    user = comment.user
+    return body.startswith(MARKER) and user is not None and str(user.login).casefold() == login.casefold()
+
+
+def _same(a: str, b: str) -> bool:
+    # GitHub may hand a body back with CRLF line endings
+    return a.replace("\r\n", "\n") == b.replace("\r\n", "\n")
+
+
+def _identity(client: Github) -> str:
+    from github import GithubException
+
+    try:
+        return str(client.get_user().login)
+    except GithubException as err:
+        if err.status == 403:  # an installation token: /user is not for integrations
+            return ACTIONS_BOT
+        raise
+
+
+def _reason(err: Exception, token: str) -> str:
+    from github import GithubException
+
+    if isinstance(err, GithubException):
+        message = err.data.get("message") if isinstance(err.data, dict) else None
+        text = f"GitHub answered {err.status}"
+        if err.status == 403:
+            text += " (a read-only token, as on a pull request from a fork?)"
+        if isinstance(message, str) and message:
+            text += f": {message}"
+    else:
+        text = f"{type(err).__name__} while talking to GitHub"
+    # belt and braces: whatever the server echoed, the token is not repeated
+    return text.replace(token, "***") if token else text
+
+
+def publish_comment(
+    body: str,
+    *,
+    target: CommentTarget,
+    token: str,
+    author: str | None = None,
+    client: Github | None = None,
+) -> CommentResult:
+    """Create or update our one comment on ``target``; write nothing when it is unchanged.
+
+    ``body`` must start with :data:`MARKER` (use :func:`comment_body`) and fit GitHub's
+    limit. ``author`` overrides the identity lookup; ``client`` replaces :func:`make_client`
+    (tests use it to point at a local server with no request pacing).
+    """
+    if not body.startswith(MARKER):
+        raise ValueError("the comment body must start with the marker (use comment_body)")
+    if _utf16_len(body) > COMMENT_LIMIT:
+        raise ValueError(f"the comment body is over GitHub's {COMMENT_LIMIT}-character limit")
+    try:
+        import requests
+        from github import GithubException
+    except ImportError:
+        return CommentResult(
+            status="degraded", reason="PyGithub is not installed (pip install 'toolreplay[github]')"
+        )
+    try:
+        gh = client if client is not None else make_client(token, target.api_url)
+        login = author or _identity(gh)
+        issue = gh.get_repo(target.repository).get_issue(target.number)
+        ours = next((c for c in issue.get_comments() if _is_ours(c, login)), None)
+        if ours is None:
+            created = issue.create_comment(body)
+            return CommentResult(status="created", comment_id=created.id, url=created.html_url)
+        if _same(ours.body or "", body):
+            return CommentResult(status="unchanged", comment_id=ours.id, url=ours.html_url)
+        ours.edit(body)
+        return CommentResult(status="updated", comment_id=ours.id, url=ours.html_url)
+    except (GithubException, requests.RequestException) as err:
+        return CommentResult(status="degraded", reason=_reason(err, token))
+
+
+def publish_report(
+    reports: Sequence[Report],
+    *,
+    target: CommentTarget,
+    token: str,
+    author: str | None = None,
+    client: Github | None = None,
+) -> CommentResult:
+    """:func:`publish_comment` with :func:`comment_body` of ``reports``."""
+    return publish_comment(comment_body(reports), target=target, token=token, author=author, client=client)

@@ -1,0 +1,63 @@
+"""The job summary: the Markdown report appended to ``$GITHUB_STEP_SUMMARY``."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from toolreplay.report.markdown import render_markdown
+
+if TYPE_CHECKING:
+    from toolreplay.report import Report
+
+#: GitHub refuses a step summary over 1 MiB (and then shows an error instead of it).
+SUMMARY_LIMIT = 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SummaryResult:
+    """Where the summary went and how big it was; ``reason`` says why nothing was written."""
+
+    written: bool
+    path: str | None = None
+    size: int = 0
+    trimmed: bool = False
+    reason: str = ""
+
+
+def _utf8_len(text: str) -> int:
+    return len(text.encode("utf-8"))
+
+
+def write_summary(
+    reports: Sequence[Report], *, path: str | None = None, environ: Mapping[str, str] | None = None
+) -> SummaryResult:
+    """Append the report to the step summary, trimmed so the whole file stays under 1 MiB.
+
+    Without ``path`` the file is ``$GITHUB_STEP_SUMMARY``; when there is none (not on
+    GitHub Actions) nothing is written. Earlier content of the file counts against the limit.
+    """
+    env = os.environ if environ is None else environ
+    target = path or env.get("GITHUB_STEP_SUMMARY")
+    if not target:
+        return SummaryResult(written=False, reason="GITHUB_STEP_SUMMARY is not set")
+    try:
+        existing = os.path.getsize(target)
+    except FileNotFoundError:
+        existing = 0
+    except OSError as err:
+        return SummaryResult(written=False, path=target, reason=f"cannot read it: {err.strerror}")
+    separator = "\n" if existing else ""
+    budget = SUMMARY_LIMIT - existing - len(separator)
+    full = render_markdown(reports)
+    text = full if _utf8_len(full) <= budget else render_markdown(reports, limit=budget, size=_utf8_len)
+    if not text:
+        return SummaryResult(written=False, path=target, reason="the summary file is already full")
+    try:
+        with open(target, "a", encoding="utf-8", newline="\n") as out:
+            out.write(separator + text)
+    except OSError as err:
+        return SummaryResult(written=False, path=target, reason=f"cannot write it: {err.strerror}")
+    return SummaryResult(written=True, path=target, size=_utf8_len(separator + text), trimmed=text != full)

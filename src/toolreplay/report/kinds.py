@@ -1,0 +1,126 @@
+"""What each finding kind means to the outside world: severity, rank and help text.
+
+One table feeds the GitHub annotations (``::error`` or ``::warning``, and which ones
+survive GitHub's per-step cap), the SARIF rules and the Markdown summary, so a kind
+is described once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Level = Literal["error", "warning"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class KindInfo:
+    """How a finding kind is presented."""
+
+    #: ``error`` or ``warning``: the annotation command and the SARIF level
+    level: Level
+    #: lower ranks are annotated first when GitHub's caps cut the list
+    rank: int
+    #: one sentence: what was found
+    summary: str
+    #: what to do about it
+    help: str
+
+
+#: Rank 0: integrity, scope and drift (the contract broke); rank 1: the agent's own
+#: run is not reproducible; rank 2: wasted work.
+KINDS: dict[str, KindInfo] = {
+    "chain-broken": KindInfo(
+        level="error",
+        rank=0,
+        summary="A sealed transcript's hash chain does not verify.",
+        help="The file changed after it was sealed, or links were cut, reordered or repeated. "
+        "Restore the sealed file from version control, or re-record and re-seal it and commit a drift note.",
+    ),
+    "permission-overreach": KindInfo(
+        level="error",
+        rank=0,
+        summary="The agent called a tool that is not in its declared scope.",
+        help="Either the agent must not call this tool, or the scope file's allowed_tools must list it.",
+    ),
+    "argument-overreach": KindInfo(
+        level="error",
+        rank=0,
+        summary="A permitted tool was called with arguments its scope schema forbids.",
+        help="Narrow what the agent passes, or widen the tool's schema under the scope file's arguments.",
+    ),
+    "agent-drift": KindInfo(
+        level="error",
+        rank=0,
+        summary="The run made a call the sealed baseline does not have at that point.",
+        help="The agent's behaviour changed. If that is intended, re-record the baseline and commit "
+        "a drift note.",
+    ),
+    "tool-drift": KindInfo(
+        level="error",
+        rank=0,
+        summary="A tool's contract fingerprint differs from the recorded one.",
+        help="The tool's signature, schema or pinned version changed. Review the change, update the tool "
+        "lock, and commit a drift note.",
+    ),
+    "behavior-drift": KindInfo(
+        level="error",
+        rank=0,
+        summary="The same call returned a different response than in the baseline.",
+        help="The tool behaves differently now. Check whether the new response is correct before "
+        "accepting it with a drift note.",
+    ),
+    "effect-drift": KindInfo(
+        level="error",
+        rank=0,
+        summary="The same call with the same response left a different post-call state.",
+        help="The call's side effect changed. Inspect the resource state fingerprints of both runs.",
+    ),
+    "audit-incomplete": KindInfo(
+        level="warning",
+        rank=1,
+        summary="A mutating call carries no post-call state, so its effect cannot be compared.",
+        help="Record post-call state for mutating tools (the Recorder's state capture) so effect drift "
+        "can be detected.",
+    ),
+    "non-determinism": KindInfo(
+        level="error",
+        rank=1,
+        summary="An identical call returned a different response than its first occurrence.",
+        help="Replay cannot rely on this tool. Declare it non-deterministic in the tool lock, or find "
+        "out why its answer changed.",
+    ),
+    "redundant-call": KindInfo(
+        level="warning",
+        rank=2,
+        summary="An identical call repeats the previous one with nothing in between that could change state.",
+        help="The agent repeated work. Cache the result or fix the loop that re-issues the call.",
+    ),
+}
+
+#: A failure of a whole file that is not tied to one record (a verify anchor mismatch).
+REPORT_ERROR = "report-error"
+
+_REPORT_ERROR_INFO = KindInfo(
+    level="error",
+    rank=0,
+    summary="The command failed for this file as a whole.",
+    help="Read the message: it names what did not match (for example the head digest a verify "
+    "anchor expected).",
+)
+
+#: Kinds this table does not know yet (added by a newer analysis) still fail the build,
+#: so they are errors, ranked after the known contract breaks.
+_UNKNOWN_INFO = KindInfo(
+    level="error",
+    rank=1,
+    summary="toolreplay reported a finding of this kind.",
+    help="See the finding's message and the toolreplay documentation for this kind.",
+)
+
+
+def kind_info(kind: str) -> KindInfo:
+    """The presentation of ``kind``; unknown kinds are errors of rank 1."""
+    if kind == REPORT_ERROR:
+        return _REPORT_ERROR_INFO
+    return KINDS.get(kind, _UNKNOWN_INFO)

@@ -1,0 +1,95 @@
+"""The ``sarif`` format: SARIF 2.1.0 for GitHub code scanning and other SARIF viewers.
+
+One rule per finding kind, its ``ruleId`` the kind itself (the kind names are part of
+the report contract, so they are stable); locations are repository-relative URIs under
+the ``%SRCROOT%`` base, the region's start line the record's line in the file.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote as uri_quote
+
+from toolreplay import __version__
+from toolreplay.findings import KIND_ORDER
+from toolreplay.report.kinds import REPORT_ERROR, kind_info
+from toolreplay.report.paths import repo_relative
+
+if TYPE_CHECKING:
+    from toolreplay.report import Report
+
+SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+SRCROOT = "%SRCROOT%"
+
+
+def _rule(kind: str) -> dict[str, Any]:
+    info = kind_info(kind)
+    name = "".join(part.capitalize() for part in kind.split("-"))
+    return {
+        "id": kind,
+        "name": name,
+        "shortDescription": {"text": info.summary},
+        "fullDescription": {"text": f"{info.summary} {info.help}"},
+        "help": {"text": info.help, "markdown": info.help},
+        "defaultConfiguration": {"level": info.level},
+        "properties": {"tags": ["toolreplay"]},
+    }
+
+
+def _location(path: str, line: int | None, root: str | None) -> dict[str, Any]:
+    rel = repo_relative(path, root)
+    if rel is not None:
+        artifact = {"uri": uri_quote(rel, safe="/"), "uriBaseId": SRCROOT}
+    else:
+        # outside the repository: an absolute file URI, which must not carry a base id
+        artifact = {"uri": Path(path).resolve().as_uri()}
+    physical: dict[str, Any] = {"artifactLocation": artifact}
+    if line:
+        physical["region"] = {"startLine": line}
+    return {"physicalLocation": physical}
+
+
+def sarif_log(reports: Sequence[Report], *, root: str | None = None) -> dict[str, Any]:
+    """The SARIF log as a JSON-ready dict."""
+    entries: list[tuple[str, str, int | None, str]] = []  # kind, path, line, message
+    for report in reports:
+        entries += [(f.kind, f.path or report.path, f.line or None, f.text) for f in report.findings]
+        entries += [(REPORT_ERROR, report.path, None, error) for error in report.errors]
+    order = {kind: n for n, kind in enumerate(KIND_ORDER)}
+    kinds = sorted({e[0] for e in entries} | set(KIND_ORDER), key=lambda k: (order.get(k, len(order)), k))
+    index = {kind: n for n, kind in enumerate(kinds)}
+    results = [
+        {
+            "ruleId": kind,
+            "ruleIndex": index[kind],
+            "level": kind_info(kind).level,
+            "message": {"text": message},
+            "locations": [_location(path, line, root)],
+        }
+        for kind, path, line, message in entries
+    ]
+    return {
+        "$schema": SARIF_SCHEMA,
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "toolreplay",
+                        "version": __version__,
+                        "rules": [_rule(kind) for kind in kinds],
+                    }
+                },
+                "originalUriBaseIds": {SRCROOT: {"description": {"text": "The repository root."}}},
+                "columnKind": "unicodeCodePoints",
+                "results": results,
+            }
+        ],
+    }
+
+
+def render_sarif(reports: Sequence[Report]) -> str:
+    return json.dumps(sarif_log(reports), indent=2, sort_keys=True, ensure_ascii=True) + "\n"

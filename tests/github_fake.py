@@ -1,0 +1,253 @@
+"""A small real HTTP server that speaks the few GitHub REST endpoints the sticky comment uses.
+
+It listens on 127.0.0.1 (a free port), serves every URL under an optional path prefix
+(``/api/v3`` makes it look like GitHub Enterprise), answers with URLs on its own
+host:port, paginates with ``per_page``/``page`` and ``Link`` headers as GitHub does, and
+records every request so a test can assert what was (not) written.
+
+Endpoints: ``GET /user``, ``GET /repos/{o}/{r}``, ``GET /repos/{o}/{r}/issues/{n}``,
+``GET|POST /repos/{o}/{r}/issues/{n}/comments``, ``PATCH /repos/{o}/{r}/issues/comments/{id}``.
+
+Like GitHub, it lets a token with write access edit ANY comment of the issue, so only the
+client's own author check protects someone else's comment.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+WRITE_METHODS = frozenset({"POST", "PATCH", "PUT", "DELETE"})
+
+
+@dataclass(frozen=True)
+class Recorded:
+    method: str
+    path: str
+    query: dict[str, list[str]]
+    authorization: str
+    body: Any
+
+
+@dataclass
+class Account:
+    login: str
+    #: an installation token: ``GET /user`` answers 403 as it does for integrations
+    installation: bool = False
+    #: read-only (a fork PR's token): writes answer 403
+    read_only: bool = False
+
+
+@dataclass
+class FakeGitHub:
+    owner: str = "octo-org"
+    repo: str = "agents"
+    number: int = 7
+    prefix: str = ""
+    tokens: dict[str, Account] = field(default_factory=dict)
+    #: answer 403 to every request (a token without any access to the repository)
+    forbid_all: bool = False
+    comments: list[dict[str, Any]] = field(default_factory=list)
+    requests: list[Recorded] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._lock = threading.Lock()
+        self._next_id = 1000
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def __enter__(self) -> FakeGitHub:
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self._server is not None and self._thread is not None
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+    @property
+    def origin(self) -> str:
+        assert self._server is not None
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    @property
+    def api_url(self) -> str:
+        return self.origin + self.prefix
+
+    # -- state -----------------------------------------------------------------------------
+    def add_comment(self, login: str, body: str) -> int:
+        with self._lock:
+            self._next_id += 1
+            self.comments.append({"id": self._next_id, "login": login, "body": body})
+            return self._next_id
+
+    def writes(self) -> list[Recorded]:
+        with self._lock:
+            return [r for r in self.requests if r.method in WRITE_METHODS]
+
+    def comment(self, comment_id: int) -> dict[str, Any]:
+        return next(c for c in self.comments if c["id"] == comment_id)
+
+    # -- JSON shapes -----------------------------------------------------------------------
+    def _user(self, login: str) -> dict[str, Any]:
+        return {
+            "login": login,
+            "id": abs(hash(login)) % 10**6,
+            "type": "Bot" if login.endswith("[bot]") else "User",
+            "url": f"{self.api_url}/users/{login}",
+            "html_url": f"{self.origin}/{login}",
+        }
+
+    def _repo_json(self) -> dict[str, Any]:
+        full = f"{self.owner}/{self.repo}"
+        return {
+            "id": 4242,
+            "name": self.repo,
+            "full_name": full,
+            "owner": self._user(self.owner),
+            "private": False,
+            "url": f"{self.api_url}/repos/{full}",
+            "html_url": f"{self.origin}/{full}",
+        }
+
+    def _issue_json(self) -> dict[str, Any]:
+        base = f"{self.api_url}/repos/{self.owner}/{self.repo}"
+        return {
+            "id": 77,
+            "number": self.number,
+            "title": "a pull request",
+            "state": "open",
+            "url": f"{base}/issues/{self.number}",
+            "comments_url": f"{base}/issues/{self.number}/comments",
+            "html_url": f"{self.origin}/{self.owner}/{self.repo}/pull/{self.number}",
+            "pull_request": {"url": f"{base}/pulls/{self.number}"},
+            "user": self._user(self.owner),
+            "comments": len(self.comments),
+        }
+
+    def _comment_json(self, c: dict[str, Any]) -> dict[str, Any]:
+        base = f"{self.api_url}/repos/{self.owner}/{self.repo}"
+        return {
+            "id": c["id"],
+            "node_id": f"IC_{c['id']}",
+            "body": c["body"],
+            "user": self._user(c["login"]),
+            "url": f"{base}/issues/comments/{c['id']}",
+            "html_url": f"{self.origin}/{self.owner}/{self.repo}/pull/{self.number}#issuecomment-{c['id']}",
+            "issue_url": f"{base}/issues/{self.number}",
+            "created_at": "2024-01-01T00:00:00Z",
+            "updated_at": "2024-01-01T00:00:00Z",
+        }
+
+
+def _handler(fake: FakeGitHub) -> type[BaseHTTPRequestHandler]:
+    repo_path = re.escape(f"/repos/{fake.owner}/{fake.repo}")
+    routes = [
+        ("GET", re.compile(r"^/user$"), "user"),
+        ("GET", re.compile(rf"^{repo_path}$"), "repo"),
+        ("GET", re.compile(rf"^{repo_path}/(?:issues|pulls)/(\d+)$"), "issue"),
+        ("GET", re.compile(rf"^{repo_path}/issues/(\d+)/comments$"), "list"),
+        ("POST", re.compile(rf"^{repo_path}/issues/(\d+)/comments$"), "create"),
+        ("PATCH", re.compile(r"^" + repo_path + r"/issues/comments/(\d+)$"), "edit"),
+    ]
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:  # quiet
+            pass
+
+        def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json; charset=utf-8")
+            self.send_header("Content-Length", str(len(data)))
+            for key, value in (headers or {}).items():
+                self.send_header(key, value)
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _handle(self) -> None:
+            split = urlsplit(self.path)
+            query = parse_qs(split.query)
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length) if length else b""
+            body = json.loads(raw) if raw else None
+            auth = self.headers.get("Authorization", "")
+            with fake._lock:
+                fake.requests.append(Recorded(self.command, split.path, query, auth, body))
+            path = split.path
+            if fake.prefix:
+                if not path.startswith(fake.prefix + "/"):
+                    return self._send(404, {"message": "Not Found"})
+                path = path[len(fake.prefix) :]
+            token = auth.partition(" ")[2]
+            account = fake.tokens.get(token)
+            if account is None:
+                return self._send(401, {"message": "Bad credentials"})
+            if fake.forbid_all:
+                return self._send(403, {"message": "Resource not accessible by integration"})
+            for method, pattern, name in routes:
+                match = pattern.match(path)
+                if method == self.command and match:
+                    return self._route(name, match, query, body, account)
+            return self._send(404, {"message": "Not Found"})
+
+        def _route(
+            self, name: str, match: re.Match[str], query: dict[str, list[str]], body: Any, account: Account
+        ) -> None:
+            if name == "user":
+                if account.installation:
+                    return self._send(403, {"message": "Resource not accessible by integration"})
+                return self._send(200, fake._user(account.login))
+            if name == "repo":
+                return self._send(200, fake._repo_json())
+            if int(match.group(1)) != fake.number and name in ("issue", "list", "create"):
+                return self._send(404, {"message": "Not Found"})
+            if name == "issue":
+                return self._send(200, fake._issue_json())
+            if name == "list":
+                per_page = min(int(query.get("per_page", ["30"])[0]), 100)
+                page = int(query.get("page", ["1"])[0])
+                with fake._lock:
+                    items = list(fake.comments)
+                last = max(1, -(-len(items) // per_page))
+                chunk = items[(page - 1) * per_page : page * per_page]
+                base = f"{fake.api_url}/repos/{fake.owner}/{fake.repo}/issues/{fake.number}/comments"
+                links = []
+                if page < last:
+                    links.append(f'<{base}?per_page={per_page}&page={page + 1}>; rel="next"')
+                    links.append(f'<{base}?per_page={per_page}&page={last}>; rel="last"')
+                if page > 1:
+                    links.append(f'<{base}?per_page={per_page}&page=1>; rel="first"')
+                    links.append(f'<{base}?per_page={per_page}&page={page - 1}>; rel="prev"')
+                headers = {"Link": ", ".join(links)} if links else {}
+                return self._send(200, [fake._comment_json(c) for c in chunk], headers)
+            if account.read_only:
+                return self._send(403, {"message": "Resource not accessible by integration"})
+            if not isinstance(body, dict) or not isinstance(body.get("body"), str):
+                return self._send(422, {"message": "Validation Failed"})
+            if name == "create":
+                new_id = fake.add_comment(account.login, body["body"])
+                return self._send(201, fake._comment_json(fake.comment(new_id)))
+            # edit: like GitHub, write access may edit anyone's comment
+            try:
+                comment = fake.comment(int(match.group(1)))
+            except StopIteration:
+                return self._send(404, {"message": "Not Found"})
+            comment["body"] = body["body"]
+            return self._send(200, fake._comment_json(comment))
+
+        do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = _handle
+
+    return Handler
