@@ -100,3 +100,4 @@ def main() -> None:
 
 # Each module registers its commands on ``cli``; import them for that effect.
 from toolreplay.cli import core as _core  # noqa: E402, F401
+from toolreplay.cli import hooks as _hooks  # noqa: E402, F401
