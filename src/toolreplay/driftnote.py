@@ -121,10 +121,14 @@ def _check_nodes(node: Node, path: str) -> None:
             _check_nodes(item, path)
 
 
+def _escape(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")
+
+
 def _pointers(node: MappingNode) -> dict[str, tuple[int, Node]]:
     out: dict[str, tuple[int, Node]] = {}
     for key, value in node.value:
-        name = "/" + str(key.value).replace("~", "~0").replace("/", "~1")
+        name = "/" + _escape(str(key.value))
         out[name] = (key.start_mark.line + 2, value)
         if isinstance(value, SequenceNode):
             for i, item in enumerate(value.value):
@@ -161,8 +165,13 @@ def _schema_problems(front: _FrontMatter, path: str) -> list[InputError]:
         key=lambda e: (list(map(str, e.absolute_path)), e.message),
     )
     for error in errors:
-        pointer = "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in error.absolute_path)
+        pointer = "".join("/" + _escape(str(p)) for p in error.absolute_path)
         line, node = front.nodes.get(pointer, (1, None))
+        if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+            known = error.schema.get("properties", {}) if isinstance(error.schema, dict) else {}
+            extra = [key for key in error.instance if key not in known]
+            if extra:
+                line = front.nodes.get(pointer + "/" + _escape(str(extra[0])), (line, None))[0]
         message = error.message
         if (
             error.validator in ("type", "$ref", "pattern")

@@ -344,6 +344,10 @@ def judge(changes: Sequence[BaselineChange], notes: Sequence[DriftNote], notes_d
 
 def _check(git: Git, diff_args: Sequence[str], patterns: Sequence[str], notes_dir: str) -> GuardResult:
     folder = normalize_dir(notes_dir)
+    try:
+        git.run("rev-parse", "--show-toplevel")
+    except GitError as err:
+        raise GitError(f"not inside a git work tree ({err})") from err
     entries = parse_raw_diff(
         git.run("diff", "--raw", "-z", "-M", "--no-abbrev", "--no-relative", "--no-ext-diff", *diff_args)
     )
