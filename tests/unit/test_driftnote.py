@@ -66,7 +66,8 @@ def test_crlf_note() -> None:
         ("---\n? [a, b]\n: c\n---\nwhy\n", "n.md:2: front matter: every key must be a string"),
         (
             "---\nbaseline: !!python/object/apply:os.system [echo hi]\n---\nwhy\n",
-            "n.md:2: front matter: could not determine a constructor for the tag 'tag:yaml.org,2002:python/object/apply:os.system'",
+            "n.md:2: front matter: could not determine a constructor for the tag"
+            " 'tag:yaml.org,2002:python/object/apply:os.system'",
         ),
         (
             "---\nbaseline: !!python/name:os.system\n---\nwhy\n",
@@ -96,7 +97,8 @@ def test_crlf_note() -> None:
         ),
         (
             GOOD.replace(f"from: {H1}", "from: " + "0" * 64),
-            "n.md:3: 0 is not of type 'string'; YAML read the unquoted value as a non-string: put it in double quotes (at /from)",
+            "n.md:3: 0 is not of type 'string'; YAML read the unquoted value as a non-string:"
+            " put it in double quotes (at /from)",
         ),
         (GOOD.replace(f"from: {H1}\n", ""), "n.md:1: 'from' is a required property (at /)"),
         (
