@@ -11,12 +11,12 @@ from toolreplay.chain import seal
 from toolreplay.transcript import GENESIS, make_record
 
 #: git variables that would point a command at another repository or index
-_GIT_LEAKS = ("GIT_DIR", "GIT_INDEX_FILE", "GIT_WORK_TREE", "GIT_OBJECT_DIRECTORY", "GIT_PREFIX")
+GIT_LEAKS = ("GIT_DIR", "GIT_INDEX_FILE", "GIT_WORK_TREE", "GIT_OBJECT_DIRECTORY", "GIT_PREFIX")
 
 
 def git_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     """The environment for git in a test repo: no outer repository, no user config, fixed identity."""
-    env = {k: v for k, v in os.environ.items() if k not in _GIT_LEAKS}
+    env = {k: v for k, v in os.environ.items() if k not in GIT_LEAKS}
     env.update(
         GIT_CONFIG_GLOBAL=os.devnull,
         GIT_CONFIG_NOSYSTEM="1",

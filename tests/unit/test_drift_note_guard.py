@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.gitrepo import Repo, git_env, note, sealed
+from tests.gitrepo import Repo, note, sealed
 from toolreplay.errors import InputError
 from toolreplay.hooks.drift_note import (
     Git,
@@ -24,12 +24,8 @@ V3, V4, V5 = (sealed(n)[1] for n in (3, 4, 5))
 
 
 @pytest.fixture(autouse=True)
-def isolated_git(monkeypatch: pytest.MonkeyPatch) -> None:
+def _git(git_isolated: None) -> None:
     """The guard runs git with the inherited environment: make that one a clean test identity."""
-    for key in ("GIT_DIR", "GIT_INDEX_FILE", "GIT_WORK_TREE", "GIT_OBJECT_DIRECTORY", "GIT_PREFIX"):
-        monkeypatch.delenv(key, raising=False)
-    for key, value in git_env().items():
-        monkeypatch.setenv(key, value)
 
 
 @pytest.fixture
