@@ -282,6 +282,38 @@ def test_range_between_commits(repo: Repo) -> None:
     assert check_range(git, base, "HEAD").problems == ()
 
 
+def test_range_accepts_one_note_per_commit(repo: Repo) -> None:
+    """Over a range, notes that chain from the base head to the head accept the change; a gap does not."""
+    base = repo.head()
+    repo.write_baseline(BASE, 4)
+    repo.write("drift-notes/v4.md", note(BASE, V3, V4))
+    repo.commit_all("v4")
+    repo.write_baseline(BASE, 5)
+    repo.write("drift-notes/v5.md", note(BASE, V4, V5))
+    repo.commit_all("v5")
+    git = Git(cwd=str(repo.path))
+    assert check_range(git, base, "HEAD").problems == ()
+    assert staged(repo).problems == ()  # nothing staged
+    repo.git("rm", "-q", "drift-notes/v4.md")
+    repo.commit_all("lose the first note")
+    assert [p.baseline for p in check_range(git, base, "HEAD").problems] == [BASE]
+
+
+def test_range_starts_at_the_merge_base(repo: Repo) -> None:
+    """A branch is judged from where it left its base, not against later commits on the base."""
+    repo.git("checkout", "-q", "-b", "feature")
+    repo.write_baseline(BASE, 4)
+    repo.write("drift-notes/v4.md", note(BASE, V3, V4))
+    repo.commit_all("feature: v4 with its note")
+    repo.git("checkout", "-q", "main")
+    repo.write("README.md", "main moved on\n")
+    repo.commit_all("main moves on")
+    git = Git(cwd=str(repo.path))
+    result = check_range(git, "main", "feature")
+    assert result.problems == ()
+    assert [c.baseline for c in result.changes] == [BASE]
+
+
 def test_not_a_repository(tmp_path: Path) -> None:
     """Outside a git work tree the guard stops with a one-line error."""
     with pytest.raises(GitError, match="not inside a git work tree"):

@@ -72,7 +72,8 @@ def verify_hook(ctx: click.Context, files: tuple[str, ...]) -> None:
 @click.option(
     "--base",
     metavar="REV",
-    help="Judge the change from REV to --head instead of the staged change (a CI job on a pull request).",
+    help="Judge the change from the merge base of REV and --head to --head instead of the staged change"
+    " (a CI job on a pull request); notes of successive commits may chain.",
 )
 @click.option("--head", default="HEAD", show_default=True, metavar="REV", help="With --base: the new side.")
 @click.pass_context

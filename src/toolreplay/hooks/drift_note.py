@@ -300,8 +300,32 @@ def _describe(note: DriftNote, change: BaselineChange) -> list[str]:
     return out
 
 
-def judge(changes: Sequence[BaselineChange], notes: Sequence[DriftNote], notes_dir: str) -> list[Problem]:
-    """Pure: the changes no staged note accepts exactly, each with why and what to do."""
+def _accepted(change: BaselineChange, notes: Sequence[DriftNote], *, chains: bool) -> bool:
+    """One note binds the exact change; with ``chains``, notes may also chain from -> ... -> to."""
+    if any(n.from_head == change.from_head and n.to_head == change.to_head for n in notes):
+        return True
+    if not chains:
+        return False
+    reached: set[str | None] = {change.from_head}
+    frontier: list[str | None] = [change.from_head]
+    while frontier:
+        head = frontier.pop()
+        for n in notes:
+            if n.from_head == head and n.to_head not in reached:
+                reached.add(n.to_head)
+                if n.to_head is not None:
+                    frontier.append(n.to_head)
+    return change.to_head in reached
+
+
+def judge(
+    changes: Sequence[BaselineChange], notes: Sequence[DriftNote], notes_dir: str, *, chains: bool = False
+) -> list[Problem]:
+    """Pure: the changes no staged note accepts exactly, each with why and what to do.
+
+    With ``chains`` (a range of several commits), notes whose heads chain from the
+    change's ``from`` to its ``to`` accept it too: one note per commit that changed it.
+    """
     problems = []
     changed = {c.baseline for c in changes}
     strays = [n for n in notes if n.baseline not in changed]
@@ -322,7 +346,7 @@ def judge(changes: Sequence[BaselineChange], notes: Sequence[DriftNote], notes_d
             continue
         lines.append("to:   " + (change.to_head or "none (deleted)"))
         candidates = [n for n in notes if n.baseline == change.baseline]
-        if any(n.from_head == change.from_head and n.to_head == change.to_head for n in candidates):
+        if _accepted(change, candidates, chains=chains):
             continue
         for note in candidates:
             lines.extend(_describe(note, change))
@@ -342,7 +366,9 @@ def judge(changes: Sequence[BaselineChange], notes: Sequence[DriftNote], notes_d
     return problems
 
 
-def _check(git: Git, diff_args: Sequence[str], patterns: Sequence[str], notes_dir: str) -> GuardResult:
+def _check(
+    git: Git, diff_args: Sequence[str], patterns: Sequence[str], notes_dir: str, *, chains: bool
+) -> GuardResult:
     folder = normalize_dir(notes_dir)
     try:
         git.run("rev-parse", "--show-toplevel")
@@ -353,7 +379,7 @@ def _check(git: Git, diff_args: Sequence[str], patterns: Sequence[str], notes_di
     )
     changes = baseline_changes(git, entries, patterns)
     notes, note_problems = staged_notes(git, entries, folder)
-    problems = note_problems + judge(changes, notes, folder)
+    problems = note_problems + judge(changes, notes, folder, chains=chains)
     return GuardResult(changes=tuple(changes), notes=tuple(notes), problems=tuple(problems))
 
 
@@ -361,7 +387,7 @@ def check_staged(
     git: Git, *, patterns: Sequence[str] = DEFAULT_BASELINES, notes_dir: str = DEFAULT_NOTES_DIR
 ) -> GuardResult:
     """Judge the change the next commit would record (HEAD against the index)."""
-    return _check(git, ["--cached"], patterns, notes_dir)
+    return _check(git, ["--cached"], patterns, notes_dir, chains=False)
 
 
 def check_range(
@@ -372,8 +398,13 @@ def check_range(
     patterns: Sequence[str] = DEFAULT_BASELINES,
     notes_dir: str = DEFAULT_NOTES_DIR,
 ) -> GuardResult:
-    """Judge the change between two commits as one change (a pull request's base and head)."""
+    """Judge a pull request's change: from the merge base of ``base`` and ``head`` to ``head``.
+
+    The notes are those the range adds or changes; several commits may each have changed
+    a baseline with their own note, so notes that chain from the range's ``from`` to its
+    ``to`` accept it.
+    """
     for rev in (base, head):
-        if rev.startswith("-"):
+        if not rev or rev.startswith("-") or "..." in rev:
             raise InputError(f"not a revision: {quote(rev)}")
-    return _check(git, [base, head, "--"], patterns, notes_dir)
+    return _check(git, [f"{base}...{head}", "--"], patterns, notes_dir, chains=True)
