@@ -35,8 +35,7 @@ def test_refusal_text(repo: Repo, runner: CliRunner) -> None:
     code, out = run(runner, "hook", "drift-note")
     assert code == 1
     assert out == (
-        "toolreplay: this commit changes a sealed baseline without a drift note that accepts that exact"
-        " change: commit refused\n"
+        "toolreplay: commit refused: a sealed baseline changes without a drift note for that exact change\n"
         "\n"
         f"baseline '{BASE}' (modified)\n"
         f"  from: {V3}\n"
@@ -45,9 +44,8 @@ def test_refusal_text(repo: Repo, runner: CliRunner) -> None:
         f"  write the note: toolreplay note {BASE}\n"
         "  then explain the drift in it and stage it under drift-notes/ in this same commit\n"
         "\n"
-        "A drift note is a Markdown file under drift-notes/ whose YAML front matter names the baseline,"
-        " its head before (from) and after (to, absent for a deletion), with the reason as prose below"
-        " it. See docs/hooks.md.\n"
+        "A drift note is Markdown under drift-notes/: YAML front matter with baseline, from and to\n"
+        "(no 'to' for a deletion), then why the drift is accepted. See docs/hooks.md.\n"
     )
 
 
@@ -84,7 +82,7 @@ def test_base_judges_committed_history(repo: Repo, runner: CliRunner) -> None:
     repo.commit_all("skipped the hook")
     code, out = run(runner, "hook", "drift-note", "--base", base)
     assert code == 1
-    assert out.startswith("toolreplay: this range changes a sealed baseline without a drift note")
+    assert out.startswith("toolreplay: a sealed baseline changes in this range without a drift note")
     assert f"  to:   {V4}\n" in out
 
 

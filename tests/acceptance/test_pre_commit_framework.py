@@ -29,7 +29,7 @@ BASE = "baselines/checkout.sealed.jsonl"
 V3, V4, V5 = (sealed(n)[1] for n in (3, 4, 5))
 #: what `pip install .` of the hook repository needs
 SNAPSHOT = ("pyproject.toml", "README.md", "LICENSE", ".pre-commit-hooks.yaml", "src/", "schemas/")
-REFUSED = "toolreplay: this commit changes a sealed baseline without a drift note"
+REFUSED = "toolreplay: commit refused: a sealed baseline changes without a drift note for that exact change"
 
 
 @dataclass(frozen=True)

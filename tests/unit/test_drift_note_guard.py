@@ -95,7 +95,7 @@ def test_note_reused_from_the_previous_change_is_stale(repo: Repo) -> None:
     repo.git("add", "-A")
     out = text(staged(repo))
     assert f"has from {V3}, but the committed head (HEAD) is {V4}" in out
-    assert f"its to {V4} is an older head of this baseline, not the staged head {V5}" in out
+    assert f"is stale: its to {V4} is an older head of this baseline; the baseline changed" in out
 
 
 def test_note_with_a_wrong_head_is_refused(repo: Repo) -> None:

@@ -104,19 +104,20 @@ def render(result: GuardResult, *, notes_dir: str, staged: bool) -> str:
             return "drift notes: no sealed baseline changes\n"
         accepted = ", ".join(quote(c.baseline) for c in result.changes)
         return f"drift notes: every baseline change has its note ({accepted})\n"
-    what = "this commit" if staged else "this range"
-    out = [
-        f"toolreplay: {what} changes a sealed baseline without a drift note that accepts"
-        " that exact change" + (": commit refused" if staged else ""),
-    ]
+    if staged:
+        head = (
+            "toolreplay: commit refused: a sealed baseline changes without a drift note for that exact change"
+        )
+    else:
+        head = (
+            "toolreplay: a sealed baseline changes in this range without a drift note for that exact change"
+        )
+    out = [head]
     for problem in result.problems:
         out.append("")
         out.append(problem.subject)
         out.extend("  " + line for line in problem.lines)
     out.append("")
-    out.append(
-        f"A drift note is a Markdown file under {folder} whose YAML front matter names the"
-        " baseline, its head before (from) and after (to, absent for a deletion), with the"
-        " reason as prose below it. See docs/hooks.md."
-    )
+    out.append(f"A drift note is Markdown under {folder}: YAML front matter with baseline, from and to")
+    out.append("(no 'to' for a deletion), then why the drift is accepted. See docs/hooks.md.")
     return "\n".join(out) + "\n"

@@ -291,9 +291,8 @@ def _describe(note: DriftNote, change: BaselineChange) -> list[str]:
         )
     elif note.to_head != change.to_head and note.to_head in change.older_heads:
         out.append(
-            f"note {where} is stale: its to {note.to_head} is an older head of this baseline,"
-            f" not the staged head {change.to_head}; the baseline changed after the note was"
-            " written, so write the note again"
+            f"note {where} is stale: its to {note.to_head} is an older head of this baseline;"
+            " the baseline changed after the note was written: write the note again"
         )
     elif note.to_head != change.to_head:
         out.append(f"note {where} has to {note.to_head}, but the staged head is {change.to_head}")
