@@ -140,3 +140,28 @@ def test_validate_tells_a_drift_note_by_its_folder(tmp_path: Path, runner: CliRu
     elsewhere.write_text(note(BASE, V3, V4))
     assert run(runner, "validate", "--kind", "drift-note", str(elsewhere)) == (0, f"{elsewhere}: valid\n")
     assert run(runner, "validate", str(elsewhere))[0] == 2
+
+
+def test_readme_refusal_is_real(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, git_isolated: None) -> None:
+    """The refusal pasted in README.md and docs/hooks.md is what the guard prints for that change."""
+    from tests.conftest import ROOT, SAMPLES
+
+    repo = Repo.create(tmp_path / "demo")
+    monkeypatch.chdir(repo.path)
+    runner = CliRunner()
+    transcript = SAMPLES / "session-clean.jsonl"
+    baseline = "baselines/docs-reader.sealed.jsonl"
+    (repo.path / "baselines").mkdir()
+    assert run(runner, "seal", str(transcript), "-o", baseline)[0] == 0
+    repo.commit_all("baseline")
+    changed = tmp_path / "changed.jsonl"
+    changed.write_text(transcript.read_text().replace('"score": 0.92', '"score": 0.87'))
+    assert run(runner, "seal", str(changed), "-o", baseline)[0] == 0
+    repo.git("add", "-A")
+    code, out = run(runner, "hook", "drift-note")
+    assert code == 1
+    for doc in ("README.md", "docs/hooks.md"):
+        text = (ROOT / doc).read_text()
+        start = text.index("toolreplay: commit refused")
+        pasted = text[start : text.index("See docs/hooks.md.", start) + len("See docs/hooks.md.")] + "\n"
+        assert pasted == out, doc
