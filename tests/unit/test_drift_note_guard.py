@@ -314,6 +314,21 @@ def test_range_starts_at_the_merge_base(repo: Repo) -> None:
     assert [c.baseline for c in result.changes] == [BASE]
 
 
+def test_merge_brings_the_other_branch_notes(repo: Repo) -> None:
+    """A merge is judged against the branch merged into; the notes arriving with it count."""
+    repo.git("checkout", "-q", "-b", "feature")
+    repo.write_baseline(BASE, 4)
+    repo.write("drift-notes/v4.md", note(BASE, V3, V4))
+    repo.commit_all("feature: v4 with its note")
+    repo.git("checkout", "-q", "main")
+    repo.write("README.md", "main moved on\n")
+    repo.commit_all("main moves on")
+    repo.git("merge", "-q", "--no-ff", "--no-commit", "feature")
+    result = staged(repo)
+    assert [c.baseline for c in result.changes] == [BASE]
+    assert result.problems == ()
+
+
 def test_not_a_repository(tmp_path: Path) -> None:
     """Outside a git work tree the guard stops with a one-line error."""
     with pytest.raises(GitError, match="not inside a git work tree"):
