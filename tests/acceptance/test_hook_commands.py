@@ -165,3 +165,13 @@ def test_readme_refusal_is_real(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         start = text.index("toolreplay: commit refused")
         pasted = text[start : text.index("See docs/hooks.md.", start) + len("See docs/hooks.md.")] + "\n"
         assert pasted == out, doc
+
+
+def test_notes_dir_is_normalised_and_head_needs_base(repo: Repo, runner: CliRunner) -> None:
+    """./drift-notes/ names the same folder as drift-notes; --head without --base is a usage error."""
+    repo.write_baseline(BASE, 4)
+    repo.git("add", "-A")
+    code, out = run(runner, "hook", "drift-note", "--notes-dir", "./drift-notes/")
+    assert code == 1 and "no drift note staged under drift-notes/ names this baseline" in out
+    code, out = run(runner, "hook", "drift-note", "--head", "main")
+    assert code == 2 and "--head only applies with --base" in out

@@ -15,6 +15,7 @@ from toolreplay.hooks.drift_note import (
     GuardResult,
     check_range,
     check_staged,
+    normalize_dir,
 )
 from toolreplay.transcript import read_links
 
@@ -86,6 +87,9 @@ def drift_note_hook(
     the working tree. Exit 0 when every added, modified, renamed or deleted baseline has
     a staged note whose baseline, from and to match; 1 otherwise, saying what to do.
     """
+    if base is None and head != "HEAD":
+        raise click.UsageError("--head only applies with --base")
+    notes_dir = normalize_dir(notes_dir)
     git = Git()
     chosen = patterns or DEFAULT_BASELINES
     if base is None:
@@ -98,7 +102,7 @@ def drift_note_hook(
 
 def render(result: GuardResult, *, notes_dir: str, staged: bool) -> str:
     """The guard's verdict as text: one line when it passes, what to do when it refuses."""
-    folder = notes_dir.strip("/") + "/"
+    folder = notes_dir + "/"
     if not result.problems:
         if not result.changes:
             return "drift notes: no sealed baseline changes\n"

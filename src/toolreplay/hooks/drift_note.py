@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import fnmatch
 import io
+import shlex
 import subprocess
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -265,8 +266,6 @@ def staged_notes(git: Git, entries: Iterable[Entry], notes_dir: str) -> tuple[li
 
 def _shell(path: str) -> str:
     """The path as one shell word (printed escaped instead when it holds control characters)."""
-    import shlex
-
     if path.isprintable():
         return shlex.quote(path)
     return quote(path)
