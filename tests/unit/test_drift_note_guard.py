@@ -329,6 +329,19 @@ def test_merge_brings_the_other_branch_notes(repo: Repo) -> None:
     assert result.problems == ()
 
 
+def test_user_diff_settings_do_not_change_the_verdict(repo: Repo) -> None:
+    """diff.relative, rename and colour settings, and running from a subfolder, leave paths root-relative."""
+    for key, value in (("diff.relative", "true"), ("color.ui", "always"), ("diff.renames", "copies")):
+        repo.git("config", key, value)
+    repo.write_baseline(BASE, 4)
+    repo.write("drift-notes/v4.md", note(BASE, V3, V4))
+    repo.git("add", "-A")
+    (repo.path / "docs").mkdir()
+    result = check_staged(Git(cwd=str(repo.path / "docs")))
+    assert result.problems == ()
+    assert [c.baseline for c in result.changes] == [BASE]
+
+
 def test_not_a_repository(tmp_path: Path) -> None:
     """Outside a git work tree the guard stops with a one-line error."""
     with pytest.raises(GitError, match="not inside a git work tree"):

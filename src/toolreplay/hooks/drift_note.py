@@ -373,7 +373,17 @@ def _check(
     except GitError as err:
         raise GitError(f"not inside a git work tree ({err})") from err
     entries = parse_raw_diff(
-        git.run("diff", "--raw", "-z", "-M", "--no-abbrev", "--no-relative", "--no-ext-diff", *diff_args)
+        git.run(
+            "diff",
+            "--raw",
+            "-z",
+            "-M",
+            "--no-abbrev",
+            "--no-relative",
+            "--no-ext-diff",
+            "--no-color",
+            *diff_args,
+        )
     )
     changes = baseline_changes(git, entries, patterns)
     notes, note_problems = staged_notes(git, entries, folder)
