@@ -14,3 +14,14 @@ SAMPLES = ROOT / "samples"
 @pytest.fixture
 def runner() -> CliRunner:
     return CliRunner()
+
+
+@pytest.fixture
+def git_isolated(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Commands that run git with the inherited environment see a clean test identity and no outer repo."""
+    from tests.gitrepo import GIT_LEAKS, git_env
+
+    for key in GIT_LEAKS:
+        monkeypatch.delenv(key, raising=False)
+    for key, value in git_env().items():
+        monkeypatch.setenv(key, value)

@@ -13,6 +13,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 
 from toolreplay.canonical import check_shape, decode_reference
+from toolreplay.driftnote import MAX_NOTE_BYTES, note_problems
 from toolreplay.errors import InputError
 from toolreplay.transcript import iter_lines, open_input
 
@@ -25,6 +26,7 @@ SCHEMA_FILES: dict[str, str] = {
     "config": "config.schema.json",
     "signature": "signature.schema.json",
     "tool-lock": "tool-lock.schema.json",
+    "drift-note": "drift-note.schema.json",
 }
 #: kinds whose files are JSON Lines, one instance a line
 LINE_KINDS = frozenset({"transcript", "sealed"})
@@ -41,6 +43,8 @@ NAME_PATTERNS: tuple[tuple[str, str], ...] = (
     ("tools.lock.json", "tool-lock"),
     ("*.tools.lock.json", "tool-lock"),
 )
+#: a Markdown file inside a folder of this name is a drift note (SPEC §1.6, docs/hooks.md)
+NOTES_FOLDER = "drift-notes"
 #: most errors listed per file before the rest are counted
 MAX_ERRORS = 50
 
@@ -58,6 +62,9 @@ def validator(kind: str) -> Draft202012Validator:
 
 def kind_of(path: str) -> str:
     name = os.path.basename(path)
+    folders = os.path.dirname(path.replace(os.sep, "/")).split("/")
+    if name.endswith(".md") and NOTES_FOLDER in folders:
+        return "drift-note"
     for pattern, kind in NAME_PATTERNS:
         if fnmatch.fnmatchcase(name, pattern):
             return kind
@@ -112,6 +119,13 @@ def validate_file(path: str, kind: str | None = None) -> list[str]:
         problems = _config_errors(path)
     elif kind in LINE_KINDS:
         problems = _line_errors(kind, path)
+    elif kind == "drift-note":
+        stream = open_input(path)
+        try:
+            raw = stream.read(MAX_NOTE_BYTES + 1)
+        finally:
+            stream.close()
+        problems = iter([str(problem) for problem in note_problems(raw, path)])
     else:
         stream = open_input(path)
         try:

@@ -108,4 +108,5 @@ from toolreplay.cli import baselines as _baselines  # noqa: E402, F401
 from toolreplay.cli import check as _check  # noqa: E402, F401
 from toolreplay.cli import contracts as _contracts  # noqa: E402, F401
 from toolreplay.cli import core as _core  # noqa: E402, F401
+from toolreplay.cli import hooks as _hooks  # noqa: E402, F401
 from toolreplay.cli import importers as _importers  # noqa: E402, F401

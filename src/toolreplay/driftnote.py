@@ -1,0 +1,240 @@
+"""Drift notes: Markdown with YAML front matter that accepts one change of a baseline (SPEC §1.6).
+
+The front matter is read with PyYAML's safe loader only, and more strictly than YAML
+allows: a duplicate key (which PyYAML would silently resolve to the last value), an
+alias, a non-string key, an unknown tag (``!!python/object`` and friends), more than one
+document, or a front matter that is not a mapping is refused. What is left must satisfy
+``schemas/drift-note.schema.json``, and the prose after the front matter must say
+something (HTML comments, where a template puts its prompts, do not count).
+
+Every problem is an :class:`InputError` naming the note's file and line.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+from yaml.composer import ComposerError
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from toolreplay.errors import InputError
+
+#: Largest drift note accepted, in bytes.
+MAX_NOTE_BYTES = 1024 * 1024
+#: The line that opens and closes the front matter.
+FENCE = "---"
+
+_STR_TAG = "tag:yaml.org,2002:str"
+_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DriftNote:
+    """A valid drift note: the change it accepts and why."""
+
+    path: str
+    baseline: str
+    from_head: str
+    #: ``None`` when the note accepts the deletion of the baseline
+    to_head: str | None
+    kinds: tuple[str, ...] = ()
+    tools: tuple[str, ...] = ()
+    prose: str = ""
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """The safe loader, refusing aliases (no shared or exponential structures)."""
+
+    def compose_node(self, parent: Node | None, index: Any) -> Node | None:
+        if self.check_event(yaml.AliasEvent):
+            mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
+            raise ComposerError(None, None, "aliases (*name) are not allowed in a drift note", mark)
+        return super().compose_node(parent, index)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _FrontMatter:
+    value: dict[str, Any]
+    #: JSON pointer -> (file line, node) for every key and array item
+    nodes: dict[str, tuple[int, Node]]
+    prose: str
+    prose_line: int
+
+
+def _text(raw: bytes, path: str) -> str:
+    if len(raw) > MAX_NOTE_BYTES:
+        raise InputError(f"a drift note is limited to {MAX_NOTE_BYTES} bytes", path=path)
+    if raw.startswith(b"\xef\xbb\xbf"):
+        raise InputError("starts with a UTF-8 byte-order mark; save the note without it", path=path, line=1)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = raw[: err.start].count(b"\n") + 1
+        raise InputError("not valid UTF-8", path=path, line=line) from err
+
+
+def _split(text: str, path: str) -> tuple[str, str, int]:
+    """Return (front matter text, prose, file line where the prose starts)."""
+    lines = text.split("\n")
+    if lines[0].rstrip("\r \t") != FENCE:
+        raise InputError(
+            f"a drift note starts with a line {FENCE!r} that opens its YAML front matter", path=path, line=1
+        )
+    for number, line in enumerate(lines[1:], start=2):
+        if line.rstrip("\r \t") == FENCE:
+            return "\n".join(lines[1 : number - 1]), "\n".join(lines[number:]), number + 1
+    raise InputError(f"the front matter is not closed by a line {FENCE!r}", path=path, line=1)
+
+
+def _yaml_error(err: yaml.YAMLError, path: str) -> InputError:
+    mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
+    problem = getattr(err, "problem", None) or str(err)
+    context = getattr(err, "context", None)
+    if context and "constructor" not in problem:
+        problem = f"{context}: {problem}"
+    # the front matter starts on the file's second line
+    line = mark.line + 2 if mark is not None else None
+    return InputError(f"front matter: {problem}", path=path, line=line)
+
+
+def _check_nodes(node: Node, path: str) -> None:
+    """Refuse what the safe loader would accept silently: duplicate and non-string keys."""
+    if isinstance(node, MappingNode):
+        seen: dict[str, int] = {}
+        for key, value in node.value:
+            line = key.start_mark.line + 2
+            if not isinstance(key, ScalarNode) or key.tag != _STR_TAG:
+                raise InputError("front matter: every key must be a string", path=path, line=line)
+            if key.value in seen:
+                raise InputError(
+                    f"front matter: duplicate key {key.value!r} (first on line {seen[key.value]})",
+                    path=path,
+                    line=line,
+                )
+            seen[key.value] = line
+            _check_nodes(value, path)
+    elif isinstance(node, SequenceNode):
+        for item in node.value:
+            _check_nodes(item, path)
+
+
+def _escape(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+def _pointers(node: MappingNode) -> dict[str, tuple[int, Node]]:
+    out: dict[str, tuple[int, Node]] = {}
+    for key, value in node.value:
+        name = "/" + _escape(str(key.value))
+        out[name] = (key.start_mark.line + 2, value)
+        if isinstance(value, SequenceNode):
+            for i, item in enumerate(value.value):
+                out[f"{name}/{i}"] = (item.start_mark.line + 2, item)
+    return out
+
+
+def _front_matter(raw: bytes, path: str) -> _FrontMatter:
+    front, prose, prose_line = _split(_text(raw, path), path)
+    loader = _StrictLoader(front)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            raise InputError("front matter is empty: it must be a mapping with baseline and from", path=path)
+        if not isinstance(node, MappingNode):
+            raise InputError(
+                "front matter must be a mapping (key: value lines)", path=path, line=node.start_mark.line + 2
+            )
+        _check_nodes(node, path)
+        value = loader.construct_document(node)
+    except yaml.YAMLError as err:
+        raise _yaml_error(err, path) from err
+    finally:
+        loader.dispose()
+    return _FrontMatter(value=value, nodes=_pointers(node), prose=prose, prose_line=prose_line)
+
+
+def _schema_problems(front: _FrontMatter, path: str) -> list[InputError]:
+    from toolreplay.validate import validator
+
+    out = []
+    errors = sorted(
+        validator("drift-note").iter_errors(front.value),
+        key=lambda e: (list(map(str, e.absolute_path)), e.message),
+    )
+    for error in errors:
+        pointer = "".join("/" + _escape(str(p)) for p in error.absolute_path)
+        line, node = front.nodes.get(pointer, (1, None))
+        if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+            known = error.schema.get("properties", {}) if isinstance(error.schema, dict) else {}
+            extra = [key for key in error.instance if key not in known]
+            if extra:
+                line = front.nodes.get(pointer + "/" + _escape(str(extra[0])), (line, None))[0]
+        message = error.message
+        if (
+            error.validator in ("type", "$ref", "pattern")
+            and isinstance(node, ScalarNode)
+            and node.style is None
+            and node.tag != _STR_TAG
+        ):
+            message += "; YAML read the unquoted value as a non-string: put it in double quotes"
+        out.append(InputError(message, path=path, line=line, pointer=pointer or "/"))
+    return out
+
+
+def _prose_problem(front: _FrontMatter, path: str) -> InputError | None:
+    if _COMMENT.sub("", front.prose).strip():
+        return None
+    return InputError(
+        "the note has no explanation: below the front matter, write why this drift is accepted",
+        path=path,
+        line=front.prose_line,
+    )
+
+
+def _check(raw: bytes, path: str) -> tuple[_FrontMatter | None, list[InputError]]:
+    try:
+        front = _front_matter(raw, path)
+    except InputError as err:
+        return None, [err]
+    problems = _schema_problems(front, path)
+    prose = _prose_problem(front, path)
+    if prose is not None:
+        problems.append(prose)
+    return front, problems
+
+
+def note_problems(raw: bytes, path: str) -> list[InputError]:
+    """Every problem of a drift note (empty when it is valid)."""
+    return _check(raw, path)[1]
+
+
+def parse_note(raw: bytes, path: str) -> DriftNote:
+    """Parse a drift note's bytes; ``path`` names it in errors. Raises the first problem."""
+    front, problems = _check(raw, path)
+    if problems or front is None:
+        raise problems[0]
+    value = front.value
+    return DriftNote(
+        path=path,
+        baseline=value["baseline"],
+        from_head=value["from"],
+        to_head=value.get("to"),
+        kinds=tuple(value.get("kinds", ())),
+        tools=tuple(value.get("tools", ())),
+        prose=front.prose,
+    )
+
+
+def read_note(path: str) -> DriftNote:
+    """Read and parse a drift note file."""
+    from toolreplay.transcript import open_input
+
+    stream = open_input(path)
+    try:
+        raw = stream.read(MAX_NOTE_BYTES + 1)
+    finally:
+        stream.close()
+    return parse_note(raw, path)

@@ -1,0 +1,1 @@
+"""What the pre-commit hooks run: the drift-note guard over a staged change (SPEC §6)."""

@@ -1,0 +1,418 @@
+"""The drift-note guard: no sealed baseline changes without a note accepting that exact change.
+
+It looks at the change git is about to commit, never at the working tree: the entries
+of ``git diff --cached --raw -z -M`` (run with the inherited environment, so a
+temporary index that ``git commit PATH`` sets in ``GIT_INDEX_FILE`` is the one read),
+and the blobs that diff names on each side (``git cat-file blob OID``). ``--raw``
+carries the same status letters as ``--name-status`` plus the object id of both
+sides, so the committed and the staged content are read by id, not looked up again
+by a path that could be misparsed.
+
+A baseline is a path matching one of the patterns (``fnmatch`` on the path from the
+repository root, where ``*`` also matches ``/``). Each change of one is:
+
+* added: ``from`` is the genesis value, ``to`` the staged head;
+* modified (or its file type changed): ``from`` is the head committed at HEAD, ``to``
+  the staged head;
+* deleted: ``from`` is the committed head and the note has no ``to``;
+* renamed: a deletion of the old path plus an addition of the new one, each judged
+  on its own (so renaming a baseline to a name outside the patterns is a deletion).
+
+The staged file must be an intact chain (no note can accept a broken one). The
+committed head is the head of the committed chain's intact prefix, so a baseline that
+was committed broken can still be repaired with a note. Every Markdown file staged
+under the notes folder is parsed as a drift note and must be valid.
+
+The same checks run over two commits (:func:`check_range`), for a CI job that
+repeats the rule on a pull request's diff, since a local hook can be skipped.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import io
+import shlex
+import subprocess
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from toolreplay.chain import verify
+from toolreplay.driftnote import DriftNote, parse_note
+from toolreplay.errors import InputError, ToolreplayError
+from toolreplay.findings import one_line, quote
+from toolreplay.transcript import GENESIS, Link, parse_links
+
+DEFAULT_BASELINES: tuple[str, ...] = ("*.sealed.jsonl",)
+DEFAULT_NOTES_DIR = "drift-notes"
+_NULL_OID = frozenset("0")
+_GITLINK = "160000"
+
+
+class GitError(ToolreplayError):
+    """git could not tell us what we asked (not a repository, a bad revision)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Git:
+    """Runs git in ``cwd`` with the inherited environment (``GIT_INDEX_FILE`` included)."""
+
+    cwd: str | None = None
+
+    def run(self, *args: str) -> bytes:
+        try:
+            proc = subprocess.run(["git", *args], cwd=self.cwd, capture_output=True, check=False)
+        except FileNotFoundError as err:
+            raise GitError("git is not installed or not on PATH") from err
+        if proc.returncode != 0:
+            detail = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+            reason = detail[0] if detail else f"exit status {proc.returncode}"
+            raise GitError(f"git {args[0]} failed: {reason}")
+        return proc.stdout
+
+    def blob(self, oid: str) -> bytes:
+        return self.run("cat-file", "blob", oid)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Entry:
+    """One entry of ``git diff --raw``: a path's status and the object on each side."""
+
+    status: str
+    old_path: str | None
+    new_path: str | None
+    old_oid: str | None
+    new_oid: str | None
+    old_mode: str
+    new_mode: str
+
+
+def parse_raw_diff(out: bytes) -> list[Entry]:
+    """Parse the output of ``git diff --raw -z --no-abbrev``."""
+    fields = out.split(b"\0")
+    entries = []
+    i = 0
+    while i < len(fields) and fields[i]:
+        meta = fields[i].decode("ascii").lstrip(":").split(" ")
+        old_mode, new_mode, old_oid, new_oid, status = meta[0], meta[1], meta[2], meta[3], meta[4][:1]
+        paths = [_decode_path(p) for p in fields[i + 1 : i + (3 if status in "RC" else 2)]]
+        i += 1 + len(paths)
+        old_path, new_path = (paths[0], paths[-1])
+        entries.append(
+            Entry(
+                status=status,
+                old_path=None if status == "A" else old_path,
+                new_path=None if status == "D" else new_path,
+                old_oid=None if set(old_oid) <= _NULL_OID else old_oid,
+                new_oid=None if set(new_oid) <= _NULL_OID else new_oid,
+                old_mode=old_mode,
+                new_mode=new_mode,
+            )
+        )
+    return entries
+
+
+def _decode_path(raw: bytes) -> str:
+    # git paths are bytes; undecodable ones survive as surrogates and print escaped
+    return raw.decode("utf-8", "surrogateescape")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BaselineChange:
+    """One sealed baseline this commit adds, modifies or deletes, with both heads."""
+
+    baseline: str
+    #: added, modified, deleted, renamed to ..., renamed from ...
+    action: str
+    from_head: str
+    #: the staged head; None for a deletion, or when the staged file is not an intact chain
+    to_head: str | None
+    #: why the staged file is not an intact sealed chain (no note can accept it)
+    broken: str | None = None
+    #: heads this baseline passed through before ``to``: a note naming one of them is stale
+    older_heads: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Problem:
+    """Why the commit is refused: one baseline change (or one bad note) and what to do."""
+
+    subject: str
+    lines: tuple[str, ...]
+    baseline: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GuardResult:
+    """What the guard saw and what it refuses; an empty ``problems`` lets the commit through."""
+
+    changes: tuple[BaselineChange, ...]
+    notes: tuple[DriftNote, ...]
+    problems: tuple[Problem, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Chain:
+    head: str
+    digests: tuple[str, ...]
+    broken: str | None
+
+
+def _chain(raw: bytes, path: str) -> _Chain:
+    """Walk a sealed blob; on a parse error or a break, stop at the intact prefix."""
+    links: list[Link] = []
+    problem = None
+    try:
+        links.extend(parse_links(io.BytesIO(raw), path))
+    except InputError as err:
+        problem = one_line(str(err))
+    state = verify(links)
+    if state.broken is not None and problem is None:
+        b = state.broken
+        problem = one_line(f"{path}:{b.line}: chain broken at index {b.position}: {b.reason}")
+    digests = tuple(link.digest for link in links[: state.links])
+    return _Chain(head=state.head, digests=digests, broken=problem)
+
+
+def is_baseline(path: str, patterns: Sequence[str]) -> bool:
+    return any(fnmatch.fnmatchcase(path, pattern) for pattern in patterns)
+
+
+def is_note(path: str, notes_dir: str) -> bool:
+    return path.startswith(notes_dir + "/") and path.endswith(".md")
+
+
+def normalize_dir(notes_dir: str) -> str:
+    folder = notes_dir.replace("\\", "/").strip("/")
+    while folder.startswith("./"):
+        folder = folder[2:]
+    if not folder or folder == ".":
+        raise InputError("the drift-notes folder must be a folder inside the repository, not its root")
+    return folder
+
+
+def _older(after: _Chain, from_head: str, before: _Chain | None) -> frozenset[str]:
+    """Heads the baseline had before the staged one: its chain's prefixes and the committed versions."""
+    older = {from_head, *after.digests}
+    if before is not None:
+        older |= set(before.digests)
+    older.discard(after.head)
+    return frozenset(older)
+
+
+def _added_or_modified(git: Git, path: str, oid: str, action: str, before: _Chain | None) -> BaselineChange:
+    after = _chain(git.blob(oid), path)
+    from_head = before.head if before is not None else GENESIS
+    return BaselineChange(
+        baseline=path,
+        action=action,
+        from_head=from_head,
+        to_head=None if after.broken else after.head,
+        broken=after.broken,
+        older_heads=_older(after, from_head, before),
+    )
+
+
+def baseline_changes(git: Git, entries: Iterable[Entry], patterns: Sequence[str]) -> list[BaselineChange]:
+    """The sealed baselines the entries add, modify or delete, with the heads on both sides."""
+
+    def baseline(path: str | None, mode: str) -> str | None:
+        return path if path is not None and mode != _GITLINK and is_baseline(path, patterns) else None
+
+    changes = []
+    for entry in entries:
+        # a copy leaves its source alone; its target is an addition
+        old = baseline(entry.old_path, entry.old_mode) if entry.status != "C" else None
+        new = baseline(entry.new_path, entry.new_mode) if entry.new_oid is not None else None
+        before = _chain(git.blob(entry.old_oid), old) if old and entry.old_oid else None
+        if old is not None and old == new:
+            change = _added_or_modified(git, new, entry.new_oid or "", "modified", before)
+            if change.to_head is None or change.to_head != change.from_head:
+                changes.append(change)
+            # else only line endings or blank lines changed: the same chain, nothing drifted
+            continue
+        if old is not None:
+            new_path = entry.new_path
+            action = "deleted" if new_path is None else f"renamed to {quote(new_path)}"
+            head = before.head if before is not None else GENESIS
+            changes.append(BaselineChange(baseline=old, action=action, from_head=head, to_head=None))
+        if new is not None:
+            renamed = entry.status == "R" and entry.old_path is not None
+            action = f"renamed from {quote(entry.old_path or '')}" if renamed else "added"
+            changes.append(_added_or_modified(git, new, entry.new_oid or "", action, None))
+    return changes
+
+
+def staged_notes(git: Git, entries: Iterable[Entry], notes_dir: str) -> tuple[list[DriftNote], list[Problem]]:
+    """Parse every Markdown file the entries add or change under the notes folder."""
+    notes, problems = [], []
+    for entry in entries:
+        path = entry.new_path
+        if path is None or entry.new_oid is None or not is_note(path, notes_dir):
+            continue
+        try:
+            notes.append(parse_note(git.blob(entry.new_oid), path))
+        except InputError as err:
+            problems.append(
+                Problem(
+                    subject=f"drift note {quote(path)} is not valid",
+                    lines=(
+                        one_line(str(err)),
+                        "fix it, or unstage it: git restore --staged -- " + _shell(path),
+                    ),
+                )
+            )
+    return notes, problems
+
+
+def _shell(path: str) -> str:
+    """The path as one shell word (printed escaped instead when it holds control characters)."""
+    if path.isprintable():
+        return shlex.quote(path)
+    return quote(path)
+
+
+def note_command(baseline: str) -> str:
+    """The command that writes the drift-note template for ``baseline``."""
+    return "toolreplay note " + _shell(baseline)
+
+
+def _describe(note: DriftNote, change: BaselineChange) -> list[str]:
+    where = quote(note.path)
+    out = []
+    if note.from_head != change.from_head:
+        what = "the genesis value" if change.from_head == GENESIS else "the committed head (HEAD)"
+        out.append(f"note {where} has from {note.from_head}, but {what} is {change.from_head}")
+    if change.to_head is None and note.to_head is not None:
+        out.append(f"note {where} has to {note.to_head}, but this commit deletes the baseline: remove 'to'")
+    elif change.to_head is not None and note.to_head is None:
+        out.append(
+            f"note {where} has no 'to' (a deletion), but the staged baseline's head is {change.to_head}"
+        )
+    elif note.to_head != change.to_head and note.to_head in change.older_heads:
+        out.append(
+            f"note {where} is stale: its to {note.to_head} is an older head of this baseline;"
+            " the baseline changed after the note was written: write the note again"
+        )
+    elif note.to_head != change.to_head:
+        out.append(f"note {where} has to {note.to_head}, but the staged head is {change.to_head}")
+    return out
+
+
+def _accepted(change: BaselineChange, notes: Sequence[DriftNote], *, chains: bool) -> bool:
+    """One note binds the exact change; with ``chains``, notes may also chain from -> ... -> to."""
+    if any(n.from_head == change.from_head and n.to_head == change.to_head for n in notes):
+        return True
+    if not chains:
+        return False
+    reached: set[str | None] = {change.from_head}
+    frontier: list[str | None] = [change.from_head]
+    while frontier:
+        head = frontier.pop()
+        for n in notes:
+            if n.from_head == head and n.to_head not in reached:
+                reached.add(n.to_head)
+                if n.to_head is not None:
+                    frontier.append(n.to_head)
+    return change.to_head in reached
+
+
+def judge(
+    changes: Sequence[BaselineChange], notes: Sequence[DriftNote], notes_dir: str, *, chains: bool = False
+) -> list[Problem]:
+    """Pure: the changes no staged note accepts exactly, each with why and what to do.
+
+    With ``chains`` (a range of several commits), notes whose heads chain from the
+    change's ``from`` to its ``to`` accept it too: one note per commit that changed it.
+    """
+    problems = []
+    changed = {c.baseline for c in changes}
+    strays = [n for n in notes if n.baseline not in changed]
+    for change in changes:
+        name = quote(change.baseline)
+        lines = [
+            f"from: {change.from_head}" + ("  (genesis: new baseline)" if change.from_head == GENESIS else "")
+        ]
+        if change.broken is not None:
+            lines.append("to:   none: the staged file is not an intact sealed chain")
+            lines.append(change.broken)
+            lines.append("no note can accept a broken chain; seal the transcript again (toolreplay seal)")
+            problems.append(
+                Problem(
+                    subject=f"baseline {name} ({change.action})", lines=tuple(lines), baseline=change.baseline
+                )
+            )
+            continue
+        lines.append("to:   " + (change.to_head or "none (deleted)"))
+        candidates = [n for n in notes if n.baseline == change.baseline]
+        if _accepted(change, candidates, chains=chains):
+            continue
+        for note in candidates:
+            lines.extend(_describe(note, change))
+        if not candidates:
+            lines.append(f"no drift note staged under {notes_dir}/ names this baseline")
+            lines.extend(
+                f"(staged note {quote(n.path)} names {quote(n.baseline)}, which this commit does not change)"
+                for n in strays
+            )
+        lines.append(f"write the note: {note_command(change.baseline)}")
+        lines.append(f"then explain the drift in it and stage it under {notes_dir}/ in this same commit")
+        problems.append(
+            Problem(
+                subject=f"baseline {name} ({change.action})", lines=tuple(lines), baseline=change.baseline
+            )
+        )
+    return problems
+
+
+def _check(
+    git: Git, diff_args: Sequence[str], patterns: Sequence[str], notes_dir: str, *, chains: bool
+) -> GuardResult:
+    folder = normalize_dir(notes_dir)
+    try:
+        git.run("rev-parse", "--show-toplevel")
+    except GitError as err:
+        raise GitError(f"not inside a git work tree ({err})") from err
+    entries = parse_raw_diff(
+        git.run(
+            "diff",
+            "--raw",
+            "-z",
+            "-M",
+            "--no-abbrev",
+            "--no-relative",
+            "--no-ext-diff",
+            "--no-color",
+            *diff_args,
+        )
+    )
+    changes = baseline_changes(git, entries, patterns)
+    notes, note_problems = staged_notes(git, entries, folder)
+    problems = note_problems + judge(changes, notes, folder, chains=chains)
+    return GuardResult(changes=tuple(changes), notes=tuple(notes), problems=tuple(problems))
+
+
+def check_staged(
+    git: Git, *, patterns: Sequence[str] = DEFAULT_BASELINES, notes_dir: str = DEFAULT_NOTES_DIR
+) -> GuardResult:
+    """Judge the change the next commit would record (HEAD against the index)."""
+    return _check(git, ["--cached"], patterns, notes_dir, chains=False)
+
+
+def check_range(
+    git: Git,
+    base: str,
+    head: str,
+    *,
+    patterns: Sequence[str] = DEFAULT_BASELINES,
+    notes_dir: str = DEFAULT_NOTES_DIR,
+) -> GuardResult:
+    """Judge a pull request's change: from the merge base of ``base`` and ``head`` to ``head``.
+
+    The notes are those the range adds or changes; several commits may each have changed
+    a baseline with their own note, so notes that chain from the range's ``from`` to its
+    ``to`` accept it.
+    """
+    for rev in (base, head):
+        if not rev or rev.startswith("-") or "..." in rev:
+            raise InputError(f"not a revision: {quote(rev)}")
+    return _check(git, [f"{base}...{head}", "--"], patterns, notes_dir, chains=True)

@@ -1,0 +1,177 @@
+"""toolreplay hook drift-note, hook verify, and validate on drift notes: exact output and exit codes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from tests.gitrepo import Repo, note, sealed
+from toolreplay.cli import cli
+
+BASE = "baselines/checkout.sealed.jsonl"
+V3, V4 = sealed(3)[1], sealed(4)[1]
+
+
+@pytest.fixture
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, git_isolated: None) -> Repo:
+    repo = Repo.create(tmp_path / "repo")
+    repo.write_baseline(BASE, 3)
+    repo.commit_all("baseline")
+    monkeypatch.chdir(repo.path)
+    return repo
+
+
+def run(runner: CliRunner, *args: str) -> tuple[int, str]:
+    result = runner.invoke(cli, list(args), catch_exceptions=False)
+    return result.exit_code, result.output
+
+
+def test_refusal_text(repo: Repo, runner: CliRunner) -> None:
+    """A baseline change without a note exits 1 with the full refusal: baseline, heads, command."""
+    repo.write_baseline(BASE, 4)
+    repo.git("add", "-A")
+    code, out = run(runner, "hook", "drift-note")
+    assert code == 1
+    assert out == (
+        "toolreplay: commit refused: a sealed baseline changes without a drift note for that exact change\n"
+        "\n"
+        f"baseline '{BASE}' (modified)\n"
+        f"  from: {V3}\n"
+        f"  to:   {V4}\n"
+        "  no drift note staged under drift-notes/ names this baseline\n"
+        f"  write the note: toolreplay note {BASE}\n"
+        "  then explain the drift in it and stage it under drift-notes/ in this same commit\n"
+        "\n"
+        "A drift note is Markdown under drift-notes/: YAML front matter with baseline, from and to\n"
+        "(no 'to' for a deletion), then why the drift is accepted. See docs/hooks.md.\n"
+    )
+
+
+def test_accepted_text(repo: Repo, runner: CliRunner) -> None:
+    """With the matching note staged the guard exits 0 and names what it accepted."""
+    repo.write_baseline(BASE, 4)
+    repo.write("drift-notes/v4.md", note(BASE, V3, V4))
+    repo.git("add", "-A")
+    assert run(runner, "hook", "drift-note") == (
+        0,
+        f"drift notes: every baseline change has its note ('{BASE}')\n",
+    )
+
+
+def test_nothing_to_judge(repo: Repo, runner: CliRunner) -> None:
+    """A commit without baseline changes passes quietly."""
+    assert run(runner, "hook", "drift-note") == (0, "drift notes: no sealed baseline changes\n")
+
+
+def test_options_reach_the_guard(repo: Repo, runner: CliRunner) -> None:
+    """--baselines and --notes-dir replace the defaults."""
+    repo.write_baseline(BASE, 4)
+    repo.write("accepted/v4.md", note(BASE, V3, V4))
+    repo.git("add", "-A")
+    assert run(runner, "hook", "drift-note", "--baselines", "elsewhere/*")[0] == 0
+    assert run(runner, "hook", "drift-note", "--notes-dir", "accepted")[0] == 0
+    assert run(runner, "hook", "drift-note")[0] == 1
+
+
+def test_base_judges_committed_history(repo: Repo, runner: CliRunner) -> None:
+    """--base REV judges REV..HEAD, catching a change committed with the hook skipped."""
+    base = repo.head()
+    repo.write_baseline(BASE, 4)
+    repo.commit_all("skipped the hook")
+    code, out = run(runner, "hook", "drift-note", "--base", base)
+    assert code == 1
+    assert out.startswith("toolreplay: a sealed baseline changes in this range without a drift note")
+    assert f"  to:   {V4}\n" in out
+
+
+def test_outside_a_repository(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, runner: CliRunner) -> None:
+    """Outside git the guard is a usage error: one line, exit 2."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path.parent))
+    result = runner.invoke(cli, ["hook", "drift-note"], catch_exceptions=False)
+    assert result.exit_code == 2
+    assert result.output.startswith("toolreplay: error: not inside a git work tree (")
+    assert result.output.count("\n") == 1
+
+
+def test_hook_verify(tmp_path: Path, runner: CliRunner) -> None:
+    """hook verify checks every file, reports each on one line, and exits with the worst outcome."""
+    good, bad, junk = (
+        tmp_path / "good.sealed.jsonl",
+        tmp_path / "bad.sealed.jsonl",
+        tmp_path / "junk.sealed.jsonl",
+    )
+    good.write_text(sealed(2)[0])
+    bad.write_text(sealed(2)[0].replace('"q1"', '"qX"'))
+    junk.write_text("not json\n")
+    assert run(runner, "hook", "verify", str(good)) == (
+        0,
+        f"{good}: chain intact, 2 links, head {sealed(2)[1]}\n",
+    )
+    code, out = run(runner, "hook", "verify", str(good), str(bad))
+    assert code == 1
+    assert out.splitlines()[1].startswith(
+        f"{bad}:2: chain broken at index 1: digest does not match the link's content; expected "
+    )
+    code, out = run(runner, "hook", "verify", str(junk), str(bad))
+    assert code == 2
+    assert out.splitlines()[0].startswith(f"{junk}:1: ")
+    assert len(out.splitlines()) == 2
+
+
+def test_validate_tells_a_drift_note_by_its_folder(tmp_path: Path, runner: CliRunner) -> None:
+    """A Markdown file in a drift-notes folder is validated as a drift note; elsewhere --kind says so."""
+    folder = tmp_path / "drift-notes"
+    folder.mkdir()
+    good = folder / "ok.md"
+    good.write_text(note(BASE, V3, V4))
+    bad = folder / "bad.md"
+    bad.write_text(note(BASE, V3, V4, prose=""))
+    assert run(runner, "validate", str(good)) == (0, f"{good}: valid\n")
+    code, out = run(runner, "validate", str(bad))
+    assert code == 1
+    assert out == (
+        f"{bad}: invalid\n{bad}:8: the note has no explanation: below the front matter, write why this drift"
+        " is accepted\n"
+    )
+    elsewhere = tmp_path / "accepted.md"
+    elsewhere.write_text(note(BASE, V3, V4))
+    assert run(runner, "validate", "--kind", "drift-note", str(elsewhere)) == (0, f"{elsewhere}: valid\n")
+    assert run(runner, "validate", str(elsewhere))[0] == 2
+
+
+def test_readme_refusal_is_real(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, git_isolated: None) -> None:
+    """The refusal pasted in README.md and docs/hooks.md is what the guard prints for that change."""
+    from tests.conftest import ROOT, SAMPLES
+
+    repo = Repo.create(tmp_path / "demo")
+    monkeypatch.chdir(repo.path)
+    runner = CliRunner()
+    transcript = SAMPLES / "session-clean.jsonl"
+    baseline = "baselines/docs-reader.sealed.jsonl"
+    (repo.path / "baselines").mkdir()
+    assert run(runner, "seal", str(transcript), "-o", baseline)[0] == 0
+    repo.commit_all("baseline")
+    changed = tmp_path / "changed.jsonl"
+    changed.write_text(transcript.read_text().replace('"score": 0.92', '"score": 0.87'))
+    assert run(runner, "seal", str(changed), "-o", baseline)[0] == 0
+    repo.git("add", "-A")
+    code, out = run(runner, "hook", "drift-note")
+    assert code == 1
+    for doc in ("README.md", "docs/hooks.md"):
+        text = (ROOT / doc).read_text()
+        start = text.index("toolreplay: commit refused")
+        pasted = text[start : text.index("See docs/hooks.md.", start) + len("See docs/hooks.md.")] + "\n"
+        assert pasted == out, doc
+
+
+def test_notes_dir_is_normalised_and_head_needs_base(repo: Repo, runner: CliRunner) -> None:
+    """./drift-notes/ names the same folder as drift-notes; --head without --base is a usage error."""
+    repo.write_baseline(BASE, 4)
+    repo.git("add", "-A")
+    code, out = run(runner, "hook", "drift-note", "--notes-dir", "./drift-notes/")
+    assert code == 1 and "no drift note staged under drift-notes/ names this baseline" in out
+    code, out = run(runner, "hook", "drift-note", "--head", "main")
+    assert code == 2 and "--head only applies with --base" in out
