@@ -72,6 +72,10 @@ VALIDATE_YES = [
     "drift-notes/accept.md",
     "drift-notes/2024/accept.md",
     "samples/drift-notes/my note.md",
+    "tools.lock.json",
+    "locks/prod.tools.lock.json",
+    "toolreplay.toml",
+    "baselines/checkout.sealed.jsonl.sig",
 ]
 VALIDATE_NO = [
     "README.md",
@@ -84,6 +88,9 @@ VALIDATE_NO = [
     "scopes.json",
     "session.jsonl.bak",
     "session.jsonl/readme.txt",
+    "package-lock.json",
+    "mytools.lock.json",
+    "pyproject.toml",
 ]
 
 
