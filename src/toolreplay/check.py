@@ -3,17 +3,33 @@
 One report per file, in path order, whatever order the work finished in. A file that
 cannot be read is reported in its own report (as an error) instead of stopping the run,
 so one broken transcript does not hide the findings of the others.
+
+What runs, by configuration:
+
+- every baseline (``baselines`` globs): its chain is verified; with ``max_baseline_age_days``
+  its last git commit date is checked; and the runs paired with it are diffed against it.
+  A run pairs with a baseline by name: ``runs/checkout.jsonl`` and ``runs/checkout-2.jsonl``
+  pair with ``baselines/checkout.sealed.jsonl`` (the longest matching baseline name wins);
+- every transcript (``transcripts`` globs, sealed files excluded): replay, the scope when
+  ``scope`` is set, and its per-call fingerprints against ``tools_lock`` when set. The lock
+  also declares which tools mutate (overriding ``mutators`` for those tools) and which are
+  not deterministic (their responses are not compared);
+- with ``base`` (``check --base REF``): the drift-note rule over ``REF...HEAD``.
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import os
-from collections.abc import Callable
+import time
+from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING
 
+from toolreplay.analyses.baseline import ToolBehaviour, check_freshness, diff_baseline
 from toolreplay.analyses.replay import replay
 from toolreplay.analyses.scope import Scope, check_scope, load_scope
 from toolreplay.chain import verify
@@ -21,22 +37,38 @@ from toolreplay.config import Config, expand
 from toolreplay.errors import InputError
 from toolreplay.findings import Finding, quote, sort_findings
 from toolreplay.report import Line, Report
-from toolreplay.transcript import read_links, read_transcript
+from toolreplay.transcript import Record, read_links, read_transcript
+
+if TYPE_CHECKING:
+    from toolreplay.contracts.lock import ToolLock
 
 #: with fewer files than this, starting worker processes costs more than it saves
 PARALLEL_MIN_FILES = 16
+SEALED_SUFFIX = ".sealed.jsonl"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Settings:
+    """What every job needs from the configuration (picklable, for worker processes)."""
+
+    mutators: frozenset[str]
+    state_aware: bool
+    scope: str | None = None
+    lock: str | None = None
+    max_age_days: int | None = None
+    now: int = 0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Job:
-    """One file to check, with the settings it needs (picklable, for worker processes)."""
+    """One file to check. ``path`` is how reports name it: relative to the config's folder."""
 
     kind: str  # "transcript" | "baseline"
-    path: str  # as shown in reports: relative to the config's folder
+    path: str
     absolute: str
-    mutators: frozenset[str]
-    state_aware: bool
-    scope: str | None
+    settings: Settings
+    #: for a baseline: the runs paired with it, as (path, absolute path)
+    runs: tuple[tuple[str, str], ...] = field(default=())
 
 
 @cache
@@ -44,17 +76,53 @@ def _scope(path: str) -> Scope:
     return load_scope(path)
 
 
+@cache
+def _lock(path: str) -> ToolLock:
+    from toolreplay.contracts.lock import load_lock
+
+    return load_lock(path)
+
+
+def _behaviour(settings: Settings) -> dict[str, ToolBehaviour]:
+    if settings.lock is None:
+        return {}
+    return {
+        name: ToolBehaviour(fingerprint=c.fingerprint, deterministic=c.deterministic, mutates=c.mutates)
+        for name, c in _lock(settings.lock).tools.items()
+    }
+
+
+def effective_mutators(settings: Settings) -> frozenset[str]:
+    """The configured mutators, with the lock's ``mutates`` deciding for the tools it names."""
+    behaviour = _behaviour(settings)
+    named = {name for name, b in behaviour.items() if b.mutates is not None}
+    declared = {name for name, b in behaviour.items() if b.mutates}
+    return frozenset((settings.mutators - named) | declared)
+
+
 def check_transcript(job: Job) -> Report:
-    """Replay the transcript and check its scope; one report with every finding."""
+    """Replay, scope and contract fingerprints of one transcript, in one report."""
+    settings = job.settings
     try:
+        behaviour = _behaviour(settings)
         result = replay(
-            read_transcript(job.absolute), mutators=job.mutators, state_aware=job.state_aware, path=job.path
+            read_transcript(job.absolute),
+            mutators=effective_mutators(settings),
+            state_aware=settings.state_aware,
+            nondeterministic=frozenset(name for name, b in behaviour.items() if not b.deterministic),
+            path=job.path,
         )
         findings = list(result.findings)
-        if job.scope is not None:
-            findings += check_scope(read_transcript(job.absolute), _scope(job.scope), path=job.path).findings
+        if settings.scope is not None:
+            scope = _scope(settings.scope)
+            findings += check_scope(read_transcript(job.absolute), scope, path=job.path).findings
+        if settings.lock is not None:
+            from toolreplay.analyses.fingerprint_diff import compare_transcript
+
+            drift = compare_transcript(read_transcript(job.absolute), _lock(settings.lock), path=job.path)
+            findings += drift.findings
     except InputError as err:
-        return Report(command="check", path=job.path, errors=(_relocate(err, job),))
+        return Report(command="check", path=job.path, errors=(_relocate(err, job.path),))
     findings = sort_findings(findings)
     divergence = result.divergence
     return Report(
@@ -74,15 +142,23 @@ def check_transcript(job: Job) -> Report:
 
 
 def check_baseline(job: Job) -> Report:
-    """Verify a sealed baseline; a broken chain becomes a finding on the link's line."""
+    """Verify a sealed baseline, check its age, and diff the runs paired with it."""
+    settings = job.settings
     try:
         state = verify(read_links(job.absolute))
     except InputError as err:
-        return Report(command="check", path=job.path, errors=(_relocate(err, job),))
-    findings: tuple[Finding, ...] = ()
+        return Report(command="check", path=job.path, errors=(_relocate(err, job.path),))
+    status = "broken" if state.broken else "intact"
+    header = [
+        Line(key="chain", value=status, text=status),
+        Line(key="links", value=state.links, text=str(state.links)),
+        Line(key="head", value=state.head, text=state.head),
+    ]
+    findings: list[Finding] = []
+    errors: list[str] = []
     if state.broken:
         b = state.broken
-        findings = (
+        findings.append(
             Finding(
                 kind="chain-broken",
                 index=b.position,
@@ -92,69 +168,150 @@ def check_baseline(job: Job) -> Report:
                 message=(
                     f"the chain breaks here: {b.reason}; expected digest {b.expected}, found {quote(b.found)}"
                 ),
-            ),
+            )
         )
+    if settings.max_age_days is not None:
+        try:
+            from toolreplay.gitinfo import commit_time
+
+            fresh = check_freshness(
+                commit_time(job.absolute), now=settings.now, max_age_days=settings.max_age_days
+            )
+        except InputError as err:
+            errors.append(_relocate(err, job.path))
+        else:
+            header.append(Line(key="committed", value=fresh.committed, text=fresh.committed))
+            if fresh.stale:
+                findings.append(
+                    Finding(
+                        kind="stale-baseline",
+                        index=None,
+                        tool="",
+                        path=job.path,
+                        message=(
+                            f"last committed {fresh.committed}, more than {settings.max_age_days} days"
+                            " before this check; re-record it"
+                        ),
+                    )
+                )
+    if job.runs and not state.broken:
+        try:
+            findings += _diff_runs(job)
+        except InputError as err:
+            errors.append(str(err))
+        header.append(Line(key="runs", value=len(job.runs), text=", ".join(quote(p) for p, _ in job.runs)))
     return Report(
-        command="check",
-        path=job.path,
-        header=(
-            Line(
-                key="chain",
-                value="broken" if state.broken else "intact",
-                text="broken" if state.broken else "intact",
-            ),
-            Line(key="links", value=state.links, text=str(state.links)),
-            Line(key="head", value=state.head, text=state.head),
-        ),
-        findings=findings,
+        command="check", path=job.path, header=tuple(header), findings=tuple(findings), errors=tuple(errors)
     )
 
 
-def _relocate(err: InputError, job: Job) -> str:
+def _diff_runs(job: Job) -> list[Finding]:
+    settings = job.settings
+    baseline = [link.record for link in read_links(job.absolute)]
+    runs: list[tuple[str, Sequence[Record]]] = []
+    for path, absolute in job.runs:
+        try:
+            runs.append((path, list(read_transcript(absolute))))
+        except InputError as err:
+            raise InputError(err.problem, path=path, line=err.line, pointer=err.pointer) from err
+    result = diff_baseline(baseline, runs, behaviour=_behaviour(settings), mutators=settings.mutators)
+    # the findings sit in the baseline's block, so each says which run it is about
+    return [
+        replace(f, message=f"in run {quote(run.path)}: {f.message}")
+        for run in result.runs
+        for f in run.findings
+    ]
+
+
+def _relocate(err: InputError, path: str) -> str:
     """The error as the user should read it: with the path relative to the config."""
-    return str(InputError(err.problem, path=job.path, line=err.line, pointer=err.pointer))
+    return str(InputError(err.problem, path=path, line=err.line, pointer=err.pointer))
 
 
 def run_job(job: Job) -> Report:
     return (check_baseline if job.kind == "baseline" else check_transcript)(job)
 
 
-def plan(config: Config) -> list[Job]:
+def pair_runs(baselines: Sequence[str], transcripts: Sequence[str]) -> dict[str, list[str]]:
+    """Which transcripts are runs of which baseline, by name (see the module docstring)."""
+    stems = sorted(((Path(b).name[: -len(SEALED_SUFFIX)], b) for b in baselines), key=lambda s: -len(s[0]))
+    pairs: dict[str, list[str]] = {b: [] for b in baselines}
+    for run in transcripts:
+        name = Path(run).name.removesuffix(".jsonl")
+        for stem, baseline in stems:
+            if name == stem or name.startswith((stem + "-", stem + ".")):
+                pairs[baseline].append(run)
+                break
+    return pairs
+
+
+def plan(config: Config, *, now: int | None = None) -> list[Job]:
     """The jobs ``check`` runs for a configuration, in report order."""
     scope = str(config.root / config.scope) if config.scope else None
+    lock = str(config.root / config.tools_lock) if config.tools_lock else None
     if scope is not None:
-        load_scope(scope)  # a bad scope file is the user's usage error, reported once
-    jobs = []
-    baselines = expand(config, config.baselines)
-    for path in baselines:
-        jobs.append(_job("baseline", path, config, scope))
-    for path in expand(config, config.transcripts):
-        if not path.endswith(".sealed.jsonl"):
-            jobs.append(_job("transcript", path, config, scope))
-    return sorted(jobs, key=lambda j: (j.path, j.kind))
-
-
-def _job(kind: str, path: str, config: Config, scope: str | None) -> Job:
-    return Job(
-        kind=kind,
-        path=path,
-        absolute=str(config.root / path),
+        load_scope(scope)  # a bad scope file or lock is the user's usage error, reported once
+    if lock is not None:
+        _lock(lock)
+    settings = Settings(
         mutators=config.mutators,
         state_aware=config.state_aware,
         scope=scope,
+        lock=lock,
+        max_age_days=config.max_baseline_age_days,
+        now=int(time.time()) if now is None else now,
     )
+    baselines = [p for p in expand(config, config.baselines) if p.endswith(SEALED_SUFFIX)]
+    transcripts = [p for p in expand(config, config.transcripts) if not p.endswith(SEALED_SUFFIX)]
+    pairs = pair_runs(baselines, transcripts)
+
+    def job(kind: str, path: str, runs: tuple[tuple[str, str], ...] = ()) -> Job:
+        return Job(kind=kind, path=path, absolute=str(config.root / path), settings=settings, runs=runs)
+
+    jobs = [job("baseline", b, tuple((r, str(config.root / r)) for r in pairs[b])) for b in baselines]
+    jobs += [job("transcript", t) for t in transcripts]
+    return sorted(jobs, key=lambda j: (j.path, j.kind))
 
 
-def run_check(config: Config, *, jobs: int | None = None) -> list[Report]:
+def run_check(config: Config, *, jobs: int | None = None, base: str | None = None) -> list[Report]:
     """Run every job, on worker processes when there are many files; reports in path order."""
     planned = plan(config)
     workers = jobs if jobs is not None else _cores()
-    runner: Callable[[Job], Report] = run_job
     if workers > 1 and len(planned) >= PARALLEL_MIN_FILES:
         context = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-            return list(pool.map(runner, planned, chunksize=4))
-    return [runner(job) for job in planned]
+            reports = list(pool.map(run_job, planned, chunksize=4))
+    else:
+        reports = [run_job(job) for job in planned]
+    if base is not None:
+        reports.append(drift_note_report(config, base))
+    return reports
+
+
+def drift_note_report(config: Config, base: str, head: str = "HEAD") -> Report:
+    """The drift-note rule over ``base...head``: one finding per baseline change without its note."""
+    from toolreplay.hooks.drift_note import Git, check_range, normalize_dir
+
+    patterns = tuple(config.baselines) or ("*.sealed.jsonl",)
+    git = Git(cwd=str(config.root))
+    result = check_range(git, base, head, patterns=patterns, notes_dir=normalize_dir(config.drift_notes))
+    findings = tuple(
+        Finding(
+            kind="missing-drift-note",
+            index=None,
+            tool="",
+            path=problem.baseline or "",
+            message=problem.subject + ": " + " ".join(line.strip() for line in problem.lines),
+        )
+        for problem in result.problems
+    )
+    changes = len(result.changes)
+    return Report(
+        command="check",
+        path=f"drift notes ({base}...{head})",
+        header=(Line(key="baseline changes", value=changes, text=str(changes)),),
+        findings=findings,
+    )
 
 
 def _cores() -> int:

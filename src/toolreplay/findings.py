@@ -7,6 +7,8 @@ from dataclasses import dataclass
 #: Kinds in the order a report lists them when several share an index.
 KIND_ORDER: tuple[str, ...] = (
     "chain-broken",
+    "missing-drift-note",
+    "stale-baseline",
     "permission-overreach",
     "argument-overreach",
     "agent-drift",
@@ -38,7 +40,11 @@ class Finding:
     @property
     def text(self) -> str:
         """The message, led by the tool's name when no call index locates it (a contract finding)."""
-        return self.message if self.index is not None else f"{one_line(self.tool)}: {self.message}"
+        return (
+            self.message
+            if self.index is not None or not self.tool
+            else f"{one_line(self.tool)}: {self.message}"
+        )
 
     def sort_key(self) -> tuple[str, int, int, str, str]:
         index = -1 if self.index is None else self.index

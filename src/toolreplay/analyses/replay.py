@@ -24,6 +24,7 @@ def replay(
     *,
     mutators: frozenset[str] = DEFAULT_MUTATORS,
     state_aware: bool = False,
+    nondeterministic: frozenset[str] = frozenset(),
     path: str = "",
 ) -> ReplayResult:
     """Find non-determinism and redundant calls in one transcript.
@@ -32,6 +33,9 @@ def replay(
     identical call with another response is reported against it. In the default
     (0.6) mode that holds even across a mutating call; with ``state_aware`` a call to
     a mutator forgets what was remembered, since the world may have changed.
+
+    Tools in ``nondeterministic`` (a tool lock's ``deterministic: false``) are expected to
+    answer differently, so their responses are not compared.
 
     Redundancy: a call is redundant when the call just before it is the identical
     call and that tool is not a mutator, so nothing could have changed in between.
@@ -67,7 +71,7 @@ def replay(
         seen = first.get(key)
         if seen is None:
             first[key] = (record.index, response)
-        elif seen[1] != response:
+        elif seen[1] != response and record.tool not in nondeterministic:
             if divergence is None:
                 divergence = record.index
             findings.append(

@@ -20,17 +20,29 @@ from toolreplay.report import RENDERERS
     help="Config file (default: found from here up).",
 )
 @click.option("--jobs", type=click.IntRange(min=1), help="Worker processes (default: one per core).")
+@click.option(
+    "--base",
+    metavar="REF",
+    help="Also enforce the drift-note rule over REF...HEAD (what a pull request changes).",
+)
 @format_option
 @click.pass_context
-def check_cmd(ctx: click.Context, config_path: Path | None, jobs: int | None, fmt: str) -> None:
-    """Run every analysis the configuration names over every matching file."""
+def check_cmd(
+    ctx: click.Context, config_path: Path | None, jobs: int | None, base: str | None, fmt: str
+) -> None:
+    """Run every analysis the configuration names over every matching file.
+
+    Reads [tool.toolreplay] from pyproject.toml or a toolreplay.toml (the nearest one from
+    here up, or --config). Exit 1 when a finding of a kind in fail_on (default: every kind)
+    or an unreadable file is reported.
+    """
     config = load_config(config_path)
-    reports = run_check(config, jobs=jobs)
+    reports = run_check(config, jobs=jobs, base=base)
     click.echo(RENDERERS[fmt](reports), nl=False)
     findings = [f for r in reports for f in r.findings]
     failing = [f for f in findings if config.fails(f.kind)]
     errors = sum(len(r.errors) for r in reports)
     if fmt == "text":
         counts = f"{len(findings)} findings, {len(failing)} failing, {errors} unreadable"
-        click.echo(f"total: {len(reports)} files, {counts}")
+        click.echo(f"total: {len(reports)} reports, {counts}")
     ctx.exit(EXIT_FINDINGS if failing or errors else EXIT_CLEAN)

@@ -37,6 +37,26 @@ KINDS: dict[str, KindInfo] = {
         help="The file changed after it was sealed, or links were cut, reordered or repeated. "
         "Restore the sealed file from version control, or re-record and re-seal it and commit a drift note.",
     ),
+    "missing-drift-note": KindInfo(
+        level="error",
+        rank=0,
+        summary="A sealed baseline changed without a drift note for that exact change.",
+        help="Run the `toolreplay note BASELINE` command the message names, explain the drift in the note, "
+        "and commit it with the baseline.",
+    ),
+    "stale-baseline": KindInfo(
+        level="warning",
+        rank=1,
+        summary="A sealed baseline has not been re-recorded for longer than the configured age.",
+        help="Re-record the baseline against today's tools, seal it, and commit it with a drift note.",
+    ),
+    "silent-drift": KindInfo(
+        level="error",
+        rank=0,
+        summary="Identical calls disagreed between runs of the same baseline.",
+        help="The tool answers differently from one session to the next. Declare it non-deterministic "
+        "in the tool lock if that is expected.",
+    ),
     "permission-overreach": KindInfo(
         level="error",
         rank=0,

@@ -1,0 +1,181 @@
+"""toolreplay check: configuration, every analysis over every file, one combined report."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from tests.conftest import ROOT, SAMPLES
+from toolreplay import check as check_module
+from toolreplay.cli import cli
+from toolreplay.contracts.lock import ToolLock, make_contract, save_lock
+from toolreplay.validate import validator
+
+
+def run(runner: CliRunner, project: Path, *args: str) -> tuple[int, str]:
+    old = os.getcwd()
+    os.chdir(project)
+    try:
+        result = runner.invoke(cli, ["check", *args], catch_exceptions=False)
+    finally:
+        os.chdir(old)
+    return result.exit_code, result.output
+
+
+def git(project: Path, *args: str, date: str | None = None) -> str:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com"}
+    env |= {"GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
+    if date:
+        env |= {"GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date}
+    done = subprocess.run(["git", *args], cwd=project, env=env, capture_output=True, text=True, check=True)
+    return done.stdout
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A repository with the samples, a baseline and its runs, and a config naming them all."""
+    root = tmp_path / "repo"
+    (root / "runs").mkdir(parents=True)
+    (root / "baselines").mkdir()
+    shutil.copy(SAMPLES / "scope.json", root / "scope.json")
+    shutil.copy(SAMPLES / "session-dirty.jsonl", root / "runs" / "dirty.jsonl")
+    shutil.copy(
+        SAMPLES / "baselines" / "session-clean.sealed.jsonl",
+        root / "baselines" / "session-clean.sealed.jsonl",
+    )
+    clean = (SAMPLES / "session-clean.jsonl").read_text()
+    (root / "runs" / "session-clean.jsonl").write_text(clean)
+    (root / "runs" / "session-clean-2.jsonl").write_text(clean.replace('"score": 0.92', '"score": 0.5'))
+    (root / "toolreplay.toml").write_text(
+        'transcripts = ["runs/*.jsonl"]\nbaselines = ["baselines/*.sealed.jsonl"]\nscope = "scope.json"\n'
+    )
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "start", date="2020-01-01T00:00:00Z")
+    return root
+
+
+def test_every_analysis_over_every_file(runner: CliRunner, project: Path) -> None:
+    """Baselines verified and diffed with their runs, transcripts replayed and scoped, in path order."""
+    code, out = run(runner, project)
+    assert code == 1
+    blocks = [line for line in out.splitlines() if line.startswith("== ")]
+    assert blocks == [
+        "== baselines/session-clean.sealed.jsonl",
+        "== runs/dirty.jsonl",
+        "== runs/session-clean-2.jsonl",
+        "== runs/session-clean.jsonl",
+    ]
+    assert "runs: 'runs/session-clean-2.jsonl', 'runs/session-clean.jsonl'" in out
+    assert "index 2: behavior-drift: in run 'runs/session-clean-2.jsonl': tool 'search' returned" in out
+    assert "index 2: silent-drift: in run 'runs/session-clean.jsonl': tool 'search'" in out
+    assert "index 4: permission-overreach: tool 'write_file'" in out
+    assert "index 5: non-determinism: tool 'search'" in out
+    assert out.endswith("total: 4 reports, 5 findings, 5 failing, 0 unreadable\n")
+
+
+def test_rerun_is_byte_identical_and_json_matches_schema(runner: CliRunner, project: Path) -> None:
+    """Two runs print the same bytes; the JSON report validates against its schema."""
+    assert run(runner, project) == run(runner, project)
+    code, out = run(runner, project, "--format", "json")
+    assert code == 1
+    assert list(validator("report").iter_errors(json.loads(out))) == []
+
+
+def test_parallel_gives_the_same_report(
+    runner: CliRunner, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Worker processes change nothing in the output."""
+    sequential = run(runner, project, "--jobs", "1")
+    monkeypatch.setattr(check_module, "PARALLEL_MIN_FILES", 1)
+    assert run(runner, project, "--jobs", "2") == sequential
+
+
+def test_fail_on_limits_what_fails(runner: CliRunner, project: Path) -> None:
+    """Findings of kinds outside fail_on are reported but do not fail the build."""
+    config = project / "toolreplay.toml"
+    config.write_text(config.read_text() + 'fail_on = ["chain-broken"]\n')
+    code, out = run(runner, project)
+    assert code == 0
+    assert "5 findings, 0 failing" in out
+
+
+def test_unreadable_file_is_reported_not_fatal(runner: CliRunner, project: Path) -> None:
+    """A broken transcript is an error in its own block; the other files are still checked."""
+    (project / "runs" / "bad.jsonl").write_text('{"index": 0}\n')
+    code, out = run(runner, project)
+    assert code == 1
+    assert 'runs/bad.jsonl:1: missing field "tool"' in out
+    assert "index 4: permission-overreach" in out
+    assert out.endswith("1 unreadable\n")
+
+
+def test_tool_lock_declares_mutators_and_nondeterminism(runner: CliRunner, project: Path) -> None:
+    """A lock's deterministic:false silences non-determinism; its mutates:false un-mutates a tool."""
+
+    def contract(name: str, **flags: bool):  # type: ignore[no-untyped-def]
+        return make_contract(
+            name=name, signature={"name": name, "params": []}, schema={}, version="1", **flags
+        )
+
+    save_lock(
+        ToolLock.of([contract("search", deterministic=False), contract("write_file", mutates=False)]),
+        project / "tools.lock.json",
+    )
+    config = project / "toolreplay.toml"
+    config.write_text(config.read_text() + 'tools_lock = "tools.lock.json"\n')
+    _, out = run(runner, project)
+    assert "non-determinism" not in out
+    assert "tool 'search': no-dependency" not in out  # verdicts are diff's business; check lists findings
+
+
+def test_stale_baseline(runner: CliRunner, project: Path) -> None:
+    """A baseline last committed longer ago than max_baseline_age_days is reported with its date only."""
+    config = project / "toolreplay.toml"
+    config.write_text(config.read_text() + "max_baseline_age_days = 30\n")
+    _, out = run(runner, project)
+    assert "committed: 2020-01-01" in out
+    assert "stale-baseline" not in out or "last committed 2020-01-01, more than 30 days" in out
+
+
+def test_drift_notes_over_a_range(runner: CliRunner, project: Path) -> None:
+    """--base REF reports a baseline changed in REF...HEAD without a note for that change."""
+    base = git(project, "rev-parse", "HEAD").strip()
+    sealed = project / "baselines" / "session-clean.sealed.jsonl"
+    sealed.write_text("".join(sealed.read_text().splitlines(keepends=True)[:3]))
+    git(project, "commit", "-qam", "cut the baseline")
+    code, out = run(runner, project, "--base", base)
+    assert code == 1
+    assert f"== drift notes ({base}...HEAD)" in out
+    assert "missing-drift-note" in out or "baselines/session-clean.sealed.jsonl" in out
+
+
+def test_no_config_is_a_usage_error(runner: CliRunner, tmp_path: Path) -> None:
+    """Without a configuration check says where to put one, exit 2."""
+    code, out = run(runner, tmp_path)
+    assert code == 2
+    assert "no configuration found" in out
+
+
+def test_bad_config_names_file_and_pointer(runner: CliRunner, tmp_path: Path) -> None:
+    """A config that fails its schema is exit 2 naming the file and the field."""
+    (tmp_path / "toolreplay.toml").write_text('transcripts = "runs/*.jsonl"\n')
+    code, out = run(runner, tmp_path)
+    assert code == 2
+    assert (
+        "toolreplay.toml: invalid configuration: 'runs/*.jsonl' is not of type 'array' (at /transcripts)"
+        in out
+    )
+
+
+def test_repository_checks_its_own_samples(runner: CliRunner) -> None:
+    """This repository's pyproject.toml config checks samples/ and finds the dirty sample's findings."""
+    code, out = run(runner, ROOT)
+    assert code == 1
+    assert "== samples/session-dirty.jsonl" in out
