@@ -151,16 +151,37 @@ def verify_cmd(
     is_flag=True,
     help="Do not report non-determinism across a call to a mutator.",
 )
+@click.option(
+    "--tools",
+    "lock_path",
+    metavar="LOCK",
+    help="Tool lock: its mutates flags decide for the tools it names, and tools it declares"
+    " not deterministic are not reported for non-determinism.",
+)
 @format_option
 @click.pass_context
 def replay_cmd(
-    ctx: click.Context, transcript: str, mutators: tuple[str, ...], state_aware: bool, fmt: str
+    ctx: click.Context,
+    transcript: str,
+    mutators: tuple[str, ...],
+    state_aware: bool,
+    lock_path: str | None,
+    fmt: str,
 ) -> None:
     """Replay TRANSCRIPT against itself: non-determinism and redundant calls."""
+    chosen = frozenset(mutators) if mutators else DEFAULT_MUTATORS
+    nondeterministic: frozenset[str] = frozenset()
+    if lock_path is not None:
+        from toolreplay.contracts.lock import load_lock
+
+        tools = load_lock(lock_path).tools
+        chosen = (chosen - set(tools)) | {name for name, c in tools.items() if c.mutates}
+        nondeterministic = frozenset(name for name, c in tools.items() if not c.deterministic)
     result = replay(
         read_transcript(transcript),
-        mutators=frozenset(mutators) if mutators else DEFAULT_MUTATORS,
+        mutators=chosen,
         state_aware=state_aware,
+        nondeterministic=nondeterministic,
         path=transcript,
     )
     findings = sort_findings(result.findings)
