@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from tests.conftest import ROOT
 from tests.gitrepo import Repo, note, sealed
 from toolreplay.cli import cli
 
@@ -175,3 +176,39 @@ def test_notes_dir_is_normalised_and_head_needs_base(repo: Repo, runner: CliRunn
     assert code == 1 and "no drift note staged under drift-notes/ names this baseline" in out
     code, out = run(runner, "hook", "drift-note", "--head", "main")
     assert code == 2 and "--head only applies with --base" in out
+
+
+def test_guard_takes_its_defaults_from_the_configuration(tmp_path: Path) -> None:
+    """Without options the guard uses the config's baselines globs and drift_notes folder."""
+    import subprocess
+    import sys
+
+    repo = tmp_path / "r"
+    (repo / "recordings").mkdir(parents=True)
+    env = {
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@e",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@e",
+    }
+
+    def git(*args: str) -> None:
+        subprocess.run(
+            ["git", *args], cwd=repo, check=True, capture_output=True, env={**__import__("os").environ, **env}
+        )
+
+    git("init", "-q")
+    (repo / "toolreplay.toml").write_text('baselines = ["recordings/*.rec"]\ndrift_notes = "why"\n')
+    sealed_bytes = subprocess.run(
+        [sys.executable, "-m", "toolreplay", "seal", str(ROOT / "samples" / "session-clean.jsonl")],
+        capture_output=True,
+        check=True,
+    ).stdout
+    (repo / "recordings" / "a.rec").write_bytes(sealed_bytes)
+    git("add", "-A")
+    proc = subprocess.run(
+        [sys.executable, "-m", "toolreplay", "hook", "drift-note"], cwd=repo, capture_output=True, text=True
+    )
+    assert proc.returncode == 1
+    assert "recordings/a.rec" in proc.stdout
+    assert "why/" in proc.stdout

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from toolreplay.chain import verify
 from toolreplay.cli import EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, cli
+from toolreplay.config import Config, find_config, load_config
 from toolreplay.errors import InputError
 from toolreplay.findings import one_line, quote
 from toolreplay.hooks.drift_note import (
@@ -61,14 +64,13 @@ def verify_hook(ctx: click.Context, files: tuple[str, ...]) -> None:
     multiple=True,
     metavar="PATTERN",
     help=f"Which files are sealed baselines: fnmatch on the path from the repository root, where * also"
-    f" matches /. Repeatable. [default: {', '.join(DEFAULT_BASELINES)}]",
+    f" matches /. Repeatable. [default: baselines of the configuration, else {', '.join(DEFAULT_BASELINES)}]",
 )
 @click.option(
     "--notes-dir",
-    default=DEFAULT_NOTES_DIR,
-    show_default=True,
     metavar="DIR",
-    help="The folder (from the repository root) whose Markdown files are drift notes.",
+    help="The folder (from the repository root) whose Markdown files are drift notes."
+    f" [default: drift_notes of the configuration, else {DEFAULT_NOTES_DIR}]",
 )
 @click.option(
     "--base",
@@ -79,7 +81,7 @@ def verify_hook(ctx: click.Context, files: tuple[str, ...]) -> None:
 @click.option("--head", default="HEAD", show_default=True, metavar="REV", help="With --base: the new side.")
 @click.pass_context
 def drift_note_hook(
-    ctx: click.Context, patterns: tuple[str, ...], notes_dir: str, base: str | None, head: str
+    ctx: click.Context, patterns: tuple[str, ...], notes_dir: str | None, base: str | None, head: str
 ) -> None:
     """Refuse a commit that changes a sealed baseline without a drift note for that exact change.
 
@@ -89,6 +91,11 @@ def drift_note_hook(
     """
     if base is None and head != "HEAD":
         raise click.UsageError("--head only applies with --base")
+    configured = _configured()
+    if not patterns and configured is not None and configured.baselines:
+        patterns = configured.baselines
+    if notes_dir is None:
+        notes_dir = configured.drift_notes if configured is not None else DEFAULT_NOTES_DIR
     notes_dir = normalize_dir(notes_dir)
     git = Git()
     chosen = patterns or DEFAULT_BASELINES
@@ -98,6 +105,12 @@ def drift_note_hook(
         result = check_range(git, base, head, patterns=chosen, notes_dir=notes_dir)
     click.echo(render(result, notes_dir=notes_dir, staged=base is None), nl=False)
     ctx.exit(EXIT_FINDINGS if result.problems else EXIT_CLEAN)
+
+
+def _configured() -> Config | None:
+    """The project's configuration, when it has one (the hook runs at the repository root)."""
+    path = find_config(Path.cwd())
+    return None if path is None else load_config(path)
 
 
 def render(result: GuardResult, *, notes_dir: str, staged: bool) -> str:
