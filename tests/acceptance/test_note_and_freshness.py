@@ -72,8 +72,6 @@ def test_note_for_a_new_baseline_starts_at_genesis(runner: CliRunner, repo: Path
         "baseline": "baselines/checkout.sealed.jsonl",
         "from": GENESIS,
         "to": head_of(runner, sealed),
-        "kinds": [],
-        "tools": [],
     }
 
 
@@ -105,7 +103,7 @@ def test_note_for_a_deleted_baseline_has_no_to(runner: CliRunner, repo: Path) ->
     before = head_of(runner, sealed)
     sealed.unlink()
     value = front_matter(note(runner, str(sealed)))
-    assert value == {"baseline": "baselines/gone.sealed.jsonl", "from": before, "kinds": [], "tools": []}
+    assert value == {"baseline": "baselines/gone.sealed.jsonl", "from": before}
 
 
 def test_note_with_runs_fills_kinds_from_diff(runner: CliRunner, repo: Path) -> None:

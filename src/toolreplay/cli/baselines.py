@@ -186,12 +186,18 @@ def note_text(
     front: dict[str, object] = {"baseline": baseline, "from": before}
     if after is not None:
         front["to"] = after
-    front["kinds"] = list(kinds)
-    front["tools"] = list(tools)
+    # empty lists are left out: the schema wants them non-empty when present
+    if kinds:
+        front["kinds"] = list(kinds)
+    if tools:
+        front["tools"] = list(tools)
     text = yaml.safe_dump(
         front, sort_keys=False, default_flow_style=None, width=1_000_000, allow_unicode=False
     )
     lines = ["---", text.rstrip("\n")]
+    if not kinds:
+        lines.append("# kinds: none found by comparison; add what drifted if you know:")
+        lines.append("# kinds: [signature, schema, version, behavior, effect, agent]")
     if found:
         lines.append("# what toolreplay diff found (a summary for the reviewer; edit kinds/tools as needed):")
         lines += [f"#   {one_line(item)}" for item in found]
@@ -260,6 +266,8 @@ def note_cmd(baseline: str, runs: tuple[str, ...], tools: str | None, output: st
     text = note_text(
         baseline=name, before=before, after=after, kinds=sorted(kinds), tools=sorted(tool_names), found=found
     )
+    if output and output != "-" and os.path.dirname(output):
+        os.makedirs(os.path.dirname(output), exist_ok=True)  # the notes folder may not exist yet
     with atomic_output(output) as out:
         out.write(text)
 
