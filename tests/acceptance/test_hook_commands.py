@@ -42,7 +42,7 @@ def test_refusal_text(repo: Repo, runner: CliRunner) -> None:
         f"  from: {V3}\n"
         f"  to:   {V4}\n"
         "  no drift note staged under drift-notes/ names this baseline\n"
-        f"  write the note: toolreplay note {BASE}\n"
+        f"  write the note: toolreplay note {BASE} -o drift-notes/checkout.md\n"
         "  then explain the drift in it and stage it under drift-notes/ in this same commit\n"
         "\n"
         "A drift note is Markdown under drift-notes/: YAML front matter with baseline, from and to\n"

@@ -158,7 +158,7 @@ def test_modified_baseline_without_note_is_refused(project: Project) -> None:
     code, out = project.commit()
     assert_refused(project, code, out, before)
     assert f"baseline '{BASE}' (modified)\n  from: {V3}\n  to:   {V4}\n" in out
-    assert f"write the note: toolreplay note {BASE}\n" in out
+    assert f"write the note: toolreplay note {BASE} -o drift-notes/checkout.md\n" in out
 
 
 def test_modified_baseline_with_note_is_committed(project: Project) -> None:
@@ -269,7 +269,9 @@ def test_path_with_spaces(project: Project) -> None:
     code, out = project.commit()
     assert_refused(project, code, out, before)
     assert f"baseline '{path}' (added)\n  from: {GENESIS}  (genesis: new baseline)\n  to:   {head}\n" in out
-    assert "write the note: toolreplay note 'baselines/my run.sealed.jsonl'\n" in out
+    assert (
+        "write the note: toolreplay note 'baselines/my run.sealed.jsonl' -o 'drift-notes/my run.md'\n" in out
+    )
     project.repo.write("drift-notes/my run.md", note(path, GENESIS, head))
     project.repo.git("add", "-A")
     code, out = project.commit()

@@ -64,7 +64,7 @@ def test_modified_baseline_without_note_is_refused(repo: Repo) -> None:
     assert lines[0] == f"from: {V3}"
     assert lines[1] == f"to:   {V4}"
     assert "no drift note staged under drift-notes/ names this baseline" in lines
-    assert f"write the note: toolreplay note {BASE}" in lines
+    assert f"write the note: toolreplay note {BASE} -o drift-notes/checkout.md" in lines
 
 
 def test_modified_baseline_with_matching_note_passes(repo: Repo) -> None:
@@ -187,7 +187,10 @@ def test_path_with_spaces(repo: Repo) -> None:
     path = "baselines/my run.sealed.jsonl"
     repo.write_baseline(path, 2)
     repo.git("add", "-A")
-    assert "write the note: toolreplay note 'baselines/my run.sealed.jsonl'" in staged(repo).problems[0].lines
+    assert (
+        "write the note: toolreplay note 'baselines/my run.sealed.jsonl' -o 'drift-notes/my run.md'"
+        in staged(repo).problems[0].lines
+    )
     repo.write("drift-notes/my run.md", note(path, GENESIS, sealed(2)[1]))
     repo.git("add", "-A")
     assert staged(repo).problems == ()

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import fnmatch
 import io
+import posixpath
 import shlex
 import subprocess
 from collections.abc import Iterable, Sequence
@@ -271,9 +272,13 @@ def _shell(path: str) -> str:
     return quote(path)
 
 
-def note_command(baseline: str) -> str:
-    """The command that writes the drift-note template for ``baseline``."""
-    return "toolreplay note " + _shell(baseline)
+def note_command(baseline: str, notes_dir: str | None = None) -> str:
+    """The command that writes the drift-note template for ``baseline`` (into ``notes_dir``)."""
+    command = "toolreplay note " + _shell(baseline)
+    if notes_dir is not None:
+        stem = posixpath.basename(baseline).removesuffix(".jsonl").removesuffix(".sealed")
+        command += " -o " + _shell(f"{notes_dir}/{stem}.md")
+    return command
 
 
 def _describe(note: DriftNote, change: BaselineChange) -> list[str]:
@@ -354,7 +359,7 @@ def judge(
                 f"(staged note {quote(n.path)} names {quote(n.baseline)}, which this commit does not change)"
                 for n in strays
             )
-        lines.append(f"write the note: {note_command(change.baseline)}")
+        lines.append(f"write the note: {note_command(change.baseline, notes_dir)}")
         lines.append(f"then explain the drift in it and stage it under {notes_dir}/ in this same commit")
         problems.append(
             Problem(
