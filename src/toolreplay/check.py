@@ -29,7 +29,7 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from toolreplay.analyses.baseline import ToolBehaviour, check_freshness, diff_baseline
+from toolreplay.analyses.baseline import ToolBehaviour, behaviour_of, check_freshness, diff_baseline
 from toolreplay.analyses.replay import replay
 from toolreplay.analyses.scope import Scope, check_scope, load_scope
 from toolreplay.chain import verify
@@ -84,32 +84,24 @@ def _lock(path: str) -> ToolLock:
 
 
 def _behaviour(settings: Settings) -> dict[str, ToolBehaviour]:
-    if settings.lock is None:
-        return {}
-    return {
-        name: ToolBehaviour(fingerprint=c.fingerprint, deterministic=c.deterministic, mutates=c.mutates)
-        for name, c in _lock(settings.lock).tools.items()
-    }
-
-
-def effective_mutators(settings: Settings) -> frozenset[str]:
-    """The configured mutators, with the lock's ``mutates`` deciding for the tools it names."""
-    behaviour = _behaviour(settings)
-    named = {name for name, b in behaviour.items() if b.mutates is not None}
-    declared = {name for name, b in behaviour.items() if b.mutates}
-    return frozenset((settings.mutators - named) | declared)
+    return {} if settings.lock is None else behaviour_of(_lock(settings.lock))
 
 
 def check_transcript(job: Job) -> Report:
     """Replay, scope and contract fingerprints of one transcript, in one report."""
     settings = job.settings
     try:
-        behaviour = _behaviour(settings)
+        mutators, nondeterministic = settings.mutators, frozenset[str]()
+        if settings.lock is not None:
+            from toolreplay.contracts.lock import declared_mutators, declared_nondeterministic
+
+            mutators = declared_mutators(_lock(settings.lock), mutators)
+            nondeterministic = declared_nondeterministic(_lock(settings.lock))
         result = replay(
             read_transcript(job.absolute),
-            mutators=effective_mutators(settings),
+            mutators=mutators,
             state_aware=settings.state_aware,
-            nondeterministic=frozenset(name for name, b in behaviour.items() if not b.deterministic),
+            nondeterministic=nondeterministic,
             path=job.path,
         )
         findings = list(result.findings)

@@ -20,12 +20,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from difflib import SequenceMatcher
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from toolreplay.analyses.replay import DEFAULT_MUTATORS
 from toolreplay.canonical import canonical
 from toolreplay.findings import Finding, quote
 from toolreplay.transcript import Record
+
+if TYPE_CHECKING:
+    from toolreplay.contracts.lock import ToolLock
 
 #: Finding kinds of a baseline diff, in report order.
 DRIFT_KINDS: tuple[str, ...] = (
@@ -97,9 +100,14 @@ def lock_behaviour(path: str) -> dict[str, ToolBehaviour]:
     """Per-tool ``fingerprint``, ``deterministic`` and ``mutates`` from a tool lock (SPEC §1.5)."""
     from toolreplay.contracts.lock import load_lock
 
+    return behaviour_of(load_lock(path))
+
+
+def behaviour_of(lock: ToolLock) -> dict[str, ToolBehaviour]:
+    """What the diff needs of each contract in a loaded lock."""
     return {
         name: ToolBehaviour(fingerprint=c.fingerprint, deterministic=c.deterministic, mutates=c.mutates)
-        for name, c in load_lock(path).tools.items()
+        for name, c in lock.tools.items()
     }
 
 

@@ -172,11 +172,11 @@ def replay_cmd(
     chosen = frozenset(mutators) if mutators else DEFAULT_MUTATORS
     nondeterministic: frozenset[str] = frozenset()
     if lock_path is not None:
-        from toolreplay.contracts.lock import load_lock
+        from toolreplay.contracts.lock import declared_mutators, declared_nondeterministic, load_lock
 
-        tools = load_lock(lock_path).tools
-        chosen = (chosen - set(tools)) | {name for name, c in tools.items() if c.mutates}
-        nondeterministic = frozenset(name for name, c in tools.items() if not c.deterministic)
+        lock = load_lock(lock_path)
+        chosen = declared_mutators(lock, chosen)
+        nondeterministic = declared_nondeterministic(lock)
     result = replay(
         read_transcript(transcript),
         mutators=chosen,

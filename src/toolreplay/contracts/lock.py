@@ -69,6 +69,16 @@ class ToolContract:
         }
 
 
+def declared_mutators(lock: ToolLock, configured: frozenset[str]) -> frozenset[str]:
+    """The configured mutators, with the lock's ``mutates`` deciding for every tool it names."""
+    return (configured - set(lock.tools)) | {name for name, c in lock.tools.items() if c.mutates}
+
+
+def declared_nondeterministic(lock: ToolLock) -> frozenset[str]:
+    """Tools the lock declares not deterministic: their responses are not compared."""
+    return frozenset(name for name, c in lock.tools.items() if not c.deterministic)
+
+
 def make_contract(
     *,
     name: str,
