@@ -36,7 +36,7 @@ from toolreplay.chain import verify
 from toolreplay.config import Config, expand
 from toolreplay.errors import InputError
 from toolreplay.findings import Finding, quote, sort_findings
-from toolreplay.report import Line, Report
+from toolreplay.report import Line, Report, replay_header
 from toolreplay.transcript import Record, read_links, read_transcript
 
 if TYPE_CHECKING:
@@ -116,19 +116,10 @@ def check_transcript(job: Job) -> Report:
     except InputError as err:
         return Report(command="check", path=job.path, errors=(_relocate(err, job.path),))
     findings = sort_findings(findings)
-    divergence = result.divergence
     return Report(
         command="check",
         path=job.path,
-        header=(
-            Line(key="calls", value=result.calls, text=str(result.calls)),
-            Line(
-                key="divergence",
-                value=divergence,
-                text="none" if divergence is None else f"index {divergence}",
-            ),
-            Line(key="findings", value=len(findings), text=str(len(findings))),
-        ),
+        header=replay_header(result.calls, result.divergence, len(findings)),
         findings=tuple(findings),
     )
 

@@ -10,7 +10,7 @@ from toolreplay.analyses.scope import check_scope, load_scope
 from toolreplay.chain import ChainState, seal, verify
 from toolreplay.cli import EXIT_CLEAN, EXIT_FINDINGS, atomic_output, cli, emit, format_option
 from toolreplay.findings import sort_findings
-from toolreplay.report import Line, Report
+from toolreplay.report import Line, Report, replay_header
 from toolreplay.transcript import read_links, read_transcript
 from toolreplay.validate import SCHEMA_FILES, validate_file
 
@@ -185,19 +185,10 @@ def replay_cmd(
         path=transcript,
     )
     findings = sort_findings(result.findings)
-    divergence = result.divergence
     report = Report(
         command="replay",
         path=transcript,
-        header=(
-            Line(key="calls", value=result.calls, text=str(result.calls)),
-            Line(
-                key="divergence",
-                value=divergence,
-                text="none" if divergence is None else f"index {divergence}",
-            ),
-            Line(key="findings", value=len(findings), text=str(len(findings))),
-        ),
+        header=replay_header(result.calls, result.divergence, len(findings)),
         findings=tuple(findings),
     )
     ctx.exit(emit([report], fmt))

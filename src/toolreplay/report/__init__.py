@@ -41,6 +41,21 @@ class Report:
         return bool(self.findings or self.errors)
 
 
+def replay_header(calls: int, divergence: int | None, findings: int) -> tuple[Line, ...]:
+    """The three header lines of a replay report (SPEC §2.1): calls, divergence, findings."""
+    return (
+        Line(key="calls", value=calls, text=str(calls)),
+        Line(
+            key="divergence", value=divergence, text="none" if divergence is None else f"index {divergence}"
+        ),
+        Line(key="findings", value=findings, text=str(findings)),
+    )
+
+
+def _divergence(index: int | None) -> str:
+    return "none" if index is None else f"index {index}"
+
+
 Renderer = Callable[[Sequence[Report]], str]
 
 
