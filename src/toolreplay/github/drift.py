@@ -144,7 +144,11 @@ def _reports(result: GuardResult, *, top: str, workspace: str) -> list[Report]:
             Line(key="change", value=change.action, text=one_line(change.action)),
             Line(key="from", value=change.from_head, text=change.from_head),
             Line(key="to", value=change.to_head, text=change.to_head or "none"),
-            Line(key="note", value=problem is None, text="missing" if problem else "accepted"),
+            Line(
+                key="note",
+                value="missing" if problem else "accepted",
+                text="missing" if problem else "accepted",
+            ),
         )
         reports.append(Report(command=COMMAND, path=where(change.baseline), header=header, findings=findings))
     for problem in result.problems:
