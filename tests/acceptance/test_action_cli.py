@@ -404,3 +404,50 @@ def test_injection_in_tool_names_never_becomes_a_runner_command(
     summary = (temp / "summary.md").read_text()
     assert "<!--" not in summary and "@octocat" not in summary
     assert TOKEN not in result.stdout + result.stderr + (temp / "output.txt").read_text() + summary
+
+
+def test_config_in_a_subfolder_annotates_repository_paths(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A config in a subfolder: findings and the drift rule name paths from the repository root."""
+    from tests.gitrepo import Repo
+
+    repo = Repo.create(tmp_path / "ws")
+    inner = pull_request(tmp_path / "inner-src")
+    # the same project, moved under agentsuite/ of a bigger repository
+    for rel in ("toolreplay.toml", "scope.json", TRANSCRIPT):
+        repo.write(f"agentsuite/{rel}", (inner.path / rel).read_text())
+    repo.write_baseline(f"agentsuite/{BASELINE}", 3)
+    repo.commit_all("base")
+    base = repo.head()
+    repo.write_baseline(f"agentsuite/{BASELINE}", 4)
+    repo.commit_all("re-record")
+    event = PullRequestEvent(base, repo.head()).write(tmp_path)
+    result, outputs, _ = run_action(
+        repo.path, tmp_path, monkeypatch, event=event, config="agentsuite/toolreplay.toml"
+    )
+    found = assert_inert(result, {"error", "warning"})
+    assert sorted({c.properties["file"] for c in found}) == [
+        f"agentsuite/{TRANSCRIPT}",
+        f"agentsuite/{BASELINE}",
+    ]
+    drift = next(c for c in found if c.properties["title"] == "toolreplay missing-drift-note")
+    assert drift.properties["file"] == f"agentsuite/{BASELINE}"
+    assert "no drift note staged under agentsuite/drift-notes/ names this baseline" in drift.data
+    assert outputs["findings"] == "3"
+
+
+class PullRequestEvent:
+    """A bare pull_request payload for a repository built by hand."""
+
+    def __init__(self, base: str, head: str) -> None:
+        self.base, self.head = base, head
+
+    def write(self, folder: Path) -> Path:
+        target = folder / "event.json"
+        target.write_text(
+            json.dumps(
+                {"pull_request": {"number": NUMBER, "base": {"sha": self.base}, "head": {"sha": self.head}}}
+            )
+        )
+        return target
