@@ -80,7 +80,7 @@ def test_pull_request_range_uses_the_checked_out_commit(tmp_path: Path) -> None:
     [
         {"ref": "refs/heads/main", "before": BASE, "after": HEAD},  # a push
         {"pull_request": {"base": {"sha": "--output=/tmp/x"}, "head": {"sha": HEAD}}},
-        {"pull_request": {"base": {"sha": BASE}}},
+        {"pull_request": {"head": {"sha": HEAD}}},
         [],
     ],
 )
