@@ -222,6 +222,7 @@ def test_action_steps_run_on_a_pull_request(tmp_path: Path, fake: FakeGitHub) ->
     assert install.returncode == 0, install.stderr
     assert (Path(install.outputs["bin"]) / "toolreplay").exists()
     assert run.returncode == 1, run.stderr
+    assert run.stderr == ""  # nothing unescaped on stderr either (PyGithub's request log included)
 
     assert outputs == {
         "findings": "4",

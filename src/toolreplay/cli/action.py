@@ -13,6 +13,7 @@ a path or GitHub's answers can start a workflow command. The token is never prin
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
@@ -195,9 +196,38 @@ def _comment(reports: Sequence[Report], settings: Settings) -> None:
             )
         )
         return
+    _route_pygithub_log(settings.token)
     result = publish_report(reports, target=target, token=settings.token, author=settings.comment_author)
     warning = result.warning()
     if warning is not None:
         click.echo(warning)
         return
     echo(f"PR comment: {result.status} ({result.url or 'no URL'})")
+
+
+class _InertLogHandler(logging.Handler):
+    """Log records as inert lines on stderr, with the token blanked out."""
+
+    def __init__(self, token: str) -> None:
+        super().__init__(level=logging.WARNING)
+        self.token = token
+
+    def emit(self, record: logging.LogRecord) -> None:
+        text = f"PyGithub: {record.getMessage()}"
+        echo(text.replace(self.token, "***") if self.token else text, err=True)
+
+
+def _route_pygithub_log(token: str) -> None:
+    """PyGithub, on import, logs at INFO to its own stderr handler: every failed request,
+    including the 403 on GET /user that is expected with an installation token. Keep its
+    warnings, printed inert, and drop the rest (the outcome is reported by us)."""
+    try:
+        import github  # noqa: F401  (the import installs its handler, which we replace)
+    except ImportError:
+        return
+    logger = logging.getLogger("github")
+    for handler in list(logger.handlers):
+        logger.removeHandler(handler)
+    logger.addHandler(_InertLogHandler(token))
+    logger.setLevel(logging.WARNING)
+    logger.propagate = False

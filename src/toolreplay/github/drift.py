@@ -93,7 +93,7 @@ def check_pull_request(config: Config, pull: PullRange | None, *, workspace: str
         )
     except GitError as err:
         return _unchecked(config_file, f"git could not diff {pull.base[:12]}...{pull.head[:12]}: {err}")
-    reports = _reports(result, top=top, workspace=workspace)
+    reports = _reports(result, top=top, workspace=workspace, notes_dir=notes_dir)
     span = f"{pull.base[:12]}...{pull.head[:12]}"
     if result.problems:
         status = f"drift notes: {len(result.problems)} problem(s) in {span}, see the findings"
@@ -121,12 +121,29 @@ def _unchecked(config_file: str, reason: str) -> DriftOutcome:
     return DriftOutcome(reports=(report,), status="drift notes: NOT checked (see the finding)")
 
 
-def _message(problem: Problem) -> str:
-    lines = "; ".join(line.strip() for line in problem.lines)
-    return one_line(f"{problem.subject}: {lines}")
+def _message(problem: Problem, notes_dir: str) -> str:
+    """The guard's refusal as one line for a pull request.
+
+    The heads are left out (the report's header carries them), and the hook's advice to
+    stage the note "in this same commit" becomes adding it to the pull request.
+    """
+    details = [
+        line.strip()
+        for line in problem.lines
+        if not line.startswith(("from:", "to:", "then explain", "write the note:", "fix it, or unstage it"))
+    ]
+    if any(line.startswith("fix it, or unstage it") for line in problem.lines):
+        details.append("fix it in this pull request")
+    writes = [line for line in problem.lines if line.startswith("write the note:")]
+    if writes:
+        details += [
+            *writes,
+            f"then explain the drift in it and add it under {notes_dir}/ in this pull request",
+        ]
+    return one_line(f"{problem.subject}: {'; '.join(details)}")
 
 
-def _reports(result: GuardResult, *, top: str, workspace: str) -> list[Report]:
+def _reports(result: GuardResult, *, top: str, workspace: str, notes_dir: str) -> list[Report]:
     """One report per changed baseline (with its finding when no note accepts it) and per bad note."""
 
     def where(path: str) -> str:
@@ -139,7 +156,9 @@ def _reports(result: GuardResult, *, top: str, workspace: str) -> list[Report]:
         findings: tuple[Finding, ...] = ()
         if problem is not None:
             path = where(change.baseline)
-            findings = (Finding(kind=MISSING, index=None, tool="", path=path, message=_message(problem)),)
+            findings = (
+                Finding(kind=MISSING, index=None, tool="", path=path, message=_message(problem, notes_dir)),
+            )
         header = (
             Line(key="change", value=change.action, text=one_line(change.action)),
             Line(key="from", value=change.from_head, text=change.from_head),
@@ -154,6 +173,8 @@ def _reports(result: GuardResult, *, top: str, workspace: str) -> list[Report]:
     for problem in result.problems:
         if problem.baseline is None:
             path = where(problem.note) if problem.note else ""
-            finding = Finding(kind=INVALID, index=None, tool="", path=path, message=_message(problem))
+            finding = Finding(
+                kind=INVALID, index=None, tool="", path=path, message=_message(problem, notes_dir)
+            )
             reports.append(Report(command=COMMAND, path=path or quote(problem.subject), findings=(finding,)))
     return sorted(reports, key=lambda r: r.path)
