@@ -452,3 +452,20 @@ class PullRequestEvent:
             )
         )
         return target
+
+
+def test_annotations_are_capped_with_a_left_out_notice(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past GitHub's 10 errors per step the rest are left out, and one inert line says how many."""
+    pr = pull_request(tmp_path / "ws", tools=[f"tool_{n:02}" for n in range(20)])
+    result, outputs, _ = run_action(pr.path, tmp_path, monkeypatch, event=pr.event(tmp_path))
+    found = assert_inert(result, {"error", "warning"})
+    assert [c.name for c in found].count("error") == 10 and [c.name for c in found].count("warning") == 1
+    # integrity and scope first: the drift note and the first overreaches; non-determinism is left out
+    assert "toolreplay non-determinism" not in {c.properties["title"] for c in found}
+    assert outputs["findings"] == "23"
+    assert (
+        "toolreplay: 12 of 23 findings are not shown as annotations (GitHub shows at most 10 errors and "
+        "10 warnings per step); the report below and the job summary list all of them\n"
+    ) in result.stdout
