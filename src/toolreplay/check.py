@@ -14,7 +14,8 @@ What runs, by configuration:
   ``scope`` is set, and its per-call fingerprints against ``tools_lock`` when set. The lock
   also declares which tools mutate (overriding ``mutators`` for those tools) and which are
   not deterministic (their responses are not compared);
-- with ``base`` (``check --base REF``): the drift-note rule over ``REF...HEAD``.
+- with ``base`` (``check --base REF``): the drift-note rule over ``REF...HEAD``, as the
+  GitHub Action enforces it on a pull request (``github/drift.py``).
 """
 
 from __future__ import annotations
@@ -184,7 +185,11 @@ def check_baseline(job: Job) -> Report:
             errors.append(str(err))
         header.append(Line(key="runs", value=len(job.runs), text=", ".join(quote(p) for p, _ in job.runs)))
     return Report(
-        command="check", path=job.path, header=tuple(header), findings=tuple(findings), errors=tuple(errors)
+        command="check",
+        path=job.path,
+        header=tuple(header),
+        findings=tuple(sort_findings(findings)),
+        errors=tuple(errors),
     )
 
 
@@ -267,34 +272,12 @@ def run_check(config: Config, *, jobs: int | None = None, base: str | None = Non
     else:
         reports = [run_job(job) for job in planned]
     if base is not None:
-        reports.append(drift_note_report(config, base))
+        # the same rule, and the same findings, as the GitHub Action applies to a pull request
+        from toolreplay.github.drift import PullRange, check_pull_request
+
+        outcome = check_pull_request(config, PullRange(base=base, head="HEAD"), workspace=str(config.root))
+        reports = sorted([*reports, *outcome.reports], key=lambda r: r.path)
     return reports
-
-
-def drift_note_report(config: Config, base: str, head: str = "HEAD") -> Report:
-    """The drift-note rule over ``base...head``: one finding per baseline change without its note."""
-    from toolreplay.hooks.drift_note import Git, check_range, normalize_dir
-
-    patterns = tuple(config.baselines) or ("*.sealed.jsonl",)
-    git = Git(cwd=str(config.root))
-    result = check_range(git, base, head, patterns=patterns, notes_dir=normalize_dir(config.drift_notes))
-    findings = tuple(
-        Finding(
-            kind="missing-drift-note",
-            index=None,
-            tool="",
-            path=problem.baseline or "",
-            message=problem.subject + ": " + " ".join(line.strip() for line in problem.lines),
-        )
-        for problem in result.problems
-    )
-    changes = len(result.changes)
-    return Report(
-        command="check",
-        path=f"drift notes ({base}...{head})",
-        header=(Line(key="baseline changes", value=changes, text=str(changes)),),
-        findings=findings,
-    )
 
 
 def _cores() -> int:

@@ -39,12 +39,13 @@ class Finding:
 
     @property
     def text(self) -> str:
-        """The message, led by the tool's name when no call index locates it (a contract finding)."""
-        return (
-            self.message
-            if self.index is not None or not self.tool
-            else f"{one_line(self.tool)}: {self.message}"
-        )
+        """The message, led by the tool's name when no call index locates it (a contract finding).
+
+        A finding about a whole file (no index, no tool: a drift-note finding) is its message.
+        """
+        if self.index is not None or not self.tool:
+            return self.message
+        return f"{one_line(self.tool)}: {self.message}"
 
     def sort_key(self) -> tuple[str, int, int, str, str]:
         index = -1 if self.index is None else self.index

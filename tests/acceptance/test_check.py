@@ -152,8 +152,8 @@ def test_drift_notes_over_a_range(runner: CliRunner, project: Path) -> None:
     git(project, "commit", "-qam", "cut the baseline")
     code, out = run(runner, project, "--base", base)
     assert code == 1
-    assert f"== drift notes ({base}...HEAD)" in out
-    assert "missing-drift-note" in out or "baselines/session-clean.sealed.jsonl" in out
+    assert "missing-drift-note: baseline 'baselines/session-clean.sealed.jsonl' (modified)" in out
+    assert "write the note: toolreplay note baselines/session-clean.sealed.jsonl" in out
 
 
 def test_no_config_is_a_usage_error(runner: CliRunner, tmp_path: Path) -> None:

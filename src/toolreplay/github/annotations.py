@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -181,14 +181,21 @@ class AnnotationPlan:
         )
 
 
-def collect_annotations(reports: Sequence[Report]) -> list[Annotation]:
-    """Every finding and every file-level error of ``reports`` as an annotation."""
+def collect_annotations(
+    reports: Sequence[Report], *, level: Callable[[str], Level] | None = None
+) -> list[Annotation]:
+    """Every finding and every file-level error of ``reports`` as an annotation.
+
+    ``level`` overrides the kind table's level (the Action shows findings that do not fail
+    the build as warnings).
+    """
+    level_of = level or (lambda kind: kind_info(kind).level)
     out: list[Annotation] = []
     for report in reports:
         for f in report.findings:
             out.append(
                 Annotation(
-                    level=kind_info(f.kind).level,
+                    level=level_of(f.kind),
                     kind=f.kind,
                     path=f.path or report.path,
                     line=f.line or None,
@@ -199,7 +206,12 @@ def collect_annotations(reports: Sequence[Report]) -> list[Annotation]:
         for error in report.errors:
             out.append(
                 Annotation(
-                    level="error", kind=REPORT_ERROR, path=report.path, line=None, index=None, message=error
+                    level=level_of(REPORT_ERROR),
+                    kind=REPORT_ERROR,
+                    path=report.path,
+                    line=None,
+                    index=None,
+                    message=error,
                 )
             )
     return out
@@ -210,10 +222,11 @@ def plan_annotations(
     *,
     per_step: int = PER_STEP_LIMIT,
     per_job: int = PER_JOB_LIMIT,
+    level: Callable[[str], Level] | None = None,
 ) -> AnnotationPlan:
     """Rank the annotations (contract breaks, then non-determinism, then redundancy) and
     keep as many of each level as GitHub will show."""
-    ranked = sorted(collect_annotations(reports), key=Annotation.sort_key)
+    ranked = sorted(collect_annotations(reports, level=level), key=Annotation.sort_key)
     used: dict[str, int] = {}
     shown: list[Annotation] = []
     for a in ranked:

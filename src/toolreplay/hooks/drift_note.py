@@ -140,6 +140,8 @@ class Problem:
     subject: str
     lines: tuple[str, ...]
     baseline: str | None = None
+    #: the drift note this problem is about (an invalid note), from the repository root
+    note: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -260,6 +262,7 @@ def staged_notes(git: Git, entries: Iterable[Entry], notes_dir: str) -> tuple[li
                         one_line(str(err)),
                         "fix it, or unstage it: git restore --staged -- " + _shell(path),
                     ),
+                    note=path,
                 )
             )
     return notes, problems

@@ -37,13 +37,6 @@ KINDS: dict[str, KindInfo] = {
         help="The file changed after it was sealed, or links were cut, reordered or repeated. "
         "Restore the sealed file from version control, or re-record and re-seal it and commit a drift note.",
     ),
-    "missing-drift-note": KindInfo(
-        level="error",
-        rank=0,
-        summary="A sealed baseline changed without a drift note for that exact change.",
-        help="Run the `toolreplay note BASELINE` command the message names, explain the drift in the note, "
-        "and commit it with the baseline.",
-    ),
     "stale-baseline": KindInfo(
         level="warning",
         rank=1,
@@ -115,6 +108,27 @@ KINDS: dict[str, KindInfo] = {
         rank=2,
         summary="An identical call repeats the previous one with nothing in between that could change state.",
         help="The agent repeated work. Cache the result or fix the loop that re-issues the call.",
+    ),
+    # The drift-note rule, enforced by the GitHub Action over a pull request's own diff.
+    "missing-drift-note": KindInfo(
+        level="error",
+        rank=0,
+        summary="A sealed baseline changes in the pull request without a drift note for that exact change.",
+        help="Write the note (toolreplay note BASELINE), say why the drift is accepted, and add it under "
+        "the drift-notes folder in the same pull request. See docs/hooks.md.",
+    ),
+    "invalid-drift-note": KindInfo(
+        level="error",
+        rank=0,
+        summary="A drift note added or changed in the pull request is not valid.",
+        help="Fix the note's front matter or prose as the message says (toolreplay validate checks it).",
+    ),
+    "drift-note-unchecked": KindInfo(
+        level="warning",
+        rank=1,
+        summary="The drift-note rule could not be checked over the pull request's diff.",
+        help="Check out enough history for the base commit (actions/checkout with fetch-depth: 0) so the "
+        "Action can compare the pull request's base and head.",
     ),
 }
 

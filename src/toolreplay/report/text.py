@@ -26,7 +26,9 @@ def render_text(reports: Sequence[Report]) -> str:
             lines.append(f"== {one_line(report.path)}")
         lines.extend(f"{line.shown_label}: {line.text}" for line in report.header)
         lines.extend(
-            f"index {f.index}: {f.kind}: {one_line(f.message)}" if f.index is not None else one_line(f.text)
+            f"index {f.index}: {f.kind}: {one_line(f.message)}"
+            if f.index is not None
+            else (one_line(f.text) if f.tool else f"{f.kind}: {one_line(f.message)}")
             for f in report.findings
         )
         lines.extend(one_line(error) for error in report.errors)

@@ -1,0 +1,233 @@
+"""``toolreplay action``: what the GitHub Action runs (action.yml at the repository root).
+
+It runs ``check`` with the configuration, judges the drift-note rule over the pull
+request's own diff, and hands the result to GitHub: annotations, the job summary, an
+optional SARIF file, the one sticky PR comment, a JSON report and the step outputs.
+
+Every line it prints, on stdout and stderr alike, is either a workflow command built by
+:func:`~toolreplay.github.annotations.workflow_command` (values escaped) or text passed
+through :func:`~toolreplay.github.annotations.inert`, so nothing read from a transcript,
+a path or GitHub's answers can start a workflow command. The token is never printed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+from collections.abc import Sequence
+from pathlib import Path, PurePosixPath
+
+import click
+
+from toolreplay.check import run_check
+from toolreplay.cli import EXIT_CLEAN, EXIT_FINDINGS, EXIT_INTERNAL, EXIT_USAGE, atomic_output, cli
+from toolreplay.config import Config, load_config
+from toolreplay.errors import ToolreplayError
+from toolreplay.findings import Finding
+from toolreplay.github.action import (
+    REPORT_NAME,
+    FailPolicy,
+    Settings,
+    divergence,
+    parse_fail_on,
+    pull_range_from_env,
+    settings_from_env,
+    write_outputs,
+)
+from toolreplay.github.annotations import echo, plan_annotations, workflow_command
+from toolreplay.github.drift import check_pull_request
+from toolreplay.github.summary import write_summary
+from toolreplay.report import Report
+from toolreplay.report.json import render_json
+from toolreplay.report.kinds import REPORT_ERROR, Level, kind_info
+from toolreplay.report.sarif import render_sarif
+from toolreplay.report.text import render_text
+
+
+@cli.command(name="action")
+@click.pass_context
+def action_cmd(ctx: click.Context) -> None:
+    """What the GitHub Action runs: check, annotate, summarise, comment, set outputs.
+
+    Settings come from the environment that action.yml sets: TOOLREPLAY_CONFIG,
+    TOOLREPLAY_FAIL_ON (kinds separated by commas, any, or none), TOOLREPLAY_COMMENT,
+    TOOLREPLAY_ANNOTATIONS (true or false), TOOLREPLAY_SARIF (a path), TOOLREPLAY_TOKEN,
+    TOOLREPLAY_COMMENT_AUTHOR, and GitHub's own GITHUB_* and RUNNER_TEMP variables.
+    Exit 1 when a finding fails the build (per fail-on), 2 on a usage error.
+    """
+    settings: Settings | None = None
+    try:
+        settings = settings_from_env()
+        code = run_action(settings)
+    except ToolreplayError as err:
+        click.echo(workflow_command("error", f"toolreplay: {err}", title="toolreplay"), err=True)
+        code = EXIT_USAGE
+    except Exception as err:
+        if ctx.find_root().params.get("traceback"):
+            raise
+        echo(
+            f"toolreplay: internal error: {type(err).__name__}: {err}"
+            " (please report this; rerun with --traceback for details)",
+            err=True,
+        )
+        code = EXIT_INTERNAL
+    if code not in (EXIT_CLEAN, EXIT_FINDINGS) and settings is not None and settings.output:
+        write_outputs(settings.output, {"exit-code": str(code)})
+    ctx.exit(code)
+
+
+def run_action(settings: Settings) -> int:
+    """Everything the Action does, in order; returns the exit code."""
+    config = load_config(Path(settings.config) if settings.config else None)
+    policy = parse_fail_on(settings.fail_on, config.fail_on)
+    reports = rebase(run_check(config), config, settings.workspace)
+    drift = check_pull_request(config, pull_range_from_env(), workspace=settings.workspace)
+    reports = [*reports, *drift.reports]
+
+    findings = [f for r in reports for f in r.findings]
+    failing = [f for f in findings if policy.fails(f.kind)]
+    errors = sum(len(r.errors) for r in reports)
+    failing_count = len(failing) + (errors if policy.errors else 0)
+
+    if settings.annotations:
+        plan = plan_annotations(reports, level=lambda kind: _level(kind, policy))
+        for annotation in plan.shown:
+            click.echo(annotation.command(root=settings.workspace))
+        note = plan.note()
+        if note:
+            echo(note)
+    text = render_text(reports)
+    if text:
+        echo(text.rstrip("\n"))
+    echo(
+        f"total: {len(reports)} reports, {len(findings)} findings, {failing_count} failing"
+        f" (fail-on: {_describe(policy)}), {errors} unreadable"
+    )
+    echo(drift.status)
+
+    summary = write_summary(reports)
+    if summary.written:
+        echo(f"job summary: {summary.size} bytes{' (trimmed to fit 1 MiB)' if summary.trimmed else ''}")
+    else:
+        echo(f"job summary: not written ({summary.reason})")
+
+    if settings.sarif:
+        _write(settings.sarif, render_sarif(reports))
+        echo(f"SARIF: {settings.sarif}")
+    report_path = os.path.join(settings.runner_temp, REPORT_NAME)
+    _write(report_path, render_json(reports))
+
+    _comment(reports, settings)
+
+    code = EXIT_FINDINGS if failing_count else EXIT_CLEAN
+    if settings.output:
+        first = divergence(reports)
+        write_outputs(
+            settings.output,
+            {
+                "findings": str(len(findings)),
+                "failing": str(failing_count),
+                "divergence": "" if first is None else str(first),
+                "report": report_path,
+                "exit-code": str(code),
+            },
+        )
+    return code
+
+
+def _level(kind: str, policy: FailPolicy) -> Level:
+    """Findings that fail the build keep the kind's level; the others are warnings."""
+    fails = policy.errors if kind == REPORT_ERROR else policy.fails(kind)
+    return kind_info(kind).level if fails else "warning"
+
+
+def _describe(policy: FailPolicy) -> str:
+    if policy.kinds is None:
+        return "any"
+    if not policy.kinds and not policy.errors:
+        return "none"
+    return ",".join(sorted(policy.kinds))
+
+
+def rebase(reports: Sequence[Report], config: Config, workspace: str) -> list[Report]:
+    """Paths relative to the config's folder made relative to the workspace (the repository root)."""
+    prefix = os.path.relpath(config.root.resolve(), os.path.realpath(workspace))
+    if prefix == os.curdir or prefix.startswith(os.pardir):
+        return list(reports)
+    base = PurePosixPath(Path(prefix).as_posix())
+
+    def moved(path: str) -> str:
+        return str(base / path) if path and not os.path.isabs(path) else path
+
+    def finding(f: Finding) -> Finding:
+        return dataclasses.replace(f, path=moved(f.path))
+
+    return [
+        dataclasses.replace(r, path=moved(r.path), findings=tuple(finding(f) for f in r.findings))
+        for r in reports
+    ]
+
+
+def _write(path: str, text: str) -> None:
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    with atomic_output(path) as out:
+        out.write(text)
+
+
+def _comment(reports: Sequence[Report], settings: Settings) -> None:
+    from toolreplay.github.comment import publish_report, target_from_env
+
+    if not settings.comment:
+        echo("PR comment: off")
+        return
+    target = target_from_env()
+    if target is None:
+        echo("PR comment: skipped, this run is not about a pull request")
+        return
+    if not settings.token:
+        click.echo(
+            workflow_command(
+                "warning",
+                "toolreplay could not write the PR comment (no token: pass the token input, which "
+                "defaults to github.token); the annotations and the job summary still carry the report",
+                title="toolreplay comment",
+            )
+        )
+        return
+    _route_pygithub_log(settings.token)
+    result = publish_report(reports, target=target, token=settings.token, author=settings.comment_author)
+    warning = result.warning()
+    if warning is not None:
+        click.echo(warning)
+        return
+    echo(f"PR comment: {result.status} ({result.url or 'no URL'})")
+
+
+class _InertLogHandler(logging.Handler):
+    """Log records as inert lines on stderr, with the token blanked out."""
+
+    def __init__(self, token: str) -> None:
+        super().__init__(level=logging.WARNING)
+        self.token = token
+
+    def emit(self, record: logging.LogRecord) -> None:
+        text = f"PyGithub: {record.getMessage()}"
+        echo(text.replace(self.token, "***") if self.token else text, err=True)
+
+
+def _route_pygithub_log(token: str) -> None:
+    """PyGithub, on import, logs at INFO to its own stderr handler: every failed request,
+    including the 403 on GET /user that is expected with an installation token. Keep its
+    warnings, printed inert, and drop the rest (the outcome is reported by us)."""
+    try:
+        import github  # noqa: F401  (the import installs its handler, which we replace)
+    except ImportError:
+        return
+    logger = logging.getLogger("github")
+    for handler in list(logger.handlers):
+        logger.removeHandler(handler)
+    logger.addHandler(_InertLogHandler(token))
+    logger.setLevel(logging.WARNING)
+    logger.propagate = False

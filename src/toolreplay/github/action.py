@@ -1,0 +1,180 @@
+"""What ``toolreplay action`` needs from its environment, and what it hands back to the runner.
+
+``action.yml`` passes every input through an environment variable (never spliced into a
+script), so the settings are read here, strictly: a bad value is a usage error naming the
+input. The pull request's range comes from the event payload GitHub writes to
+``GITHUB_EVENT_PATH``; step outputs go to ``GITHUB_OUTPUT`` in the multi-line form with a
+random delimiter, so no value can end its own entry and start another.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from toolreplay.errors import InputError
+from toolreplay.findings import KIND_ORDER, quote
+from toolreplay.github.drift import PullRange, is_sha
+from toolreplay.report import Report
+from toolreplay.report.kinds import KINDS, REPORT_ERROR
+
+#: environment variable -> the action.yml input it carries
+INPUTS = {
+    "TOOLREPLAY_CONFIG": "config",
+    "TOOLREPLAY_FAIL_ON": "fail-on",
+    "TOOLREPLAY_COMMENT": "comment",
+    "TOOLREPLAY_ANNOTATIONS": "annotations",
+    "TOOLREPLAY_SARIF": "sarif",
+    "TOOLREPLAY_TOKEN": "token",
+    "TOOLREPLAY_COMMENT_AUTHOR": "comment-author",
+}
+_TRUE = frozenset({"true", "yes", "on", "1"})
+_FALSE = frozenset({"false", "no", "off", "0"})
+REPORT_NAME = "toolreplay-report.json"
+
+
+def known_kinds() -> frozenset[str]:
+    """Every finding kind ``fail-on`` may name."""
+    return frozenset(KIND_ORDER) | frozenset(KINDS) | {REPORT_ERROR}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FailPolicy:
+    """Which findings fail the job: ``kinds`` None means every kind; ``errors``: unreadable files."""
+
+    kinds: frozenset[str] | None
+    errors: bool = True
+
+    def fails(self, kind: str) -> bool:
+        return self.kinds is None or kind in self.kinds
+
+
+def parse_fail_on(text: str, default: frozenset[str] | None) -> FailPolicy:
+    """``fail-on``: empty (the config's ``fail_on``), ``any``, ``none``, or kinds separated by commas."""
+    value = text.strip()
+    if not value:
+        return FailPolicy(kinds=default)
+    if value.lower() == "any":
+        return FailPolicy(kinds=None)
+    if value.lower() == "none":
+        return FailPolicy(kinds=frozenset(), errors=False)
+    kinds = [k.strip() for k in value.split(",") if k.strip()]
+    unknown = sorted(set(kinds) - known_kinds())
+    if unknown or not kinds:
+        raise InputError(
+            f"input fail-on: unknown finding kind {quote(unknown[0]) if unknown else quote(value)}; "
+            f"use any, none, or kinds separated by commas: {', '.join(sorted(known_kinds()))}"
+        )
+    return FailPolicy(kinds=frozenset(kinds))
+
+
+def _flag(env: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = env.get(name, "").strip().lower()
+    if not raw:
+        return default
+    if raw in _TRUE:
+        return True
+    if raw in _FALSE:
+        return False
+    raise InputError(f"input {INPUTS[name]}: expected true or false, got {quote(env[name])}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Settings:
+    """The Action's inputs and the runner's folders. The token is left out of ``repr``."""
+
+    config: str | None
+    fail_on: str
+    comment: bool
+    annotations: bool
+    sarif: str | None
+    comment_author: str | None
+    workspace: str
+    runner_temp: str
+    output: str | None
+    token: str = field(default="", repr=False)
+
+
+def settings_from_env(environ: Mapping[str, str] | None = None) -> Settings:
+    """Read the inputs ``action.yml`` sets (``TOOLREPLAY_*``) and GitHub's own variables."""
+    env = os.environ if environ is None else environ
+    token = env.get("TOOLREPLAY_TOKEN") or env.get("GITHUB_TOKEN") or ""
+    return Settings(
+        config=env.get("TOOLREPLAY_CONFIG", "").strip() or None,
+        fail_on=env.get("TOOLREPLAY_FAIL_ON", ""),
+        comment=_flag(env, "TOOLREPLAY_COMMENT", True),
+        annotations=_flag(env, "TOOLREPLAY_ANNOTATIONS", True),
+        sarif=env.get("TOOLREPLAY_SARIF", "").strip() or None,
+        comment_author=env.get("TOOLREPLAY_COMMENT_AUTHOR", "").strip() or None,
+        workspace=env.get("GITHUB_WORKSPACE") or os.getcwd(),
+        runner_temp=env.get("RUNNER_TEMP") or tempfile.gettempdir(),
+        output=env.get("GITHUB_OUTPUT") or None,
+        token=token.strip(),
+    )
+
+
+def pull_range_from_env(environ: Mapping[str, str] | None = None) -> PullRange | None:
+    """The pull request's base and head commits, from the event payload; None when not a PR.
+
+    The head is what the workflow checked out (``GITHUB_SHA``: on ``pull_request`` the
+    merge of head into base), except on ``pull_request_target``, where ``GITHUB_SHA`` is
+    the base branch and the pull request's own head is ``pull_request.head.sha``.
+    """
+    env = os.environ if environ is None else environ
+    path = env.get("GITHUB_EVENT_PATH")
+    if not path:
+        return None
+    try:
+        with open(path, encoding="utf-8") as stream:
+            event = json.load(stream)
+    except (OSError, ValueError):
+        return None
+    pull = event.get("pull_request") if isinstance(event, dict) else None
+    if not isinstance(pull, dict):
+        return None
+    base = _sha(pull.get("base"))
+    head_sha = _sha(pull.get("head"))
+    checked_out = env.get("GITHUB_SHA", "")
+    if env.get("GITHUB_EVENT_NAME") == "pull_request_target" or not is_sha(checked_out):
+        head = head_sha
+    else:
+        head = checked_out
+    if base is None or head is None:
+        return None
+    return PullRange(base=base, head=head)
+
+
+def _sha(side: object) -> str | None:
+    sha = side.get("sha") if isinstance(side, dict) else None
+    return sha if isinstance(sha, str) and is_sha(sha) else None
+
+
+def divergence(reports: Sequence[Report]) -> int | None:
+    """The first divergence over all transcripts: the smallest ``divergence`` index reported."""
+    found = [
+        line.value
+        for r in reports
+        for line in r.header
+        if line.key == "divergence" and isinstance(line.value, int) and not isinstance(line.value, bool)
+    ]
+    return min(found) if found else None
+
+
+def write_outputs(path: str, values: Mapping[str, str]) -> None:
+    """Append step outputs to ``GITHUB_OUTPUT`` as ``name<<DELIMITER`` blocks.
+
+    The delimiter is random per value (as @actions/core's ``prepareKeyValueMessage`` does),
+    so no value, whatever it holds, can close its block and write another output.
+    """
+    blocks = []
+    for name, value in values.items():
+        delimiter = f"ghadelimiter_{secrets.token_hex(16)}"
+        if delimiter in value or "\n" in name or "\r" in name:  # pragma: no cover - 2**-128
+            raise ValueError(f"cannot write output {name!r} safely")
+        blocks.append(f"{name}<<{delimiter}\n{value}\n{delimiter}\n")
+    with open(path, "a", encoding="utf-8", newline="\n") as out:
+        out.write("".join(blocks))

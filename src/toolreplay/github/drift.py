@@ -1,0 +1,180 @@
+"""The drift-note rule over a pull request's own diff, as findings (the hooks can be skipped).
+
+The pre-commit guard (:mod:`toolreplay.hooks.drift_note`) judges one commit; here the same
+rule is judged over ``base...head`` (:func:`~toolreplay.hooks.drift_note.check_range`)
+with the baselines and the notes folder of the configuration, and every refusal becomes a
+finding on the file it is about, so it shows up as an annotation, in the job summary and
+in the PR comment like any other finding.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from toolreplay.config import Config
+from toolreplay.findings import Finding, one_line, quote
+from toolreplay.hooks.drift_note import Git, GitError, GuardResult, Problem, check_range, normalize_dir
+from toolreplay.report import Line, Report
+
+MISSING = "missing-drift-note"
+INVALID = "invalid-drift-note"
+UNCHECKED = "drift-note-unchecked"
+COMMAND = "drift-note"
+
+_SHA = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PullRange:
+    """The two commits a pull request's change lies between."""
+
+    base: str
+    head: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DriftOutcome:
+    """The reports to add to the run, and one plain line saying what was checked."""
+
+    reports: tuple[Report, ...]
+    status: str
+
+
+def is_sha(text: str) -> bool:
+    return bool(_SHA.match(text))
+
+
+def glob_patterns(globs: Sequence[str], prefix: str) -> tuple[str, ...]:
+    """The config's baseline globs (relative to its folder) as fnmatch patterns from the repo root.
+
+    fnmatch's ``*`` also matches ``/``; pathlib's ``**/`` may match no folder at all, so a
+    variant without it is added.
+    """
+    out: list[str] = []
+    for glob in globs:
+        for variant in (glob, glob.replace("**/", "")):
+            pattern = str(PurePosixPath(prefix, variant)) if prefix else variant
+            if pattern not in out:
+                out.append(pattern)
+    return tuple(out)
+
+
+def check_pull_request(config: Config, pull: PullRange | None, *, workspace: str) -> DriftOutcome:
+    """Judge the pull request's change of the configured baselines; findings for what fails."""
+    if not config.baselines:
+        return DriftOutcome(reports=(), status="drift notes: no baselines configured, nothing to check")
+    if pull is None:
+        return DriftOutcome(
+            reports=(), status="drift notes: not a pull request, so there is no base...head range to check"
+        )
+    config_file = _relative(Path(config.source).resolve(), workspace)
+    git = Git(cwd=workspace)
+    try:
+        top = git.run("rev-parse", "--show-toplevel").decode("utf-8", "surrogateescape").rstrip("\n")
+        for rev in (pull.base, pull.head):
+            git.run("cat-file", "-e", f"{rev}^{{commit}}")
+    except GitError as err:
+        return _unchecked(config_file, f"git cannot compare {pull.base[:12]}...{pull.head[:12]}: {err}")
+    prefix = os.path.relpath(config.root.resolve(), os.path.realpath(top))
+    if prefix == os.curdir:
+        prefix = ""
+    elif prefix.startswith(os.pardir):
+        return _unchecked(config_file, "the configuration lies outside the git work tree")
+    prefix = PurePosixPath(Path(prefix)).as_posix() if prefix else ""
+    notes = str(PurePosixPath(prefix, config.drift_notes)) if prefix else config.drift_notes
+    notes_dir = normalize_dir(notes)
+    try:
+        result = check_range(
+            git, pull.base, pull.head, patterns=glob_patterns(config.baselines, prefix), notes_dir=notes_dir
+        )
+    except GitError as err:
+        return _unchecked(config_file, f"git could not diff {pull.base[:12]}...{pull.head[:12]}: {err}")
+    reports = _reports(result, top=top, workspace=workspace, notes_dir=notes_dir)
+    span = f"{pull.base[:12]}...{pull.head[:12]}"
+    if result.problems:
+        status = f"drift notes: {len(result.problems)} problem(s) in {span}, see the findings"
+    elif result.changes:
+        status = f"drift notes: every baseline change in {span} has its note"
+    else:
+        status = f"drift notes: no sealed baseline changes in {span}"
+    return DriftOutcome(reports=tuple(reports), status=status)
+
+
+def _relative(path: Path, workspace: str) -> str:
+    rel = os.path.relpath(path, os.path.realpath(workspace))
+    return Path(rel).as_posix()
+
+
+def _unchecked(config_file: str, reason: str) -> DriftOutcome:
+    finding = Finding(
+        kind=UNCHECKED,
+        index=None,
+        tool="",
+        path=config_file,
+        message=one_line(f"the drift-note rule was not checked: {reason}"),
+    )
+    report = Report(command=COMMAND, path=config_file, findings=(finding,))
+    return DriftOutcome(reports=(report,), status="drift notes: NOT checked (see the finding)")
+
+
+def _message(problem: Problem, notes_dir: str) -> str:
+    """The guard's refusal as one line for a pull request.
+
+    The heads are left out (the report's header carries them), and the hook's advice to
+    stage the note "in this same commit" becomes adding it to the pull request.
+    """
+    details = [
+        line.strip()
+        for line in problem.lines
+        if not line.startswith(("from:", "to:", "then explain", "write the note:", "fix it, or unstage it"))
+    ]
+    if any(line.startswith("fix it, or unstage it") for line in problem.lines):
+        details.append("fix it in this pull request")
+    writes = [line for line in problem.lines if line.startswith("write the note:")]
+    if writes:
+        details += [
+            *writes,
+            f"then explain the drift in it and add it under {notes_dir}/ in this pull request",
+        ]
+    return one_line(f"{problem.subject}: {'; '.join(details)}")
+
+
+def _reports(result: GuardResult, *, top: str, workspace: str, notes_dir: str) -> list[Report]:
+    """One report per changed baseline (with its finding when no note accepts it) and per bad note."""
+
+    def where(path: str) -> str:
+        return _relative(Path(top, path), workspace)
+
+    problems = {p.baseline: p for p in result.problems if p.baseline is not None}
+    reports = []
+    for change in result.changes:
+        problem = problems.get(change.baseline)
+        findings: tuple[Finding, ...] = ()
+        if problem is not None:
+            path = where(change.baseline)
+            findings = (
+                Finding(kind=MISSING, index=None, tool="", path=path, message=_message(problem, notes_dir)),
+            )
+        header = (
+            Line(key="change", value=change.action, text=one_line(change.action)),
+            Line(key="from", value=change.from_head, text=change.from_head),
+            Line(key="to", value=change.to_head, text=change.to_head or "none"),
+            Line(
+                key="note",
+                value="missing" if problem else "accepted",
+                text="missing" if problem else "accepted",
+            ),
+        )
+        reports.append(Report(command=COMMAND, path=where(change.baseline), header=header, findings=findings))
+    for problem in result.problems:
+        if problem.baseline is None:
+            path = where(problem.note) if problem.note else ""
+            finding = Finding(
+                kind=INVALID, index=None, tool="", path=path, message=_message(problem, notes_dir)
+            )
+            reports.append(Report(command=COMMAND, path=path or quote(problem.subject), findings=(finding,)))
+    return sorted(reports, key=lambda r: r.path)

@@ -1,0 +1,273 @@
+"""action.yml is code: its inputs reach scripts only through env:, and its run: steps really work.
+
+The slow test runs the steps with bash the way the runner would for a composite action
+on a pull request: ``${{ }}`` in ``env:`` expanded by us from the inputs, ``github.token``
+and earlier steps' outputs; a fresh ``GITHUB_OUTPUT`` per step; ``GITHUB_ACTION_PATH``
+this repository (so ``pip install`` builds it); ``GITHUB_API_URL`` a local server that
+speaks GitHub's REST API. The setup-python step is skipped (its ``if:`` is false without
+a python-version), so the runner's python3 makes the venv.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.action_env import BASELINE, NUMBER, OWNER, TRANSCRIPT, parse_outputs, pull_request
+from tests.conftest import ROOT
+from tests.github_fake import Account, FakeGitHub
+from tests.gitrepo import git_env
+from tests.runner_sim import commands, parse_v2
+from toolreplay.github.annotations import starts_command
+from toolreplay.github.comment import ACTIONS_BOT, MARKER
+
+ACTION = ROOT / "action.yml"
+SELFTEST = ROOT / ".github" / "workflows" / "selftest.yml"
+TOKEN = "ghs_workflowTOKEN0123456789abcdef"
+_EXPR = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
+_PINNED = re.compile(r"^[\w.-]+/[\w.-]+(/[\w./-]+)?@[0-9a-f]{40}$")
+
+
+def action() -> dict[str, Any]:
+    data: dict[str, Any] = yaml.safe_load(ACTION.read_text(encoding="utf-8"))
+    return data
+
+
+def steps() -> list[dict[str, Any]]:
+    result: list[dict[str, Any]] = action()["runs"]["steps"]
+    return result
+
+
+def test_action_is_a_composite_with_branding_inputs_and_outputs() -> None:
+    """The manifest declares what the docs promise: a composite, branding, the inputs and outputs."""
+    data = action()
+    assert data["runs"]["using"] == "composite"
+    assert set(data["branding"]) == {"icon", "color"}
+    assert list(data["inputs"]) == [
+        "config", "fail-on", "comment", "annotations", "sarif", "token", "comment-author", "python-version",
+    ]  # fmt: skip
+    assert data["inputs"]["token"]["default"] == "${{ github.token }}"
+    assert data["inputs"]["comment"]["default"] == "true"
+    assert data["inputs"]["annotations"]["default"] == "true"
+    assert {name: o["value"] for name, o in data["outputs"].items()} == {
+        name: f"${{{{ steps.run.outputs.{name} }}}}"
+        for name in ("findings", "failing", "divergence", "report", "exit-code")
+    }
+
+
+def test_inputs_reach_scripts_only_through_env() -> None:
+    """No run: script holds ${{ }}; every input is read in some step's env: (or a pinned action's with:)."""
+    read: set[str] = set()
+    for step in steps():
+        if "run" in step:
+            assert "${{" not in step["run"], step["name"]
+            assert step["shell"] == "bash"
+            assert step["run"].startswith("set -euo pipefail\n")
+            values = step.get("env", {}).values()
+        else:
+            assert _PINNED.match(step["uses"]), step["uses"]
+            values = step.get("with", {}).values()
+        for value in values:
+            read |= set(re.findall(r"\binputs\.([\w-]+)", str(value)))
+    assert read == set(action()["inputs"])
+
+
+def test_action_pins_match_the_ci_workflow() -> None:
+    """setup-python in action.yml is pinned to the same commit as the project's CI."""
+    ci = (ROOT / ".github" / "workflows" / "ci.yml").read_text()
+    [setup] = [s["uses"] for s in steps() if "uses" in s]
+    assert setup.startswith("actions/setup-python@")
+    assert setup in ci
+
+
+def test_selftest_workflow_uses_the_action_with_minimal_permissions() -> None:
+    """The self-test runs uses: ./ with contents read and pull-requests write only, actions pinned."""
+    workflow = yaml.safe_load(SELFTEST.read_text())
+    assert workflow["permissions"] == {"contents": "read", "pull-requests": "write"}
+    [job] = workflow["jobs"].values()
+    uses = [s["uses"] for s in job["steps"] if "uses" in s]
+    assert uses.count("./") == 2
+    assert all(_PINNED.match(u) for u in uses if u != "./")
+    assert all("${{" not in s["run"] for s in job["steps"] if "run" in s)
+    checkout = next(s for s in job["steps"] if s.get("uses", "").startswith("actions/checkout@"))
+    assert checkout["with"]["fetch-depth"] == 0
+
+
+# -- running the steps as the runner would ------------------------------------------------------
+
+
+@dataclass
+class StepRun:
+    name: str
+    returncode: int
+    stdout: str
+    stderr: str
+    outputs: dict[str, str]
+
+
+def expand(value: Any, context: Mapping[str, Any]) -> str:
+    """Expand ``${{ inputs.x }}``, ``${{ github.token }}`` and ``${{ steps.id.outputs.x }}``."""
+
+    def one(match: re.Match[str]) -> str:
+        expr = match.group(1)
+        if expr.startswith("inputs."):
+            return str(context["inputs"][expr[len("inputs.") :]])
+        if expr == "github.token":
+            return str(context["token"])
+        step = re.fullmatch(r"steps\.([\w-]+)\.outputs\.([\w-]+)", expr)
+        if step:
+            return str(context["steps"].get(step.group(1), {}).get(step.group(2), ""))
+        raise AssertionError(f"the simulated runner does not evaluate {expr!r}")
+
+    return _EXPR.sub(one, str(value))
+
+
+def condition(text: str, context: Mapping[str, Any]) -> bool:
+    match = re.fullmatch(r"inputs\.([\w-]+) != ''", text)
+    assert match, f"the simulated runner does not evaluate if: {text!r}"
+    return context["inputs"][match.group(1)] != ""
+
+
+def run_action(
+    workspace: Path, temp: Path, event: Path, api_url: str, head: str, given: Mapping[str, str]
+) -> tuple[list[StepRun], dict[str, str], Path]:
+    """Run action.yml's steps; (the steps that ran, the action's outputs, the run step's summary file)."""
+    declared = action()
+    inputs = {name: spec.get("default", "") for name, spec in declared["inputs"].items()}
+    inputs.update(given)
+    context: dict[str, Any] = {"token": TOKEN, "steps": {}}
+    context["inputs"] = {name: expand(value, context) for name, value in inputs.items()}
+    base = {
+        key: value
+        for key, value in git_env().items()
+        if key in ("PATH", "HOME", "LANG", "TMPDIR", "SSL_CERT_FILE") or key.startswith(("PIP_", "GIT_"))
+    }
+    base.update(
+        NO_PROXY="127.0.0.1,localhost",
+        CI="true",
+        GITHUB_ACTIONS="true",
+        GITHUB_ACTION_PATH=str(ROOT),
+        GITHUB_WORKSPACE=str(workspace),
+        GITHUB_REPOSITORY=f"{OWNER}/agents",
+        GITHUB_EVENT_NAME="pull_request",
+        GITHUB_EVENT_PATH=str(event),
+        GITHUB_SHA=head,
+        GITHUB_REF=f"refs/pull/{NUMBER}/merge",
+        GITHUB_API_URL=api_url,
+        RUNNER_TEMP=str(temp),
+    )
+    ran: list[StepRun] = []
+    summary = temp / "no-summary"
+    for n, step in enumerate(declared["runs"]["steps"]):
+        if "if" in step and not condition(step["if"], context):
+            continue
+        assert "run" in step, f"step {step.get('name')} would run an action the simulation cannot run"
+        output, summary = temp / f"output-{n}", temp / f"summary-{n}.md"
+        output.write_text("")
+        script = temp / f"step-{n}.sh"
+        script.write_text(step["run"])
+        env = dict(base, GITHUB_OUTPUT=str(output), GITHUB_STEP_SUMMARY=str(summary))
+        env.update({key: expand(value, context) for key, value in step.get("env", {}).items()})
+        proc = subprocess.run(
+            ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
+            cwd=workspace,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=600,
+        )
+        outputs = parse_outputs(output.read_text())
+        context["steps"][step.get("id", f"step{n}")] = outputs
+        ran.append(StepRun(step.get("name", ""), proc.returncode, proc.stdout, proc.stderr, outputs))
+        if proc.returncode != 0:
+            break  # the runner stops the composite at a failing step
+    action_outputs = {name: expand(o["value"], context) for name, o in declared["outputs"].items()}
+    return ran, action_outputs, summary
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeGitHub]:
+    server = FakeGitHub(
+        owner=OWNER,
+        repo="agents",
+        number=NUMBER,
+        tokens={TOKEN: Account(login=ACTIONS_BOT, installation=True)},
+    )
+    with server:
+        yield server
+
+
+@pytest.mark.slow
+def test_action_steps_run_on_a_pull_request(tmp_path: Path, fake: FakeGitHub) -> None:
+    """The steps install toolreplay from the action's folder and report a PR that re-seals a baseline
+    without a note: outputs, annotations, summary, SARIF, exactly one comment; a rerun edits nothing."""
+    pr = pull_request(tmp_path / "workspace", tools=["\n::add-mask::x"])
+    temp = tmp_path / "runner-temp"
+    temp.mkdir()
+    event = pr.event(tmp_path)
+    given = {"sarif": "toolreplay.sarif"}
+
+    ran, outputs, summary = run_action(pr.path, temp, event, fake.api_url, pr.head, given)
+    assert [s.name for s in ran] == ["Install toolreplay", "Run toolreplay"]
+    install, run = ran
+    assert install.returncode == 0, install.stderr
+    assert (Path(install.outputs["bin"]) / "toolreplay").exists()
+    assert run.returncode == 1, run.stderr
+    assert run.stderr == ""  # nothing unescaped on stderr either (PyGithub's request log included)
+
+    assert outputs == {
+        "findings": "4",
+        "failing": "4",
+        "divergence": "4",
+        "report": str(temp / "toolreplay-report.json"),
+        "exit-code": "1",
+    }
+    report = json.loads(Path(outputs["report"]).read_text())
+    assert report["version"] == 1
+
+    found = commands(run.stdout) + commands(run.stderr)
+    assert [(c.name, c.properties.get("file"), c.properties.get("line")) for c in found] == [
+        ("error", BASELINE, None),
+        ("error", TRANSCRIPT, "6"),
+        ("error", TRANSCRIPT, "5"),
+        ("warning", TRANSCRIPT, "2"),
+    ]
+    assert found[0].properties["title"] == "toolreplay missing-drift-note"
+    assert (
+        found[1].data
+        == "index 5: tool '\\n::add-mask::x' is not in the declared scope for agent 'docs-reader'"
+    )
+    for line in (run.stdout + run.stderr).split("\n"):
+        if not parse_v2(line):
+            assert not any(starts_command(piece) for piece in line.splitlines()), repr(line)
+
+    text = summary.read_text()
+    assert text.startswith("### toolreplay report\n\n**4 findings** in 2 of 3 files.")
+    assert "missing-drift-note" in text
+
+    sarif = json.loads((pr.path / "toolreplay.sarif").read_text())
+    assert sarif["version"] == "2.1.0"
+    assert sorted(r["ruleId"] for r in sarif["runs"][0]["results"]) == [
+        "missing-drift-note", "non-determinism", "permission-overreach", "redundant-call",
+    ]  # fmt: skip
+
+    assert len(fake.comments) == 1
+    [comment] = fake.comments
+    assert comment["login"] == ACTIONS_BOT and comment["body"].startswith(MARKER + "\n### toolreplay report")
+    assert [w.method for w in fake.writes()] == ["POST"]
+    assert TOKEN not in install.stdout + install.stderr + run.stdout + run.stderr
+
+    # the next push: the same report, so the sticky comment is left as it is
+    again, outputs_again, _ = run_action(pr.path, temp, event, fake.api_url, pr.head, given)
+    assert again[-1].returncode == 1 and outputs_again == outputs
+    assert "PR comment: unchanged" in again[-1].stdout
+    assert [w.method for w in fake.writes()] == ["POST"] and len(fake.comments) == 1
