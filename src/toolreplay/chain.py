@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
+from typing import IO
 
-from toolreplay.canonical import canonical
-from toolreplay.transcript import GENESIS, Link, Record
+from toolreplay.canonical import canonical, canonical_decoded, colons_agree, decode_fast
+from toolreplay.errors import InputError
+from toolreplay.transcript import GENESIS, Link, Record, check_fields, iter_lines, parse_line
 
 
 def parts_of(record: Record) -> tuple[str, str, str]:
@@ -71,9 +74,13 @@ def verify(links: Iterable[Link]) -> ChainState:
     it. ``expected`` is the digest this link's content would have there; ``found`` is
     the digest stored in the file.
     """
-    prev = GENESIS
+    return _walk(links, prev=GENESIS, start=0)
+
+
+def _walk(links: Iterable[Link], *, prev: str, start: int) -> ChainState:
+    """:func:`verify` from position ``start``, the chain's head there being ``prev``."""
     count = 0
-    for position, link in enumerate(links):
+    for position, link in enumerate(links, start):
         record = link.record
         if record.index != position:
             reason = f"index {record.index} where the chain requires {position}"
@@ -98,3 +105,106 @@ def _break(position: int, link: Link, expected: str, reason: str) -> Break:
     return Break(
         position=position, line=link.record.line, expected=expected, found=link.digest, reason=reason
     )
+
+
+# --- the fast path over raw lines ------------------------------------------------------------
+#
+# Sealing and verifying spend their time decoding and re-encoding JSON. These functions do
+# each line with one orjson decode and one or two orjson encodes (``canonical_decoded``,
+# byte-identical to ``canonical``), and never build a Record. They only ever answer "this
+# line is fine, here is what it holds" or "don't know" (None): the callers then take the
+# exact path above for that line, which names the problem precisely. A fast answer is never
+# a second opinion.
+
+_PREV_GAP = '"prev":""'
+
+
+def fast_parts(raw: bytes) -> tuple[int, str, str, str] | None:
+    """(index, head, middle, tail) of a transcript line, as :func:`parts_of` gives them."""
+    value = decode_fast(raw)
+    if value is None:
+        return None
+    try:
+        check_fields(value, sealed=False)
+        head = '{"args":' + canonical_decoded(value["args"])
+        rest = {key: item for key, item in value.items() if key != "args"}
+        rest["prev"] = ""
+        text = canonical_decoded(rest)
+    except (InputError, ValueError):
+        return None
+    # a duplicate key somewhere would have lost a colon (canonical.colons_agree); the
+    # placeholder prev adds one that the line does not have
+    if not colons_agree(raw, head.count(":") + text.count(":") - 1):
+        return None
+    gap = text.index(_PREV_GAP)  # index and fingerprint, the only keys before it, cannot hold it
+    return value["index"], head, "," + text[1:gap] + '"prev":"', '"' + text[gap + len(_PREV_GAP) :]
+
+
+def fast_link(raw: bytes) -> tuple[int, str, str] | None:
+    """(index, prev, digest) of a sealed line that is canonical and whose digest is its own."""
+    value = decode_fast(raw)
+    if value is None:
+        return None
+    try:
+        check_fields(value, sealed=True)
+        text = canonical_decoded(value)
+    except (InputError, ValueError):
+        return None
+    if text.encode("ascii") != raw:
+        return None
+    digest = value["digest"]
+    member = ',"digest":"' + digest + '"'
+    body = text.replace(member, "", 1)
+    if hashlib.sha256(body.encode("ascii")).hexdigest() != digest:
+        return None  # or the member was found inside args: the exact path decides
+    return value["index"], value["prev"], digest
+
+
+def seal_lines(stream: IO[bytes], path: str) -> Iterator[str]:
+    """The sealed lines of an open transcript, fast where it can be and exact everywhere."""
+    prev = GENESIS
+    for expected, (number, raw) in enumerate(iter_lines(stream, path)):
+        parts = fast_parts(raw)
+        if parts is None:
+            try:
+                record, _ = parse_line(raw, line=number)
+            except InputError as err:
+                raise InputError(err.problem, path=path, line=number, pointer=err.pointer) from err
+            parts = (record.index, *parts_of(record))
+        index, head, middle, tail = parts
+        if index != expected:
+            raise InputError(
+                f"index {index} is out of order: expected {expected}",
+                path=path,
+                line=number,
+                pointer="/index",
+            )
+        digest = hashlib.sha256((head + middle + prev + tail).encode("ascii")).hexdigest()
+        yield head + ',"digest":"' + digest + '"' + middle + prev + tail
+        prev = digest
+
+
+def verify_stream(stream: IO[bytes], path: str) -> ChainState:
+    """:func:`verify` over an open sealed transcript, fast for every link that follows."""
+    prev = GENESIS
+    count = 0
+    lines = iter_lines(stream, path)
+    for position, (number, raw) in enumerate(lines):
+        quick = fast_link(raw)
+        if quick is not None and quick[0] == position and quick[1] == prev:
+            prev = quick[2]
+            count += 1
+            continue
+        # something is off, or merely unusual: the exact walk from here names it
+        state = _walk(_exact_links(number, raw, lines, path), prev=prev, start=position)
+        return ChainState(links=count + state.links, head=state.head, broken=state.broken)
+    return ChainState(links=count, head=prev, broken=None)
+
+
+def _exact_links(number: int, raw: bytes, rest: Iterator[tuple[int, bytes]], path: str) -> Iterator[Link]:
+    for line_number, line in itertools.chain([(number, raw)], rest):
+        try:
+            record, value = parse_line(line, sealed=True, line=line_number)
+        except InputError as err:
+            raise InputError(err.problem, path=path, line=line_number, pointer=err.pointer) from err
+        yield Link(record=record, prev=value["prev"], digest=value["digest"], raw=line)

@@ -11,6 +11,7 @@ from typing import IO, Any
 from toolreplay.canonical import (
     MAX_RECORD_BYTES,
     canonical,
+    canonical_decoded,
     check_shape,
     colons_agree,
     decode_fast,
@@ -91,7 +92,8 @@ def _field_error(name: str, want: str, value: Any) -> InputError:
     return InputError(f'field "{name}" must be {want}, not {_type_name(value)}', pointer=f"/{name}")
 
 
-def _build(value: Any, *, sealed: bool, line: int) -> tuple[Record, dict[str, Any]]:
+def check_fields(value: Any, *, sealed: bool) -> None:
+    """Refuse a decoded line whose fields break SPEC §1.1 (or §1.3 for a sealed link)."""
     if not isinstance(value, dict):
         raise InputError(f"a record must be a JSON object, not {_type_name(value)}")
     allowed = REQUIRED + OPTIONAL + (LINK_EXTRA if sealed else ())
@@ -111,21 +113,18 @@ def _build(value: Any, *, sealed: bool, line: int) -> tuple[Record, dict[str, An
         raise _field_error("tool", "a string", tool)
     if not tool:
         raise InputError('field "tool" must not be empty', pointer="/tool")
-    args = value["args"]
-    if not isinstance(args, dict):
-        raise _field_error("args", "an object", args)
-    response = value["response"]
-    if not isinstance(response, dict):
-        raise _field_error("response", "an object", response)
-    fingerprint = value.get("fingerprint")
-    if fingerprint is not None or "fingerprint" in value:
+    if not isinstance(value["args"], dict):
+        raise _field_error("args", "an object", value["args"])
+    if not isinstance(value["response"], dict):
+        raise _field_error("response", "an object", value["response"])
+    if "fingerprint" in value:
+        fingerprint = value["fingerprint"]
         if not isinstance(fingerprint, str):
             raise _field_error("fingerprint", "a string of 16 lowercase hex digits", fingerprint)
         if not _FINGERPRINT.fullmatch(fingerprint):
             raise InputError('field "fingerprint" must be 16 lowercase hex digits', pointer="/fingerprint")
-    state = value.get("state")
-    canon_state = None
-    if state is not None or "state" in value:
+    if "state" in value:
+        state = value["state"]
         if not isinstance(state, dict):
             raise _field_error("state", "an object of strings", state)
         for key, item in state.items():
@@ -134,22 +133,32 @@ def _build(value: Any, *, sealed: bool, line: int) -> tuple[Record, dict[str, An
                     f"state values must be strings, not {_type_name(item)}",
                     pointer="/state/" + _escape(key),
                 )
-        canon_state = canonical(state)
     if sealed:
         for name in LINK_EXTRA:
             if not isinstance(value[name], str) or not _DIGEST.fullmatch(value[name]):
                 raise InputError(f'field "{name}" must be 64 lowercase hex digits', pointer=f"/{name}")
+
+
+def _build(value: Any, *, sealed: bool, line: int, decoded: bool = True) -> tuple[Record, dict[str, Any]]:
+    """Check a decoded line's fields and build its record.
+
+    ``decoded`` says the value came out of a JSON decoder, so the faster canonical
+    encoder applies; values built in Python (``make_record``) take :func:`canonical`.
+    """
+    check_fields(value, sealed=sealed)
+    encode = canonical_decoded if decoded else canonical
+    state = value.get("state")
     record = Record(
-        index=index,
-        tool=tool,
-        args=args,
-        response=response,
-        fingerprint=fingerprint,
+        index=value["index"],
+        tool=value["tool"],
+        args=value["args"],
+        response=value["response"],
+        fingerprint=value.get("fingerprint"),
         state=state,
         line=line,
-        canon_args=canonical(args),
-        canon_response=canonical(response),
-        canon_state=canon_state,
+        canon_args=encode(value["args"]),
+        canon_response=encode(value["response"]),
+        canon_state=None if state is None else encode(state),
     )
     return record, value
 
@@ -242,7 +251,7 @@ def make_record(
     if state is not None:
         value["state"] = state
     try:
-        return _build(value, sealed=False, line=0)[0]
+        return _build(value, sealed=False, line=0, decoded=False)[0]
     except ValueError as err:  # NaN or infinity somewhere in the values
         raise InputError(f"not representable as JSON: {err}") from err
 

@@ -145,3 +145,52 @@ def test_duplicate_hidden_by_an_escaped_colon(raw: bytes) -> None:
 
     with pytest.raises(InputError, match="duplicate key"):
         parse_line(b'{"index":0,"tool":"t","args":' + raw + b',"response":{}}')
+
+
+# --- the faster encoder: byte-identical to canonical() on decoded values ---------------------
+
+from toolreplay.canonical import canonical_decoded  # noqa: E402
+
+awkward_text = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs",))  # decoded strings hold no lone surrogates
+    | st.sampled_from(["\x7f", "\u2028", "\u2029", "\ufeff", "\U0001f600", "\x00", "\x1f", '"', "\\", "/"]),
+    max_size=12,
+)
+awkward_floats = st.floats(allow_nan=False, allow_infinity=False) | st.sampled_from(
+    [0.0, -0.0, 1e-4, 1e-5, 9.99e-5, 1e-7, 5e-324, 1e15, 1e16, 1e21, 1e22, 1.7976931348623157e308, 0.1]
+)
+decoded_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**63), max_value=2**64 - 1)
+    | st.integers()  # beyond 64 bits: orjson refuses and canonical() takes over
+    | awkward_floats
+    | awkward_text,
+    lambda inner: st.lists(inner, max_size=6) | st.dictionaries(awkward_text, inner, max_size=6),
+    max_leaves=40,
+)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(decoded_values)
+def test_canonical_decoded_is_byte_identical(value: object) -> None:
+    """On a large generated corpus the faster encoder writes exactly canonical()'s bytes."""
+    assert canonical_decoded(value) == canonical(value)
+
+
+@pytest.mark.parametrize("vector", VECTORS, ids=[v["why"] for v in VECTORS])
+def test_canonical_decoded_on_vectors(vector: dict[str, str]) -> None:
+    """The faster encoder writes every documented vector exactly."""
+    assert canonical_decoded(decode(vector["input"].encode("utf-8"))) == vector["canonical"]
+
+
+def test_canonical_decoded_on_the_benchmark_corpus() -> None:
+    """A few thousand records shaped like bench/generate.py's encode identically both ways."""
+    import random
+
+    from bench.generate import record
+
+    rng = random.Random(11)
+    for index in range(3000):
+        value = json.loads(json.dumps(record(rng, index)))
+        assert canonical_decoded(value) == canonical(value)

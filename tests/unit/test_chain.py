@@ -151,3 +151,75 @@ def parse_links_free(text: str):  # type: ignore[no-untyped-def]
     from toolreplay.transcript import parse_transcript
 
     return parse_transcript(io.BytesIO(text.encode()), "t")
+
+
+# --- the fast path gives the exact path's verdicts -------------------------------------------
+
+from toolreplay.chain import seal_lines, verify_stream  # noqa: E402
+
+
+def both_verdicts(data: bytes) -> tuple[object, object]:
+    def run(fn):  # type: ignore[no-untyped-def]
+        try:
+            return fn()
+        except InputError as err:
+            return str(err)
+
+    exact = run(lambda: verify(parse_links(io.BytesIO(data), "s")))
+    fast = run(lambda: verify_stream(io.BytesIO(data), "s"))
+    return exact, fast
+
+
+@pytest.mark.parametrize("flip", [0x01, 0x20])
+def test_fast_verify_agrees_on_every_single_byte_change(flip: int) -> None:
+    """For every one-byte tampering the fast verify returns exactly the exact walk's state or error."""
+    data = sealed_bytes()
+    for position in range(len(data)):
+        tampered = bytearray(data)
+        tampered[position] ^= flip
+        exact, fast = both_verdicts(bytes(tampered))
+        assert fast == exact, position
+
+
+def test_fast_verify_agrees_on_structural_tampering() -> None:
+    """Swapped, deleted, repeated and non-canonical links: same verdict both ways."""
+    lines = lines_of(sealed_bytes())
+    variants = [
+        lines[:2] + [lines[3], lines[2]] + lines[4:],
+        lines[:2] + lines[3:],
+        lines[:3] + [lines[2]] + lines[3:],
+        [lines[0].replace(b"\\u00e9", b"\\u00E9")] + lines[1:],
+        [line.replace(b"\\u00e9", b"\\u00E9") for line in lines],
+        [],
+    ]
+    for variant in variants:
+        exact, fast = both_verdicts(b"".join(variant))
+        assert fast == exact
+
+
+def test_fast_seal_writes_the_exact_bytes() -> None:
+    """seal_lines over raw lines writes what seal() writes over parsed records."""
+    path = str(SAMPLES / "session-dirty.jsonl")
+    with open(path, "rb") as stream:
+        fast = list(seal_lines(stream, path))
+    assert fast == [line for _, line in seal(read_transcript(path))]
+
+
+def test_fast_seal_with_optional_fields_and_awkward_values() -> None:
+    """Fingerprints, state, nested 'prev'/'digest' keys and non-ASCII seal identically both ways."""
+    records = [
+        {
+            "index": 0,
+            "tool": "t:x",
+            "args": {"prev": "", "digest": "a"},
+            "response": {"prev": ""},
+            "fingerprint": "0123456789abcdef",
+            "state": {"f": "é"},
+        },
+        {"index": 1, "tool": "ü", "args": {}, "response": {"x": [1e-05, 1e16, -0.0, 2**70]}},
+    ]
+    text = "\n".join(json.dumps(r) for r in records).encode()
+    fast = list(seal_lines(io.BytesIO(text), "t"))
+    from toolreplay.transcript import parse_transcript
+
+    assert fast == [line for _, line in seal(parse_transcript(io.BytesIO(text), "t"))]

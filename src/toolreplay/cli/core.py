@@ -7,11 +7,11 @@ import click
 from toolreplay import __version__, parallel
 from toolreplay.analyses.replay import DEFAULT_MUTATORS, replay
 from toolreplay.analyses.scope import check_scope, load_scope
-from toolreplay.chain import ChainState, seal, verify
+from toolreplay.chain import ChainState, seal_lines, verify_stream
 from toolreplay.cli import EXIT_CLEAN, EXIT_FINDINGS, atomic_output, cli, emit, format_option
 from toolreplay.findings import sort_findings
 from toolreplay.report import Line, Report, replay_header
-from toolreplay.transcript import read_links, read_transcript
+from toolreplay.transcript import open_input, read_transcript
 from toolreplay.validate import SCHEMA_FILES, validate_file
 
 
@@ -36,8 +36,13 @@ def seal_cmd(ctx: click.Context, transcript: str, output: str | None) -> None:
             except parallel.Fallback:
                 out.seek(0)
                 out.truncate()
-        for _, line in seal(read_transcript(transcript)):
-            out.write(line + "\n")
+        stream = open_input(transcript)
+        try:
+            for line in seal_lines(stream, transcript):
+                out.write(line + "\n")
+        finally:
+            if transcript != "-":
+                stream.close()
 
 
 def _verify(sealed: str) -> ChainState:
@@ -47,7 +52,12 @@ def _verify(sealed: str) -> ChainState:
             return ChainState(links=links, head=head, broken=None)
         except parallel.Fallback:
             pass  # the sequential walk names the first link that does not follow
-    return verify(read_links(sealed))
+    stream = open_input(sealed)
+    try:
+        return verify_stream(stream, sealed)
+    finally:
+        if sealed != "-":
+            stream.close()
 
 
 @cli.command(name="verify")
