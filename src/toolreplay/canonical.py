@@ -91,12 +91,33 @@ def canonical_decoded(value: Any) -> str:
         out = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
     except orjson.JSONEncodeError:
         return canonical(value)
-    if b"0.0000" in out or (b"e-" in out and _SMALL_EXPONENT.search(out)):
+    if _maybe_small(out):
         return canonical(value)
     text = out.decode("utf-8")
     if text.isascii() and "\x7f" not in text:
         return text
     return _ascii_only(text)
+
+
+def is_canonical_text(raw: bytes, value: Any) -> bool:
+    """Whether ``raw`` is exactly ``canonical(value)``, for ``value`` decoded from ``raw``.
+
+    Most lines are plain ASCII with no escapes beyond the short ones, and then orjson's
+    own output is the canonical text: compare bytes directly. Anything else goes through
+    :func:`canonical_decoded`.
+    """
+    try:
+        out = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    except orjson.JSONEncodeError:
+        return canonical(value).encode("ascii") == raw
+    if out == raw and out.isascii() and b"\x7f" not in out and not _maybe_small(out):
+        return True
+    return canonical_decoded(value).encode("ascii") == raw
+
+
+def _maybe_small(out: bytes) -> bool:
+    """Could orjson's output hold a double below 1e-4, which it writes unlike Python?"""
+    return b"0.0000" in out or (b"e-" in out and _SMALL_EXPONENT.search(out) is not None)
 
 
 def canonical(value: Any) -> str:

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import hashlib
-import itertools
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import IO
 
-from toolreplay.canonical import canonical, canonical_decoded, colons_agree, decode_fast
+from toolreplay.canonical import (
+    canonical,
+    canonical_decoded,
+    colons_agree,
+    decode_fast,
+    is_canonical_text,
+)
 from toolreplay.errors import InputError
 from toolreplay.transcript import GENESIS, Link, Record, check_fields, iter_lines, parse_line
 
@@ -147,15 +152,13 @@ def fast_link(raw: bytes) -> tuple[int, str, str] | None:
         return None
     try:
         check_fields(value, sealed=True)
-        text = canonical_decoded(value)
+        if not is_canonical_text(raw, value):
+            return None
     except (InputError, ValueError):
         return None
-    if text.encode("ascii") != raw:
-        return None
     digest = value["digest"]
-    member = ',"digest":"' + digest + '"'
-    body = text.replace(member, "", 1)
-    if hashlib.sha256(body.encode("ascii")).hexdigest() != digest:
+    body = raw.replace(b',"digest":"' + digest.encode("ascii") + b'"', b"", 1)
+    if hashlib.sha256(body).hexdigest() != digest:
         return None  # or the member was found inside args: the exact path decides
     return value["index"], value["prev"], digest
 
@@ -185,26 +188,26 @@ def seal_lines(stream: IO[bytes], path: str) -> Iterator[str]:
 
 
 def verify_stream(stream: IO[bytes], path: str) -> ChainState:
-    """:func:`verify` over an open sealed transcript, fast for every link that follows."""
+    """:func:`verify` over an open sealed transcript, fast for every link that plainly follows.
+
+    A link the fast check cannot vouch for (a malformed line, a break, or merely a line
+    the fast decoder declines) is checked exactly, and the walk goes on from there.
+    """
     prev = GENESIS
     count = 0
-    lines = iter_lines(stream, path)
-    for position, (number, raw) in enumerate(lines):
+    for position, (number, raw) in enumerate(iter_lines(stream, path)):
         quick = fast_link(raw)
         if quick is not None and quick[0] == position and quick[1] == prev:
             prev = quick[2]
-            count += 1
-            continue
-        # something is off, or merely unusual: the exact walk from here names it
-        state = _walk(_exact_links(number, raw, lines, path), prev=prev, start=position)
-        return ChainState(links=count + state.links, head=state.head, broken=state.broken)
+        else:
+            try:
+                record, value = parse_line(raw, sealed=True, line=number)
+            except InputError as err:
+                raise InputError(err.problem, path=path, line=number, pointer=err.pointer) from err
+            link = Link(record=record, prev=value["prev"], digest=value["digest"], raw=raw)
+            state = _walk([link], prev=prev, start=position)
+            if state.broken is not None:
+                return ChainState(links=count, head=prev, broken=state.broken)
+            prev = state.head
+        count += 1
     return ChainState(links=count, head=prev, broken=None)
-
-
-def _exact_links(number: int, raw: bytes, rest: Iterator[tuple[int, bytes]], path: str) -> Iterator[Link]:
-    for line_number, line in itertools.chain([(number, raw)], rest):
-        try:
-            record, value = parse_line(line, sealed=True, line=line_number)
-        except InputError as err:
-            raise InputError(err.problem, path=path, line=line_number, pointer=err.pointer) from err
-        yield Link(record=record, prev=value["prev"], digest=value["digest"], raw=line)

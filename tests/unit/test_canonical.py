@@ -194,3 +194,22 @@ def test_canonical_decoded_on_the_benchmark_corpus() -> None:
     for index in range(3000):
         value = json.loads(json.dumps(record(rng, index)))
         assert canonical_decoded(value) == canonical(value)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(decoded_values, st.sampled_from(["canonical", "spaced", "raw-utf8", "unsorted"]))
+def test_is_canonical_text_matches_the_definition(value: object, style: str) -> None:
+    """is_canonical_text(raw, value) is True exactly when raw == canonical(value)."""
+    from toolreplay.canonical import is_canonical_text
+
+    if style == "canonical":
+        raw = canonical(value).encode("ascii")
+    elif style == "spaced":
+        raw = json.dumps(value, sort_keys=True).encode()
+    elif style == "raw-utf8":
+        raw = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode(
+            "utf-8", "replace"
+        )
+    else:
+        raw = json.dumps(value, separators=(",", ":")).encode()
+    assert is_canonical_text(raw, value) == (raw == canonical(value).encode("ascii"))
