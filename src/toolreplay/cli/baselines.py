@@ -287,7 +287,7 @@ def sign_cmd(ctx: click.Context, sealed: str, key_path: str, output: str | None)
         )
         ctx.exit(EXIT_FINDINGS)
     envelope = signing.sign(signing.Statement(head=state.head, count=state.links), key)
-    with atomic_output(output or sealed + ".sig") as out:
+    with atomic_output(sealed + ".sig" if output is None else output) as out:
         out.write(envelope)
 
 
@@ -306,10 +306,10 @@ def keygen_cmd(private: str, public: str | None) -> None:
         if os.path.exists(path):
             raise InputError("already exists; not overwriting a key", path=path)
     private_pem, public_pem = signing.generate_keypair()
-    with atomic_output(private) as out:  # a temp file: created readable by its owner only
-        out.write(private_pem.decode("ascii"))
-    with atomic_output(public) as out:
-        out.write(public_pem.decode("ascii"))
+    # nested: when either file cannot be written, neither is renamed into place
+    with atomic_output(private, private=True) as private_out, atomic_output(public) as public_out:
+        private_out.write(private_pem.decode("ascii"))
+        public_out.write(public_pem.decode("ascii"))
     if sys.platform != "win32":
         os.chmod(public, 0o644)
     click.echo(f"private key: {private} (keep it secret; sign with it)")

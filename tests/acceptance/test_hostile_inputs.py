@@ -1,0 +1,139 @@
+"""Hostile inputs and odd output targets through the real CLI: exit 2 with one line, never exit 3."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from tests.conftest import SAMPLES
+from toolreplay.cli import cli
+
+TRANSCRIPT = SAMPLES / "session-dirty.jsonl"
+TOOLS = Path(__file__).resolve().parent.parent / "data" / "tools" / "openai_MailCli_tools.json"
+
+
+def run(runner: CliRunner, *args: str) -> tuple[int, str, str]:
+    result = runner.invoke(cli, list(args), catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.fixture
+def sealed(tmp_path: Path, runner: CliRunner) -> Path:
+    path = tmp_path / "s.sealed.jsonl"
+    assert run(runner, "seal", str(TRANSCRIPT), "-o", str(path))[0] == 0
+    return path
+
+
+@pytest.fixture
+def private_key(tmp_path: Path, runner: CliRunner) -> Path:
+    key = tmp_path / "k"
+    assert run(runner, "keygen", str(key))[0] == 0
+    return key
+
+
+def _writers(tmp_path: Path, sealed: Path, key: Path) -> dict[str, list[str]]:
+    return {
+        "seal": ["seal", str(TRANSCRIPT)],
+        "fingerprint": ["fingerprint", str(TOOLS)],
+        "sign": ["sign", str(sealed), "--key", str(key)],
+    }
+
+
+@pytest.mark.parametrize("command", ["seal", "fingerprint", "sign"])
+def test_output_to_a_directory_is_a_usage_error(
+    tmp_path: Path, runner: CliRunner, sealed: Path, private_key: Path, command: str
+) -> None:
+    """-o naming a directory is exit 2 with one line naming it, and leaves no temp file behind."""
+    target = tmp_path / "outdir"
+    target.mkdir()
+    args = _writers(tmp_path, sealed, private_key)[command]
+    code, out, err = run(runner, *args, "-o", str(target))
+    assert (code, out, err) == (2, "", f"toolreplay: error: {target}: is a directory, not a file\n")
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".toolreplay-")]
+
+
+@pytest.mark.parametrize("command", ["seal", "fingerprint", "sign"])
+def test_empty_output_path_is_a_usage_error(
+    tmp_path: Path, runner: CliRunner, sealed: Path, private_key: Path, command: str
+) -> None:
+    """-o '' is exit 2 (not an internal error, and not silently the default file)."""
+    args = _writers(tmp_path, sealed, private_key)[command]
+    code, out, err = run(runner, *args, "-o", "")
+    assert (code, out) == (2, "")
+    assert err == "toolreplay: error: the output path is empty\n"
+    assert not (tmp_path / "s.sealed.jsonl.sig").exists()
+
+
+def test_output_through_a_symlink_writes_the_file_it_names(tmp_path: Path, runner: CliRunner) -> None:
+    """-o LINK writes the link's target, like a shell redirection, and keeps the link."""
+    real = tmp_path / "real.sealed.jsonl"
+    real.write_text("old\n")
+    link = tmp_path / "link.sealed.jsonl"
+    link.symlink_to(real.name)
+    assert run(runner, "seal", str(TRANSCRIPT), "-o", str(link))[0] == 0
+    assert link.is_symlink()
+    assert real.read_text().startswith('{"args":')
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_output_to_a_fifo_writes_into_it(tmp_path: Path, runner: CliRunner) -> None:
+    """-o FIFO (or /dev/stdout) writes into it instead of replacing it with a regular file."""
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    # a non-blocking reader lets the writer open the FIFO; the output fits its buffer
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        code = run(runner, "seal", str(TRANSCRIPT), "-o", str(fifo))[0]
+        try:
+            received = os.read(reader, 1 << 16)
+        except BlockingIOError:
+            received = b""
+    finally:
+        os.close(reader)
+    assert code == 0
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)
+    assert received.count(b"\n") == 6
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX file modes")
+def test_output_files_get_the_usual_mode(tmp_path: Path, runner: CliRunner) -> None:
+    """A new output file is readable as the umask allows (not 0600), an existing one keeps its mode."""
+    old = os.umask(0o022)
+    try:
+        new = tmp_path / "new.sealed.jsonl"
+        assert run(runner, "seal", str(TRANSCRIPT), "-o", str(new))[0] == 0
+        assert stat.S_IMODE(new.stat().st_mode) == 0o644
+        kept = tmp_path / "kept.sealed.jsonl"
+        kept.write_text("")
+        kept.chmod(0o640)
+        assert run(runner, "seal", str(TRANSCRIPT), "-o", str(kept))[0] == 0
+        assert stat.S_IMODE(kept.stat().st_mode) == 0o640
+        lock = tmp_path / "tools.lock.json"
+        assert run(runner, "fingerprint", str(TOOLS), "-o", str(lock))[0] == 0
+        assert stat.S_IMODE(lock.stat().st_mode) == 0o644
+    finally:
+        os.umask(old)
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX file modes")
+def test_keygen_private_key_stays_private(tmp_path: Path, runner: CliRunner) -> None:
+    """The private key is still 0600 and the public key 0644 whatever the umask."""
+    old = os.umask(0)
+    try:
+        assert run(runner, "keygen", str(tmp_path / "k"))[0] == 0
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "k").stat().st_mode) == 0o600
+    assert stat.S_IMODE((tmp_path / "k.pub").stat().st_mode) == 0o644
+
+
+def test_keygen_writes_no_half_pair(tmp_path: Path, runner: CliRunner) -> None:
+    """When the public key cannot be written, the private key is not left behind either."""
+    private = tmp_path / "k"
+    code, _, err = run(runner, "keygen", str(private), "--public", str(tmp_path / "missing" / "k.pub"))
+    assert code == 2 and "cannot write here" in err
+    assert list(tmp_path.iterdir()) == []
