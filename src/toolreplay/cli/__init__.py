@@ -110,7 +110,7 @@ def atomic_output(path: str | None, *, private: bool = False) -> Iterator[IO[str
 
         def into_special(spool: IO[str]) -> None:
             try:
-                with open(target, "w", encoding="ascii", newline="\n") as out:
+                with open(target, "w", encoding="utf-8", newline="\n") as out:
                     shutil.copyfileobj(spool, out)
             except OSError as err:
                 raise InputError(f"cannot write here: {err.strerror}", path=path) from err
@@ -129,7 +129,7 @@ def atomic_output(path: str | None, *, private: bool = False) -> Iterator[IO[str
     except OSError as err:
         raise InputError(f"cannot write here: {err.strerror}", path=path) from err
     try:
-        with os.fdopen(fd, "w", encoding="ascii", newline="\n") as out:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out:
             yield out
         try:
             os.replace(tmp, target)

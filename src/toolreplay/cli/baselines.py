@@ -26,7 +26,7 @@ from toolreplay.cli import EXIT_CLEAN, EXIT_FINDINGS, atomic_output, cli, emit, 
 from toolreplay.errors import InputError
 from toolreplay.findings import one_line, quote, sort_findings
 from toolreplay.report import Line, Report
-from toolreplay.transcript import GENESIS, Record, parse_links, read_links, read_transcript
+from toolreplay.transcript import GENESIS, Record, open_input, parse_links, read_links, read_transcript
 
 #: drift-note ``kinds`` (SPEC §1.6) for each finding kind that names one
 NOTE_KINDS = {
@@ -231,8 +231,14 @@ def note_cmd(baseline: str, runs: tuple[str, ...], tools: str | None, output: st
     after_records: list[Record] | None = None
     after = None
     if os.path.exists(baseline):
-        with open(baseline, "rb") as stream:
-            after_records, after = _head_of(stream.read(), baseline)
+        stream = open_input(baseline)
+        try:
+            data = stream.read()
+        finally:
+            stream.close()
+        after_records, after = _head_of(data, baseline)
+    elif blob is None:
+        raise InputError("no such file, and not in git HEAD either", path=baseline)
     if blob is None:
         compared = []  # a new baseline: nothing drifted from anything
     elif runs:
