@@ -137,3 +137,16 @@ def test_keygen_writes_no_half_pair(tmp_path: Path, runner: CliRunner) -> None:
     code, _, err = run(runner, "keygen", str(private), "--public", str(tmp_path / "missing" / "k.pub"))
     assert code == 2 and "cannot write here" in err
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.skipif(os.name != "posix", reason="file names with a line break")
+@pytest.mark.parametrize("fmt", ["text", "github"])
+def test_header_lines_keep_a_hostile_file_name_on_one_line(
+    tmp_path: Path, runner: CliRunner, fmt: str
+) -> None:
+    """A file name with a line break and a bidi override stays escaped on its header line."""
+    name = tmp_path / "a\n::error::b\u202e.jsonl"
+    name.write_bytes(TRANSCRIPT.read_bytes())
+    code, out, _ = run(runner, "validate", str(name), "--format", fmt)
+    assert code == 0
+    assert out.splitlines()[-1] == f"{tmp_path}/a\\n::error::b\\u202e.jsonl: valid"

@@ -24,7 +24,7 @@ def render_text(reports: Sequence[Report]) -> str:
         lines = []
         if len(reports) > 1:
             lines.append(f"== {one_line(report.path)}")
-        lines.extend(f"{line.shown_label}: {line.text}" for line in report.header)
+        lines.extend(f"{one_line(line.shown_label)}: {one_line(line.text)}" for line in report.header)
         lines.extend(
             f"index {f.index}: {f.kind}: {one_line(f.message)}" if f.index is not None else one_line(f.text)
             for f in report.findings
