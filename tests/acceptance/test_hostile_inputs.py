@@ -150,3 +150,44 @@ def test_header_lines_keep_a_hostile_file_name_on_one_line(
     code, out, _ = run(runner, "validate", str(name), "--format", fmt)
     assert code == 0
     assert out.splitlines()[-1] == f"{tmp_path}/a\\n::error::b\\u202e.jsonl: valid"
+
+
+@pytest.mark.parametrize(
+    ("schema", "problem"),
+    [
+        ({"$ref": "#/$defs/nope"}, "cannot resolve $ref: PointerToNowhere: '/$defs/nope' does not exist"),
+        (
+            {"$ref": "https://example.com/s.json"},
+            "cannot resolve $ref: Unresolvable: https://example.com/s.json",
+        ),
+        ({"$ref": "file:///etc/passwd"}, "cannot resolve $ref: Unresolvable: file:///etc/passwd"),
+        ({"$ref": "#"}, "the schema refers to itself without end"),
+        (
+            {"$defs": {"x": {"$ref": "#/$defs/x"}}, "$ref": "#/$defs/x"},
+            "the schema refers to itself without end",
+        ),
+    ],
+    ids=["dangling", "remote", "file", "self", "loop"],
+)
+def test_scope_schema_that_cannot_be_followed_is_a_usage_error(
+    tmp_path: Path, runner: CliRunner, schema: object, problem: str
+) -> None:
+    """A $ref that resolves nowhere, or only to itself, is exit 2 naming the scope file (was exit 3)."""
+    import json
+
+    scope = tmp_path / "scope.json"
+    scope.write_text(json.dumps({"agent": "a", "allowed_tools": ["t"], "arguments": {"t": schema}}))
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text('{"index":0,"tool":"t","args":{"p":1},"response":{}}\n')
+    code, out, err = run(runner, "scope", str(transcript), str(scope))
+    assert (code, out) == (2, "")
+    assert err.startswith(f"toolreplay: error: {scope}: ")
+    assert problem in err and err.endswith(" (at /arguments/t)\n") and err.count("\n") == 1
+
+
+def test_scope_unknown_field_pointer_is_escaped(tmp_path: Path, runner: CliRunner) -> None:
+    """An unknown scope field with '/' or '~' in its name gets a valid JSON pointer (RFC 6901)."""
+    scope = tmp_path / "scope.json"
+    scope.write_text('{"agent": "a", "allowed_tools": [], "a/b~c": 1}')
+    code, _, err = run(runner, "scope", str(TRANSCRIPT), str(scope))
+    assert (code, err) == (2, f"toolreplay: error: {scope}: unknown field 'a/b~c' (at /a~1b~0c)\n")
