@@ -191,3 +191,29 @@ def test_scope_unknown_field_pointer_is_escaped(tmp_path: Path, runner: CliRunne
     scope.write_text('{"agent": "a", "allowed_tools": [], "a/b~c": 1}')
     code, _, err = run(runner, "scope", str(TRANSCRIPT), str(scope))
     assert (code, err) == (2, f"toolreplay: error: {scope}: unknown field 'a/b~c' (at /a~1b~0c)\n")
+
+
+@pytest.mark.parametrize("value", ["xyz", "", "0" * 63, "g" * 64])
+def test_expect_head_must_be_a_digest(runner: CliRunner, sealed: Path, value: str) -> None:
+    """--expect-head that is not 64 hex digits is a bad option (exit 2), not a head mismatch (exit 1)."""
+    code, out, err = run(runner, "verify", str(sealed), "--expect-head", value)
+    assert (code, out) == (2, "")
+    assert "Invalid value for '--expect-head': must be a SHA-256 digest (64 hex digits)" in err
+
+
+def test_expect_head_ignores_hex_case(runner: CliRunner, sealed: Path) -> None:
+    """An upper-case copy of the head anchors the chain like the lower-case one."""
+    import json
+
+    report = json.loads(run(runner, "verify", str(sealed), "--format", "json")[1])["reports"][0]
+    head = report["summary"]["head"]
+    code, out, _ = run(runner, "verify", str(sealed), "--expect-head", head.upper())
+    assert code == 0 and "anchor: head match" in out
+
+
+def test_verify_stdin_with_key_needs_signature(runner: CliRunner, tmp_path: Path, private_key: Path) -> None:
+    """verify - --key has no SEALED.sig to default to: a usage error, not a file called '-.sig'."""
+    result = runner.invoke(cli, ["verify", "-", "--key", f"{private_key}.pub"], input="")
+    assert result.exit_code == 2
+    assert "--signature is required when SEALED is '-' (stdin)" in result.stderr
+    assert "-.sig" not in result.stderr
