@@ -31,4 +31,7 @@ def render_text(reports: Sequence[Report]) -> str:
         )
         lines.extend(one_line(error) for error in report.errors)
         blocks.append("\n".join(lines))
-    return "\n".join(blocks) + "\n" if blocks else ""
+    # printed in a workflow step's log, a planted "::" or "##[" must start nothing
+    from toolreplay.github.annotations import inert
+
+    return inert("\n".join(blocks)) + "\n" if blocks else ""
