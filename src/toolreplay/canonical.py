@@ -217,7 +217,8 @@ def decode_reference(raw: bytes) -> Any:
     try:
         value = _REFERENCE.decode(text)
     except json.JSONDecodeError as err:
-        raise InputError(f"invalid JSON: {err.msg} at column {err.colno}") from err
+        # the stdlib's "Invalid control character at" already ends in "at"
+        raise InputError(f"invalid JSON: {err.msg.removesuffix(' at')} at column {err.colno}") from err
     except RecursionError as err:  # pragma: no cover - check_shape bounds the depth first
         raise InputError(f"nesting is deeper than {MAX_DEPTH} levels") from err
     try:

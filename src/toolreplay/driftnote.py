@@ -20,6 +20,7 @@ import yaml
 from yaml.composer import ComposerError
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from toolreplay.canonical import MAX_DEPTH
 from toolreplay.errors import InputError
 
 #: Largest drift note accepted, in bytes.
@@ -46,13 +47,23 @@ class DriftNote:
 
 
 class _StrictLoader(yaml.SafeLoader):
-    """The safe loader, refusing aliases (no shared or exponential structures)."""
+    """The safe loader, refusing aliases (no shared or exponential structures) and deep
+    nesting (PyYAML composes recursively: it would run out of stack)."""
+
+    _depth = 0
 
     def compose_node(self, parent: Node | None, index: Any) -> Node | None:
         if self.check_event(yaml.AliasEvent):
             mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
             raise ComposerError(None, None, "aliases (*name) are not allowed in a drift note", mark)
-        return super().compose_node(parent, index)
+        if self._depth >= MAX_DEPTH:
+            mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
+            raise ComposerError(None, None, f"nesting is deeper than {MAX_DEPTH} levels", mark)
+        self._depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

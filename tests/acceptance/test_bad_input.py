@@ -56,6 +56,12 @@ MATRIX: list[tuple[str, bytes, int | None, str]] = [
     ),
     ("overflow-1e400", b'{"index":0,"tool":"t","args":{"x":1e400},"response":{}}\n', 1, "too large"),
     ("lone-surrogate", b'{"index":0,"tool":"t\\ud800","args":{},"response":{}}\n', 1, "lone surrogate"),
+    (
+        "control-character",
+        b'{"index":0,"tool":"t\x01","args":{},"response":{}}\n',
+        1,
+        "invalid JSON: Invalid control character at column 21",
+    ),
     ("index-bool", rec(True) + b"\n", 1, 'field "index" must be an integer, not a boolean'),
     ("index-float", rec(1.0) + b"\n", 1, 'field "index" must be an integer, not a number'),
     ("index-string", rec("0") + b"\n", 1, 'field "index" must be an integer, not a string'),

@@ -114,3 +114,44 @@ def test_markdown_body_is_inert(evil: tuple[Path, Path], command: str) -> None:
     assert len(rows) == expected
     for row in rows:
         assert len(re.split(r"(?<!\\)\|", row)) == 7  # five cells between six pipes
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "sarif"])
+@pytest.mark.parametrize("command", ["replay", "scope"])
+def test_other_formats_start_no_workflow_command(evil: tuple[Path, Path], command: str, fmt: str) -> None:
+    """Printed in a workflow step, the plain formats run nothing either (text carried '##[add-mask]y')."""
+    transcript, scope = evil
+    args = [command, str(transcript), *([str(scope)] if command == "scope" else []), "--format", fmt]
+    assert commands(_run(args, transcript.parent)) == []
+
+
+def test_contract_finding_led_by_a_tool_name_starts_no_command(tmp_path: Path) -> None:
+    """A lock whose tool is named '::error::x' (as an MCP server may say) prints it inertly in text."""
+    from toolreplay.contracts.lock import ToolLock, dump_lock, make_contract
+
+    def lock(names: list[str]) -> Path:
+        path = tmp_path / f"{len(names)}.lock.json"
+        contracts = [
+            make_contract(name=n, signature={"name": n, "params": []}, schema={}, version="") for n in names
+        ]
+        path.write_text(dump_lock(ToolLock.of(contracts)))
+        return path
+
+    output = _run(
+        ["fingerprint-diff", str(lock(["a"])), str(lock(["a", "::error::x", "##[group]y"]))], tmp_path
+    )
+    assert "error::x: added" in output and "group]y: added" in output
+    assert commands(output) == []
+
+
+def test_hook_verify_lines_start_no_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """hook verify prints each file's name first; a planted name runs nothing."""
+    monkeypatch.chdir(tmp_path)
+    name = tmp_path / "##[add-mask]secret.sealed.jsonl"
+    name.write_text("")
+    bad = tmp_path / "::error::x.sealed.jsonl"
+    bad.write_text("{}\n")
+    result = CliRunner().invoke(cli, ["hook", "verify", name.name, bad.name], catch_exceptions=False)
+    assert result.exit_code == 2
+    assert "chain intact" in result.output and "missing field" in result.output
+    assert commands(result.output) == []

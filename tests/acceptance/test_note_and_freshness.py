@@ -126,6 +126,39 @@ def test_note_with_runs_fills_kinds_from_diff(runner: CliRunner, repo: Path) -> 
     assert text.count("\n---\n") == 1
 
 
+def test_note_to_a_file_keeps_non_ascii_tool_names(runner: CliRunner, repo: Path) -> None:
+    """note -o writes a summary naming a non-ASCII tool (it was an internal error, exit 3)."""
+    sealed = repo / "baselines" / "b.sealed.jsonl"
+    sealed.write_bytes((CASES / "faithful" / "baseline.sealed.jsonl").read_bytes())
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "baseline")
+    run = repo / "run.jsonl"
+    run.write_text('{"index":0,"tool":"r\u00e9sum\u00e9","args":{},"response":{}}\n')
+    out = repo / "note.md"
+    note(runner, str(sealed), "--run", str(run), "-o", str(out))
+    text = out.read_text(encoding="utf-8")
+    assert front_matter(text)["tools"] == ["r\u00e9sum\u00e9"]
+    assert "tool 'r\u00e9sum\u00e9'" in text
+
+
+def test_note_on_a_directory_is_a_usage_error(runner: CliRunner, repo: Path) -> None:
+    """note DIR is exit 2 naming it (it was an internal error, exit 3)."""
+    git(repo, "commit", "-q", "--allow-empty", "-m", "root")
+    folder = repo / "baselines"
+    result = runner.invoke(cli, ["note", str(folder)], catch_exceptions=False)
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr == f"toolreplay: error: {folder}: is a directory, not a file\n"
+
+
+def test_note_on_a_baseline_that_exists_nowhere_is_refused(runner: CliRunner, repo: Path) -> None:
+    """A baseline neither on disk nor in HEAD gets no note (it got one 'deleting' a file that never was)."""
+    git(repo, "commit", "-q", "--allow-empty", "-m", "root")
+    missing = repo / "baselines" / "typo.sealed.jsonl"
+    result = runner.invoke(cli, ["note", str(missing)], catch_exceptions=False)
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr == f"toolreplay: error: {missing}: no such file, and not in git HEAD either\n"
+
+
 def test_diff_reports_a_stale_baseline(runner: CliRunner, repo: Path) -> None:
     """A baseline last committed long ago is reported stale with its commit date, and diff exits 1."""
     sealed = repo / "b.sealed.jsonl"

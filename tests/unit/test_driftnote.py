@@ -82,6 +82,14 @@ def test_crlf_note() -> None:
             "n.md:3: front matter: aliases (*name) are not allowed",
         ),
         ("---\nbaseline: [unclosed\n---\nwhy\n", "n.md:2: front matter: while parsing a flow sequence"),
+        (
+            "---\nbaseline: " + "[" * 5000 + "]" * 5000 + "\n---\nwhy\n",
+            "n.md:2: front matter: nesting is deeper than 128 levels",
+        ),
+        (
+            "---\nbaseline:\n" + "".join(" " * i + "-\n" for i in range(0, 1200, 2)) + "---\nwhy\n",
+            "n.md:130: front matter: nesting is deeper than 128 levels",
+        ),
         ("---\nbaseline: a\tb: c\n---\nwhy\n", "n.md:2: front matter:"),
         (
             GOOD.replace("The search tool now ranks by recency; accepted after review.\n", ""),

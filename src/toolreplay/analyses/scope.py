@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
+from jsonschema.exceptions import SchemaError, ValidationError
+from referencing.exceptions import Unresolvable
 
 from toolreplay.canonical import decode
 from toolreplay.errors import InputError
@@ -20,6 +21,8 @@ class Scope:
     agent: str
     allowed_tools: frozenset[str]
     arguments: dict[str, Draft202012Validator]
+    #: the scope file, named when one of its schemas turns out unusable
+    path: str = ""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -48,6 +51,10 @@ def _line_of(raw: bytes, err: InputError) -> int | None:
     return lineno if isinstance(lineno, int) else None
 
 
+def _escape(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")
+
+
 def load_scope(path: str) -> Scope:
     """Read and check a scope file; anything but the documented fields is refused."""
     value = read_json_file(path)
@@ -55,7 +62,7 @@ def load_scope(path: str) -> Scope:
         raise InputError("a scope file must hold a JSON object", path=path)
     unknown = sorted(set(value) - {"agent", "allowed_tools", "arguments"})
     if unknown:
-        raise InputError(f"unknown field {quote(unknown[0])}", path=path, pointer="/" + unknown[0])
+        raise InputError(f"unknown field {quote(unknown[0])}", path=path, pointer="/" + _escape(unknown[0]))
     agent = value.get("agent")
     if not isinstance(agent, str):
         raise InputError('field "agent" must be a string', path=path, pointer="/agent")
@@ -69,7 +76,7 @@ def load_scope(path: str) -> Scope:
         raise InputError('field "arguments" must be an object', path=path, pointer="/arguments")
     validators = {}
     for tool, schema in sorted(arguments.items()):
-        pointer = "/arguments/" + tool.replace("~", "~0").replace("/", "~1")
+        pointer = "/arguments/" + _escape(tool)
         if not isinstance(schema, (dict, bool)):
             raise InputError("must be a JSON Schema (an object or a boolean)", path=path, pointer=pointer)
         try:
@@ -80,7 +87,26 @@ def load_scope(path: str) -> Scope:
                 f"not a valid JSON Schema: {err.message}", path=path, pointer=pointer + sub
             ) from err
         validators[tool] = Draft202012Validator(schema)
-    return Scope(agent=agent, allowed_tools=frozenset(tools), arguments=validators)
+    return Scope(agent=agent, allowed_tools=frozenset(tools), arguments=validators, path=path)
+
+
+def _argument_errors(scope: Scope, tool: str, args: dict[str, Any]) -> list[ValidationError]:
+    """The schema errors of one call's arguments, in a stable order.
+
+    A ``$ref`` is only followed when a call needs it, so a schema that points nowhere
+    (or only back at itself) is refused here, naming the scope file.
+    """
+    pointer = "/arguments/" + _escape(tool)
+    try:
+        return sorted(
+            scope.arguments[tool].iter_errors(args),
+            key=lambda e: (list(map(str, e.absolute_path)), e.message),
+        )
+    except Unresolvable as err:
+        problem = str(err).split(" within ", 1)[0]
+        raise InputError(f"cannot resolve $ref: {problem}", path=scope.path, pointer=pointer) from err
+    except RecursionError as err:
+        raise InputError("the schema refers to itself without end", path=scope.path, pointer=pointer) from err
 
 
 def check_scope(records: Iterable[Record], scope: Scope, *, path: str = "") -> ScopeResult:
@@ -104,13 +130,9 @@ def check_scope(records: Iterable[Record], scope: Scope, *, path: str = "") -> S
                 )
             )
             continue
-        validator = scope.arguments.get(record.tool)
-        if validator is None:
+        if record.tool not in scope.arguments:
             continue
-        errors = sorted(
-            validator.iter_errors(record.args),
-            key=lambda e: (list(map(str, e.absolute_path)), e.message),
-        )
+        errors = _argument_errors(scope, record.tool, record.args)
         if errors:
             first = errors[0]
             pointer = "".join("/" + str(p) for p in first.absolute_path) or "/"

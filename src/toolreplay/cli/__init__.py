@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import stat
 import sys
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
@@ -17,6 +18,7 @@ from typing import IO, Any
 import click
 
 from toolreplay.errors import InputError, ToolreplayError
+from toolreplay.files import new_file_mode, temp_beside
 from toolreplay.findings import one_line
 from toolreplay.report import RENDERERS, Report
 
@@ -73,25 +75,66 @@ def emit(reports: Sequence[Report], fmt: str) -> int:
 
 
 @contextlib.contextmanager
-def atomic_output(path: str | None) -> Iterator[IO[str]]:
-    """Write to ``path`` through a temp file renamed into place on success; stdout without one."""
+def _spooled(sink: Callable[[IO[str]], None]) -> Iterator[IO[str]]:
+    # Spool first so a refusal on a late line writes nothing rather than half the output.
+    with tempfile.SpooledTemporaryFile(max_size=8 * 1024 * 1024, mode="w+", encoding="utf-8") as spool:
+        yield spool
+        spool.seek(0)
+        sink(spool)
+
+
+def _to_stdout(spool: IO[str]) -> None:
+    shutil.copyfileobj(spool, sys.stdout)
+    sys.stdout.flush()
+
+
+@contextlib.contextmanager
+def atomic_output(path: str | None, *, private: bool = False) -> Iterator[IO[str]]:
+    """Write to ``path`` through a temp file renamed into place on success; stdout without one.
+
+    A symlink is followed (the file it names is replaced, the link kept), as a shell
+    redirection would; a FIFO or a device (``/dev/stdout``) is written into, once the
+    content is complete. A new file gets the mode ``open()`` would give it, or 0600 when
+    ``private``; a replaced file keeps its mode.
+    """
     if path is None or path == "-":
-        # Spool first so a refusal on a late line prints nothing rather than half a file.
-        with tempfile.SpooledTemporaryFile(max_size=8 * 1024 * 1024, mode="w+", encoding="utf-8") as spool:
+        with _spooled(_to_stdout) as spool:
             yield spool
-            spool.seek(0)
-            shutil.copyfileobj(spool, sys.stdout)
-            sys.stdout.flush()
         return
-    directory = os.path.dirname(os.path.abspath(path))
+    if not path:
+        raise InputError("the output path is empty")
+    target = os.path.realpath(path)
+    if os.path.isdir(target):
+        raise InputError("is a directory, not a file", path=path)
+    if os.path.exists(target) and not os.path.isfile(target):
+
+        def into_special(spool: IO[str]) -> None:
+            try:
+                with open(target, "w", encoding="utf-8", newline="\n") as out:
+                    shutil.copyfileobj(spool, out)
+            except OSError as err:
+                raise InputError(f"cannot write here: {err.strerror}", path=path) from err
+
+        with _spooled(into_special) as spool:
+            yield spool
+        return
+    if private:
+        mode = 0o600
+    elif os.path.exists(target):
+        mode = stat.S_IMODE(os.stat(target).st_mode)
+    else:
+        mode = new_file_mode()
     try:
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".toolreplay-", suffix=".tmp")
+        fd, tmp = temp_beside(os.path.dirname(target), mode=mode)
     except OSError as err:
         raise InputError(f"cannot write here: {err.strerror}", path=path) from err
     try:
-        with os.fdopen(fd, "w", encoding="ascii", newline="\n") as out:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out:
             yield out
-        os.replace(tmp, path)
+        try:
+            os.replace(tmp, target)
+        except OSError as err:
+            raise InputError(f"cannot write here: {err.strerror}", path=path) from err
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)

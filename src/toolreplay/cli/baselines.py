@@ -26,7 +26,7 @@ from toolreplay.cli import EXIT_CLEAN, EXIT_FINDINGS, atomic_output, cli, emit, 
 from toolreplay.errors import InputError
 from toolreplay.findings import one_line, quote, sort_findings
 from toolreplay.report import Line, Report
-from toolreplay.transcript import GENESIS, Record, parse_links, read_links, read_transcript
+from toolreplay.transcript import GENESIS, Record, open_input, parse_links, read_links, read_transcript
 
 #: drift-note ``kinds`` (SPEC §1.6) for each finding kind that names one
 NOTE_KINDS = {
@@ -237,8 +237,14 @@ def note_cmd(baseline: str, runs: tuple[str, ...], tools: str | None, output: st
     after_records: list[Record] | None = None
     after = None
     if os.path.exists(baseline):
-        with open(baseline, "rb") as stream:
-            after_records, after = _head_of(stream.read(), baseline)
+        stream = open_input(baseline)
+        try:
+            data = stream.read()
+        finally:
+            stream.close()
+        after_records, after = _head_of(data, baseline)
+    elif blob is None:
+        raise InputError("no such file, and not in git HEAD either", path=baseline)
     if blob is None:
         compared = []  # a new baseline: nothing drifted from anything
     elif runs:
@@ -295,7 +301,7 @@ def sign_cmd(ctx: click.Context, sealed: str, key_path: str, output: str | None)
         )
         ctx.exit(EXIT_FINDINGS)
     envelope = signing.sign(signing.Statement(head=state.head, count=state.links), key)
-    with atomic_output(output or sealed + ".sig") as out:
+    with atomic_output(sealed + ".sig" if output is None else output) as out:
         out.write(envelope)
 
 
@@ -314,10 +320,10 @@ def keygen_cmd(private: str, public: str | None) -> None:
         if os.path.exists(path):
             raise InputError("already exists; not overwriting a key", path=path)
     private_pem, public_pem = signing.generate_keypair()
-    with atomic_output(private) as out:  # a temp file: created readable by its owner only
-        out.write(private_pem.decode("ascii"))
-    with atomic_output(public) as out:
-        out.write(public_pem.decode("ascii"))
+    # nested: when either file cannot be written, neither is renamed into place
+    with atomic_output(private, private=True) as private_out, atomic_output(public) as public_out:
+        private_out.write(private_pem.decode("ascii"))
+        public_out.write(public_pem.decode("ascii"))
     if sys.platform != "win32":
         os.chmod(public, 0o644)
     click.echo(f"private key: {private} (keep it secret; sign with it)")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import click
 
 from toolreplay import __version__, parallel
@@ -60,9 +62,22 @@ def _verify(sealed: str) -> ChainState:
             stream.close()
 
 
+def _digest(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value is None:
+        return None
+    if not re.fullmatch("[0-9a-fA-F]{64}", value):
+        raise click.BadParameter("must be a SHA-256 digest (64 hex digits)")
+    return value.lower()
+
+
 @cli.command(name="verify")
 @click.argument("sealed")
-@click.option("--expect-head", metavar="DIGEST", help="Anchor: the head digest the chain must end on.")
+@click.option(
+    "--expect-head",
+    metavar="DIGEST",
+    callback=_digest,
+    help="Anchor: the head digest the chain must end on.",
+)
 @click.option(
     "--expect-count", type=click.IntRange(min=0), metavar="N", help="Anchor: how many links there must be."
 )
@@ -93,6 +108,8 @@ def verify_cmd(
         public = signing.load_public_key(key)  # a bad key is a usage error before anything else
     elif signature is not None:
         raise click.UsageError("--signature needs --key")
+    if public is not None and signature is None and sealed == "-":
+        raise click.UsageError("--signature is required when SEALED is '-' (stdin)")
     state = _verify(sealed)
     header: list[Line] = []
     mismatches: list[str] = []

@@ -11,6 +11,7 @@ from toolreplay.cli import EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, cli
 from toolreplay.config import Config, find_config, load_config
 from toolreplay.errors import InputError
 from toolreplay.findings import one_line, quote
+from toolreplay.github.annotations import echo, inert
 from toolreplay.hooks.drift_note import (
     DEFAULT_BASELINES,
     DEFAULT_NOTES_DIR,
@@ -41,15 +42,15 @@ def verify_hook(ctx: click.Context, files: tuple[str, ...]) -> None:
         try:
             state = verify(read_links(path))
         except InputError as err:
-            click.echo(one_line(str(err)))
+            echo(one_line(str(err)))
             code = EXIT_USAGE
             continue
         name = one_line(path)
         if state.broken is None:
-            click.echo(f"{name}: chain intact, {state.links} links, head {state.head}")
+            echo(f"{name}: chain intact, {state.links} links, head {state.head}")
             continue
         b = state.broken
-        click.echo(
+        echo(
             f"{name}:{b.line}: chain broken at index {b.position}: {b.reason};"
             f" expected {b.expected}, found {b.found}"
         )
@@ -103,7 +104,7 @@ def drift_note_hook(
         result = check_staged(git, patterns=chosen, notes_dir=notes_dir)
     else:
         result = check_range(git, base, head, patterns=chosen, notes_dir=notes_dir)
-    click.echo(render(result, notes_dir=notes_dir, staged=base is None), nl=False)
+    click.echo(inert(render(result, notes_dir=notes_dir, staged=base is None)), nl=False)
     ctx.exit(EXIT_FINDINGS if result.problems else EXIT_CLEAN)
 
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 from dataclasses import dataclass
 
 import click
 
 from toolreplay.cli import EXIT_USAGE, cli
 from toolreplay.errors import InputError
+from toolreplay.files import temp_beside
 from toolreplay.findings import one_line
 from toolreplay.importers import FORMATS, Session, import_stream
 from toolreplay.transcript import open_input, record_line
@@ -158,7 +158,7 @@ def _import_into(path: str, fmt: str, directory: str) -> None:
 
 def _write_temp(session: Session, directory: str) -> str:
     try:
-        fd, temp = tempfile.mkstemp(dir=directory, prefix=".toolreplay-", suffix=".tmp")
+        fd, temp = temp_beside(directory)
     except OSError as err:
         raise InputError(f"cannot write here: {err.strerror}", path=directory) from err
     try:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -30,6 +29,7 @@ from toolreplay.analyses.replay import DEFAULT_MUTATORS
 from toolreplay.canonical import decode
 from toolreplay.contracts.fingerprint import Signature, fingerprint_of
 from toolreplay.errors import InputError
+from toolreplay.files import temp_beside
 from toolreplay.transcript import open_input
 
 #: Version of the lock file shape (schemas/tool-lock.schema.json).
@@ -143,7 +143,7 @@ def save_lock(lock: ToolLock, path: str | os.PathLike[str]) -> None:
     """Write ``lock`` to ``path`` atomically (a temp file renamed into place)."""
     target = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(target))
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".toolreplay-", suffix=".tmp")
+    fd, tmp = temp_beside(directory)
     try:
         with os.fdopen(fd, "w", encoding="ascii", newline="\n") as out:
             out.write(dump_lock(lock))

@@ -38,5 +38,16 @@ def report_data(reports: Sequence[Report]) -> dict[str, Any]:
     }
 
 
+def dump_inert(value: Any) -> str:
+    """``value`` as indented JSON that a workflow step's log cannot read as a command.
+
+    The GitHub runner's legacy parser takes ``##[`` anywhere in a line as one; in this JSON
+    it can only occur inside a string, where ``##\\u005b`` is the same value. (A line never
+    starts with ``::``: strings are quoted.)
+    """
+    text = json.dumps(value, indent=2, sort_keys=True, ensure_ascii=True)
+    return text.replace("##[", "##\\u005b") + "\n"
+
+
 def render_json(reports: Sequence[Report]) -> str:
-    return json.dumps(report_data(reports), indent=2, sort_keys=True, ensure_ascii=True) + "\n"
+    return dump_inert(report_data(reports))

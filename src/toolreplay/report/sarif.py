@@ -7,7 +7,6 @@ the ``%SRCROOT%`` base, the region's start line the record's line in the file.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -15,6 +14,7 @@ from urllib.parse import quote as uri_quote
 
 from toolreplay import __version__
 from toolreplay.findings import KIND_ORDER
+from toolreplay.report.json import dump_inert
 from toolreplay.report.kinds import REPORT_ERROR, kind_info
 from toolreplay.report.paths import repo_relative
 
@@ -92,4 +92,4 @@ def sarif_log(reports: Sequence[Report], *, root: str | None = None) -> dict[str
 
 
 def render_sarif(reports: Sequence[Report]) -> str:
-    return json.dumps(sarif_log(reports), indent=2, sort_keys=True, ensure_ascii=True) + "\n"
+    return dump_inert(sarif_log(reports))

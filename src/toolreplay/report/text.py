@@ -24,7 +24,7 @@ def render_text(reports: Sequence[Report]) -> str:
         lines = []
         if len(reports) > 1:
             lines.append(f"== {one_line(report.path)}")
-        lines.extend(f"{line.shown_label}: {line.text}" for line in report.header)
+        lines.extend(f"{one_line(line.shown_label)}: {one_line(line.text)}" for line in report.header)
         lines.extend(
             f"index {f.index}: {f.kind}: {one_line(f.message)}"
             if f.index is not None
@@ -33,4 +33,7 @@ def render_text(reports: Sequence[Report]) -> str:
         )
         lines.extend(one_line(error) for error in report.errors)
         blocks.append("\n".join(lines))
-    return "\n".join(blocks) + "\n" if blocks else ""
+    # printed in a workflow step's log, a planted "::" or "##[" must start nothing
+    from toolreplay.github.annotations import inert
+
+    return inert("\n".join(blocks)) + "\n" if blocks else ""

@@ -1,0 +1,219 @@
+"""Hostile inputs and odd output targets through the real CLI: exit 2 with one line, never exit 3."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from tests.conftest import SAMPLES
+from toolreplay.cli import cli
+
+TRANSCRIPT = SAMPLES / "session-dirty.jsonl"
+TOOLS = Path(__file__).resolve().parent.parent / "data" / "tools" / "openai_MailCli_tools.json"
+
+
+def run(runner: CliRunner, *args: str) -> tuple[int, str, str]:
+    result = runner.invoke(cli, list(args), catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.fixture
+def sealed(tmp_path: Path, runner: CliRunner) -> Path:
+    path = tmp_path / "s.sealed.jsonl"
+    assert run(runner, "seal", str(TRANSCRIPT), "-o", str(path))[0] == 0
+    return path
+
+
+@pytest.fixture
+def private_key(tmp_path: Path, runner: CliRunner) -> Path:
+    key = tmp_path / "k"
+    assert run(runner, "keygen", str(key))[0] == 0
+    return key
+
+
+def _writers(tmp_path: Path, sealed: Path, key: Path) -> dict[str, list[str]]:
+    return {
+        "seal": ["seal", str(TRANSCRIPT)],
+        "fingerprint": ["fingerprint", str(TOOLS)],
+        "sign": ["sign", str(sealed), "--key", str(key)],
+    }
+
+
+@pytest.mark.parametrize("command", ["seal", "fingerprint", "sign"])
+def test_output_to_a_directory_is_a_usage_error(
+    tmp_path: Path, runner: CliRunner, sealed: Path, private_key: Path, command: str
+) -> None:
+    """-o naming a directory is exit 2 with one line naming it, and leaves no temp file behind."""
+    target = tmp_path / "outdir"
+    target.mkdir()
+    args = _writers(tmp_path, sealed, private_key)[command]
+    code, out, err = run(runner, *args, "-o", str(target))
+    assert (code, out, err) == (2, "", f"toolreplay: error: {target}: is a directory, not a file\n")
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".toolreplay-")]
+
+
+@pytest.mark.parametrize("command", ["seal", "fingerprint", "sign"])
+def test_empty_output_path_is_a_usage_error(
+    tmp_path: Path, runner: CliRunner, sealed: Path, private_key: Path, command: str
+) -> None:
+    """-o '' is exit 2 (not an internal error, and not silently the default file)."""
+    args = _writers(tmp_path, sealed, private_key)[command]
+    code, out, err = run(runner, *args, "-o", "")
+    assert (code, out) == (2, "")
+    assert err == "toolreplay: error: the output path is empty\n"
+    assert not (tmp_path / "s.sealed.jsonl.sig").exists()
+
+
+def test_output_through_a_symlink_writes_the_file_it_names(tmp_path: Path, runner: CliRunner) -> None:
+    """-o LINK writes the link's target, like a shell redirection, and keeps the link."""
+    real = tmp_path / "real.sealed.jsonl"
+    real.write_text("old\n")
+    link = tmp_path / "link.sealed.jsonl"
+    link.symlink_to(real.name)
+    assert run(runner, "seal", str(TRANSCRIPT), "-o", str(link))[0] == 0
+    assert link.is_symlink()
+    assert real.read_text().startswith('{"args":')
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_output_to_a_fifo_writes_into_it(tmp_path: Path, runner: CliRunner) -> None:
+    """-o FIFO (or /dev/stdout) writes into it instead of replacing it with a regular file."""
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    # a non-blocking reader lets the writer open the FIFO; the output fits its buffer
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        code = run(runner, "seal", str(TRANSCRIPT), "-o", str(fifo))[0]
+        try:
+            received = os.read(reader, 1 << 16)
+        except BlockingIOError:
+            received = b""
+    finally:
+        os.close(reader)
+    assert code == 0
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)
+    assert received.count(b"\n") == 6
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX file modes")
+def test_output_files_get_the_usual_mode(tmp_path: Path, runner: CliRunner) -> None:
+    """A new output file is readable as the umask allows (not 0600), an existing one keeps its mode."""
+    old = os.umask(0o022)
+    try:
+        new = tmp_path / "new.sealed.jsonl"
+        assert run(runner, "seal", str(TRANSCRIPT), "-o", str(new))[0] == 0
+        assert stat.S_IMODE(new.stat().st_mode) == 0o644
+        kept = tmp_path / "kept.sealed.jsonl"
+        kept.write_text("")
+        kept.chmod(0o640)
+        assert run(runner, "seal", str(TRANSCRIPT), "-o", str(kept))[0] == 0
+        assert stat.S_IMODE(kept.stat().st_mode) == 0o640
+        lock = tmp_path / "tools.lock.json"
+        assert run(runner, "fingerprint", str(TOOLS), "-o", str(lock))[0] == 0
+        assert stat.S_IMODE(lock.stat().st_mode) == 0o644
+    finally:
+        os.umask(old)
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX file modes")
+def test_keygen_private_key_stays_private(tmp_path: Path, runner: CliRunner) -> None:
+    """The private key is still 0600 and the public key 0644 whatever the umask."""
+    old = os.umask(0)
+    try:
+        assert run(runner, "keygen", str(tmp_path / "k"))[0] == 0
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "k").stat().st_mode) == 0o600
+    assert stat.S_IMODE((tmp_path / "k.pub").stat().st_mode) == 0o644
+
+
+def test_keygen_writes_no_half_pair(tmp_path: Path, runner: CliRunner) -> None:
+    """When the public key cannot be written, the private key is not left behind either."""
+    private = tmp_path / "k"
+    code, _, err = run(runner, "keygen", str(private), "--public", str(tmp_path / "missing" / "k.pub"))
+    assert code == 2 and "cannot write here" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.skipif(os.name != "posix", reason="file names with a line break")
+@pytest.mark.parametrize("fmt", ["text", "github"])
+def test_header_lines_keep_a_hostile_file_name_on_one_line(
+    tmp_path: Path, runner: CliRunner, fmt: str
+) -> None:
+    """A file name with a line break and a bidi override stays escaped on its header line."""
+    name = tmp_path / "a\n::error::b\u202e.jsonl"
+    name.write_bytes(TRANSCRIPT.read_bytes())
+    code, out, _ = run(runner, "validate", str(name), "--format", fmt)
+    assert code == 0
+    assert out.splitlines()[-1] == f"{tmp_path}/a\\n::error::b\\u202e.jsonl: valid"
+
+
+@pytest.mark.parametrize(
+    ("schema", "problem"),
+    [
+        ({"$ref": "#/$defs/nope"}, "cannot resolve $ref: PointerToNowhere: '/$defs/nope' does not exist"),
+        (
+            {"$ref": "https://example.com/s.json"},
+            "cannot resolve $ref: Unresolvable: https://example.com/s.json",
+        ),
+        ({"$ref": "file:///etc/passwd"}, "cannot resolve $ref: Unresolvable: file:///etc/passwd"),
+        ({"$ref": "#"}, "the schema refers to itself without end"),
+        (
+            {"$defs": {"x": {"$ref": "#/$defs/x"}}, "$ref": "#/$defs/x"},
+            "the schema refers to itself without end",
+        ),
+    ],
+    ids=["dangling", "remote", "file", "self", "loop"],
+)
+def test_scope_schema_that_cannot_be_followed_is_a_usage_error(
+    tmp_path: Path, runner: CliRunner, schema: object, problem: str
+) -> None:
+    """A $ref that resolves nowhere, or only to itself, is exit 2 naming the scope file (was exit 3)."""
+    import json
+
+    scope = tmp_path / "scope.json"
+    scope.write_text(json.dumps({"agent": "a", "allowed_tools": ["t"], "arguments": {"t": schema}}))
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text('{"index":0,"tool":"t","args":{"p":1},"response":{}}\n')
+    code, out, err = run(runner, "scope", str(transcript), str(scope))
+    assert (code, out) == (2, "")
+    assert err.startswith(f"toolreplay: error: {scope}: ")
+    assert problem in err and err.endswith(" (at /arguments/t)\n") and err.count("\n") == 1
+
+
+def test_scope_unknown_field_pointer_is_escaped(tmp_path: Path, runner: CliRunner) -> None:
+    """An unknown scope field with '/' or '~' in its name gets a valid JSON pointer (RFC 6901)."""
+    scope = tmp_path / "scope.json"
+    scope.write_text('{"agent": "a", "allowed_tools": [], "a/b~c": 1}')
+    code, _, err = run(runner, "scope", str(TRANSCRIPT), str(scope))
+    assert (code, err) == (2, f"toolreplay: error: {scope}: unknown field 'a/b~c' (at /a~1b~0c)\n")
+
+
+@pytest.mark.parametrize("value", ["xyz", "", "0" * 63, "g" * 64])
+def test_expect_head_must_be_a_digest(runner: CliRunner, sealed: Path, value: str) -> None:
+    """--expect-head that is not 64 hex digits is a bad option (exit 2), not a head mismatch (exit 1)."""
+    code, out, err = run(runner, "verify", str(sealed), "--expect-head", value)
+    assert (code, out) == (2, "")
+    assert "Invalid value for '--expect-head': must be a SHA-256 digest (64 hex digits)" in err
+
+
+def test_expect_head_ignores_hex_case(runner: CliRunner, sealed: Path) -> None:
+    """An upper-case copy of the head anchors the chain like the lower-case one."""
+    import json
+
+    report = json.loads(run(runner, "verify", str(sealed), "--format", "json")[1])["reports"][0]
+    head = report["summary"]["head"]
+    code, out, _ = run(runner, "verify", str(sealed), "--expect-head", head.upper())
+    assert code == 0 and "anchor: head match" in out
+
+
+def test_verify_stdin_with_key_needs_signature(runner: CliRunner, tmp_path: Path, private_key: Path) -> None:
+    """verify - --key has no SEALED.sig to default to: a usage error, not a file called '-.sig'."""
+    result = runner.invoke(cli, ["verify", "-", "--key", f"{private_key}.pub"], input="")
+    assert result.exit_code == 2
+    assert "--signature is required when SEALED is '-' (stdin)" in result.stderr
+    assert "-.sig" not in result.stderr
