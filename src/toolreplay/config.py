@@ -58,6 +58,8 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise InputError("is a directory, not a file", path=str(path)) from err
     except tomllib.TOMLDecodeError as err:
         raise InputError(f"invalid TOML: {err}", path=str(path)) from err
+    except RecursionError as err:
+        raise InputError("invalid TOML: nested too deeply to read", path=str(path)) from err
     except UnicodeDecodeError as err:
         raise InputError("invalid UTF-8", path=str(path)) from err
 

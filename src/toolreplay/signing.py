@@ -191,8 +191,8 @@ def read_envelope(path: str) -> tuple[str, bytes, list[bytes]]:
 
 def _statement(payload: bytes) -> Statement | None:
     try:
-        value = json.loads(payload)
-    except ValueError:
+        value = decode(payload)  # the strict decoder: bounded depth, no duplicate keys
+    except InputError:
         return None
     if not isinstance(value, dict) or value.get("type") != STATEMENT_TYPE:
         return None

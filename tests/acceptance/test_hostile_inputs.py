@@ -217,3 +217,16 @@ def test_verify_stdin_with_key_needs_signature(runner: CliRunner, tmp_path: Path
     assert result.exit_code == 2
     assert "--signature is required when SEALED is '-' (stdin)" in result.stderr
     assert "-.sig" not in result.stderr
+
+
+def test_deeply_nested_toml_config_is_a_usage_error(tmp_path: Path) -> None:
+    """A config nested past what tomllib can read is exit 2 naming the file, not a crash."""
+    from click.testing import CliRunner
+
+    from toolreplay.cli import cli
+
+    config = tmp_path / "toolreplay.toml"
+    config.write_text("x = " + "[" * 5000 + "]" * 5000 + "\n")
+    result = CliRunner().invoke(cli, ["check", "--config", str(config)], catch_exceptions=False)
+    assert result.exit_code == 2
+    assert f"{config}: invalid TOML: nested too deeply to read" in result.output
