@@ -233,7 +233,10 @@ def decode_fast(raw: bytes) -> Any | None:
 
     The caller must still compare key counts to rule out duplicate keys.
     """
-    if _LONG_RUN in raw.translate(_DIGIT_MAP):
+    # digit runs inside strings (digests, ids) are harmless: look again without the strings
+    if _LONG_RUN in raw.translate(_DIGIT_MAP) and _LONG_RUN in _STRING_BYTES.sub(b"", raw).translate(
+        _DIGIT_MAP
+    ):
         return None
     try:
         return orjson.loads(raw)

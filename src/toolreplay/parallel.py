@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import IO
 
 from toolreplay.canonical import MAX_RECORD_BYTES
-from toolreplay.chain import fast_link, fast_parts, parts_of
+from toolreplay.chain import fast_link, fast_parts, link_digest, parts_of
 from toolreplay.errors import InputError
 from toolreplay.transcript import GENESIS, iter_lines, open_input, parse_line
 
@@ -107,10 +107,17 @@ def seal_chunk(first: int, data: bytes) -> list[SealParts] | None:
 def verify_chunk(first: int, data: bytes) -> list[tuple[int, str, str]] | None:
     """(index, prev, digest) of each link of a chunk that checks out on its own; None on any doubt."""
     out = []
-    for _, raw in _lines(first, data):
+    for number, raw in _lines(first, data):
         quick = fast_link(raw)
         if quick is None:
-            return None
+            try:
+                record, value = parse_line(raw, sealed=True, line=number)
+            except InputError:
+                return None
+            digest, line = link_digest(record, value["prev"])
+            if digest != value["digest"] or line.encode("ascii") != raw:
+                return None
+            quick = (record.index, value["prev"], digest)
         out.append(quick)
     return out
 
