@@ -213,3 +213,9 @@ def test_is_canonical_text_matches_the_definition(value: object, style: str) -> 
     else:
         raw = json.dumps(value, separators=(",", ":")).encode()
     assert is_canonical_text(raw, value) == (raw == canonical(value).encode("ascii"))
+
+
+def test_digit_runs_inside_strings_keep_the_fast_decoder() -> None:
+    """Long digit runs inside strings (digests, ids) do not send a line to the slow decoder."""
+    assert decode_fast(b'{"prev":"' + b"0" * 64 + b'","n":1}') is not None
+    assert decode_fast(b'{"id":"12345678901234567890123","n":12345678901234567890123}') is None

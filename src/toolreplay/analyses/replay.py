@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from hashlib import sha256
+from hashlib import blake2b
 
 from toolreplay.findings import Finding, quote
 from toolreplay.transcript import Record
@@ -40,9 +40,10 @@ def replay(
     Redundancy: a call is redundant when the call just before it is the identical
     call and that tool is not a mutator, so nothing could have changed in between.
     """
-    # Remember SHA-256 digests, not texts: memory then grows with the number of distinct
-    # calls by a few dozen bytes each, whatever the size of the responses.
-    first: dict[bytes, tuple[int, bytes]] = {}
+    # Remember 128-bit BLAKE2b digests, not texts: memory then grows with the number of
+    # distinct calls by about 170 bytes each, whatever the size of the responses. The value
+    # packs the first index (8 bytes) and the response digest into one bytes object.
+    first: dict[bytes, bytes] = {}
     findings: list[Finding] = []
     divergence: int | None = None
     previous_key: bytes | None = None
@@ -50,8 +51,8 @@ def replay(
     calls = 0
     for record in records:
         calls += 1
-        key = sha256(record.call_key.encode("ascii")).digest()
-        response = sha256(record.canon_response.encode("ascii")).digest()
+        key = blake2b(record.call_key.encode("ascii"), digest_size=16).digest()
+        response = blake2b(record.canon_response.encode("ascii"), digest_size=16).digest()
         mutator = record.tool in mutators
         if key == previous_key and not mutator:
             findings.append(
@@ -70,8 +71,9 @@ def replay(
             )
         seen = first.get(key)
         if seen is None:
-            first[key] = (record.index, response)
-        elif seen[1] != response and record.tool not in nondeterministic:
+            first[key] = record.index.to_bytes(8, "big") + response
+        elif seen[8:] != response and record.tool not in nondeterministic:
+            earlier = int.from_bytes(seen[:8], "big")
             if divergence is None:
                 divergence = record.index
             findings.append(
@@ -79,12 +81,12 @@ def replay(
                     kind="non-determinism",
                     index=record.index,
                     tool=record.tool,
-                    related=seen[0],
+                    related=earlier,
                     path=path,
                     line=record.line,
                     message=(
                         f"tool {quote(record.tool)} returned a different response than the "
-                        f"identical call at index {seen[0]}"
+                        f"identical call at index {earlier}"
                     ),
                 )
             )
