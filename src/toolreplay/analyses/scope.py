@@ -6,8 +6,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+import regex
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError, ValidationError
+from jsonschema.validators import extend
 from referencing.exceptions import Unresolvable
 
 from toolreplay.canonical import decode
@@ -15,12 +17,56 @@ from toolreplay.errors import InputError
 from toolreplay.findings import Finding, quote
 from toolreplay.transcript import Record, open_input
 
+#: Longest a scope's ``pattern`` may take on one value. A scope file can be edited in the
+#: pull request it judges, and Python's ``re`` has no time limit: a pattern such as
+#: ``(a+)+$`` on a long argument would hang the job. Past the limit the call is refused.
+PATTERN_SECONDS = 1.0
+
+
+def _search(pattern: str, text: str) -> bool | str:
+    """Whether ``pattern`` finds a match in ``text``; a string saying why it could not tell."""
+    try:
+        return regex.search(pattern, text, timeout=PATTERN_SECONDS) is not None
+    except TimeoutError:
+        return f"pattern {pattern!r} did not finish within {PATTERN_SECONDS:g} s on this value"
+    except regex.error as err:
+        return f"pattern {pattern!r} is not a valid regular expression: {err}"
+
+
+def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Any:
+    if not validator.is_type(instance, "string"):
+        return
+    found = _search(pattern, instance)
+    if isinstance(found, str):
+        yield ValidationError(found)
+    elif not found:
+        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+def _pattern_properties(validator: Any, properties: dict[str, Any], instance: Any, schema: Any) -> Any:
+    if not validator.is_type(instance, "object"):
+        return
+    for pattern, subschema in properties.items():
+        for key, value in instance.items():
+            found = _search(pattern, key)
+            if isinstance(found, str):
+                yield ValidationError(found)
+            elif found:
+                yield from validator.descend(value, subschema, path=key, schema_path=pattern)
+
+
+#: Draft 2020-12 with time-limited regular expressions (the ``regex`` package) for
+#: ``pattern`` and ``patternProperties``.
+ScopeValidator = extend(  # type: ignore[no-untyped-call]
+    Draft202012Validator, validators={"pattern": _pattern, "patternProperties": _pattern_properties}
+)
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Scope:
     agent: str
     allowed_tools: frozenset[str]
-    arguments: dict[str, Draft202012Validator]
+    arguments: dict[str, Any]
     #: the scope file, named when one of its schemas turns out unusable
     path: str = ""
 
@@ -86,7 +132,7 @@ def load_scope(path: str) -> Scope:
             raise InputError(
                 f"not a valid JSON Schema: {err.message}", path=path, pointer=pointer + sub
             ) from err
-        validators[tool] = Draft202012Validator(schema)
+        validators[tool] = ScopeValidator(schema)
     return Scope(agent=agent, allowed_tools=frozenset(tools), arguments=validators, path=path)
 
 
