@@ -179,3 +179,23 @@ def test_repository_checks_its_own_samples(runner: CliRunner) -> None:
     code, out = run(runner, ROOT)
     assert code == 1
     assert "== samples/session-dirty.jsonl" in out
+
+
+@pytest.mark.slow
+def test_many_files_on_worker_processes_through_python_m(project: Path) -> None:
+    """`python -m toolreplay check` with enough files for worker processes runs once and reports all."""
+    import sys
+
+    for n in range(20):
+        shutil.copy(project / "runs" / "dirty.jsonl", project / "runs" / f"copy-{n:02d}.jsonl")
+    proc = subprocess.run(
+        [sys.executable, "-m", "toolreplay", "check", "--jobs", "2"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stdout.count("== runs/copy-") == 20
+    assert proc.stdout.count("total: ") == 1
+    assert proc.stderr == ""
