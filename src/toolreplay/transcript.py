@@ -72,7 +72,8 @@ class Link:
     raw: bytes
 
 
-def _type_name(value: Any) -> str:
+def type_name(value: Any) -> str:
+    """How a JSON value's type is named in error messages."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -89,13 +90,13 @@ def _type_name(value: Any) -> str:
 
 
 def _field_error(name: str, want: str, value: Any) -> InputError:
-    return InputError(f'field "{name}" must be {want}, not {_type_name(value)}', pointer=f"/{name}")
+    return InputError(f'field "{name}" must be {want}, not {type_name(value)}', pointer=f"/{name}")
 
 
 def check_fields(value: Any, *, sealed: bool) -> None:
     """Refuse a decoded line whose fields break SPEC §1.1 (or §1.3 for a sealed link)."""
     if not isinstance(value, dict):
-        raise InputError(f"a record must be a JSON object, not {_type_name(value)}")
+        raise InputError(f"a record must be a JSON object, not {type_name(value)}")
     allowed = REQUIRED + OPTIONAL + (LINK_EXTRA if sealed else ())
     unknown = sorted(k for k in value if k not in allowed)
     if unknown:
@@ -130,7 +131,7 @@ def check_fields(value: Any, *, sealed: bool) -> None:
         for key, item in state.items():
             if not isinstance(item, str):
                 raise InputError(
-                    f"state values must be strings, not {_type_name(item)}",
+                    f"state values must be strings, not {type_name(item)}",
                     pointer="/state/" + _escape(key),
                 )
     if sealed:

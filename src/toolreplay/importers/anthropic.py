@@ -26,9 +26,9 @@ from toolreplay.importers.base import (
     need_string,
     read_arguments,
     string_member,
-    type_name,
 )
 from toolreplay.importers.pairing import Pairing
+from toolreplay.transcript import type_name
 
 CALL_BLOCKS = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
 

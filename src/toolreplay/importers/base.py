@@ -11,7 +11,7 @@ from typing import Any, Protocol
 
 from toolreplay.canonical import decode
 from toolreplay.errors import InputError
-from toolreplay.transcript import Record
+from toolreplay.transcript import Record, type_name
 
 #: Marker keys an importer writes into ``args`` and ``response``. A leading underscore keeps
 #: them apart from the fields of the tools seen so far; docs/importers.md lists them.
@@ -76,21 +76,6 @@ class Importer(Protocol):
     name: str
 
     def sessions(self, items: Iterable[Item]) -> Iterator[Session]: ...
-
-
-def type_name(value: Any) -> str:
-    """How a JSON value's type is named in error messages."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    return "an object"
 
 
 def string_member(obj: dict[str, Any], key: str) -> str | None:

@@ -38,9 +38,9 @@ from toolreplay.importers.base import (
     need_list,
     need_object,
     read_arguments,
-    type_name,
 )
 from toolreplay.importers.pairing import Pairing
+from toolreplay.transcript import type_name
 
 OPERATION = "gen_ai.operation.name"
 TOOL_NAME = "gen_ai.tool.name"

@@ -29,10 +29,10 @@ from toolreplay.importers.base import (
     make_response,
     need_list,
     need_object,
-    type_name,
 )
 from toolreplay.importers.openai_chat import read_conversation
 from toolreplay.importers.pairing import Pairing
+from toolreplay.transcript import type_name
 
 
 class SWEAgent:
