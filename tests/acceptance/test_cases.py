@@ -60,3 +60,13 @@ def test_json_reports_match_their_schema(case: Path) -> None:
 
     report = json.loads((case / "expected.out").read_text(encoding="utf-8"))
     assert list(validator("report").iter_errors(report)) == []
+
+
+def test_version_is_x_y_z(runner: CliRunner) -> None:
+    """`toolreplay version` prints `toolreplay X.Y.Z` (SPEC §2), the installed package's version."""
+    import re
+    from importlib.metadata import version
+
+    result = runner.invoke(cli, ["version"], catch_exceptions=False)
+    assert re.fullmatch(r"toolreplay \d+\.\d+\.\d+\n", result.output)
+    assert result.output == f"toolreplay {version('toolreplay')}\n"
