@@ -15,6 +15,7 @@ from jsonschema import Draft202012Validator
 from toolreplay.canonical import check_shape, decode_reference
 from toolreplay.driftnote import MAX_NOTE_BYTES, note_problems
 from toolreplay.errors import InputError
+from toolreplay.locate import line_of
 from toolreplay.transcript import iter_lines, open_input
 
 #: file kind -> schema file name in schemas/
@@ -76,13 +77,18 @@ def _pointer(parts: Any) -> str:
     return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts) or "/"
 
 
-def _schema_errors(kind: str, value: Any, path: str, line: int | None) -> Iterator[str]:
+def _schema_errors(
+    kind: str, value: Any, path: str, line: int | None, raw: bytes | None = None
+) -> Iterator[str]:
+    """Schema errors as lines; for a whole document (``raw``), each names its pointer's line."""
     errors = sorted(
         validator(kind).iter_errors(value), key=lambda e: (list(map(str, e.absolute_path)), e.message)
     )
     for error in errors:
-        where = f"{path}:{line}" if line is not None else path
-        yield f"{where}: {error.message} (at {_pointer(error.absolute_path)})"
+        pointer = _pointer(error.absolute_path)
+        at = line if raw is None else line_of(raw, pointer)
+        where = f"{path}:{at}" if at is not None else path
+        yield f"{where}: {error.message} (at {pointer})"
 
 
 def _line_errors(kind: str, path: str) -> Iterator[str]:
@@ -151,7 +157,7 @@ def _document_errors(kind: str, raw: bytes, path: str) -> Iterator[str]:
         line = getattr(cause, "lineno", None)
         yield str(InputError(err.problem, path=path, line=line, pointer=err.pointer))
         return
-    yield from _schema_errors(kind, value, path, None)
+    yield from _schema_errors(kind, value, path, None, raw)
 
 
 def _config_errors(path: str) -> Iterator[str]:

@@ -222,5 +222,5 @@ def test_tampered_lock_exits_2(runner: CliRunner, tmp_path: Path) -> None:
     lock.write_text(json.dumps(data))
     result = run(runner, "fingerprint-diff", str(lock), str(lock))
     assert result.exit_code == 2
-    assert result.output.startswith(f"toolreplay: error: {lock}: fingerprint ")
+    assert result.output.startswith(f"toolreplay: error: {lock}:1: fingerprint ")
     assert result.output.endswith("(at /tools/search_code/fingerprint)\n")

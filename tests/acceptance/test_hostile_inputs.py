@@ -190,7 +190,7 @@ def test_scope_unknown_field_pointer_is_escaped(tmp_path: Path, runner: CliRunne
     scope = tmp_path / "scope.json"
     scope.write_text('{"agent": "a", "allowed_tools": [], "a/b~c": 1}')
     code, _, err = run(runner, "scope", str(TRANSCRIPT), str(scope))
-    assert (code, err) == (2, f"toolreplay: error: {scope}: unknown field 'a/b~c' (at /a~1b~0c)\n")
+    assert (code, err) == (2, f"toolreplay: error: {scope}:1: unknown field 'a/b~c' (at /a~1b~0c)\n")
 
 
 @pytest.mark.parametrize("value", ["xyz", "", "0" * 63, "g" * 64])

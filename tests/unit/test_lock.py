@@ -105,7 +105,7 @@ def test_strict_refusals_agree_with_schema(tmp_path: Path, case: str, edit: Any,
     path = write(tmp_path, data)
     with pytest.raises(InputError) as err:
         load_lock(path)
-    assert str(err.value) == f"{path}: {message}"
+    assert str(err.value) == f"{path}:1: {message}"
     assert validate_file(str(path)) != []
 
 

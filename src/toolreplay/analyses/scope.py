@@ -15,6 +15,7 @@ from referencing.exceptions import Unresolvable
 from toolreplay.canonical import decode
 from toolreplay.errors import InputError
 from toolreplay.findings import Finding, quote
+from toolreplay.locate import line_of
 from toolreplay.transcript import Record, open_input
 
 #: Longest a scope's ``pattern`` may take on one value. A scope file can be edited in the
@@ -77,24 +78,34 @@ class ScopeResult:
     findings: list[Finding]
 
 
-def read_json_file(path: str) -> Any:
-    """Read a whole JSON file under the strict rules; errors carry file and line."""
+def read_json_document(path: str) -> tuple[bytes, Any]:
+    """Read a whole JSON file under the strict rules: (its bytes, its value).
+
+    Errors carry file and line; :func:`located` adds the line to later errors that only
+    know a JSON pointer.
+    """
     stream = open_input(path)
     try:
         raw = stream.read()
     finally:
         stream.close()
     try:
-        return decode(raw)
+        return raw, decode(raw)
     except InputError as err:
-        raise InputError(err.problem, path=path, line=_line_of(raw, err), pointer=err.pointer) from err
+        lineno = getattr(err.__cause__, "lineno", None)
+        raise InputError(err.problem, path=path, line=lineno, pointer=err.pointer) from err
 
 
-def _line_of(raw: bytes, err: InputError) -> int | None:
-    # "invalid JSON: ... at column N" comes from a whole-file decode; find its line.
-    cause = err.__cause__
-    lineno = getattr(cause, "lineno", None)
-    return lineno if isinstance(lineno, int) else None
+def read_json_file(path: str) -> Any:
+    """The value of a whole JSON file read under the strict rules."""
+    return read_json_document(path)[1]
+
+
+def located(err: InputError, raw: bytes) -> InputError:
+    """``err`` with the line its JSON pointer lands on in ``raw`` (when it had none)."""
+    if err.line is not None or err.pointer is None:
+        return err
+    return InputError(err.problem, path=err.path, line=line_of(raw, err.pointer), pointer=err.pointer)
 
 
 def _escape(key: str) -> str:
@@ -103,7 +114,14 @@ def _escape(key: str) -> str:
 
 def load_scope(path: str) -> Scope:
     """Read and check a scope file; anything but the documented fields is refused."""
-    value = read_json_file(path)
+    raw, value = read_json_document(path)
+    try:
+        return _scope_of(value, path)
+    except InputError as err:
+        raise located(err, raw) from err
+
+
+def _scope_of(value: Any, path: str) -> Scope:
     if not isinstance(value, dict):
         raise InputError("a scope file must hold a JSON object", path=path)
     unknown = sorted(set(value) - {"agent", "allowed_tools", "arguments"})

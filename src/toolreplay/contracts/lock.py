@@ -167,7 +167,12 @@ def load_lock(path: str | os.PathLike[str]) -> ToolLock:
     except InputError as err:
         line = getattr(err.__cause__, "lineno", None)
         raise InputError(err.problem, path=name, line=line, pointer=err.pointer) from err
-    return parse_lock(value, path=name)
+    try:
+        return parse_lock(value, path=name)
+    except InputError as err:
+        from toolreplay.analyses.scope import located
+
+        raise located(err, raw) from err
 
 
 def parse_lock(value: Any, *, path: str = "") -> ToolLock:
