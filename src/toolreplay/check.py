@@ -38,7 +38,7 @@ from toolreplay.config import Config, expand
 from toolreplay.errors import InputError
 from toolreplay.findings import Finding, quote, sort_findings
 from toolreplay.report import Line, Report, replay_header
-from toolreplay.transcript import Record, read_links, read_transcript
+from toolreplay.transcript import Record, read_links, read_transcript, slim
 
 if TYPE_CHECKING:
     from toolreplay.contracts.lock import ToolLock
@@ -195,11 +195,11 @@ def check_baseline(job: Job) -> Report:
 
 def _diff_runs(job: Job) -> list[Finding]:
     settings = job.settings
-    baseline = [link.record for link in read_links(job.absolute)]
+    baseline = [slim(link.record) for link in read_links(job.absolute)]
     runs: list[tuple[str, Sequence[Record]]] = []
     for path, absolute in job.runs:
         try:
-            runs.append((path, list(read_transcript(absolute))))
+            runs.append((path, [slim(record) for record in read_transcript(absolute)]))
         except InputError as err:
             raise InputError(err.problem, path=path, line=err.line, pointer=err.pointer) from err
     result = diff_baseline(baseline, runs, behaviour=_behaviour(settings), mutators=settings.mutators)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import IO, Any
 
 from toolreplay.canonical import (
@@ -234,6 +234,16 @@ def iter_lines(stream: IO[bytes], path: str) -> Iterator[tuple[int, bytes]]:
         if not raw.strip(b" \t\r"):
             continue
         yield number, raw
+
+
+_EMPTY: dict[str, Any] = {}
+
+
+def slim(record: Record) -> Record:
+    """The record without its parsed ``args`` and ``response`` (left empty), for holding many
+    in memory: the canonical texts stay, and they are what comparisons use; parse them
+    (``json.loads(record.canon_args)``) where the values are needed."""
+    return replace(record, args=_EMPTY, response=_EMPTY)
 
 
 def make_record(

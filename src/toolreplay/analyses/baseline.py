@@ -16,6 +16,7 @@ transcript (so a read after a write is not compared with a read before it).
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -222,7 +223,7 @@ def _agent_drift(
     if tag == "replace":
         b, r = base[i1], run[j1]
         if b.tool == r.tool:
-            where = _where(first_difference(b.args, r.args))
+            where = _where(first_difference(json.loads(b.canon_args), json.loads(r.canon_args)))
             message = (
                 f"tool {quote(r.tool)} was called with other arguments than at baseline index {i1}{where}"
             )
@@ -293,7 +294,7 @@ def _compare_pair(
     # a tool the lock declares non-deterministic: its responses are not compared, its effects are
     nondeterministic = declared is not None and not declared.deterministic
     if r.canon_response != b.canon_response and not nondeterministic:
-        where = _where(first_difference(b.response, r.response))
+        where = _where(first_difference(json.loads(b.canon_response), json.loads(r.canon_response)))
         add(
             "behavior-drift",
             f"tool {quote(tool)} returned a different response than at baseline index {b.index}{where}",

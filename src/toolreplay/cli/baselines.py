@@ -21,12 +21,12 @@ from toolreplay.analyses.baseline import (
     lock_behaviour,
 )
 from toolreplay.analyses.replay import DEFAULT_MUTATORS
-from toolreplay.chain import ChainState, verify
+from toolreplay.chain import ChainState, verify, verify_stream
 from toolreplay.cli import EXIT_CLEAN, EXIT_FINDINGS, atomic_output, cli, emit, format_option
 from toolreplay.errors import InputError
 from toolreplay.findings import one_line, quote, sort_findings
 from toolreplay.report import Line, Report
-from toolreplay.transcript import GENESIS, Record, open_input, parse_links, read_links, read_transcript
+from toolreplay.transcript import GENESIS, Record, open_input, parse_links, read_links, read_transcript, slim
 
 #: drift-note ``kinds`` (SPEC §1.6) for each finding kind that names one
 NOTE_KINDS = {
@@ -38,14 +38,19 @@ NOTE_KINDS = {
 
 
 def _read_run(path: str) -> list[Record]:
+    # slim records: the diff compares canonical texts, so the parsed values need not stay
     if os.path.basename(path).endswith(".sealed.jsonl"):
-        return [link.record for link in read_links(path)]
-    return list(read_transcript(path))
+        return [slim(link.record) for link in read_links(path)]
+    return [slim(record) for record in read_transcript(path)]
 
 
 def _read_baseline(path: str) -> tuple[list[Record], ChainState]:
-    links = list(read_links(path))
-    return [link.record for link in links], verify(links)
+    stream = open_input(path)
+    try:
+        state = verify_stream(stream, path)
+    finally:
+        stream.close()
+    return [slim(link.record) for link in read_links(path)], state
 
 
 def _freshness_line(freshness: Freshness | None) -> Line:
