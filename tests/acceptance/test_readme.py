@@ -47,3 +47,16 @@ def test_readme_example(
     assert argv[0] == "toolreplay"
     result = runner.invoke(cli, argv[1:], catch_exceptions=False)
     assert result.output == expected
+
+
+def test_readme_markdown_and_annotation_examples(runner: CliRunner, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Markdown body and the annotation line pasted in the README are what the renderers print."""
+    monkeypatch.chdir(ROOT)
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    start = text.index("```markdown\n### toolreplay report\n\n**2 findings**") + len("```markdown\n")
+    pasted = text[start : text.index("```", start)]
+    args = ["replay", "samples/session-dirty.jsonl", "--format"]
+    assert runner.invoke(cli, [*args, "markdown"], catch_exceptions=False).output == pasted
+    github = runner.invoke(cli, [*args, "github"], catch_exceptions=False).output
+    line = next(x for x in text.splitlines() if x.startswith("::error file=samples/session-dirty.jsonl"))
+    assert line in github.splitlines()
