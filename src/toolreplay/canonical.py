@@ -53,7 +53,6 @@ _DIGIT_MAP = bytes(0x30 if 0x30 <= b <= 0x39 else 0x20 for b in range(256))
 _LONG_RUN = b"0" * 19
 _COLON_ESCAPE = re.compile(rb"\\u003[aA]")
 _STRING_BYTES = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
-_STRING_TEXT = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 
 
 def _ascii_only(text: str) -> str:
@@ -137,16 +136,6 @@ def colons_agree(raw: bytes, canonical_colons: int) -> bool:
     return b"\\u003" not in raw or not _COLON_ESCAPE.search(raw)
 
 
-def count_keys_bytes(raw: bytes) -> int:
-    """Count object keys in a JSON text (every ``:`` outside a string is one key)."""
-    return _STRING_BYTES.sub(b"", raw).count(b":")
-
-
-def count_keys_text(text: str) -> int:
-    """Like :func:`count_keys_bytes`, for a canonical text."""
-    return _STRING_TEXT.sub("", text).count(":")
-
-
 def _refuse_constant(name: str) -> Any:
     raise InputError(f"{name} is not valid JSON (NaN and Infinity are refused)")
 
@@ -197,12 +186,12 @@ def nesting_depth(raw: bytes) -> int:
     return deepest
 
 
-def check_shape(raw: bytes) -> None:
+def check_shape(raw: bytes, *, max_bytes: int = MAX_RECORD_BYTES, what: str = "record") -> None:
     """Refuse what must be refused before any decoder sees the bytes."""
     if raw.startswith(_BOM):
         raise InputError("starts with a UTF-8 byte-order mark (BOM); save the file as UTF-8 without BOM")
-    if len(raw) > MAX_RECORD_BYTES:
-        raise InputError(f"record is {len(raw)} bytes, over the {MAX_RECORD_BYTES}-byte limit")
+    if len(raw) > max_bytes:
+        raise InputError(f"{what} is {len(raw)} bytes, over the {max_bytes}-byte limit")
     # Cheap bound first: there cannot be more levels than brackets.
     if raw.count(b"[") + raw.count(b"{") > MAX_DEPTH and nesting_depth(raw) > MAX_DEPTH:
         raise InputError(f"nesting is deeper than {MAX_DEPTH} levels")
@@ -244,9 +233,9 @@ def decode_fast(raw: bytes) -> Any | None:
         return None
 
 
-def decode(raw: bytes) -> Any:
-    """Strictly decode one JSON text (a transcript line, a whole scope file)."""
-    check_shape(raw)
+def decode(raw: bytes, *, max_bytes: int = MAX_RECORD_BYTES, what: str = "record") -> Any:
+    """Strictly decode one JSON text (a transcript line, a whole scope file, an import)."""
+    check_shape(raw, max_bytes=max_bytes, what=what)
     value = decode_fast(raw)
     if value is None or not colons_agree(raw, canonical_decoded(value).count(":")):
         return decode_reference(raw)

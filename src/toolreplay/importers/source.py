@@ -16,36 +16,17 @@ import json
 from collections.abc import Iterator
 from typing import IO, Any
 
-from toolreplay.canonical import (
-    MAX_DEPTH,
-    canonical,
-    count_keys_bytes,
-    count_keys_text,
-    decode_fast,
-    decode_reference,
-    nesting_depth,
-)
+from toolreplay.canonical import decode
 from toolreplay.errors import InputError
 from toolreplay.importers.base import Item, Location
 
 #: Largest input document, and longest JSON Lines line, accepted (bytes).
 MAX_INPUT_BYTES = 512 * 1024 * 1024
 
-_BOM = b"\xef\xbb\xbf"
-
 
 def decode_value(raw: bytes) -> Any:
     """Strictly decode one JSON text of an input (a whole document or one line)."""
-    if raw.startswith(_BOM):
-        raise InputError("starts with a UTF-8 byte-order mark (BOM); save the file as UTF-8 without BOM")
-    if len(raw) > MAX_INPUT_BYTES:
-        raise InputError(f"input is over the {MAX_INPUT_BYTES}-byte limit")
-    if raw.count(b"[") + raw.count(b"{") > MAX_DEPTH and nesting_depth(raw) > MAX_DEPTH:
-        raise InputError(f"nesting is deeper than {MAX_DEPTH} levels")
-    value = decode_fast(raw)
-    if value is None or count_keys_bytes(raw) != count_keys_text(canonical(value)):
-        value = decode_reference(raw)
-    return value
+    return decode(raw, max_bytes=MAX_INPUT_BYTES, what="input")
 
 
 def _readline(stream: IO[bytes], path: str) -> bytes:
