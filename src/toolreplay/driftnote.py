@@ -22,6 +22,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from toolreplay.canonical import MAX_DEPTH
 from toolreplay.errors import InputError
+from toolreplay.locate import pointer_token
 
 #: Largest drift note accepted, in bytes.
 MAX_NOTE_BYTES = 1024 * 1024
@@ -132,14 +133,10 @@ def _check_nodes(node: Node, path: str) -> None:
             _check_nodes(item, path)
 
 
-def _escape(key: str) -> str:
-    return key.replace("~", "~0").replace("/", "~1")
-
-
 def _pointers(node: MappingNode) -> dict[str, tuple[int, Node]]:
     out: dict[str, tuple[int, Node]] = {}
     for key, value in node.value:
-        name = "/" + _escape(str(key.value))
+        name = "/" + pointer_token(str(key.value))
         out[name] = (key.start_mark.line + 2, value)
         if isinstance(value, SequenceNode):
             for i, item in enumerate(value.value):
@@ -176,13 +173,13 @@ def _schema_problems(front: _FrontMatter, path: str) -> list[InputError]:
         key=lambda e: (list(map(str, e.absolute_path)), e.message),
     )
     for error in errors:
-        pointer = "".join("/" + _escape(str(p)) for p in error.absolute_path)
+        pointer = "".join("/" + pointer_token(str(p)) for p in error.absolute_path)
         line, node = front.nodes.get(pointer, (1, None))
         if error.validator == "additionalProperties" and isinstance(error.instance, dict):
             known = error.schema.get("properties", {}) if isinstance(error.schema, dict) else {}
             extra = [key for key in error.instance if key not in known]
             if extra:
-                line = front.nodes.get(pointer + "/" + _escape(str(extra[0])), (line, None))[0]
+                line = front.nodes.get(pointer + "/" + pointer_token(str(extra[0])), (line, None))[0]
         message = error.message
         if (
             error.validator in ("type", "$ref", "pattern")

@@ -10,9 +10,20 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 
 _DECODER = json.JSONDecoder()
 _SPACE = re.compile(r"[ \t\n\r]*")
+
+
+def pointer_token(key: object) -> str:
+    """One reference token of a JSON pointer (RFC 6901): ``~`` as ``~0``, ``/`` as ``~1``."""
+    return str(key).replace("~", "~0").replace("/", "~1")
+
+
+def pointer_of(parts: Iterable[object]) -> str:
+    """The JSON pointer of a path (keys and indices); ``/`` for the whole document."""
+    return "".join("/" + pointer_token(p) for p in parts) or "/"
 
 
 def _unescape(token: str) -> str:

@@ -18,6 +18,7 @@ from toolreplay.canonical import (
     decode_reference,
 )
 from toolreplay.errors import InputError
+from toolreplay.locate import pointer_token
 
 GENESIS = "0" * 64
 REQUIRED = ("index", "tool", "args", "response")
@@ -100,7 +101,7 @@ def check_fields(value: Any, *, sealed: bool) -> None:
     allowed = REQUIRED + OPTIONAL + (LINK_EXTRA if sealed else ())
     unknown = sorted(k for k in value if k not in allowed)
     if unknown:
-        raise InputError(f"unknown field {canonical(unknown[0])}", pointer="/" + _escape(unknown[0]))
+        raise InputError(f"unknown field {canonical(unknown[0])}", pointer="/" + pointer_token(unknown[0]))
     for name in REQUIRED + (LINK_EXTRA if sealed else ()):
         if name not in value:
             raise InputError(f'missing field "{name}"')
@@ -132,7 +133,7 @@ def check_fields(value: Any, *, sealed: bool) -> None:
             if not isinstance(item, str):
                 raise InputError(
                     f"state values must be strings, not {type_name(item)}",
-                    pointer="/state/" + _escape(key),
+                    pointer="/state/" + pointer_token(key),
                 )
     if sealed:
         for name in LINK_EXTRA:
@@ -162,10 +163,6 @@ def _build(value: Any, *, sealed: bool, line: int, decoded: bool = True) -> tupl
         canon_state=None if state is None else encode(state),
     )
     return record, value
-
-
-def _escape(key: str) -> str:
-    return key.replace("~", "~0").replace("/", "~1")
 
 
 def _colon_count(record: Record, top_level: int) -> int:

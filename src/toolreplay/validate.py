@@ -15,7 +15,7 @@ from jsonschema import Draft202012Validator
 from toolreplay.canonical import check_shape, decode_reference
 from toolreplay.driftnote import MAX_NOTE_BYTES, note_problems
 from toolreplay.errors import InputError
-from toolreplay.locate import line_of
+from toolreplay.locate import line_of, pointer_of
 from toolreplay.transcript import iter_lines, open_input
 
 #: file kind -> schema file name in schemas/
@@ -74,7 +74,7 @@ def kind_of(path: str) -> str:
 
 
 def _pointer(parts: Any) -> str:
-    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts) or "/"
+    return pointer_of(parts)
 
 
 def _schema_errors(

@@ -68,3 +68,10 @@ def test_ordinary_patterns_behave_as_before(tmp_path: Path) -> None:
     assert kinds_and_messages(path, {"path": "etc/passwd"})[0][1].endswith(
         "'etc/passwd' does not match '^docs/'"
     )
+
+
+def test_overreach_pointer_escapes_keys(tmp_path: Path) -> None:
+    """An argument named with '/' or '~' is reported at a valid JSON pointer (RFC 6901)."""
+    path = write_scope(tmp_path, {"properties": {"a/b~c": {"type": "string"}}})
+    found = kinds_and_messages(path, {"a/b~c": 1})
+    assert "at '/a~1b~0c'" in found[0][1]

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from toolreplay.analyses.replay import DEFAULT_MUTATORS
 from toolreplay.canonical import canonical
 from toolreplay.findings import Finding, quote
+from toolreplay.locate import pointer_token
 from toolreplay.transcript import Record
 
 if TYPE_CHECKING:
@@ -131,10 +132,6 @@ def check_freshness(commit_time: int, *, now: int, max_age_days: int) -> Freshne
 _ABSENT: Any = object()
 
 
-def _escape(key: str) -> str:
-    return key.replace("~", "~0").replace("/", "~1")
-
-
 def first_difference(old: Any, new: Any, pointer: str = "") -> tuple[str, Any, Any] | None:
     """The first JSON pointer (in canonical key order) where two values differ, with both values.
 
@@ -143,7 +140,7 @@ def first_difference(old: Any, new: Any, pointer: str = "") -> tuple[str, Any, A
     if isinstance(old, dict) and isinstance(new, dict):
         for key in sorted(old.keys() | new.keys()):
             found = first_difference(
-                old.get(key, _ABSENT), new.get(key, _ABSENT), pointer + "/" + _escape(key)
+                old.get(key, _ABSENT), new.get(key, _ABSENT), pointer + "/" + pointer_token(key)
             )
             if found:
                 return found

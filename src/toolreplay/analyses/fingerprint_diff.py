@@ -20,8 +20,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from toolreplay.canonical import canonical
-from toolreplay.contracts.lock import ToolContract, ToolLock, escape
+from toolreplay.contracts.lock import ToolContract, ToolLock
 from toolreplay.findings import Finding, quote
+from toolreplay.locate import pointer_token
 from toolreplay.transcript import Record
 
 
@@ -236,13 +237,13 @@ def _walk(old: Any, new: Any, pointer: str, out: list[Change]) -> None:
         a, b = old.get(key, MISSING), new.get(key, MISSING)
         if a is not MISSING and b is not MISSING and canonical(a) == canonical(b):
             continue
-        at = f"{pointer}/{escape(key)}"
+        at = f"{pointer}/{pointer_token(key)}"
         if key in ANNOTATIONS or key.startswith("x-"):
             out.append((False, at, a, b))
         elif key in SCHEMA_MAPS and isinstance(_or_empty(a), dict) and isinstance(_or_empty(b), dict):
             a, b = _or_empty(a), _or_empty(b)
             for sub in sorted(set(a) | set(b)):
-                sub_at = f"{at}/{escape(sub)}"
+                sub_at = f"{at}/{pointer_token(sub)}"
                 if sub not in a:
                     out.append((False, sub_at, MISSING, b[sub]))
                 elif sub not in b:

@@ -15,7 +15,7 @@ from referencing.exceptions import Unresolvable
 from toolreplay.canonical import decode
 from toolreplay.errors import InputError
 from toolreplay.findings import Finding, quote
-from toolreplay.locate import line_of
+from toolreplay.locate import line_of, pointer_of, pointer_token
 from toolreplay.transcript import Record, open_input
 
 #: Longest a scope's ``pattern`` may take on one value. A scope file can be edited in the
@@ -108,10 +108,6 @@ def located(err: InputError, raw: bytes) -> InputError:
     return InputError(err.problem, path=err.path, line=line_of(raw, err.pointer), pointer=err.pointer)
 
 
-def _escape(key: str) -> str:
-    return key.replace("~", "~0").replace("/", "~1")
-
-
 def load_scope(path: str) -> Scope:
     """Read and check a scope file; anything but the documented fields is refused."""
     raw, value = read_json_document(path)
@@ -126,7 +122,9 @@ def _scope_of(value: Any, path: str) -> Scope:
         raise InputError("a scope file must hold a JSON object", path=path)
     unknown = sorted(set(value) - {"agent", "allowed_tools", "arguments"})
     if unknown:
-        raise InputError(f"unknown field {quote(unknown[0])}", path=path, pointer="/" + _escape(unknown[0]))
+        raise InputError(
+            f"unknown field {quote(unknown[0])}", path=path, pointer="/" + pointer_token(unknown[0])
+        )
     agent = value.get("agent")
     if not isinstance(agent, str):
         raise InputError('field "agent" must be a string', path=path, pointer="/agent")
@@ -140,13 +138,13 @@ def _scope_of(value: Any, path: str) -> Scope:
         raise InputError('field "arguments" must be an object', path=path, pointer="/arguments")
     validators = {}
     for tool, schema in sorted(arguments.items()):
-        pointer = "/arguments/" + _escape(tool)
+        pointer = "/arguments/" + pointer_token(tool)
         if not isinstance(schema, (dict, bool)):
             raise InputError("must be a JSON Schema (an object or a boolean)", path=path, pointer=pointer)
         try:
             Draft202012Validator.check_schema(schema)
         except SchemaError as err:
-            sub = "".join("/" + str(p) for p in err.absolute_path)
+            sub = "".join("/" + pointer_token(p) for p in err.absolute_path)
             raise InputError(
                 f"not a valid JSON Schema: {err.message}", path=path, pointer=pointer + sub
             ) from err
@@ -160,7 +158,7 @@ def _argument_errors(scope: Scope, tool: str, args: dict[str, Any]) -> list[Vali
     A ``$ref`` is only followed when a call needs it, so a schema that points nowhere
     (or only back at itself) is refused here, naming the scope file.
     """
-    pointer = "/arguments/" + _escape(tool)
+    pointer = "/arguments/" + pointer_token(tool)
     try:
         return sorted(
             scope.arguments[tool].iter_errors(args),
@@ -199,7 +197,7 @@ def check_scope(records: Iterable[Record], scope: Scope, *, path: str = "") -> S
         errors = _argument_errors(scope, record.tool, record.args)
         if errors:
             first = errors[0]
-            pointer = "".join("/" + str(p) for p in first.absolute_path) or "/"
+            pointer = pointer_of(first.absolute_path)
             findings.append(
                 Finding(
                     kind="argument-overreach",

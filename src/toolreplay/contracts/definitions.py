@@ -31,9 +31,10 @@ from jsonschema import Draft202012Validator
 from toolreplay.analyses.replay import DEFAULT_MUTATORS
 from toolreplay.canonical import canonical, decode
 from toolreplay.contracts.fingerprint import Signature
-from toolreplay.contracts.lock import ToolContract, escape, make_contract
+from toolreplay.contracts.lock import ToolContract, make_contract
 from toolreplay.errors import InputError
 from toolreplay.findings import quote
+from toolreplay.locate import pointer_token
 from toolreplay.transcript import iter_lines, open_input
 
 _META = Draft202012Validator(Draft202012Validator.META_SCHEMA)
@@ -305,7 +306,7 @@ def schema_problems(schema: Any) -> list[tuple[str, str]]:
     errors = sorted(_META.iter_errors(schema), key=lambda e: [str(p) for p in e.absolute_path])
     if errors:
         first = errors[0]
-        pointer = "".join("/" + escape(str(p)) for p in first.absolute_path)
+        pointer = "".join("/" + pointer_token(p) for p in first.absolute_path)  # "" is the schema itself
         if pointer.endswith("/type") or pointer == "/type":
             problem = (
                 f"{canonical(first.instance)} is not a JSON Schema type (those are array, boolean,"

@@ -30,6 +30,7 @@ from toolreplay.canonical import decode
 from toolreplay.contracts.fingerprint import Signature, fingerprint_of
 from toolreplay.errors import InputError
 from toolreplay.files import temp_beside
+from toolreplay.locate import pointer_token
 from toolreplay.transcript import open_input
 
 #: Version of the lock file shape (schemas/tool-lock.schema.json).
@@ -185,7 +186,7 @@ def parse_lock(value: Any, *, path: str = "") -> ToolLock:
         raise fail("a tool lock must be a JSON object", "")
     unknown = sorted(set(value) - {"lock_version", "tools"})
     if unknown:
-        raise fail(f"unknown field {json.dumps(unknown[0])}", "/" + escape(unknown[0]))
+        raise fail(f"unknown field {json.dumps(unknown[0])}", "/" + pointer_token(unknown[0]))
     if "lock_version" not in value:
         raise fail('missing field "lock_version"', "")
     if type(value["lock_version"]) is not int or value["lock_version"] != LOCK_VERSION:
@@ -195,7 +196,7 @@ def parse_lock(value: Any, *, path: str = "") -> ToolLock:
         raise fail('field "tools" must be an object of tool contracts', "/tools")
     contracts = []
     for tool, data in sorted(tools.items()):
-        base = "/tools/" + escape(tool)
+        base = "/tools/" + pointer_token(tool)
         if not tool:
             raise fail("a tool name must not be empty", base)
         contracts.append(_parse_contract(tool, data, base, fail))
@@ -207,7 +208,7 @@ def _parse_contract(tool: str, data: Any, base: str, fail: Any) -> ToolContract:
         raise fail("a tool contract must be a JSON object", base)
     unknown = sorted(set(data) - set(_CONTRACT_FIELDS))
     if unknown:
-        raise fail(f"unknown field {json.dumps(unknown[0])}", base + "/" + escape(unknown[0]))
+        raise fail(f"unknown field {json.dumps(unknown[0])}", base + "/" + pointer_token(unknown[0]))
     for key in ("fingerprint", "version", "signature", "schema"):
         if key not in data:
             raise fail(f'missing field "{key}"', base)
@@ -258,8 +259,3 @@ def _check_signature(signature: Any, pointer: str, fail: Any) -> None:
             raise fail(
                 "a parameter must be an array of 3 strings [name, type, default]", f"{pointer}/params/{i}"
             )
-
-
-def escape(key: str) -> str:
-    """Escape one JSON pointer token (RFC 6901)."""
-    return key.replace("~", "~0").replace("/", "~1")

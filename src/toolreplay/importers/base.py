@@ -11,6 +11,7 @@ from typing import Any, Protocol
 
 from toolreplay.canonical import decode
 from toolreplay.errors import InputError
+from toolreplay.locate import pointer_token
 from toolreplay.transcript import Record, type_name
 
 #: Marker keys an importer writes into ``args`` and ``response``. A leading underscore keeps
@@ -31,7 +32,7 @@ class Location:
 
     def at(self, *keys: str | int) -> Location:
         """The location of a member or element below this one."""
-        tail = "".join("/" + str(k).replace("~", "~0").replace("/", "~1") for k in keys)
+        tail = "".join("/" + pointer_token(k) for k in keys)
         return Location(self.line, self.pointer + tail)
 
     def error(self, problem: str) -> InputError:

@@ -8,8 +8,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from toolreplay.canonical import canonical
-from toolreplay.contracts.lock import escape
 from toolreplay.library.errors import ABSENT, SnapshotMissError, ToolDriftError
+from toolreplay.locate import pointer_token
 from toolreplay.transcript import Record, read_links, read_transcript
 
 
@@ -88,9 +88,11 @@ def _differences(recorded: Any, given: Any, pointer: str = "") -> list[tuple[str
         out = []
         for key in sorted(set(recorded) | set(given)):
             out.extend(
-                _differences(recorded.get(key, ABSENT), given.get(key, ABSENT), f"{pointer}/{escape(key)}")
+                _differences(
+                    recorded.get(key, ABSENT), given.get(key, ABSENT), f"{pointer}/{pointer_token(key)}"
+                )
                 if key in recorded and key in given
-                else [(f"{pointer}/{escape(key)}", recorded.get(key, ABSENT), given.get(key, ABSENT))]
+                else [(f"{pointer}/{pointer_token(key)}", recorded.get(key, ABSENT), given.get(key, ABSENT))]
             )
         return out
     return [(pointer or "/", recorded, given)]
