@@ -267,6 +267,22 @@ def test_unknown_fail_on_kind_is_a_usage_error(tmp_path: Path, monkeypatch: pyte
     assert outputs == {"exit-code": "2"}
 
 
+def test_unknown_kind_in_the_config_is_a_usage_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A typo in the config's fail_on is exit 2 like one in the fail-on input, not a gate switched off."""
+    pr = pull_request(tmp_path / "ws")
+    config = pr.path / "toolreplay.toml"
+    config.write_text(config.read_text() + 'fail_on = ["tool_drift"]\n')
+    result, outputs, _ = run_action(pr.path, tmp_path, monkeypatch)
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert result.stderr.startswith(
+        f"::error title=toolreplay::toolreplay: {config}: fail_on: unknown finding kind 'tool_drift';"
+        " the kinds are: agent-drift, "
+    )
+    assert result.stderr.count("\n") == 1
+    assert outputs == {"exit-code": "2"}
+
+
 def test_bad_config_is_a_usage_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """An invalid config file is exit 2 naming the file and the field."""
     pr = pull_request(tmp_path / "ws")
