@@ -10,12 +10,20 @@ Endpoints: ``GET /user``, ``GET /repos/{o}/{r}``, ``GET /repos/{o}/{r}/issues/{n
 
 Like GitHub, it lets a token with write access edit ANY comment of the issue, so only the
 client's own author check protects someone else's comment.
+
+``fault`` makes it answer badly, on the routes named in ``fault_routes`` (every route when
+empty): ``other-host`` (every URL in the answer on another host), ``malformed-json`` (a 200
+whose body is cut inside a JSON value), ``reset`` (the connection reset mid-answer),
+``500``, and ``wrong-shape`` (a 200 whose JSON is a list where an object belongs and an
+object where a list belongs).
 """
 
 from __future__ import annotations
 
 import json
 import re
+import socket
+import struct
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -23,6 +31,8 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 WRITE_METHODS = frozenset({"POST", "PATCH", "PUT", "DELETE"})
+#: where ``fault="other-host"`` points every URL of an answer
+OTHER_HOST = "http://api.elsewhere.invalid"
 
 
 @dataclass(frozen=True)
@@ -54,6 +64,9 @@ class FakeGitHub:
     forbid_all: bool = False
     comments: list[dict[str, Any]] = field(default_factory=list)
     requests: list[Recorded] = field(default_factory=list)
+    fault: str | None = None
+    fault_routes: tuple[str, ...] = ()
+    other_host: str = OTHER_HOST
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -168,7 +181,11 @@ def _handler(fake: FakeGitHub) -> type[BaseHTTPRequestHandler]:
             pass
 
         def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
-            data = json.dumps(payload).encode()
+            text = json.dumps(payload)
+            if self._faulty("other-host"):
+                text = text.replace(fake.origin, fake.other_host)
+                headers = {k: v.replace(fake.origin, fake.other_host) for k, v in (headers or {}).items()}
+            data = text.encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json; charset=utf-8")
             self.send_header("Content-Length", str(len(data)))
@@ -203,9 +220,39 @@ def _handler(fake: FakeGitHub) -> type[BaseHTTPRequestHandler]:
                     return self._route(name, match, query, body, account)
             return self._send(404, {"message": "Not Found"})
 
+        def _faulty(self, fault: str) -> bool:
+            route = getattr(self, "route_name", "")
+            return fake.fault == fault and (not fake.fault_routes or route in fake.fault_routes)
+
+        def _send_raw(self, status: int, data: bytes, length: int | None = None) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json; charset=utf-8")
+            self.send_header("Content-Length", str(len(data) if length is None else length))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _reset(self) -> None:
+            """Start a long answer, then reset the connection (RST, not a clean close)."""
+            self._send_raw(200, b'{"id": 1, "na', length=4096)
+            self.wfile.flush()
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.connection.close()
+            self.close_connection = True
+
         def _route(
             self, name: str, match: re.Match[str], query: dict[str, list[str]], body: Any, account: Account
         ) -> None:
+            self.route_name = name
+            if self._faulty("malformed-json"):
+                return self._send_raw(200, b'{"id": 1, "url": "')
+            if self._faulty("reset"):
+                return self._reset()
+            if self._faulty("500"):
+                return self._send(500, {"message": "Server Error"})
+            if self._faulty("wrong-shape"):
+                return self._send(
+                    200, {"message": "not a list"} if name == "list" else [["not", "an object"]]
+                )
             if name == "user":
                 if account.installation:
                     return self._send(403, {"message": "Resource not accessible by integration"})

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from toolreplay.analyses.baseline import ToolBehaviour, behaviour_of, check_freshness, diff_baseline
+from toolreplay.analyses.integrity import chain_broken, stale_baseline
 from toolreplay.analyses.replay import replay
 from toolreplay.analyses.scope import Scope, check_scope, load_scope
 from toolreplay.chain import verify
@@ -141,19 +142,7 @@ def check_baseline(job: Job) -> Report:
     findings: list[Finding] = []
     errors: list[str] = []
     if state.broken:
-        b = state.broken
-        findings.append(
-            Finding(
-                kind="chain-broken",
-                index=b.position,
-                tool="",
-                path=job.path,
-                line=b.line,
-                message=(
-                    f"the chain breaks here: {b.reason}; expected digest {b.expected}, found {quote(b.found)}"
-                ),
-            )
-        )
+        findings.append(chain_broken(state.broken, path=job.path))
     if settings.max_age_days is not None:
         try:
             from toolreplay.gitinfo import commit_time
@@ -166,18 +155,7 @@ def check_baseline(job: Job) -> Report:
         else:
             header.append(Line(key="committed", value=fresh.committed, text=fresh.committed))
             if fresh.stale:
-                findings.append(
-                    Finding(
-                        kind="stale-baseline",
-                        index=None,
-                        tool="",
-                        path=job.path,
-                        message=(
-                            f"last committed {fresh.committed}, more than {settings.max_age_days} days"
-                            " before this check; re-record it"
-                        ),
-                    )
-                )
+                findings.append(stale_baseline(fresh, path=job.path))
     if job.runs and not state.broken:
         try:
             findings += _diff_runs(job)

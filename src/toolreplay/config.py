@@ -11,6 +11,7 @@ from typing import Any
 
 from toolreplay.analyses.replay import DEFAULT_MUTATORS
 from toolreplay.errors import InputError
+from toolreplay.findings import quote
 
 CONFIG_NAMES = ("toolreplay.toml", "pyproject.toml")
 
@@ -84,8 +85,16 @@ def load_config(path: Path | None = None, *, cwd: Path | None = None) -> Config:
 
     errors = sorted(validator("config").iter_errors(table), key=lambda e: list(map(str, e.absolute_path)))
     if errors:
-        pointer = "".join(f"/{p}" for p in errors[0].absolute_path) or "/"
-        raise InputError(f"invalid configuration: {errors[0].message}", path=str(path), pointer=pointer)
+        first = errors[0]
+        pointer = "".join(f"/{p}" for p in first.absolute_path) or "/"
+        message = f"invalid configuration: {first.message}"
+        if first.validator == "enum" and list(first.absolute_path)[:1] == ["fail_on"]:
+            # a typo here would switch the gate off for that kind, so it is named with the choices
+            message = (
+                f"fail_on: unknown finding kind {quote(str(first.instance))}; "
+                f"the kinds are: {', '.join(first.validator_value)}"
+            )
+        raise InputError(message, path=str(path), pointer=pointer)
     return Config(
         root=path.parent,
         source=str(path),

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 #: Kinds in the order a report lists them when several share an index.
 KIND_ORDER: tuple[str, ...] = (
     "chain-broken",
+    "anchor-mismatch",
+    "signature-invalid",
     "missing-drift-note",
     "stale-baseline",
     "permission-overreach",

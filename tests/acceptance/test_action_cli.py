@@ -267,6 +267,22 @@ def test_unknown_fail_on_kind_is_a_usage_error(tmp_path: Path, monkeypatch: pyte
     assert outputs == {"exit-code": "2"}
 
 
+def test_unknown_kind_in_the_config_is_a_usage_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A typo in the config's fail_on is exit 2 like one in the fail-on input, not a gate switched off."""
+    pr = pull_request(tmp_path / "ws")
+    config = pr.path / "toolreplay.toml"
+    config.write_text(config.read_text() + 'fail_on = ["tool_drift"]\n')
+    result, outputs, _ = run_action(pr.path, tmp_path, monkeypatch)
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert result.stderr.startswith(
+        f"::error title=toolreplay::toolreplay: {config}: fail_on: unknown finding kind 'tool_drift';"
+        " the kinds are: agent-drift, "
+    )
+    assert result.stderr.count("\n") == 1
+    assert outputs == {"exit-code": "2"}
+
+
 def test_bad_config_is_a_usage_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """An invalid config file is exit 2 naming the file and the field."""
     pr = pull_request(tmp_path / "ws")
@@ -356,6 +372,46 @@ def test_fork_pull_request_degrades_without_failing(
     )
     assert (temp / "summary.md").read_text().startswith("### toolreplay report")
     assert READ_ONLY not in result.stdout + result.stderr
+
+
+@pytest.mark.parametrize(
+    ("fault", "fail_on", "code"),
+    [
+        ("other-host", "none", 0),
+        ("other-host", "", 1),
+        ("malformed-json", "none", 0),
+        ("wrong-shape", "none", 0),
+    ],
+)
+def test_a_bad_answer_from_github_is_a_warning_not_a_crash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake: FakeGitHub, fault: str, fail_on: str, code: int
+) -> None:
+    """URLs on another host, broken JSON or JSON of the wrong shape: one ::warning, no traceback,
+    and the exit code is the one the findings give (PyGithub's AssertionError used to exit 3)."""
+    fake.fault, fake.fault_routes = fault, ("repo", "list")
+    pr = pull_request(tmp_path / "ws", with_note=True)
+    result, outputs, _ = run_action(
+        pr.path,
+        tmp_path,
+        monkeypatch,
+        event=pr.event(tmp_path),
+        api_url=fake.api_url,
+        comment="true",
+        token=TOKEN,
+        fail_on=fail_on,
+    )
+    assert result.exit_code == code and outputs["exit-code"] == str(code)
+    assert "Traceback" not in result.stdout + result.stderr
+    assert "internal error" not in result.stdout + result.stderr
+    warnings = [
+        c
+        for c in assert_inert(result, {"error", "warning"})
+        if c.properties.get("title") == "toolreplay comment"
+    ]
+    assert len(warnings) == 1
+    assert warnings[0].data.startswith("toolreplay could not write the PR comment (")
+    assert fake.comments == []
+    assert TOKEN not in result.stdout + result.stderr
 
 
 def test_missing_token_warns_and_makes_no_request(

@@ -160,7 +160,7 @@ def test_note_on_a_baseline_that_exists_nowhere_is_refused(runner: CliRunner, re
 
 
 def test_diff_reports_a_stale_baseline(runner: CliRunner, repo: Path) -> None:
-    """A baseline last committed long ago is reported stale with its commit date, and diff exits 1."""
+    """A baseline last committed long ago is a stale-baseline finding with its commit date; diff exits 1."""
     sealed = repo / "b.sealed.jsonl"
     sealed.write_bytes((CASES / "faithful" / "baseline.sealed.jsonl").read_bytes())
     git(repo, "add", ".")
@@ -169,7 +169,10 @@ def test_diff_reports_a_stale_baseline(runner: CliRunner, repo: Path) -> None:
     result = runner.invoke(cli, ["diff", str(sealed), run, "--max-age-days", "30"], catch_exceptions=False)
     assert result.exit_code == 1
     assert "freshness: STALE: last committed 2001-02-03, more than 30 days ago; re-record it" in result.output
-    assert "findings: 0" in result.output
+    assert result.output.endswith(
+        "findings: 1\n"
+        "stale-baseline: last committed 2001-02-03, more than 30 days before this check; re-record it\n"
+    )
     fresh = runner.invoke(cli, ["diff", str(sealed), run, "--max-age-days", "100000"], catch_exceptions=False)
     assert fresh.exit_code == 0
     assert "freshness: last committed 2001-02-03, within 100000 days" in fresh.output

@@ -12,6 +12,7 @@ from toolreplay.errors import InputError
 from toolreplay.findings import Finding
 from toolreplay.github.action import (
     divergence,
+    known_kinds,
     parse_fail_on,
     pull_range_from_env,
     settings_from_env,
@@ -142,3 +143,18 @@ def test_annotation_level_override() -> None:
         ("permission-overreach", "error"),
         ("non-determinism", "warning"),
     ]
+
+
+def test_schemas_list_exactly_the_kinds_the_code_knows() -> None:
+    """The config schema's fail_on enum, the report schema's kind enum and the kind table agree."""
+    from toolreplay.findings import KIND_ORDER
+    from toolreplay.report.kinds import KINDS, REPORT_ERROR
+    from toolreplay.validate import schema_text
+
+    config = json.loads(schema_text("config.schema.json"))
+    report = json.loads(schema_text("report.schema.json"))
+    finding = report["properties"]["reports"]["items"]["properties"]["findings"]["items"]
+    assert set(config["properties"]["fail_on"]["items"]["enum"]) == known_kinds()
+    assert set(finding["properties"]["kind"]["enum"]) == set(KINDS)
+    assert known_kinds() == set(KINDS) | {REPORT_ERROR}
+    assert set(KIND_ORDER) <= set(KINDS)

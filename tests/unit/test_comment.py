@@ -146,6 +146,49 @@ def test_bad_token_degrades_with_401(fake: FakeGitHub) -> None:
     assert "ghp_unknownTOKEN" not in result.reason
 
 
+#: (fault, the routes it hits, how the reason starts): answers PyGithub cannot use
+BAD_ANSWERS = [
+    ("other-host", ("repo",), "AssertionError while talking to GitHub: api.elsewhere.invalid"),
+    ("other-host", ("issue",), "AssertionError while talking to GitHub: api.elsewhere.invalid"),
+    ("malformed-json", ("repo",), "JSONDecodeError while talking to GitHub: "),
+    ("malformed-json", ("list",), "JSONDecodeError while talking to GitHub: "),
+    ("reset", ("issue",), "ChunkedEncodingError while talking to GitHub: "),
+    ("500", ("list",), "GitHub answered 500: Server Error"),
+    ("wrong-shape", ("list",), "TypeError while talking to GitHub: "),
+    ("wrong-shape", (), "TypeError while talking to GitHub: "),
+]
+
+
+@pytest.mark.parametrize(
+    ("fault", "routes", "reason"), BAD_ANSWERS, ids=[f"{f}-{'-'.join(r) or 'all'}" for f, r, _ in BAD_ANSWERS]
+)
+def test_any_bad_answer_degrades_without_raising(
+    fake: FakeGitHub, fault: str, routes: tuple[str, ...], reason: str
+) -> None:
+    """Whatever the server answers (URLs on another host, broken JSON, a reset, a 500, the wrong
+    shape), publishing returns a degraded result and one inert warning line, never an exception."""
+    fake.fault, fake.fault_routes = fault, routes
+    result = _publish(fake, _body("x"))
+    assert result.status == "degraded"
+    assert result.reason.startswith(reason)
+    assert fake.writes() == [] and fake.comments == []
+    warning = result.warning()
+    assert warning is not None
+    assert warning.startswith(
+        "::warning title=toolreplay comment::toolreplay could not write the PR comment ("
+    )
+    assert "\n" not in warning and "\r" not in warning and TOKEN not in warning
+
+
+def test_a_long_answer_stays_one_short_line(fake: FakeGitHub) -> None:
+    """What the server's answer puts in an error message is cut to a bounded length in the reason."""
+    fake.fault, fake.fault_routes = "other-host", ("repo",)
+    fake.other_host = "http://" + ".".join(letter * 60 for letter in "abcd") + ".invalid"
+    result = _publish(fake, _body("x"))
+    assert result.status == "degraded"
+    assert len(result.reason) < 300 and result.reason.endswith("…")
+
+
 def test_finds_our_comment_beyond_the_first_page(fake: FakeGitHub) -> None:
     """With 150 comments before ours, pagination (per_page=100, Link next) still finds and edits it."""
     for i in range(150):

@@ -118,7 +118,13 @@ def run_action(settings: Settings) -> int:
     report_path = os.path.join(settings.runner_temp, REPORT_NAME)
     _write(report_path, render_json(reports))
 
-    _comment(reports, settings)
+    try:
+        _comment(reports, settings)
+    except Exception as err:
+        # best effort: whatever goes wrong with the comment, the exit code reflects findings only
+        from toolreplay.github.comment import failure_warning
+
+        click.echo(failure_warning(err, settings.token))
 
     code = EXIT_FINDINGS if failing_count else EXIT_CLEAN
     if settings.output:

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 import click
 import yaml
 
+from toolreplay.analyses import integrity
 from toolreplay.analyses.baseline import (
     DiffResult,
     Freshness,
@@ -22,9 +23,9 @@ from toolreplay.analyses.baseline import (
 )
 from toolreplay.analyses.replay import DEFAULT_MUTATORS
 from toolreplay.chain import ChainState, verify, verify_stream
-from toolreplay.cli import EXIT_CLEAN, EXIT_FINDINGS, atomic_output, cli, emit, format_option
+from toolreplay.cli import EXIT_FINDINGS, atomic_output, cli, emit, format_option
 from toolreplay.errors import InputError
-from toolreplay.findings import one_line, quote, sort_findings
+from toolreplay.findings import Finding, one_line, quote, sort_findings
 from toolreplay.report import Line, Report
 from toolreplay.transcript import GENESIS, Record, open_input, parse_links, read_links, read_transcript, slim
 
@@ -67,7 +68,12 @@ def _freshness_line(freshness: Freshness | None) -> Line:
 
 
 def _run_report(
-    baseline: str, state: ChainState, freshness: Freshness | None, run: RunDiff, result: DiffResult
+    baseline: str,
+    state: ChainState,
+    freshness: Freshness | None,
+    run: RunDiff,
+    result: DiffResult,
+    extra: Sequence[Finding] = (),
 ) -> Report:
     counts = ", ".join(f"{kind} {n}" for kind, n in run.counts) or "none"
     header = [
@@ -83,7 +89,7 @@ def _run_report(
         Line(key=f"tool {quote(tool)}", value=result.verdicts[tool], text=result.verdicts[tool])
         for tool in run.tools
     ]
-    findings = sort_findings(list(run.findings))
+    findings = sort_findings([*extra, *run.findings])
     header.append(Line(key="findings", value=len(findings), text=str(len(findings))))
     return Report(command="diff", path=run.path, header=tuple(header), findings=tuple(findings))
 
@@ -99,7 +105,7 @@ def _broken_report(baseline: str, state: ChainState) -> Report:
             Line(key="chain", value="broken", text="broken"),
             Line(key="first broken link", value=b.position, text=f"index {b.position}"),
         ),
-        errors=(f"{baseline}:{b.line}: the baseline's chain is broken ({b.reason}); nothing was compared",),
+        findings=(integrity.chain_broken(b, path=baseline, suffix="; nothing was compared"),),
     )
 
 
@@ -144,8 +150,7 @@ def diff_cmd(
     behaviour = _behaviour(tools)
     records, state = _read_baseline(baseline)
     if state.broken:
-        emit([_broken_report(baseline, state)], fmt)
-        ctx.exit(EXIT_FINDINGS)
+        ctx.exit(emit([_broken_report(baseline, state)], fmt))
     freshness = None
     if max_age_days is not None:
         from toolreplay.gitinfo import commit_time
@@ -157,10 +162,14 @@ def diff_cmd(
         behaviour=behaviour,
         mutators=frozenset(mutators) if mutators else DEFAULT_MUTATORS,
     )
-    reports = [_run_report(baseline, state, freshness, run, result) for run in result.runs]
-    code = emit(reports, fmt)
-    stale = freshness is not None and freshness.stale
-    ctx.exit(EXIT_FINDINGS if code or result.drifted or stale else EXIT_CLEAN)
+    # a stale baseline is a finding, told once: in the first run's block, located at the baseline
+    stale = [integrity.stale_baseline(freshness, path=baseline)] if freshness and freshness.stale else []
+    reports = [
+        _run_report(baseline, state, freshness, run, result, stale if n == 0 else ())
+        for n, run in enumerate(result.runs)
+    ]
+    # the exit code follows the findings: every reason to fail is one the reports show
+    ctx.exit(emit(reports, fmt))
 
 
 # --- note ------------------------------------------------------------------------------

@@ -7,11 +7,12 @@ import re
 import click
 
 from toolreplay import __version__, parallel
+from toolreplay.analyses import integrity
 from toolreplay.analyses.replay import DEFAULT_MUTATORS, replay
 from toolreplay.analyses.scope import check_scope, load_scope
 from toolreplay.chain import ChainState, seal_lines, verify_stream
-from toolreplay.cli import EXIT_CLEAN, EXIT_FINDINGS, atomic_output, cli, emit, format_option
-from toolreplay.findings import sort_findings
+from toolreplay.cli import atomic_output, cli, emit, format_option
+from toolreplay.findings import Finding, sort_findings
 from toolreplay.report import Line, Report, replay_header
 from toolreplay.transcript import open_input, read_transcript
 from toolreplay.validate import SCHEMA_FILES, validate_file
@@ -112,7 +113,7 @@ def verify_cmd(
         raise click.UsageError("--signature is required when SEALED is '-' (stdin)")
     state = _verify(sealed)
     header: list[Line] = []
-    mismatches: list[str] = []
+    findings: list[Finding] = []
     if state.broken:
         b = state.broken
         header += [
@@ -127,16 +128,25 @@ def verify_cmd(
             Line(key="found", value=b.found, text=b.found),
             Line(key="reason", value=b.reason, text=f"{b.reason} (line {b.line})"),
         ]
+        findings.append(integrity.chain_broken(b, path=sealed))
     else:
         header += [
             Line(key="chain", value="intact", text="intact"),
             Line(key="links", value=state.links, text=str(state.links)),
             Line(key="head", value=state.head, text=state.head),
         ]
+        mismatches: list[str] = []
         if expect_head is not None and expect_head != state.head:
             mismatches.append(f"head is {state.head}, expected {expect_head}")
         if expect_count is not None and expect_count != state.links:
             mismatches.append(f"{state.links} links, expected {expect_count}")
+        findings += integrity.anchor_mismatches(
+            path=sealed,
+            head=state.head,
+            links=state.links,
+            expect_head=expect_head,
+            expect_count=expect_count,
+        )
         if mismatches:
             text = "mismatch: " + "; ".join(mismatches)
         elif expect_head is None and expect_count is None and public is not None:
@@ -151,17 +161,23 @@ def verify_cmd(
             text = " and ".join(anchored) + " match"
         header.append(Line(key="anchor", value=text, text=text))
         if public is not None:
+            signature_path = signature or sealed + ".sig"
             check = signing.check(
-                signature or sealed + ".sig", public, signing.Statement(head=state.head, count=state.links)
+                signature_path, public, signing.Statement(head=state.head, count=state.links)
             )
             if check.problem:
                 text = f"invalid: {check.problem}"
-                mismatches.append(f"signature does not anchor this file: {check.problem}")
+                findings.append(
+                    integrity.signature_invalid(check.problem, path=sealed, signature=signature_path)
+                )
             else:
                 text = f"valid: head and count signed by key {check.keyid}"
             header.append(Line(key="signature", value="valid" if not check.problem else "invalid", text=text))
-    emit([Report(command="verify", path=sealed, header=tuple(header))], fmt)
-    ctx.exit(EXIT_FINDINGS if state.broken or mismatches else EXIT_CLEAN)
+    # the exit code follows the findings, so a failure is never one the reports leave out
+    report = Report(
+        command="verify", path=sealed, header=tuple(header), findings=tuple(sort_findings(findings))
+    )
+    ctx.exit(emit([report], fmt))
 
 
 @cli.command(name="replay")

@@ -10,10 +10,13 @@ comments are authored by the app's bot account, which for ``GITHUB_TOKEN`` is
 ``github-actions[bot]``. That is the fallback; with another App's token pass ``author``
 (``<app-slug>[bot]``).
 
-Commenting is best effort: a 401, 403 (a fork PR's read-only token), 404 or any other
-failure returns a *degraded* result with a reason, never raises, and the reason never
-holds the token. PyGithub is an optional dependency (``toolreplay[github]``), imported
-only when a comment is published.
+Commenting is best effort: a 401, 403 (a fork PR's read-only token), 404, a 5xx, a
+connection reset, an answer that is not JSON or not of the shape PyGithub expects, URLs on
+another host (PyGithub asserts they stay on the API's host) or any other failure returns a
+*degraded* result with a one-line reason, never raises, and the reason never holds the
+token. Whatever the server answers, the comment cannot change the run's verdict.
+PyGithub is an optional dependency (``toolreplay[github]``), imported only when a comment
+is published.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from toolreplay.findings import one_line
 from toolreplay.github.annotations import workflow_command
 from toolreplay.report.markdown import render_markdown
 
@@ -39,6 +43,8 @@ MARKER = "<!-- toolreplay-report -->"
 #: GitHub refuses a comment body longer than this many characters.
 COMMENT_LIMIT = 65536
 DEFAULT_API_URL = "https://api.github.com"
+#: Longest part of a server's answer (an error message, a host name) repeated in the warning.
+MAX_DETAIL = 200
 #: The author of comments made with a workflow's ``GITHUB_TOKEN``.
 ACTIONS_BOT = "github-actions[bot]"
 
@@ -77,6 +83,13 @@ class CommentResult:
             "the annotations and the job summary still carry the report",
             title="toolreplay comment",
         )
+
+
+def failure_warning(err: Exception, token: str) -> str:
+    """The ``::warning`` line for a failure to publish that escaped everything else (never the token)."""
+    warning = CommentResult(status="degraded", reason=_reason(err, token)).warning()
+    assert warning is not None
+    return warning
 
 
 def _utf16_len(text: str) -> int:
@@ -168,9 +181,13 @@ def _reason(err: Exception, token: str) -> str:
         if err.status == 403:
             text += " (a read-only token, as on a pull request from a fork?)"
         if isinstance(message, str) and message:
-            text += f": {message}"
+            text += f": {one_line(message[:MAX_DETAIL])}"
     else:
-        text = f"{type(err).__name__} while talking to GitHub"
+        # the detail comes from the server's answer: one line, and short
+        detail = one_line(str(err))
+        if len(detail) > MAX_DETAIL:
+            detail = detail[: MAX_DETAIL - 1] + "…"
+        text = f"{type(err).__name__} while talking to GitHub" + (f": {detail}" if detail else "")
     # belt and braces: whatever the server echoed, the token is not repeated
     return text.replace(token, "***") if token else text
 
@@ -194,8 +211,7 @@ def publish_comment(
     if _utf16_len(body) > COMMENT_LIMIT:
         raise ValueError(f"the comment body is over GitHub's {COMMENT_LIMIT}-character limit")
     try:
-        import requests
-        from github import GithubException
+        import github  # noqa: F401
     except ImportError:
         return CommentResult(
             status="degraded", reason="PyGithub is not installed (pip install 'toolreplay[github]')"
@@ -212,7 +228,10 @@ def publish_comment(
             return CommentResult(status="unchanged", comment_id=ours.id, url=ours.html_url)
         ours.edit(body)
         return CommentResult(status="updated", comment_id=ours.id, url=ours.html_url)
-    except (GithubException, requests.RequestException) as err:
+    except Exception as err:
+        # Not only GithubException and requests' errors: PyGithub also raises AssertionError
+        # (URLs on another host), ValueError (a body that is not JSON), TypeError or KeyError
+        # (JSON of another shape). A comment that cannot be written is a warning, whatever the cause.
         return CommentResult(status="degraded", reason=_reason(err, token))
 
 

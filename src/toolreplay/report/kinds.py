@@ -37,6 +37,22 @@ KINDS: dict[str, KindInfo] = {
         help="The file changed after it was sealed, or links were cut, reordered or repeated. "
         "Restore the sealed file from version control, or re-record and re-seal it and commit a drift note.",
     ),
+    "anchor-mismatch": KindInfo(
+        level="error",
+        rank=0,
+        summary="A sealed transcript's chain follows, but not to the head or link count it was anchored to.",
+        help="The file is not the one that was sealed: its tail was cut, links were added, or it was "
+        "re-sealed. Restore it from version control, or correct the anchor (--expect-head, --expect-count) "
+        "if the change was intended.",
+    ),
+    "signature-invalid": KindInfo(
+        level="error",
+        rank=0,
+        summary="A sealed transcript's signature does not verify with the key, or signs another head "
+        "or count.",
+        help="The file or its signature changed after signing, or the wrong key was given. Restore both "
+        "from version control, or sign the file again (toolreplay sign) if the change was intended.",
+    ),
     "stale-baseline": KindInfo(
         level="warning",
         rank=1,
