@@ -214,7 +214,7 @@ class ToolRegistry:
         args = _as_json(args, f"arguments of tool {name!r}")
         self._check_pin(name)
         if self._recording is not None:
-            self._check_call(name, args, contract.fingerprint)
+            self._check_call(self._recording, name, args, contract.fingerprint)
         if self._snapshot is not None:
             response = self._snapshot.serve(name, args, live=contract.fingerprint)
         else:
@@ -229,7 +229,7 @@ class ToolRegistry:
                 tool=name, args=args, response=response, fingerprint=contract.fingerprint, state=state
             )
         if self._recording is not None:
-            self._check_outcome(name, args, response, contract.fingerprint, state)
+            self._check_outcome(self._recording, name, args, response, contract.fingerprint, state)
         return response
 
     def invoke(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
@@ -265,13 +265,12 @@ class ToolRegistry:
         if kind is None:
             self.finish()
 
-    def _check_call(self, name: str, args: dict[str, Any], live: str) -> None:
+    def _check_call(self, recording: Snapshot, name: str, args: dict[str, Any], live: str) -> None:
         """Before the tool runs: is this the recorded call at this position, by the same tool?"""
-        assert self._recording is not None
         position = len(self._replayed)
-        recorded = self._recording.records
+        recorded = recording.records
         probe = make_record(index=position, tool=name, args=args, response={})
-        finding = call_drift(recorded, [*self._replayed, probe], path=self._recording.path)
+        finding = call_drift(recorded, [*self._replayed, probe], path=recording.path)
         if finding is not None:
             self._diverged = True
             pointer, old, new = None, ABSENT, ABSENT
@@ -285,6 +284,7 @@ class ToolRegistry:
 
     def _check_outcome(
         self,
+        recording: Snapshot,
         name: str,
         args: dict[str, Any],
         response: dict[str, Any],
@@ -292,9 +292,8 @@ class ToolRegistry:
         state: dict[str, str] | None,
     ) -> None:
         """After the tool ran: the same response and the same post-call state as recorded?"""
-        assert self._recording is not None
         position = len(self._replayed)
-        recorded = self._recording.records[position]
+        recorded = recording.records[position]
         live = make_record(
             index=position, tool=name, args=args, response=response, fingerprint=fingerprint, state=state
         )
@@ -306,7 +305,7 @@ class ToolRegistry:
         findings = {
             finding.kind: finding
             for finding in compare_call(
-                recorded, live, path=self._recording.path, behaviour=behaviour, mutators=self.mutators
+                recorded, live, path=recording.path, behaviour=behaviour, mutators=self.mutators
             )
         }
         for kind, old, new in (
