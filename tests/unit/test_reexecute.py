@@ -427,3 +427,25 @@ def test_signature_anchors_the_snapshot(tmp_path: Path) -> None:
     forged.write_text(first)
     with pytest.raises(SealError, match="the signature does not anchor this file: signed head "):
         Snapshot.from_file(forged, key=tmp_path / "k.pub", signature=str(path) + ".sig")
+
+
+def test_messages_stay_one_line_with_hostile_names(tmp_path: Path) -> None:
+    """A tool name, value or recording path with line breaks cannot split an error into several lines."""
+    path = tmp_path / "a\nb.sealed.jsonl"
+
+    def tool(text: str) -> dict[str, Any]:
+        return {"echo": text}
+
+    with Recorder(path, seal=True) as recorder:
+        live = ToolRegistry(recorder=recorder)
+        live.register(tool, name="evil\nname")
+        live.call("evil\nname", text="x\ny")
+    tools = ToolRegistry(reexecute=path)
+    tools.register(tool, name="evil\nname")
+    with pytest.raises(ReplayDivergenceError) as caught:
+        tools.call("evil\nname", text="x\nz")
+    assert "\n" not in str(caught.value)
+    assert "'evil\\nname'" in str(caught.value)
+    with pytest.raises(ReplayDivergenceError) as stopped:
+        ToolRegistry(reexecute=path).finish()
+    assert "\n" not in str(stopped.value)
