@@ -6,10 +6,13 @@ from importlib.metadata import PackageNotFoundError, version
 
 from toolreplay.canonical import canonical
 from toolreplay.contracts import ToolContract, ToolLock, load_lock, save_lock, tool_fingerprint
-from toolreplay.errors import DriftError, InputError, ToolreplayError
+from toolreplay.errors import DriftError, InputError, SealError, ToolreplayError
 from toolreplay.library import (
+    AuditIncompleteError,
+    AuditIncompleteWarning,
     ProbeResult,
     Recorder,
+    ReplayDivergenceError,
     Snapshot,
     SnapshotMissError,
     ToolDriftError,
@@ -23,10 +26,14 @@ except PackageNotFoundError:  # pragma: no cover - running from a bare checkout
     __version__ = "0.0.0"
 
 __all__ = [
+    "AuditIncompleteError",
+    "AuditIncompleteWarning",
     "DriftError",
     "InputError",
     "ProbeResult",
     "Recorder",
+    "ReplayDivergenceError",
+    "SealError",
     "Snapshot",
     "SnapshotMissError",
     "ToolContract",

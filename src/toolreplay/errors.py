@@ -39,3 +39,18 @@ class InputError(ToolreplayError):
 
 class DriftError(ToolreplayError):
     """A tool's live contract differs from the one recorded."""
+
+
+class SealError(InputError):
+    """A sealed transcript whose seal does not hold, so nothing in it may be trusted.
+
+    Either a link does not follow (``position`` is the index of the first broken link,
+    ``reason`` says why) or the intact chain is not the one anchored (an expected head,
+    a signature): then ``position`` is None.
+    """
+
+    def __init__(
+        self, problem: str, *, path: str, line: int | None = None, position: int | None = None
+    ) -> None:
+        super().__init__(problem, path=path, line=line)
+        self.position = position

@@ -10,11 +10,14 @@ import pytest
 
 from toolreplay.analyses.baseline import (
     ToolBehaviour,
+    call_drift,
     check_freshness,
+    compare_call,
     diff_baseline,
     first_difference,
     lock_behaviour,
     show_value,
+    stop_drift,
 )
 from toolreplay.errors import InputError
 from toolreplay.transcript import Record, parse_line
@@ -178,3 +181,35 @@ def test_align_survives_a_large_repetitive_middle() -> None:
     assert [op[1] for op in ops] == [0] + [op[2] for op in ops[:-1]]
     assert [op[3] for op in ops] == [0] + [op[4] for op in ops[:-1]]
     assert ops[-1][2] == len(old) and ops[-1][4] == len(new)
+
+
+def test_state_fingerprints_are_shown_whole() -> None:
+    """A SHA-256 state value is not cut in an effect-drift message (other values still are, at 60)."""
+    old, new = "sha256:" + "a" * 64, "sha256:" + "b" * 64
+    base = rec(0, "write", {"p": "x"}, {"ok": True}, state={"x": old})
+    run = rec(0, "write", {"p": "x"}, {"ok": True}, state={"x": new})
+    result = diff_baseline([base], [("run.jsonl", [run])])
+    assert [f.message for f in result.runs[0].findings] == [
+        f"tool 'write' returned the same response as at baseline index 0 but left a different state:"
+        f' at \'/x\' the baseline has "{old}", the run has "{new}"'
+    ]
+
+
+def test_call_by_call_comparison_is_diffs_own() -> None:
+    """compare_call / call_drift / stop_drift give the findings diff gives for the same pair or gap."""
+    base = [rec(0, "write", {"p": "x"}, {"ok": True}, state={"x": "1"}), rec(1, "read", {}, {"v": 1})]
+    run = [rec(0, "write", {"p": "x"}, {"ok": True}, state={"x": "2"})]
+    diffed = diff_baseline(base, [("run.jsonl", run)]).runs[0].findings
+    pair = compare_call(base[0], run[0], path="run.jsonl")
+    stopped = stop_drift(base, run, path="run.jsonl")
+    assert stopped is not None
+    assert [*pair, stopped] == sorted(diffed, key=lambda f: f.index or 0)
+    assert call_drift(base, run) is None
+    assert stop_drift(base, base) is None
+    other = [rec(0, "read", {}, {"v": 1})]
+    drift = call_drift(base, other)
+    assert drift is not None
+    assert drift.message == "the run called tool 'read' where the baseline called 'write' at index 0"
+    extra = call_drift(base, [*base, rec(2, "read", {}, {})])
+    assert extra is not None
+    assert extra.message == "the run called tool 'read' after the baseline's last call (index 1)"

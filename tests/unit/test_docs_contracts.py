@@ -74,3 +74,34 @@ def test_readme_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     with contextlib.redirect_stdout(out):
         exec(compile(match.group(1), "README.md", "exec", dont_inherit=True), {"__name__": "readme_example"})
     assert out.getvalue().startswith("tool 'search' drifted: recorded with fingerprint ")
+
+
+def run_example(text: str, marker: str, filename: str) -> str:
+    match = re.search(re.escape(marker) + r"\n```python\n(.*?)```", text, re.DOTALL)
+    assert match, marker
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(match.group(1), filename, "exec", dont_inherit=True), {"__name__": "docs_example"})
+    return out.getvalue()
+
+
+def shown_output(text: str, marker: str) -> str:
+    match = re.search(re.escape(marker) + r"\n```text\n(.*?)```", text, re.DOTALL)
+    assert match, marker
+    return match.group(1)
+
+
+def test_readme_reexecute_example(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The README's re-execution example runs and prints exactly the effect divergence it shows."""
+    readme = (DOCS.parent / "README.md").read_text(encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    printed = run_example(readme, "<!-- example: reexecute -->", "README.md")
+    assert printed == shown_output(readme, "<!-- output: reexecute -->")
+
+
+def test_reexecute_example(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The page's re-execution example runs and prints exactly the output shown under it."""
+    monkeypatch.chdir(tmp_path)
+    assert run_example(PAGE, "<!-- example: reexecute -->", "docs/contracts.md") == shown_output(
+        PAGE, "<!-- output: reexecute -->"
+    )

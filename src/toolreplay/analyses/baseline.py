@@ -45,6 +45,8 @@ DRIFT_KINDS: tuple[str, ...] = (
 VERDICTS: tuple[str, ...] = ("no-dependency", "stable", "silent-drift", "baseline-unavailable")
 
 _VALUE_LIMIT = 60
+#: Post-call state values are fingerprints: shown whole up to a SHA-512 digest with a prefix.
+_STATE_LIMIT = 160
 #: Largest middle (baseline calls x run calls) aligned without difflib's autojunk heuristic.
 MAX_EXACT_ALIGN = 4_000_000
 _SECONDS_PER_DAY = 86400
@@ -129,7 +131,9 @@ def check_freshness(commit_time: int, *, now: int, max_age_days: int) -> Freshne
 
 # --- JSON value differences ------------------------------------------------------------
 
-_ABSENT: Any = object()
+#: stands for a member present on one side only of a difference
+ABSENT: Any = object()
+_ABSENT = ABSENT
 
 
 def first_difference(old: Any, new: Any, pointer: str = "") -> tuple[str, Any, Any] | None:
@@ -158,8 +162,8 @@ def first_difference(old: Any, new: Any, pointer: str = "") -> tuple[str, Any, A
     return None
 
 
-def show_value(value: Any) -> str:
-    """A value for a message: its canonical JSON, clipped; ``no value`` when missing.
+def show_value(value: Any, limit: int = _VALUE_LIMIT) -> str:
+    """A value for a message: its canonical JSON, clipped to ``limit``; ``no value`` when missing.
 
     Canonical JSON is ASCII with every control character escaped, so it is already
     one safe line and self-delimiting (strings keep their double quotes).
@@ -167,16 +171,19 @@ def show_value(value: Any) -> str:
     if value is _ABSENT:
         return "no value"
     text = canonical(value)
-    if len(text) > _VALUE_LIMIT:
-        text = text[: _VALUE_LIMIT - 3] + "..."
+    if len(text) > limit:
+        text = text[: limit - 3] + "..."
     return text
 
 
-def _where(difference: tuple[str, Any, Any] | None) -> str:
+def _where(difference: tuple[str, Any, Any] | None, limit: int = _VALUE_LIMIT) -> str:
     if difference is None:  # pragma: no cover - callers compare canonical texts first
         return ""
     pointer, old, new = difference
-    return f": at {quote(pointer)} the baseline has {show_value(old)}, the run has {show_value(new)}"
+    return (
+        f": at {quote(pointer)} the baseline has {show_value(old, limit)},"
+        f" the run has {show_value(new, limit)}"
+    )
 
 
 # --- the diff --------------------------------------------------------------------------
@@ -246,7 +253,7 @@ def _agent_drift(
         if j1 < len(run):
             then = f"; it went on with the call at baseline index {i2}"
         else:
-            then = f"; the run ends after {len(run)} calls"
+            then = f"; the run stopped at index {len(run)}"
         message = f"the run did not make the call to tool {quote(b.tool)} at baseline index {i1}{more}{then}"
         line = run[j1].line if j1 < len(run) else None
         out.add("agent-drift", index=j1, tool=b.tool, related=i1, line=line, message=message)
@@ -297,7 +304,7 @@ def _compare_pair(
             f"tool {quote(tool)} returned a different response than at baseline index {b.index}{where}",
         )
     elif b.canon_state is not None and r.canon_state is not None and b.canon_state != r.canon_state:
-        where = _where(first_difference(b.state, r.state))
+        where = _where(first_difference(b.state, r.state), _STATE_LIMIT)
         same = "returned the same response as" if r.canon_response == b.canon_response else "was called as"
         add(
             "effect-drift",
@@ -336,6 +343,52 @@ def _diff_run(
         else:
             _agent_drift(out, tag, base, run, i1, i2, j1, j2)
     return out, aligned
+
+
+# --- the same comparison, call by call (re-execution) ------------------------------------
+
+
+def call_drift(recorded: Sequence[Record], run: Sequence[Record], *, path: str = "") -> Finding | None:
+    """The ``agent-drift`` of the run's last call held against the recorded call at its position.
+
+    Re-execution does not align: call N must be the recorded call N (same tool, same
+    canonical arguments), and a call past the recording's end is an extra one. None when
+    the call is the recorded one. Only the run's last call's tool and arguments are read.
+    """
+    position = len(run) - 1
+    out = _Collector(path)
+    if position >= len(recorded):
+        _agent_drift(out, "insert", recorded, run, len(recorded), len(recorded), position, position + 1)
+    elif recorded[position].call_key != run[position].call_key:
+        _agent_drift(out, "replace", recorded, run, position, position + 1, position, position + 1)
+    return out.first.get("agent-drift")
+
+
+def stop_drift(recorded: Sequence[Record], run: Sequence[Record], *, path: str = "") -> Finding | None:
+    """The ``agent-drift`` of a run that stopped before the recording's last call (None if it did not)."""
+    if len(run) >= len(recorded):
+        return None
+    out = _Collector(path)
+    _agent_drift(out, "delete", recorded, run, len(run), len(recorded), len(run), len(run))
+    return out.first["agent-drift"]
+
+
+def compare_call(
+    recorded: Record,
+    run: Record,
+    *,
+    path: str = "",
+    behaviour: Mapping[str, ToolBehaviour] | None = None,
+    mutators: frozenset[str] = DEFAULT_MUTATORS,
+) -> tuple[Finding, ...]:
+    """What ``diff`` finds in one aligned pair: the recorded call and the same call made again.
+
+    Findings come in :data:`DRIFT_KINDS` order (``tool-drift``, ``behavior-drift`` or
+    ``effect-drift``, ``audit-incomplete``), worded as the diff report words them.
+    """
+    out = _Collector(path)
+    _compare_pair(out, recorded, run, behaviour or {}, mutators)
+    return tuple(out.first[kind] for kind in DRIFT_KINDS if kind in out.first)
 
 
 Opcode = tuple[str, int, int, int, int]

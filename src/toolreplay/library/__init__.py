@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from toolreplay.library.errors import ABSENT, SnapshotMissError, ToolDriftError
+from toolreplay.library.errors import (
+    ABSENT,
+    AuditIncompleteError,
+    AuditIncompleteWarning,
+    ReplayDivergenceError,
+    SnapshotMissError,
+    ToolDriftError,
+)
 from toolreplay.library.probe import ProbeResult, probe_determinism
 from toolreplay.library.recorder import Recorder
 from toolreplay.library.registry import RegisteredTool, StateFn, ToolRegistry
@@ -10,9 +17,12 @@ from toolreplay.library.snapshot import Snapshot
 
 __all__ = [
     "ABSENT",
+    "AuditIncompleteError",
+    "AuditIncompleteWarning",
     "ProbeResult",
     "Recorder",
     "RegisteredTool",
+    "ReplayDivergenceError",
     "Snapshot",
     "SnapshotMissError",
     "StateFn",

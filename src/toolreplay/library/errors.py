@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from toolreplay.analyses.baseline import ABSENT as BASELINE_ABSENT
 from toolreplay.canonical import canonical
 from toolreplay.errors import DriftError, ToolreplayError
-from toolreplay.findings import quote
+from toolreplay.findings import Finding, one_line, quote
 
-#: stands for an argument absent on one side of a snapshot miss
-ABSENT: Any = object()
+#: stands for a value absent on one side of a snapshot miss or a divergence
+ABSENT: Any = BASELINE_ABSENT
 
 
 class ToolDriftError(DriftError):
@@ -68,6 +69,76 @@ class SnapshotMissError(ToolreplayError):
                 f"{call}; nearest recorded call is index {nearest_index}, which differs at argument"
                 f" {quote(pointer or '/')}: recorded {_value(recorded_value)}, given {_value(given_value)}"
             )
+
+
+class ReplayDivergenceError(ToolreplayError):
+    """A re-executed run did not do what the recording did: the replay is not admissible.
+
+    ``kind`` is the diff finding kind: ``agent-drift`` (another call at that position, a
+    call past the recording's end, or a run that stopped before it), ``behavior-drift``
+    (another response) or ``effect-drift`` (the same call left another post-call state).
+    ``index`` is the run's call index, ``tool`` the tool, ``finding`` the finding as
+    ``toolreplay diff`` words it. ``pointer`` locates the first difference (in the
+    arguments, the response or the state) with ``recorded_value`` and ``live_value``
+    (:data:`ABSENT` when absent on that side); for an effect, ``resource`` is the state
+    key whose fingerprint differs.
+    """
+
+    def __init__(
+        self,
+        finding: Finding,
+        *,
+        pointer: str | None = None,
+        recorded_value: Any = ABSENT,
+        live_value: Any = ABSENT,
+        resource: str | None = None,
+    ) -> None:
+        self.finding = finding
+        self.kind = finding.kind
+        self.index = finding.index
+        self.tool = finding.tool
+        self.path = finding.path
+        self.pointer = pointer
+        self.recorded_value = recorded_value
+        self.live_value = live_value
+        self.resource = resource
+        super().__init__(
+            f"re-execution diverged from {_source(finding.path)} at index {finding.index}:"
+            f" {finding.kind}: {finding.message}"
+        )
+
+
+class AuditIncompleteError(ToolreplayError):
+    """A state-changing call whose post-call state is not recorded (in the recording, the
+    re-execution or both): its effect cannot be checked, so the replay proves nothing about it.
+
+    ``kind`` is ``audit-incomplete``; ``index``, ``tool`` and ``finding`` as for
+    :class:`ReplayDivergenceError`.
+    """
+
+    def __init__(self, finding: Finding) -> None:
+        self.finding = finding
+        self.kind = finding.kind
+        self.index = finding.index
+        self.tool = finding.tool
+        self.path = finding.path
+        super().__init__(audit_message(finding))
+
+
+class AuditIncompleteWarning(UserWarning):
+    """An :class:`AuditIncompleteError` downgraded on request (``allow_incomplete=True``)."""
+
+
+def audit_message(finding: Finding) -> str:
+    """The one line an incomplete audit reports, as an error or a warning."""
+    return (
+        f"re-execution of {_source(finding.path)} cannot be audited at index {finding.index}:"
+        f" {finding.kind}: {finding.message}"
+    )
+
+
+def _source(path: str) -> str:
+    return one_line(path) if path else "the recording"
 
 
 def _value(value: Any) -> str:

@@ -6,18 +6,35 @@ import functools
 import inspect
 import json
 import os
+import warnings
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, TypeVar, overload
 
+from toolreplay.analyses.baseline import (
+    ToolBehaviour,
+    call_drift,
+    compare_call,
+    first_difference,
+    stop_drift,
+)
 from toolreplay.analyses.replay import DEFAULT_MUTATORS
 from toolreplay.canonical import canonical
 from toolreplay.contracts.fingerprint import python_signature
 from toolreplay.contracts.lock import ToolContract, ToolLock, make_contract
-from toolreplay.library.errors import ToolDriftError
+from toolreplay.findings import Finding
+from toolreplay.library.errors import (
+    ABSENT,
+    AuditIncompleteError,
+    AuditIncompleteWarning,
+    ReplayDivergenceError,
+    ToolDriftError,
+    audit_message,
+)
 from toolreplay.library.recorder import Recorder
 from toolreplay.library.snapshot import Snapshot
+from toolreplay.transcript import Record, make_record
 
 F = TypeVar("F", bound=Callable[..., Any])
 #: ``state(tool, args, response)`` -> post-call state fingerprints keyed by resource id, or None
@@ -51,7 +68,17 @@ class ToolRegistry:
     * snapshot: with ``snapshot`` (a transcript path or a :class:`Snapshot`), responses
       come from the recording and no tool runs; a recorded call whose fingerprint
       differs from the registered tool's raises :class:`ToolDriftError`, an unrecorded
-      call :class:`SnapshotMissError`.
+      call :class:`SnapshotMissError`;
+    * re-execution: with ``reexecute`` (a transcript path or a :class:`Snapshot`), every
+      call runs live, meant for a sandbox or pinned environment, and is held against the
+      recorded call at its position, as ``toolreplay diff`` holds a run against a
+      baseline: another call raises :class:`ReplayDivergenceError` (``agent-drift``)
+      before the tool runs, another response (``behavior-drift``) or another post-call
+      ``state`` (``effect-drift``) after it; a state-changing call whose state is not
+      recorded on both sides raises :class:`AuditIncompleteError`, or with
+      ``allow_incomplete`` warns (:class:`AuditIncompleteWarning`) and lists it in
+      :attr:`audit_gaps`. Leaving the registry's ``with`` block (or :meth:`finish`)
+      before every recorded call was made raises ``agent-drift`` too.
     """
 
     def __init__(
@@ -62,18 +89,28 @@ class ToolRegistry:
         pinned: ToolLock | Mapping[str, str] | None = None,
         snapshot: Snapshot | str | os.PathLike[str] | None = None,
         mutators: frozenset[str] = DEFAULT_MUTATORS,
+        reexecute: Snapshot | str | os.PathLike[str] | None = None,
+        allow_incomplete: bool = False,
     ) -> None:
+        if snapshot is not None and reexecute is not None:
+            raise ValueError(
+                "snapshot and reexecute exclude each other: one answers from the recording,"
+                " the other runs the tools"
+            )
         self.recorder = recorder
         self.state = state
         self.pinned: dict[str, str] = dict(
             pinned.fingerprints if isinstance(pinned, ToolLock) else pinned or {}
         )
         self.mutators = mutators
+        self.allow_incomplete = allow_incomplete
+        #: re-execution: the audit-incomplete findings downgraded to warnings, in call order
+        self.audit_gaps: list[Finding] = []
         self._tools: dict[str, RegisteredTool] = {}
-        if snapshot is None or isinstance(snapshot, Snapshot):
-            self._snapshot = snapshot
-        else:
-            self._snapshot = Snapshot.from_file(snapshot)
+        self._snapshot = _load(snapshot)
+        self._recording = _load(reexecute)
+        self._replayed: list[Record] = []
+        self._diverged = False
 
     # -- registration ---------------------------------------------------------------------------
 
@@ -176,6 +213,8 @@ class ToolRegistry:
         contract = self._tools[name].contract
         args = _as_json(args, f"arguments of tool {name!r}")
         self._check_pin(name)
+        if self._recording is not None:
+            self._check_call(self._recording, name, args, contract.fingerprint)
         if self._snapshot is not None:
             response = self._snapshot.serve(name, args, live=contract.fingerprint)
         else:
@@ -189,6 +228,8 @@ class ToolRegistry:
             self.recorder.record(
                 tool=name, args=args, response=response, fingerprint=contract.fingerprint, state=state
             )
+        if self._recording is not None:
+            self._check_outcome(self._recording, name, args, response, contract.fingerprint, state)
         return response
 
     def invoke(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
@@ -197,11 +238,116 @@ class ToolRegistry:
         response = value if isinstance(value, dict) else {"result": value}
         return _as_json(response, f"response of tool {name!r}")
 
+    # -- re-execution ---------------------------------------------------------------------------
+
+    @property
+    def replayed(self) -> int:
+        """Re-execution: how many recorded calls were made again so far."""
+        return len(self._replayed)
+
+    def finish(self) -> None:
+        """Re-execution: raise :class:`ReplayDivergenceError` if recorded calls were not made.
+
+        Leaving the registry's ``with`` block calls it (unless an exception is leaving
+        too, or a divergence was already raised).
+        """
+        if self._recording is None or self._diverged:
+            return
+        finding = stop_drift(self._recording.records, self._replayed, path=self._recording.path)
+        if finding is not None:
+            self._diverged = True
+            raise ReplayDivergenceError(finding)
+
+    def __enter__(self) -> ToolRegistry:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, *exc: object) -> None:
+        if kind is None:
+            self.finish()
+
+    def _check_call(self, recording: Snapshot, name: str, args: dict[str, Any], live: str) -> None:
+        """Before the tool runs: is this the recorded call at this position, by the same tool?"""
+        position = len(self._replayed)
+        recorded = recording.records
+        probe = make_record(index=position, tool=name, args=args, response={})
+        finding = call_drift(recorded, [*self._replayed, probe], path=recording.path)
+        if finding is not None:
+            self._diverged = True
+            pointer, old, new = None, ABSENT, ABSENT
+            if position < len(recorded) and recorded[position].tool == name:
+                pointer, old, new = first_difference(recorded[position].args, args) or (None, ABSENT, ABSENT)
+            raise ReplayDivergenceError(finding, pointer=pointer, recorded_value=old, live_value=new)
+        fingerprint = recorded[position].fingerprint
+        if fingerprint is not None and fingerprint != live:
+            self._diverged = True
+            raise ToolDriftError(tool=name, recorded=fingerprint, live=live, index=position)
+
+    def _check_outcome(
+        self,
+        recording: Snapshot,
+        name: str,
+        args: dict[str, Any],
+        response: dict[str, Any],
+        fingerprint: str,
+        state: dict[str, str] | None,
+    ) -> None:
+        """After the tool ran: the same response and the same post-call state as recorded?"""
+        position = len(self._replayed)
+        recorded = recording.records[position]
+        live = make_record(
+            index=position, tool=name, args=args, response=response, fingerprint=fingerprint, state=state
+        )
+        self._replayed.append(live)
+        behaviour = {
+            tool: ToolBehaviour(deterministic=entry.contract.deterministic, mutates=entry.contract.mutates)
+            for tool, entry in self._tools.items()
+        }
+        findings = {
+            finding.kind: finding
+            for finding in compare_call(
+                recorded, live, path=recording.path, behaviour=behaviour, mutators=self.mutators
+            )
+        }
+        for kind, old, new in (
+            ("behavior-drift", recorded.response, live.response),
+            ("effect-drift", recorded.state, live.state),
+        ):
+            if kind in findings:
+                self._diverged = True
+                pointer, old_value, new_value = first_difference(old, new) or (None, ABSENT, ABSENT)
+                resource = None
+                if kind == "effect-drift" and recorded.state is not None and live.state is not None:
+                    resource = min(
+                        key
+                        for key in recorded.state.keys() | live.state.keys()
+                        if recorded.state.get(key) != live.state.get(key)
+                    )
+                raise ReplayDivergenceError(
+                    findings[kind],
+                    pointer=pointer,
+                    recorded_value=old_value,
+                    live_value=new_value,
+                    resource=resource,
+                )
+        gap = findings.get("audit-incomplete")
+        if gap is not None:
+            if not self.allow_incomplete:
+                self._diverged = True
+                raise AuditIncompleteError(gap)
+            self.audit_gaps.append(gap)
+            warnings.warn(audit_message(gap), AuditIncompleteWarning, stacklevel=3)
+
     def _check_pin(self, name: str) -> None:
         pinned = self.pinned.get(name)
         live = self._tools[name].contract.fingerprint
         if pinned is not None and pinned != live:
             raise ToolDriftError(tool=name, recorded=pinned, live=live)
+
+
+def _load(recording: Snapshot | str | os.PathLike[str] | None) -> Snapshot | None:
+    if recording is None or isinstance(recording, Snapshot):
+        return recording
+    return Snapshot.from_file(recording)
 
 
 def _as_json(value: dict[str, Any], what: str) -> dict[str, Any]:

@@ -8,6 +8,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from toolreplay.canonical import canonical
+from toolreplay.chain import verify
+from toolreplay.errors import SealError
 from toolreplay.library.errors import ABSENT, SnapshotMissError, ToolDriftError
 from toolreplay.locate import pointer_token
 from toolreplay.transcript import Record, read_links, read_transcript
@@ -24,9 +26,15 @@ class Snapshot:
     :class:`ToolDriftError` instead of answering.
     """
 
-    def __init__(self, records: Iterable[Record], *, live: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, records: Iterable[Record], *, live: Mapping[str, str] | None = None, path: str = ""
+    ) -> None:
         self.records = tuple(records)
         self.live = live
+        #: the file the records came from ("" when built from records)
+        self.path = path
+        #: the head digest of a sealed file, once its chain verified (None otherwise)
+        self.head: str | None = None
         #: how many calls were answered
         self.served = 0
         self._by_key: dict[str, list[Record]] = {}
@@ -35,12 +43,55 @@ class Snapshot:
         self._next: dict[str, int] = {}
 
     @classmethod
-    def from_file(cls, path: str | os.PathLike[str], *, live: Mapping[str, str] | None = None) -> Snapshot:
-        """Load a transcript (``*.jsonl``) or a sealed transcript (``*.sealed.jsonl``; not verified here)."""
+    def from_file(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        live: Mapping[str, str] | None = None,
+        expect_head: str | None = None,
+        key: str | os.PathLike[str] | None = None,
+        signature: str | os.PathLike[str] | None = None,
+    ) -> Snapshot:
+        """Load a transcript (``*.jsonl``) or a sealed transcript (``*.sealed.jsonl``).
+
+        A sealed transcript's chain is verified before anything is answered: a link that
+        does not follow raises :class:`~toolreplay.errors.SealError` naming the first
+        broken one. A chain only proves its links follow one another (a cut tail or a
+        re-sealed file follows too), so anchor it: ``expect_head`` is the head digest it
+        must end on; ``key`` an Ed25519 public key (PEM) that must verify ``signature``
+        (default ``PATH.sig``, written by ``toolreplay sign``) over its head and length.
+        """
         name = os.fspath(path)
-        if name.endswith(".sealed.jsonl"):
-            return cls((link.record for link in read_links(name)), live=live)
-        return cls(read_transcript(name), live=live)
+        if not name.endswith(".sealed.jsonl"):
+            if expect_head is not None or key is not None:
+                raise ValueError("expect_head and key anchor a sealed transcript (*.sealed.jsonl)")
+            return cls(read_transcript(name), live=live, path=name)
+        links = list(read_links(name))
+        state = verify(links)
+        if state.broken is not None:
+            b = state.broken
+            raise SealError(
+                f"the chain is broken at index {b.position} ({b.reason}): a recording whose seal"
+                " does not verify is never served",
+                path=name,
+                line=b.line,
+                position=b.position,
+            )
+        if expect_head is not None and expect_head.lower() != state.head:
+            raise SealError(f"the chain ends on head {state.head}, expected {expect_head.lower()}", path=name)
+        if key is not None:
+            from toolreplay import signing
+
+            check = signing.check(
+                os.fspath(signature) if signature is not None else name + ".sig",
+                signing.load_public_key(os.fspath(key)),
+                signing.Statement(head=state.head, count=state.links),
+            )
+            if check.problem:
+                raise SealError(f"the signature does not anchor this file: {check.problem}", path=name)
+        snapshot = cls((link.record for link in links), live=live, path=name)
+        snapshot.head = state.head
+        return snapshot
 
     def call(self, name: str, /, **args: Any) -> dict[str, Any]:
         """Answer a call from the recording, checking drift against ``live``."""
