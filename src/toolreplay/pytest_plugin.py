@@ -153,7 +153,10 @@ def toolreplay(request: pytest.FixtureRequest) -> Iterator[CassetteRegistry]:
     try:
         registry = CassetteRegistry(path, mode=mode, why=why, label=label)
     except ToolreplayError as err:
-        pytest.fail(f"toolreplay: cassette {label}: {err}", pytrace=False)
+        text = str(err)
+        if str(path) not in text:
+            text = f"cassette {label}: {text}"
+        pytest.fail(f"toolreplay: {text}", pytrace=False)
     yield registry
     if registry.recording and registry.recorded:
         if item.stash.get(_CALL_PASSED, False):
