@@ -8,6 +8,7 @@ so a test can prove the tool was (not) called.
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 from pathlib import Path
 
@@ -22,6 +23,7 @@ pytestmark = pytest.mark.slow  # every test runs whole pytest sessions
 
 AGENT = """
 import json
+import re
 import pathlib
 
 import pytest
@@ -379,11 +381,24 @@ def test_readme_example_records_then_replays_in_ci(
     example = text[start : text.index("```", start)]
     (project.path / "tests").mkdir()
     (project.path / "tests/test_weather_agent.py").write_text(textwrap.dedent(example))
-    project.runpytest().assert_outcomes(passed=2)
+    first = project.runpytest()
+    first.assert_outcomes(passed=3)
+    assert summary(first) == ["toolreplay cassettes: 0 replayed, 3 recorded (record mode once: the default)"]
+    folder = project.path / "tests/cassettes/test_weather_agent"
+    block = text.index("```text\ntests/cassettes/")
+    listed = re.findall(r"^tests/cassettes/\S+$", text[block : text.index("```\n", block + 3)], re.M)
+    assert sorted(str(p.relative_to(project.path)) for p in folder.iterdir()) == sorted(listed)
     monkeypatch.setenv("CI", "true")
     monkeypatch.setenv("WEATHER_API_DOWN", "1")  # the example's tool raises when it would go live
     result = project.runpytest()
-    result.assert_outcomes(passed=2)
-    assert summary(result) == ["toolreplay cassettes: 2 replayed, 0 recorded (record mode none: CI is set)"]
-    for cassette in (project.path / "tests/cassettes/test_weather_agent").glob("*.sealed.jsonl"):
+    result.assert_outcomes(passed=3)
+    assert summary(result) == ["toolreplay cassettes: 3 replayed, 0 recorded (record mode none: CI is set)"]
+    for cassette in folder.glob("*.sealed.jsonl"):
         verify(cassette)
+    # the drift the README quotes
+    changed = example.replace('"maximum": 7', '"maximum": 5')
+    assert changed != example
+    (project.path / "tests/test_weather_agent.py").write_text(textwrap.dedent(changed))
+    drifted = project.runpytest()
+    drifted.assert_outcomes(passed=1, failed=2)
+    drifted.stdout.fnmatch_lines(["E * get_forecast: schema (breaking): /properties/days/maximum 7 -> 5"])
