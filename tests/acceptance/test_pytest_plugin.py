@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -24,6 +26,8 @@ pytestmark = pytest.mark.slow  # every test runs whole pytest sessions
 AGENT = """
 import json
 import re
+import subprocess
+import sys
 import pathlib
 
 import pytest
@@ -402,3 +406,47 @@ def test_readme_example_records_then_replays_in_ci(
     drifted = project.runpytest()
     drifted.assert_outcomes(passed=1, failed=2)
     drifted.stdout.fnmatch_lines(["E * get_forecast: schema (breaking): /properties/days/maximum 7 -> 5"])
+
+
+def test_cassettes_are_baselines_for_the_guard_and_check(project: pytest.Pytester) -> None:
+    """A recorded or re-recorded cassette needs a drift note to commit, and `check` verifies cassettes."""
+    from tests.gitrepo import Repo, git_env
+
+    def toolreplay(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "toolreplay", *args],
+            cwd=project.path,
+            env=git_env(),
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+
+    repo = Repo.create(project.path)
+    project.makepyfile(test_agent=agent())
+    project.makepyprojecttoml('[tool.toolreplay]\nbaselines = ["tests/cassettes/**/*.sealed.jsonl"]\n')
+    project.runpytest().assert_outcomes(passed=1)
+    repo.git("add", "-A")
+    refused = toolreplay("hook", "drift-note")
+    assert refused.returncode == 1
+    assert f"baseline '{CASSETTE}' (added)" in refused.stdout
+    made = toolreplay("note", CASSETTE, "-o", "drift-notes/search.md")
+    assert made.returncode == 0, made.stderr
+    note = project.path / "drift-notes/search.md"
+    note.write_text(note.read_text() + "\nFirst recording of the search agent's test.\n")
+    repo.git("add", "-A")
+    accepted = toolreplay("hook", "drift-note")
+    assert accepted.returncode == 0, accepted.stdout + accepted.stderr
+    repo.git("commit", "-q", "--no-verify", "-m", "record")
+
+    checked = toolreplay("check")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert checked.stdout.startswith("chain: intact\nlinks: 1\n")
+    assert checked.stdout.endswith("total: 1 reports, 0 findings, 0 failing, 0 unreadable\n")
+
+    project.makepyfile(test_agent=agent(max_length=200))
+    project.runpytest("--toolreplay-record-mode=all").assert_outcomes(passed=1)
+    repo.git("add", "-A")
+    again = toolreplay("hook", "drift-note")
+    assert again.returncode == 1
+    assert f"baseline '{CASSETTE}' (modified)" in again.stdout
