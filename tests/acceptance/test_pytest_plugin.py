@@ -291,14 +291,24 @@ def test_marker_names_the_cassette_and_applies_the_fixture(project: pytest.Pytes
 
         @pytest.mark.toolreplay("recordings/add.sealed.jsonl")
         def test_add_again(request):
-            registry = request.getfixturevalue("toolreplay")
-            assert registry.cassette.endswith("add.sealed.jsonl")
+            assert request.node.funcargs["toolreplay"].cassette.endswith("add.sealed.jsonl")
         """
     )
     project.runpytest("-k", "test_add and not again").assert_outcomes(passed=1)
     (link,) = list(read_links(str(project.path / "recordings/add.sealed.jsonl")))
     assert link.record.args == {"a": 1, "b": 2}
-    project.runpytest("--strict-markers").assert_outcomes(passed=2)
+    both = project.runpytest("--strict-markers")
+    both.assert_outcomes(passed=2)
+    assert summary(both) == ["toolreplay cassettes: 2 replayed, 0 recorded (record mode once: the default)"]
+
+
+def test_cassette_dir_ini_option_moves_the_cassettes(project: pytest.Pytester) -> None:
+    """`toolreplay_cassette_dir` (relative to the rootdir) replaces tests/cassettes."""
+    project.makeini("[pytest]\naddopts = -p no:cacheprovider\ntoolreplay_cassette_dir = recordings/tools\n")
+    project.makepyfile(test_agent=agent())
+    project.runpytest().assert_outcomes(passed=1)
+    assert (project.path / "recordings/tools/test_agent/test_search.sealed.jsonl").exists()
+    assert not (project.path / "tests").exists()
 
 
 def test_marker_refuses_a_path_that_is_not_a_sealed_transcript(project: pytest.Pytester) -> None:
