@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from pathlib import Path
+
+import pytest
 
 from toolreplay import pytest_plugin
-from toolreplay.library import cassette
+from toolreplay.contracts import load_lock
+from toolreplay.library import ToolDriftError, cassette
+from toolreplay.transcript import read_links
 
 
 def test_the_plugin_imports_no_library_code() -> None:
@@ -54,3 +60,61 @@ def test_safe_name_caps_the_length_with_a_hash() -> None:
 def test_lock_path_sits_beside_the_cassette() -> None:
     """The contracts of `x.sealed.jsonl` are in `x.lock.json`."""
     assert cassette.lock_path("tests/cassettes/m/t[1].sealed.jsonl") == "tests/cassettes/m/t[1].lock.json"
+
+
+def _search(query: str) -> dict[str, list[str]]:
+    return {"hits": [query]}
+
+
+def _size(text: str) -> int:
+    return len(text)
+
+
+def _record(path: str, *, version: str = "1") -> None:
+    registry = cassette.CassetteRegistry(path, mode="once")
+    registry.register(_search, name="search", version=version)
+    registry.call("search", query="q")
+    assert registry.save()
+
+
+def test_drift_without_the_lock_still_fails_and_says_it_cannot_explain(tmp_path: Path) -> None:
+    """A cassette whose lock is gone still fails on drift, with the fingerprints and no invented lines."""
+    path = str(tmp_path / "t.sealed.jsonl")
+    _record(path)
+    os.remove(cassette.lock_path(path))
+    registry = cassette.CassetteRegistry(path, mode="none", label="t.sealed.jsonl")
+    registry.register(_search, name="search", version="2")
+    with pytest.raises(ToolDriftError) as caught:
+        registry.call("search", query="q")
+    assert caught.value.__notes__ == [
+        "cannot explain the drift: t.lock.json does not hold the recorded contract",
+        "if the change is intended, re-record the cassette (--toolreplay-record-mode=all)"
+        " and commit it with a drift note",
+    ]
+
+
+def test_new_episodes_keeps_the_lock_of_tools_not_registered_today(tmp_path: Path) -> None:
+    """Appending keeps the recorded contract of a tool not registered today: its drift stays explainable."""
+    path = str(tmp_path / "t.sealed.jsonl")
+    _record(path)
+    registry = cassette.CassetteRegistry(path, mode="new_episodes")
+    registry.register(_size, name="size")
+    registry.call("size", text="abc")
+    assert registry.save()
+    assert sorted(load_lock(cassette.lock_path(path)).tools) == ["search", "size"]
+    assert [link.record.tool for link in read_links(path)] == ["search", "size"]
+
+
+def test_nothing_recorded_writes_nothing(tmp_path: Path) -> None:
+    """A recording registry that saw no call leaves no file behind (and no temp file)."""
+    registry = cassette.CassetteRegistry(tmp_path / "t.sealed.jsonl", mode="all")
+    assert not registry.save()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_cassette_must_be_sealed_and_the_mode_known(tmp_path: Path) -> None:
+    """The registry refuses an unsealed file name and an unknown record mode."""
+    with pytest.raises(ValueError, match=r"ends in \.sealed\.jsonl"):
+        cassette.CassetteRegistry(tmp_path / "t.jsonl", mode="once")
+    with pytest.raises(ValueError, match="record mode must be one of none, once, new_episodes, all"):
+        cassette.CassetteRegistry(tmp_path / "t.sealed.jsonl", mode="sometimes")
