@@ -166,7 +166,7 @@ class CassetteRegistry(ToolRegistry):
         )
         try:
             old = load_lock(where).tools.get(live.name) if os.path.exists(where) else None
-        except ToolreplayError as err:
+        except (OSError, ToolreplayError) as err:
             return [f"cannot explain the drift: {err}", redo]
         if old is None or old.fingerprint != recorded:
             return [f"cannot explain the drift: {shown} does not hold the recorded contract", redo]
