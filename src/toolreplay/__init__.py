@@ -2,28 +2,75 @@
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
-from toolreplay.canonical import canonical
-from toolreplay.contracts import ToolContract, ToolLock, load_lock, save_lock, tool_fingerprint
-from toolreplay.errors import DriftError, InputError, SealError, ToolreplayError
-from toolreplay.library import (
-    AuditIncompleteError,
-    AuditIncompleteWarning,
-    ProbeResult,
-    Recorder,
-    ReplayDivergenceError,
-    Snapshot,
-    SnapshotMissError,
-    ToolDriftError,
-    ToolRegistry,
-    probe_determinism,
-)
+if TYPE_CHECKING:
+    from toolreplay.canonical import canonical
+    from toolreplay.contracts import ToolContract, ToolLock, load_lock, save_lock, tool_fingerprint
+    from toolreplay.errors import DriftError, InputError, SealError, ToolreplayError
+    from toolreplay.library import (
+        AuditIncompleteError,
+        AuditIncompleteWarning,
+        ProbeResult,
+        Recorder,
+        ReplayDivergenceError,
+        Snapshot,
+        SnapshotMissError,
+        ToolDriftError,
+        ToolRegistry,
+        probe_determinism,
+    )
 
-try:
-    __version__ = version("toolreplay")
-except PackageNotFoundError:  # pragma: no cover - running from a bare checkout
-    __version__ = "0.0.0"
+    __version__: str
+
+# Imported on first use: the pytest plugin (toolreplay.pytest_plugin) loads this package in
+# every pytest session of every project that installs toolreplay, most of which never use it.
+_EXPORTS = {
+    "canonical": "toolreplay.canonical",
+    "ToolContract": "toolreplay.contracts",
+    "ToolLock": "toolreplay.contracts",
+    "load_lock": "toolreplay.contracts",
+    "save_lock": "toolreplay.contracts",
+    "tool_fingerprint": "toolreplay.contracts",
+    "DriftError": "toolreplay.errors",
+    "InputError": "toolreplay.errors",
+    "SealError": "toolreplay.errors",
+    "ToolreplayError": "toolreplay.errors",
+    "AuditIncompleteError": "toolreplay.library",
+    "AuditIncompleteWarning": "toolreplay.library",
+    "ReplayDivergenceError": "toolreplay.library",
+    "ProbeResult": "toolreplay.library",
+    "Recorder": "toolreplay.library",
+    "Snapshot": "toolreplay.library",
+    "SnapshotMissError": "toolreplay.library",
+    "ToolDriftError": "toolreplay.library",
+    "ToolRegistry": "toolreplay.library",
+    "probe_determinism": "toolreplay.library",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            found = version("toolreplay")
+        except PackageNotFoundError:  # pragma: no cover - running from a bare checkout
+            found = "0.0.0"
+        globals()["__version__"] = found
+        return found
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'toolreplay' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS, "__version__"])
+
 
 __all__ = [
     "AuditIncompleteError",

@@ -1,0 +1,255 @@
+"""Cassettes: a ToolRegistry that replays a sealed transcript and records what it lacks.
+
+A cassette is a sealed transcript (``*.sealed.jsonl``) with a tool lock beside it
+(``*.lock.json``, the contracts its fingerprints stand for, so a drift can say *what*
+changed). The record modes are pytest-recording's:
+
+* ``none``: replay only; a call the cassette lacks fails (a missing cassette lacks all);
+* ``once``: record when the cassette does not exist, else replay only;
+* ``new_episodes``: replay what was recorded, run and append the rest;
+* ``all``: run and record everything anew.
+
+Nothing is written while the calls happen: :meth:`CassetteRegistry.save` writes the
+cassette and its lock whole (temp file + rename), so a crash or a parallel worker never
+sees half a file. The pytest plugin (``toolreplay.pytest_plugin``) drives this module.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from typing import Any
+
+from toolreplay.analyses.fingerprint_diff import compare_contracts
+from toolreplay.analyses.replay import DEFAULT_MUTATORS
+from toolreplay.contracts.lock import ToolContract, ToolLock, load_lock, save_lock
+from toolreplay.errors import ToolreplayError
+from toolreplay.files import temp_beside
+from toolreplay.findings import Finding
+from toolreplay.library.errors import SnapshotMissError, ToolDriftError
+from toolreplay.library.recorder import Recorder
+from toolreplay.library.registry import ToolRegistry, _as_json
+from toolreplay.library.snapshot import Snapshot
+from toolreplay.transcript import GENESIS, Record, make_record
+
+#: the record modes, in pytest-recording's names and meanings
+RECORD_MODES = ("none", "once", "new_episodes", "all")
+CASSETTE_SUFFIX = ".sealed.jsonl"
+LOCK_SUFFIX = ".lock.json"
+
+
+def lock_path(cassette: str) -> str:
+    """The tool lock that goes with a cassette: ``x.sealed.jsonl`` -> ``x.lock.json``."""
+    return cassette.removesuffix(CASSETTE_SUFFIX) + LOCK_SUFFIX
+
+
+class _Buffer(Recorder):
+    """A recorder that keeps the records in memory until the cassette is saved."""
+
+    def __init__(self, path: str) -> None:  # no super().__init__: nothing is opened
+        self.path = path
+        self.sealed = True
+        self.count = 0
+        self.head = GENESIS
+        self.records: list[Record] = []
+
+    def record(
+        self,
+        *,
+        tool: str,
+        args: dict[str, Any],
+        response: dict[str, Any],
+        fingerprint: str | None = None,
+        state: dict[str, str] | None = None,
+    ) -> Record:
+        record = make_record(
+            index=self.count, tool=tool, args=args, response=response, fingerprint=fingerprint, state=state
+        )
+        self.records.append(record)
+        self.count += 1
+        return record
+
+    def close(self) -> None:
+        pass
+
+
+class CassetteRegistry(ToolRegistry):
+    """A :class:`ToolRegistry` bound to one cassette file in one record mode.
+
+    Register tools as usual (``register``, the ``tool`` decorator) and :meth:`call`
+    them. Replayed calls never run the tool; a call the cassette lacks raises
+    :class:`SnapshotMissError` (unless the mode records it); a tool whose fingerprint
+    differs from the one its calls were recorded with raises :class:`ToolDriftError`,
+    with the fingerprint-diff lines as notes when the cassette's lock has the old
+    contract. ``why`` says where the mode came from and ``label`` how to name the file,
+    for the messages (e.g. "CI is set", a path relative to the project).
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        mode: str,
+        why: str = "",
+        label: str | None = None,
+        mutators: frozenset[str] = DEFAULT_MUTATORS,
+    ) -> None:
+        if mode not in RECORD_MODES:
+            raise ValueError(f"record mode must be one of {', '.join(RECORD_MODES)}, not {mode!r}")
+        self.cassette = os.fspath(path)
+        self._new = _Buffer(self.cassette)
+        super().__init__(mutators=mutators, recorder=self._new)
+        if not self.cassette.endswith(CASSETTE_SUFFIX):
+            raise ValueError(f"a cassette is a sealed transcript: its name ends in {CASSETTE_SUFFIX}")
+        self.mode = mode
+        self.why = why
+        self.label = label or self.cassette
+        #: whether the cassette existed (and was read) when the registry was made
+        self.existed = os.path.exists(self.cassette)
+        self._replay: Snapshot | None = None
+        self._old: tuple[Record, ...] = ()
+        if self.existed and mode != "all":
+            # through Snapshot.from_file, so whatever it checks of a sealed file applies here
+            self._replay = Snapshot.from_file(self.cassette)
+            self._old = self._replay.records
+        elif mode == "none":
+            self._replay = Snapshot(())  # no cassette: every call misses
+        self.recording = mode in ("all", "new_episodes") or (mode == "once" and not self.existed)
+        #: calls answered from the cassette
+        self.replayed = 0
+
+    @property
+    def recorded(self) -> int:
+        """Calls run live and kept for the cassette."""
+        return self._new.count
+
+    def call(self, name: str, /, **args: Any) -> dict[str, Any]:
+        """Answer from the cassette, or run and record the tool when the mode allows."""
+        __tracebackhide__ = True  # pytest shows the test's line, not this module's
+        if name not in self:
+            return super().call(name, **args)  # the registry's own "not registered" error
+        contract = self.contract(name)
+        self._check_drift(contract)
+        if self._replay is not None:
+            try:
+                response = self._replay.serve(
+                    name, _as_json(args, f"arguments of tool {name!r}"), live=contract.fingerprint
+                )
+            except SnapshotMissError as miss:
+                if not self.recording:
+                    miss.add_note(self._miss_note())
+                    raise miss.with_traceback(None) from None
+            else:
+                self.replayed += 1
+                return response
+        return super().call(name, **args)  # live, kept by the buffer recorder
+
+    def _check_drift(self, contract: ToolContract) -> None:
+        """Fail on the first recorded call of this tool made with another fingerprint."""
+        __tracebackhide__ = True
+        for record in self._old:
+            recorded = record.fingerprint
+            if record.tool == contract.name and recorded is not None and recorded != contract.fingerprint:
+                err = ToolDriftError(
+                    tool=contract.name, recorded=recorded, live=contract.fingerprint, index=record.index
+                )
+                for note in self._drift_notes(contract, recorded):
+                    err.add_note(note)
+                raise err
+
+    def _drift_notes(self, live: ToolContract, recorded: str) -> list[str]:
+        where = lock_path(self.cassette)
+        shown = lock_path(self.label)
+        redo = (
+            "if the change is intended, re-record the cassette (--toolreplay-record-mode=all)"
+            " and commit it with a drift note"
+        )
+        try:
+            old = load_lock(where).tools.get(live.name) if os.path.exists(where) else None
+        except (OSError, ToolreplayError) as err:
+            return [f"cannot explain the drift: {err}", redo]
+        if old is None or old.fingerprint != recorded:
+            return [f"cannot explain the drift: {shown} does not hold the recorded contract", redo]
+        lines = [
+            Finding(kind="tool-drift", index=None, tool=live.name, message=d.text(), path=shown).text
+            for d in compare_contracts(old, live)
+        ]
+        return [f"fingerprint-diff {shown} (recorded) -> the registered tool:", *lines, redo]
+
+    def _miss_note(self) -> str:
+        why = f" ({self.why})" if self.why else ""
+        if not self.existed:
+            return (
+                f"there is no cassette {self.label} and the record mode is {self.mode}{why}:"
+                " record it where the tools are reachable and commit it"
+            )
+        return (
+            f"cassette {self.label} does not record this call and the record mode is {self.mode}{why};"
+            " re-record it (--toolreplay-record-mode=new_episodes or all) if the call is intended"
+        )
+
+    def save(self) -> bool:
+        """Write the cassette and its lock if this run recorded anything; return whether it did.
+
+        ``new_episodes`` keeps the recorded calls and chains the new ones after them, so
+        the old head stays a prefix of the new chain. Written atomically: the lock first,
+        then the cassette, each a temp file renamed into place.
+        """
+        if not self.recording or not self._new.records:
+            return False
+        keep = self._old if self.mode == "new_episodes" else ()
+        directory = os.path.dirname(os.path.abspath(self.cassette))
+        os.makedirs(directory, exist_ok=True)
+        save_lock(self._lock_for(keep), lock_path(self.cassette))
+        fd, tmp = temp_beside(directory)
+        os.close(fd)
+        try:
+            with Recorder(tmp, seal=True) as recorder:
+                for old in keep:
+                    recorder.record(
+                        tool=old.tool,
+                        args=old.args,
+                        response=old.response,
+                        fingerprint=old.fingerprint,
+                        state=old.state,
+                    )
+                for new in self._new.records:
+                    recorder.record(
+                        tool=new.tool,
+                        args=new.args,
+                        response=new.response,
+                        fingerprint=new.fingerprint,
+                        state=new.state,
+                    )
+            os.replace(tmp, self.cassette)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+        return True
+
+    def _lock_for(self, keep: tuple[Record, ...]) -> ToolLock:
+        """The contracts of the tools the cassette calls: today's, or the old lock's for kept calls."""
+        contracts: dict[str, ToolContract] = {}
+        for new in self._new.records:
+            contracts[new.tool] = self.contract(new.tool)
+        old_lock: ToolLock | None = None
+        for record in keep:
+            if record.tool in contracts:
+                continue
+            if record.tool in self and self.contract(record.tool).fingerprint == record.fingerprint:
+                contracts[record.tool] = self.contract(record.tool)
+                continue
+            if old_lock is None:
+                old_lock = _read_lock(lock_path(self.cassette))
+            found = old_lock.tools.get(record.tool)
+            if found is not None and found.fingerprint == record.fingerprint:
+                contracts[record.tool] = found
+        return ToolLock.of(contracts.values())
+
+
+def _read_lock(path: str) -> ToolLock:
+    try:
+        return load_lock(path)
+    except (OSError, ToolreplayError):
+        return ToolLock()

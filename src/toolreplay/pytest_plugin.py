@@ -1,0 +1,203 @@
+"""The pytest plugin: the ``toolreplay`` fixture and marker, cassettes that are sealed baselines.
+
+Registered through the ``pytest11`` entry point, so it loads in every pytest session of
+every project that installs toolreplay. It must stay cheap and inert: this module imports
+only pytest and the standard library; the registry, snapshots and chain code are
+imported when a test first asks for the fixture, and a session that never uses it sees
+no option other than ``--toolreplay-record-mode``, no marker other than
+``toolreplay``, and no output.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Generator, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    import pluggy
+
+    from toolreplay.library.cassette import CassetteRegistry
+
+#: pytest-recording's names (the same tuple as toolreplay.library.cassette.RECORD_MODES)
+RECORD_MODES = ("none", "once", "new_episodes", "all")
+CASSETTE_SUFFIX = ".sealed.jsonl"
+DEFAULT_CASSETTE_DIR = "tests/cassettes"
+#: what happened to a test's cassette; the teardown report carries it (also across xdist)
+OUTCOMES = ("replayed", "recorded", "unsaved")
+_REPORT_ATTR = "toolreplay_cassette"
+_OUTCOME = pytest.StashKey[str]()
+_CALL_PASSED = pytest.StashKey[bool]()
+#: characters kept as they are in a cassette file name; everything else is %XX-escaped
+_SAFE = re.compile(r"[A-Za-z0-9_.\-\[\]]")
+_NAME_LIMIT = 120
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("toolreplay", "toolreplay cassettes")
+    group.addoption(
+        "--toolreplay-record-mode",
+        dest="toolreplay_record_mode",
+        choices=RECORD_MODES,
+        default=None,
+        help=(
+            "what the toolreplay fixture does with cassettes: none (replay only), once (record a"
+            " missing cassette, else replay), new_episodes (replay, record and append the rest),"
+            " all (record anew). Default: once, or none when the CI environment variable is set."
+        ),
+    )
+    parser.addini(
+        "toolreplay_cassette_dir",
+        help=f"folder of the toolreplay cassettes, relative to the rootdir (default {DEFAULT_CASSETTE_DIR})",
+        default=DEFAULT_CASSETTE_DIR,
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "toolreplay(path=None): bind the test's toolreplay registry to a cassette"
+        " (a *.sealed.jsonl path relative to the rootdir; default: one per test)",
+    )
+    config.pluginmanager.register(_Summary(config), "toolreplay-summary")
+
+
+def record_mode(config: pytest.Config) -> tuple[str, str]:
+    """The record mode and why it is that one (for messages)."""
+    given: str | None = config.getoption("toolreplay_record_mode")
+    if given is not None:
+        return given, f"--toolreplay-record-mode={given}"
+    if os.environ.get("CI"):
+        return "none", "CI is set"
+    return "once", "the default"
+
+
+def safe_name(name: str) -> str:
+    """``name`` as one file-name component that is the same on every OS.
+
+    Letters, digits, ``_.-[]`` stay; every other character becomes ``%XX`` per UTF-8
+    byte (``%`` too), so two different names never share a file. A name too long for a
+    file system keeps its start and gets a hash of the whole.
+    """
+    out = "".join(
+        ch if _SAFE.fullmatch(ch) else "".join(f"%{b:02X}" for b in ch.encode("utf-8", "surrogatepass"))
+        for ch in name
+    )
+    if len(out) > _NAME_LIMIT:
+        digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+        out = f"{out[: _NAME_LIMIT - 17]}-{digest}"
+    return out
+
+
+def cassette_path(item: pytest.Item) -> Path:
+    """The cassette of a test: the marker's path, else one file per test (and per parameter set).
+
+    ``<rootdir>/<cassette dir>/<module path without a leading tests/>/<test name>.sealed.jsonl``,
+    e.g. ``tests/cassettes/test_agent/test_search[python].sealed.jsonl``; a method's name is
+    led by its class (``TestAgent.test_search``).
+    """
+    root = item.config.rootpath
+    marker = item.get_closest_marker("toolreplay")
+    if marker is not None and marker.args:
+        if len(marker.args) > 1 or marker.kwargs:
+            raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.toolreplay takes one cassette path")
+        given = Path(os.fspath(marker.args[0]))
+        if not given.name.endswith(CASSETTE_SUFFIX):
+            raise pytest.UsageError(
+                f"{item.nodeid}: a cassette is a sealed transcript: its name must end in {CASSETTE_SUFFIX}"
+            )
+        return root / given
+    if marker is not None and marker.kwargs:
+        raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.toolreplay takes one cassette path")
+    try:
+        module = item.path.relative_to(root).with_suffix("").parts
+    except ValueError:  # a test file outside the rootdir
+        module = (item.path.stem,)
+    if len(module) > 1 and module[0] == "tests":
+        module = module[1:]
+    names = [node.name for node in item.listchain() if isinstance(node, pytest.Class)]
+    names.append(item.name)
+    folder = root / str(item.config.getini("toolreplay_cassette_dir"))
+    return folder.joinpath(*map(safe_name, module), safe_name(".".join(names)) + CASSETTE_SUFFIX)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # a marked test gets the fixture even when it does not name it (like usefixtures)
+    for item in items:
+        if (
+            isinstance(item, pytest.Function)
+            and "toolreplay" not in item.fixturenames
+            and item.get_closest_marker("toolreplay") is not None
+        ):
+            item.fixturenames.append("toolreplay")
+
+
+@pytest.fixture
+def toolreplay(request: pytest.FixtureRequest) -> Iterator[CassetteRegistry]:
+    """A ToolRegistry bound to this test's cassette (see ``--toolreplay-record-mode``)."""
+    from toolreplay.errors import ToolreplayError
+    from toolreplay.library.cassette import CassetteRegistry
+
+    item = request.node
+    path = cassette_path(item)
+    mode, why = record_mode(request.config)
+    try:
+        label = path.relative_to(request.config.rootpath).as_posix()
+    except ValueError:
+        label = str(path)
+    try:
+        registry = CassetteRegistry(path, mode=mode, why=why, label=label)
+    except ToolreplayError as err:
+        text = str(err)
+        if str(path) not in text:
+            text = f"cassette {label}: {text}"
+        pytest.fail(f"toolreplay: {text}", pytrace=False)
+    yield registry
+    if registry.recording and registry.recorded:
+        if item.stash.get(_CALL_PASSED, False):
+            registry.save()
+            item.stash[_OUTCOME] = "recorded"
+        else:  # a failed test's calls are no baseline
+            item.stash[_OUTCOME] = "unsaved"
+    elif registry.existed and mode != "all":
+        item.stash[_OUTCOME] = "replayed"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pluggy.Result[pytest.TestReport], None]:
+    outcome = yield
+    report: pytest.TestReport = outcome.get_result()
+    if report.when == "call":
+        item.stash[_CALL_PASSED] = report.passed
+    elif report.when == "teardown" and _OUTCOME in item.stash:
+        setattr(report, _REPORT_ATTR, item.stash[_OUTCOME])
+
+
+class _Summary:
+    """Counts the cassettes of one session and prints the summary line (only if any was used)."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.counts = dict.fromkeys(OUTCOMES, 0)
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        # runs where the summary is printed: in the main process, also for xdist workers' reports
+        outcome = getattr(report, _REPORT_ATTR, None)
+        if outcome in self.counts:
+            self.counts[outcome] += 1
+
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        if not any(self.counts.values()):
+            return
+        mode, why = record_mode(self.config)
+        line = f"toolreplay cassettes: {self.counts['replayed']} replayed, {self.counts['recorded']} recorded"
+        if self.counts["unsaved"]:
+            line += f", {self.counts['unsaved']} not saved (their tests failed)"
+        terminalreporter.write_line(f"{line} (record mode {mode}: {why})")

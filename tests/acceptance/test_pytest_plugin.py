@@ -1,0 +1,462 @@
+"""The pytest plugin in real pytest sessions (pytest's own ``pytester``), through the installed entry point.
+
+Each inner session is a project of its own: a test module whose live tool appends to
+``live.log`` every time it really runs, and raises instead once a file ``offline`` exists,
+so a test can prove the tool was (not) called.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from toolreplay.cli import cli
+from toolreplay.transcript import read_links
+
+pytest_plugins = ["pytester"]
+pytestmark = pytest.mark.slow  # every test runs whole pytest sessions
+
+AGENT = """
+import json
+import re
+import subprocess
+import sys
+import pathlib
+
+import pytest
+
+LIMIT = {limit}
+MAX_LENGTH = {max_length}
+
+
+def search(query: str, limit: int = LIMIT) -> dict:
+    here = pathlib.Path(__file__).parent
+    if (here / "offline").exists():
+        raise RuntimeError("the live tool was called")
+    with open(here / "live.log", "a") as log:
+        log.write(json.dumps({{"query": query, "limit": limit}}) + "\\n")
+    return {{"hits": [f"{{query}}-{{i}}" for i in range(limit)]}}
+
+
+SCHEMA = {{
+    "type": "object",
+    "properties": {{"query": {{"type": "string", "maxLength": MAX_LENGTH}}, "limit": {{"type": "integer"}}}},
+    "required": ["query"],
+}}
+
+
+def test_search(toolreplay):
+    toolreplay.register(search, schema=SCHEMA, version="1.0")
+    {calls}
+"""
+FIRST = 'assert toolreplay.call("search", query="pytest", limit=2) == {"hits": ["pytest-0", "pytest-1"]}'
+CASSETTE = "tests/cassettes/test_agent/test_search.sealed.jsonl"
+LOCK = "tests/cassettes/test_agent/test_search.lock.json"
+
+
+def agent(*, limit: int = 5, max_length: int = 500, calls: str = FIRST) -> str:
+    return AGENT.format(limit=limit, max_length=max_length, calls=calls)
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    """An inner project with its own rootdir, outside any CI (the outer run may be in CI)."""
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.delenv("PYTEST_ADDOPTS", raising=False)
+    pytester.makeini("[pytest]\naddopts = -p no:cacheprovider\n")
+    return pytester
+
+
+def live_calls(project: pytest.Pytester) -> list[dict[str, object]]:
+    log = project.path / "live.log"
+    if not log.exists():
+        return []
+    return [json.loads(line) for line in log.read_text().splitlines()]
+
+
+def summary(result: pytest.RunResult) -> list[str]:
+    return [line for line in result.outlines if line.startswith("toolreplay cassettes:")]
+
+
+def verify(path: Path) -> str:
+    result = CliRunner().invoke(cli, ["verify", str(path)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_record_then_replay_never_calls_the_live_tool(project: pytest.Pytester) -> None:
+    """`once` records a missing cassette (sealed, verifiable), then replays it without running the tool."""
+    project.makepyfile(test_agent=agent())
+    first = project.runpytest()
+    first.assert_outcomes(passed=1)
+    assert summary(first) == ["toolreplay cassettes: 0 replayed, 1 recorded (record mode once: the default)"]
+    assert live_calls(project) == [{"query": "pytest", "limit": 2}]
+    cassette = project.path / CASSETTE
+    assert "links: 1\n" in verify(cassette)
+    (link,) = list(read_links(str(cassette)))
+    assert (link.record.tool, link.record.args) == ("search", {"limit": 2, "query": "pytest"})
+    assert json.loads((project.path / LOCK).read_text())["tools"]["search"]["version"] == "1.0"
+
+    # the live tool now fails if it is called at all
+    (project.path / "live.log").unlink()
+    (project.path / "offline").touch()
+    second = project.runpytest()
+    second.assert_outcomes(passed=1)
+    assert summary(second) == ["toolreplay cassettes: 1 replayed, 0 recorded (record mode once: the default)"]
+    assert live_calls(project) == []
+
+
+def test_contract_change_fails_with_drift_and_the_fingerprint_diff_lines(project: pytest.Pytester) -> None:
+    """A tool whose schema and default changed since recording fails with ToolDriftError and what changed."""
+    project.makepyfile(test_agent=agent())
+    project.runpytest().assert_outcomes(passed=1)
+    project.makepyfile(test_agent=agent(limit=10, max_length=200))
+    result = project.runpytest("--toolreplay-record-mode=none")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "E *ToolDriftError: tool 'search' drifted: recorded with fingerprint *"
+            " (recorded call at index 0), is now *",
+            f"E * fingerprint-diff {LOCK} (recorded) -> the registered tool:",
+            'E * search: signature (default changed): /params/1/2 "5" -> "10"',
+            "E * search: schema (breaking): /properties/query/maxLength 500 -> 200",
+            "E * if the change is intended, re-record the cassette (--toolreplay-record-mode=all)"
+            " and commit it with a drift note",
+        ]
+    )
+    assert len(live_calls(project)) == 1  # only the recording run
+    # `once` with a cassette present replays too: the same drift, nothing re-recorded
+    before = (project.path / CASSETTE).read_bytes()
+    project.runpytest().assert_outcomes(failed=1)
+    assert (project.path / CASSETTE).read_bytes() == before
+
+
+def test_changed_argument_fails_with_a_miss_naming_the_argument(project: pytest.Pytester) -> None:
+    """A call the cassette lacks fails with SnapshotMissError naming the nearest call and argument."""
+    project.makepyfile(test_agent=agent())
+    project.runpytest().assert_outcomes(passed=1)
+    project.makepyfile(test_agent=agent(calls='toolreplay.call("search", query="pytest", limit=3)'))
+    result = project.runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "E *SnapshotMissError: no recorded call matches tool 'search'"
+            """ with args {"limit":3,"query":"pytest"};"""
+            " nearest recorded call is index 0, which differs at argument '/limit': recorded 2, given 3",
+            f"E * cassette {CASSETTE} does not record this call and the record mode is once (the default);"
+            " re-record it (--toolreplay-record-mode=new_episodes or all) if the call is intended",
+        ]
+    )
+    assert len(live_calls(project)) == 1
+
+
+def test_ci_never_records_and_a_missing_cassette_fails(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With CI set the mode is `none`: the tool never runs, nothing is written, the test fails saying why."""
+    monkeypatch.setenv("CI", "true")
+    project.makepyfile(test_agent=agent())
+    result = project.runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "E *SnapshotMissError: no recorded call matches tool 'search' with args *;"
+            " the recording never calls that tool (it calls none)",
+            f"E * there is no cassette {CASSETTE} and the record mode is none (CI is set):"
+            " record it where the tools are reachable and commit it",
+        ]
+    )
+    assert live_calls(project) == []
+    assert not (project.path / "tests").exists()
+    assert summary(result) == []
+    # an explicit mode is a decision and wins over CI
+    project.runpytest("--toolreplay-record-mode=once").assert_outcomes(passed=1)
+    assert (project.path / CASSETTE).exists()
+    replayed = project.runpytest()
+    replayed.assert_outcomes(passed=1)
+    assert summary(replayed) == ["toolreplay cassettes: 1 replayed, 0 recorded (record mode none: CI is set)"]
+
+
+def test_new_episodes_appends_and_reseals(project: pytest.Pytester) -> None:
+    """`new_episodes` replays the recorded call, runs only the new one, appends it; the chain verifies."""
+    project.makepyfile(test_agent=agent())
+    project.runpytest().assert_outcomes(passed=1)
+    cassette = project.path / CASSETTE
+    before = cassette.read_text()
+    project.makepyfile(
+        test_agent=agent(calls=FIRST + '\n    toolreplay.call("search", query="agents", limit=1)')
+    )
+    result = project.runpytest("--toolreplay-record-mode=new_episodes")
+    result.assert_outcomes(passed=1)
+    assert summary(result) == [
+        "toolreplay cassettes: 0 replayed, 1 recorded"
+        " (record mode new_episodes: --toolreplay-record-mode=new_episodes)"
+    ]
+    assert live_calls(project) == [{"query": "pytest", "limit": 2}, {"query": "agents", "limit": 1}]
+    after = cassette.read_text()
+    assert after.startswith(before)  # the old links, byte for byte; the old head is a prefix
+    assert "links: 2\n" in verify(cassette)
+    # and the appended cassette now replays both calls in mode none
+    (project.path / "offline").touch()
+    project.runpytest("--toolreplay-record-mode=none").assert_outcomes(passed=1)
+
+
+def test_all_records_anew(project: pytest.Pytester) -> None:
+    """`all` runs every call again and replaces the cassette (and its lock) with the new recording."""
+    project.makepyfile(test_agent=agent())
+    project.runpytest().assert_outcomes(passed=1)
+    project.makepyfile(test_agent=agent(limit=10, calls='toolreplay.call("search", query="new")'))
+    project.runpytest("--toolreplay-record-mode=all").assert_outcomes(passed=1)
+    records = [link.record for link in read_links(str(project.path / CASSETTE))]
+    assert [(r.tool, r.args) for r in records] == [("search", {"query": "new"})]
+    assert len(records[0].response["hits"]) == 10
+    lock = json.loads((project.path / LOCK).read_text())
+    assert lock["tools"]["search"]["fingerprint"] == records[0].fingerprint
+
+
+def test_a_failing_test_saves_no_cassette(project: pytest.Pytester) -> None:
+    """The calls of a test that failed are no baseline: nothing is written, and the summary says so."""
+    project.makepyfile(test_agent=agent(calls=FIRST + "\n    assert False, 'the agent got it wrong'"))
+    result = project.runpytest()
+    result.assert_outcomes(failed=1)
+    assert summary(result) == [
+        "toolreplay cassettes: 0 replayed, 0 recorded, 1 not saved (their tests failed)"
+        " (record mode once: the default)"
+    ]
+    assert not (project.path / "tests").exists()
+
+
+def test_parametrised_cases_get_one_cassette_each_with_safe_names(project: pytest.Pytester) -> None:
+    """Each case id has its own cassette; characters a file name cannot hold are %-escaped, never merged."""
+    project.makepyfile(
+        test_echo="""
+        import pytest
+
+        @pytest.mark.parametrize("text", ["plain", "a/b", "a%2Fb", "x y:z"])
+        def test_echo(toolreplay, text):
+            @toolreplay.tool(version="1")
+            def echo(text: str) -> str:
+                return text
+            assert echo(text) == {"result": text}
+
+        class TestEcho:
+            def test_method(self, toolreplay):
+                def size(text: str) -> int:
+                    return len(text)
+                toolreplay.register(size)
+                assert toolreplay.call("size", text="abc") == {"result": 3}
+        """
+    )
+    project.runpytest().assert_outcomes(passed=5)
+    folder = project.path / "tests/cassettes/test_echo"
+    assert sorted(p.name for p in folder.glob("*.sealed.jsonl")) == [
+        "TestEcho.test_method.sealed.jsonl",
+        "test_echo[a%252Fb].sealed.jsonl",
+        "test_echo[a%2Fb].sealed.jsonl",
+        "test_echo[plain].sealed.jsonl",
+        "test_echo[x%20y%3Az].sealed.jsonl",
+    ]
+    (link,) = list(read_links(str(folder / "test_echo[a%2Fb].sealed.jsonl")))
+    assert link.record.args == {"text": "a/b"}
+    result = project.runpytest("--toolreplay-record-mode=none")
+    result.assert_outcomes(passed=5)
+    assert summary(result) == [
+        "toolreplay cassettes: 5 replayed, 0 recorded (record mode none: --toolreplay-record-mode=none)"
+    ]
+
+
+def test_marker_names_the_cassette_and_applies_the_fixture(project: pytest.Pytester) -> None:
+    """`@pytest.mark.toolreplay(path)` binds a test to that cassette, even without naming the fixture."""
+    project.makepyfile(
+        test_marked="""
+        import pytest
+
+        @pytest.fixture
+        def agent(toolreplay):
+            @toolreplay.tool(version="1")
+            def add(a: int, b: int) -> int:
+                return a + b
+            return add
+
+        @pytest.mark.toolreplay("recordings/add.sealed.jsonl")
+        def test_add(agent):
+            assert agent(1, 2) == {"result": 3}
+
+        @pytest.mark.toolreplay("recordings/add.sealed.jsonl")
+        def test_add_again(request):
+            assert request.node.funcargs["toolreplay"].cassette.endswith("add.sealed.jsonl")
+        """
+    )
+    project.runpytest("-k", "test_add and not again").assert_outcomes(passed=1)
+    (link,) = list(read_links(str(project.path / "recordings/add.sealed.jsonl")))
+    assert link.record.args == {"a": 1, "b": 2}
+    both = project.runpytest("--strict-markers")
+    both.assert_outcomes(passed=2)
+    assert summary(both) == ["toolreplay cassettes: 2 replayed, 0 recorded (record mode once: the default)"]
+
+
+def test_cassette_dir_ini_option_moves_the_cassettes(project: pytest.Pytester) -> None:
+    """`toolreplay_cassette_dir` (relative to the rootdir) replaces tests/cassettes."""
+    project.makeini("[pytest]\naddopts = -p no:cacheprovider\ntoolreplay_cassette_dir = recordings/tools\n")
+    project.makepyfile(test_agent=agent())
+    project.runpytest().assert_outcomes(passed=1)
+    assert (project.path / "recordings/tools/test_agent/test_search.sealed.jsonl").exists()
+    assert not (project.path / "tests").exists()
+
+
+def test_marker_refuses_a_path_that_is_not_a_sealed_transcript(project: pytest.Pytester) -> None:
+    """A marker path without the sealed suffix is a usage error naming the test, not an unsealed file."""
+    project.makepyfile(
+        test_bad="""
+        import pytest
+
+        @pytest.mark.toolreplay("recordings/add.jsonl")
+        def test_add(toolreplay):
+            pass
+        """
+    )
+    result = project.runpytest()
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        ["*test_bad.py::test_add: a cassette is a sealed transcript: its name must end in .sealed.jsonl*"]
+    )
+
+
+def test_a_broken_cassette_fails_the_test_in_one_line(project: pytest.Pytester) -> None:
+    """A cassette that is not a sealed transcript fails its test with the file, line and problem."""
+    project.makepyfile(test_agent=agent())
+    cassette = project.path / CASSETTE
+    cassette.parent.mkdir(parents=True)
+    cassette.write_text('{"index": 0}\n')
+    result = project.runpytest()
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines([f"toolreplay: {cassette}:1: *"])
+    assert live_calls(project) == []
+
+
+def test_sessions_that_do_not_use_it_see_nothing(project: pytest.Pytester) -> None:
+    """Inert: a session without the fixture prints no toolreplay line and writes no file."""
+    project.makepyfile(test_plain="def test_plain():\n    assert True\n")
+    result = project.runpytest("--strict-markers")
+    result.assert_outcomes(passed=1)
+    # pytest's own header lists the installed plugins; nothing else may mention toolreplay
+    mentions = [line for line in result.outlines if "toolreplay" in line]
+    assert [line for line in mentions if not line.startswith("plugins:")] == []
+    assert sorted(p.name for p in project.path.iterdir()) == ["test_plain.py", "tox.ini"]
+
+
+def test_xdist_workers_never_collide(project: pytest.Pytester) -> None:
+    """Under pytest-xdist every case writes its own whole cassette, and the summary counts all workers."""
+    pytest.importorskip("xdist")
+    project.makepyfile(
+        test_many="""
+        import pytest
+
+        @pytest.mark.parametrize("n", range(8))
+        def test_square(toolreplay, n):
+            @toolreplay.tool(version="1")
+            def square(x: int) -> int:
+                return x * x
+            for _ in range(3):
+                assert square(n) == {"result": n * n}
+        """
+    )
+    first = project.runpytest_subprocess("-n", "2")
+    first.assert_outcomes(passed=8)
+    assert summary(first) == ["toolreplay cassettes: 0 replayed, 8 recorded (record mode once: the default)"]
+    folder = project.path / "tests/cassettes/test_many"
+    cassettes = sorted(folder.glob("*.sealed.jsonl"))
+    assert len(cassettes) == 8
+    for cassette in cassettes:
+        assert "links: 3\n" in verify(cassette)
+    assert not list(folder.glob(".toolreplay-*"))  # no temp file left behind
+    second = project.runpytest_subprocess("-n", "2", "--toolreplay-record-mode=none")
+    second.assert_outcomes(passed=8)
+    assert summary(second) == [
+        "toolreplay cassettes: 8 replayed, 0 recorded (record mode none: --toolreplay-record-mode=none)"
+    ]
+
+
+def test_readme_example_records_then_replays_in_ci(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The README's complete example test file records locally and replays in CI with the tool unreachable."""
+    from tests.conftest import ROOT
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    start = text.index("```python\n# tests/test_weather_agent.py\n") + len("```python\n")
+    example = text[start : text.index("```", start)]
+    (project.path / "tests").mkdir()
+    (project.path / "tests/test_weather_agent.py").write_text(textwrap.dedent(example))
+    first = project.runpytest()
+    first.assert_outcomes(passed=3)
+    assert summary(first) == ["toolreplay cassettes: 0 replayed, 3 recorded (record mode once: the default)"]
+    folder = project.path / "tests/cassettes/test_weather_agent"
+    block = text.index("```text\ntests/cassettes/")
+    listed = re.findall(r"^tests/cassettes/\S+$", text[block : text.index("```\n", block + 3)], re.M)
+    assert sorted(str(p.relative_to(project.path)) for p in folder.iterdir()) == sorted(listed)
+    monkeypatch.setenv("CI", "true")
+    monkeypatch.setenv("WEATHER_API_DOWN", "1")  # the example's tool raises when it would go live
+    result = project.runpytest()
+    result.assert_outcomes(passed=3)
+    assert summary(result) == ["toolreplay cassettes: 3 replayed, 0 recorded (record mode none: CI is set)"]
+    for cassette in folder.glob("*.sealed.jsonl"):
+        verify(cassette)
+    # the drift the README quotes
+    changed = example.replace('"maximum": 7', '"maximum": 5')
+    assert changed != example
+    (project.path / "tests/test_weather_agent.py").write_text(textwrap.dedent(changed))
+    drifted = project.runpytest()
+    drifted.assert_outcomes(passed=1, failed=2)
+    drifted.stdout.fnmatch_lines(["E * get_forecast: schema (breaking): /properties/days/maximum 7 -> 5"])
+
+
+def test_cassettes_are_baselines_for_the_guard_and_check(project: pytest.Pytester) -> None:
+    """A recorded or re-recorded cassette needs a drift note to commit, and `check` verifies cassettes."""
+    from tests.gitrepo import Repo, git_env
+
+    def toolreplay(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "toolreplay", *args],
+            cwd=project.path,
+            env=git_env(),
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+
+    repo = Repo.create(project.path)
+    project.makepyfile(test_agent=agent())
+    project.makepyprojecttoml('[tool.toolreplay]\nbaselines = ["tests/cassettes/**/*.sealed.jsonl"]\n')
+    project.runpytest().assert_outcomes(passed=1)
+    repo.git("add", "-A")
+    refused = toolreplay("hook", "drift-note")
+    assert refused.returncode == 1
+    assert f"baseline '{CASSETTE}' (added)" in refused.stdout
+    made = toolreplay("note", CASSETTE, "-o", "drift-notes/search.md")
+    assert made.returncode == 0, made.stderr
+    note = project.path / "drift-notes/search.md"
+    note.write_text(note.read_text() + "\nFirst recording of the search agent's test.\n")
+    repo.git("add", "-A")
+    accepted = toolreplay("hook", "drift-note")
+    assert accepted.returncode == 0, accepted.stdout + accepted.stderr
+    repo.git("commit", "-q", "--no-verify", "-m", "record")
+
+    checked = toolreplay("check")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert checked.stdout.startswith("chain: intact\nlinks: 1\n")
+    assert checked.stdout.endswith("total: 1 reports, 0 findings, 0 failing, 0 unreadable\n")
+
+    project.makepyfile(test_agent=agent(max_length=200))
+    project.runpytest("--toolreplay-record-mode=all").assert_outcomes(passed=1)
+    repo.git("add", "-A")
+    again = toolreplay("hook", "drift-note")
+    assert again.returncode == 1
+    assert f"baseline '{CASSETTE}' (modified)" in again.stdout
