@@ -116,7 +116,7 @@ class CassetteRegistry(ToolRegistry):
             self._replay = Snapshot(())  # no cassette: every call misses
         self.recording = mode in ("all", "new_episodes") or (mode == "once" and not self.existed)
         #: calls answered from the cassette
-        self.replayed = 0
+        self.served = 0
 
     @property
     def recorded(self) -> int:
@@ -140,7 +140,7 @@ class CassetteRegistry(ToolRegistry):
                     miss.add_note(self._miss_note())
                     raise miss.with_traceback(None) from None
             else:
-                self.replayed += 1
+                self.served += 1
                 return response
         return super().call(name, **args)  # live, kept by the buffer recorder
 
