@@ -341,6 +341,20 @@ def test_a_broken_cassette_fails_the_test_in_one_line(project: pytest.Pytester) 
     assert live_calls(project) == []
 
 
+def test_a_tampered_cassette_is_never_served(project: pytest.Pytester) -> None:
+    """An edited response in a recorded cassette fails the test at its seal; the tool is not run."""
+    project.makepyfile(test_agent=agent())
+    project.runpytest().assert_outcomes(passed=1)
+    cassette = project.path / CASSETTE
+    cassette.write_bytes(cassette.read_bytes().replace(b'"pytest-0"', b'"pytest-9"'))
+    (project.path / "live.log").unlink()
+    (project.path / "offline").touch()
+    result = project.runpytest()
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines([f"*{cassette}*index 0*"])
+    assert live_calls(project) == []
+
+
 def test_sessions_that_do_not_use_it_see_nothing(project: pytest.Pytester) -> None:
     """Inert: a session without the fixture prints no toolreplay line and writes no file."""
     project.makepyfile(test_plain="def test_plain():\n    assert True\n")
