@@ -66,7 +66,8 @@ def test_unjudged_calls_are_findings_in_every_format(runner: CliRunner, tmp_path
         "calls: 3",
         "findings: 3",
         "index 0: scope-unjudged: the arguments of tool 'read_file' could not be judged against the "
-        "declared scope: the pattern budget of 0.3 s for this transcript ran out while '^(a|aa)+$' was running",
+        "declared scope: the pattern budget of 0.3 s for this transcript ran out while '^(a|aa)+$' was "
+        "running",
     ]
     assert (
         outputs["text"].splitlines()[3].endswith("the pattern budget of 0.3 s for this transcript is spent")
@@ -87,7 +88,8 @@ def test_non_ecma_pattern_is_exit_2_naming_file_and_pointer(runner: CliRunner, t
     assert result.exit_code == 2
     assert result.output == (
         f"toolreplay: error: {scope}:1: not a valid JSON Schema: pattern '(?P<dir>docs)/' is not a valid "
-        "ECMA-262 regular expression: Invalid group modifier (at /arguments/read_file/properties/path/pattern)\n"
+        "ECMA-262 regular expression: Invalid group modifier"
+        " (at /arguments/read_file/properties/path/pattern)\n"
     )
 
 
