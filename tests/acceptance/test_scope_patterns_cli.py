@@ -138,3 +138,22 @@ def test_config_refuses_a_budget_that_is_not_finite(runner: CliRunner, tmp_path:
         os.chdir(old)
     assert result.exit_code == 2
     assert "pattern_budget_seconds must be a finite number of seconds" in result.output
+
+
+def test_validate_json_summary_has_one_shape(runner: CliRunner, tmp_path: Path) -> None:
+    """validate --format json: the summary is {"result": ...} for one file and for several."""
+    from toolreplay.validate import validator
+
+    _, scope = write(tmp_path, {}, [])
+    shapes = []
+    for files in ([scope], [scope, scope]):
+        result = runner.invoke(cli, ["validate", "--format", "json", *files], catch_exceptions=False)
+        data = json.loads(result.output)
+        assert list(validator("report").iter_errors(data)) == []
+        shapes.append([report["summary"] for report in data["reports"]])
+    assert shapes == [[{"result": "valid"}], [{"result": "valid"}, {"result": "valid"}]]
+    old_shape = {"version": 1, "reports": [dict(data["reports"][0], summary={scope: "valid"})]}
+    assert sorted(e.message for e in validator("report").iter_errors(old_shape)) == [
+        "'result' is a required property",
+        f"Additional properties are not allowed ({scope!r} was unexpected)",
+    ]

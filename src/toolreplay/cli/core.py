@@ -278,7 +278,10 @@ def validate_cmd(ctx: click.Context, files: tuple[str, ...], kind: str | None, f
             Report(
                 command="validate",
                 path=path,
-                header=(Line(key=path if len(files) == 1 else "result", value=status, text=status),),
+                # one key whatever the number of files; the text form of a lone file says its name
+                header=(
+                    Line(key="result", value=status, text=status, label=path if len(files) == 1 else ""),
+                ),
                 errors=tuple(problems),
             )
         )
