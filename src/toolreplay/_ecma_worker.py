@@ -2,14 +2,15 @@
 
 Run by path (``python -I _ecma_worker.py``) so that it starts fast and imports only regress.
 Each request is a JSON array ``[pattern, text]`` on one line; each answer is one line:
-``1`` (a match), ``0`` (none) or ``E`` and a reason. The parent kills this process when an
-answer takes too long.
+``1`` (a match) or ``0`` (none) followed by the CPU seconds the search took, or ``E`` and a
+reason. The parent kills this process when an answer takes too long.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+import time
 
 import regress
 
@@ -25,7 +26,9 @@ def main() -> None:
             regex = compiled.get(pattern)
             if regex is None:
                 regex = compiled[pattern] = regress.Regex(pattern, flags="u")
-            answer = b"1" if regex.find(text) is not None else b"0"
+            start = time.thread_time()
+            found = regex.find(text) is not None
+            answer = b"%d %.9f" % (found, time.thread_time() - start)
         except BaseException as err:  # a panic in the engine is a BaseException
             answer = b"E" + " ".join(str(err).split()).encode("utf-8", "replace")
         out.write(answer + b"\n")
