@@ -19,6 +19,7 @@ schemas use only anchored, linear patterns and run in process (:func:`search`).
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import select
@@ -150,6 +151,25 @@ def error_message(error: ValidationError) -> str:
 WORKER = Path(__file__).with_name("_ecma_worker.py")
 
 
+#: one idle worker per process (by pid), handed from one transcript's search to the next
+_IDLE: dict[int, subprocess.Popen[bytes]] = {}
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    process.kill()
+    process.wait()
+    for stream in (process.stdin, process.stdout):
+        if stream is not None:
+            stream.close()
+
+
+@atexit.register
+def _stop_idle() -> None:
+    process = _IDLE.pop(os.getpid(), None)
+    if process is not None:
+        _stop(process)
+
+
 class BoundedSearch:
     """ECMA-262 search in a worker process, with a time limit per value and a total budget.
 
@@ -180,13 +200,24 @@ class BoundedSearch:
         self.close()
 
     def close(self) -> None:
+        """Hand a healthy worker on to the next transcript in this process."""
         process, self._process = self._process, None
+        if process is None or self._pid != os.getpid():
+            return
+        if self._buffer or process.poll() is not None:
+            _stop(process)
+            return
+        previous = _IDLE.pop(self._pid, None)
+        if previous is not None:
+            _stop(previous)
+        _IDLE[self._pid] = process
+
+    def _discard(self) -> None:
+        """Stop the worker (it is stuck, or broken); the next search starts a fresh one."""
+        process, self._process = self._process, None
+        self._buffer = b""
         if process is not None and self._pid == os.getpid():
-            process.kill()
-            process.wait()
-            for stream in (process.stdin, process.stdout):
-                if stream is not None:
-                    stream.close()
+            _stop(process)
 
     def __call__(self, pattern: str, text: str) -> bool:
         left = self.budget - self.spent
@@ -203,11 +234,11 @@ class BoundedSearch:
             reply = self._reply(process, start + limit)
         except OSError as err:
             self.spent += time.monotonic() - start
-            self.close()
+            self._discard()
             raise Unjudged(f"the pattern engine failed: {err.strerror or err}") from err
         if reply is None:
             self.spent += time.monotonic() - start
-            self.close()
+            self._discard()
             if limit < self.per_value:
                 raise Unjudged(
                     f"the pattern budget of {self.budget:g} s for this transcript ran out"
@@ -226,6 +257,10 @@ class BoundedSearch:
             return self._process
         # forked (a pool worker) with the parent's worker: leave that one to the parent
         self._process, self._pid, self._buffer = None, os.getpid(), b""
+        idle = _IDLE.pop(self._pid, None)
+        if idle is not None and idle.poll() is None:
+            self._process = idle
+            return idle
         process = subprocess.Popen(
             [sys.executable, "-I", str(WORKER)],
             stdin=subprocess.PIPE,
@@ -234,7 +269,7 @@ class BoundedSearch:
         )
         self._process = process
         if self._reply(process, time.monotonic() + START_SECONDS) != b"ready":
-            self.close()
+            self._discard()
             raise ToolreplayError(f"the ECMA-262 pattern engine did not start ({WORKER.name})")
         return process
 

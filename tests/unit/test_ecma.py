@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import ROOT
-from toolreplay.ecma import BoundedSearch, pattern_problem, search
+from toolreplay.ecma import BoundedSearch, Unjudged, pattern_problem, search
 from toolreplay.validate import validate_file
 
 #: (pattern, value, whether Python's re gives another verdict or refuses the pattern)
@@ -186,3 +186,18 @@ def test_published_patterns_are_anchored_ecma() -> None:
         assert pattern_problem(pattern) is None, pattern
         assert pattern.startswith("^") and pattern.endswith("$"), pattern
     assert not search("^[0-9a-f]{64}$", "0" * 64 + "\n")
+
+
+def test_worker_is_reused_until_it_is_cut_off() -> None:
+    """A healthy worker serves the next transcript; one cut off mid-search is killed and replaced."""
+    with BoundedSearch() as first:
+        assert first("^a$", "a")
+        worker = first._process
+    with BoundedSearch() as second:
+        assert not second("^a$", "b")
+        assert second._process is worker
+        with pytest.raises(Unjudged):
+            second("^(a|aa)+$", "a" * 50 + "b")
+        assert worker is not None and worker.poll() is not None  # killed
+        assert second("^a$", "a")
+        assert second._process is not worker
