@@ -151,6 +151,8 @@ def error_message(error: ValidationError) -> str:
 WORKER = Path(__file__).with_name("_ecma_worker.py")
 
 
+#: what :meth:`BoundedSearch._reply` says when the worker's output ends
+_STOPPED = b"Ethe pattern engine stopped"
 #: one idle worker per process (by pid), handed from one transcript's search to the next
 _IDLE: dict[int, subprocess.Popen[bytes]] = {}
 
@@ -225,7 +227,11 @@ class BoundedSearch:
             raise Unjudged(f"the pattern budget of {self.budget:g} s for this transcript is spent")
         limit = min(self.per_value, left)
         request = json.dumps([pattern, text]).encode() + b"\n"
-        process = self._worker()
+        try:
+            process = self._worker()
+        except OSError as err:  # no pipes to wait on (select needs POSIX), no interpreter
+            self._discard()
+            raise ToolreplayError(f"the ECMA-262 pattern engine did not start: {err}") from err
         start = time.monotonic()
         try:
             assert process.stdin is not None
@@ -247,6 +253,8 @@ class BoundedSearch:
             raise Unjudged(f"pattern {pattern!r} did not finish within {limit:g} s on one value")
         if reply.startswith(b"E"):
             self.spent += time.monotonic() - start
+            if reply == _STOPPED:
+                self._discard()
             raise Unjudged(f"pattern {pattern!r} could not run: {reply[1:].decode(errors='replace').strip()}")
         found, _, seconds = reply.partition(b" ")
         self.spent += float(seconds)
@@ -286,7 +294,7 @@ class BoundedSearch:
                 return None
             chunk = os.read(fd, 65536)
             if not chunk:
-                return b"Ethe pattern engine stopped"
+                return _STOPPED
             self._buffer += chunk
         line, _, self._buffer = self._buffer.partition(b"\n")
         return line

@@ -201,3 +201,17 @@ def test_worker_is_reused_until_it_is_cut_off() -> None:
         assert worker is not None and worker.poll() is not None  # killed
         assert second("^a$", "a")
         assert second._process is not worker
+
+
+def test_a_dead_worker_leaves_the_call_unjudged_and_is_replaced() -> None:
+    """If the worker dies, that value is unjudged (never a pass) and the next value gets a new worker."""
+    with BoundedSearch() as bounded:
+        assert bounded("^a$", "a")
+        worker = bounded._process
+        assert worker is not None
+        worker.kill()
+        worker.wait()
+        with pytest.raises(Unjudged, match="the pattern engine"):
+            bounded("^a$", "a")
+        assert bounded("^a$", "a")
+        assert bounded._process is not worker
