@@ -20,6 +20,7 @@ schemas use only anchored, linear patterns and run in process (:func:`search`).
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import os
 import select
@@ -162,7 +163,8 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
     process.wait()
     for stream in (process.stdin, process.stdout):
         if stream is not None:
-            stream.close()
+            with contextlib.suppress(OSError):  # unsent bytes for a worker that is gone
+                stream.close()
 
 
 @atexit.register
