@@ -152,6 +152,9 @@ def error_message(error: ValidationError) -> str:
 WORKER = Path(__file__).with_name("_ecma_worker.py")
 
 
+#: verdicts remembered per transcript: at most this many, on values at most this long
+KNOWN_VERDICTS = 10_000
+KNOWN_TEXT_CHARS = 256
 #: what :meth:`BoundedSearch._reply` says when the worker's output ends
 _STOPPED = b"Ethe pattern engine stopped"
 #: one idle worker per process (by pid), handed from one transcript's search to the next
@@ -196,6 +199,8 @@ class BoundedSearch:
         self._process: subprocess.Popen[bytes] | None = None
         self._pid = os.getpid()
         self._buffer = b""
+        #: verdicts on short values, which repeat in transcripts (the same path, the same mode)
+        self._known: dict[tuple[str, str], bool] = {}
 
     def __enter__(self) -> BoundedSearch:
         return self
@@ -224,6 +229,15 @@ class BoundedSearch:
             _stop(process)
 
     def __call__(self, pattern: str, text: str) -> bool:
+        known = self._known.get((pattern, text))
+        if known is not None:
+            return known
+        found = self._search(pattern, text)
+        if len(text) <= KNOWN_TEXT_CHARS and len(self._known) < KNOWN_VERDICTS:
+            self._known[pattern, text] = found
+        return found
+
+    def _search(self, pattern: str, text: str) -> bool:
         left = self.budget - self.spent
         if left <= 0:
             raise Unjudged(f"the pattern budget of {self.budget:g} s for this transcript is spent")

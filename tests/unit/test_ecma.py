@@ -212,6 +212,18 @@ def test_a_dead_worker_leaves_the_call_unjudged_and_is_replaced() -> None:
         worker.kill()
         worker.wait()
         with pytest.raises(Unjudged, match="the pattern engine"):
-            bounded("^a$", "a")
-        assert bounded("^a$", "a")
+            bounded("^a$", "b")
+        assert not bounded("^a$", "c")
         assert bounded._process is not worker
+
+
+def test_repeated_values_cost_one_search() -> None:
+    """A short value seen before gets its remembered verdict without another search."""
+    with BoundedSearch() as bounded:
+        assert bounded("^docs/", "docs/a.md")
+        spent, worker = bounded.spent, bounded._process
+        assert worker is not None
+        worker.kill()  # a second search would now fail
+        worker.wait()
+        assert bounded("^docs/", "docs/a.md")
+        assert bounded.spent == spent
