@@ -36,6 +36,7 @@ from toolreplay.analyses.replay import replay
 from toolreplay.analyses.scope import Scope, check_scope, load_scope
 from toolreplay.chain import verify
 from toolreplay.config import Config, expand
+from toolreplay.ecma import DEFAULT_BUDGET_SECONDS
 from toolreplay.errors import InputError
 from toolreplay.findings import Finding, quote, sort_findings
 from toolreplay.report import Line, Report, replay_header
@@ -59,6 +60,7 @@ class Settings:
     lock: str | None = None
     max_age_days: int | None = None
     now: int = 0
+    pattern_budget: float = DEFAULT_BUDGET_SECONDS
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -109,7 +111,9 @@ def check_transcript(job: Job) -> Report:
         findings = list(result.findings)
         if settings.scope is not None:
             scope = _scope(settings.scope)
-            findings += check_scope(read_transcript(job.absolute), scope, path=job.path).findings
+            findings += check_scope(
+                read_transcript(job.absolute), scope, path=job.path, pattern_budget=settings.pattern_budget
+            ).findings
         if settings.lock is not None:
             from toolreplay.analyses.fingerprint_diff import compare_transcript
 
@@ -226,6 +230,7 @@ def plan(config: Config, *, now: int | None = None) -> list[Job]:
         lock=lock,
         max_age_days=config.max_baseline_age_days,
         now=int(time.time()) if now is None else now,
+        pattern_budget=config.pattern_budget_seconds,
     )
     baselines = [p for p in expand(config, config.baselines) if p.endswith(SEALED_SUFFIX)]
     transcripts = [p for p in expand(config, config.transcripts) if not p.endswith(SEALED_SUFFIX)]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import tomllib
 from dataclasses import dataclass, field
@@ -10,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from toolreplay.analyses.replay import DEFAULT_MUTATORS
+from toolreplay.ecma import DEFAULT_BUDGET_SECONDS
 from toolreplay.errors import InputError
 from toolreplay.findings import quote
 
@@ -30,6 +32,8 @@ class Config:
     state_aware: bool = False
     drift_notes: str = "drift-notes"
     max_baseline_age_days: int | None = None
+    #: total seconds the scope's patterns may take per transcript (toolreplay.ecma)
+    pattern_budget_seconds: float = DEFAULT_BUDGET_SECONDS
     fail_on: frozenset[str] | None = None  # None: every kind fails
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -95,6 +99,13 @@ def load_config(path: Path | None = None, *, cwd: Path | None = None) -> Config:
                 f"the kinds are: {', '.join(first.validator_value)}"
             )
         raise InputError(message, path=str(path), pointer=pointer)
+    budget = table.get("pattern_budget_seconds", DEFAULT_BUDGET_SECONDS)
+    if not math.isfinite(budget):  # TOML has inf and nan, which the schema's bounds let through
+        raise InputError(
+            "invalid configuration: pattern_budget_seconds must be a finite number of seconds",
+            path=str(path),
+            pointer="/pattern_budget_seconds",
+        )
     return Config(
         root=path.parent,
         source=str(path),
@@ -106,6 +117,7 @@ def load_config(path: Path | None = None, *, cwd: Path | None = None) -> Config:
         state_aware=table.get("state_aware", False),
         drift_notes=table.get("drift_notes", "drift-notes"),
         max_baseline_age_days=table.get("max_baseline_age_days"),
+        pattern_budget_seconds=float(budget),
         fail_on=frozenset(table["fail_on"]) if "fail_on" in table else None,
     )
 

@@ -13,6 +13,7 @@ KIND_ORDER: tuple[str, ...] = (
     "stale-baseline",
     "permission-overreach",
     "argument-overreach",
+    "scope-unjudged",
     "agent-drift",
     "tool-drift",
     "behavior-drift",

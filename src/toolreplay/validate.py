@@ -14,6 +14,7 @@ from jsonschema import Draft202012Validator
 
 from toolreplay.canonical import check_shape, decode_reference
 from toolreplay.driftnote import MAX_NOTE_BYTES, note_problems
+from toolreplay.ecma import FORMAT_CHECKER, EcmaValidator, error_message, error_pointer_parts
 from toolreplay.errors import InputError
 from toolreplay.locate import line_of, pointer_of
 from toolreplay.transcript import iter_lines, open_input
@@ -57,8 +58,13 @@ def schema_text(name: str) -> bytes:
 
 @cache
 def validator(kind: str) -> Draft202012Validator:
+    """The validator of ``kind``'s published schema.
+
+    Its ``pattern``s are ECMA-262 (:mod:`toolreplay.ecma`), and a ``format: regex`` (the
+    patterns of a scope's argument schemas) must be a valid ECMA-262 expression.
+    """
     schema = json.loads(schema_text(SCHEMA_FILES[kind]))
-    return Draft202012Validator(schema)
+    return EcmaValidator(schema, format_checker=FORMAT_CHECKER)  # type: ignore[no-any-return]
 
 
 def kind_of(path: str) -> str:
@@ -82,13 +88,14 @@ def _schema_errors(
 ) -> Iterator[str]:
     """Schema errors as lines; for a whole document (``raw``), each names its pointer's line."""
     errors = sorted(
-        validator(kind).iter_errors(value), key=lambda e: (list(map(str, e.absolute_path)), e.message)
+        validator(kind).iter_errors(value),
+        key=lambda e: (list(map(str, error_pointer_parts(e))), error_message(e)),
     )
     for error in errors:
-        pointer = _pointer(error.absolute_path)
+        pointer = _pointer(error_pointer_parts(error))
         at = line if raw is None else line_of(raw, pointer)
         where = f"{path}:{at}" if at is not None else path
-        yield f"{where}: {error.message} (at {pointer})"
+        yield f"{where}: {error_message(error)} (at {pointer})"
 
 
 def _line_errors(kind: str, path: str) -> Iterator[str]:

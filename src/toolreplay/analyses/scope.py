@@ -6,67 +6,31 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-import regex
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError, ValidationError
-from jsonschema.validators import extend
+from jsonschema.exceptions import ValidationError
 from referencing.exceptions import Unresolvable
 
 from toolreplay.canonical import decode
+from toolreplay.ecma import (
+    DEFAULT_BUDGET_SECONDS,
+    PATTERN_SECONDS,
+    BoundedSearch,
+    Unjudged,
+    error_message,
+    error_pointer_parts,
+    schema_errors,
+    validator_class,
+)
 from toolreplay.errors import InputError
 from toolreplay.findings import Finding, quote
 from toolreplay.locate import line_of, pointer_of, pointer_token
 from toolreplay.transcript import Record, open_input
-
-#: Longest a scope's ``pattern`` may take on one value. A scope file can be edited in the
-#: pull request it judges, and Python's ``re`` has no time limit: a pattern such as
-#: ``(a+)+$`` on a long argument would hang the job. Past the limit the call is refused.
-PATTERN_SECONDS = 1.0
-
-
-def _search(pattern: str, text: str) -> bool | str:
-    """Whether ``pattern`` finds a match in ``text``; a string saying why it could not tell."""
-    try:
-        return regex.search(pattern, text, timeout=PATTERN_SECONDS) is not None
-    except TimeoutError:
-        return f"pattern {pattern!r} did not finish within {PATTERN_SECONDS:g} s on this value"
-    except regex.error as err:
-        return f"pattern {pattern!r} is not a valid regular expression: {err}"
-
-
-def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Any:
-    if not validator.is_type(instance, "string"):
-        return
-    found = _search(pattern, instance)
-    if isinstance(found, str):
-        yield ValidationError(found)
-    elif not found:
-        yield ValidationError(f"{instance!r} does not match {pattern!r}")
-
-
-def _pattern_properties(validator: Any, properties: dict[str, Any], instance: Any, schema: Any) -> Any:
-    if not validator.is_type(instance, "object"):
-        return
-    for pattern, subschema in properties.items():
-        for key, value in instance.items():
-            found = _search(pattern, key)
-            if isinstance(found, str):
-                yield ValidationError(found)
-            elif found:
-                yield from validator.descend(value, subschema, path=key, schema_path=pattern)
-
-
-#: Draft 2020-12 with time-limited regular expressions (the ``regex`` package) for
-#: ``pattern`` and ``patternProperties``.
-ScopeValidator = extend(  # type: ignore[no-untyped-call]
-    Draft202012Validator, validators={"pattern": _pattern, "patternProperties": _pattern_properties}
-)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Scope:
     agent: str
     allowed_tools: frozenset[str]
+    #: tool -> its arguments' JSON Schema, checked when the scope was loaded
     arguments: dict[str, Any]
     #: the scope file, named when one of its schemas turns out unusable
     path: str = ""
@@ -136,23 +100,23 @@ def _scope_of(value: Any, path: str) -> Scope:
     arguments = value.get("arguments", {})
     if not isinstance(arguments, dict):
         raise InputError('field "arguments" must be an object', path=path, pointer="/arguments")
-    validators = {}
     for tool, schema in sorted(arguments.items()):
         pointer = "/arguments/" + pointer_token(tool)
         if not isinstance(schema, (dict, bool)):
             raise InputError("must be a JSON Schema (an object or a boolean)", path=path, pointer=pointer)
-        try:
-            Draft202012Validator.check_schema(schema)
-        except SchemaError as err:
-            sub = "".join("/" + pointer_token(p) for p in err.absolute_path)
+        errors = sorted(schema_errors(schema), key=lambda e: [str(p) for p in error_pointer_parts(e)])
+        if errors:
+            first = errors[0]
+            sub = "".join("/" + pointer_token(p) for p in error_pointer_parts(first))
             raise InputError(
-                f"not a valid JSON Schema: {err.message}", path=path, pointer=pointer + sub
-            ) from err
-        validators[tool] = ScopeValidator(schema)
-    return Scope(agent=agent, allowed_tools=frozenset(tools), arguments=validators, path=path)
+                f"not a valid JSON Schema: {error_message(first)}", path=path, pointer=pointer + sub
+            )
+    return Scope(agent=agent, allowed_tools=frozenset(tools), arguments=dict(arguments), path=path)
 
 
-def _argument_errors(scope: Scope, tool: str, args: dict[str, Any]) -> list[ValidationError]:
+def _argument_errors(
+    scope: Scope, validators: dict[str, Any], tool: str, args: dict[str, Any]
+) -> list[ValidationError]:
     """The schema errors of one call's arguments, in a stable order.
 
     A ``$ref`` is only followed when a call needs it, so a schema that points nowhere
@@ -161,7 +125,7 @@ def _argument_errors(scope: Scope, tool: str, args: dict[str, Any]) -> list[Vali
     pointer = "/arguments/" + pointer_token(tool)
     try:
         return sorted(
-            scope.arguments[tool].iter_errors(args),
+            validators[tool].iter_errors(args),
             key=lambda e: (list(map(str, e.absolute_path)), e.message),
         )
     except Unresolvable as err:
@@ -171,44 +135,57 @@ def _argument_errors(scope: Scope, tool: str, args: dict[str, Any]) -> list[Vali
         raise InputError("the schema refers to itself without end", path=scope.path, pointer=pointer) from err
 
 
-def check_scope(records: Iterable[Record], scope: Scope, *, path: str = "") -> ScopeResult:
-    """Report calls to tools outside the scope and arguments that fail a tool's schema."""
+def check_scope(
+    records: Iterable[Record],
+    scope: Scope,
+    *,
+    path: str = "",
+    pattern_budget: float = DEFAULT_BUDGET_SECONDS,
+    pattern_seconds: float = PATTERN_SECONDS,
+) -> ScopeResult:
+    """Report calls to tools outside the scope and arguments that fail a tool's schema.
+
+    The schemas' patterns (ECMA-262, see :mod:`toolreplay.ecma`) may spend at most
+    ``pattern_budget`` seconds on this transcript in total, and ``pattern_seconds`` on one value;
+    a call whose arguments could not be judged in that time is a ``scope-unjudged``
+    finding, never a pass.
+    """
     findings: list[Finding] = []
     calls = 0
-    for record in records:
-        calls += 1
-        if record.tool not in scope.allowed_tools:
-            findings.append(
-                Finding(
-                    kind="permission-overreach",
-                    index=record.index,
-                    tool=record.tool,
-                    path=path,
-                    line=record.line,
-                    message=(
-                        f"tool {quote(record.tool)} is not in the declared scope for agent "
-                        f"{quote(scope.agent)}"
-                    ),
-                )
-            )
-            continue
-        if record.tool not in scope.arguments:
-            continue
-        errors = _argument_errors(scope, record.tool, record.args)
-        if errors:
-            first = errors[0]
-            pointer = pointer_of(first.absolute_path)
-            findings.append(
-                Finding(
-                    kind="argument-overreach",
-                    index=record.index,
-                    tool=record.tool,
-                    path=path,
-                    line=record.line,
-                    message=(
-                        f"tool {quote(record.tool)} was called with arguments outside the "
-                        f"declared scope at {quote(pointer)}: {first.message}"
-                    ),
-                )
-            )
+    with BoundedSearch(budget=pattern_budget, per_value=pattern_seconds) as bounded:
+        cls = validator_class(bounded)
+        validators = {tool: cls(schema) for tool, schema in scope.arguments.items()}
+        for record in records:
+            calls += 1
+            finding = _judge(record, scope, validators, path)
+            if finding is not None:
+                findings.append(finding)
     return ScopeResult(calls=calls, findings=findings)
+
+
+def _judge(record: Record, scope: Scope, validators: dict[str, Any], path: str) -> Finding | None:
+    """The finding about one call, if any."""
+    tool = quote(record.tool)
+    if record.tool not in scope.allowed_tools:
+        kind = "permission-overreach"
+        message = f"tool {tool} is not in the declared scope for agent {quote(scope.agent)}"
+    elif record.tool not in validators:
+        return None
+    else:
+        try:
+            errors = _argument_errors(scope, validators, record.tool, record.args)
+        except Unjudged as err:
+            kind = "scope-unjudged"
+            message = f"the arguments of tool {tool} could not be judged against the declared scope: {err}"
+        else:
+            if not errors:
+                return None
+            kind = "argument-overreach"
+            pointer = pointer_of(errors[0].absolute_path)
+            message = (
+                f"tool {tool} was called with arguments outside the declared scope at "
+                f"{quote(pointer)}: {errors[0].message}"
+            )
+    return Finding(
+        kind=kind, index=record.index, tool=record.tool, path=path, line=record.line, message=message
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 
 import click
@@ -12,6 +13,7 @@ from toolreplay.analyses.replay import DEFAULT_MUTATORS, replay
 from toolreplay.analyses.scope import check_scope, load_scope
 from toolreplay.chain import ChainState, seal_lines, verify_stream
 from toolreplay.cli import atomic_output, cli, emit, format_option
+from toolreplay.ecma import DEFAULT_BUDGET_SECONDS
 from toolreplay.findings import Finding, sort_findings
 from toolreplay.report import Line, Report, replay_header
 from toolreplay.transcript import open_input, read_transcript
@@ -237,15 +239,31 @@ def replay_cmd(
     ctx.exit(emit([report], fmt))
 
 
+def _finite(seconds: float) -> float:
+    if not math.isfinite(seconds):
+        raise click.BadParameter("must be a finite number of seconds")
+    return seconds
+
+
 @cli.command(name="scope")
 @click.argument("transcript")
 @click.argument("scope_file", metavar="SCOPE")
+@click.option(
+    "--pattern-budget",
+    type=click.FloatRange(min=0, min_open=True),
+    default=DEFAULT_BUDGET_SECONDS,
+    show_default=True,
+    metavar="SECONDS",
+    help="Total time the scope's argument patterns may take on TRANSCRIPT; calls left unjudged "
+    "are scope-unjudged findings.",
+    callback=lambda _ctx, _param, value: _finite(value),
+)
 @format_option
 @click.pass_context
-def scope_cmd(ctx: click.Context, transcript: str, scope_file: str, fmt: str) -> None:
+def scope_cmd(ctx: click.Context, transcript: str, scope_file: str, pattern_budget: float, fmt: str) -> None:
     """Check TRANSCRIPT against the tools and arguments SCOPE allows."""
     scope = load_scope(scope_file)
-    result = check_scope(read_transcript(transcript), scope, path=transcript)
+    result = check_scope(read_transcript(transcript), scope, path=transcript, pattern_budget=pattern_budget)
     findings = sort_findings(result.findings)
     report = Report(
         command="scope",
@@ -276,7 +294,10 @@ def validate_cmd(ctx: click.Context, files: tuple[str, ...], kind: str | None, f
             Report(
                 command="validate",
                 path=path,
-                header=(Line(key=path if len(files) == 1 else "result", value=status, text=status),),
+                # one key whatever the number of files; the text form of a lone file says its name
+                header=(
+                    Line(key="result", value=status, text=status, label=path if len(files) == 1 else ""),
+                ),
                 errors=tuple(problems),
             )
         )

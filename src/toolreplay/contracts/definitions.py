@@ -32,12 +32,14 @@ from toolreplay.analyses.replay import DEFAULT_MUTATORS
 from toolreplay.canonical import canonical, decode
 from toolreplay.contracts.fingerprint import Signature
 from toolreplay.contracts.lock import ToolContract, make_contract
+from toolreplay.ecma import EcmaValidator
 from toolreplay.errors import InputError
 from toolreplay.findings import quote
 from toolreplay.locate import pointer_token
 from toolreplay.transcript import iter_lines, open_input
 
-_META = Draft202012Validator(Draft202012Validator.META_SCHEMA)
+#: the metaschema's own patterns (``$anchor``) are ECMA-262 too
+_META = EcmaValidator(Draft202012Validator.META_SCHEMA)
 #: MCP's own defaults for a tool that sends no annotations: the worst case.
 MCP_DEFAULT_HINTS = {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": False}
 

@@ -78,6 +78,14 @@ KINDS: dict[str, KindInfo] = {
         summary="A permitted tool was called with arguments its scope schema forbids.",
         help="Narrow what the agent passes, or widen the tool's schema under the scope file's arguments.",
     ),
+    "scope-unjudged": KindInfo(
+        level="error",
+        rank=0,
+        summary="A permitted tool's arguments could not be judged against its scope schema in time.",
+        help="A pattern in the scope file backtracked past its time limit, or the transcript spent its "
+        "pattern budget (pattern_budget_seconds). Simplify the pattern (anchor it, avoid nested "
+        "quantifiers) or raise the budget. An unjudged call is never a pass.",
+    ),
     "agent-drift": KindInfo(
         level="error",
         rank=0,

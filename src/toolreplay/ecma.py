@@ -1,0 +1,316 @@
+"""JSON Schema's regular expressions: ECMA-262, as draft 2020-12 requires.
+
+Python's ``re`` (and the ``regex`` package) are not ECMA-262: there ``$`` also matches
+before a final newline (so ``^[0-9a-f]{16}$`` accepts ``"0123456789abcdef\\n"``), ``\\d``
+and ``\\w`` take any Unicode digit or letter, ``\\Z``, ``\\A`` and ``(?P<name>...)`` exist.
+Every ``pattern`` and ``patternProperties`` toolreplay evaluates therefore goes through
+the ``regress`` package (Rust's regress engine; check-jsonschema's default too), compiled
+with the ``u`` flag (code points, ``\\p{...}`` property escapes) and searched anywhere in
+the string, unanchored, as the specification says. A pattern regress refuses is not a
+valid JSON Schema pattern.
+
+regress backtracks, so a pattern such as ``(a+)+$`` or even ``a+$`` can take exponential
+or quadratic time, and it holds the interpreter's lock while it runs: it cannot be
+interrupted from inside the process. Patterns from an untrusted place (a scope file can be
+edited in the pull request it judges) run in a worker process under a time limit per
+value and a budget per transcript (:class:`BoundedSearch`); toolreplay's own published
+schemas use only anchored, linear patterns and run in process (:func:`search`).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import json
+import os
+import select
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import regress
+from jsonschema import Draft202012Validator, FormatChecker, ValidationError
+from jsonschema.validators import extend
+
+from toolreplay.errors import ToolreplayError
+
+#: regress flags: ``u``, as JSON Schema asks for (code points, Unicode property escapes)
+FLAGS = "u"
+#: Longest one pattern may take on one value before the call is left unjudged.
+PATTERN_SECONDS = 1.0
+#: Default total time the pattern checks of one transcript may take (``pattern_budget_seconds``).
+DEFAULT_BUDGET_SECONDS = 10.0
+#: How long the worker process may take to start (not counted in the budget).
+START_SECONDS = 30.0
+
+Search = Callable[[str, str], bool]
+
+
+class Unjudged(ToolreplayError):
+    """A pattern could not be evaluated in time (or at all): the value is neither in nor out."""
+
+
+@lru_cache(maxsize=1024)
+def compiled(pattern: str) -> regress.Regex:
+    """``pattern`` compiled as ECMA-262 with the ``u`` flag; raises ``regress.RegressError``."""
+    try:
+        return regress.Regex(pattern, flags=FLAGS)
+    except UnicodeEncodeError as err:  # a lone surrogate cannot reach the engine
+        raise regress.RegressError("holds a lone surrogate") from err
+
+
+def pattern_problem(pattern: str) -> str | None:
+    """Why ``pattern`` is not a valid ECMA-262 regular expression (None when it is)."""
+    try:
+        compiled(pattern)
+    except regress.RegressError as err:
+        return str(err) or "invalid"
+    return None
+
+
+def search(pattern: str, text: str) -> bool:
+    """Whether ``pattern`` matches somewhere in ``text``, in process and without a time limit.
+
+    Only for toolreplay's own published patterns: see the module's docstring.
+    """
+    try:
+        return compiled(pattern).find(text) is not None
+    except UnicodeEncodeError:  # pragma: no cover - the strict reader refuses lone surrogates
+        return False
+
+
+def _is_regex(instance: object) -> bool:
+    return not isinstance(instance, str) or pattern_problem(instance) is None
+
+
+#: The draft's format checker with ``regex`` meaning ECMA-262 (its own uses Python's ``re``).
+FORMAT_CHECKER = FormatChecker()
+FORMAT_CHECKER.checkers = {**Draft202012Validator.FORMAT_CHECKER.checkers, "regex": (_is_regex, ())}
+
+
+def validator_class(search: Search) -> Any:
+    """Draft 2020-12 whose ``pattern`` and ``patternProperties`` ask ``search``.
+
+    ``search`` may raise :class:`Unjudged`; it propagates out of validation so that no
+    keyword (``not``, ``anyOf``, ``if``) can turn an unjudged value into a pass.
+    """
+
+    def pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator[ValidationError]:
+        if validator.is_type(instance, "string") and not search(pattern, instance):
+            yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+    def pattern_properties(
+        validator: Any, properties: dict[str, Any], instance: Any, schema: Any
+    ) -> Iterator[ValidationError]:
+        if not validator.is_type(instance, "object"):
+            return
+        for regex, subschema in properties.items():
+            for key, value in instance.items():
+                if search(regex, key):
+                    yield from validator.descend(value, subschema, path=key, schema_path=regex)
+
+    return extend(  # type: ignore[no-untyped-call]
+        Draft202012Validator, validators={"pattern": pattern, "patternProperties": pattern_properties}
+    )
+
+
+#: Draft 2020-12 with ECMA-262 patterns evaluated in process (trusted patterns only).
+EcmaValidator = validator_class(search)
+_META = EcmaValidator(Draft202012Validator.META_SCHEMA, format_checker=FORMAT_CHECKER)
+
+
+def schema_errors(schema: Any) -> Iterator[ValidationError]:
+    """Why ``schema`` is not a valid draft 2020-12 schema whose patterns are ECMA-262."""
+    return _META.iter_errors(schema)  # type: ignore[no-any-return]
+
+
+def error_pointer_parts(error: ValidationError) -> list[str | int]:
+    """Where ``error`` is in the instance; a bad ``patternProperties`` key points at its entry."""
+    parts: list[str | int] = list(error.absolute_path)
+    if is_regex_error(error) and "propertyNames" in error.absolute_schema_path:
+        parts.append(str(error.instance))
+    return parts
+
+
+def is_regex_error(error: ValidationError) -> bool:
+    return error.validator == "format" and error.validator_value == "regex"
+
+
+def error_message(error: ValidationError) -> str:
+    """``error``'s message, saying what is wrong with a pattern in ECMA-262 terms."""
+    if is_regex_error(error) and isinstance(error.instance, str):
+        problem = pattern_problem(error.instance) or "invalid"
+        return f"pattern {error.instance!r} is not a valid ECMA-262 regular expression: {problem}"
+    return str(error.message)
+
+
+#: The worker: a script run by path so that it imports nothing but regress.
+WORKER = Path(__file__).with_name("_ecma_worker.py")
+
+
+#: verdicts remembered per transcript: at most this many, on values at most this long
+KNOWN_VERDICTS = 10_000
+KNOWN_TEXT_CHARS = 256
+#: what :meth:`BoundedSearch._reply` says when the worker's output ends
+_STOPPED = b"Ethe pattern engine stopped"
+#: one idle worker per process (by pid), handed from one transcript's search to the next
+_IDLE: dict[int, subprocess.Popen[bytes]] = {}
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    process.kill()
+    process.wait()
+    for stream in (process.stdin, process.stdout):
+        if stream is not None:
+            with contextlib.suppress(OSError):  # unsent bytes for a worker that is gone
+                stream.close()
+
+
+@atexit.register
+def _stop_idle() -> None:
+    process = _IDLE.pop(os.getpid(), None)
+    if process is not None:
+        _stop(process)
+
+
+class BoundedSearch:
+    """ECMA-262 search in a worker process, with a time limit per value and a total budget.
+
+    Each call waits at most ``per_value`` seconds and never past what is left of
+    ``budget``; a value that takes longer raises :class:`Unjudged` (the stuck worker is
+    killed and a fresh one starts for the next value), and once the budget is spent every
+    further call raises :class:`Unjudged` at once. Use as a context manager.
+
+    The budget counts the time the engine itself spent (the worker's CPU time per search,
+    the whole wait for one that was cut off), not the round trip to the worker: that costs
+    tens of microseconds per value whatever the pattern, so it grows with the transcript,
+    never faster, and a long transcript of ordinary values does not run out of budget on a
+    busy machine.
+    """
+
+    def __init__(self, *, budget: float = DEFAULT_BUDGET_SECONDS, per_value: float = PATTERN_SECONDS) -> None:
+        self.budget = budget
+        self.per_value = per_value
+        self.spent = 0.0
+        self._process: subprocess.Popen[bytes] | None = None
+        self._pid = os.getpid()
+        self._buffer = b""
+        #: verdicts on short values, which repeat in transcripts (the same path, the same mode)
+        self._known: dict[tuple[str, str], bool] = {}
+
+    def __enter__(self) -> BoundedSearch:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Hand a healthy worker on to the next transcript in this process."""
+        process, self._process = self._process, None
+        if process is None or self._pid != os.getpid():
+            return
+        if self._buffer or process.poll() is not None:
+            _stop(process)
+            return
+        previous = _IDLE.pop(self._pid, None)
+        if previous is not None:
+            _stop(previous)
+        _IDLE[self._pid] = process
+
+    def _discard(self) -> None:
+        """Stop the worker (it is stuck, or broken); the next search starts a fresh one."""
+        process, self._process = self._process, None
+        self._buffer = b""
+        if process is not None and self._pid == os.getpid():
+            _stop(process)
+
+    def __call__(self, pattern: str, text: str) -> bool:
+        known = self._known.get((pattern, text))
+        if known is not None:
+            return known
+        found = self._search(pattern, text)
+        if len(text) <= KNOWN_TEXT_CHARS and len(self._known) < KNOWN_VERDICTS:
+            self._known[pattern, text] = found
+        return found
+
+    def _search(self, pattern: str, text: str) -> bool:
+        left = self.budget - self.spent
+        if left <= 0:
+            raise Unjudged(f"the pattern budget of {self.budget:g} s for this transcript is spent")
+        limit = min(self.per_value, left)
+        request = json.dumps([pattern, text]).encode() + b"\n"
+        try:
+            process = self._worker()
+        except OSError as err:  # no pipes to wait on (select needs POSIX), no interpreter
+            self._discard()
+            raise ToolreplayError(f"the ECMA-262 pattern engine did not start: {err}") from err
+        start = time.monotonic()
+        try:
+            assert process.stdin is not None
+            process.stdin.write(request)
+            process.stdin.flush()
+            reply = self._reply(process, start + limit)
+        except OSError as err:
+            self.spent += time.monotonic() - start
+            self._discard()
+            raise Unjudged(f"the pattern engine failed: {err.strerror or err}") from err
+        if reply is None:
+            self.spent += time.monotonic() - start
+            self._discard()
+            if limit < self.per_value:
+                raise Unjudged(
+                    f"the pattern budget of {self.budget:g} s for this transcript ran out"
+                    f" while {pattern!r} was running"
+                )
+            raise Unjudged(f"pattern {pattern!r} did not finish within {limit:g} s on one value")
+        if reply.startswith(b"E"):
+            self.spent += time.monotonic() - start
+            if reply == _STOPPED:
+                self._discard()
+            raise Unjudged(f"pattern {pattern!r} could not run: {reply[1:].decode(errors='replace').strip()}")
+        found, _, seconds = reply.partition(b" ")
+        self.spent += float(seconds)
+        return found == b"1"
+
+    def _worker(self) -> subprocess.Popen[bytes]:
+        if self._process is not None and self._pid == os.getpid():
+            return self._process
+        # forked (a pool worker) with the parent's worker: leave that one to the parent
+        self._process, self._pid, self._buffer = None, os.getpid(), b""
+        idle = _IDLE.pop(self._pid, None)
+        if idle is not None and idle.poll() is None:
+            self._process = idle
+            return idle
+        process = subprocess.Popen(
+            [sys.executable, "-I", str(WORKER)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+        self._process = process
+        if self._reply(process, time.monotonic() + START_SECONDS) != b"ready":
+            self._discard()
+            raise ToolreplayError(f"the ECMA-262 pattern engine did not start ({WORKER.name})")
+        return process
+
+    def _reply(self, process: subprocess.Popen[bytes], deadline: float) -> bytes | None:
+        """The worker's next line (without its newline); None when the deadline passes first."""
+        assert process.stdout is not None
+        fd = process.stdout.fileno()
+        while b"\n" not in self._buffer:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            ready, _, _ = select.select([fd], [], [], left)
+            if not ready:
+                return None
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                return _STOPPED
+            self._buffer += chunk
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        return line

@@ -1,0 +1,159 @@
+"""toolreplay scope/check/validate on ECMA-262 patterns: verdicts, budget and refusals at the CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from toolreplay.cli import cli
+
+SLOW_VALUE = "a" * 50 + "b"
+
+
+def write(tmp_path: Path, schema: object, values: list[str]) -> tuple[str, str]:
+    scope = tmp_path / "scope.json"
+    scope.write_text(
+        json.dumps({"agent": "a", "allowed_tools": ["read_file"], "arguments": {"read_file": schema}})
+    )
+    transcript = tmp_path / "run.jsonl"
+    transcript.write_text(
+        "".join(
+            json.dumps({"index": i, "tool": "read_file", "args": {"path": v}, "response": {}}) + "\n"
+            for i, v in enumerate(values)
+        )
+    )
+    return str(transcript), str(scope)
+
+
+def test_trailing_newline_is_overreach_at_the_cli(runner: CliRunner, tmp_path: Path) -> None:
+    """The documented bypass: 'docs/intro.md\\n' is outside '^docs/intro\\.md$' and exits 1."""
+    transcript, scope = write(
+        tmp_path,
+        {"properties": {"path": {"type": "string", "pattern": "^docs/intro\\.md$"}}},
+        ["docs/intro.md", "docs/intro.md\n"],
+    )
+    result = runner.invoke(cli, ["scope", transcript, scope], catch_exceptions=False)
+    assert result.exit_code == 1
+    assert result.output == (
+        "calls: 2\n"
+        "findings: 1\n"
+        "index 1: argument-overreach: tool 'read_file' was called with arguments outside the declared "
+        "scope at '/path': 'docs/intro.md\\n' does not match '^docs/intro\\\\.md$'\n"
+    )
+
+
+def test_unjudged_calls_are_findings_in_every_format(runner: CliRunner, tmp_path: Path) -> None:
+    """scope-unjudged shows up, and fails, in text, JSON, SARIF, GitHub and Markdown output."""
+    transcript, scope = write(
+        tmp_path, {"properties": {"path": {"pattern": "^(a|aa)+$"}}}, [SLOW_VALUE, SLOW_VALUE, "aa"]
+    )
+    outputs = {}
+    start = time.monotonic()
+    for fmt in ("text", "json", "sarif", "github", "markdown"):
+        result = runner.invoke(
+            cli,
+            ["scope", transcript, scope, "--pattern-budget", "0.3", "--format", fmt],
+            catch_exceptions=False,
+        )
+        assert result.exit_code == 1, fmt
+        outputs[fmt] = result.output
+    assert time.monotonic() - start < 5 * (0.3 + 1.5)
+    assert outputs["text"].splitlines()[:3] == [
+        "calls: 3",
+        "findings: 3",
+        "index 0: scope-unjudged: the arguments of tool 'read_file' could not be judged against the "
+        "declared scope: the pattern budget of 0.3 s for this transcript ran out while '^(a|aa)+$' was "
+        "running",
+    ]
+    assert (
+        outputs["text"].splitlines()[3].endswith("the pattern budget of 0.3 s for this transcript is spent")
+    )
+    report = json.loads(outputs["json"])["reports"][0]
+    assert [f["kind"] for f in report["findings"]] == ["scope-unjudged"] * 3
+    sarif = json.loads(outputs["sarif"])
+    results = sarif["runs"][0]["results"]
+    assert [(r["ruleId"], r["level"]) for r in results] == [("scope-unjudged", "error")] * 3
+    assert outputs["github"].count("::error ") == 3
+    assert "scope-unjudged" in outputs["markdown"]
+
+
+def test_non_ecma_pattern_is_exit_2_naming_file_and_pointer(runner: CliRunner, tmp_path: Path) -> None:
+    """A Python-only pattern ((?P<name>...)) is a usage error naming the scope file, line and pointer."""
+    transcript, scope = write(tmp_path, {"properties": {"path": {"pattern": "(?P<dir>docs)/"}}}, ["docs/a"])
+    result = runner.invoke(cli, ["scope", transcript, scope])
+    assert result.exit_code == 2
+    assert result.output == (
+        f"toolreplay: error: {scope}:1: not a valid JSON Schema: pattern '(?P<dir>docs)/' is not a valid "
+        "ECMA-262 regular expression: Invalid group modifier"
+        " (at /arguments/read_file/properties/path/pattern)\n"
+    )
+
+
+def test_validate_reports_a_non_ecma_scope_pattern(runner: CliRunner, tmp_path: Path) -> None:
+    """validate calls a scope invalid when scope would refuse it: its pattern is not ECMA-262."""
+    _, scope = write(tmp_path, {"patternProperties": {"\\Z": {}}}, [])
+    result = runner.invoke(cli, ["validate", scope], catch_exceptions=False)
+    assert result.exit_code == 1
+    assert result.output == (
+        f"{scope}: invalid\n"
+        f"{scope}:1: pattern '\\\\Z' is not a valid ECMA-262 regular expression: Invalid character escape "
+        "(at /arguments/read_file/patternProperties/\\Z)\n"
+    )
+
+
+def test_check_takes_the_budget_from_the_config(runner: CliRunner, tmp_path: Path) -> None:
+    """pattern_budget_seconds in the config bounds check's scope patterns; the calls are findings."""
+    write(
+        tmp_path, {"properties": {"path": {"pattern": "^(a|aa)+$"}}}, [f"{SLOW_VALUE}{i}" for i in range(10)]
+    )
+    (tmp_path / "toolreplay.toml").write_text(
+        'transcripts = ["run.jsonl"]\nscope = "scope.json"\npattern_budget_seconds = 0.5\n'
+    )
+    old = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        start = time.monotonic()
+        result = runner.invoke(cli, ["check", "--format", "json"], catch_exceptions=False)
+        elapsed = time.monotonic() - start
+    finally:
+        os.chdir(old)
+    assert result.exit_code == 1
+    assert elapsed < 0.5 + 3
+    findings = json.loads(result.output)["reports"][0]["findings"]
+    assert [f["kind"] for f in findings] == ["scope-unjudged"] * 10
+
+
+def test_config_refuses_a_budget_that_is_not_finite(runner: CliRunner, tmp_path: Path) -> None:
+    """nan would switch the budget off without a word: it is a usage error."""
+    (tmp_path / "toolreplay.toml").write_text("pattern_budget_seconds = nan\n")
+    old = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        result = runner.invoke(cli, ["check"])
+    finally:
+        os.chdir(old)
+    assert result.exit_code == 2
+    assert "pattern_budget_seconds must be a finite number of seconds" in result.output
+
+
+def test_validate_json_summary_has_one_shape(runner: CliRunner, tmp_path: Path) -> None:
+    """validate --format json: the summary is {"result": ...} for one file and for several."""
+    from toolreplay.validate import validator
+
+    _, scope = write(tmp_path, {}, [])
+    shapes = []
+    for files in ([scope], [scope, scope]):
+        result = runner.invoke(cli, ["validate", "--format", "json", *files], catch_exceptions=False)
+        data = json.loads(result.output)
+        assert list(validator("report").iter_errors(data)) == []
+        shapes.append([report["summary"] for report in data["reports"]])
+    assert shapes == [[{"result": "valid"}], [{"result": "valid"}, {"result": "valid"}]]
+    old_shape = {"version": 1, "reports": [dict(data["reports"][0], summary={scope: "valid"})]}
+    assert sorted(e.message for e in validator("report").iter_errors(old_shape)) == [
+        "'result' is a required property",
+        f"Additional properties are not allowed ({scope!r} was unexpected)",
+    ]
