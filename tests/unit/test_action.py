@@ -18,7 +18,8 @@ from toolreplay.github.action import (
     write_outputs,
 )
 from toolreplay.github.annotations import plan_annotations
-from toolreplay.github.drift import PullRange, glob_patterns
+from toolreplay.github.drift import PullRange
+from toolreplay.hooks.settings import glob_patterns
 from toolreplay.report import Line, Report
 
 BASE, HEAD, MERGE = "1" * 40, "2" * 40, "3" * 40
