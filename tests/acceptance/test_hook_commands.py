@@ -157,7 +157,7 @@ def test_readme_refusal_is_real(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     repo.commit_all("baseline")
     changed = tmp_path / "changed.jsonl"
     changed.write_text(transcript.read_text().replace('"score": 0.92', '"score": 0.87'))
-    assert run(runner, "seal", str(changed), "-o", baseline)[0] == 0
+    assert run(runner, "seal", str(changed), "-o", baseline, "--force")[0] == 0
     repo.git("add", "-A")
     code, out = run(runner, "hook", "drift-note")
     assert code == 1
