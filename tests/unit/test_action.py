@@ -143,3 +143,18 @@ def test_annotation_level_override() -> None:
         ("permission-overreach", "error"),
         ("non-determinism", "warning"),
     ]
+
+
+def test_advisory_kinds_fail_only_when_named() -> None:
+    """drift-guard-changed and unguarded-sealed-file never fail by default, in the Action or the config."""
+    from pathlib import Path
+
+    from toolreplay.config import Config
+
+    for kind in ("drift-guard-changed", "unguarded-sealed-file"):
+        assert not parse_fail_on("", None).fails(kind)
+        assert not parse_fail_on("any", None).fails(kind)
+        assert parse_fail_on(kind, None).fails(kind)
+        assert not Config(root=Path("."), source="toolreplay.toml").fails(kind)
+        assert Config(root=Path("."), source="toolreplay.toml", fail_on=frozenset({kind})).fails(kind)
+    assert parse_fail_on("", None).fails("missing-drift-note")
