@@ -275,3 +275,11 @@ def test_post_rewrite_after_a_rebase_says_it_does_not_judge(repo: Repo, runner: 
         "drift notes: a rebase is not judged here; the pull request's check (--base) judges it\n",
     )
     assert run(runner, "hook", "drift-note", "--post-rewrite", "squash")[0] == 2
+
+
+def test_a_revision_that_looks_like_an_option_is_refused(repo: Repo, runner: CliRunner) -> None:
+    """--base/--head that start with '-' never reach git as options: exit 2, one line."""
+    for args in (["--base", "--output=x"], ["--base", "HEAD", "--head", "-p"]):
+        code, out = run(runner, "hook", "drift-note", *args)
+        assert code == 2, args
+        assert out.startswith("toolreplay: error: not a revision: '-") and out.count("\n") == 1

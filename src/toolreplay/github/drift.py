@@ -18,7 +18,15 @@ from pathlib import Path, PurePosixPath
 from toolreplay.config import Config
 from toolreplay.errors import InputError
 from toolreplay.findings import Finding, one_line, quote
-from toolreplay.hooks.drift_note import Git, GitError, GuardResult, Problem, check_range, unguarded_warning
+from toolreplay.hooks.drift_note import (
+    Git,
+    GitError,
+    GuardResult,
+    Problem,
+    check_range,
+    check_revision,
+    unguarded_warning,
+)
 from toolreplay.hooks.settings import (
     GuardSettings,
     recorded_config,
@@ -76,7 +84,7 @@ def check_pull_request(config: Config, pull: PullRange | None, *, workspace: str
     try:
         top = git.top()
         for rev in (pull.base, pull.head):
-            git.run("cat-file", "-e", f"{rev}^{{commit}}")
+            git.run("cat-file", "-e", f"{check_revision(rev)}^{{commit}}")
     except GitError as err:
         return _unchecked(config_file, f"git cannot compare {span}: {err}")
     prefix = os.path.relpath(config.root.resolve(), os.path.realpath(top))

@@ -57,6 +57,13 @@ class GitError(ToolreplayError):
     """git could not tell us what we asked (not a repository, a bad revision)."""
 
 
+def check_revision(rev: str) -> str:
+    """``rev`` when git can take it as one revision (not an option, not a range); else an error."""
+    if not rev or rev.startswith("-") or "..." in rev:
+        raise InputError(f"not a revision: {quote(rev)}")
+    return rev
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Git:
     """Runs git in ``cwd`` with the inherited environment (``GIT_INDEX_FILE`` included)."""
@@ -101,7 +108,7 @@ class Git:
         if rev is None:
             out = self.run("ls-files", "--stage", "-z", "--full-name", "--", ":(top,literal)" + path)
         else:
-            out = self.run("ls-tree", "-z", "--full-tree", rev, "--", path)
+            out = self.run("ls-tree", "-z", "--full-tree", check_revision(rev), "--", path)
         for row in out.split(b"\0"):
             meta, _, name = row.partition(b"\t")
             fields = meta.decode("ascii", "replace").split(" ")
@@ -541,6 +548,5 @@ def check_range(
     ``to`` accept it.
     """
     for rev in (base, head):
-        if not rev or rev.startswith("-") or "..." in rev:
-            raise InputError(f"not a revision: {quote(rev)}")
+        check_revision(rev)
     return _check(git, [f"{base}...{head}", "--"], patterns, notes_dir, chains=True, revs=[head])
