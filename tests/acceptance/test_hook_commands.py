@@ -283,3 +283,17 @@ def test_a_revision_that_looks_like_an_option_is_refused(repo: Repo, runner: Cli
         code, out = run(runner, "hook", "drift-note", *args)
         assert code == 2, args
         assert out.startswith("toolreplay: error: not a revision: '-") and out.count("\n") == 1
+
+
+def test_base_catches_an_amend_that_dropped_the_note(repo: Repo, runner: CliRunner) -> None:
+    """An amend made without the hooks that drops a note is refused by the CI form (--base)."""
+    base = repo.head()
+    repo.write_baseline(BASE, 4)
+    repo.write("drift-notes/v4.md", note(BASE, V3, V4))
+    repo.commit_all("v4 with its note")
+    assert run(runner, "hook", "drift-note", "--base", base)[0] == 0
+    repo.git("rm", "-q", "drift-notes/v4.md")
+    repo.git("commit", "-q", "--amend", "--no-verify", "--no-edit")
+    code, out = run(runner, "hook", "drift-note", "--base", base)
+    assert code == 1
+    assert f"baseline '{BASE}' (modified)\n  from: {V3}\n  to:   {V4}\n" in out
