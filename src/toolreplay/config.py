@@ -13,7 +13,7 @@ from typing import Any
 from toolreplay.analyses.replay import DEFAULT_MUTATORS
 from toolreplay.ecma import DEFAULT_BUDGET_SECONDS
 from toolreplay.errors import InputError
-from toolreplay.findings import quote
+from toolreplay.findings import ADVISORY_KINDS, quote
 
 CONFIG_NAMES = ("toolreplay.toml", "pyproject.toml")
 
@@ -38,7 +38,9 @@ class Config:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def fails(self, kind: str) -> bool:
-        return self.fail_on is None or kind in self.fail_on
+        if self.fail_on is None:
+            return kind not in ADVISORY_KINDS
+        return kind in self.fail_on
 
 
 def find_config(start: Path) -> Path | None:
@@ -55,22 +57,34 @@ def find_config(start: Path) -> Path | None:
 
 def _read_toml(path: Path) -> dict[str, Any]:
     try:
-        with path.open("rb") as stream:
-            return tomllib.load(stream)
+        raw = path.read_bytes()
     except FileNotFoundError as err:
         raise InputError("no such file", path=str(path)) from err
     except IsADirectoryError as err:
         raise InputError("is a directory, not a file", path=str(path)) from err
+    return parse_toml(raw, str(path))
+
+
+def parse_toml(raw: bytes, label: str) -> dict[str, Any]:
+    """Parse TOML bytes; ``label`` names them in errors (a path, or ``REV:path`` for a blob in git)."""
+    try:
+        return tomllib.loads(raw.decode("utf-8"))
     except tomllib.TOMLDecodeError as err:
-        raise InputError(f"invalid TOML: {err}", path=str(path)) from err
+        raise InputError(f"invalid TOML: {err}", path=label) from err
     except RecursionError as err:
-        raise InputError("invalid TOML: nested too deeply to read", path=str(path)) from err
+        raise InputError("invalid TOML: nested too deeply to read", path=label) from err
     except UnicodeDecodeError as err:
-        raise InputError("invalid UTF-8", path=str(path)) from err
+        raise InputError("invalid UTF-8", path=label) from err
 
 
-def load_config(path: Path | None = None, *, cwd: Path | None = None) -> Config:
-    """Read a config file (or find one from ``cwd`` upwards) and check it against its schema."""
+def load_config(
+    path: Path | None = None, *, cwd: Path | None = None, raw: bytes | None = None, label: str | None = None
+) -> Config:
+    """Read a config file (or find one from ``cwd`` upwards) and check it against its schema.
+
+    With ``raw``, those bytes are the file's content (a version of ``path`` read from git),
+    named ``label`` in errors and as the config's ``source``.
+    """
     if path is None:
         path = find_config(cwd or Path.cwd())
         if path is None:
@@ -78,11 +92,12 @@ def load_config(path: Path | None = None, *, cwd: Path | None = None) -> Config:
                 "no configuration found: add [tool.toolreplay] to pyproject.toml or write a "
                 "toolreplay.toml (see README, 'toolreplay check')"
             )
-    data = _read_toml(path)
+    source = label or str(path)
+    data = _read_toml(path) if raw is None else parse_toml(raw, source)
     if path.name == "pyproject.toml":
         table = data.get("tool", {}).get("toolreplay")
         if table is None:
-            raise InputError("has no [tool.toolreplay] table", path=str(path))
+            raise InputError("has no [tool.toolreplay] table", path=source)
     else:
         table = data
     from toolreplay.validate import validator
@@ -98,17 +113,17 @@ def load_config(path: Path | None = None, *, cwd: Path | None = None) -> Config:
                 f"fail_on: unknown finding kind {quote(str(first.instance))}; "
                 f"the kinds are: {', '.join(first.validator_value)}"
             )
-        raise InputError(message, path=str(path), pointer=pointer)
+        raise InputError(message, path=source, pointer=pointer)
     budget = table.get("pattern_budget_seconds", DEFAULT_BUDGET_SECONDS)
     if not math.isfinite(budget):  # TOML has inf and nan, which the schema's bounds let through
         raise InputError(
             "invalid configuration: pattern_budget_seconds must be a finite number of seconds",
-            path=str(path),
+            path=source,
             pointer="/pattern_budget_seconds",
         )
     return Config(
         root=path.parent,
-        source=str(path),
+        source=source,
         transcripts=tuple(table.get("transcripts", ())),
         baselines=tuple(table.get("baselines", ())),
         scope=table.get("scope"),

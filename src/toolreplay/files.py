@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 
@@ -25,3 +26,26 @@ def temp_beside(directory: str, *, mode: int | None = None) -> tuple[int, str]:
     if hasattr(os, "fchmod"):
         os.fchmod(fd, new_file_mode() if mode is None else mode)
     return fd, path
+
+
+def place(tmp: str, target: str, *, replace: bool) -> None:
+    """Rename ``tmp`` to ``target``; without ``replace``, never over a file that exists.
+
+    ``FileExistsError`` when ``target`` exists and ``replace`` is false: a hard link is
+    made first, which fails when the name is taken, so no file that appears meanwhile is
+    lost. Where hard links are not supported, the name is checked, then renamed.
+    """
+    if replace:
+        os.replace(tmp, target)
+        return
+    try:
+        os.link(tmp, target)
+    except FileExistsError:
+        raise
+    except OSError:
+        if os.path.lexists(target):
+            raise FileExistsError(17, "File exists", target) from None
+        os.replace(tmp, target)
+        return
+    with contextlib.suppress(OSError):
+        os.unlink(tmp)

@@ -25,6 +25,10 @@ KIND_ORDER: tuple[str, ...] = (
 )
 _RANK = {kind: rank for rank, kind in enumerate(KIND_ORDER)}
 
+#: Kinds that only inform (the drift-note guard's warnings): they fail the build only
+#: when ``fail_on`` names them, never under the default "every kind fails".
+ADVISORY_KINDS: frozenset[str] = frozenset({"drift-guard-changed", "unguarded-sealed-file"})
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Finding:

@@ -525,3 +525,28 @@ def test_annotations_are_capped_with_a_left_out_notice(
         "toolreplay: 12 of 23 findings are not shown as annotations (GitHub shows at most 10 errors and "
         "10 warnings per step); the report below and the job summary list all of them\n"
     ) in result.stdout
+
+
+def test_a_pull_request_cannot_switch_off_its_own_drift_rule(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Action judges with the base's baselines; the PR's change of them is a ::warning, not a pass."""
+    from tests.gitrepo import Repo
+
+    repo = Repo.create(tmp_path / "ws")
+    repo.write("toolreplay.toml", 'baselines = ["baselines/*.sealed.jsonl"]\n')
+    repo.write_baseline(BASELINE, 3)
+    repo.commit_all("base")
+    base = repo.head()
+    repo.write("toolreplay.toml", 'baselines = ["nothing/*"]\n')
+    repo.write_baseline(BASELINE, 4)
+    repo.commit_all("switch the rule off and re-record")
+    event = PullRequestEvent(base, repo.head()).write(tmp_path)
+    result, outputs, _ = run_action(repo.path, tmp_path, monkeypatch, event=event)
+    found = assert_inert(result, {"error", "warning"})
+    by_title = {c.properties["title"]: c for c in found}
+    assert by_title["toolreplay missing-drift-note"].name == "error"
+    changed = by_title["toolreplay drift-guard-changed"]
+    assert (changed.name, changed.properties["file"]) == ("warning", "toolreplay.toml")
+    assert "baselines ['baselines/*.sealed.jsonl'] -> ['nothing/*']" in changed.data
+    assert result.exit_code == 1 and outputs["failing"] == "1"

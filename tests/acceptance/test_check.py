@@ -199,3 +199,82 @@ def test_many_files_on_worker_processes_through_python_m(project: Path) -> None:
     assert proc.stdout.count("== runs/copy-") == 20
     assert proc.stdout.count("total: ") == 1
     assert proc.stderr == ""
+
+
+def _cut_baseline(project: Path) -> None:
+    sealed = project / "baselines" / "session-clean.sealed.jsonl"
+    sealed.write_text("".join(sealed.read_text().splitlines(keepends=True)[:3]))
+
+
+def test_a_pull_request_cannot_switch_the_drift_rule_off_for_itself(runner: CliRunner, project: Path) -> None:
+    """The range is judged with the base's baselines; the PR's change of them is a finding in every format."""
+    base = git(project, "rev-parse", "HEAD").strip()
+    config = project / "toolreplay.toml"
+    config.write_text(
+        config.read_text().replace('baselines = ["baselines/*.sealed.jsonl"]', "baselines = []")
+    )
+    _cut_baseline(project)
+    git(project, "commit", "-qam", "no more baselines")
+    code, out = run(runner, project, "--base", base)
+    assert code == 1
+    assert "missing-drift-note: baseline 'baselines/session-clean.sealed.jsonl' (modified)" in out
+    changed = (
+        "drift-guard-changed: the drift-note guard's settings change (toolreplay.toml (this pull request)"
+        f" against {base[:12]}:toolreplay.toml): baselines ['baselines/*.sealed.jsonl'] -> [] (none);"
+        f" this range is judged with {base[:12]}:toolreplay.toml"
+    )
+    assert changed in out
+    for fmt, mark in (("json", '"drift-guard-changed"'), ("sarif", '"ruleId": "drift-guard-changed"')):
+        assert mark in run(runner, project, "--base", base, "--format", fmt)[1], fmt
+    assert "::warning file=toolreplay.toml" in run(runner, project, "--base", base, "--format", "github")[1]
+
+
+def test_a_change_of_the_guard_settings_alone_is_advisory(runner: CliRunner, project: Path) -> None:
+    """A PR that only changes drift_notes is reported, and does not fail the build by itself."""
+    base = git(project, "rev-parse", "HEAD").strip()
+    config = project / "toolreplay.toml"
+    config.write_text(config.read_text() + 'drift_notes = "docs/drift"\n')
+    git(project, "commit", "-qam", "move the notes")
+    out = run(runner, project, "--base", base, "--format", "json")[1]
+    found = [
+        f for r in json.loads(out)["reports"] for f in r["findings"] if f["kind"] == "drift-guard-changed"
+    ]
+    assert [f["message"] for f in found] == [
+        "the drift-note guard's settings change (toolreplay.toml (this pull request) against"
+        f" {base[:12]}:toolreplay.toml): drift_notes 'drift-notes' -> 'docs/drift';"
+        f" this range is judged with {base[:12]}:toolreplay.toml"
+    ]
+    assert _totals(run(runner, project, "--base", base)[1]) == _plus_one_finding(
+        _totals(run(runner, project)[1])
+    )
+
+
+def test_sealed_file_outside_the_patterns_is_reported(runner: CliRunner, project: Path) -> None:
+    """A sealed file the base's patterns do not cover is an advisory finding naming it and the patterns."""
+    base = git(project, "rev-parse", "HEAD").strip()
+    (project / "archive").mkdir()
+    shutil.copy(
+        SAMPLES / "baselines" / "session-clean.sealed.jsonl", project / "archive" / "old.sealed.jsonl"
+    )
+    git(project, "add", "-A")
+    git(project, "commit", "-qm", "archive")
+    out = run(runner, project, "--base", base)[1]
+    assert (
+        "unguarded-sealed-file: 'archive/old.sealed.jsonl' is a sealed transcript, but no baseline pattern"
+        " ('baselines/*.sealed.jsonl') covers it, so the guard does not judge it;"
+        " if it is a baseline, add a pattern for it"
+    ) in out
+    assert _totals(out) == _plus_one_finding(_totals(run(runner, project)[1]))
+
+
+def _totals(out: str) -> tuple[int, int]:
+    """(findings, failing) from check's last line."""
+    last = out.splitlines()[-1]
+    findings = int(last.split(" findings")[0].rsplit(" ", 1)[1])
+    failing = int(last.split(" failing")[0].rsplit(" ", 1)[1])
+    return findings, failing
+
+
+def _plus_one_finding(totals: tuple[int, int]) -> tuple[int, int]:
+    """An advisory finding adds to the findings, not to those that fail."""
+    return totals[0] + 1, totals[1]

@@ -157,7 +157,7 @@ def test_readme_refusal_is_real(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     repo.commit_all("baseline")
     changed = tmp_path / "changed.jsonl"
     changed.write_text(transcript.read_text().replace('"score": 0.92', '"score": 0.87'))
-    assert run(runner, "seal", str(changed), "-o", baseline)[0] == 0
+    assert run(runner, "seal", str(changed), "-o", baseline, "--force")[0] == 0
     repo.git("add", "-A")
     code, out = run(runner, "hook", "drift-note")
     assert code == 1
@@ -212,3 +212,88 @@ def test_guard_takes_its_defaults_from_the_configuration(tmp_path: Path) -> None
     assert proc.returncode == 1
     assert "recordings/a.rec" in proc.stdout
     assert "why/" in proc.stdout
+
+
+def test_base_is_judged_with_the_base_configuration(repo: Repo, runner: CliRunner) -> None:
+    """--base judges the range with REV's configuration and warns that the range changes it."""
+    repo.write("toolreplay.toml", 'baselines = ["baselines/*.sealed.jsonl"]\n')
+    repo.commit_all("config")
+    base = repo.head()
+    repo.write("toolreplay.toml", 'baselines = ["nothing/*"]\n')
+    repo.write_baseline(BASE, 4)
+    repo.commit_all("switch the guard off and change the baseline")
+    code, out = run(runner, "hook", "drift-note", "--base", base)
+    assert code == 1
+    assert f"baseline '{BASE}' (modified)\n" in out
+    assert out.endswith(
+        "\nwarning: the drift-note guard's settings change (HEAD:toolreplay.toml against"
+        f" {base}:toolreplay.toml): baselines ['baselines/*.sealed.jsonl'] -> ['nothing/*'];"
+        f" this range is judged with {base}:toolreplay.toml\n"
+    )
+
+
+def test_sealed_file_outside_the_patterns_warns(repo: Repo, runner: CliRunner) -> None:
+    """Staged or in a range, a sealed file outside the patterns passes with a warning naming both."""
+    repo.write("toolreplay.toml", 'baselines = ["baselines/*.sealed.jsonl"]\n')
+    repo.commit_all("config")
+    base = repo.head()
+    repo.write_baseline("runs/today.sealed.jsonl", 2)
+    repo.git("add", "-A")
+    warning = (
+        "warning: 'runs/today.sealed.jsonl' is a sealed transcript, but no baseline pattern"
+        " ('baselines/*.sealed.jsonl') covers it, so the guard does not judge it;"
+        " if it is a baseline, add a pattern for it\n"
+    )
+    assert run(runner, "hook", "drift-note") == (0, "drift notes: no sealed baseline changes\n" + warning)
+    repo.commit_all("a sealed run")
+    assert run(runner, "hook", "drift-note", "--base", base) == (
+        0,
+        "drift notes: no sealed baseline changes\n" + warning,
+    )
+
+
+def test_staged_config_is_read_from_the_index(repo: Repo, runner: CliRunner) -> None:
+    """The staged version of toolreplay.toml counts, not the working tree's; an invalid one is exit 2."""
+    repo.write("toolreplay.toml", 'baselines = ["elsewhere/*"]\n')
+    repo.git("add", "toolreplay.toml")
+    repo.write("toolreplay.toml", 'baselines = ["baselines/*"]\n')  # not staged
+    repo.write_baseline(BASE, 4)
+    repo.git("add", BASE)
+    code, out = run(runner, "hook", "drift-note")
+    assert code == 0 and "warning: 'baselines/checkout.sealed.jsonl' is a sealed transcript" in out
+    repo.write("toolreplay.toml", "baselines = [\n")
+    repo.git("add", "toolreplay.toml")
+    code, out = run(runner, "hook", "drift-note")
+    assert code == 2
+    assert out.startswith("toolreplay: error: toolreplay.toml (staged): invalid TOML: ")
+
+
+def test_post_rewrite_after_a_rebase_says_it_does_not_judge(repo: Repo, runner: CliRunner) -> None:
+    """After a rebase the hook says the pull request's check judges it; an unknown command is exit 2."""
+    assert run(runner, "hook", "drift-note", "--post-rewrite", "rebase") == (
+        0,
+        "drift notes: a rebase is not judged here; the pull request's check (--base) judges it\n",
+    )
+    assert run(runner, "hook", "drift-note", "--post-rewrite", "squash")[0] == 2
+
+
+def test_a_revision_that_looks_like_an_option_is_refused(repo: Repo, runner: CliRunner) -> None:
+    """--base/--head that start with '-' never reach git as options: exit 2, one line."""
+    for args in (["--base", "--output=x"], ["--base", "HEAD", "--head", "-p"]):
+        code, out = run(runner, "hook", "drift-note", *args)
+        assert code == 2, args
+        assert out.startswith("toolreplay: error: not a revision: '-") and out.count("\n") == 1
+
+
+def test_base_catches_an_amend_that_dropped_the_note(repo: Repo, runner: CliRunner) -> None:
+    """An amend made without the hooks that drops a note is refused by the CI form (--base)."""
+    base = repo.head()
+    repo.write_baseline(BASE, 4)
+    repo.write("drift-notes/v4.md", note(BASE, V3, V4))
+    repo.commit_all("v4 with its note")
+    assert run(runner, "hook", "drift-note", "--base", base)[0] == 0
+    repo.git("rm", "-q", "drift-notes/v4.md")
+    repo.git("commit", "-q", "--amend", "--no-verify", "--no-edit")
+    code, out = run(runner, "hook", "drift-note", "--base", base)
+    assert code == 1
+    assert f"baseline '{BASE}' (modified)\n  from: {V3}\n  to:   {V4}\n" in out

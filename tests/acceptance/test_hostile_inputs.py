@@ -74,7 +74,7 @@ def test_output_through_a_symlink_writes_the_file_it_names(tmp_path: Path, runne
     real.write_text("old\n")
     link = tmp_path / "link.sealed.jsonl"
     link.symlink_to(real.name)
-    assert run(runner, "seal", str(TRANSCRIPT), "-o", str(link))[0] == 0
+    assert run(runner, "seal", str(TRANSCRIPT), "-o", str(link), "--force")[0] == 0
     assert link.is_symlink()
     assert real.read_text().startswith('{"args":')
 
@@ -110,7 +110,7 @@ def test_output_files_get_the_usual_mode(tmp_path: Path, runner: CliRunner) -> N
         kept = tmp_path / "kept.sealed.jsonl"
         kept.write_text("")
         kept.chmod(0o640)
-        assert run(runner, "seal", str(TRANSCRIPT), "-o", str(kept))[0] == 0
+        assert run(runner, "seal", str(TRANSCRIPT), "-o", str(kept), "--force")[0] == 0
         assert stat.S_IMODE(kept.stat().st_mode) == 0o640
         lock = tmp_path / "tools.lock.json"
         assert run(runner, "fingerprint", str(TOOLS), "-o", str(lock))[0] == 0

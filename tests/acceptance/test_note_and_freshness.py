@@ -82,7 +82,7 @@ def test_note_for_a_changed_baseline_names_both_heads_and_what_drifted(runner: C
     before = head_of(runner, sealed)
     git(repo, "add", ".")
     git(repo, "commit", "-q", "-m", "baseline")
-    runner.invoke(cli, ["seal", str(CASES / "effect-drift" / "run.jsonl"), "-o", str(sealed)])
+    runner.invoke(cli, ["seal", str(CASES / "effect-drift" / "run.jsonl"), "-o", str(sealed), "--force"])
     out = repo / "drift-notes" / "checkout.md"
     out.parent.mkdir()
     note(runner, str(sealed), "-o", str(out))

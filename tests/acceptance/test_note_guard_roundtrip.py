@@ -48,3 +48,37 @@ def test_note_then_guard(tmp_path: Path, change: str) -> None:
     done = toolreplay(repo, "hook", "drift-note")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "every baseline change has its note" in done.stdout
+
+
+@pytest.mark.slow
+def test_following_the_refusal_twice_keeps_the_first_note(tmp_path: Path) -> None:
+    """On a second change the guard proposes a new note file, and note -o never replaces the first."""
+    repo = Repo.create(tmp_path / "repo")
+    repo.write_baseline("baselines/checkout.sealed.jsonl", 3)
+    repo.commit_all("start")
+    first = repo.path / "drift-notes" / "checkout.md"
+    for calls, proposed in ((4, "drift-notes/checkout.md"), (5, "drift-notes/checkout-2.md")):
+        repo.write_baseline("baselines/checkout.sealed.jsonl", calls)
+        repo.git("add", "-A")
+        refused = toolreplay(repo, "hook", "drift-note")
+        assert refused.returncode == 1
+        command = f"write the note: toolreplay note baselines/checkout.sealed.jsonl -o {proposed}\n"
+        assert command in refused.stdout
+        if calls == 5:
+            again = toolreplay(
+                repo, "note", "baselines/checkout.sealed.jsonl", "-o", "drift-notes/checkout.md"
+            )
+            assert again.returncode == 2
+            assert again.stderr == (
+                "toolreplay: error: drift-notes/checkout.md: already exists; not replacing it"
+                " (--force replaces it)\n"
+            )
+            assert "Version 4 added a call." in first.read_text()
+        made = toolreplay(repo, "note", "baselines/checkout.sealed.jsonl", "-o", proposed)
+        assert made.returncode == 0, made.stderr
+        written = repo.path / proposed
+        written.write_text(written.read_text() + f"\nVersion {calls} added a call.\n")
+        repo.git("add", "-A")
+        done = toolreplay(repo, "hook", "drift-note")
+        assert done.returncode == 0, done.stdout
+        repo.git("commit", "-q", "-m", f"v{calls}")

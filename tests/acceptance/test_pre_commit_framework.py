@@ -93,6 +93,7 @@ def hook_repo(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
 def _configure(repo: Repo, hook: HookRepo) -> None:
     repo.write(
         ".pre-commit-config.yaml",
+        "default_install_hook_types: [pre-commit, post-rewrite]\n"
         f"repos:\n  - repo: {hook.path}\n    rev: {hook.rev}\n    hooks:\n"
         "      - id: toolreplay-validate\n      - id: toolreplay-verify\n      - id: toolreplay-drift-note\n",
     )
@@ -118,8 +119,12 @@ class Project:
 
     def commit(self, *args: str) -> tuple[int, str]:
         """``git commit -m change ARGS`` with the installed hook; (exit code, everything printed)."""
+        return self.git("commit", "-m", "change", *args)
+
+    def git(self, *args: str) -> tuple[int, str]:
+        """``git ARGS`` with the installed hooks; (exit code, everything printed)."""
         proc = subprocess.run(
-            ["git", "commit", "-m", "change", *args],
+            ["git", *args],
             cwd=self.repo.path,
             env=git_env({"PRE_COMMIT_HOME": str(self.hook.home)}),
             capture_output=True,
@@ -293,3 +298,119 @@ def test_verify_and_validate_hooks(project: Project) -> None:
     for name in ("toolreplay validate", "toolreplay verify", "toolreplay drift-note guard"):
         line = next(line for line in out.splitlines() if line.startswith(name))
         assert line.endswith("Failed"), line
+
+
+AMEND_REFUSED = (
+    "toolreplay: amend refused: the amended commit changes a sealed baseline without a drift note"
+    " for that exact change"
+)
+
+
+def _commit_v4_with_note(project: Project) -> str:
+    project.repo.write_baseline(BASE, 4)
+    project.repo.write("drift-notes/v4.md", note(BASE, V3, V4))
+    project.repo.git("add", "-A")
+    code, out = project.commit()
+    assert code == 0, out
+    return project.repo.head()
+
+
+@pytest.mark.parametrize("how", [("--amend", "-m", "no note"), ("--amend", "--no-edit")])
+def test_amend_that_drops_the_note_is_undone(project: Project, how: tuple[str, ...]) -> None:
+    """git commit --amend removing the note of a baseline change is undone: HEAD back, the change staged."""
+    noted = _commit_v4_with_note(project)
+    project.repo.git("rm", "-q", "drift-notes/v4.md")
+    code, out = project.git("commit", *how)
+    assert code == 0  # git ignores a post-rewrite hook's status: the guard undoes the amend itself
+    assert AMEND_REFUSED in out, out
+    assert f"baseline '{BASE}' (modified)\n  from: {V3}\n  to:   {V4}\n" in out
+    assert f"The amend was undone: HEAD is back at {noted[:12]}" in out
+    assert project.repo.head() == noted
+    assert "drift-notes/v4.md" in project.repo.git("ls-tree", "-r", "--name-only", "HEAD")
+    # the user's amendment is still staged: the note's removal
+    assert project.repo.git("diff", "--cached", "--name-status").split() == ["D", "drift-notes/v4.md"]
+
+
+def test_amend_that_changes_the_baseline_again_needs_a_note_for_it(project: Project) -> None:
+    """Amending a baseline commit with a newer baseline is undone without a note and kept with one."""
+    noted = _commit_v4_with_note(project)
+    project.repo.write_baseline(BASE, 5)
+    project.repo.write("drift-notes/v4.md", note(BASE, V3, V4, prose="Rewritten, but still v3 to v4."))
+    project.repo.git("add", "-A")
+    # the pre-commit stage compares with the commit being amended; the post-rewrite stage with its parent
+    code, out = project.git("commit", "--amend", "--no-edit")
+    assert REFUSED in out and project.repo.head() == noted
+    project.repo.write("drift-notes/v5.md", note(BASE, V4, V5))
+    project.repo.git("add", "-A")
+    code, out = project.git("commit", "--amend", "--no-edit")
+    assert code == 0 and AMEND_REFUSED not in out and REFUSED not in out, out
+    amended = project.repo.head()
+    assert (
+        amended != noted
+        and project.repo.git("rev-parse", "HEAD^").strip()
+        == project.repo.git("rev-parse", f"{noted}^").strip()
+    )
+    assert project.committed(BASE) == sealed(5)[0]
+
+
+def test_amend_of_an_unrelated_commit_is_kept(project: Project) -> None:
+    """An amend that touches no baseline is left alone."""
+    project.repo.write("README.md", "one\n")
+    project.repo.git("add", "-A")
+    assert project.commit()[0] == 0
+    project.repo.write("README.md", "two\n")
+    project.repo.git("add", "-A")
+    code, out = project.git("commit", "--amend", "--no-edit")
+    assert code == 0, out
+    assert project.committed("README.md") == "two\n"
+
+
+def test_untracked_or_outside_config_cannot_switch_the_guard_off(project: Project, tmp_path: Path) -> None:
+    """An untracked toolreplay.toml, or one above the repository, does not change what is a baseline."""
+    before = project.repo.head()
+    project.repo.write("toolreplay.toml", 'baselines = ["nothing/*"]\n')
+    (tmp_path / "toolreplay.toml").write_text('baselines = ["nothing/*"]\ndrift_notes = "x"\n')
+    project.repo.write_baseline(BASE, 4)
+    project.repo.git("add", BASE)
+    code, out = project.commit()
+    assert_refused(project, code, out, before)
+    assert f"baseline '{BASE}' (modified)" in out
+    project.repo.write("pyproject.toml", '[tool.toolreplay]\nbaselines = ["nothing/*"]\n')
+    code, out = project.commit()
+    assert_refused(project, code, out, before)
+
+
+def test_staged_config_decides(project: Project) -> None:
+    """The configuration staged at the repository root names the baselines and the notes folder."""
+    project.repo.write("toolreplay.toml", 'baselines = ["baselines/*.sealed.jsonl"]\ndrift_notes = "why"\n')
+    project.repo.git("add", "toolreplay.toml")
+    assert project.commit()[0] == 0
+    before = project.repo.head()
+    project.repo.write_baseline(BASE, 4)
+    project.repo.write("drift-notes/v4.md", note(BASE, V3, V4))
+    project.repo.git("add", "-A")
+    code, out = project.commit()
+    assert_refused(project, code, out, before)
+    assert "no drift note staged under why/ names this baseline" in out
+    (project.repo.path / "drift-notes" / "v4.md").rename(project.repo.path / "why.md")
+    project.repo.write("why/v4.md", (project.repo.path / "why.md").read_text())
+    (project.repo.path / "why.md").unlink()
+    project.repo.git("add", "-A")
+    code, out = project.commit()
+    assert code == 0, out
+
+
+def test_sealed_file_outside_the_patterns_is_a_warning(project: Project) -> None:
+    """A sealed transcript no baseline pattern covers passes, with a warning naming it and the patterns."""
+    project.repo.write("toolreplay.toml", 'baselines = ["baselines/*.sealed.jsonl"]\n')
+    project.repo.write_baseline("runs/today.sealed.jsonl", 2)
+    project.repo.git("add", "-A")
+    code, out = project.commit()
+    assert code == 0, out
+    line = next(line for line in out.splitlines() if line.startswith("toolreplay drift-note guard"))
+    assert line.endswith("Passed")
+    assert (
+        "warning: 'runs/today.sealed.jsonl' is a sealed transcript, but no baseline pattern"
+        " ('baselines/*.sealed.jsonl') covers it, so the guard does not judge it;"
+        " if it is a baseline, add a pattern for it\n"
+    ) in out

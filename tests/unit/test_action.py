@@ -19,7 +19,8 @@ from toolreplay.github.action import (
     write_outputs,
 )
 from toolreplay.github.annotations import plan_annotations
-from toolreplay.github.drift import PullRange, glob_patterns
+from toolreplay.github.drift import PullRange
+from toolreplay.hooks.settings import glob_patterns
 from toolreplay.report import Line, Report
 
 BASE, HEAD, MERGE = "1" * 40, "2" * 40, "3" * 40
@@ -158,3 +159,18 @@ def test_schemas_list_exactly_the_kinds_the_code_knows() -> None:
     assert set(finding["properties"]["kind"]["enum"]) == set(KINDS)
     assert known_kinds() == set(KINDS) | {REPORT_ERROR}
     assert set(KIND_ORDER) <= set(KINDS)
+
+
+def test_advisory_kinds_fail_only_when_named() -> None:
+    """drift-guard-changed and unguarded-sealed-file never fail by default, in the Action or the config."""
+    from pathlib import Path
+
+    from toolreplay.config import Config
+
+    for kind in ("drift-guard-changed", "unguarded-sealed-file"):
+        assert not parse_fail_on("", None).fails(kind)
+        assert not parse_fail_on("any", None).fails(kind)
+        assert parse_fail_on(kind, None).fails(kind)
+        assert not Config(root=Path("."), source="toolreplay.toml").fails(kind)
+        assert Config(root=Path("."), source="toolreplay.toml", fail_on=frozenset({kind})).fails(kind)
+    assert parse_fail_on("", None).fails("missing-drift-note")

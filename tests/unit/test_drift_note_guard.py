@@ -12,11 +12,13 @@ from toolreplay.hooks.drift_note import (
     Git,
     GitError,
     GuardResult,
+    check_commit,
     check_range,
     check_staged,
     note_command,
     parse_raw_diff,
 )
+from toolreplay.hooks.settings import GuardSettings, recorded_config, settings_change
 from toolreplay.transcript import GENESIS
 
 BASE = "baselines/checkout.sealed.jsonl"
@@ -375,3 +377,66 @@ def test_note_command_quotes_for_the_shell() -> None:
     """The printed command is one shell word per argument, and control characters stay escaped."""
     assert note_command("b/it's here.sealed.jsonl") == "toolreplay note 'b/it'\"'\"'s here.sealed.jsonl'"
     assert note_command("b/x\n.sealed.jsonl") == "toolreplay note 'b/x\\n.sealed.jsonl'"
+
+
+def test_note_command_proposes_a_free_name() -> None:
+    """The proposed note file is one that does not exist yet: NAME.md, then NAME-2.md, NAME-3.md."""
+    base = "b/checkout.sealed.jsonl"
+    assert note_command(base, "notes") == "toolreplay note b/checkout.sealed.jsonl -o notes/checkout.md"
+    taken = {"notes/checkout.md", "notes/checkout-2.md"}
+    assert note_command(base, "notes", taken).endswith(" -o notes/checkout-3.md")
+
+
+def test_commit_against_its_parent(repo: Repo) -> None:
+    """check_commit judges one commit against its first parent (a root commit against nothing)."""
+    git = Git(cwd=str(repo.path))
+    root = check_commit(git, "HEAD")
+    assert [(c.baseline, c.action) for c in root.changes] == [(BASE, "added")]
+    repo.write_baseline(BASE, 4)
+    repo.write("drift-notes/v4.md", note(BASE, V3, V4))
+    repo.commit_all("v4 with its note")
+    assert check_commit(git, "HEAD").problems == ()
+    repo.git("rm", "-q", "drift-notes/v4.md")
+    repo.git("commit", "-q", "--amend", "--no-verify", "--no-edit")  # what the amend bypass made
+    assert [p.baseline for p in check_commit(git, "HEAD").problems] == [BASE]
+
+
+def test_config_is_read_from_the_index_or_a_commit(repo: Repo) -> None:
+    """recorded_config reads the staged or committed version at the root, never the working tree's."""
+    git = Git(cwd=str(repo.path))
+    repo.write("toolreplay.toml", 'baselines = ["untracked/*"]\n')
+    assert recorded_config(git, None) is None
+    repo.write("pyproject.toml", "[project]\nname = 'x'\n")
+    repo.git("add", "pyproject.toml")
+    assert recorded_config(git, None) is None  # a pyproject.toml without [tool.toolreplay]
+    repo.git("add", "toolreplay.toml")
+    repo.write("toolreplay.toml", 'baselines = ["working-tree/*"]\n')
+    staged_config = recorded_config(git, None)
+    assert staged_config is not None
+    assert (staged_config.baselines, staged_config.source) == (("untracked/*",), "toolreplay.toml (staged)")
+    repo.commit_all("config")
+    committed = recorded_config(git, "HEAD")
+    assert committed is not None and committed.baselines == ("working-tree/*",)
+    assert recorded_config(git, "HEAD^") is None
+
+
+def test_sealed_files_outside_the_patterns_are_listed(repo: Repo) -> None:
+    """A staged *.sealed.jsonl that no pattern covers is named in unguarded; a covered one is not."""
+    repo.write_baseline("runs/a.sealed.jsonl", 2)
+    repo.write_baseline("baselines/new.sealed.jsonl", 2)
+    repo.git("add", "-A")
+    result = staged(repo, patterns=("baselines/*",))
+    assert result.unguarded == ("runs/a.sealed.jsonl",)
+    assert staged(repo).unguarded == ()
+
+
+def test_settings_change_names_what_changed() -> None:
+    """settings_change says which of patterns and notes folder changed, and which settings judge."""
+    before = GuardSettings(patterns=("a/*",), notes_dir="notes", source="BASE:toolreplay.toml")
+    assert settings_change(before, before) is None
+    after = GuardSettings(patterns=(), notes_dir="why", source="HEAD:toolreplay.toml")
+    assert settings_change(before, after) == (
+        "the drift-note guard's settings change (HEAD:toolreplay.toml against BASE:toolreplay.toml):"
+        " baselines ['a/*'] -> [] (none); drift_notes 'notes' -> 'why'; this range is judged with"
+        " BASE:toolreplay.toml"
+    )

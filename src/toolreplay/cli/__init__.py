@@ -18,7 +18,7 @@ from typing import IO, Any
 import click
 
 from toolreplay.errors import InputError, ToolreplayError
-from toolreplay.files import new_file_mode, temp_beside
+from toolreplay.files import new_file_mode, place, temp_beside
 from toolreplay.findings import one_line
 from toolreplay.report import RENDERERS, Report
 
@@ -88,14 +88,25 @@ def _to_stdout(spool: IO[str]) -> None:
     sys.stdout.flush()
 
 
+#: what every ``-o`` says when its file exists and ``--force`` was not given
+EXISTS = "already exists; not replacing it (--force replaces it)"
+
+
+def force_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option(
+        "--force", is_flag=True, help="Replace the output file when it exists (by default: exit 2)."
+    )(func)
+
+
 @contextlib.contextmanager
-def atomic_output(path: str | None, *, private: bool = False) -> Iterator[IO[str]]:
+def atomic_output(path: str | None, *, private: bool = False, replace: bool = False) -> Iterator[IO[str]]:
     """Write to ``path`` through a temp file renamed into place on success; stdout without one.
 
-    A symlink is followed (the file it names is replaced, the link kept), as a shell
-    redirection would; a FIFO or a device (``/dev/stdout``) is written into, once the
-    content is complete. A new file gets the mode ``open()`` would give it, or 0600 when
-    ``private``; a replaced file keeps its mode.
+    An existing file is replaced only with ``replace`` (the user's ``--force``): otherwise
+    it is an error before anything is written. A symlink is followed (the file it names
+    is replaced, the link kept), as a shell redirection would; a FIFO or a device
+    (``/dev/stdout``) is written into, once the content is complete. A new file gets the
+    mode ``open()`` would give it, or 0600 when ``private``; a replaced file keeps its mode.
     """
     if path is None or path == "-":
         with _spooled(_to_stdout) as spool:
@@ -106,6 +117,8 @@ def atomic_output(path: str | None, *, private: bool = False) -> Iterator[IO[str
     target = os.path.realpath(path)
     if os.path.isdir(target):
         raise InputError("is a directory, not a file", path=path)
+    if not replace and os.path.isfile(target):
+        raise InputError(EXISTS, path=path)
     if os.path.exists(target) and not os.path.isfile(target):
 
         def into_special(spool: IO[str]) -> None:
@@ -132,7 +145,9 @@ def atomic_output(path: str | None, *, private: bool = False) -> Iterator[IO[str
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out:
             yield out
         try:
-            os.replace(tmp, target)
+            place(tmp, target, replace=replace)
+        except FileExistsError as err:
+            raise InputError(EXISTS, path=path) from err
         except OSError as err:
             raise InputError(f"cannot write here: {err.strerror}", path=path) from err
     except BaseException:

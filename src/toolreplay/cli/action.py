@@ -178,7 +178,7 @@ def rebase(reports: Sequence[Report], config: Config, workspace: str) -> list[Re
 def _write(path: str, text: str) -> None:
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
-    with atomic_output(path) as out:
+    with atomic_output(path, replace=True) as out:  # the run's own report, rewritten each run
         out.write(text)
 
 

@@ -23,7 +23,15 @@ from toolreplay.analyses.baseline import (
 )
 from toolreplay.analyses.replay import DEFAULT_MUTATORS
 from toolreplay.chain import ChainState, verify, verify_stream
-from toolreplay.cli import EXIT_FINDINGS, atomic_output, cli, emit, format_option
+from toolreplay.cli import (
+    EXISTS,
+    EXIT_FINDINGS,
+    atomic_output,
+    cli,
+    emit,
+    force_option,
+    format_option,
+)
 from toolreplay.errors import InputError
 from toolreplay.findings import Finding, one_line, quote, sort_findings
 from toolreplay.report import Line, Report
@@ -234,8 +242,13 @@ def note_text(
     help="Compare the committed baseline with this run to fill kinds and tools (repeatable).",
 )
 @click.option("--tools", "tools", metavar="LOCK", help="Tool lock for the comparison (as in diff).")
-@click.option("-o", "--output", help="Write the note here (atomically) instead of stdout.")
-def note_cmd(baseline: str, runs: tuple[str, ...], tools: str | None, output: str | None) -> None:
+@click.option(
+    "-o", "--output", help="Write the note here (atomically) instead of stdout; an existing note is kept."
+)
+@force_option
+def note_cmd(
+    baseline: str, runs: tuple[str, ...], tools: str | None, output: str | None, force: bool
+) -> None:
     """Write a drift-note template accepting the change to BASELINE.
 
     ``from`` is the head of BASELINE as committed in git HEAD (the genesis value when it
@@ -245,6 +258,9 @@ def note_cmd(baseline: str, runs: tuple[str, ...], tools: str | None, output: st
     """
     from toolreplay.gitinfo import committed_blob, repo_path
 
+    if output and output != "-" and not force and os.path.isfile(output):
+        # before the work: an earlier note's reasoning is never replaced by a template
+        raise InputError(EXISTS, path=output)
     name = repo_path(baseline)
     blob = committed_blob(baseline)
     before_records, before = _head_of(blob, f"HEAD:{name}") if blob is not None else ([], GENESIS)
@@ -288,7 +304,7 @@ def note_cmd(baseline: str, runs: tuple[str, ...], tools: str | None, output: st
     )
     if output and output != "-" and os.path.dirname(output):
         os.makedirs(os.path.dirname(output), exist_ok=True)  # the notes folder may not exist yet
-    with atomic_output(output) as out:
+    with atomic_output(output, replace=force) as out:
         out.write(text)
 
 
@@ -299,8 +315,9 @@ def note_cmd(baseline: str, runs: tuple[str, ...], tools: str | None, output: st
 @click.argument("sealed")
 @click.option("--key", "key_path", required=True, metavar="PRIV", help="Ed25519 private key (PEM).")
 @click.option("-o", "--output", metavar="SIG", help="Signature file (default: SEALED.sig; - for stdout).")
+@force_option
 @click.pass_context
-def sign_cmd(ctx: click.Context, sealed: str, key_path: str, output: str | None) -> None:
+def sign_cmd(ctx: click.Context, sealed: str, key_path: str, output: str | None, force: bool) -> None:
     """Write a detached signature (DSSE, Ed25519) over SEALED's head digest and link count."""
     from toolreplay import signing
 
@@ -315,7 +332,7 @@ def sign_cmd(ctx: click.Context, sealed: str, key_path: str, output: str | None)
         )
         ctx.exit(EXIT_FINDINGS)
     envelope = signing.sign(signing.Statement(head=state.head, count=state.links), key)
-    with atomic_output(sealed + ".sig" if output is None else output) as out:
+    with atomic_output(sealed + ".sig" if output is None else output, replace=force) as out:
         out.write(envelope)
 
 

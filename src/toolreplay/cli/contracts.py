@@ -10,7 +10,7 @@ import click
 
 from toolreplay.analyses.fingerprint_diff import compare_locks, compare_transcript
 from toolreplay.analyses.replay import DEFAULT_MUTATORS
-from toolreplay.cli import atomic_output, cli, emit, format_option
+from toolreplay.cli import atomic_output, cli, emit, force_option, format_option
 from toolreplay.contracts.definitions import import_definitions, read_definitions
 from toolreplay.contracts.lock import ToolLock, dump_lock, load_lock
 from toolreplay.errors import InputError
@@ -33,6 +33,7 @@ _PYTHON_SOURCE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
     metavar="VERSION",
     help="The version pinned for every tool that does not declare its own (default: none).",
 )
+@force_option
 @click.option("--mcp", is_flag=True, help="SOURCE... is the command line of an MCP stdio server to start.")
 @click.option(
     "--mutator",
@@ -55,6 +56,7 @@ def fingerprint_cmd(
     mcp: bool,
     mutators: tuple[str, ...],
     timeout: float,
+    force: bool,
 ) -> None:
     """Fingerprint the tools in SOURCE into a tool lock.
 
@@ -88,7 +90,7 @@ def fingerprint_cmd(
         lock = python_lock(load_object(source[0]), version=tool_version, mutators=mutator_set, spec=source[0])
     for warning in warnings:
         click.echo(f"toolreplay: warning: {one_line(warning)}", err=True)
-    with atomic_output(output) as out:
+    with atomic_output(output, replace=force) as out:
         out.write(dump_lock(lock))
 
 

@@ -12,7 +12,7 @@ from toolreplay.analyses import integrity
 from toolreplay.analyses.replay import DEFAULT_MUTATORS, replay
 from toolreplay.analyses.scope import check_scope, load_scope
 from toolreplay.chain import ChainState, seal_lines, verify_stream
-from toolreplay.cli import atomic_output, cli, emit, format_option
+from toolreplay.cli import atomic_output, cli, emit, force_option, format_option
 from toolreplay.ecma import DEFAULT_BUDGET_SECONDS
 from toolreplay.findings import Finding, sort_findings
 from toolreplay.report import Line, Report, replay_header
@@ -29,10 +29,11 @@ def version() -> None:
 @cli.command(name="seal")
 @click.argument("transcript")
 @click.option("-o", "--output", help="Write here (atomically) instead of stdout.")
+@force_option
 @click.pass_context
-def seal_cmd(ctx: click.Context, transcript: str, output: str | None) -> None:
+def seal_cmd(ctx: click.Context, transcript: str, output: str | None, force: bool) -> None:
     """Print TRANSCRIPT sealed into a SHA-256 hash chain."""
-    with atomic_output(output) as out:
+    with atomic_output(output, replace=force) as out:
         if transcript != "-" and parallel.worth_it(transcript):
             try:
                 for line in parallel.seal_lines(transcript):

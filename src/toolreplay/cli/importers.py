@@ -8,9 +8,9 @@ from dataclasses import dataclass
 
 import click
 
-from toolreplay.cli import EXIT_USAGE, cli
+from toolreplay.cli import EXISTS, EXIT_USAGE, cli, force_option
 from toolreplay.errors import InputError
-from toolreplay.files import temp_beside
+from toolreplay.files import place, temp_beside
 from toolreplay.findings import one_line
 from toolreplay.importers import FORMATS, Session, import_stream
 from toolreplay.transcript import open_input, record_line
@@ -84,14 +84,16 @@ def session_names(stem: str, count: int) -> list[str]:
     metavar="DIR",
     help="Directory for the transcripts (created if missing); '-' prints the one session to stdout.",
 )
+@force_option
 @click.pass_context
-def import_cmd(ctx: click.Context, files: tuple[str, ...], fmt: str, output: str) -> None:
+def import_cmd(ctx: click.Context, files: tuple[str, ...], fmt: str, output: str, force: bool) -> None:
     """Turn traces (OpenAI, Anthropic, OpenTelemetry, SWE-agent) into transcripts.
 
     Each FILE ('-' for stdin) becomes one transcript per session (conversation, episode,
     trace) in DIR: FILE's name with .jsonl for one session, -0000.jsonl, -0001.jsonl ...
     for several. A summary line per FILE goes to stderr. An unreadable FILE writes
-    nothing; the others are still imported, and the exit code is 2.
+    nothing; the others are still imported, and the exit code is 2. A transcript that
+    exists in DIR is not replaced without --force (that input writes nothing).
     """
     if files.count("-") > 1:
         raise InputError("stdin ('-') can be read only once")
@@ -113,7 +115,7 @@ def import_cmd(ctx: click.Context, files: tuple[str, ...], fmt: str, output: str
     failed = False
     for path in files:
         try:
-            _import_into(path, fmt, output)
+            _import_into(path, fmt, output, replace=force)
         except InputError as err:
             click.echo(f"toolreplay: error: {one_line(str(err))}", err=True)
             failed = True
@@ -130,7 +132,7 @@ def _make_directory(directory: str) -> None:
         raise InputError(f"cannot create the directory: {err.strerror}", path=directory) from err
 
 
-def _import_into(path: str, fmt: str, directory: str) -> None:
+def _import_into(path: str, fmt: str, directory: str, *, replace: bool) -> None:
     """Write the sessions of one input to temp files, renamed into place only when all are read."""
     tally = _Tally()
     temps: list[str] = []
@@ -144,8 +146,14 @@ def _import_into(path: str, fmt: str, directory: str) -> None:
         for target in targets:
             if path != "-" and os.path.exists(target) and os.path.samefile(target, path):
                 raise InputError(f"would overwrite its own input {target}", path=path)
+        for target in targets:
+            if not replace and os.path.lexists(target):
+                raise InputError(EXISTS, path=target)
         for temp, target in zip(temps, targets, strict=True):
-            os.replace(temp, target)
+            try:
+                place(temp, target, replace=replace)
+            except FileExistsError as err:
+                raise InputError(EXISTS, path=target) from err
         temps = []
     finally:
         for temp in temps:

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from toolreplay.errors import InputError
-from toolreplay.findings import KIND_ORDER, quote
+from toolreplay.findings import ADVISORY_KINDS, KIND_ORDER, quote
 from toolreplay.github.drift import PullRange, is_sha
 from toolreplay.report import Report
 from toolreplay.report.kinds import KINDS, REPORT_ERROR
@@ -44,13 +44,18 @@ def known_kinds() -> frozenset[str]:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FailPolicy:
-    """Which findings fail the job: ``kinds`` None means every kind; ``errors``: unreadable files."""
+    """Which findings fail the job: ``kinds`` None means every kind but the advisory ones.
+
+    ``errors``: whether unreadable files fail it.
+    """
 
     kinds: frozenset[str] | None
     errors: bool = True
 
     def fails(self, kind: str) -> bool:
-        return self.kinds is None or kind in self.kinds
+        if self.kinds is None:
+            return kind not in ADVISORY_KINDS
+        return kind in self.kinds
 
 
 def parse_fail_on(text: str, default: frozenset[str] | None) -> FailPolicy:

@@ -2,7 +2,7 @@
 
 The pre-commit guard (:mod:`toolreplay.hooks.drift_note`) judges one commit; here the same
 rule is judged over ``base...head`` (:func:`~toolreplay.hooks.drift_note.check_range`)
-with the baselines and the notes folder of the configuration, and every refusal becomes a
+with the baselines and the notes folder of the base commit's configuration, and every refusal becomes a
 finding on the file it is about, so it shows up as an annotation, in the job summary and
 in the PR comment like any other finding.
 """
@@ -11,18 +11,35 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from toolreplay.config import Config
+from toolreplay.errors import InputError
 from toolreplay.findings import Finding, one_line, quote
-from toolreplay.hooks.drift_note import Git, GitError, GuardResult, Problem, check_range, normalize_dir
+from toolreplay.hooks.drift_note import (
+    Git,
+    GitError,
+    GuardResult,
+    Problem,
+    check_range,
+    check_revision,
+    unguarded_warning,
+)
+from toolreplay.hooks.settings import (
+    GuardSettings,
+    recorded_config,
+    settings_change,
+    settings_of,
+)
 from toolreplay.report import Line, Report
 
 MISSING = "missing-drift-note"
 INVALID = "invalid-drift-note"
 UNCHECKED = "drift-note-unchecked"
+GUARD_CHANGED = "drift-guard-changed"
+UNGUARDED = "unguarded-sealed-file"
 COMMAND = "drift-note"
 
 _SHA = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
@@ -48,60 +65,100 @@ def is_sha(text: str) -> bool:
     return bool(_SHA.match(text))
 
 
-def glob_patterns(globs: Sequence[str], prefix: str) -> tuple[str, ...]:
-    """The config's baseline globs (relative to its folder) as fnmatch patterns from the repo root.
-
-    fnmatch's ``*`` also matches ``/``; pathlib's ``**/`` may match no folder at all, so a
-    variant without it is added.
-    """
-    out: list[str] = []
-    for glob in globs:
-        for variant in (glob, glob.replace("**/", "")):
-            pattern = str(PurePosixPath(prefix, variant)) if prefix else variant
-            if pattern not in out:
-                out.append(pattern)
-    return tuple(out)
-
-
 def check_pull_request(config: Config, pull: PullRange | None, *, workspace: str) -> DriftOutcome:
-    """Judge the pull request's change of the configured baselines; findings for what fails."""
-    if not config.baselines:
-        return DriftOutcome(reports=(), status="drift notes: no baselines configured, nothing to check")
+    """Judge the pull request's change of the baselines; findings for what fails.
+
+    The range is judged with the base commit's configuration (the one in the same folder
+    as ``config``; the hook's defaults when the base has none), so a pull request cannot
+    change what counts as a baseline for itself; a change of those settings is reported.
+    """
     if pull is None:
+        if not config.baselines:
+            return DriftOutcome(reports=(), status="drift notes: no baselines configured, nothing to check")
         return DriftOutcome(
             reports=(), status="drift notes: not a pull request, so there is no base...head range to check"
         )
     config_file = _relative(Path(config.source).resolve(), workspace)
     git = Git(cwd=workspace)
+    span = f"{pull.base[:12]}...{pull.head[:12]}"
     try:
-        top = git.run("rev-parse", "--show-toplevel").decode("utf-8", "surrogateescape").rstrip("\n")
+        top = git.top()
         for rev in (pull.base, pull.head):
-            git.run("cat-file", "-e", f"{rev}^{{commit}}")
+            git.run("cat-file", "-e", f"{check_revision(rev)}^{{commit}}")
     except GitError as err:
-        return _unchecked(config_file, f"git cannot compare {pull.base[:12]}...{pull.head[:12]}: {err}")
+        return _unchecked(config_file, f"git cannot compare {span}: {err}")
     prefix = os.path.relpath(config.root.resolve(), os.path.realpath(top))
     if prefix == os.curdir:
         prefix = ""
     elif prefix.startswith(os.pardir):
         return _unchecked(config_file, "the configuration lies outside the git work tree")
     prefix = PurePosixPath(Path(prefix)).as_posix() if prefix else ""
-    notes = str(PurePosixPath(prefix, config.drift_notes)) if prefix else config.drift_notes
-    notes_dir = normalize_dir(notes)
     try:
-        result = check_range(
-            git, pull.base, pull.head, patterns=glob_patterns(config.baselines, prefix), notes_dir=notes_dir
+        recorded = recorded_config(Git(cwd=top), pull.base, prefix, name=pull.base[:12])
+    except (InputError, GitError) as err:
+        return _unchecked(config_file, f"the base commit's configuration cannot be read: {err}")
+    folder = f"{prefix}/" if prefix else ""
+    base_source = f"the defaults (none in {pull.base[:12]}:{folder})" if recorded is None else recorded.source
+    before = settings_of(recorded, prefix=prefix, source=base_source, default=recorded is None)
+    after = settings_of(config, prefix=prefix, source=f"{config_file} (this pull request)", default=False)
+    warnings = _settings_findings(before, after, recorded, config, config_file)
+    if not before.patterns:
+        return DriftOutcome(
+            reports=_warning_reports(warnings),
+            status=f"drift notes: no baselines configured in {base_source}, nothing to check",
         )
+    try:
+        result = check_range(git, pull.base, pull.head, patterns=before.patterns, notes_dir=before.notes_dir)
     except GitError as err:
-        return _unchecked(config_file, f"git could not diff {pull.base[:12]}...{pull.head[:12]}: {err}")
-    reports = _reports(result, top=top, workspace=workspace, notes_dir=notes_dir)
-    span = f"{pull.base[:12]}...{pull.head[:12]}"
+        return _unchecked(config_file, f"git could not diff {span}: {err}")
+
+    def where(path: str) -> str:
+        return _relative(Path(top, path), workspace)
+
+    warnings += [
+        Finding(
+            kind=UNGUARDED,
+            index=None,
+            tool="",
+            path=where(path),
+            message=one_line(unguarded_warning(path, before.patterns)),
+        )
+        for path in result.unguarded
+    ]
+    reports = _reports(result, where=where, notes_dir=before.notes_dir) + list(_warning_reports(warnings))
     if result.problems:
         status = f"drift notes: {len(result.problems)} problem(s) in {span}, see the findings"
     elif result.changes:
         status = f"drift notes: every baseline change in {span} has its note"
     else:
         status = f"drift notes: no sealed baseline changes in {span}"
-    return DriftOutcome(reports=tuple(reports), status=status)
+    if any(f.kind == GUARD_CHANGED for f in warnings):
+        status += f" (judged with the settings of {base_source}; this pull request changes them)"
+    return DriftOutcome(reports=tuple(sorted(reports, key=lambda r: r.path)), status=status)
+
+
+def _settings_findings(
+    before: GuardSettings, after: GuardSettings, base: Config | None, head: Config, config_file: str
+) -> list[Finding]:
+    """A finding when the pull request changes the guard's settings or whether its findings fail."""
+    parts = []
+    change = settings_change(before, after)
+    if change is not None:
+        parts.append(change)
+    for kind in (MISSING, INVALID):
+        was = base.fails(kind) if base is not None else True
+        if was != head.fails(kind):
+            now = "fail the build" if head.fails(kind) else "no longer fail the build"
+            parts.append(f"fail_on: {kind} findings {now} with this pull request's configuration")
+    if not parts:
+        return []
+    return [
+        Finding(kind=GUARD_CHANGED, index=None, tool="", path=config_file, message=one_line("; ".join(parts)))
+    ]
+
+
+def _warning_reports(findings: Sequence[Finding]) -> tuple[Report, ...]:
+    return tuple(Report(command=COMMAND, path=f.path, findings=(f,)) for f in findings)
 
 
 def _relative(path: Path, workspace: str) -> str:
@@ -143,12 +200,8 @@ def _message(problem: Problem, notes_dir: str) -> str:
     return one_line(f"{problem.subject}: {'; '.join(details)}")
 
 
-def _reports(result: GuardResult, *, top: str, workspace: str, notes_dir: str) -> list[Report]:
+def _reports(result: GuardResult, *, where: Callable[[str], str], notes_dir: str) -> list[Report]:
     """One report per changed baseline (with its finding when no note accepts it) and per bad note."""
-
-    def where(path: str) -> str:
-        return _relative(Path(top, path), workspace)
-
     problems = {p.baseline: p for p in result.problems if p.baseline is not None}
     reports = []
     for change in result.changes:
@@ -177,4 +230,4 @@ def _reports(result: GuardResult, *, top: str, workspace: str, notes_dir: str) -
                 kind=INVALID, index=None, tool="", path=path, message=_message(problem, notes_dir)
             )
             reports.append(Report(command=COMMAND, path=path or quote(problem.subject), findings=(finding,)))
-    return sorted(reports, key=lambda r: r.path)
+    return reports

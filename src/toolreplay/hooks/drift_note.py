@@ -31,10 +31,11 @@ from __future__ import annotations
 
 import fnmatch
 import io
+import os
 import posixpath
 import shlex
 import subprocess
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 from toolreplay.chain import verify
@@ -47,10 +48,20 @@ DEFAULT_BASELINES: tuple[str, ...] = ("*.sealed.jsonl",)
 DEFAULT_NOTES_DIR = "drift-notes"
 _NULL_OID = frozenset("0")
 _GITLINK = "160000"
+_REGULAR = frozenset({"100644", "100755"})
+#: the name sealed transcripts carry: one outside the baseline patterns is worth a warning
+SEALED_SUFFIX = ".sealed.jsonl"
 
 
 class GitError(ToolreplayError):
     """git could not tell us what we asked (not a repository, a bad revision)."""
+
+
+def check_revision(rev: str) -> str:
+    """``rev`` when git can take it as one revision (not an option, not a range); else an error."""
+    if not rev or rev.startswith("-") or "..." in rev:
+        raise InputError(f"not a revision: {quote(rev)}")
+    return rev
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -72,6 +83,42 @@ class Git:
 
     def blob(self, oid: str) -> bytes:
         return self.run("cat-file", "blob", oid)
+
+    def revision(self, rev: str) -> str | None:
+        """The commit ``rev`` names, or None when it names none (no commits yet, a root's parent)."""
+        try:
+            out = self.run("rev-parse", "--verify", "--quiet", rev + "^{commit}")
+        except GitError:
+            return None
+        return out.decode("ascii").strip() or None
+
+    def top(self) -> str:
+        """The root of the work tree."""
+        try:
+            out = self.run("rev-parse", "--show-toplevel")
+        except GitError as err:
+            raise GitError(f"not inside a git work tree ({err})") from err
+        return out.decode("utf-8", "surrogateescape").rstrip("\n")
+
+    def file_oid(self, rev: str | None, path: str) -> str | None:
+        """The blob of regular file ``path`` (from the root) in commit ``rev``, or in the index when None.
+
+        A symlink, a folder or a submodule at ``path`` counts as no file.
+        """
+        if rev is None:
+            out = self.run("ls-files", "--stage", "-z", "--full-name", "--", ":(top,literal)" + path)
+        else:
+            out = self.run("ls-tree", "-z", "--full-tree", check_revision(rev), "--", path)
+        for row in out.split(b"\0"):
+            meta, _, name = row.partition(b"\t")
+            fields = meta.decode("ascii", "replace").split(" ")
+            if _decode_path(name) != path or fields[0] not in _REGULAR:
+                continue
+            oid = fields[1] if rev is None else fields[2]
+            if rev is None and fields[2] != "0":
+                continue  # a conflicted path has no single staged version
+            return oid
+        return None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -151,6 +198,8 @@ class GuardResult:
     changes: tuple[BaselineChange, ...]
     notes: tuple[DriftNote, ...]
     problems: tuple[Problem, ...]
+    #: sealed transcripts (``*.sealed.jsonl``) added or changed outside the baseline patterns
+    unguarded: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -275,12 +324,21 @@ def _shell(path: str) -> str:
     return quote(path)
 
 
-def note_command(baseline: str, notes_dir: str | None = None) -> str:
-    """The command that writes the drift-note template for ``baseline`` (into ``notes_dir``)."""
+def note_command(baseline: str, notes_dir: str | None = None, taken: Collection[str] = ()) -> str:
+    """The command that writes the drift-note template for ``baseline`` (into ``notes_dir``).
+
+    The proposed file is one that is not ``taken`` (an earlier note keeps its reasoning):
+    ``NAME.md``, else ``NAME-2.md``, ``NAME-3.md`` ...
+    """
     command = "toolreplay note " + _shell(baseline)
     if notes_dir is not None:
         stem = posixpath.basename(baseline).removesuffix(".jsonl").removesuffix(".sealed")
-        command += " -o " + _shell(f"{notes_dir}/{stem}.md")
+        name = f"{notes_dir}/{stem}.md"
+        number = 1
+        while name in taken:
+            number += 1
+            name = f"{notes_dir}/{stem}-{number}.md"
+        command += " -o " + _shell(name)
     return command
 
 
@@ -325,12 +383,18 @@ def _accepted(change: BaselineChange, notes: Sequence[DriftNote], *, chains: boo
 
 
 def judge(
-    changes: Sequence[BaselineChange], notes: Sequence[DriftNote], notes_dir: str, *, chains: bool = False
+    changes: Sequence[BaselineChange],
+    notes: Sequence[DriftNote],
+    notes_dir: str,
+    *,
+    chains: bool = False,
+    taken: Collection[str] = (),
 ) -> list[Problem]:
     """Pure: the changes no staged note accepts exactly, each with why and what to do.
 
     With ``chains`` (a range of several commits), notes whose heads chain from the
     change's ``from`` to its ``to`` accept it too: one note per commit that changed it.
+    ``taken``: the note files that already exist, which the proposed command must not name.
     """
     problems = []
     changed = {c.baseline for c in changes}
@@ -362,7 +426,7 @@ def judge(
                 f"(staged note {quote(n.path)} names {quote(n.baseline)}, which this commit does not change)"
                 for n in strays
             )
-        lines.append(f"write the note: {note_command(change.baseline, notes_dir)}")
+        lines.append(f"write the note: {note_command(change.baseline, notes_dir, taken)}")
         lines.append(f"then explain the drift in it and stage it under {notes_dir}/ in this same commit")
         problems.append(
             Problem(
@@ -372,14 +436,57 @@ def judge(
     return problems
 
 
+def unguarded(entries: Iterable[Entry], patterns: Sequence[str]) -> list[str]:
+    """Sealed transcripts the entries add or change that no baseline pattern covers."""
+    return sorted(
+        {
+            e.new_path
+            for e in entries
+            if e.new_path is not None
+            and e.new_oid is not None
+            and e.new_mode != _GITLINK
+            and e.new_path.endswith(SEALED_SUFFIX)
+            and not is_baseline(e.new_path, patterns)
+        }
+    )
+
+
+def unguarded_warning(path: str, patterns: Sequence[str]) -> str:
+    """The warning for a sealed transcript the baseline patterns leave out."""
+    return (
+        f"{quote(path)} is a sealed transcript, but no baseline pattern"
+        f" ({', '.join(quote(p) for p in patterns)}) covers it, so the guard does not judge it;"
+        " if it is a baseline, add a pattern for it"
+    )
+
+
+def existing_notes(git: Git, notes_dir: str, revs: Sequence[str | None]) -> frozenset[str]:
+    """Note files under ``notes_dir`` in the work tree, and in each of ``revs`` (None: the index)."""
+    top = git.top()
+    found: set[str] = set()
+    for rev in revs:
+        if rev is None:
+            out = git.run("ls-files", "-z", "--full-name", "--", ":(top,literal)" + notes_dir)
+        else:
+            out = git.run("ls-tree", "-r", "-z", "--name-only", "--full-tree", rev, "--", notes_dir)
+        found.update(_decode_path(p) for p in out.split(b"\0") if p)
+    for folder, _dirs, files in os.walk(os.path.join(top, notes_dir)):
+        rel = os.path.relpath(folder, top).replace(os.sep, "/")
+        found.update(f"{rel}/{name}" for name in files)
+    return frozenset(found)
+
+
 def _check(
-    git: Git, diff_args: Sequence[str], patterns: Sequence[str], notes_dir: str, *, chains: bool
+    git: Git,
+    diff_args: Sequence[str],
+    patterns: Sequence[str],
+    notes_dir: str,
+    *,
+    chains: bool,
+    revs: Sequence[str | None],
 ) -> GuardResult:
     folder = normalize_dir(notes_dir)
-    try:
-        git.run("rev-parse", "--show-toplevel")
-    except GitError as err:
-        raise GitError(f"not inside a git work tree ({err})") from err
+    git.top()
     entries = parse_raw_diff(
         git.run(
             "diff",
@@ -395,15 +502,35 @@ def _check(
     )
     changes = baseline_changes(git, entries, patterns)
     notes, note_problems = staged_notes(git, entries, folder)
-    problems = note_problems + judge(changes, notes, folder, chains=chains)
-    return GuardResult(changes=tuple(changes), notes=tuple(notes), problems=tuple(problems))
+    taken = existing_notes(git, folder, revs) if changes else frozenset()
+    problems = note_problems + judge(changes, notes, folder, chains=chains, taken=taken)
+    return GuardResult(
+        changes=tuple(changes),
+        notes=tuple(notes),
+        problems=tuple(problems),
+        unguarded=tuple(unguarded(entries, patterns)),
+    )
 
 
 def check_staged(
     git: Git, *, patterns: Sequence[str] = DEFAULT_BASELINES, notes_dir: str = DEFAULT_NOTES_DIR
 ) -> GuardResult:
     """Judge the change the next commit would record (HEAD against the index)."""
-    return _check(git, ["--cached"], patterns, notes_dir, chains=False)
+    revs: list[str | None] = [None, "HEAD"] if git.revision("HEAD") else [None]
+    return _check(git, ["--cached"], patterns, notes_dir, chains=False, revs=revs)
+
+
+def check_commit(
+    git: Git, commit: str, *, patterns: Sequence[str] = DEFAULT_BASELINES, notes_dir: str = DEFAULT_NOTES_DIR
+) -> GuardResult:
+    """Judge one commit against its first parent (an amended commit, once git has made it).
+
+    Notes may chain, as over a range: amending a commit that changed a baseline adds a
+    note from the head that commit had to the new one.
+    """
+    parent = git.revision(commit + "^")
+    old = parent if parent is not None else git.run("hash-object", "-t", "tree", os.devnull).decode().strip()
+    return _check(git, [old, commit, "--"], patterns, notes_dir, chains=True, revs=[commit])
 
 
 def check_range(
@@ -421,6 +548,5 @@ def check_range(
     ``to`` accept it.
     """
     for rev in (base, head):
-        if not rev or rev.startswith("-") or "..." in rev:
-            raise InputError(f"not a revision: {quote(rev)}")
-    return _check(git, [f"{base}...{head}", "--"], patterns, notes_dir, chains=True)
+        check_revision(rev)
+    return _check(git, [f"{base}...{head}", "--"], patterns, notes_dir, chains=True, revs=[head])

@@ -147,6 +147,22 @@ KINDS: dict[str, KindInfo] = {
         summary="A drift note added or changed in the pull request is not valid.",
         help="Fix the note's front matter or prose as the message says (toolreplay validate checks it).",
     ),
+    "drift-guard-changed": KindInfo(
+        level="warning",
+        rank=1,
+        summary="The pull request changes the drift-note guard's own settings (baselines, drift_notes or "
+        "whether its findings fail).",
+        help="The range is judged with the base commit's settings. Review the change: it decides what later "
+        "pull requests must carry notes for. Advisory: it fails the build only when fail_on names it.",
+    ),
+    "unguarded-sealed-file": KindInfo(
+        level="warning",
+        rank=1,
+        summary="A sealed transcript changes outside the baseline patterns, so the drift-note rule does not "
+        "judge it.",
+        help="If the file is a baseline, add a pattern for it to baselines in the configuration. Advisory: "
+        "it fails the build only when fail_on names it.",
+    ),
     "drift-note-unchecked": KindInfo(
         level="warning",
         rank=1,

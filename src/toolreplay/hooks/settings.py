@@ -1,0 +1,105 @@
+"""Where the drift-note guard takes its settings from: what git records, never the working tree.
+
+The baseline patterns and the notes folder decide what the guard judges, so a file git
+does not record (an untracked ``toolreplay.toml``, or one in a folder above the
+repository) must not change them. The hook reads the configuration staged at the
+repository root (``toolreplay.toml``, else ``pyproject.toml`` with ``[tool.toolreplay]``);
+a range is judged with its base commit's configuration, and a change of these settings
+between the base and the head is reported (:func:`settings_change`), since a pull
+request must not decide for itself what its own rule is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from toolreplay.config import CONFIG_NAMES, Config, load_config, parse_toml
+from toolreplay.findings import quote
+from toolreplay.hooks.drift_note import DEFAULT_BASELINES, DEFAULT_NOTES_DIR, Git, normalize_dir
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GuardSettings:
+    """What the guard judges: baseline patterns and the notes folder, both from the repository root."""
+
+    patterns: tuple[str, ...]
+    notes_dir: str
+    #: where they came from, for messages: ``toolreplay.toml (staged)``, ``REV:toolreplay.toml``...
+    source: str
+
+
+def recorded_config(git: Git, rev: str | None, folder: str = "", *, name: str | None = None) -> Config | None:
+    """The configuration git records in ``folder`` (from the root) at ``rev``; None: the index.
+
+    ``name`` stands for ``rev`` in messages (a short commit id).
+
+    ``toolreplay.toml`` first, then ``pyproject.toml`` when it holds ``[tool.toolreplay]``;
+    None when there is neither. An invalid one is an :class:`~toolreplay.errors.InputError`.
+    """
+    top = git.top()
+    for file in CONFIG_NAMES:
+        path = str(PurePosixPath(folder, file)) if folder else file
+        oid = git.file_oid(rev, path)
+        if oid is None:
+            continue
+        raw = git.blob(oid)
+        label = f"{path} (staged)" if rev is None else f"{name or rev}:{path}"
+        if file == "pyproject.toml":
+            tool = parse_toml(raw, label).get("tool")
+            if not isinstance(tool, dict) or "toolreplay" not in tool:
+                continue
+        return load_config(Path(top, path), raw=raw, label=label)
+    return None
+
+
+def glob_patterns(globs: Sequence[str], prefix: str) -> tuple[str, ...]:
+    """The config's baseline globs (relative to its folder) as fnmatch patterns from the repo root.
+
+    fnmatch's ``*`` also matches ``/``; pathlib's ``**/`` may match no folder at all, so a
+    variant without it is added.
+    """
+    out: list[str] = []
+    for glob in globs:
+        for variant in (glob, glob.replace("**/", "")):
+            pattern = str(PurePosixPath(prefix, variant)) if prefix else variant
+            if pattern not in out:
+                out.append(pattern)
+    return tuple(out)
+
+
+def settings_of(
+    config: Config | None, *, prefix: str = "", source: str, default: bool = True
+) -> GuardSettings:
+    """The guard's settings from ``config`` (in folder ``prefix`` from the root).
+
+    Without a configuration, or one naming no baselines, the patterns are the hook's
+    defaults (with ``default``) or none.
+    """
+    if config is not None and config.baselines:
+        patterns = glob_patterns(config.baselines, prefix)
+    else:
+        patterns = DEFAULT_BASELINES if default else ()
+    notes = config.drift_notes if config is not None else DEFAULT_NOTES_DIR
+    notes_dir = normalize_dir(str(PurePosixPath(prefix, notes)) if prefix else notes)
+    return GuardSettings(patterns=patterns, notes_dir=notes_dir, source=source)
+
+
+def settings_change(before: GuardSettings, after: GuardSettings) -> str | None:
+    """What changes between two versions of the guard's settings, in one line; None when nothing."""
+    parts = []
+    if before.patterns != after.patterns:
+        parts.append(f"baselines {_list(before.patterns)} -> {_list(after.patterns)}")
+    if before.notes_dir != after.notes_dir:
+        parts.append(f"drift_notes {quote(before.notes_dir)} -> {quote(after.notes_dir)}")
+    if not parts:
+        return None
+    return (
+        f"the drift-note guard's settings change ({after.source} against {before.source}):"
+        f" {'; '.join(parts)}; this range is judged with {before.source}"
+    )
+
+
+def _list(patterns: Sequence[str]) -> str:
+    return "[" + ", ".join(quote(p) for p in patterns) + "]" if patterns else "[] (none)"
