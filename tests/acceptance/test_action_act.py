@@ -41,7 +41,7 @@ from tests.conftest import ROOT
 from tests.github_fake import Account, FakeGitHub
 from tests.gitrepo import Repo, git_env
 from tests.pythons import supported, too_old
-from tests.runner_sim import parse_v2
+from tests.runner_sim import commands, parse_v2
 from toolreplay.github.comment import ACTIONS_BOT, MARKER
 
 pytestmark = pytest.mark.slow
@@ -260,11 +260,14 @@ def test_the_selftest_workflow_runs_under_act(tmp_path: Path, fake: FakeGitHub) 
     assert run.outputs("dirty")["python-version"] == runner_version
     assert run.outputs("gate")["python-version"].startswith("3.13.")
     assert (run.outputs("dirty")["exit-code"], run.outputs("gate")["exit-code"]) == ("1", "0")
-    annotations = [(c, p.get("file"), p.get("line"), p.get("title")) for c, p, _ in run.annotations("dirty")]
-    assert annotations[:2] == [
-        ("error", "samples/session-dirty.jsonl", "6", "toolreplay non-determinism"),
-        ("warning", "samples/session-dirty.jsonl", "3", "toolreplay redundant-call"),
-    ]
+    # the annotations act saw are exactly those `toolreplay check --format github` prints there
+    check = subprocess.run(
+        [sys.executable, "-m", "toolreplay", "check", "--format", "github"],
+        cwd=workspace, env=git_env(), capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    expected = [(c.name, c.properties, c.data) for c in commands(check.stdout)]
+    assert expected and {name for name, _, _ in expected} == {"error", "warning"}
+    assert run.annotations("dirty") == expected
     assert run.annotations("gate") == []
     assert len(fake.comments) == 1
     assert fake.comments[0]["body"].startswith(MARKER + "\n### toolreplay report")
