@@ -48,7 +48,7 @@ def interpreters() -> dict[tuple[int, int], tuple[str, str]]:
         if answer is None or answer[0][:2] in found_versions:
             continue
         version, real = answer
-        found_versions[version[:2]] = (real, "%d.%d.%d" % version)
+        found_versions[version[:2]] = (real, ".".join(str(part) for part in version))
     return found_versions
 
 

@@ -192,7 +192,10 @@ def run_act(
 @pytest.fixture
 def fake() -> Iterator[FakeGitHub]:
     server = FakeGitHub(
-        owner=OWNER, repo="agents", number=NUMBER, tokens={TOKEN: Account(login=ACTIONS_BOT, installation=True)}
+        owner=OWNER,
+        repo="agents",
+        number=NUMBER,
+        tokens={TOKEN: Account(login=ACTIONS_BOT, installation=True)},
     )
     with server:
         yield server
@@ -365,7 +368,8 @@ jobs:
         (
             "warning",
             {"file": TRANSCRIPT, "line": "2", "title": "toolreplay redundant-call"},
-            "index 1: tool 'read_file' repeats the identical call at index 0 with no state change between them",
+            "index 1: tool 'read_file' repeats the identical call at index 0"
+            " with no state change between them",
         ),
     ]
     assert annotations[0][2].startswith(f"baseline '{BASELINE}' (modified): no drift note")

