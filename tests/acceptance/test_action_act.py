@@ -40,7 +40,7 @@ from tests.action_env import BASELINE, NUMBER, OWNER, TRANSCRIPT, pull_request
 from tests.conftest import ROOT
 from tests.github_fake import Account, FakeGitHub
 from tests.gitrepo import Repo, git_env
-from tests.pythons import supported, too_old
+from tests.pythons import interpreters, supported, too_old
 from tests.runner_sim import commands, parse_v2
 from toolreplay.github.comment import ACTIONS_BOT, MARKER
 
@@ -176,6 +176,9 @@ def run_act(
         if not k.startswith(("GITHUB_", "RUNNER_", "ACTIONS_", "ACT", "INPUT_", "TOOLREPLAY_"))
     }
     env["NO_PROXY"] = "127.0.0.1,localhost"
+    # act keeps its config and cache server's files under XDG folders: the test's, not the user's
+    env["XDG_CONFIG_HOME"] = str(cache.parent / "xdg-config")
+    env["XDG_CACHE_HOME"] = str(cache.parent / "xdg-cache")
     if path_first is not None:
         env["PATH"] = f"{path_first}{os.pathsep}{env['PATH']}"
     proc = subprocess.run(
@@ -230,10 +233,11 @@ def test_the_selftest_workflow_runs_under_act(tmp_path: Path, fake: FakeGitHub) 
     step with annotations on the samples' lines and one PR comment, the gated use passes on its own
     Python 3.13 while the first ran on the runner's python3, and the job succeeds."""
     act_binary()
-    pythons = dict((version[:4], path) for path, version in supported(3))
-    if "3.13" not in pythons or len(pythons) < 2:
-        pytest.skip(f"needs a Python 3.13 and another Python >= 3.11 on this machine; found {pythons}")
-    runner_path, runner_version = next((p, v) for p, v in supported(3) if not v.startswith("3.13"))
+    found = interpreters()
+    others = [found[key] for key in sorted(found, reverse=True) if key >= (3, 11) and key != (3, 13)]
+    if (3, 13) not in found or not others:
+        pytest.skip(f"needs a Python 3.13 and another Python >= 3.11 on this machine; found {found}")
+    runner_path, runner_version = others[0]  # the runner's python3: not 3.13, so the venv must change
     workspace = tmp_path / "workspace"
     shutil.copytree(ROOT, workspace, ignore=_NOT_COPIED, symlinks=True)
     repo = Repo(workspace)
@@ -254,7 +258,7 @@ def test_the_selftest_workflow_runs_under_act(tmp_path: Path, fake: FakeGitHub) 
         event_file(tmp_path, base, head),
         tmp_path / "act-cache",
         api_url=fake.api_url,
-        variables={"SELFTEST_PYTHON_3_13": pythons["3.13"]},
+        variables={"SELFTEST_PYTHON_3_13": found[(3, 13)][0]},
         path_first=python3_on(tmp_path / "runner-bin", runner_path),
     )
     assert run.job_result() == "success", run.log[-6000:]
