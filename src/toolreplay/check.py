@@ -16,6 +16,9 @@ What runs, by configuration:
   not deterministic (their responses are not compared);
 - with ``base`` (``check --base REF``): the drift-note rule over ``REF...HEAD``, as the
   GitHub Action enforces it on a pull request (``github/drift.py``).
+
+With ``shard`` (``check --shard K/N``) only the jobs of shard K run, and the drift-note rule
+only in shard 1 (``shard.py``); ``toolreplay merge`` puts the shards' reports back together.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from toolreplay.transcript import Record, read_links, read_transcript, slim
 
 if TYPE_CHECKING:
     from toolreplay.contracts.lock import ToolLock
+    from toolreplay.shard import Shard
 
 #: with fewer files than this, starting worker processes costs more than it saves
 PARALLEL_MIN_FILES = 16
@@ -239,9 +243,17 @@ def plan(config: Config, *, now: int | None = None) -> list[Job]:
     return sorted(jobs, key=lambda j: (j.path, j.kind))
 
 
-def run_check(config: Config, *, jobs: int | None = None, base: str | None = None) -> list[Report]:
-    """Run every job, on worker processes when there are many files; reports in path order."""
+def run_check(
+    config: Config, *, jobs: int | None = None, base: str | None = None, shard: Shard | None = None
+) -> list[Report]:
+    """Run every job (of ``shard``), on worker processes when there are many files; reports in path order."""
     planned = plan(config)
+    if shard is not None:
+        from toolreplay.shard import DRIFT_SHARD, shard_of
+
+        planned = [job for job in planned if shard_of(job.path, shard.count) == shard.index]
+        if shard.index != DRIFT_SHARD:
+            base = None
     workers = jobs if jobs is not None else _cores()
     if workers > 1 and len(planned) >= PARALLEL_MIN_FILES:
         context = multiprocessing.get_context("spawn")

@@ -26,6 +26,15 @@ _RANK = {kind: rank for rank, kind in enumerate(KIND_ORDER)}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Change:
+    """What differs between a baseline and a run: the JSON pointer and both values, as shown."""
+
+    pointer: str
+    baseline: str
+    run: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Finding:
     """One thing an analysis found, located at a record of a file."""
 
@@ -38,6 +47,8 @@ class Finding:
     line: int | None = None
     #: the other index the finding refers to (the earlier identical call, the baseline call)
     related: int | None = None
+    #: for drift: where the first difference is and both values (the message says it too)
+    change: Change | None = None
 
     @property
     def text(self) -> str:

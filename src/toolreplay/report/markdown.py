@@ -17,7 +17,7 @@ from toolreplay.findings import one_line
 from toolreplay.report.kinds import kind_info
 
 if TYPE_CHECKING:
-    from toolreplay.report import Report
+    from toolreplay.report import CheckInfo, Report
 
 #: Longest untrusted text shown in one cell; the full text is in the text and JSON reports.
 MAX_CELL = 400
@@ -128,7 +128,11 @@ def _render(reports: Sequence[Report], keep: int | None) -> str:
 
 
 def render_markdown(
-    reports: Sequence[Report], *, limit: int | None = None, size: Callable[[str], int] = len
+    reports: Sequence[Report],
+    *,
+    check: CheckInfo | None = None,
+    limit: int | None = None,
+    size: Callable[[str], int] = len,
 ) -> str:
     """The Markdown report; with ``limit``, trimmed (with a note) so ``size(result) <= limit``.
 
