@@ -52,7 +52,8 @@ def test_action_is_a_composite_with_branding_inputs_and_outputs() -> None:
     assert data["runs"]["using"] == "composite"
     assert set(data["branding"]) == {"icon", "color"}
     assert list(data["inputs"]) == [
-        "config", "fail-on", "comment", "annotations", "sarif", "token", "comment-author", "python-version",
+        "config", "fail-on", "comment", "annotations", "sarif", "token", "comment-author", "shard", "merge",
+        "python-version",
     ]  # fmt: skip
     assert data["inputs"]["token"]["default"] == "${{ github.token }}"
     assert data["inputs"]["comment"]["default"] == "true"
