@@ -63,6 +63,7 @@ class Settings:
     lock: str | None = None
     max_age_days: int | None = None
     now: int = 0
+    notes: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -172,6 +173,7 @@ def check_baseline(job: Job) -> Report:
         header=tuple(header),
         findings=tuple(sort_findings(findings)),
         errors=tuple(errors),
+        notes=settings.notes,
     )
 
 
@@ -230,6 +232,7 @@ def plan(config: Config, *, now: int | None = None) -> list[Job]:
         lock=lock,
         max_age_days=config.max_baseline_age_days,
         now=int(time.time()) if now is None else now,
+        notes=config.drift_notes,
     )
     baselines = [p for p in expand(config, config.baselines) if p.endswith(SEALED_SUFFIX)]
     transcripts = [p for p in expand(config, config.transcripts) if not p.endswith(SEALED_SUFFIX)]

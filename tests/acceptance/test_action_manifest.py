@@ -93,13 +93,29 @@ def test_selftest_workflow_uses_the_action_with_minimal_permissions() -> None:
     """The self-test runs uses: ./ with contents read and pull-requests write only, actions pinned."""
     workflow = yaml.safe_load(SELFTEST.read_text())
     assert workflow["permissions"] == {"contents": "read", "pull-requests": "write"}
-    [job] = workflow["jobs"].values()
+    job = workflow["jobs"]["action"]
     uses = [s["uses"] for s in job["steps"] if "uses" in s]
     assert uses.count("./") == 2
     assert all(_PINNED.match(u) for u in uses if u != "./")
     assert all("${{" not in s["run"] for s in job["steps"] if "run" in s)
     checkout = next(s for s in job["steps"] if s.get("uses", "").startswith("actions/checkout@"))
     assert checkout["with"]["fetch-depth"] == 0
+
+
+def test_selftest_workflow_runs_the_action_sharded_then_merged() -> None:
+    """A matrix of shard jobs (contents read only) uploads reports; one job merges them with uses: ./."""
+    jobs = yaml.safe_load(SELFTEST.read_text())["jobs"]
+    shards, merge = jobs["shards"], jobs["shards-merge"]
+    assert shards["permissions"] == merge["permissions"] == {"contents": "read"}
+    assert merge["needs"] == "shards" and shards["strategy"]["fail-fast"] is False
+    count = len(shards["strategy"]["matrix"]["shard"])
+    [shard_step] = [s for s in shards["steps"] if s.get("uses") == "./"]
+    assert shard_step["with"]["shard"] == f"${{{{ matrix.shard }}}}/{count}"
+    [merge_step] = [s for s in merge["steps"] if s.get("uses") == "./"]
+    assert merge_step["with"]["merge"]
+    for job in (shards, merge):
+        assert all(_PINNED.match(s["uses"]) for s in job["steps"] if s.get("uses", "./") != "./")
+        assert all("${{" not in s["run"] for s in job["steps"] if "run" in s)
 
 
 # -- running the steps as the runner would ------------------------------------------------------
@@ -252,7 +268,9 @@ def test_action_steps_run_on_a_pull_request(tmp_path: Path, fake: FakeGitHub) ->
             assert not any(starts_command(piece) for piece in line.splitlines()), repr(line)
 
     text = summary.read_text()
-    assert text.startswith("### toolreplay report\n\n**4 findings** in 2 of 3 files.")
+    assert text.startswith(
+        "### toolreplay report\n\n**Fails the build**: 4 findings of kinds that fail it, in 2 of 3 files"
+    )
     assert "missing-drift-note" in text
 
     sarif = json.loads((pr.path / "toolreplay.sarif").read_text())

@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path, PurePosixPath
 
 import click
@@ -179,7 +179,10 @@ def publish(settings: Settings, reports: Sequence[Report], policy: FailPolicy, s
     )
     echo(status)
 
-    summary = write_summary(reports)
+    def fails(kind: str) -> bool:
+        return policy.errors if kind == REPORT_ERROR else policy.fails(kind)
+
+    summary = write_summary(reports, fails=fails)
     if summary.written:
         echo(f"job summary: {summary.size} bytes{' (trimmed to fit 1 MiB)' if summary.trimmed else ''}")
     else:
@@ -192,7 +195,7 @@ def publish(settings: Settings, reports: Sequence[Report], policy: FailPolicy, s
     _write(report_path, render_json(reports))
 
     try:
-        _comment(reports, settings)
+        _comment(reports, settings, fails)
     except Exception as err:
         # best effort: whatever goes wrong with the comment, the exit code reflects findings only
         from toolreplay.github.comment import failure_warning
@@ -243,7 +246,12 @@ def rebase(reports: Sequence[Report], config: Config, workspace: str) -> list[Re
         return dataclasses.replace(f, path=moved(f.path))
 
     return [
-        dataclasses.replace(r, path=moved(r.path), findings=tuple(finding(f) for f in r.findings))
+        dataclasses.replace(
+            r,
+            path=moved(r.path),
+            findings=tuple(finding(f) for f in r.findings),
+            notes=None if r.notes is None else moved(r.notes),
+        )
         for r in reports
     ]
 
@@ -255,7 +263,7 @@ def _write(path: str, text: str) -> None:
         out.write(text)
 
 
-def _comment(reports: Sequence[Report], settings: Settings) -> None:
+def _comment(reports: Sequence[Report], settings: Settings, fails: Callable[[str], bool]) -> None:
     from toolreplay.github.comment import publish_report, target_from_env
 
     if not settings.comment:
@@ -276,7 +284,9 @@ def _comment(reports: Sequence[Report], settings: Settings) -> None:
         )
         return
     _route_pygithub_log(settings.token)
-    result = publish_report(reports, target=target, token=settings.token, author=settings.comment_author)
+    result = publish_report(
+        reports, target=target, token=settings.token, author=settings.comment_author, fails=fails
+    )
     warning = result.warning()
     if warning is not None:
         click.echo(warning)

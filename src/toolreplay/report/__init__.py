@@ -35,6 +35,9 @@ class Report:
     header: tuple[Line, ...] = ()
     findings: tuple[Finding, ...] = ()
     errors: tuple[str, ...] = field(default=())
+    #: for a baseline checked by ``check``: the drift-notes folder, as the paths are relative
+    #: (where a note accepting its drift goes)
+    notes: str | None = None
 
     @property
     def failed(self) -> bool:

@@ -59,6 +59,7 @@ def report_data(reports: Sequence[Report], *, check: CheckInfo | None = None) ->
                 ],
                 "findings": [_finding(f) for f in r.findings],
                 "errors": list(r.errors),
+                **({} if r.notes is None else {"notes": r.notes}),
             }
             for r in reports
         ],
@@ -105,6 +106,7 @@ def reports_from_data(data: dict[str, Any]) -> list[Report]:
                 header=header,
                 findings=findings,
                 errors=tuple(r["errors"]),
+                notes=r.get("notes"),
             )
         )
     return out
