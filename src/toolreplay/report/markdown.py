@@ -82,11 +82,15 @@ class Links:
     repository: str
     sha: str
 
-    def line(self, path: str, line: int) -> str | None:
+    def file(self, path: str) -> str | None:
         rel = repo_relative(path)
         if rel is None or rel == ".":
             return None
-        return f"{self.server}/{self.repository}/blob/{self.sha}/{url_quote(rel, safe='/')}#L{line}"
+        return f"{self.server}/{self.repository}/blob/{self.sha}/{url_quote(rel, safe='/')}"
+
+    def line(self, path: str, line: int) -> str | None:
+        url = self.file(path)
+        return None if url is None else f"{url}#L{line}"
 
 
 _REPOSITORY = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
@@ -150,6 +154,10 @@ def _where(report: Report, f: Finding, links: Links | None) -> str:
         parts.append(f"[line {f.line}]({url})" if url else f"line {f.line}")
     if file != report.path and f.related is not None:
         parts.append(f"baseline index {f.related}")
+    if f.index is None and not f.line:
+        # about the file as a whole (a drift note, a contract): link the file itself
+        url = links.file(file) if links is not None else None
+        parts.append(f"[whole file]({url})" if url else "whole file")
     return " · ".join(parts)
 
 
