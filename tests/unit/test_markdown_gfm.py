@@ -106,7 +106,7 @@ def drift_reports(text: str) -> list[Report]:
 
 
 def test_hostile_text_renders_as_text_only() -> None:
-    """Whatever a tool name, message or path holds: only our tags, no comment, no live mention, no data link."""
+    """Whatever a tool name, message or path holds: only our tags, no comment, mention or data link."""
     for text in HOSTILE:
         html = gfm(render_markdown(drift_reports(text), environ=GITHUB))
         tags = parse(html)
@@ -149,7 +149,7 @@ def test_no_links_without_valid_github_variables() -> None:
 
 
 def test_drift_shows_both_values_and_the_note_command() -> None:
-    """The drift table has pointer, baseline and run values; the note command and the note's path are shown."""
+    """The drift table has pointer, baseline and run values; the note command and path are shown."""
     html = gfm(render_markdown(drift_reports("0.92"), environ=GITHUB))
     assert "<td><code>/hits/0.92</code></td>\n<td><code>0.92</code></td>\n<td><code>0.5</code></td>" in html
     command = (
@@ -161,7 +161,7 @@ def test_drift_shows_both_values_and_the_note_command() -> None:
 
 
 def test_diff_findings_say_which_file_their_index_and_line_are_in() -> None:
-    """In a baseline's block, a diff finding names its run, the run's index and line, and the baseline index."""
+    """In a baseline's block, a diff finding names its run, its index and line, and the baseline index."""
     html = gfm(render_markdown(drift_reports("x")))
     assert "<td>run <code>runs/checkout-2.jsonl</code> · index 2 · line 3 · baseline index 2</td>" in html
 
