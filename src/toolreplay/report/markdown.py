@@ -246,9 +246,9 @@ def _verdict(reports: Sequence[Report], fails: Callable[[str], bool]) -> list[st
     order = {kind: n for n, kind in enumerate((*KIND_ORDER, REPORT_ERROR))}
     levels = [kind_info(k).level for k, n in counts.items() for _ in range(n)]
     by_level = ", ".join(
-        _plural(levels.count(level), level) for level in ("error", "warning") if levels.count(level)
+        f"{levels.count(level)} {level}" for level in ("error", "warning") if levels.count(level)
     )
-    out = [f"{verdict}, in {failed} of {files}: {by_level}.", ""]
+    out = [f"{verdict}, in {failed} of {files} (by level: {by_level}).", ""]
     out += ["| kind | level | findings | fails the build |", "| --- | --- | ---: | --- |"]
     for kind in sorted(counts, key=lambda k: (order.get(k, len(order)), k)):
         out.append(
