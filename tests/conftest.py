@@ -25,3 +25,10 @@ def git_isolated(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(key, raising=False)
     for key, value in git_env().items():
         monkeypatch.setenv(key, value)
+
+
+@pytest.fixture(autouse=True)
+def _no_github_links(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reports render without links to a commit unless a test sets GitHub's variables (CI sets them)."""
+    for key in ("GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_SHA"):
+        monkeypatch.delenv(key, raising=False)

@@ -16,6 +16,9 @@ What runs, by configuration:
   not deterministic (their responses are not compared);
 - with ``base`` (``check --base REF``): the drift-note rule over ``REF...HEAD``, as the
   GitHub Action enforces it on a pull request (``github/drift.py``).
+
+With ``shard`` (``check --shard K/N``) only the jobs of shard K run, and the drift-note rule
+only in shard 1 (``shard.py``); ``toolreplay merge`` puts the shards' reports back together.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from toolreplay.transcript import Record, read_links, read_transcript, slim
 
 if TYPE_CHECKING:
     from toolreplay.contracts.lock import ToolLock
+    from toolreplay.shard import Shard
 
 #: with fewer files than this, starting worker processes costs more than it saves
 PARALLEL_MIN_FILES = 16
@@ -61,6 +65,7 @@ class Settings:
     max_age_days: int | None = None
     now: int = 0
     pattern_budget: float = DEFAULT_BUDGET_SECONDS
+    notes: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -172,6 +177,7 @@ def check_baseline(job: Job) -> Report:
         header=tuple(header),
         findings=tuple(sort_findings(findings)),
         errors=tuple(errors),
+        notes=settings.notes,
     )
 
 
@@ -231,6 +237,7 @@ def plan(config: Config, *, now: int | None = None) -> list[Job]:
         max_age_days=config.max_baseline_age_days,
         now=int(time.time()) if now is None else now,
         pattern_budget=config.pattern_budget_seconds,
+        notes=config.drift_notes,
     )
     baselines = [p for p in expand(config, config.baselines) if p.endswith(SEALED_SUFFIX)]
     transcripts = [p for p in expand(config, config.transcripts) if not p.endswith(SEALED_SUFFIX)]
@@ -244,9 +251,17 @@ def plan(config: Config, *, now: int | None = None) -> list[Job]:
     return sorted(jobs, key=lambda j: (j.path, j.kind))
 
 
-def run_check(config: Config, *, jobs: int | None = None, base: str | None = None) -> list[Report]:
-    """Run every job, on worker processes when there are many files; reports in path order."""
+def run_check(
+    config: Config, *, jobs: int | None = None, base: str | None = None, shard: Shard | None = None
+) -> list[Report]:
+    """Run every job (of ``shard``), on worker processes when there are many files; reports in path order."""
     planned = plan(config)
+    if shard is not None:
+        from toolreplay.shard import DRIFT_SHARD, shard_of
+
+        planned = [job for job in planned if shard_of(job.path, shard.count) == shard.index]
+        if shard.index != DRIFT_SHARD:
+            base = None
     workers = jobs if jobs is not None else _cores()
     if workers > 1 and len(planned) >= PARALLEL_MIN_FILES:
         context = multiprocessing.get_context("spawn")

@@ -31,6 +31,15 @@ ADVISORY_KINDS: frozenset[str] = frozenset({"drift-guard-changed", "unguarded-se
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Change:
+    """What differs between a baseline and a run: the JSON pointer and both values, as shown."""
+
+    pointer: str
+    baseline: str
+    run: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Finding:
     """One thing an analysis found, located at a record of a file."""
 
@@ -43,6 +52,8 @@ class Finding:
     line: int | None = None
     #: the other index the finding refers to (the earlier identical call, the baseline call)
     related: int | None = None
+    #: for drift: where the first difference is and both values (the message says it too)
+    change: Change | None = None
 
     @property
     def text(self) -> str:

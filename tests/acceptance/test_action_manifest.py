@@ -54,8 +54,8 @@ def test_action_is_a_composite_with_branding_inputs_and_outputs() -> None:
     assert data["runs"]["using"] == "composite"
     assert set(data["branding"]) == {"icon", "color"}
     assert list(data["inputs"]) == [
-        "config", "fail-on", "comment", "annotations", "sarif", "token", "comment-author", "python-version",
-        "python-path",
+        "config", "fail-on", "comment", "annotations", "sarif", "token", "comment-author", "shard", "merge",
+        "python-version", "python-path",
     ]  # fmt: skip
     assert data["inputs"]["token"]["default"] == "${{ github.token }}"
     assert data["inputs"]["comment"]["default"] == "true"
@@ -115,7 +115,7 @@ def test_selftest_workflow_uses_the_action_with_minimal_permissions() -> None:
     (the workflow grants nothing), actions pinned."""
     workflow = yaml.safe_load(SELFTEST.read_text())
     assert workflow["permissions"] == {}
-    [job] = workflow["jobs"].values()
+    job = workflow["jobs"]["action"]
     assert job["permissions"] == {"contents": "read", "pull-requests": "write"}
     uses = [s["uses"] for s in job["steps"] if "uses" in s]
     assert uses.count("./") == 2
@@ -123,6 +123,22 @@ def test_selftest_workflow_uses_the_action_with_minimal_permissions() -> None:
     assert all("${{" not in s["run"] for s in job["steps"] if "run" in s)
     checkout = next(s for s in job["steps"] if s.get("uses", "").startswith("actions/checkout@"))
     assert checkout["with"]["fetch-depth"] == 0
+
+
+def test_selftest_workflow_runs_the_action_sharded_then_merged() -> None:
+    """A matrix of shard jobs (contents read only) uploads reports; one job merges them with uses: ./."""
+    jobs = yaml.safe_load(SELFTEST.read_text())["jobs"]
+    shards, merge = jobs["shards"], jobs["shards-merge"]
+    assert shards["permissions"] == merge["permissions"] == {"contents": "read"}
+    assert merge["needs"] == "shards" and shards["strategy"]["fail-fast"] is False
+    count = len(shards["strategy"]["matrix"]["shard"])
+    [shard_step] = [s for s in shards["steps"] if s.get("uses") == "./"]
+    assert shard_step["with"]["shard"] == f"${{{{ matrix.shard }}}}/{count}"
+    [merge_step] = [s for s in merge["steps"] if s.get("uses") == "./"]
+    assert merge_step["with"]["merge"]
+    for job in (shards, merge):
+        assert all(_PINNED.match(s["uses"]) for s in job["steps"] if s.get("uses", "./") != "./")
+        assert all("${{" not in s["run"] for s in job["steps"] if "run" in s)
 
 
 # -- running the steps as the runner would ------------------------------------------------------
@@ -288,7 +304,9 @@ def test_action_steps_run_on_a_pull_request(tmp_path: Path, fake: FakeGitHub) ->
             assert not any(starts_command(piece) for piece in line.splitlines()), repr(line)
 
     text = summary.read_text()
-    assert text.startswith("### toolreplay report\n\n**4 findings** in 2 of 3 files.")
+    assert text.startswith(
+        "### toolreplay report\n\n**Fails the build**: 4 findings of kinds that fail it, in 2 of 3 files"
+    )
     assert "missing-drift-note" in text
 
     sarif = json.loads((pr.path / "toolreplay.sarif").read_text())

@@ -87,6 +87,7 @@ def test_lock_diff_json(runner: CliRunner, tmp_path: Path) -> None:
         "kind": "tool-drift",
         "line": None,
         "message": "schema (breaking): /properties/perPage/maximum 100 -> 50",
+        "path": report["file"],
         "related": None,
         "tool": "search_code",
     }

@@ -53,7 +53,7 @@ def test_readme_markdown_and_annotation_examples(runner: CliRunner, monkeypatch:
     """The Markdown body and the annotation line pasted in the README are what the renderers print."""
     monkeypatch.chdir(ROOT)
     text = (ROOT / "README.md").read_text(encoding="utf-8")
-    start = text.index("```markdown\n### toolreplay report\n\n**2 findings**") + len("```markdown\n")
+    start = text.index("```markdown\n### toolreplay report\n\n**Fails the build**: 2") + len("```markdown\n")
     pasted = text[start : text.index("```", start)]
     args = ["replay", "samples/session-dirty.jsonl", "--format"]
     assert runner.invoke(cli, [*args, "markdown"], catch_exceptions=False).output == pasted

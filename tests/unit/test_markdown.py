@@ -52,24 +52,25 @@ def _report(**kw: object) -> Report:
 
 
 def test_table_has_one_row_per_finding_and_error() -> None:
-    """Each finding and each file-level error is one table row of five cells."""
+    """Each finding and each file-level error is one table row of four cells."""
     findings = tuple(
         Finding(kind="redundant-call", index=i, tool="t", message=f"m|{i}", path="t.jsonl", line=i + 1)
         for i in range(3)
     )
     body = render_markdown([_report(findings=findings, errors=("bad | thing",))])
-    rows = [line for line in body.splitlines() if line.startswith("| ") and "---" not in line][1:]
+    table = body.split("| where | level | kind | message |\n| --- | --- | --- | --- |\n")[1]
+    rows = table.split("\n\n")[0].splitlines()
     assert len(rows) == 4
     for row in rows:
         cells = re.split(r"(?<!\\)\|", row)[1:-1]
-        assert len(cells) == 5
+        assert len(cells) == 4
 
 
 def test_clean_files_fold_into_details() -> None:
     """Files without findings are listed inside one closed <details> block."""
     body = render_markdown([_report(), Report(command="replay", path="u.jsonl")])
     assert body.count("<details>") == body.count("</details>") == 1
-    assert "No findings in 2 files." in body
+    assert "**Passes**: no findings in 2 files." in body
 
 
 def test_header_lines_are_shown_as_code() -> None:
@@ -87,9 +88,9 @@ def test_trimming_keeps_under_the_limit_with_a_note() -> None:
     full = render_markdown([_report(findings=findings)])
     body = render_markdown([_report(findings=findings)], limit=10_000)
     assert len(full) > 10_000 >= len(body)
-    shown = body.count("| non-determinism |")
+    shown = body.count("| error | non-determinism |")
     assert 0 < shown < 500
-    assert f"Trimmed to fit GitHub's size limit: {500 - shown} rows" in body
+    assert f"\n{500 - shown} more findings not shown here (GitHub's size limit)." in body
     assert body.endswith("hold everything.\n")
 
 
@@ -106,5 +107,5 @@ def test_trimming_drops_the_clean_file_list_before_any_row() -> None:
     reports = [_report(findings=(finding,)), *clean]
     body = render_markdown(reports, limit=2_000)
     assert len(body) <= 2_000
-    assert "| redundant-call |" in body
-    assert "Trimmed to fit GitHub's size limit: 300 further files not shown." in body
+    assert "| warning | redundant-call |" in body
+    assert "\n300 more files without findings not shown here (GitHub's size limit)." in body

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from toolreplay.analyses.replay import DEFAULT_MUTATORS
 from toolreplay.canonical import canonical
-from toolreplay.findings import Finding, quote
+from toolreplay.findings import Change, Finding, quote
 from toolreplay.locate import pointer_token
 from toolreplay.transcript import Record
 
@@ -176,6 +176,13 @@ def show_value(value: Any, limit: int = _VALUE_LIMIT) -> str:
     return text
 
 
+def _change(difference: tuple[str, Any, Any] | None, limit: int = _VALUE_LIMIT) -> Change | None:
+    if difference is None:  # pragma: no cover - callers compare canonical texts first
+        return None
+    pointer, old, new = difference
+    return Change(pointer=pointer, baseline=show_value(old, limit), run=show_value(new, limit))
+
+
 def _where(difference: tuple[str, Any, Any] | None, limit: int = _VALUE_LIMIT) -> str:
     if difference is None:  # pragma: no cover - callers compare canonical texts first
         return ""
@@ -205,12 +212,27 @@ class _Collector:
         self.first: dict[str, Finding] = {}
 
     def add(
-        self, kind: str, *, index: int, tool: str, related: int | None, line: int | None, message: str
+        self,
+        kind: str,
+        *,
+        index: int,
+        tool: str,
+        related: int | None,
+        line: int | None,
+        message: str,
+        change: Change | None = None,
     ) -> None:
         self.counts[kind] = self.counts.get(kind, 0) + 1
         if kind not in self.first:
             self.first[kind] = Finding(
-                kind=kind, index=index, tool=tool, message=message, path=self.path, line=line, related=related
+                kind=kind,
+                index=index,
+                tool=tool,
+                message=message,
+                path=self.path,
+                line=line,
+                related=related,
+                change=change,
             )
 
 
@@ -226,8 +248,10 @@ def _agent_drift(
 ) -> None:
     if tag == "replace":
         b, r = base[i1], run[j1]
+        change = None
         if b.tool == r.tool:
-            where = _where(first_difference(json.loads(b.canon_args), json.loads(r.canon_args)))
+            difference = first_difference(json.loads(b.canon_args), json.loads(r.canon_args))
+            where, change = _where(difference), _change(difference)
             message = (
                 f"tool {quote(r.tool)} was called with other arguments than at baseline index {i1}{where}"
             )
@@ -235,7 +259,7 @@ def _agent_drift(
             message = (
                 f"the run called tool {quote(r.tool)} where the baseline called {quote(b.tool)} at index {i1}"
             )
-        out.add("agent-drift", index=j1, tool=r.tool, related=i1, line=r.line, message=message)
+        out.add("agent-drift", index=j1, tool=r.tool, related=i1, line=r.line, message=message, change=change)
     elif tag == "insert":
         r = run[j1]
         if i1 < len(base):
@@ -268,8 +292,8 @@ def _compare_pair(
 ) -> None:
     tool, declared = r.tool, behaviour.get(r.tool)
 
-    def add(kind: str, message: str) -> None:
-        out.add(kind, index=r.index, tool=tool, related=b.index, line=r.line, message=message)
+    def add(kind: str, message: str, change: Change | None = None) -> None:
+        out.add(kind, index=r.index, tool=tool, related=b.index, line=r.line, message=message, change=change)
 
     locked = declared.fingerprint if declared else None
     if b.fingerprint and r.fingerprint and b.fingerprint != r.fingerprint:
@@ -298,17 +322,21 @@ def _compare_pair(
     # a tool the lock declares non-deterministic: its responses are not compared, its effects are
     nondeterministic = declared is not None and not declared.deterministic
     if r.canon_response != b.canon_response and not nondeterministic:
-        where = _where(first_difference(json.loads(b.canon_response), json.loads(r.canon_response)))
+        difference = first_difference(json.loads(b.canon_response), json.loads(r.canon_response))
+        where = _where(difference)
         add(
             "behavior-drift",
             f"tool {quote(tool)} returned a different response than at baseline index {b.index}{where}",
+            _change(difference),
         )
     elif b.canon_state is not None and r.canon_state is not None and b.canon_state != r.canon_state:
-        where = _where(first_difference(b.state, r.state), _STATE_LIMIT)
+        difference = first_difference(b.state, r.state)
+        where = _where(difference, _STATE_LIMIT)
         same = "returned the same response as" if r.canon_response == b.canon_response else "was called as"
         add(
             "effect-drift",
             f"tool {quote(tool)} {same} at baseline index {b.index} but left a different state{where}",
+            _change(difference, _STATE_LIMIT),
         )
     if _is_mutator(tool, behaviour, mutators) and (b.state is None or r.state is None):
         missing = (

@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path, PurePosixPath
 
 import click
@@ -23,7 +23,7 @@ import click
 from toolreplay.check import run_check
 from toolreplay.cli import EXIT_CLEAN, EXIT_FINDINGS, EXIT_INTERNAL, EXIT_USAGE, atomic_output, cli
 from toolreplay.config import Config, load_config
-from toolreplay.errors import ToolreplayError
+from toolreplay.errors import InputError, ToolreplayError
 from toolreplay.findings import Finding
 from toolreplay.github.action import (
     REPORT_NAME,
@@ -38,11 +38,12 @@ from toolreplay.github.action import (
 from toolreplay.github.annotations import echo, plan_annotations, workflow_command
 from toolreplay.github.drift import check_pull_request
 from toolreplay.github.summary import write_summary
-from toolreplay.report import Report
+from toolreplay.report import CheckInfo, Report
 from toolreplay.report.json import render_json
 from toolreplay.report.kinds import REPORT_ERROR, Level, kind_info
 from toolreplay.report.sarif import render_sarif
 from toolreplay.report.text import render_text
+from toolreplay.shard import DRIFT_SHARD, check_info, merge_shards, parse_shard, read_shard_report
 
 
 @cli.command(name="action")
@@ -78,12 +79,84 @@ def action_cmd(ctx: click.Context) -> None:
 
 
 def run_action(settings: Settings) -> int:
-    """Everything the Action does, in order; returns the exit code."""
+    """Everything the Action does, in order; returns the exit code.
+
+    With ``shard`` it only checks that shard and writes its JSON report (the verdict is the
+    merge's); with ``merge`` it checks nothing and publishes the merged shards' reports.
+    """
+    if settings.shard and settings.merge:
+        raise InputError("inputs shard and merge: give one (a matrix job runs a shard, the final job merges)")
+    if settings.merge:
+        return _merge_and_publish(settings)
+    shard = parse_shard(settings.shard) if settings.shard else None
     config = load_config(Path(settings.config) if settings.config else None)
     policy = parse_fail_on(settings.fail_on, config.fail_on)
-    reports = rebase(run_check(config), config, settings.workspace)
-    drift = check_pull_request(config, pull_range_from_env(), workspace=settings.workspace)
-    reports = [*reports, *drift.reports]
+    reports = rebase(run_check(config, shard=shard), config, settings.workspace)
+    if shard is None or shard.index == DRIFT_SHARD:
+        drift = check_pull_request(config, pull_range_from_env(), workspace=settings.workspace)
+        # in the order check and merge print them: by path, a file's own report first
+        reports = sorted([*reports, *drift.reports], key=lambda r: (r.path, r.command != "check"))
+        status = drift.status
+    else:
+        status = f"drift notes: checked by shard {DRIFT_SHARD}/{shard.count}"
+    if shard is not None:
+        return _write_shard(settings, reports, check_info(config, base=None, shard=shard), status)
+    return publish(settings, reports, policy, status)
+
+
+def _write_shard(settings: Settings, reports: Sequence[Report], info: CheckInfo, status: str) -> int:
+    """A matrix job's part: its text report in the log, its JSON report for the merge job."""
+    text = render_text(reports)
+    if text:
+        echo(text.rstrip("\n"))
+    echo(status)
+    assert info.shard is not None
+    index, count = info.shard
+    report_path = os.path.join(settings.runner_temp, f"toolreplay-shard-{index}-of-{count}.json")
+    _write(report_path, render_json(reports, check=info))
+    findings = sum(len(r.findings) for r in reports)
+    echo(f"shard {index}/{count}: {len(reports)} reports, {findings} findings; JSON report: {report_path}")
+    if settings.output:
+        write_outputs(
+            settings.output,
+            {
+                "findings": str(findings),
+                "failing": "",
+                "divergence": "",
+                "report": report_path,
+                "exit-code": "0",
+            },
+        )
+    return EXIT_CLEAN
+
+
+def shard_files(target: str) -> list[str]:
+    """The JSON reports to merge: ``target`` itself, or every ``*.json`` under it, in name order."""
+    if os.path.isdir(target):
+        found = sorted(str(p) for p in Path(target).rglob("*.json") if p.is_file())
+        if not found:
+            raise InputError("input merge: no *.json reports in this folder", path=target)
+        return found
+    return [target]
+
+
+def _merge_and_publish(settings: Settings) -> int:
+    config = load_config(Path(settings.config)) if settings.config else None
+    shards = [read_shard_report(path) for path in shard_files(settings.merge or "")]
+    info, reports = merge_shards(shards, config=config)
+    default = None if info.fail_on is None else frozenset(info.fail_on)
+    policy = parse_fail_on(settings.fail_on, default)
+    count = shards[0].info.shard[1] if shards[0].info.shard else 1
+    return publish(settings, reports, policy, f"merged {_plural(count, 'shard')}; drift notes: see shard 1")
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def publish(settings: Settings, reports: Sequence[Report], policy: FailPolicy, status: str) -> int:
+    """Annotations, log, job summary, SARIF, JSON report, PR comment and outputs; the exit code."""
+    reports = list(reports)
 
     findings = [f for r in reports for f in r.findings]
     failing = [f for f in findings if policy.fails(f.kind)]
@@ -104,9 +177,12 @@ def run_action(settings: Settings) -> int:
         f"total: {len(reports)} reports, {len(findings)} findings, {failing_count} failing"
         f" (fail-on: {_describe(policy)}), {errors} unreadable"
     )
-    echo(drift.status)
+    echo(status)
 
-    summary = write_summary(reports)
+    def fails(kind: str) -> bool:
+        return policy.errors if kind == REPORT_ERROR else policy.fails(kind)
+
+    summary = write_summary(reports, fails=fails)
     if summary.written:
         echo(f"job summary: {summary.size} bytes{' (trimmed to fit 1 MiB)' if summary.trimmed else ''}")
     else:
@@ -119,7 +195,7 @@ def run_action(settings: Settings) -> int:
     _write(report_path, render_json(reports))
 
     try:
-        _comment(reports, settings)
+        _comment(reports, settings, fails)
     except Exception as err:
         # best effort: whatever goes wrong with the comment, the exit code reflects findings only
         from toolreplay.github.comment import failure_warning
@@ -170,7 +246,12 @@ def rebase(reports: Sequence[Report], config: Config, workspace: str) -> list[Re
         return dataclasses.replace(f, path=moved(f.path))
 
     return [
-        dataclasses.replace(r, path=moved(r.path), findings=tuple(finding(f) for f in r.findings))
+        dataclasses.replace(
+            r,
+            path=moved(r.path),
+            findings=tuple(finding(f) for f in r.findings),
+            notes=None if r.notes is None else moved(r.notes),
+        )
         for r in reports
     ]
 
@@ -182,7 +263,7 @@ def _write(path: str, text: str) -> None:
         out.write(text)
 
 
-def _comment(reports: Sequence[Report], settings: Settings) -> None:
+def _comment(reports: Sequence[Report], settings: Settings, fails: Callable[[str], bool]) -> None:
     from toolreplay.github.comment import publish_report, target_from_env
 
     if not settings.comment:
@@ -203,7 +284,9 @@ def _comment(reports: Sequence[Report], settings: Settings) -> None:
         )
         return
     _route_pygithub_log(settings.token)
-    result = publish_report(reports, target=target, token=settings.token, author=settings.comment_author)
+    result = publish_report(
+        reports, target=target, token=settings.token, author=settings.comment_author, fails=fails
+    )
     warning = result.warning()
     if warning is not None:
         click.echo(warning)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import click
@@ -9,7 +10,8 @@ import click
 from toolreplay.check import run_check
 from toolreplay.cli import EXIT_CLEAN, EXIT_FINDINGS, cli, format_option
 from toolreplay.config import load_config
-from toolreplay.report import RENDERERS
+from toolreplay.report import RENDERERS, CheckInfo, Report
+from toolreplay.shard import check_info, merge_shards, parse_shard, read_shard_report
 
 
 @cli.command(name="check")
@@ -25,24 +27,69 @@ from toolreplay.report import RENDERERS
     metavar="REF",
     help="Also enforce the drift-note rule over REF...HEAD (what a pull request changes).",
 )
+@click.option(
+    "--shard",
+    "shard_spec",
+    metavar="K/N",
+    help="Run only shard K of N (a CI matrix job); toolreplay merge puts the JSON reports together.",
+)
 @format_option
 @click.pass_context
 def check_cmd(
-    ctx: click.Context, config_path: Path | None, jobs: int | None, base: str | None, fmt: str
+    ctx: click.Context,
+    config_path: Path | None,
+    jobs: int | None,
+    base: str | None,
+    shard_spec: str | None,
+    fmt: str,
 ) -> None:
     """Run every analysis the configuration names over every matching file.
 
     Reads [tool.toolreplay] from pyproject.toml or a toolreplay.toml (the nearest one from
     here up, or --config). Exit 1 when a finding of a kind in fail_on (default: every kind)
     or an unreadable file is reported.
+
+    With --shard K/N, only the files of shard K (by a hash of their path) are checked, and
+    the drift-note rule of --base runs in shard 1 only.
     """
+    shard = parse_shard(shard_spec) if shard_spec is not None else None
     config = load_config(config_path)
-    reports = run_check(config, jobs=jobs, base=base)
-    click.echo(RENDERERS[fmt](reports), nl=False)
+    reports = run_check(config, jobs=jobs, base=base, shard=shard)
+    ctx.exit(finish(reports, check_info(config, base=base, shard=shard), fmt))
+
+
+def finish(reports: Sequence[Report], info: CheckInfo, fmt: str) -> int:
+    """Print the report of a check (or of merged shards) and return its exit code.
+
+    ``check`` and ``merge`` both end here, so they print the same bytes for the same run.
+    """
+    click.echo(RENDERERS[fmt](reports, check=info), nl=False)
     findings = [f for r in reports for f in r.findings]
-    failing = [f for f in findings if config.fails(f.kind)]
+    failing = [f for f in findings if info.fails(f.kind)]
     errors = sum(len(r.errors) for r in reports)
     if fmt == "text":
         counts = f"{len(findings)} findings, {len(failing)} failing, {errors} unreadable"
         click.echo(f"total: {len(reports)} reports, {counts}")
-    ctx.exit(EXIT_FINDINGS if failing or errors else EXIT_CLEAN)
+    return EXIT_FINDINGS if failing or errors else EXIT_CLEAN
+
+
+@cli.command(name="merge")
+@click.argument("paths", metavar="REPORT.json...", nargs=-1, required=True)
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(path_type=Path),
+    help="Also refuse reports made with another configuration than this one.",
+)
+@format_option
+@click.pass_context
+def merge_cmd(ctx: click.Context, paths: tuple[str, ...], config_path: Path | None, fmt: str) -> None:
+    """Render the JSON reports of check --shard K/N, every shard once, as one check.
+
+    The output and exit code are those of one unsharded check with the same configuration.
+    Reports of another toolreplay version, configuration or --base, a shard given twice,
+    overlapping files or a missing shard are refused (exit 2).
+    """
+    config = load_config(config_path) if config_path is not None else None
+    info, reports = merge_shards([read_shard_report(p) for p in paths], config=config)
+    ctx.exit(finish(reports, info, fmt))

@@ -31,6 +31,8 @@ INPUTS = {
     "TOOLREPLAY_SARIF": "sarif",
     "TOOLREPLAY_TOKEN": "token",
     "TOOLREPLAY_COMMENT_AUTHOR": "comment-author",
+    "TOOLREPLAY_SHARD": "shard",
+    "TOOLREPLAY_MERGE": "merge",
 }
 _TRUE = frozenset({"true", "yes", "on", "1"})
 _FALSE = frozenset({"false", "no", "off", "0"})
@@ -102,6 +104,10 @@ class Settings:
     runner_temp: str
     output: str | None
     token: str = field(default="", repr=False)
+    #: ``K/N``: run shard K of N and only write its JSON report (a CI matrix job)
+    shard: str | None = None
+    #: a folder of shards' JSON reports (or one report) to merge and publish instead of checking
+    merge: str | None = None
 
 
 def settings_from_env(environ: Mapping[str, str] | None = None) -> Settings:
@@ -119,6 +125,8 @@ def settings_from_env(environ: Mapping[str, str] | None = None) -> Settings:
         runner_temp=env.get("RUNNER_TEMP") or tempfile.gettempdir(),
         output=env.get("GITHUB_OUTPUT") or None,
         token=token.strip(),
+        shard=env.get("TOOLREPLAY_SHARD", "").strip() or None,
+        merge=env.get("TOOLREPLAY_MERGE", "").strip() or None,
     )
 
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -97,10 +97,12 @@ def _utf16_len(text: str) -> int:
     return len(text.encode("utf-16-le")) // 2
 
 
-def comment_body(reports: Sequence[Report]) -> str:
+def comment_body(reports: Sequence[Report], *, fails: Callable[[str], bool] | None = None) -> str:
     """The marker line and the Markdown report, trimmed (with a note) to GitHub's limit."""
     head = MARKER + "\n"
-    return head + render_markdown(reports, limit=COMMENT_LIMIT - _utf16_len(head), size=_utf16_len)
+    return head + render_markdown(
+        reports, fails=fails, limit=COMMENT_LIMIT - _utf16_len(head), size=_utf16_len
+    )
 
 
 _PULL_REF = re.compile(r"^refs/pull/(\d+)/(?:merge|head)$")
@@ -242,6 +244,8 @@ def publish_report(
     token: str,
     author: str | None = None,
     client: Github | None = None,
+    fails: Callable[[str], bool] | None = None,
 ) -> CommentResult:
     """:func:`publish_comment` with :func:`comment_body` of ``reports``."""
-    return publish_comment(comment_body(reports), target=target, token=token, author=author, client=client)
+    body = comment_body(reports, fails=fails)
+    return publish_comment(body, target=target, token=token, author=author, client=client)

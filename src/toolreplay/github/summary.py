@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -32,7 +32,11 @@ def _utf8_len(text: str) -> int:
 
 
 def write_summary(
-    reports: Sequence[Report], *, path: str | None = None, environ: Mapping[str, str] | None = None
+    reports: Sequence[Report],
+    *,
+    path: str | None = None,
+    environ: Mapping[str, str] | None = None,
+    fails: Callable[[str], bool] | None = None,
 ) -> SummaryResult:
     """Append the report to the step summary, trimmed so the whole file stays under 1 MiB.
 
@@ -51,8 +55,12 @@ def write_summary(
         return SummaryResult(written=False, path=target, reason=f"cannot read it: {err.strerror}")
     separator = "\n" if existing else ""
     budget = SUMMARY_LIMIT - existing - len(separator)
-    full = render_markdown(reports)
-    text = full if _utf8_len(full) <= budget else render_markdown(reports, limit=budget, size=_utf8_len)
+    full = render_markdown(reports, fails=fails, environ=env)
+    text = (
+        full
+        if _utf8_len(full) <= budget
+        else render_markdown(reports, fails=fails, environ=env, limit=budget, size=_utf8_len)
+    )
     if not text:
         return SummaryResult(written=False, path=target, reason="the summary file is already full")
     try:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from toolreplay.findings import Finding
 
@@ -35,10 +35,32 @@ class Report:
     header: tuple[Line, ...] = ()
     findings: tuple[Finding, ...] = ()
     errors: tuple[str, ...] = field(default=())
+    #: for a baseline checked by ``check``: the drift-notes folder, as the paths are relative
+    #: (where a note accepting its drift goes)
+    notes: str | None = None
 
     @property
     def failed(self) -> bool:
         return bool(self.findings or self.errors)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CheckInfo:
+    """What a ``check`` run was, beyond its reports: enough for ``merge`` to render shards as one.
+
+    ``config`` is a digest of the configuration's settings (not of its folder), so shards
+    run on different machines from the same commit agree; ``fail_on`` is the config's
+    (None: every kind fails); ``shard`` is ``(K, N)`` or None for a whole run.
+    """
+
+    toolreplay: str
+    config: str
+    fail_on: tuple[str, ...] | None
+    base: str | None = None
+    shard: tuple[int, int] | None = None
+
+    def fails(self, kind: str) -> bool:
+        return self.fail_on is None or kind in self.fail_on
 
 
 def replay_header(calls: int, divergence: int | None, findings: int) -> tuple[Line, ...]:
@@ -56,7 +78,10 @@ def _divergence(index: int | None) -> str:
     return "none" if index is None else f"index {index}"
 
 
-Renderer = Callable[[Sequence[Report]], str]
+class Renderer(Protocol):
+    """A report format: every report, and for ``check`` what the run was, to one string."""
+
+    def __call__(self, reports: Sequence[Report], *, check: CheckInfo | None = None) -> str: ...
 
 
 def _renderers() -> dict[str, Renderer]:

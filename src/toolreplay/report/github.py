@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING
 from toolreplay.report.text import render_text
 
 if TYPE_CHECKING:
-    from toolreplay.report import Report
+    from toolreplay.report import CheckInfo, Report
 
 
-def render_github(reports: Sequence[Report]) -> str:
+def render_github(reports: Sequence[Report], *, check: CheckInfo | None = None) -> str:
     """Annotations for the best-ranked findings, a note on what GitHub's caps left out,
     and the plain text report. Only the annotation lines start a workflow command."""
     # imported here: toolreplay.github.annotations itself imports from this package

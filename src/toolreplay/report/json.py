@@ -1,4 +1,9 @@
-"""The JSON report: a versioned shape described by schemas/report.schema.json."""
+"""The JSON report: a versioned shape described by schemas/report.schema.json.
+
+It holds everything the other formats show (header lines in order with their text, each
+finding's file), so ``toolreplay merge`` can render shards' JSON reports in any format;
+:func:`reports_from_data` reads it back.
+"""
 
 from __future__ import annotations
 
@@ -6,36 +11,105 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from toolreplay.findings import Change, Finding
+
 if TYPE_CHECKING:
-    from toolreplay.report import Report
+    from toolreplay.report import CheckInfo, Report
 
 
-def report_data(reports: Sequence[Report]) -> dict[str, Any]:
+def _finding(f: Finding) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "index": f.index,
+        "kind": f.kind,
+        "tool": f.tool,
+        "message": f.message,
+        "line": f.line,
+        "related": f.related,
+        "path": f.path,
+    }
+    if f.change is not None:
+        data["change"] = {"pointer": f.change.pointer, "baseline": f.change.baseline, "run": f.change.run}
+    return data
+
+
+def check_data(info: CheckInfo) -> dict[str, Any]:
+    shard = None if info.shard is None else {"index": info.shard[0], "count": info.shard[1]}
+    return {
+        "toolreplay": info.toolreplay,
+        "config": info.config,
+        "fail_on": None if info.fail_on is None else list(info.fail_on),
+        "base": info.base,
+        "shard": shard,
+    }
+
+
+def report_data(reports: Sequence[Report], *, check: CheckInfo | None = None) -> dict[str, Any]:
     from toolreplay.report import REPORT_VERSION
 
-    return {
+    data: dict[str, Any] = {
         "version": REPORT_VERSION,
         "reports": [
             {
                 "command": r.command,
                 "file": r.path,
                 "summary": {line.key: line.value for line in r.header},
-                "findings": [
-                    {
-                        "index": f.index,
-                        "kind": f.kind,
-                        "tool": f.tool,
-                        "message": f.message,
-                        "line": f.line,
-                        "related": f.related,
-                    }
-                    for f in r.findings
+                "header": [
+                    {"key": line.key, "value": line.value, "text": line.text, "label": line.label}
+                    for line in r.header
                 ],
+                "findings": [_finding(f) for f in r.findings],
                 "errors": list(r.errors),
+                **({} if r.notes is None else {"notes": r.notes}),
             }
             for r in reports
         ],
     }
+    if check is not None:
+        data["check"] = check_data(check)
+    return data
+
+
+def reports_from_data(data: dict[str, Any]) -> list[Report]:
+    """The reports of a JSON report that validates against the schema (the inverse of :func:`report_data`).
+
+    A report without ``header`` (written before it existed) gets its lines from ``summary``
+    with the values as text.
+    """
+    from toolreplay.report import Line, Report
+
+    out = []
+    for r in data["reports"]:
+        if "header" in r:
+            header = tuple(
+                Line(key=h["key"], value=h["value"], text=h["text"], label=h.get("label", ""))
+                for h in r["header"]
+            )
+        else:
+            header = tuple(Line(key=k, value=v, text=str(v)) for k, v in r["summary"].items())
+        findings = tuple(
+            Finding(
+                kind=f["kind"],
+                index=f["index"],
+                tool=f["tool"],
+                message=f["message"],
+                path=f.get("path", r["file"]),
+                line=f["line"],
+                related=f["related"],
+                change=Change(**f["change"]) if f.get("change") else None,
+            )
+            for f in r["findings"]
+        )
+        out.append(
+            Report(
+                command=r["command"],
+                path=r["file"],
+                header=header,
+                findings=findings,
+                errors=tuple(r["errors"]),
+                notes=r.get("notes"),
+            )
+        )
+    return out
 
 
 def dump_inert(value: Any) -> str:
@@ -49,5 +123,5 @@ def dump_inert(value: Any) -> str:
     return text.replace("##[", "##\\u005b") + "\n"
 
 
-def render_json(reports: Sequence[Report]) -> str:
-    return dump_inert(report_data(reports))
+def render_json(reports: Sequence[Report], *, check: CheckInfo | None = None) -> str:
+    return dump_inert(report_data(reports, check=check))

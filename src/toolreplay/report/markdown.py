@@ -9,15 +9,23 @@ marker cannot be forged), and ``|`` escaped so a table cell cannot be split.
 
 from __future__ import annotations
 
+import html
+import os
 import re
-from collections.abc import Callable, Sequence
+import shlex
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
+from urllib.parse import quote as url_quote
+from urllib.parse import urlsplit
 
-from toolreplay.findings import one_line
-from toolreplay.report.kinds import kind_info
+from toolreplay.findings import KIND_ORDER, Finding, one_line
+from toolreplay.report.kinds import REPORT_ERROR, kind_info
+from toolreplay.report.paths import repo_relative
 
 if TYPE_CHECKING:
-    from toolreplay.report import Report
+    from toolreplay.report import CheckInfo, Report
 
 #: Longest untrusted text shown in one cell; the full text is in the text and JSON reports.
 MAX_CELL = 400
@@ -58,6 +66,72 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
+def html_text(text: str, *, max_len: int = MAX_CELL) -> str:
+    """Untrusted text inside our own HTML (a ``<summary>``): one line, escaped, no mention."""
+    body = one_line(text)
+    if len(body) > max_len:
+        body = body[: max_len - 1] + "…"
+    return html.escape(defuse(body), quote=True)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Links:
+    """Where a finding's line is on GitHub: ``SERVER/REPOSITORY/blob/SHA/PATH#LLINE``."""
+
+    server: str
+    repository: str
+    sha: str
+
+    def file(self, path: str) -> str | None:
+        rel = repo_relative(path)
+        if rel is None or rel == ".":
+            return None
+        return f"{self.server}/{self.repository}/blob/{self.sha}/{url_quote(rel, safe='/')}"
+
+    def line(self, path: str, line: int) -> str | None:
+        url = self.file(path)
+        return None if url is None else f"{url}#L{line}"
+
+
+_REPOSITORY = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+_SHA = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
+
+
+def links_from_env(environ: Mapping[str, str] | None = None) -> Links | None:
+    """Links from ``GITHUB_SERVER_URL``, ``GITHUB_REPOSITORY`` and ``GITHUB_SHA``; None unless all
+    three are present and well-formed (an http(s) origin, ``owner/name``, a commit id)."""
+    env = os.environ if environ is None else environ
+    server = env.get("GITHUB_SERVER_URL", "").rstrip("/")
+    repository = env.get("GITHUB_REPOSITORY", "")
+    sha = env.get("GITHUB_SHA", "")
+    try:
+        url = urlsplit(server)
+        url.port  # noqa: B018  (raises ValueError on a port that is not a number)
+    except ValueError:
+        return None
+    if (
+        url.scheme not in ("http", "https")
+        or not url.hostname
+        or url.username is not None
+        or url.password is not None
+        or url.path
+        or url.query
+        or url.fragment
+        or not re.fullmatch(r"[A-Za-z0-9.:\[\]-]+", url.netloc)
+    ):
+        return None
+    if not _REPOSITORY.match(repository) or repository.split("/")[1] in (".", "..") or not _SHA.match(sha):
+        return None
+    return Links(server=server, repository=repository, sha=sha)
+
+
+#: finding kinds a drift note accepts (see ``toolreplay note``)
+DRIFT_KINDS = frozenset({"agent-drift", "tool-drift", "behavior-drift", "effect-drift", "silent-drift"})
+SEALED = ".sealed.jsonl"
+#: with more failing files than this, their blocks start folded
+OPEN_BLOCKS = 3
+
+
 def _pairs(report: Report, lead: str = "") -> str:
     """The header lines as ``key: `value` · ...`` (values may carry untrusted text)."""
     if not report.header:
@@ -67,48 +141,156 @@ def _pairs(report: Report, lead: str = "") -> str:
     )
 
 
-def _rows(report: Report) -> list[str]:
+def _where(report: Report, f: Finding, links: Links | None) -> str:
+    """Which file, record and line a finding is about; the line linked to the head commit."""
+    file = f.path or report.path
+    parts = []
+    if file != report.path:
+        parts.append(f"run {md_code(file)}")
+    if f.index is not None:
+        parts.append(f"index {f.index}")
+    if f.line:
+        url = links.line(file, f.line) if links is not None else None
+        parts.append(f"[line {f.line}]({url})" if url else f"line {f.line}")
+    if file != report.path and f.related is not None:
+        parts.append(f"baseline index {f.related}")
+    if f.index is None and not f.line:
+        # about the file as a whole (a drift note, a contract): link the file itself
+        url = links.file(file) if links is not None else None
+        parts.append(f"[whole file]({url})" if url else "whole file")
+    return " · ".join(parts)
+
+
+def _rows(report: Report, links: Links | None) -> list[str]:
     rows = []
     for f in report.findings:
-        line = str(f.line) if f.line else ""
         level = kind_info(f.kind).level
-        index = "" if f.index is None else f.index
-        rows.append(f"| {index} | {line} | {level} | {_word(f.kind)} | {md_code(f.text)} |")
+        rows.append(f"| {_where(report, f, links)} | {level} | {_word(f.kind)} | {md_code(f.text)} |")
     for error in report.errors:
-        rows.append(f"| | | error | {_word('report-error')} | {md_code(error)} |")
+        rows.append(f"| | error | {_word(REPORT_ERROR)} | {md_code(error)} |")
     return rows
 
 
-def _render(reports: Sequence[Report], keep: int | None) -> str:
-    findings = sum(len(r.findings) for r in reports)
-    errors = sum(len(r.errors) for r in reports)
+def _changes(report: Report, findings: Sequence[Finding], links: Links | None) -> list[str]:
+    """Drift side by side: at which JSON pointer, the baseline's value and the run's."""
+    changed = [f for f in findings if f.change is not None]
+    if not changed:
+        return []
+    out = [
+        "",
+        "What changed, baseline → run:",
+        "",
+        "| where | kind | at | baseline | run |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for f in changed:
+        assert f.change is not None
+        c = f.change
+        out.append(
+            f"| {_where(report, f, links)} | {_word(f.kind)} | {md_code(c.pointer)} | "
+            f"{md_code(c.baseline)} | {md_code(c.run)} |"
+        )
+    return out
+
+
+def _fenced(text: str) -> list[str]:
+    body = defuse(one_line(text))
+    longest = max((len(run) for run in _BACKTICKS.findall(body)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return [f"{fence}sh", body, fence]
+
+
+def _accept(report: Report, findings: Sequence[Finding]) -> list[str]:
+    """How to accept a baseline's drift: the exact ``toolreplay note`` command and the note's place."""
+    if not report.path.endswith(SEALED) or not any(f.kind in DRIFT_KINDS for f in findings):
+        return []
+    runs = sorted({f.path for f in findings if f.kind in DRIFT_KINDS and f.path and f.path != report.path})
+    words = ["toolreplay", "note", report.path]
+    for run in runs:
+        words += ["--run", run]
+    where = ""
+    if report.notes is not None:
+        name = PurePosixPath(report.path).name[: -len(SEALED)] + ".md"
+        note = str(PurePosixPath(report.notes, name))
+        words += ["-o", note]
+        where = f" The note goes to {md_code(note, in_table=False)}."
+    command = " ".join(shlex.quote(word) for word in words)
+    return [
+        "",
+        "If this drift is intended, accept it with a drift note: run this (from the folder the paths are "
+        f"relative to), write in the note why, and commit it with this pull request.{where}",
+        "",
+        *_fenced(command),
+    ]
+
+
+def _verdict(reports: Sequence[Report], fails: Callable[[str], bool]) -> list[str]:
+    counts: dict[str, int] = {}
+    for r in reports:
+        for f in r.findings:
+            counts[f.kind] = counts.get(f.kind, 0) + 1
+        if r.errors:
+            counts[REPORT_ERROR] = counts.get(REPORT_ERROR, 0) + len(r.errors)
+    total = sum(counts.values())
+    files = _plural(len(reports), "file")
+    if not total:
+        return [f"**Passes**: no findings in {files}."]
+    failing = sum(n for kind, n in counts.items() if fails(kind))
+    failed = sum(1 for r in reports if r.failed)
+    if failing:
+        verdict = f"**Fails the build**: {_plural(failing, 'finding')} of kinds that fail it"
+        rest = total - failing
+        verdict += f" ({rest} more reported)" if rest else ""
+    else:
+        verdict = f"**Passes**: {_plural(total, 'finding')}, none of a kind that fails the build"
+    order = {kind: n for n, kind in enumerate((*KIND_ORDER, REPORT_ERROR))}
+    levels = [kind_info(k).level for k, n in counts.items() for _ in range(n)]
+    by_level = ", ".join(
+        f"{levels.count(level)} {level}" for level in ("error", "warning") if levels.count(level)
+    )
+    out = [f"{verdict}, in {failed} of {files} (by level: {by_level}).", ""]
+    out += ["| kind | level | findings | fails the build |", "| --- | --- | ---: | --- |"]
+    for kind in sorted(counts, key=lambda k: (order.get(k, len(order)), k)):
+        out.append(
+            f"| {_word(kind)} | {kind_info(kind).level} | {counts[kind]} | {'yes' if fails(kind) else 'no'} |"
+        )
+    return out
+
+
+def _render(
+    reports: Sequence[Report], keep: int | None, fails: Callable[[str], bool], links: Links | None
+) -> str:
     failed = [r for r in reports if r.failed]
     clean = [r for r in reports if not r.failed]
-    out = ["### toolreplay report", ""]
-    if failed:
-        what = _plural(findings, "finding")
-        if errors:
-            what += f" and {_plural(errors, 'error')}"
-        out.append(f"**{what}** in {len(failed)} of {_plural(len(reports), 'file')}.")
-    else:
-        out.append(f"No findings in {_plural(len(reports), 'file')}.")
+    out = ["### toolreplay report", "", *_verdict(reports, fails)]
     budget = keep
     hidden_rows = 0
     hidden_files = 0
+    opened = " open" if len(failed) <= OPEN_BLOCKS else ""
     for report in failed:
-        rows = _rows(report)
+        rows = _rows(report, links)
+        findings = list(report.findings)
         if budget is not None and budget <= 0:
             hidden_rows += len(rows)
-            hidden_files += 1
             continue
         if budget is not None:
             hidden_rows += max(0, len(rows) - budget)
             rows = rows[:budget]
+            findings = findings[:budget]
             budget -= len(rows)
-        out += ["", f"#### {md_code(report.path, in_table=False)} ({_word(report.command)})"]
+        what = ", ".join(
+            _plural(n, word)
+            for n, word in ((len(report.findings), "finding"), (len(report.errors), "error"))
+            if n
+        )
+        summary = f"<code>{html_text(report.path)}</code> ({html.escape(report.command)}): {what}"
+        out += ["", f"<details{opened}>", f"<summary>{summary}</summary>", ""]
         if report.header:
-            out += ["", _pairs(report)]
-        out += ["", "| index | line | level | kind | message |", "| ---: | ---: | --- | --- | --- |", *rows]
+            out += [_pairs(report), ""]
+        out += ["| where | level | kind | message |", "| --- | --- | --- | --- |", *rows]
+        out += _changes(report, findings, links)
+        out += _accept(report, findings)
+        out += ["", "</details>"]
     if clean and (budget is None or budget > 0):
         out += ["", f"<details><summary>{_plural(len(clean), 'file')} without findings</summary>", ""]
         out += [f"- {md_code(r.path, in_table=False)} ({_word(r.command)}){_pairs(r, ': ')}" for r in clean]
@@ -116,40 +298,52 @@ def _render(reports: Sequence[Report], keep: int | None) -> str:
     elif clean:
         hidden_files += len(clean)
     if hidden_rows or hidden_files:
-        parts = [_plural(hidden_rows, "row")] if hidden_rows else []
-        parts += [_plural(hidden_files, "further file")] if hidden_files else []
-        what = " and ".join(parts)
+        parts = [f"{hidden_rows} more findings"] if hidden_rows else []
+        parts += [_plural(hidden_files, "more file") + " without findings"] if hidden_files else []
         out += [
             "",
-            f"> Trimmed to fit GitHub's size limit: {what} not shown. "
+            f"{' and '.join(parts)} not shown here (GitHub's size limit). "
             "The text, JSON and SARIF reports hold everything.",
         ]
     return "\n".join(out) + "\n"
 
 
 def render_markdown(
-    reports: Sequence[Report], *, limit: int | None = None, size: Callable[[str], int] = len
+    reports: Sequence[Report],
+    *,
+    check: CheckInfo | None = None,
+    fails: Callable[[str], bool] | None = None,
+    environ: Mapping[str, str] | None = None,
+    limit: int | None = None,
+    size: Callable[[str], int] = len,
 ) -> str:
     """The Markdown report; with ``limit``, trimmed (with a note) so ``size(result) <= limit``.
 
-    Rows are kept in report order, as many as fit; ``size`` measures characters by
-    default (a PR comment's limit) or bytes (``lambda s: len(s.encode())``, the summary's).
+    ``fails`` says which kinds fail the build (default: ``check``'s fail_on, else every
+    kind); lines link to the head commit when ``environ`` (default: the process's) holds
+    GitHub's ``GITHUB_SERVER_URL``, ``GITHUB_REPOSITORY`` and ``GITHUB_SHA``. Rows are kept
+    in report order, as many as fit; ``size`` measures characters by default (a PR
+    comment's limit) or bytes (``lambda s: len(s.encode())``, the summary's).
     """
-    full = _render(reports, None)
+    if fails is None:
+        fails = check.fails if check is not None else (lambda kind: True)
+    links = links_from_env(environ)
+    full = _render(reports, None, fails, links)
     if limit is None or size(full) <= limit:
         return full
     total = sum(len(r.findings) + len(r.errors) for r in reports)
     lo, hi = 0, total  # the largest keep whose rendering fits
-    if size(_render(reports, 0)) > limit:
+    if size(_render(reports, 0, fails, links)) > limit:
         note = (
             "### toolreplay report\n\n"
-            "> The report is too large to show here; see the text, JSON or SARIF report.\n"
+            f"{total} more findings not shown here (GitHub's size limit). "
+            "The text, JSON and SARIF reports hold everything.\n"
         )
         return note if size(note) <= limit else ""
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        if size(_render(reports, mid)) <= limit:
+        if size(_render(reports, mid, fails, links)) <= limit:
             lo = mid
         else:
             hi = mid - 1
-    return _render(reports, lo)
+    return _render(reports, lo, fails, links)

@@ -19,7 +19,7 @@ from toolreplay.report.kinds import REPORT_ERROR, kind_info
 from toolreplay.report.paths import repo_relative
 
 if TYPE_CHECKING:
-    from toolreplay.report import Report
+    from toolreplay.report import CheckInfo, Report
 
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 SRCROOT = "%SRCROOT%"
@@ -91,5 +91,5 @@ def sarif_log(reports: Sequence[Report], *, root: str | None = None) -> dict[str
     }
 
 
-def render_sarif(reports: Sequence[Report]) -> str:
+def render_sarif(reports: Sequence[Report], *, check: CheckInfo | None = None) -> str:
     return dump_inert(sarif_log(reports))

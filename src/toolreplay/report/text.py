@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING
 from toolreplay.findings import one_line
 
 if TYPE_CHECKING:
-    from toolreplay.report import Report
+    from toolreplay.report import CheckInfo, Report
 
 
-def render_text(reports: Sequence[Report]) -> str:
+def render_text(reports: Sequence[Report], *, check: CheckInfo | None = None) -> str:
     """Header lines, then one ``index N: kind: message`` line per finding.
 
     A finding about a tool contract rather than a call (no index) prints as

@@ -1,0 +1,200 @@
+"""Shards of ``toolreplay check`` over a CI matrix, and merging their JSON reports back (§10).
+
+A job (a transcript, or a baseline with the runs paired with it) goes to shard
+``1 + int(sha256(PATH)[:16], 16) % N``, where PATH is the job's path as reports name it:
+relative to the config file's folder, in POSIX form (``runs/checkout.jsonl``), encoded as
+UTF-8. The checkout's location and the operating system do not enter it, so every job
+lands in exactly one shard, the same one on every machine.
+
+The drift-note rule (``check --base REF``) is about the pull request, not about one file:
+shard 1 runs it, the other shards leave it out, and the merge takes it from shard 1.
+
+Merging refuses, with one line, anything that is not one whole run split in N: reports
+of another toolreplay version, of another configuration or ``--base``, reports that are
+not from ``check --shard``, two reports of one shard or one file, and a missing shard.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from toolreplay import __version__
+from toolreplay.config import Config
+from toolreplay.errors import InputError
+from toolreplay.findings import quote
+from toolreplay.report import CheckInfo, Report
+
+#: The shard that runs the drift-note rule of ``--base``.
+DRIFT_SHARD = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Shard:
+    """Shard ``index`` of ``count`` (1-based)."""
+
+    index: int
+    count: int
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
+
+
+def parse_shard(spec: str) -> Shard:
+    """``K/N`` with 1 <= K <= N, as decimal numbers; anything else is a usage error."""
+    parts = spec.strip().split("/")
+    if len(parts) != 2 or not all(p.isascii() and p.isdigit() for p in parts):
+        raise InputError(f"--shard {quote(spec)}: expected K/N, two whole numbers such as 2/4")
+    index, count = int(parts[0]), int(parts[1])
+    if count < 1 or not 1 <= index <= count:
+        raise InputError(f"--shard {quote(spec)}: K must be between 1 and N (N at least 1)")
+    return Shard(index, count)
+
+
+def shard_of(path: str, count: int) -> int:
+    """The shard (1..count) of the job with this path (see the module docstring)."""
+    digest = hashlib.sha256(path.encode("utf-8")).hexdigest()
+    return 1 + int(digest[:16], 16) % count
+
+
+def config_digest(config: Config) -> str:
+    """A digest of what the configuration asks for; not of where it lives, nor of its formatting."""
+    settings = {
+        "transcripts": list(config.transcripts),
+        "baselines": list(config.baselines),
+        "scope": config.scope,
+        "tools_lock": config.tools_lock,
+        "mutators": sorted(config.mutators),
+        "state_aware": config.state_aware,
+        "drift_notes": config.drift_notes,
+        "max_baseline_age_days": config.max_baseline_age_days,
+        "fail_on": None if config.fail_on is None else sorted(config.fail_on),
+    }
+    text = json.dumps(settings, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return "sha256:" + hashlib.sha256(text.encode("ascii")).hexdigest()
+
+
+def check_info(config: Config, *, base: str | None, shard: Shard | None) -> CheckInfo:
+    return CheckInfo(
+        toolreplay=__version__,
+        config=config_digest(config),
+        fail_on=None if config.fail_on is None else tuple(sorted(config.fail_on)),
+        base=base,
+        shard=None if shard is None else (shard.index, shard.count),
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ShardReport:
+    """One shard's JSON report, read back."""
+
+    path: str
+    info: CheckInfo
+    reports: tuple[Report, ...]
+
+
+def read_shard_report(path: str) -> ShardReport:
+    """Read and check one JSON report written by ``check --format json``."""
+    from toolreplay.report.json import reports_from_data
+    from toolreplay.validate import validator
+
+    try:
+        with open(path, encoding="utf-8") as stream:
+            data = json.load(stream)
+    except FileNotFoundError as err:
+        raise InputError("no such file", path=path) from err
+    except IsADirectoryError as err:
+        raise InputError("is a directory, not a file", path=path) from err
+    except UnicodeDecodeError as err:
+        raise InputError("invalid UTF-8", path=path) from err
+    except (ValueError, RecursionError) as err:
+        raise InputError(f"not a JSON report: {err}", path=path) from err
+    except OSError as err:
+        raise InputError(f"cannot read it: {err.strerror}", path=path) from err
+    if isinstance(data, dict) and data.get("version") != 1 and "version" in data:
+        raise InputError(
+            f"a JSON report of version {quote(str(data['version']))}; this toolreplay reads 1", path=path
+        )
+    errors = sorted(validator("report").iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
+    if errors:
+        first = errors[0]
+        pointer = "".join(f"/{p}" for p in first.absolute_path) or "/"
+        raise InputError(f"not a toolreplay JSON report: {first.message}", path=path, pointer=pointer)
+    check = data.get("check")
+    if check is None or any("header" not in r for r in data["reports"]):
+        raise InputError("not a report of toolreplay check (write it with check --format json)", path=path)
+    shard = check["shard"]
+    info = CheckInfo(
+        toolreplay=check["toolreplay"],
+        config=check["config"],
+        fail_on=None if check["fail_on"] is None else tuple(check["fail_on"]),
+        base=check["base"],
+        shard=None if shard is None else (shard["index"], shard["count"]),
+    )
+    return ShardReport(path=path, info=info, reports=tuple(reports_from_data(data)))
+
+
+def merge_shards(
+    shards: Sequence[ShardReport], *, config: Config | None = None
+) -> tuple[CheckInfo, list[Report]]:
+    """The reports and run of one unsharded ``check``, from the reports of all its shards.
+
+    Reports come in the order ``check`` prints them: by path, a file's own report before
+    the drift-note rule's report about it.
+    """
+    first = shards[0]
+    for shard in shards:
+        info = shard.info
+        if info.toolreplay != __version__:
+            raise InputError(
+                f"written by toolreplay {quote(info.toolreplay)}, this is {quote(__version__)}; "
+                "merge reports of one version with that version",
+                path=shard.path,
+            )
+        if info.config != first.info.config or info.fail_on != first.info.fail_on:
+            raise InputError(f"made with another configuration than {quote(first.path)}", path=shard.path)
+        if info.base != first.info.base:
+            raise InputError(f"made with another --base than {quote(first.path)}", path=shard.path)
+        if info.shard is None and len(shards) > 1:
+            raise InputError(
+                "a whole run's report (no --shard) cannot be merged with others", path=shard.path
+            )
+    if config is not None and config_digest(config) != first.info.config:
+        raise InputError(f"made with another configuration than {quote(config.source)}", path=first.path)
+    count = first.info.shard[1] if first.info.shard is not None else 1
+    seen: dict[int, str] = {}
+    files: dict[str, str] = {}
+    for shard in shards:
+        index, n = shard.info.shard if shard.info.shard is not None else (1, 1)
+        if n != count:
+            raise InputError(
+                f"is shard {index}/{n}, {quote(first.path)} is of {count} shards", path=shard.path
+            )
+        if index in seen:
+            raise InputError(f"shard {index}/{count} again (also {quote(seen[index])})", path=shard.path)
+        seen[index] = shard.path
+        for report in shard.reports:
+            if report.command != "check":
+                continue
+            if report.path in files:
+                raise InputError(
+                    f"overlaps {quote(files[report.path])}: both report {quote(report.path)}", path=shard.path
+                )
+            files[report.path] = shard.path
+    missing = [str(k) for k in range(1, count + 1) if k not in seen]
+    if missing:
+        raise InputError(
+            f"shard{'s' if len(missing) > 1 else ''} {', '.join(missing)} of {count} missing: "
+            "merge needs the reports of every shard"
+        )
+    reports = [r for shard in sorted(shards, key=lambda s: s.info.shard or (1, 1)) for r in shard.reports]
+    reports.sort(key=lambda r: (r.path, r.command != "check"))
+    info = CheckInfo(
+        toolreplay=first.info.toolreplay,
+        config=first.info.config,
+        fail_on=first.info.fail_on,
+        base=first.info.base,
+    )
+    return info, reports
