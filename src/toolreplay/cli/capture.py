@@ -1,0 +1,90 @@
+"""Live capture over MCP: ``record``, ``serve`` and ``probe`` (docs/capture.md).
+
+The MCP SDK is imported inside the commands, so the CLI starts fast and works without
+the ``mcp`` extra; these commands then say how to install it (exit 2).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from toolreplay.cli import cli
+from toolreplay.errors import InputError
+from toolreplay.findings import one_line
+
+INSTALL_HINT = "needs the MCP SDK: pip install 'toolreplay[mcp]'"
+
+
+def require_sdk(command: str) -> None:
+    """Refuse (exit 2) with the install hint when the MCP SDK is not installed."""
+    try:
+        import mcp  # noqa: F401
+    except ImportError as err:
+        raise InputError(f"toolreplay {command} {INSTALL_HINT}") from err
+
+
+def _warn(text: str) -> None:
+    click.echo(f"toolreplay: warning: {one_line(text)}", err=True)
+
+
+def _check_result(result: dict[str, Any]) -> str | None:
+    from mcp.types import CallToolResult
+    from pydantic import ValidationError
+
+    try:
+        CallToolResult.model_validate(result)
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = "/".join(str(part) for part in first["loc"])
+        return f"{where}: {first['msg']}" if where else first["msg"]
+    return None
+
+
+@cli.command(name="record")
+@click.argument("command", nargs=-1, required=True)
+@click.option("-o", "--output", required=True, metavar="OUT", help="The transcript to write.")
+@click.option("--seal", is_flag=True, help="Write a sealed transcript, chained link by link as calls finish.")
+@click.option("--lock", "lock_path", metavar="LOCK", help="Also write the listed tools as a tool lock.")
+@click.option(
+    "--redact",
+    "patterns",
+    multiple=True,
+    metavar="REGEX",
+    help="Replace matches with [REDACTED] in args and responses before writing (repeatable).",
+)
+@click.pass_context
+def record_cmd(
+    ctx: click.Context,
+    command: tuple[str, ...],
+    output: str,
+    seal: bool,
+    lock_path: str | None,
+    patterns: tuple[str, ...],
+) -> None:
+    """Run the MCP server COMMAND behind a recording proxy (stdio).
+
+    Put this where your MCP client starts the server; every message passes both ways
+    unchanged, and each tools/call with its answer is written to OUT as it finishes.
+    Exits with the server's exit status.
+
+    \b
+        toolreplay record -o run.sealed.jsonl --seal -- python server.py
+    """
+    require_sdk("record")
+    from toolreplay.capture.recording import Recording
+    from toolreplay.capture.stdio import proxy
+
+    with Recording(
+        output, seal=seal, lock_path=lock_path, redact=patterns, warn=_warn, check_result=_check_result
+    ) as recording:
+        status = proxy(command, recording, warn=_warn)
+    redacted = recording.redactor.count
+    note = f", {redacted} value{'s' if redacted != 1 else ''} redacted" if patterns else ""
+    click.echo(
+        f"toolreplay: recorded {recording.count} call{'s' if recording.count != 1 else ''}"
+        f" to {one_line(output)}{note}",
+        err=True,
+    )
+    ctx.exit(status)
