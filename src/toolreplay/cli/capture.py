@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from toolreplay.cli import cli
+from toolreplay.cli import EXIT_FINDINGS, cli
 from toolreplay.errors import InputError
 from toolreplay.findings import one_line
 
@@ -88,3 +88,48 @@ def record_cmd(
         err=True,
     )
     ctx.exit(status)
+
+
+@cli.command(name="serve")
+@click.argument("transcript")
+@click.option(
+    "--lock", "lock_path", metavar="LOCK", help="Refuse to start unless the recording matches this lock."
+)
+@click.option(
+    "--listen", metavar="HOST:PORT", help="Serve Streamable HTTP at http://HOST:PORT/mcp, not stdio."
+)
+@click.pass_context
+def serve_cmd(ctx: click.Context, transcript: str, lock_path: str | None, listen: str | None) -> None:
+    """Answer MCP tool calls from TRANSCRIPT, running nothing (stdio by default).
+
+    Identical calls get the recorded responses in order (the last one again after
+    that); a call that was not recorded gets a tool error starting "snapshot miss:".
+    With LOCK, a recording whose fingerprints differ from it is refused (exit 1).
+    """
+    require_sdk("serve")
+    from toolreplay.capture.serve import (
+        BrokenRecordingError,
+        build_server,
+        check_lock,
+        load_records,
+        parse_listen,
+        serve_http,
+        serve_stdio,
+    )
+    from toolreplay.contracts.lock import load_lock
+    from toolreplay.library.errors import ToolDriftError
+
+    address = parse_listen(listen) if listen is not None else None
+    lock = load_lock(lock_path) if lock_path is not None else None
+    try:
+        records = load_records(transcript)
+        if lock is not None:
+            check_lock(records, lock)
+    except (ToolDriftError, BrokenRecordingError) as err:
+        click.echo(f"toolreplay: error: {one_line(str(err))}", err=True)
+        ctx.exit(EXIT_FINDINGS)
+    server = build_server(records, lock)
+    if address is None:
+        serve_stdio(server)
+    else:
+        serve_http(server, *address)

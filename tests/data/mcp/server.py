@@ -1,7 +1,7 @@
 """A small real MCP server (the SDK's MCPServer) for the capture tests.
 
 Tools: ``echo`` (deterministic), ``clock`` (answers change between processes: it reads
-the CLOCK_SEED environment variable), ``write_note`` (a mutator: it appends to the file
+the CLOCK_SEED environment variable), ``counter`` (1, 2, 3, ... within a process), ``write_note`` (a mutator: it appends to the file
 named by NOTES_FILE), ``picture`` (an image: base64 PNG bytes), ``big`` (MBs of text),
 ``greet`` (non-ASCII), ``slow`` (sleeps, reporting progress), ``fail`` (raises).
 Run: ``python server.py [stdio|http PORT]``. SERVER_VERSION sets serverInfo.version;
@@ -39,6 +39,16 @@ def echo(text: Annotated[str, Field(max_length=LIMIT)], times: int = 1) -> str:
 def clock(zone: str) -> str:
     """An answer that changes from one server process to the next."""
     return f"{zone}: {os.environ.get('CLOCK_SEED', '0')}"
+
+
+COUNT = [0]
+
+
+@server.tool(annotations=READ_ONLY)
+def counter() -> int:
+    """Answers 1, 2, 3, ... within one server process."""
+    COUNT[0] += 1
+    return COUNT[0]
 
 
 @server.tool()
