@@ -1,9 +1,10 @@
 """A small real MCP server (the SDK's MCPServer) for the capture tests.
 
 Tools: ``echo`` (deterministic), ``clock`` (answers change between processes: it reads
-the CLOCK_SEED environment variable), ``counter`` (1, 2, 3, ... within a process), ``write_note`` (a mutator: it appends to the file
-named by NOTES_FILE), ``picture`` (an image: base64 PNG bytes), ``big`` (MBs of text),
-``greet`` (non-ASCII), ``slow`` (sleeps, reporting progress), ``fail`` (raises).
+the CLOCK_SEED environment variable), ``counter`` (1, 2, 3, ... within a process),
+``write_note`` (a mutator: it appends to the file named by NOTES_FILE), ``picture`` (an
+image: base64 PNG bytes), ``big`` (MBs of text), ``greet`` (non-ASCII), ``slow`` (sleeps,
+reporting progress), ``fail`` (raises).
 Run: ``python server.py [stdio|http PORT]``. SERVER_VERSION sets serverInfo.version;
 SCHEMA_LIMIT changes ``echo``'s input schema (a contract change).
 """
