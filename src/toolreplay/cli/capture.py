@@ -10,9 +10,10 @@ from typing import Any
 
 import click
 
-from toolreplay.cli import EXIT_FINDINGS, cli
+from toolreplay.cli import EXIT_FINDINGS, cli, emit, format_option
 from toolreplay.errors import InputError
-from toolreplay.findings import one_line
+from toolreplay.findings import one_line, quote
+from toolreplay.report import Line, Report
 
 INSTALL_HINT = "needs the MCP SDK: pip install 'toolreplay[mcp]'"
 
@@ -133,3 +134,83 @@ def serve_cmd(ctx: click.Context, transcript: str, lock_path: str | None, listen
         serve_stdio(server)
     else:
         serve_http(server, *address)
+
+
+@cli.command(name="probe")
+@click.argument("transcript")
+@click.argument("command", nargs=-1)
+@click.option("--target", metavar="URL", help="A Streamable HTTP server to ask instead of starting COMMAND.")
+@click.option(
+    "--mutator",
+    "mutators",
+    multiple=True,
+    metavar="TOOL",
+    help="A tool that changes state and is never re-run (repeatable; replaces the default list).",
+)
+@click.option("--lock", "lock_path", metavar="LOCK", help="A tool lock whose mutates flags decide too.")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=30.0,
+    show_default=True,
+    help="Seconds allowed for listing the tools and for each call.",
+)
+@format_option
+@click.pass_context
+def probe_cmd(
+    ctx: click.Context,
+    transcript: str,
+    command: tuple[str, ...],
+    target: str | None,
+    mutators: tuple[str, ...],
+    lock_path: str | None,
+    timeout: float,
+    fmt: str,
+) -> None:
+    """Ask a live MCP server again what TRANSCRIPT recorded; report drift (exit 1).
+
+    The server's tools/list fingerprints are compared with the recorded ones
+    (tool-drift); each distinct recorded call of a tool that does not change state is
+    asked once and its answer compared with the recording (silent-drift). Per tool:
+    stable, silent-drift, unavailable or not-probed.
+
+    \b
+        toolreplay probe run.sealed.jsonl -- python server.py
+        toolreplay probe run.sealed.jsonl --target http://127.0.0.1:8000/mcp
+    """
+    require_sdk("probe")
+    from toolreplay.analyses.replay import DEFAULT_MUTATORS
+    from toolreplay.capture.live import ask_live
+    from toolreplay.capture.probe import judge, plan
+    from toolreplay.capture.serve import BrokenRecordingError, load_records
+    from toolreplay.contracts.lock import declared_mutators, load_lock
+
+    if (target is None) == (not command):
+        raise click.UsageError("give the server's command line after -- or --target URL (one of them)")
+    configured = frozenset(mutators) if mutators else DEFAULT_MUTATORS
+    if lock_path is not None:
+        configured = declared_mutators(load_lock(lock_path), configured)
+    try:
+        records = load_records(transcript)
+    except BrokenRecordingError as err:
+        click.echo(f"toolreplay: error: {one_line(str(err))}", err=True)
+        ctx.exit(EXIT_FINDINGS)
+    live = ask_live(
+        target if target is not None else command,
+        lambda listed: plan(records, configured, listed),
+        timeout=timeout,
+    )
+    result = judge(
+        records, live=live.fingerprints, answers=live.answers, mutators=configured, path=transcript
+    )
+    header = [
+        Line(key="calls", value=result.calls, text=str(result.calls)),
+        Line(key="asked", value=result.asked, text=str(result.asked)),
+    ]
+    header += [
+        Line(key=f"tool {quote(tool)}", value=verdict, text=verdict)
+        for tool, verdict in result.verdicts.items()
+    ]
+    header.append(Line(key="findings", value=len(result.findings), text=str(len(result.findings))))
+    report = Report(command="probe", path=transcript, header=tuple(header), findings=result.findings)
+    ctx.exit(emit([report], fmt))
