@@ -88,3 +88,41 @@ class PipeAgent:
         """Close stdin; return (exit status, the rest of stdout, stderr)."""
         rest, err = self.process.communicate(timeout=TIMEOUT)
         return self.process.returncode, rest, err
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def wait_for_port(port: int, process: subprocess.Popen[bytes]) -> None:
+    """Block until something accepts connections on 127.0.0.1:port (or the process died)."""
+    import socket
+    import time
+
+    deadline = time.monotonic() + TIMEOUT
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"{process.args!r} exited with {process.returncode}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise AssertionError(f"nothing listens on port {port}")
+
+
+def stop(process: subprocess.Popen[bytes]) -> tuple[int, bytes]:
+    """SIGTERM a process started by a test; return its exit status and stderr."""
+    process.terminate()
+    try:
+        _, err = process.communicate(timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        _, err = process.communicate()
+    return process.returncode, err or b""

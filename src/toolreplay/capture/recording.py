@@ -52,17 +52,17 @@ class Recording:
         """Calls recorded so far."""
         return self.recorder.count
 
-    def from_client(self, raw: bytes) -> None:
+    def from_client(self, raw: bytes, channel: str = "") -> None:
         """A line the client sent (before it is forwarded: the request is known before its answer)."""
         self.lines["client"] += 1
-        observed = self.session.from_client(raw)
+        observed = self.session.from_client(raw, channel)
         for problem in observed.warnings:
             self.warn(f"client message {self.lines['client']}: {problem}")
 
-    def from_server(self, raw: bytes) -> None:
+    def from_server(self, raw: bytes, channel: str = "") -> None:
         """A line the server sent: record the calls it answers."""
         self.lines["server"] += 1
-        observed = self.session.from_server(raw)
+        observed = self.session.from_server(raw, channel)
         for problem in observed.warnings:
             self.warn(f"server message {self.lines['server']}: {problem}")
         for call in observed.calls:

@@ -9,7 +9,6 @@ starts ``snapshot miss:``; a recorded JSON-RPC error is answered as that error a
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -164,8 +163,7 @@ def parse_listen(listen: str) -> tuple[str, int]:
 
 
 def serve_http(server: Server[Any], host: str, port: int) -> None:
-    """Serve Streamable HTTP at ``http://HOST:PORT/mcp`` until interrupted."""
-    import uvicorn
+    """Serve Streamable HTTP at ``http://HOST:PORT/mcp`` until SIGINT or SIGTERM."""
+    from toolreplay.capture.http import run_until_stopped
 
-    app = server.streamable_http_app(host=host)
-    uvicorn.run(app, host=host, port=port, log_level=os.environ.get("TOOLREPLAY_HTTP_LOG", "warning"))
+    run_until_stopped(server.streamable_http_app(host=host), host, port)

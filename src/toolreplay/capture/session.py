@@ -65,8 +65,12 @@ class Session:
     _pending: dict[str, _Pending] = field(default_factory=dict)
     _page: dict[str, ToolContract] = field(default_factory=dict)
 
-    def from_client(self, raw: bytes) -> Observed:
-        """Look at a line the client sent to the server."""
+    def from_client(self, raw: bytes, channel: str = "") -> Observed:
+        """Look at a line the client sent to the server.
+
+        ``channel`` keeps exchanges apart whose ids may repeat (each HTTP request of the
+        Streamable HTTP transport is answered on its own response); stdio has one.
+        """
         messages, problem = _messages(raw)
         if problem:
             return Observed(warnings=(problem,))
@@ -74,12 +78,12 @@ class Session:
             method = message.get("method")
             if "id" in message and method in ("tools/call", "tools/list"):
                 params = message.get("params")
-                self._pending[canonical(message["id"])] = _Pending(
+                self._pending[channel + canonical(message["id"])] = _Pending(
                     method=method, params=params if isinstance(params, dict) else {}
                 )
         return Observed()
 
-    def from_server(self, raw: bytes) -> Observed:
+    def from_server(self, raw: bytes, channel: str = "") -> Observed:
         """Look at a line the server sent to the client; answered calls come back in order."""
         messages, problem = _messages(raw)
         if problem:
@@ -91,7 +95,7 @@ class Session:
             self._remember_version(message)
             if "method" in message or "id" not in message:
                 continue  # a notification or a request of the server's own
-            pending = self._pending.pop(canonical(message["id"]), None)
+            pending = self._pending.pop(channel + canonical(message["id"]), None)
             if pending is None:
                 continue
             if pending.method == "tools/list":

@@ -44,7 +44,7 @@ def _check_result(result: dict[str, Any]) -> str | None:
 
 
 @cli.command(name="record")
-@click.argument("command", nargs=-1, required=True)
+@click.argument("command", nargs=-1)
 @click.option("-o", "--output", required=True, metavar="OUT", help="The transcript to write.")
 @click.option("--seal", is_flag=True, help="Write a sealed transcript, chained link by link as calls finish.")
 @click.option("--lock", "lock_path", metavar="LOCK", help="Also write the listed tools as a tool lock.")
@@ -55,6 +55,8 @@ def _check_result(result: dict[str, Any]) -> str | None:
     metavar="REGEX",
     help="Replace matches with [REDACTED] in args and responses before writing (repeatable).",
 )
+@click.option("--listen", metavar="HOST:PORT", help="Proxy Streamable HTTP: listen here (with --target).")
+@click.option("--target", metavar="URL", help="The MCP server's Streamable HTTP URL (with --listen).")
 @click.pass_context
 def record_cmd(
     ctx: click.Context,
@@ -63,24 +65,43 @@ def record_cmd(
     seal: bool,
     lock_path: str | None,
     patterns: tuple[str, ...],
+    listen: str | None,
+    target: str | None,
 ) -> None:
-    """Run the MCP server COMMAND behind a recording proxy (stdio).
+    """Run the MCP server COMMAND behind a recording proxy (stdio), or proxy a URL.
 
     Put this where your MCP client starts the server; every message passes both ways
     unchanged, and each tools/call with its answer is written to OUT as it finishes.
-    Exits with the server's exit status.
+    Exits with the server's exit status. Over Streamable HTTP, point the client at
+    http://HOST:PORT with the target URL's path; stop the proxy with Ctrl-C (exit 0).
 
     \b
         toolreplay record -o run.sealed.jsonl --seal -- python server.py
+        toolreplay record -o run.jsonl --listen 127.0.0.1:8001 --target http://127.0.0.1:8000/mcp
     """
     require_sdk("record")
     from toolreplay.capture.recording import Recording
-    from toolreplay.capture.stdio import proxy
 
+    if (listen is None) != (target is None) or (listen is not None) == bool(command):
+        raise click.UsageError("give the server's command line after --, or --listen and --target")
+    address = None
+    if listen is not None and target is not None:
+        from toolreplay.capture.http import check_target
+        from toolreplay.capture.serve import parse_listen
+
+        address, target = parse_listen(listen), check_target(target)
     with Recording(
         output, seal=seal, lock_path=lock_path, redact=patterns, warn=_warn, check_result=_check_result
     ) as recording:
-        status = proxy(command, recording, warn=_warn)
+        if address is not None and target is not None:
+            from toolreplay.capture.http import serve_proxy
+
+            serve_proxy(*address, target, recording)
+            status = 0
+        else:
+            from toolreplay.capture.stdio import proxy
+
+            status = proxy(command, recording, warn=_warn)
     redacted = recording.redactor.count
     note = f", {redacted} value{'s' if redacted != 1 else ''} redacted" if patterns else ""
     click.echo(
