@@ -248,21 +248,64 @@ def test_bad_redact_pattern(runner: CliRunner, tmp_path: Path) -> None:
     assert not out.exists()
 
 
-def test_without_the_sdk_says_how_to_install_it(tmp_path: Path) -> None:
-    """With the MCP SDK not importable, record says how to install it (exit 2) and starts nothing."""
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["record", "-o", "{out}", "--", "true"],
+        ["serve", "{out}"],
+        ["probe", "{out}", "--", "true"],
+    ],
+    ids=["record", "serve", "probe"],
+)
+def test_without_the_sdk_says_how_to_install_it(tmp_path: Path, argv: list[str]) -> None:
+    """With the MCP SDK not importable, each capture command says how to install it (exit 2)
+    and starts or writes nothing."""
     code = (
         "import sys; sys.modules['mcp'] = None\n"
         "from toolreplay.cli import main\n"
-        "sys.argv = ['toolreplay', 'record', '-o', sys.argv[1], '--', 'true']\n"
+        "sys.argv = ['toolreplay', *sys.argv[1:]]\n"
         "main()\n"
     )
     out = tmp_path / "x.jsonl"
+    args = [a.replace("{out}", str(out)) for a in argv]
     result = subprocess.run(
-        [sys.executable, "-c", code, str(out)], capture_output=True, timeout=TIMEOUT, env=dict(os.environ)
+        [sys.executable, "-c", code, *args], capture_output=True, timeout=TIMEOUT, env=dict(os.environ)
     )
     assert result.returncode == 2
-    assert (
-        result.stderr
-        == b"toolreplay: error: toolreplay record needs the MCP SDK: pip install 'toolreplay[mcp]'\n"
+    assert result.stderr.decode() == (
+        f"toolreplay: error: toolreplay {argv[0]} needs the MCP SDK: pip install 'toolreplay[mcp]'\n"
     )
     assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ([], "give the server's command line after --, or --listen and --target"),
+        (["--listen", "127.0.0.1:1"], "give the server's command line after --, or --listen and --target"),
+        (["--listen", "nowhere", "--target", "http://x/mcp"], "--listen 'nowhere' is not HOST:PORT"),
+        (
+            ["--listen", "127.0.0.1:9", "--target", "ftp://x/mcp"],
+            "--target 'ftp://x/mcp' is not an http:// or https:// URL",
+        ),
+    ],
+)
+def test_record_options_are_checked_before_anything_starts(
+    runner: CliRunner, tmp_path: Path, options: list[str], message: str
+) -> None:
+    """Missing or malformed transport options are a usage error (exit 2) and write nothing."""
+    out = tmp_path / "x.jsonl"
+    result = runner.invoke(cli, ["record", "-o", str(out), *options])
+    assert result.exit_code == 2
+    assert message in result.output
+    assert not out.exists()
+
+
+def test_record_into_a_missing_folder(runner: CliRunner, tmp_path: Path) -> None:
+    """An output that cannot be created is one line naming it (exit 2); the server is not started."""
+    out = tmp_path / "no" / "run.jsonl"
+    result = runner.invoke(cli, ["record", "-o", str(out), "--", "true"])
+    assert result.exit_code == 2
+    assert (
+        result.output == f"toolreplay: error: {out}: cannot write the transcript: No such file or directory\n"
+    )
