@@ -48,7 +48,8 @@ def _start(argv: list[str], port: int) -> subprocess.Popen[bytes]:
 @pytest.mark.slow
 def test_record_and_serve_over_streamable_http(runner: CliRunner, tmp_path: Path) -> None:
     """Through the HTTP proxy the client gets the server's answers (progress events included) and
-    each call is sealed; served back over HTTP, the recording answers the same."""
+    each call is sealed; probe --target finds the one tool whose answers moved on; served back
+    over HTTP, the recording answers the same."""
     out = tmp_path / "run.sealed.jsonl"
     server_port, proxy_port, serve_port = free_port(), free_port(), free_port()
     server = _start([*SERVER_CMD, "http", str(server_port)], server_port)
@@ -69,8 +70,23 @@ def test_record_and_serve_over_streamable_http(runner: CliRunner, tmp_path: Path
         )
         live, progress = anyio.run(_ask, f"http://127.0.0.1:{proxy_port}/mcp")
         status, err = stop(proxy)
+        # the live server's counter has gone on counting: probe sees that, and nothing else
+        probe = runner.invoke(cli, ["probe", str(out), "--target", f"http://127.0.0.1:{server_port}/mcp"])
     finally:
         stop(server)
+    assert (probe.exit_code, probe.output) == (
+        1,
+        "calls: 6\n"
+        "asked: 5\n"
+        "tool 'counter': silent-drift\n"
+        "tool 'echo': stable\n"
+        "tool 'greet': stable\n"
+        "tool 'picture': stable\n"
+        "tool 'slow': stable\n"
+        "findings: 1\n"
+        "index 4: silent-drift: tool 'counter' answered the call recorded at index 4 differently live,"
+        ' first at \'/content/0/text\': recorded "1", live "3"\n',
+    )
     assert (status, err.decode()) == (0, f"toolreplay: recorded 6 calls to {out}\n")
     assert progress == 1
     records = [json.loads(line) for line in out.read_text(encoding="ascii").splitlines()]

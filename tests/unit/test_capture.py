@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from toolreplay.capture.http import EventSplitter
 from toolreplay.capture.probe import Failure, judge, plan
 from toolreplay.capture.redact import Redactor
 from toolreplay.capture.session import Session
@@ -123,6 +124,15 @@ def test_line_splitter_keeps_lines_whole_across_chunks() -> None:
     out = [*splitter.feed(b'{"a"'), *splitter.feed(b':1}\n{"b":2}\n{"c"'), *splitter.feed(b":3}\n\n")]
     assert out == [b'{"a":1}\n', b'{"b":2}\n', b'{"c":3}\n', b"\n"]
     assert [*splitter.feed(b"tail")] == [] and splitter.rest() == b"tail"
+
+
+def test_event_splitter_yields_each_events_data() -> None:
+    """Server-sent events come out as their data (multi-line data joined, comments and ids
+    ignored, CRLF endings accepted), however the stream was chunked."""
+    stream = b'event: message\r\nid: 1\r\ndata: {"a":\r\ndata: 1}\r\n\r\n: keep-alive\n\ndata:{"b":2}\n\n'
+    splitter = EventSplitter()
+    out = [data for i in range(0, len(stream), 5) for data in splitter.feed(stream[i : i + 5])]
+    assert out == [b'{"a":\n1}', b'{"b":2}']
 
 
 def test_probe_verdicts() -> None:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from toolreplay.capture.recording import Recording
+from toolreplay.capture.stdio import LineSplitter
 from toolreplay.errors import InputError
 
 if TYPE_CHECKING:
@@ -47,15 +48,13 @@ class EventSplitter:
     """Split a ``text/event-stream`` body into the ``data`` of each event, whatever the chunking."""
 
     def __init__(self) -> None:
-        self._buffer = b""
+        self._lines = LineSplitter()
         self._data: list[bytes] = []
 
     def feed(self, chunk: bytes) -> Iterator[bytes]:
         """The data of every event ``chunk`` completes."""
-        self._buffer += chunk
-        *lines, self._buffer = self._buffer.split(b"\n")
-        for line in lines:
-            line = line.removesuffix(b"\r")
+        for raw in self._lines.feed(chunk):
+            line = raw.removesuffix(b"\n").removesuffix(b"\r")
             if not line:
                 if self._data:
                     yield b"\n".join(self._data)
@@ -116,12 +115,10 @@ def serve_proxy(host: str, port: int, target: str, recording: Recording) -> None
             finally:
                 await upstream.aclose()
 
-        out_headers = {
-            k.decode("latin-1"): v.decode("latin-1")
-            for k, v in upstream.headers.raw
-            if k.lower() not in _HOP_BY_HOP
-        }
-        return StreamingResponse(relay(), status_code=upstream.status_code, headers=out_headers)
+        response = StreamingResponse(relay(), status_code=upstream.status_code)
+        # raw, so repeated headers (several Set-Cookie) stay as the server sent them
+        response.raw_headers = [(k, v) for k, v in upstream.headers.raw if k.lower() not in _HOP_BY_HOP]
+        return response
 
     methods = ["GET", "POST", "DELETE", "PUT", "PATCH", "OPTIONS", "HEAD"]
     run_until_stopped(Starlette(routes=[Route("/{path:path}", forward, methods=methods)]), host, port)
