@@ -132,7 +132,7 @@ def test_proxy_changes_no_byte(tmp_path: Path) -> None:
     proxied, status, err = run([*TOOLREPLAY, "record", "-o", str(out), "--", *SERVER_CMD])
     assert proxied == direct
     assert status == direct_status == 0
-    assert b"toolreplay: warning: client message 4: not JSON (invalid JSON: " in err
+    assert b"toolreplay: warning: client message 4: unreadable: invalid JSON: " in err
     assert err.decode().endswith("toolreplay: recorded 2 calls to " + str(out) + "\n")
     records = [json.loads(line) for line in out.read_text(encoding="ascii").splitlines()]
     assert [(r["tool"], r["args"]) for r in records] == [("greet", {"name": "José"}), ("picture", {})]
@@ -149,11 +149,14 @@ def test_sigkill_mid_session_leaves_a_verifying_file(runner: CliRunner, tmp_path
     agent.send(INITIALIZED)
     for i in range(5):
         agent.ask(request(10 + i, "tools/call", {"name": "echo", "arguments": {"text": str(i)}}))
-    agent.send(request(20, "tools/call", {"name": "big", "arguments": {"megabytes": 6}}))
+    size = out.stat().st_size
+    # 3 MB of text, twice in the result (content and structuredContent): a 6 MB record
+    agent.send(request(20, "tools/call", {"name": "big", "arguments": {"megabytes": 3}}))
     deadline = time.monotonic() + TIMEOUT
-    while out.stat().st_size < 3000 and time.monotonic() < deadline:
-        time.sleep(0.005)  # wait until the big record has begun to land, then kill
+    while out.stat().st_size == size and time.monotonic() < deadline:
+        time.sleep(0.001)  # wait until the big record has begun to land, then kill
     agent.process.send_signal(signal.SIGKILL)
+    assert out.stat().st_size > size
     agent.process.communicate(timeout=TIMEOUT)
 
     data = out.read_bytes()
@@ -211,7 +214,7 @@ def test_malformed_server_line(tmp_path: Path) -> None:
     assert result.returncode == 0
     assert result.stdout.startswith(b"garbage\n[1, 2]\n{")
     assert result.stderr.decode().splitlines() == [
-        "toolreplay: warning: server message 1: not JSON (invalid JSON: Expecting value at column 1);"
+        "toolreplay: warning: server message 1: unreadable: invalid JSON: Expecting value at column 1;"
         " passed on, not looked at",
         "toolreplay: warning: server message 2: not a JSON-RPC 2.0 message; passed on, not looked at",
         f"toolreplay: recorded 1 call to {out}",

@@ -77,7 +77,7 @@ def test_unreadable_lines_are_warned_about_not_recorded() -> None:
     """A line that is not JSON, or not JSON-RPC, gives a warning and leaves the session as it was."""
     session = Session()
     assert session.from_client(b"{nope\n").warnings == (
-        "not JSON (invalid JSON: Expecting property name enclosed in double quotes at column 2);"
+        "unreadable: invalid JSON: Expecting property name enclosed in double quotes at column 2;"
         " passed on, not looked at",
     )
     assert session.from_server(b'{"id": 1}\n').warnings == (
@@ -167,4 +167,33 @@ def test_probe_verdicts() -> None:
             " recorded 2, live 3",
         ),
         (3, "tool-drift", "tool 'gone' was recorded with fingerprint 1111111111111111, is no longer listed"),
+    ]
+
+
+def test_recording_writes_redacted_records_and_skips_what_a_transcript_cannot_hold(tmp_path: Any) -> None:
+    """Secrets are masked before the line is written; a record over the line cap is not written
+    (one warning), and the next call still gets the next index."""
+    from toolreplay.capture.recording import Recording
+    from toolreplay.transcript import read_transcript
+
+    warnings: list[str] = []
+    out = tmp_path / "run.jsonl"
+    with Recording(str(out), redact=[r"sk-\w+"], warn=warnings.append) as recording:
+        recording.from_client(call(1, "login", {"key": "sk-abc"}))
+        recording.from_server(result(1, {"content": [{"type": "text", "text": "ok sk-abc"}]}))
+        recording.from_client(call(2, "dump"))
+        huge = result(2, {"content": [{"type": "text", "text": "x" * (8 * 1024 * 1024)}]})
+        recording.from_server(huge)
+        recording.from_client(call(3, "after"))
+        recording.from_server(result(3, {"content": []}))
+    records = list(read_transcript(str(out)))
+    assert [(r.index, r.tool, r.args) for r in records] == [
+        (0, "login", {"key": "[REDACTED]"}),
+        (1, "after", {}),
+    ]
+    assert records[0].response == {"content": [{"type": "text", "text": "ok [REDACTED]"}]}
+    assert recording.redactor.count == 2
+    assert warnings == [
+        f"server message 2: unreadable: message is {len(huge)} bytes, over the 8388608-byte limit;"
+        " passed on, not looked at"
     ]

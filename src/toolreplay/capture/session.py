@@ -190,7 +190,7 @@ def _messages(raw: bytes) -> tuple[list[dict[str, Any]], str]:
     try:
         value = decode(raw, max_bytes=MAX_RECORD_BYTES, what="message")
     except InputError as err:
-        return [], f"not JSON ({err.problem}); passed on, not looked at"
+        return [], f"unreadable: {err.problem}; passed on, not looked at"
     items = value if isinstance(value, list) else [value]
     messages = [item for item in items if isinstance(item, dict) and item.get("jsonrpc") == "2.0"]
     if not messages or len(messages) != len(items):
