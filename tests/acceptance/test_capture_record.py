@@ -113,6 +113,7 @@ def test_proxy_changes_no_byte(tmp_path: Path) -> None:
             True,
         ),
         (b"{this is not json\n", False),
+        (b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":99}}\n', False),
         (request(2, "tools/call", {"name": "picture"}), True),
         (request(3, "ping"), True),
     ]

@@ -133,7 +133,9 @@ def run_until_stopped(app: Any, host: str, port: int) -> None:
         def capture_signals(self) -> Iterator[None]:
             yield  # the handlers below stop it instead
 
-    server = Server(uvicorn.Config(app, host=host, port=port, log_level="warning"))
+    # an open event stream (a client's GET) must not hold the shutdown forever
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=5)
+    server = Server(config)
 
     def stop(signum: int, frame: FrameType | None) -> None:
         server.should_exit = True
