@@ -17,6 +17,7 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
     ("echo", {"text": "x"}),
     ("clock", {"zone": "utc"}),
     ("write_note", {"text": "n"}),
+    ("erase_notes", {}),
     ("clock", {"zone": "utc"}),
     ("fail", {"reason": "r"}),
 ]
@@ -48,16 +49,19 @@ def test_probe_catches_changed_answers_and_contracts_and_never_reruns_a_mutator(
     out, lock = tmp_path / "run.sealed.jsonl", tmp_path / "tools.lock.json"
     record = [*TOOLREPLAY, "record", "-o", str(out), "--seal", "--lock", str(lock), "--", *SERVER_CMD]
     anyio.run(_agent, record, dict(os.environ))
-    assert notes.read_text(encoding="utf-8") == "n\n"
+    assert notes.read_text(encoding="utf-8") == "n\nerased\n"
 
-    probe = ["probe", str(out), "--lock", str(lock), "--", *SERVER_CMD]
-    same = runner.invoke(cli, probe, catch_exceptions=False)
+    # without a lock: write_note is named a mutator, erase_notes says it is destructive itself
+    same = runner.invoke(
+        cli, ["probe", str(out), "--mutator", "write_note", "--", *SERVER_CMD], catch_exceptions=False
+    )
     assert (same.exit_code, same.output) == (
         0,
-        "calls: 5\n"
+        "calls: 6\n"
         "asked: 3\n"
         "tool 'clock': stable\n"
         "tool 'echo': stable\n"
+        "tool 'erase_notes': not-probed\n"
         "tool 'fail': stable\n"
         "tool 'write_note': not-probed\n"
         "findings: 0\n",
@@ -65,14 +69,16 @@ def test_probe_catches_changed_answers_and_contracts_and_never_reruns_a_mutator(
 
     monkeypatch.setenv("CLOCK_SEED", "2")
     monkeypatch.setenv("SCHEMA_LIMIT", "5")
-    changed = runner.invoke(cli, [*probe[: -len(SERVER_CMD) - 1], "--format", "json", "--", *SERVER_CMD])
+    probe = ["probe", str(out), "--lock", str(lock), "--format", "json", "--", *SERVER_CMD]
+    changed = runner.invoke(cli, probe)
     assert changed.exit_code == 1, changed.output
     report = json.loads(changed.output)["reports"][0]
     assert report["summary"] == {
-        "calls": 5,
+        "calls": 6,
         "asked": 3,
         "tool 'clock'": "silent-drift",
         "tool 'echo'": "stable",
+        "tool 'erase_notes'": "not-probed",
         "tool 'fail'": "stable",
         "tool 'write_note'": "not-probed",
         "findings": 2,
@@ -89,7 +95,7 @@ def test_probe_catches_changed_answers_and_contracts_and_never_reruns_a_mutator(
         "tool 'clock' answered the call recorded at index 1 differently live, first at"
         ' \'/content/0/text\': recorded "utc: 1", live "utc: 2"'
     )
-    assert notes.read_text(encoding="utf-8") == "n\n"  # the mutator ran once: when it was recorded
+    assert notes.read_text(encoding="utf-8") == "n\nerased\n"  # the mutators ran once: when recorded
 
 
 def test_probe_needs_a_server(runner: CliRunner, tmp_path: Path) -> None:

@@ -21,16 +21,20 @@ class Live:
     """What the live server said: its tools' fingerprints and its answers by call key."""
 
     fingerprints: dict[str, str]
+    #: tools whose live annotations say outright that they destroy (``destructiveHint: true``)
+    destructive: frozenset[str]
     answers: dict[str, Answer]
 
 
 def ask_live(
     target: Sequence[str] | str,
-    choose: Callable[[frozenset[str]], Sequence[Record]],
+    choose: Callable[[frozenset[str], frozenset[str]], Sequence[Record]],
     *,
     timeout: float,
 ) -> Live:
-    """Connect, list the tools (every page), ask the calls ``choose`` picks from the listed names.
+    """Connect, list the tools (every page), ask the calls ``choose`` picks.
+
+    ``choose`` gets the listed tool names and those the server declares destructive.
 
     ``target`` is a server command line (started over stdio) or a URL. Not getting the
     tool list is an ``InputError`` naming the target; a call that gets no answer within
@@ -60,7 +64,8 @@ def ask_live(
                 imported = import_definitions(tools, version=version)
                 fingerprints = {contract.name: contract.fingerprint for contract in imported.contracts}
                 answers: dict[str, Answer] = {}
-                for record in choose(frozenset(fingerprints)):
+                destructive = frozenset(t.name for t in tools if says_destructive(t.annotations))
+                for record in choose(frozenset(fingerprints), destructive):
                     try:
                         with anyio.fail_after(timeout):
                             result = await client.call_tool(record.tool, record.args)
@@ -71,7 +76,7 @@ def ask_live(
                         answers[record.call_key] = {"error": {"code": err.code, "message": err.message}}
                     except TimeoutError:
                         answers[record.call_key] = Failure(problem=f"no answer within {timeout:g} s")
-                return Live(fingerprints=fingerprints, answers=answers)
+                return Live(fingerprints=fingerprints, destructive=destructive, answers=answers)
 
         try:
             return anyio.run(run)
@@ -82,6 +87,15 @@ def ask_live(
             cause = _leaf(err)
             problem = f"cannot talk to the MCP server: {type(cause).__name__}: {one_line(str(cause))}"
             raise InputError(problem + _said(errlog), path=name) from err
+
+
+def says_destructive(annotations: dict[str, Any] | None) -> bool:
+    """Whether a tool's annotations say outright that it destroys (not MCP's default for silence)."""
+    return (
+        annotations is not None
+        and annotations.get("destructiveHint") is True
+        and annotations.get("readOnlyHint") is not True
+    )
 
 
 async def _list_tools(client: Any) -> list[ToolDefinition]:

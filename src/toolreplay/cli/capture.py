@@ -218,11 +218,15 @@ def probe_cmd(
         ctx.exit(EXIT_FINDINGS)
     live = ask_live(
         target if target is not None else command,
-        lambda listed: plan(records, configured, listed),
+        lambda listed, destructive: plan(records, configured | destructive, listed),
         timeout=timeout,
     )
     result = judge(
-        records, live=live.fingerprints, answers=live.answers, mutators=configured, path=transcript
+        records,
+        live=live.fingerprints,
+        answers=live.answers,
+        mutators=configured | live.destructive,
+        path=transcript,
     )
     header = [
         Line(key="calls", value=result.calls, text=str(result.calls)),

@@ -2,7 +2,8 @@
 
 Tools: ``echo`` (deterministic), ``clock`` (answers change between processes: it reads
 the CLOCK_SEED environment variable), ``counter`` (1, 2, 3, ... within a process),
-``write_note`` (a mutator: it appends to the file named by NOTES_FILE), ``picture`` (an
+``write_note`` (a mutator without annotations: it appends to the file named by NOTES_FILE),
+``erase_notes`` (declared destructive; it appends too), ``picture`` (an
 image: base64 PNG bytes), ``big`` (MBs of text), ``greet`` (non-ASCII), ``slow`` (sleeps,
 reporting progress), ``fail`` (raises).
 Run: ``python server.py [stdio|http PORT]``. SERVER_VERSION sets serverInfo.version;
@@ -58,6 +59,14 @@ def write_note(text: str) -> str:
     with open(os.environ["NOTES_FILE"], "a", encoding="utf-8") as out:
         out.write(text + "\n")
     return "written"
+
+
+@server.tool(annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=True))
+def erase_notes() -> str:
+    """Declared destructive (it only appends a line, so a test can see it ran)."""
+    with open(os.environ["NOTES_FILE"], "a", encoding="utf-8") as out:
+        out.write("erased\n")
+    return "erased"
 
 
 @server.tool(annotations=READ_ONLY)
