@@ -126,3 +126,30 @@ def test_reimport_is_byte_identical(runner: CliRunner, tmp_path: Path) -> None:
     assert len(names) == 3 + len(SWE)
     for name in names:
         assert (first / name).read_bytes() == (second / name).read_bytes()
+
+
+TAU2 = TRACES / "tau2-bench" / "whissle-airline-sample.json"
+
+
+def test_tau2_bench_every_simulation_imports(runner: CliRunner, tmp_path: Path) -> None:
+    """tau2-bench results are detected; each simulation becomes one transcript holding every tool
+    call (a reused call id included), each answered, the failed one with is_error."""
+    simulations = json.loads(TAU2.read_text(encoding="utf-8"))["simulations"]
+    code, out, err = _run(runner, "import", str(TAU2), "-o", str(tmp_path))
+    assert (code, out) == (0, "")
+    total = 0
+    for number, simulation in enumerate(simulations):
+        calls = [c for m in simulation["messages"] for c in (m.get("tool_calls") or [])]
+        results = [m for m in simulation["messages"] if m["role"] == "tool"]
+        total += len(calls)
+        transcript = tmp_path / f"whissle-airline-sample-{number:04d}.jsonl"
+        records = list(read_transcript(str(transcript)))
+        assert [(r.tool, r.args) for r in records] == [(c["name"], c["arguments"]) for c in calls]
+        assert [r.response["is_error"] for r in records if r.response.get("is_error")] == [
+            True for m in results if m["error"]
+        ]
+        _check_transcript(runner, transcript, len(calls))
+    assert err == (
+        f"{TAU2}: tau2 (detected): 3 sessions, {total} calls, 0 without a result, 0 results without a call,"
+        " 0 with arguments not valid JSON, 0 without arguments\n"
+    )

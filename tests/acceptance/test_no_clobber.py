@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -63,7 +64,13 @@ def _import(tmp: Path) -> tuple[list[str], Path]:
     return ["import", "--from", "openai-chat", str(source)], tmp / "out" / "chat.jsonl"
 
 
+def _record(tmp: Path) -> tuple[list[str], Path]:
+    # a server that exits at once: the proxy records nothing and exits with its status (0)
+    return ["record", "--", sys.executable, "-c", "pass"], tmp / "run.jsonl"
+
+
 CASES: dict[str, Callable[[Path], tuple[list[str], Path]]] = {
+    "record": _record,
     "seal": _seal,
     "fingerprint": _fingerprint,
     "sign": _sign,
@@ -90,7 +97,8 @@ def test_existing_output_is_kept_without_force(
     output = str(target.parent) if name == "import" else str(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(KEPT)
-    result = runner.invoke(cli, [*args, "-o", output], catch_exceptions=False)
+    # options go right after the command's name: record's server command line ends the arguments
+    result = runner.invoke(cli, [args[0], "-o", output, *args[1:]], catch_exceptions=False)
     assert result.exit_code == 2, result.output
     assert (
         result.output
@@ -98,7 +106,7 @@ def test_existing_output_is_kept_without_force(
     )
     assert target.read_text() == KEPT
     assert sorted(p.name for p in target.parent.iterdir() if p.name.startswith(".toolreplay-")) == []
-    forced = runner.invoke(cli, [*args, "-o", output, "--force"], catch_exceptions=False)
+    forced = runner.invoke(cli, [args[0], "-o", output, "--force", *args[1:]], catch_exceptions=False)
     assert forced.exit_code == 0, forced.output
     assert target.read_text() != KEPT
 

@@ -164,6 +164,7 @@ def main() -> None:
 # Each module registers its commands on ``cli``; import them for that effect.
 from toolreplay.cli import action as _action  # noqa: E402, F401
 from toolreplay.cli import baselines as _baselines  # noqa: E402, F401
+from toolreplay.cli import capture as _capture  # noqa: E402, F401
 from toolreplay.cli import check as _check  # noqa: E402, F401
 from toolreplay.cli import contracts as _contracts  # noqa: E402, F401
 from toolreplay.cli import core as _core  # noqa: E402, F401

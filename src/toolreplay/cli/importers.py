@@ -87,7 +87,7 @@ def session_names(stem: str, count: int) -> list[str]:
 @force_option
 @click.pass_context
 def import_cmd(ctx: click.Context, files: tuple[str, ...], fmt: str, output: str, force: bool) -> None:
-    """Turn traces (OpenAI, Anthropic, OpenTelemetry, SWE-agent) into transcripts.
+    """Turn traces (OpenAI, Anthropic, OpenTelemetry, SWE-agent, tau2-bench) into transcripts.
 
     Each FILE ('-' for stdin) becomes one transcript per session (conversation, episode,
     trace) in DIR: FILE's name with .jsonl for one session, -0000.jsonl, -0001.jsonl ...

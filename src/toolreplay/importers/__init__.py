@@ -29,11 +29,13 @@ from toolreplay.importers.openai_responses import OpenAIResponses
 from toolreplay.importers.otel import OTel
 from toolreplay.importers.source import items_of_value, read_items
 from toolreplay.importers.swe_agent import SWEAgent
+from toolreplay.importers.tau2 import Tau2
 from toolreplay.transcript import open_input
 
 #: format name -> importer
 IMPORTERS: dict[str, Importer] = {
-    importer.name: importer for importer in (OpenAIChat(), OpenAIResponses(), Anthropic(), OTel(), SWEAgent())
+    importer.name: importer
+    for importer in (OpenAIChat(), OpenAIResponses(), Anthropic(), OTel(), SWEAgent(), Tau2())
 }
 #: what ``--from`` accepts
 FORMATS: tuple[str, ...] = ("auto", *IMPORTERS)

@@ -4,6 +4,7 @@ Items are read (and kept) until one carries a mark only one format has:
 
 * ``otel``: an object with ``resourceSpans``;
 * ``swe-agent``: an object with ``trajectory`` or ``history``;
+* ``tau2``: an object with a ``simulations`` array (tau2-bench results);
 * ``openai-responses``: an item of type ``function_call``, ``function_call_output`` or ``mcp_call``;
 * ``anthropic``: a content block of a tool-use or tool-result type;
 * ``openai-chat``: a message with ``tool_calls`` or ``function_call``, or of role ``tool`` or ``function``.
@@ -42,6 +43,8 @@ def sniff(value: Any) -> str | None:
             return "otel"
         if "trajectory" in value or "history" in value:
             return "swe-agent"
+        if isinstance(value.get("simulations"), list):
+            return "tau2"
     for entry in _entries(value):
         found = _sniff_entry(entry)
         if found is not None:

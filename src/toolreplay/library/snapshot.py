@@ -132,7 +132,10 @@ class Snapshot:
 
 
 def _differences(recorded: Any, given: Any, pointer: str = "") -> list[tuple[str, Any, Any]]:
-    """(pointer, recorded, given) of every leaf where two argument values differ, in key order."""
+    """(pointer, recorded, given) of every leaf where two values differ, in key (and list) order.
+
+    Lists of the same length are compared item by item; otherwise the list is the leaf.
+    """
     if canonical(recorded) == canonical(given):
         return []
     if isinstance(recorded, dict) and isinstance(given, dict):
@@ -146,4 +149,18 @@ def _differences(recorded: Any, given: Any, pointer: str = "") -> list[tuple[str
                 else [(f"{pointer}/{pointer_token(key)}", recorded.get(key, ABSENT), given.get(key, ABSENT))]
             )
         return out
+    if isinstance(recorded, list) and isinstance(given, list) and len(recorded) == len(given):
+        out = []
+        for i, (was, now) in enumerate(zip(recorded, given, strict=True)):
+            out.extend(_differences(was, now, f"{pointer}/{i}"))
+        return out
     return [(pointer or "/", recorded, given)]
+
+
+def first_difference(recorded: Any, given: Any) -> tuple[str, Any, Any] | None:
+    """(JSON pointer, recorded value, given value) of the first leaf where two values differ.
+
+    None when they are canonically equal. A member absent on one side is :data:`ABSENT` there.
+    """
+    found = _differences(recorded, given)
+    return found[0] if found else None

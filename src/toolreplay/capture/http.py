@@ -1,0 +1,150 @@
+"""The Streamable HTTP proxy: a reverse proxy in front of an MCP server's URL.
+
+Every HTTP request is sent on to the target (same method, path, query, headers and
+body, less the hop-by-hop headers and ``Accept-Encoding``, so that the answer arrives
+readable) and its response streams back byte for byte. A POST body is a JSON-RPC message
+(or batch) from the client; the answer comes on that POST's own response, as one JSON
+body or as a stream of server-sent events, each ``data`` one message. Each POST is its own
+channel, so ids that several clients reuse never pair across requests.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import signal
+import threading
+from collections.abc import AsyncIterator, Iterator
+from types import FrameType
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from toolreplay.capture.recording import Recording
+from toolreplay.capture.stdio import LineSplitter
+from toolreplay.errors import InputError
+
+if TYPE_CHECKING:
+    from starlette.requests import Request
+    from starlette.responses import Response
+
+_HOP_BY_HOP = frozenset(
+    {
+        b"connection",
+        b"keep-alive",
+        b"proxy-authenticate",
+        b"proxy-authorization",
+        b"te",
+        b"trailer",
+        b"transfer-encoding",
+        b"upgrade",
+        b"host",
+        b"content-length",
+        b"accept-encoding",
+    }
+)
+
+
+class EventSplitter:
+    """Split a ``text/event-stream`` body into the ``data`` of each event, whatever the chunking."""
+
+    def __init__(self) -> None:
+        self._lines = LineSplitter()
+        self._data: list[bytes] = []
+
+    def feed(self, chunk: bytes) -> Iterator[bytes]:
+        """The data of every event ``chunk`` completes."""
+        for raw in self._lines.feed(chunk):
+            line = raw.removesuffix(b"\n").removesuffix(b"\r")
+            if not line:
+                if self._data:
+                    yield b"\n".join(self._data)
+                    self._data = []
+            elif line.startswith(b"data:"):
+                data = line[5:]
+                self._data.append(data[1:] if data.startswith(b" ") else data)
+
+
+def check_target(target: str) -> str:
+    """The target URL, refused unless it is an http(s) URL with a host."""
+    parts = urlsplit(target)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise InputError(f"--target {target!r} is not an http:// or https:// URL")
+    return target
+
+
+def serve_proxy(host: str, port: int, target: str, recording: Recording) -> None:
+    """Listen on ``host:port`` and proxy to ``target``'s origin until interrupted."""
+    import httpx2 as httpx  # the HTTP client the MCP SDK itself depends on
+    from starlette.applications import Starlette
+    from starlette.responses import StreamingResponse
+    from starlette.routing import Route
+
+    origin = urlsplit(target)
+    lock = threading.Lock()
+    channels = itertools.count()
+    client = httpx.AsyncClient(timeout=None)
+
+    async def forward(request: Request) -> Response:
+        channel = f"h{next(channels)}:"
+        body = await request.body()
+        if request.method == "POST" and body:
+            with lock:
+                recording.from_client(body, channel)
+        headers = [(k, v) for k, v in request.headers.raw if k.lower() not in _HOP_BY_HOP]
+        url = origin._replace(path=request.url.path, query=request.url.query).geturl()
+        upstream = await client.send(
+            client.build_request(request.method, url, headers=headers, content=body), stream=True
+        )
+        events = "text/event-stream" in upstream.headers.get("content-type", "")
+
+        async def relay() -> AsyncIterator[bytes]:
+            splitter = EventSplitter()
+            whole = bytearray()
+            try:
+                async for chunk in upstream.aiter_raw():
+                    if events:
+                        for data in splitter.feed(chunk):
+                            with lock:
+                                recording.from_server(data, channel)
+                    else:
+                        whole += chunk
+                    yield chunk
+                if whole.strip():
+                    with lock:
+                        recording.from_server(bytes(whole), channel)
+            finally:
+                await upstream.aclose()
+
+        response = StreamingResponse(relay(), status_code=upstream.status_code)
+        # raw, so repeated headers (several Set-Cookie) stay as the server sent them
+        response.raw_headers = [(k, v) for k, v in upstream.headers.raw if k.lower() not in _HOP_BY_HOP]
+        return response
+
+    methods = ["GET", "POST", "DELETE", "PUT", "PATCH", "OPTIONS", "HEAD"]
+    run_until_stopped(Starlette(routes=[Route("/{path:path}", forward, methods=methods)]), host, port)
+
+
+def run_until_stopped(app: Any, host: str, port: int) -> None:
+    """Serve an ASGI app until SIGINT or SIGTERM, then return (uvicorn would re-raise the signal)."""
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            yield  # the handlers below stop it instead
+
+    # an open event stream (a client's GET) must not hold the shutdown forever
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=5)
+    server = Server(config)
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        server.should_exit = True
+
+    previous = {signum: signal.signal(signum, stop) for signum in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        server.run()
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    if not server.started:
+        raise InputError(f"cannot listen on {host}:{port}")

@@ -1,0 +1,119 @@
+"""Ask a live MCP server (a command over stdio, or a Streamable HTTP URL) through the MCP SDK's client."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from toolreplay.capture.probe import Answer, Failure
+from toolreplay.contracts.definitions import ToolDefinition, import_definitions
+from toolreplay.contracts.mcp import _leaf, _said, describe
+from toolreplay.errors import InputError
+from toolreplay.findings import one_line
+from toolreplay.transcript import Record
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Live:
+    """What the live server said: its tools' fingerprints and its answers by call key."""
+
+    fingerprints: dict[str, str]
+    #: tools whose live annotations say outright that they destroy (``destructiveHint: true``)
+    destructive: frozenset[str]
+    answers: dict[str, Answer]
+
+
+def ask_live(
+    target: Sequence[str] | str,
+    choose: Callable[[frozenset[str], frozenset[str]], Sequence[Record]],
+    *,
+    timeout: float,
+) -> Live:
+    """Connect, list the tools (every page), ask the calls ``choose`` picks.
+
+    ``choose`` gets the listed tool names and those the server declares destructive.
+
+    ``target`` is a server command line (started over stdio) or a URL. Not getting the
+    tool list is an ``InputError`` naming the target; a call that gets no answer within
+    ``timeout`` seconds is a :class:`Failure` answer.
+    """
+    import anyio
+    from mcp import Client, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+    from mcp.shared.exceptions import MCPError
+
+    name = target if isinstance(target, str) else describe(target)
+    with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog:
+
+        async def run() -> Live:
+            server: Any
+            if isinstance(target, str):
+                server = target
+            else:
+                # the server sees this environment, as it would started from a shell
+                params = StdioServerParameters(command=target[0], args=list(target[1:]), env=dict(os.environ))
+                server = stdio_client(params, errlog=errlog)
+            async with Client(server) as client:
+                with anyio.fail_after(timeout):
+                    tools = await _list_tools(client)
+                info = client.server_info
+                version = info.version if info is not None else ""
+                imported = import_definitions(tools, version=version)
+                fingerprints = {contract.name: contract.fingerprint for contract in imported.contracts}
+                answers: dict[str, Answer] = {}
+                destructive = frozenset(t.name for t in tools if says_destructive(t.annotations))
+                for record in choose(frozenset(fingerprints), destructive):
+                    try:
+                        with anyio.fail_after(timeout):
+                            result = await client.call_tool(record.tool, record.args)
+                        answers[record.call_key] = result.model_dump(
+                            by_alias=True, exclude_unset=True, mode="json"
+                        )
+                    except MCPError as err:
+                        answers[record.call_key] = {"error": {"code": err.code, "message": err.message}}
+                    except TimeoutError:
+                        answers[record.call_key] = Failure(problem=f"no answer within {timeout:g} s")
+                return Live(fingerprints=fingerprints, destructive=destructive, answers=answers)
+
+        try:
+            return anyio.run(run)
+        except TimeoutError as err:
+            problem = f"the MCP server did not list its tools within {timeout:g} s"
+            raise InputError(problem + _said(errlog), path=name) from err
+        except Exception as err:  # the SDK and the OS raise many kinds; all mean the same here
+            cause = _leaf(err)
+            problem = f"cannot talk to the MCP server: {type(cause).__name__}: {one_line(str(cause))}"
+            raise InputError(problem + _said(errlog), path=name) from err
+
+
+def says_destructive(annotations: dict[str, Any] | None) -> bool:
+    """Whether a tool's annotations say outright that it destroys (not MCP's default for silence)."""
+    return (
+        annotations is not None
+        and annotations.get("destructiveHint") is True
+        and annotations.get("readOnlyHint") is not True
+    )
+
+
+async def _list_tools(client: Any) -> list[ToolDefinition]:
+    out: list[ToolDefinition] = []
+    cursor: str | None = None
+    while True:
+        page = await client.list_tools(cursor=cursor)
+        for tool in page.tools:
+            data = tool.model_dump(by_alias=True, exclude_none=True, mode="json")
+            annotations = data.get("annotations")
+            out.append(
+                ToolDefinition(
+                    name=data["name"],
+                    schema=data.get("inputSchema", {}),
+                    shape="mcp",
+                    annotations=annotations if isinstance(annotations, dict) else None,
+                )
+            )
+        cursor = page.next_cursor
+        if not cursor:
+            return out

@@ -1,0 +1,154 @@
+"""The live probe's analysis: recorded calls asked again, the answers judged (docs/capture.md).
+
+Pure: the calls to ask come from :func:`plan`, the caller asks a live server, and
+:func:`judge` turns what the server listed and answered into verdicts and findings.
+
+Per recorded tool the verdict is one of:
+
+* ``stable``: every distinct recorded call asked again got the recorded response;
+* ``silent-drift``: a call got a different response (the finding names the first
+  differing JSON pointer); the tool's contract may be unchanged, which is what makes the
+  drift silent;
+* ``unavailable``: the server no longer lists the tool, or a call failed to get an answer;
+* ``not-probed``: the tool changes state (a mutator is never re-run), or every recorded
+  call of it has redacted arguments (asking with ``[REDACTED]`` would prove nothing).
+
+Tool drift is judged on the contracts: a recorded fingerprint that the live ``tools/list``
+(with its ``serverInfo.version``) does not give is a ``tool-drift`` finding.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from toolreplay.canonical import canonical
+from toolreplay.capture.redact import MASK
+from toolreplay.findings import Finding, quote, sort_findings
+from toolreplay.library.errors import ABSENT
+from toolreplay.library.snapshot import first_difference
+from toolreplay.transcript import Record
+
+VERDICTS: tuple[str, ...] = ("stable", "silent-drift", "unavailable", "not-probed")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Failure:
+    """A call that got no answer to compare (the connection failed, a timeout)."""
+
+    problem: str
+
+
+#: A live answer: the response object (a JSON-RPC error as ``{"error": {code, message}}``) or a failure.
+Answer = dict[str, Any] | Failure
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProbeResult:
+    """Verdicts by tool (name order), the findings, and how many calls were asked."""
+
+    calls: int
+    asked: int
+    verdicts: Mapping[str, str]
+    findings: tuple[Finding, ...]
+
+
+def plan(records: Sequence[Record], mutators: frozenset[str], listed: frozenset[str]) -> list[Record]:
+    """The first record of each distinct call worth asking: a listed, non-mutating tool, args not redacted."""
+    seen: set[str] = set()
+    out = []
+    for record in records:
+        if record.call_key in seen or record.tool in mutators or record.tool not in listed:
+            continue
+        seen.add(record.call_key)
+        if MASK not in record.canon_args:
+            out.append(record)
+    return out
+
+
+def judge(
+    records: Sequence[Record],
+    *,
+    live: Mapping[str, str],
+    answers: Mapping[str, Answer],
+    mutators: frozenset[str],
+    path: str,
+) -> ProbeResult:
+    """Verdicts and findings from the live fingerprints (tool -> fingerprint) and answers (by call key)."""
+    findings: list[Finding] = []
+    verdicts: dict[str, str] = {}
+    drifted: set[str] = set()
+    for record in records:
+        tool = record.tool
+        if record.fingerprint is not None and tool not in drifted and live.get(tool) != record.fingerprint:
+            drifted.add(tool)
+            now = f"is now {live[tool]}" if tool in live else "is no longer listed"
+            findings.append(
+                Finding(
+                    kind="tool-drift",
+                    index=record.index,
+                    tool=tool,
+                    message=f"tool {quote(tool)} was recorded with fingerprint {record.fingerprint}, {now}",
+                    path=path,
+                    line=record.line or None,
+                )
+            )
+    for tool in sorted({record.tool for record in records}):
+        of_tool = [record for record in records if record.tool == tool]
+        if tool in mutators:
+            verdicts[tool] = "not-probed"
+        elif tool not in live:
+            verdicts[tool] = "unavailable"
+        else:
+            verdicts[tool] = _verdict(of_tool, answers, path, findings)
+    return ProbeResult(
+        calls=len(records),
+        asked=len(answers),
+        verdicts=verdicts,
+        findings=tuple(sort_findings(findings)),
+    )
+
+
+def _verdict(
+    records: Sequence[Record], answers: Mapping[str, Answer], path: str, findings: list[Finding]
+) -> str:
+    asked = [record for record in records if record.call_key in answers]
+    if not asked:
+        return "not-probed"
+    failed = False
+    done: set[str] = set()
+    for record in asked:
+        if record.call_key in done:
+            continue
+        done.add(record.call_key)
+        answer = answers[record.call_key]
+        if isinstance(answer, Failure):
+            failed = True
+            continue
+        if canonical(answer) == record.canon_response:
+            continue
+        difference = first_difference(record.response, answer)
+        pointer, was, now = difference if difference is not None else ("/", record.response, answer)
+        findings.append(
+            Finding(
+                kind="silent-drift",
+                index=record.index,
+                tool=record.tool,
+                message=(
+                    f"tool {quote(record.tool)} answered the call recorded at index {record.index}"
+                    f" differently live, first at {quote(pointer)}: recorded {_clip(was)}, live {_clip(now)}"
+                ),
+                path=path,
+                line=record.line or None,
+            )
+        )
+        return "silent-drift"
+    return "unavailable" if failed else "stable"
+
+
+def _clip(value: Any, limit: int = 80) -> str:
+    if value is ABSENT:
+        return "(absent)"
+    text = canonical(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."

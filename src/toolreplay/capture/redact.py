@@ -1,0 +1,52 @@
+"""``--redact REGEX``: secrets replaced in every string of a call before it is written."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from toolreplay.errors import InputError
+
+#: What a match is replaced with.
+MASK = "[REDACTED]"
+
+
+class Redactor:
+    """Replace every match of any pattern in the string values of a JSON value.
+
+    Object keys are left alone (two keys masked alike would collide). :attr:`count` is
+    the number of string values that had at least one match.
+    """
+
+    def __init__(self, patterns: Sequence[str]) -> None:
+        compiled = []
+        for pattern in patterns:
+            try:
+                compiled.append(re.compile(pattern))
+            except re.error as err:
+                raise InputError(f"--redact {pattern!r} is not a valid regular expression: {err}") from err
+            if compiled[-1].fullmatch(""):
+                raise InputError(f"--redact {pattern!r} matches the empty string; it would mask everything")
+        self.patterns = tuple(compiled)
+        self.count = 0
+
+    def __call__(self, value: Any) -> Any:
+        """``value`` with every match masked (the input is not changed)."""
+        if not self.patterns:
+            return value
+        if isinstance(value, str):
+            return self._text(value)
+        if isinstance(value, list):
+            return [self(item) for item in value]
+        if isinstance(value, dict):
+            return {key: self(item) for key, item in value.items()}
+        return value
+
+    def _text(self, text: str) -> str:
+        out = text
+        for pattern in self.patterns:
+            out = pattern.sub(MASK, out)
+        if out != text:
+            self.count += 1
+        return out

@@ -1,0 +1,169 @@
+"""The snapshot server: an MCP server that answers from a recording and runs nothing.
+
+``tools/list`` names the recorded tools (with their input schemas and behaviour hints
+from a tool lock when one is given). ``tools/call`` is answered by
+:class:`toolreplay.library.snapshot.Snapshot`: the k-th identical call gets the k-th
+recorded response, the last one after that. An unrecorded call is a tool error whose text
+starts ``snapshot miss:``; a recorded JSON-RPC error is answered as that error again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from toolreplay.capture.session import SERVER_INFO_META
+from toolreplay.chain import verify_stream
+from toolreplay.contracts.lock import ToolLock
+from toolreplay.errors import InputError, ToolreplayError
+from toolreplay.library.errors import SnapshotMissError, ToolDriftError
+from toolreplay.library.snapshot import Snapshot
+from toolreplay.transcript import Record, open_input, read_links, read_transcript
+
+if TYPE_CHECKING:
+    from mcp.server.lowlevel import Server
+
+#: What ``tools/call`` answers with when the recording does not hold the call.
+MISS_PREFIX = "snapshot miss: "
+#: The input schema of a recorded tool when no lock says more: any object.
+ANY_OBJECT: dict[str, Any] = {"type": "object"}
+
+
+class BrokenRecordingError(ToolreplayError):
+    """A sealed recording whose chain does not verify: it is not served."""
+
+
+def load_records(path: str) -> tuple[Record, ...]:
+    """The records of a transcript or sealed transcript; a sealed one must verify."""
+    if path.endswith(".sealed.jsonl"):
+        stream = open_input(path)
+        try:
+            state = verify_stream(stream, path)
+        finally:
+            stream.close()
+        if state.broken is not None:
+            raise BrokenRecordingError(
+                f"{path}: the chain is broken at index {state.broken.position}"
+                f" ({state.broken.reason}); run toolreplay verify"
+            )
+        return tuple(link.record for link in read_links(path))
+    return tuple(read_transcript(path))
+
+
+def check_lock(records: Sequence[Record], lock: ToolLock) -> None:
+    """Raise :class:`ToolDriftError` for the first recorded call whose fingerprint the lock does not have."""
+    for record in records:
+        if record.fingerprint is None:
+            continue
+        contract = lock.tools.get(record.tool)
+        live = contract.fingerprint if contract is not None else None
+        if live != record.fingerprint:
+            raise ToolDriftError(tool=record.tool, recorded=record.fingerprint, live=live, index=record.index)
+
+
+def tool_list(records: Sequence[Record], lock: ToolLock | None) -> list[dict[str, Any]]:
+    """The ``tools/list`` entries: every recorded tool, in name order."""
+    tools = []
+    for name in sorted({record.tool for record in records}):
+        contract = lock.tools.get(name) if lock is not None else None
+        tool: dict[str, Any] = {"name": name, "inputSchema": ANY_OBJECT}
+        if contract is not None:
+            tool["inputSchema"] = contract.schema if isinstance(contract.schema, dict) else ANY_OBJECT
+            tool["annotations"] = {
+                "readOnlyHint": not contract.mutates,
+                "destructiveHint": contract.mutates,
+                "idempotentHint": contract.idempotent,
+            }
+        tools.append(tool)
+    return tools
+
+
+def server_identity(records: Sequence[Record]) -> tuple[str, str]:
+    """(name, version) of the recorded server, from the identity stamped on its answers."""
+    for record in records:
+        meta = record.response.get("_meta")
+        info = meta.get(SERVER_INFO_META) if isinstance(meta, dict) else None
+        if isinstance(info, dict) and isinstance(info.get("name"), str):
+            version = info.get("version")
+            return info["name"], version if isinstance(version, str) else ""
+    return "toolreplay-snapshot", ""
+
+
+def answer(snapshot: Snapshot, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+    """The recorded answer as a ``CallToolResult`` object; ``MCPError`` for a recorded error."""
+    from mcp.shared.exceptions import MCPError
+
+    try:
+        response = snapshot.serve(tool, args, live=None, check=False)
+    except SnapshotMissError as miss:
+        return tool_error(MISS_PREFIX + str(miss))
+    error = response.get("error")
+    if set(response) == {"error"} and isinstance(error, dict):
+        code, message = error.get("code"), error.get("message")
+        raise MCPError(
+            code=code if isinstance(code, int) else -32603,
+            message=message if isinstance(message, str) else "",
+        )
+    return response
+
+
+def tool_error(text: str) -> dict[str, Any]:
+    """A ``CallToolResult`` object that reports a tool error."""
+    return {"content": [{"type": "text", "text": text}], "isError": True}
+
+
+def build_server(records: Sequence[Record], lock: ToolLock | None) -> Server[Any]:
+    """The low-level SDK server that answers from ``records``."""
+    import mcp.types as types
+    from mcp.server.context import ServerRequestContext
+    from mcp.server.lowlevel import Server
+
+    snapshot = Snapshot(records)
+    tools = [types.Tool.model_validate(tool) for tool in tool_list(records, lock)]
+    name, version = server_identity(records)
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=tools)
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        response = answer(snapshot, params.name, dict(params.arguments or {}))
+        try:
+            # a model, so the SDK writes it in the shape the session's protocol revision wants
+            return types.CallToolResult.model_validate(response)
+        except ValueError:
+            return types.CallToolResult.model_validate(
+                tool_error(f"the recorded response of {params.name!r} is not a valid CallToolResult")
+            )
+
+    return Server(name, version=version, on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+def serve_stdio(server: Server[Any]) -> None:
+    """Serve one session over stdin and stdout until the client closes it."""
+    import anyio
+    from mcp.server.stdio import stdio_server
+
+    async def run() -> None:
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+
+    anyio.run(run)
+
+
+def parse_listen(listen: str) -> tuple[str, int]:
+    """``HOST:PORT`` (``[::1]:PORT`` for IPv6) as (host, port)."""
+    host, sep, port = listen.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise InputError(f"--listen {listen!r} is not HOST:PORT")
+    return host.strip("[]"), int(port)
+
+
+def serve_http(server: Server[Any], host: str, port: int) -> None:
+    """Serve Streamable HTTP at ``http://HOST:PORT/mcp`` until SIGINT or SIGTERM."""
+    from toolreplay.capture.http import run_until_stopped
+
+    run_until_stopped(server.streamable_http_app(host=host), host, port)

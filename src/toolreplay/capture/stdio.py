@@ -1,0 +1,134 @@
+"""The stdio proxy: the server's command runs as a child; bytes go both ways unchanged.
+
+The MCP stdio transport is newline-delimited JSON-RPC. Each complete line is shown to the
+recording and forwarded byte for byte; a trailing partial line is forwarded when its side
+closes. Reading uses ``os.read`` on the raw descriptors (no Python buffer, so a thread
+still blocked on the agent's stdin cannot hold a lock at exit). The server's stderr is
+the proxy's own stderr: it passes through untouched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from types import FrameType
+from typing import Any
+
+from toolreplay.capture.recording import Recording
+from toolreplay.errors import InputError
+
+_CHUNK = 1 << 16
+_FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+class LineSplitter:
+    """Split a byte stream into lines ending in ``\\n``, whatever the chunk boundaries."""
+
+    def __init__(self) -> None:
+        self._buffer = bytearray()
+
+    def feed(self, chunk: bytes) -> Iterator[bytes]:
+        """The complete lines ``chunk`` finishes, each with its ``\\n``."""
+        at = chunk.find(b"\n")
+        while at >= 0:
+            self._buffer += chunk[: at + 1]
+            yield bytes(self._buffer)
+            self._buffer.clear()
+            chunk = chunk[at + 1 :]
+            at = chunk.find(b"\n")
+        self._buffer += chunk
+
+    def rest(self) -> bytes:
+        """What is left after the last ``\\n`` (an unfinished line)."""
+        rest = bytes(self._buffer)
+        self._buffer.clear()
+        return rest
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """Write every byte (``os.write`` may write fewer)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def proxy(
+    argv: Sequence[str],
+    recording: Recording,
+    *,
+    stdin_fd: int = 0,
+    stdout_fd: int = 1,
+    warn: Callable[[str], None],
+) -> int:
+    """Run ``argv`` behind the proxy until it exits; return its exit status (128+N for signal N)."""
+    try:
+        child = subprocess.Popen(list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
+    except OSError as err:
+        raise InputError(f"cannot start the MCP server {argv[0]!r}: {err.strerror or err}") from err
+    assert child.stdin is not None and child.stdout is not None
+    to_server, from_server = child.stdin.fileno(), child.stdout.fileno()
+    lock = threading.Lock()
+
+    def pump_client() -> None:
+        lines = LineSplitter()
+        try:
+            while chunk := os.read(stdin_fd, _CHUNK):
+                for line in lines.feed(chunk):
+                    with lock:
+                        recording.from_client(line)
+                    write_all(to_server, line)
+            write_all(to_server, lines.rest())
+        except OSError:
+            pass  # the server is gone; its exit ends the session
+        finally:
+            child.stdin.close()  # type: ignore[union-attr]
+
+    previous = _forward_signals(child)
+    threading.Thread(target=pump_client, name="client-to-server", daemon=True).start()
+    answered = False
+    client_gone = False
+    try:
+        lines = LineSplitter()
+        while chunk := os.read(from_server, _CHUNK):
+            answered = True
+            for line in lines.feed(chunk):
+                with lock:
+                    recording.from_server(line)
+                if not client_gone:
+                    try:
+                        write_all(stdout_fd, line)
+                    except OSError:
+                        client_gone = True
+        if not client_gone:
+            with contextlib.suppress(OSError):
+                write_all(stdout_fd, lines.rest())
+        status = child.wait()
+    finally:
+        child.stdout.close()
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    if not answered and status != 0:
+        warn(f"the MCP server exited with status {_exit_status(status)} before it said anything")
+    return _exit_status(status)
+
+
+def _exit_status(returncode: int) -> int:
+    return 128 - returncode if returncode < 0 else returncode
+
+
+def _forward_signals(child: subprocess.Popen[bytes]) -> dict[int, Any]:
+    """Pass the signals a client stops its server with on to the real server."""
+
+    def forward(signum: int, frame: FrameType | None) -> None:
+        if child.poll() is None:
+            child.send_signal(signum)
+
+    previous: dict[int, Any] = {}
+    if threading.current_thread() is threading.main_thread():
+        for signum in _FORWARDED:
+            previous[signum] = signal.signal(signum, forward)
+    return previous

@@ -1,0 +1,249 @@
+"""Live capture over MCP: ``record``, ``serve`` and ``probe`` (docs/capture.md).
+
+The MCP SDK is imported inside the commands, so the CLI starts fast and works without
+the ``mcp`` extra; these commands then say how to install it (exit 2).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import click
+
+from toolreplay.cli import EXISTS, EXIT_FINDINGS, cli, emit, force_option, format_option
+from toolreplay.errors import InputError
+from toolreplay.findings import one_line, quote
+from toolreplay.report import Line, Report
+
+INSTALL_HINT = "needs the MCP SDK: pip install 'toolreplay[mcp]'"
+
+
+def require_sdk(command: str) -> None:
+    """Refuse (exit 2) with the install hint when the MCP SDK is not installed."""
+    try:
+        import mcp  # noqa: F401
+    except ImportError as err:
+        raise InputError(f"toolreplay {command} {INSTALL_HINT}") from err
+
+
+def _warn(text: str) -> None:
+    click.echo(f"toolreplay: warning: {one_line(text)}", err=True)
+
+
+def _check_result(result: dict[str, Any]) -> str | None:
+    from mcp.types import CallToolResult
+    from pydantic import ValidationError
+
+    try:
+        CallToolResult.model_validate(result)
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = "/".join(str(part) for part in first["loc"])
+        return f"{where}: {first['msg']}" if where else first["msg"]
+    return None
+
+
+@cli.command(name="record")
+@click.argument("command", nargs=-1)
+@click.option("-o", "--output", required=True, metavar="OUT", help="The transcript to write.")
+@click.option("--seal", is_flag=True, help="Write a sealed transcript, chained link by link as calls finish.")
+@click.option("--lock", "lock_path", metavar="LOCK", help="Also write the listed tools as a tool lock.")
+@click.option(
+    "--redact",
+    "patterns",
+    multiple=True,
+    metavar="REGEX",
+    help="Replace matches with [REDACTED] in args and responses before writing (repeatable).",
+)
+@click.option("--listen", metavar="HOST:PORT", help="Proxy Streamable HTTP: listen here (with --target).")
+@click.option("--target", metavar="URL", help="The MCP server's Streamable HTTP URL (with --listen).")
+@force_option
+@click.pass_context
+def record_cmd(
+    ctx: click.Context,
+    command: tuple[str, ...],
+    output: str,
+    seal: bool,
+    lock_path: str | None,
+    patterns: tuple[str, ...],
+    listen: str | None,
+    target: str | None,
+    force: bool,
+) -> None:
+    """Run the MCP server COMMAND behind a recording proxy (stdio), or proxy a URL.
+
+    Put this where your MCP client starts the server; every message passes both ways
+    unchanged, and each tools/call with its answer is written to OUT as it finishes.
+    Exits with the server's exit status. Over Streamable HTTP, point the client at
+    http://HOST:PORT with the target URL's path; stop the proxy with Ctrl-C (exit 0).
+
+    \b
+        toolreplay record -o run.sealed.jsonl --seal -- python server.py
+        toolreplay record -o run.jsonl --listen 127.0.0.1:8001 --target http://127.0.0.1:8000/mcp
+    """
+    require_sdk("record")
+    from toolreplay.capture.recording import Recording
+
+    if (listen is None) != (target is None) or (listen is not None) == bool(command):
+        raise click.UsageError("give the server's command line after --, or --listen and --target")
+    if not force:
+        # an earlier session's recording (a baseline in the making) is never lost by accident
+        for path in (output, lock_path):
+            if path is not None and os.path.isfile(os.path.realpath(path)):
+                raise InputError(EXISTS, path=path)
+    address = None
+    if listen is not None and target is not None:
+        from toolreplay.capture.http import check_target
+        from toolreplay.capture.serve import parse_listen
+
+        address, target = parse_listen(listen), check_target(target)
+    with Recording(
+        output, seal=seal, lock_path=lock_path, redact=patterns, warn=_warn, check_result=_check_result
+    ) as recording:
+        if address is not None and target is not None:
+            from toolreplay.capture.http import serve_proxy
+
+            serve_proxy(*address, target, recording)
+            status = 0
+        else:
+            from toolreplay.capture.stdio import proxy
+
+            status = proxy(command, recording, warn=_warn)
+    redacted = recording.redactor.count
+    note = f", {redacted} value{'s' if redacted != 1 else ''} redacted" if patterns else ""
+    click.echo(
+        f"toolreplay: recorded {recording.count} call{'s' if recording.count != 1 else ''}"
+        f" to {one_line(output)}{note}",
+        err=True,
+    )
+    ctx.exit(status)
+
+
+@cli.command(name="serve")
+@click.argument("transcript")
+@click.option(
+    "--lock", "lock_path", metavar="LOCK", help="Refuse to start unless the recording matches this lock."
+)
+@click.option(
+    "--listen", metavar="HOST:PORT", help="Serve Streamable HTTP at http://HOST:PORT/mcp, not stdio."
+)
+@click.pass_context
+def serve_cmd(ctx: click.Context, transcript: str, lock_path: str | None, listen: str | None) -> None:
+    """Answer MCP tool calls from TRANSCRIPT, running nothing (stdio by default).
+
+    Identical calls get the recorded responses in order (the last one again after
+    that); a call that was not recorded gets a tool error starting "snapshot miss:".
+    With LOCK, a recording whose fingerprints differ from it is refused (exit 1).
+    """
+    require_sdk("serve")
+    from toolreplay.capture.serve import (
+        BrokenRecordingError,
+        build_server,
+        check_lock,
+        load_records,
+        parse_listen,
+        serve_http,
+        serve_stdio,
+    )
+    from toolreplay.contracts.lock import load_lock
+    from toolreplay.library.errors import ToolDriftError
+
+    address = parse_listen(listen) if listen is not None else None
+    lock = load_lock(lock_path) if lock_path is not None else None
+    try:
+        records = load_records(transcript)
+        if lock is not None:
+            check_lock(records, lock)
+    except (ToolDriftError, BrokenRecordingError) as err:
+        click.echo(f"toolreplay: error: {one_line(str(err))}", err=True)
+        ctx.exit(EXIT_FINDINGS)
+    server = build_server(records, lock)
+    if address is None:
+        serve_stdio(server)
+    else:
+        serve_http(server, *address)
+
+
+@cli.command(name="probe")
+@click.argument("transcript")
+@click.argument("command", nargs=-1)
+@click.option("--target", metavar="URL", help="A Streamable HTTP server to ask instead of starting COMMAND.")
+@click.option(
+    "--mutator",
+    "mutators",
+    multiple=True,
+    metavar="TOOL",
+    help="A tool that changes state and is never re-run (repeatable; replaces the default list).",
+)
+@click.option("--lock", "lock_path", metavar="LOCK", help="A tool lock whose mutates flags decide too.")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=30.0,
+    show_default=True,
+    help="Seconds allowed for listing the tools and for each call.",
+)
+@format_option
+@click.pass_context
+def probe_cmd(
+    ctx: click.Context,
+    transcript: str,
+    command: tuple[str, ...],
+    target: str | None,
+    mutators: tuple[str, ...],
+    lock_path: str | None,
+    timeout: float,
+    fmt: str,
+) -> None:
+    """Ask a live MCP server again what TRANSCRIPT recorded; report drift (exit 1).
+
+    The server's tools/list fingerprints are compared with the recorded ones
+    (tool-drift); each distinct recorded call of a tool that does not change state is
+    asked once and its answer compared with the recording (silent-drift). Per tool:
+    stable, silent-drift, unavailable or not-probed.
+
+    \b
+        toolreplay probe run.sealed.jsonl -- python server.py
+        toolreplay probe run.sealed.jsonl --target http://127.0.0.1:8000/mcp
+    """
+    require_sdk("probe")
+    from toolreplay.analyses.replay import DEFAULT_MUTATORS
+    from toolreplay.capture.live import ask_live
+    from toolreplay.capture.probe import judge, plan
+    from toolreplay.capture.serve import BrokenRecordingError, load_records
+    from toolreplay.contracts.lock import declared_mutators, load_lock
+
+    if (target is None) == (not command):
+        raise click.UsageError("give the server's command line after -- or --target URL (one of them)")
+    configured = frozenset(mutators) if mutators else DEFAULT_MUTATORS
+    if lock_path is not None:
+        configured = declared_mutators(load_lock(lock_path), configured)
+    try:
+        records = load_records(transcript)
+    except BrokenRecordingError as err:
+        click.echo(f"toolreplay: error: {one_line(str(err))}", err=True)
+        ctx.exit(EXIT_FINDINGS)
+    live = ask_live(
+        target if target is not None else command,
+        lambda listed, destructive: plan(records, configured | destructive, listed),
+        timeout=timeout,
+    )
+    result = judge(
+        records,
+        live=live.fingerprints,
+        answers=live.answers,
+        mutators=configured | live.destructive,
+        path=transcript,
+    )
+    header = [
+        Line(key="calls", value=result.calls, text=str(result.calls)),
+        Line(key="asked", value=result.asked, text=str(result.asked)),
+    ]
+    header += [
+        Line(key=f"tool {quote(tool)}", value=verdict, text=verdict)
+        for tool, verdict in result.verdicts.items()
+    ]
+    header.append(Line(key="findings", value=len(result.findings), text=str(len(result.findings))))
+    report = Report(command="probe", path=transcript, header=tuple(header), findings=result.findings)
+    ctx.exit(emit([report], fmt))

@@ -1,0 +1,128 @@
+"""Helpers for the capture tests: the real test MCP server, and real clients talking to it.
+
+The agent is either the MCP SDK's own ``Client`` (in the test process) or a raw pipe that
+writes JSON-RPC lines byte for byte (to prove the proxy changes no byte and to kill it
+mid-session).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import IO, Any
+
+SERVER = Path(__file__).resolve().parent / "data" / "mcp" / "server.py"
+#: the command that runs the test server over stdio
+SERVER_CMD = [sys.executable, str(SERVER)]
+#: the command that runs toolreplay's CLI in a child process
+TOOLREPLAY = [sys.executable, "-m", "toolreplay"]
+#: every wait in these tests is bounded by this many seconds
+TIMEOUT = 60.0
+
+
+def server_env(**extra: str) -> dict[str, str]:
+    """The environment for a test server: quiet, deterministic, with ``extra`` set."""
+    env = dict(os.environ)
+    env.update({"PYTHONUNBUFFERED": "1", "SERVER_VERSION": "1.0.0"}, **extra)
+    return env
+
+
+def dump(result: Any) -> dict[str, Any]:
+    """A pydantic result from the SDK as the JSON object it came as."""
+    data: dict[str, Any] = result.model_dump(by_alias=True, exclude_unset=True, mode="json")
+    return data
+
+
+def request(ident: int, method: str, params: dict[str, Any] | None = None) -> bytes:
+    message: dict[str, Any] = {"jsonrpc": "2.0", "id": ident, "method": method}
+    if params is not None:
+        message["params"] = params
+    return json.dumps(message).encode() + b"\n"
+
+
+INITIALIZE = request(
+    0,
+    "initialize",
+    {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "pipe", "version": "0"}},
+)
+INITIALIZED = b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n'
+
+
+class PipeAgent:
+    """A client that writes raw lines to a process's stdin and reads its stdout line by line."""
+
+    def __init__(
+        self, argv: list[str], *, env: dict[str, str] | None = None, cwd: Path | None = None
+    ) -> None:
+        self.process = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            cwd=cwd,
+        )
+        self.received: list[bytes] = []
+
+    @property
+    def stdin(self) -> IO[bytes]:
+        assert self.process.stdin is not None
+        return self.process.stdin
+
+    def send(self, line: bytes) -> None:
+        self.stdin.write(line)
+        self.stdin.flush()
+
+    def ask(self, line: bytes) -> bytes:
+        """Send a request and return the next line (asked one at a time, the server answers in order)."""
+        self.send(line)
+        assert self.process.stdout is not None
+        answer = self.process.stdout.readline()
+        self.received.append(answer)
+        return answer
+
+    def finish(self) -> tuple[int, bytes, bytes]:
+        """Close stdin; return (exit status, the rest of stdout, stderr)."""
+        rest, err = self.process.communicate(timeout=TIMEOUT)
+        return self.process.returncode, rest, err
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def wait_for_port(port: int, process: subprocess.Popen[bytes]) -> None:
+    """Block until something accepts connections on 127.0.0.1:port (or the process died)."""
+    import socket
+    import time
+
+    deadline = time.monotonic() + TIMEOUT
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"{process.args!r} exited with {process.returncode}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise AssertionError(f"nothing listens on port {port}")
+
+
+def stop(process: subprocess.Popen[bytes]) -> tuple[int, bytes]:
+    """SIGTERM a process started by a test; return its exit status and stderr."""
+    process.terminate()
+    try:
+        _, err = process.communicate(timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        _, err = process.communicate()
+    return process.returncode, err or b""

@@ -1,0 +1,199 @@
+"""The capture core without processes: session pairing, redaction, line splitting, probe verdicts."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from toolreplay.capture.http import EventSplitter
+from toolreplay.capture.probe import Failure, judge, plan
+from toolreplay.capture.redact import Redactor
+from toolreplay.capture.session import Session
+from toolreplay.capture.stdio import LineSplitter
+from toolreplay.contracts.definitions import ToolDefinition, import_definitions
+from toolreplay.errors import InputError
+from toolreplay.transcript import make_record
+
+
+def line(message: Any) -> bytes:
+    return json.dumps(message).encode() + b"\n"
+
+
+def call(ident: Any, tool: str, args: Any = None) -> bytes:
+    params: dict[str, Any] = {"name": tool}
+    if args is not None:
+        params["arguments"] = args
+    return line({"jsonrpc": "2.0", "id": ident, "method": "tools/call", "params": params})
+
+
+def result(ident: Any, value: Any) -> bytes:
+    return line({"jsonrpc": "2.0", "id": ident, "result": value})
+
+
+TOOL = {"name": "search", "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}}}}
+
+
+def test_calls_are_paired_by_id_and_fingerprinted_with_the_server_version() -> None:
+    """Answers pair with requests by id (1 and "1" are different ids), in answer order, with the
+    fingerprint of the last tools/list under serverInfo.version."""
+    session = Session()
+    session.from_client(line({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}}))
+    session.from_server(result(0, {"serverInfo": {"name": "s", "version": "2.1"}}))
+    session.from_client(line({"jsonrpc": "2.0", "id": 9, "method": "tools/list"}))
+    assert session.from_server(result(9, {"tools": [TOOL]})).tools_listed
+    session.from_client(call(1, "search", {"q": "a"}))
+    session.from_client(call("1", "search"))
+    second = session.from_server(result("1", {"content": []}))
+    first = session.from_server(result(1, {"content": [{"type": "text", "text": "A"}]}))
+    expected = import_definitions(
+        [ToolDefinition(name="search", schema=TOOL["inputSchema"], shape="mcp")], version="2.1"
+    ).contracts[0]
+    assert [(c.args, c.response, c.fingerprint) for c in second.calls + first.calls] == [
+        ({}, {"content": []}, expected.fingerprint),
+        ({"q": "a"}, {"content": [{"type": "text", "text": "A"}]}, expected.fingerprint),
+    ]
+
+
+def test_a_server_request_is_not_an_answer_and_errors_are_recorded() -> None:
+    """A server's own request reusing a pending id answers nothing; a JSON-RPC error becomes
+    {"error": {code, message}}; an input_required result is not an answer yet; batches are read."""
+    session = Session()
+    session.from_client(call(1, "t", {}))
+    sampling = line({"jsonrpc": "2.0", "id": 1, "method": "sampling/createMessage", "params": {}})
+    assert session.from_server(sampling).calls == ()
+    assert session.from_server(result(1, {"resultType": "input_required", "inputRequests": {}})).calls == ()
+    session.from_client(line([json.loads(call(2, "t")), json.loads(call(3, "u"))]))
+    error = {"jsonrpc": "2.0", "id": 2, "error": {"code": -32602, "message": "bad", "data": {"x": 1}}}
+    observed = session.from_server(line([error, json.loads(result(3, {"content": []}))]))
+    assert [(c.tool, c.response) for c in observed.calls] == [
+        ("t", {"error": {"code": -32602, "message": "bad"}}),
+        ("u", {"content": []}),
+    ]
+
+
+def test_unreadable_lines_are_warned_about_not_recorded() -> None:
+    """A line that is not JSON, or not JSON-RPC, gives a warning and leaves the session as it was."""
+    session = Session()
+    assert session.from_client(b"{nope\n").warnings == (
+        "unreadable: invalid JSON: Expecting property name enclosed in double quotes at column 2;"
+        " passed on, not looked at",
+    )
+    assert session.from_server(b'{"id": 1}\n').warnings == (
+        "not a JSON-RPC 2.0 message; passed on, not looked at",
+    )
+    assert session.from_server(b"\r\n") == session.from_server(b"")
+
+
+def test_tool_list_pages_accumulate_until_a_first_page_starts_again() -> None:
+    """Pages after a cursor add tools; a list without a cursor starts afresh."""
+    session = Session()
+    session.from_client(line({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))
+    session.from_server(result(1, {"tools": [TOOL], "nextCursor": "p2"}))
+    session.from_client(line({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"cursor": "p2"}}))
+    session.from_server(result(2, {"tools": [{"name": "other", "inputSchema": {"type": "object"}}]}))
+    assert sorted(session.lock().tools) == ["other", "search"]
+    session.from_client(line({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}))
+    session.from_server(result(3, {"tools": [TOOL]}))
+    assert sorted(session.lock().tools) == ["search"]
+
+
+def test_redactor_masks_values_and_counts_them() -> None:
+    """Each string value with a match counts once; keys and non-strings are left alone."""
+    redact = Redactor([r"Bearer \S+", r"sk-[a-z0-9]+"])
+    value = {"auth": "Bearer abc.def", "list": ["sk-123 and sk-456", 7], "Bearer x": "plain"}
+    assert redact(value) == {
+        "auth": "[REDACTED]",
+        "list": ["[REDACTED] and [REDACTED]", 7],
+        "Bearer x": "plain",
+    }
+    assert redact.count == 2
+
+
+@pytest.mark.parametrize("pattern", ["(", "x*"])
+def test_redactor_refuses_bad_patterns(pattern: str) -> None:
+    """A pattern that does not compile, or matches the empty string, is a usage error."""
+    with pytest.raises(InputError):
+        Redactor([pattern])
+
+
+def test_line_splitter_keeps_lines_whole_across_chunks() -> None:
+    """Lines come out whole, with their newline, however the bytes were chunked."""
+    splitter = LineSplitter()
+    out = [*splitter.feed(b'{"a"'), *splitter.feed(b':1}\n{"b":2}\n{"c"'), *splitter.feed(b":3}\n\n")]
+    assert out == [b'{"a":1}\n', b'{"b":2}\n', b'{"c":3}\n', b"\n"]
+    assert [*splitter.feed(b"tail")] == [] and splitter.rest() == b"tail"
+
+
+def test_event_splitter_yields_each_events_data() -> None:
+    """Server-sent events come out as their data (multi-line data joined, comments and ids
+    ignored, CRLF endings accepted), however the stream was chunked."""
+    stream = b'event: message\r\nid: 1\r\ndata: {"a":\r\ndata: 1}\r\n\r\n: keep-alive\n\ndata:{"b":2}\n\n'
+    splitter = EventSplitter()
+    out = [data for i in range(0, len(stream), 5) for data in splitter.feed(stream[i : i + 5])]
+    assert out == [b'{"a":\n1}', b'{"b":2}']
+
+
+def test_probe_verdicts() -> None:
+    """Mutators and redacted calls are not asked; a tool gone is unavailable and tool drift;
+    a failed call is unavailable; a changed answer is silent drift at its first differing pointer."""
+    records = [
+        make_record(index=0, tool="read", args={"p": "a"}, response={"v": [1, 2]}, fingerprint="0" * 16),
+        make_record(index=1, tool="write", args={}, response={}),
+        make_record(index=2, tool="login", args={"token": "[REDACTED]"}, response={}),
+        make_record(index=3, tool="gone", args={}, response={}, fingerprint="1" * 16),
+        make_record(index=4, tool="flaky", args={}, response={}),
+        make_record(index=5, tool="read", args={"p": "a"}, response={"v": [1, 2]}),
+    ]
+    listed = frozenset({"read", "write", "login", "flaky"})
+    asked = plan(records, frozenset({"write"}), listed)
+    assert [r.index for r in asked] == [0, 4]
+    answers = {records[0].call_key: {"v": [1, 3]}, records[4].call_key: Failure(problem="timeout")}
+    live = {name: "0" * 16 for name in listed}
+    result = judge(records, live=live, answers=answers, mutators=frozenset({"write"}), path="run.jsonl")
+    assert dict(result.verdicts) == {
+        "flaky": "unavailable",
+        "gone": "unavailable",
+        "login": "not-probed",
+        "read": "silent-drift",
+        "write": "not-probed",
+    }
+    assert [(f.index, f.kind, f.message) for f in result.findings] == [
+        (
+            0,
+            "silent-drift",
+            "tool 'read' answered the call recorded at index 0 differently live, first at '/v/1':"
+            " recorded 2, live 3",
+        ),
+        (3, "tool-drift", "tool 'gone' was recorded with fingerprint 1111111111111111, is no longer listed"),
+    ]
+
+
+def test_recording_writes_redacted_records_and_skips_what_a_transcript_cannot_hold(tmp_path: Any) -> None:
+    """Secrets are masked before the line is written; a record over the line cap is not written
+    (one warning), and the next call still gets the next index."""
+    from toolreplay.capture.recording import Recording
+    from toolreplay.transcript import read_transcript
+
+    warnings: list[str] = []
+    out = tmp_path / "run.jsonl"
+    with Recording(str(out), redact=[r"sk-\w+"], warn=warnings.append) as recording:
+        recording.from_client(call(1, "login", {"key": "sk-abc"}))
+        recording.from_server(result(1, {"content": [{"type": "text", "text": "ok sk-abc"}]}))
+        recording.from_client(call(2, "dump"))
+        huge = result(2, {"content": [{"type": "text", "text": "x" * (8 * 1024 * 1024)}]})
+        recording.from_server(huge)
+        recording.from_client(call(3, "after"))
+        recording.from_server(result(3, {"content": []}))
+    records = list(read_transcript(str(out)))
+    assert [(r.index, r.tool, r.args) for r in records] == [
+        (0, "login", {"key": "[REDACTED]"}),
+        (1, "after", {}),
+    ]
+    assert records[0].response == {"content": [{"type": "text", "text": "ok [REDACTED]"}]}
+    assert recording.redactor.count == 2
+    assert warnings == [
+        f"server message 2: unreadable: message is {len(huge)} bytes, over the 8388608-byte limit;"
+        " passed on, not looked at"
+    ]
