@@ -5,11 +5,12 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
-from typing import IO
+from typing import IO, Any
 
 from toolreplay.canonical import (
     canonical,
     canonical_decoded,
+    check_shape,
     colons_agree,
     decode_fast,
     is_canonical_text,
@@ -124,9 +125,19 @@ def _break(position: int, link: Link, expected: str, reason: str) -> Break:
 _PREV_GAP = '"prev":""'
 
 
+def _decode_within_limits(raw: bytes) -> Any:
+    """``decode_fast`` behind the reader's own shape limits (size, depth, BOM): the fast
+    path must not take a line the exact path refuses."""
+    try:
+        check_shape(raw)
+    except InputError:
+        return None
+    return decode_fast(raw)
+
+
 def fast_parts(raw: bytes) -> tuple[int, str, str, str] | None:
     """(index, head, middle, tail) of a transcript line, as :func:`parts_of` gives them."""
-    value = decode_fast(raw)
+    value = _decode_within_limits(raw)
     if value is None:
         return None
     try:
@@ -147,7 +158,7 @@ def fast_parts(raw: bytes) -> tuple[int, str, str, str] | None:
 
 def fast_link(raw: bytes) -> tuple[int, str, str] | None:
     """(index, prev, digest) of a sealed line that is canonical and whose digest is its own."""
-    value = decode_fast(raw)
+    value = _decode_within_limits(raw)
     if value is None:
         return None
     try:

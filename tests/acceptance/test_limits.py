@@ -1,0 +1,189 @@
+"""The reader's limits hold on every path: every command that reads a transcript or a sealed
+file gives the same verdict on the same too-deep or too-large record, sequential or parallel,
+fast path or exact path, and nothing reaches a RecursionError."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from tests.conftest import ROOT, SAMPLES
+from toolreplay import parallel
+from toolreplay.canonical import MAX_DEPTH
+from toolreplay.cli import cli
+
+GOOD = b'{"args":{},"index":0,"response":{},"tool":"t"}'
+GENESIS = "0" * 64
+
+
+def nested(depth: int) -> str:
+    """A JSON object nested ``depth`` levels deep (the object itself is level 1)."""
+    return '{"a":' * (depth - 1) + "{}" + "}" * (depth - 1)
+
+
+def record_text(args: str, index: int = 1) -> str:
+    """A transcript record as canonical text, with ``args`` as given."""
+    return '{"args":' + args + f',"index":{index},"response":{{}},"tool":"t"}}'
+
+
+def sealed_text(records: list[str]) -> str:
+    """Canonical links chained correctly over records given as canonical texts: only a
+    limit can refuse them."""
+    out = []
+    prev = GENESIS
+    for text in records:
+        head, rest = text.split(',"index":', 1)
+        index, tail = rest.split(",", 1)
+        body = head + f',"index":{index},"prev":"{prev}",' + tail
+        digest = hashlib.sha256(body.encode("ascii")).hexdigest()
+        out.append(head + f',"digest":"{digest}","index":{index},"prev":"{prev}",' + tail)
+        prev = digest
+    return "".join(line + "\n" for line in out)
+
+
+# (case id, args of the record on line 2, the problem every command names)
+TOO_MUCH = [
+    ("depth-129", nested(MAX_DEPTH), f"nesting is deeper than {MAX_DEPTH} levels"),
+    ("depth-1000", nested(999), f"nesting is deeper than {MAX_DEPTH} levels"),
+    ("depth-100000", nested(100_000), f"nesting is deeper than {MAX_DEPTH} levels"),
+    ("depth-in-array", "[" * 200 + "]" * 200, f"nesting is deeper than {MAX_DEPTH} levels"),
+]
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> Path:
+    """A folder with a good transcript, its seal, a scope, a lock and a git repository."""
+    good = tmp_path / "good.jsonl"
+    good.write_bytes(GOOD + b"\n")
+    (tmp_path / "good.sealed.jsonl").write_text(sealed_text([GOOD.decode()]))
+    shutil.copy(SAMPLES / "scope.json", tmp_path / "scope.json")
+    shutil.copy(ROOT / "tests/cases/cli/replay-tools-lock/tools.lock.json", tmp_path / "tools.lock.json")
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    return tmp_path
+
+
+def commands(d: Path) -> list[tuple[str, list[str]]]:
+    """Every command that reads a transcript or a sealed file, fed ``bad.jsonl`` or
+    ``bad.sealed.jsonl`` (the same record, sealed): (the file it names, its arguments)."""
+    t, s = str(d / "bad.jsonl"), str(d / "bad.sealed.jsonl")
+    good, good_sealed = str(d / "good.jsonl"), str(d / "good.sealed.jsonl")
+    return [
+        (t, ["seal", t]),
+        (t, ["seal", t, "-o", str(d / "out.sealed.jsonl")]),
+        (s, ["verify", s]),
+        (s, ["verify", "--format", "json", s]),
+        (t, ["replay", t]),
+        (t, ["scope", t, str(d / "scope.json")]),
+        (t, ["diff", good_sealed, t]),
+        (s, ["diff", good_sealed, s]),
+        (s, ["diff", s, good]),
+        (s, ["hook", "verify", s]),
+        (s, ["note", s]),
+        (t, ["fingerprint-diff", t, str(d / "tools.lock.json")]),
+        (s, ["fingerprint-diff", s, str(d / "tools.lock.json")]),
+        (t, ["import", "-o", str(d / "imported"), t]),
+    ]
+
+
+def write_bad(d: Path, args: str) -> None:
+    bad = record_text(args)
+    (d / "bad.jsonl").write_text(GOOD.decode() + "\n" + bad + "\n")
+    (d / "bad.sealed.jsonl").write_text(sealed_text([GOOD.decode(), bad]))
+
+
+def invoke(runner: CliRunner, cwd: Path, args: list[str]) -> tuple[int, str, str]:
+    old = os.getcwd()
+    os.chdir(cwd)
+    try:
+        result = runner.invoke(cli, args, catch_exceptions=False)
+    finally:
+        os.chdir(old)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def assert_refused(code: int, out: str, err: str, path: str, problem: str, args: list[str]) -> None:
+    expected = f"{path}:2: {problem}"
+    if args[:2] == ["hook", "verify"]:  # the hook prints its per-file verdicts on stdout
+        assert (code, out, err) == (2, expected + "\n", ""), args
+    else:
+        assert (code, out, err) == (2, "", f"toolreplay: error: {expected}\n"), args
+
+
+@pytest.mark.parametrize(("args", "problem"), [c[1:] for c in TOO_MUCH], ids=[c[0] for c in TOO_MUCH])
+def test_every_reader_refuses_the_same_record_alike(
+    runner: CliRunner, files: Path, args: str, problem: str
+) -> None:
+    """A record over the depth limit is exit 2 and one `FILE:2: problem` line from every command."""
+    write_bad(files, args)
+    for path, argv in commands(files):
+        code, out, err = invoke(runner, files, argv)
+        assert_refused(code, out, err, path, problem, argv)
+    assert not (files / "out.sealed.jsonl").exists()
+    assert not (files / "imported").exists() or not any((files / "imported").iterdir())
+
+
+@pytest.mark.parametrize(("args", "problem"), [c[1:] for c in TOO_MUCH], ids=[c[0] for c in TOO_MUCH])
+def test_validate_and_check_name_the_same_problem(
+    runner: CliRunner, files: Path, args: str, problem: str
+) -> None:
+    """validate and check, which list unreadable files instead of stopping, name the same line."""
+    write_bad(files, args)
+    expected = f"{files / 'bad.jsonl'}:2: {problem}"
+    code, out, _ = invoke(runner, files, ["validate", str(files / "bad.jsonl")])
+    assert code == 1 and out.splitlines()[1:] == [expected]
+    (files / "toolreplay.toml").write_text('transcripts = ["bad.jsonl"]\n')
+    for jobs in ("1", "2"):
+        code, out, _ = invoke(runner, files, ["check", "--jobs", jobs])
+        assert code == 1
+        assert "bad.jsonl:2: " + problem in out
+        assert out.endswith("total: 1 reports, 0 findings, 0 failing, 1 unreadable\n")
+
+
+@pytest.mark.parametrize(("args", "problem"), [c[1:] for c in TOO_MUCH], ids=[c[0] for c in TOO_MUCH])
+def test_the_parallel_paths_refuse_alike(
+    runner: CliRunner, files: Path, monkeypatch: pytest.MonkeyPatch, args: str, problem: str
+) -> None:
+    """seal and verify on every core (forced on a small file) refuse exactly as the sequential path."""
+    monkeypatch.setattr(parallel, "worth_it", lambda path: True)
+    write_bad(files, args)
+    for path, argv in commands(files)[:4]:
+        code, out, err = invoke(runner, files, argv)
+        assert_refused(code, out, err, path, problem, argv)
+
+
+def test_the_limit_is_exact_on_every_path(
+    runner: CliRunner, files: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """MAX_DEPTH levels seal and verify on the fast, exact and parallel paths; the sealed file verifies."""
+    write_bad(files, nested(MAX_DEPTH - 1))  # args at level 2: the record is exactly MAX_DEPTH deep
+    sealed = files / "bad.sealed.jsonl"
+    for forced in (False, True):
+        if forced:
+            monkeypatch.setattr(parallel, "worth_it", lambda path: True)
+        code, out, err = invoke(runner, files, ["seal", str(files / "bad.jsonl")])
+        assert (code, err) == (0, "")
+        assert out == sealed.read_text()
+        code, out, err = invoke(runner, files, ["verify", str(sealed)])
+        assert (code, err) == (0, "")
+        assert "chain: intact" in out
+
+
+@pytest.mark.slow
+def test_a_real_process_never_reaches_recursion(tmp_path: Path) -> None:
+    """In a plain process (default recursion limit) deep records are one line, exit 2, for seal and verify."""
+    bad = record_text(nested(999))
+    (tmp_path / "bad.jsonl").write_text(GOOD.decode() + "\n" + bad + "\n")
+    (tmp_path / "bad.sealed.jsonl").write_text(sealed_text([GOOD.decode(), bad]))
+    for command, name in (("seal", "bad.jsonl"), ("verify", "bad.sealed.jsonl")):
+        done = subprocess.run(
+            [sys.executable, "-m", "toolreplay", command, name], cwd=tmp_path, capture_output=True, text=True
+        )
+        assert (done.returncode, done.stdout) == (2, "")
+        assert done.stderr == f"toolreplay: error: {name}:2: nesting is deeper than {MAX_DEPTH} levels\n"
