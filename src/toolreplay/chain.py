@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 from typing import IO, Any
 
 from toolreplay.canonical import (
+    MAX_RECORD_BYTES,
     canonical,
     canonical_decoded,
     check_shape,
@@ -194,8 +195,26 @@ def seal_lines(stream: IO[bytes], path: str) -> Iterator[str]:
                 pointer="/index",
             )
         digest = hashlib.sha256((head + middle + prev + tail).encode("ascii")).hexdigest()
-        yield head + ',"digest":"' + digest + '"' + middle + prev + tail
+        line = head + ',"digest":"' + digest + '"' + middle + prev + tail
+        if len(line) > MAX_RECORD_BYTES:
+            raise link_too_long(len(line), path=path, line=number)
+        yield line
         prev = digest
+
+
+def link_too_long(size: int, *, path: str | None = None, line: int | None = None) -> InputError:
+    """Why a record cannot be sealed: its link would be a line no reader here takes back.
+
+    The cap is on the line as written (canonical, so every non-ASCII character takes 6 or
+    12 bytes as ``\\uXXXX`` escapes, and ``prev`` and ``digest`` add 150), not on the
+    line as read: whatever ``seal`` writes, ``verify`` and ``diff`` read.
+    """
+    return InputError(
+        f"the sealed line would be {size} bytes, over the {MAX_RECORD_BYTES}-byte limit on a line"
+        " (a link is canonical JSON, non-ASCII escaped as \\uXXXX, with prev and digest added)",
+        path=path,
+        line=line,
+    )
 
 
 def verify_stream(stream: IO[bytes], path: str) -> ChainState:

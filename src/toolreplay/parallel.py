@@ -154,7 +154,10 @@ def seal_lines(path: str) -> Iterator[str]:
             expected += 1
             body = parts.head + parts.middle + prev + parts.tail
             digest = hashlib.sha256(body.encode("ascii")).hexdigest()
-            yield parts.head + ',"digest":"' + digest + '"' + parts.middle + prev + parts.tail
+            line = parts.head + ',"digest":"' + digest + '"' + parts.middle + prev + parts.tail
+            if len(line) > MAX_RECORD_BYTES:
+                raise Fallback  # the sequential path names it
+            yield line
             prev = digest
 
 

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from tests.conftest import ROOT, SAMPLES
 from toolreplay import parallel
-from toolreplay.canonical import MAX_DEPTH
+from toolreplay.canonical import MAX_DEPTH, MAX_RECORD_BYTES
 from toolreplay.cli import cli
 
 GOOD = b'{"args":{},"index":0,"response":{},"tool":"t"}'
@@ -187,3 +187,89 @@ def test_a_real_process_never_reaches_recursion(tmp_path: Path) -> None:
         )
         assert (done.returncode, done.stdout) == (2, "")
         assert done.stderr == f"toolreplay: error: {name}:2: nesting is deeper than {MAX_DEPTH} levels\n"
+
+
+# --- whatever seal writes, verify and diff read ------------------------------------------
+
+LINK_WITHOUT_TEXT = len(sealed_text([record_text('{"s":""}', index=0)])) - 1  # without "\n"
+# (case id, the text repeated in args.s as the input writes it, its bytes in the sealed line)
+FILLERS = [
+    ("ascii", "x", 1),
+    ("raw-emoji", "\U0001f600", 12),
+    ("raw-del", "\x7f", 6),
+    ("raw-latin", "\u00e9", 6),
+    ("escaped-del", "\\u007f", 6),
+    ("escaped-newline", "\\n", 2),
+]
+
+
+def sized_transcript(path: Path, raw_char: str, sealed_bytes: int, target: int) -> None:
+    """A one-record transcript whose sealed line is exactly ``target`` bytes."""
+    count, rest = divmod(target - LINK_WITHOUT_TEXT, sealed_bytes)
+    text = raw_char * count + "x" * rest
+    path.write_bytes(record_text('{"s":"' + text + '"}', index=0).encode("utf-8") + b"\n")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("forced", [False, True], ids=["sequential", "parallel"])
+@pytest.mark.parametrize(("char", "sealed_bytes"), [f[1:] for f in FILLERS], ids=[f[0] for f in FILLERS])
+def test_what_seal_writes_verify_and_diff_read(
+    runner: CliRunner,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    forced: bool,
+    char: str,
+    sealed_bytes: int,
+) -> None:
+    """A record whose sealed line is exactly the cap seals, verifies and diffs clean; one byte
+    more and seal refuses it by name, writing nothing (never a file its own verify refuses)."""
+    if forced:
+        monkeypatch.setattr(parallel, "worth_it", lambda path: True)
+    transcript, sealed = tmp_path / "t.jsonl", tmp_path / "t.sealed.jsonl"
+    sized_transcript(transcript, char, sealed_bytes, MAX_RECORD_BYTES)
+    assert len(transcript.read_bytes()) - 1 <= MAX_RECORD_BYTES  # the reader takes the input
+    code, _, err = invoke(runner, tmp_path, ["seal", str(transcript), "-o", str(sealed)])
+    assert (code, err) == (0, "")
+    assert len(sealed.read_bytes()) == MAX_RECORD_BYTES + 1
+    code, out, err = invoke(runner, tmp_path, ["verify", str(sealed)])
+    assert (code, err) == (0, "") and "chain: intact" in out
+    for argv in (["diff", str(sealed), str(transcript)], ["diff", str(sealed), str(sealed)]):
+        code, out, err = invoke(runner, tmp_path, argv)
+        assert (code, err) == (0, ""), argv
+
+    sealed.unlink()
+    sized_transcript(transcript, char, sealed_bytes, MAX_RECORD_BYTES + sealed_bytes)
+    code, out, err = invoke(runner, tmp_path, ["seal", str(transcript), "-o", str(sealed)])
+    size = MAX_RECORD_BYTES + sealed_bytes
+    assert (code, out) == (2, "")
+    assert err.startswith(
+        f"toolreplay: error: {transcript}:1: the sealed line would be {size} bytes,"
+        f" over the {MAX_RECORD_BYTES}-byte limit on a line"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.jsonl"]
+
+
+def test_the_recorder_never_writes_a_line_the_reader_refuses(tmp_path: Path) -> None:
+    """The library's Recorder refuses a call whose (sealed) line would be over the cap, and
+    refuses a value nested too deep instead of reaching a RecursionError."""
+    from toolreplay.errors import InputError
+    from toolreplay.library import Recorder
+
+    for seal in (False, True):
+        path = tmp_path / f"r{seal}.jsonl"
+        with Recorder(path, seal=seal) as recorder:
+            recorder.record(tool="t", args={"s": "ok"}, response={})
+            with pytest.raises(InputError, match=f"over the {MAX_RECORD_BYTES}-byte limit"):
+                recorder.record(tool="t", args={"s": "\U0001f600" * (MAX_RECORD_BYTES // 12)}, response={})
+            deep: dict[str, object] = {}
+            for _ in range(5000):
+                deep = {"a": deep}
+            with pytest.raises(InputError, match=f"nesting is deeper than {MAX_DEPTH} levels"):
+                recorder.record(tool="t", args=deep, response={})
+            recorder.record(tool="t", args={}, response={})
+        assert len(path.read_text().splitlines()) == 2
+        code = subprocess.run(
+            [sys.executable, "-m", "toolreplay", "verify" if seal else "replay", str(path)],
+            capture_output=True,
+        ).returncode
+        assert code == 0
