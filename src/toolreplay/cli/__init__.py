@@ -13,16 +13,24 @@ import stat
 import sys
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
-from typing import IO, Any
+from typing import IO, Any, cast
 
 import click
 
 from toolreplay.errors import InputError, ToolreplayError
 from toolreplay.files import new_file_mode, temp_beside
 from toolreplay.findings import one_line
+from toolreplay.outputs import STDOUT, NamedOutput, is_write_error, write_error
 from toolreplay.report import RENDERERS, Report
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+
+
+def _drop_stdout() -> None:
+    """Point stdout at /dev/null once writing to it failed, so the interpreter's final
+    flush of what is left in its buffer does not fail again at exit."""
+    with contextlib.suppress(OSError):
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115
 
 
 class ToolreplayGroup(click.Group):
@@ -34,13 +42,18 @@ class ToolreplayGroup(click.Group):
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
             raise
         except ToolreplayError as err:
+            if isinstance(err, InputError) and err.path == STDOUT:
+                _drop_stdout()
             click.echo(f"toolreplay: error: {one_line(str(err))}", err=True)
             ctx.exit(EXIT_USAGE)
-        except BrokenPipeError:
-            # the reader went away (| head); nothing more to say to it
-            with contextlib.suppress(OSError):
-                sys.stdout = open(os.devnull, "w")  # noqa: SIM115
-            ctx.exit(EXIT_CLEAN)
+        except OSError as err:
+            if not is_write_error(err) or ctx.find_root().params.get("traceback"):
+                raise
+            # every named output turns its own write errors into InputErrors: what is left is
+            # a click.echo to stdout (a closed pipe: | head; a full disk: > file)
+            _drop_stdout()
+            click.echo(f"toolreplay: error: {write_error(err, STDOUT)}", err=True)
+            ctx.exit(EXIT_USAGE)
         except Exception as err:
             if ctx.find_root().params.get("traceback"):
                 raise
@@ -75,17 +88,21 @@ def emit(reports: Sequence[Report], fmt: str) -> int:
 
 
 @contextlib.contextmanager
-def _spooled(sink: Callable[[IO[str]], None]) -> Iterator[IO[str]]:
+def _spooled(sink: Callable[[IO[str]], None], name: str) -> Iterator[IO[str]]:
     # Spool first so a refusal on a late line writes nothing rather than half the output.
     with tempfile.SpooledTemporaryFile(max_size=8 * 1024 * 1024, mode="w+", encoding="utf-8") as spool:
-        yield spool
+        # past 8 MiB the spool is a file in the temp folder, which can be full too
+        yield cast(IO[str], NamedOutput(spool, f"{name} (spooled in {tempfile.gettempdir()})"))
         spool.seek(0)
         sink(spool)
 
 
 def _to_stdout(spool: IO[str]) -> None:
-    shutil.copyfileobj(spool, sys.stdout)
-    sys.stdout.flush()
+    try:
+        shutil.copyfileobj(spool, sys.stdout)
+        sys.stdout.flush()
+    except OSError as err:
+        raise write_error(err, STDOUT) from err
 
 
 @contextlib.contextmanager
@@ -98,7 +115,7 @@ def atomic_output(path: str | None, *, private: bool = False) -> Iterator[IO[str
     ``private``; a replaced file keeps its mode.
     """
     if path is None or path == "-":
-        with _spooled(_to_stdout) as spool:
+        with _spooled(_to_stdout, STDOUT) as spool:
             yield spool
         return
     if not path:
@@ -115,7 +132,7 @@ def atomic_output(path: str | None, *, private: bool = False) -> Iterator[IO[str
             except OSError as err:
                 raise InputError(f"cannot write here: {err.strerror}", path=path) from err
 
-        with _spooled(into_special) as spool:
+        with _spooled(into_special, path) as spool:
             yield spool
         return
     if private:
@@ -129,8 +146,17 @@ def atomic_output(path: str | None, *, private: bool = False) -> Iterator[IO[str
     except OSError as err:
         raise InputError(f"cannot write here: {err.strerror}", path=path) from err
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out:
-            yield out
+        out = os.fdopen(fd, "w", encoding="utf-8", newline="\n")
+        try:
+            yield cast(IO[str], NamedOutput(out, path))
+        except BaseException:
+            with contextlib.suppress(OSError):
+                out.close()
+            raise
+        try:
+            out.close()  # flushes the last buffer: a full disk can show here
+        except OSError as err:
+            raise write_error(err, path) from err
         try:
             os.replace(tmp, target)
         except OSError as err:

@@ -176,5 +176,10 @@ def write_outputs(path: str, values: Mapping[str, str]) -> None:
         if delimiter in value or "\n" in name or "\r" in name:  # pragma: no cover - 2**-128
             raise ValueError(f"cannot write output {name!r} safely")
         blocks.append(f"{name}<<{delimiter}\n{value}\n{delimiter}\n")
-    with open(path, "a", encoding="utf-8", newline="\n") as out:
-        out.write("".join(blocks))
+    try:
+        with open(path, "a", encoding="utf-8", newline="\n") as out:
+            out.write("".join(blocks))
+    except OSError as err:
+        from toolreplay.outputs import write_error
+
+        raise write_error(err, path) from err
