@@ -25,10 +25,14 @@ surrogates) and what Python would silently accept (``NaN``, ``1e400`` turning in
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import re
+import sys
+from collections.abc import Iterator
 from json.encoder import encode_basestring_ascii as _encode_ascii
+from types import FrameType
 from typing import Any
 
 import orjson
@@ -291,3 +295,27 @@ def decode(raw: bytes, *, max_bytes: int = MAX_RECORD_BYTES, what: str = "record
     if value is None or not colons_agree(raw, canonical_decoded(value).count(":")):
         return decode_reference(raw)
     return value
+
+
+#: Python frames a recursive walk may take per level of a value: jsonschema takes about 8
+#: (descend, a keyword, $ref/$dynamicRef, descend ...) when the meta-schema checks a schema
+_FRAMES_PER_LEVEL = 16
+
+
+@contextlib.contextmanager
+def room_for_depth() -> Iterator[None]:
+    """Let a recursive walk over a value within :data:`MAX_DEPTH` (jsonschema validating a
+    value, or checking a schema against its meta-schema) finish, however deep the caller's
+    stack already is: Python's default limit of 1000 frames is less than 128 levels of
+    jsonschema. Consume the walk's generators inside the block."""
+    frame: FrameType | None = sys._getframe()
+    depth = 0
+    while frame is not None:
+        depth += 1
+        frame = frame.f_back
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old, depth + MAX_DEPTH * _FRAMES_PER_LEVEL))
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(old)

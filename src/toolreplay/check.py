@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 from toolreplay.analyses.baseline import ToolBehaviour, behaviour_of, check_freshness, diff_baseline
 from toolreplay.analyses.replay import replay
 from toolreplay.analyses.scope import Scope, check_scope, load_scope
+from toolreplay.canonical import room_for_depth
 from toolreplay.chain import verify
 from toolreplay.config import Config, expand
 from toolreplay.errors import InputError
@@ -217,7 +218,8 @@ def _relocate(err: InputError, path: str) -> str:
 
 
 def run_job(job: Job) -> Report:
-    return (check_baseline if job.kind == "baseline" else check_transcript)(job)
+    with room_for_depth():  # a worker process starts with Python's default recursion limit
+        return (check_baseline if job.kind == "baseline" else check_transcript)(job)
 
 
 def pair_runs(baselines: Sequence[str], transcripts: Sequence[str]) -> dict[str, list[str]]:

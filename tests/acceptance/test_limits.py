@@ -273,3 +273,120 @@ def test_the_recorder_never_writes_a_line_the_reader_refuses(tmp_path: Path) -> 
             capture_output=True,
         ).returncode
         assert code == 0
+
+
+# --- values within the limit are walked to the end: jsonschema, the meta-schema, locks ------
+
+
+def items_chain(levels: int) -> str:
+    """A JSON Schema nested ``levels`` deep through ``items``."""
+    return '{"items":' * (levels - 1) + "{}" + "}" * (levels - 1)
+
+
+@pytest.mark.slow
+def test_schemas_at_the_depth_limit_are_checked_not_crashed(tmp_path: Path) -> None:
+    """A scope or tool definitions nested up to MAX_DEPTH deep are checked to the end (jsonschema
+    needs more than Python's default 1000 frames for that) in plain processes; a lock holds what
+    it can and refuses the rest by name."""
+    (tmp_path / "t.jsonl").write_text(GOOD.decode() + "\n")
+    (tmp_path / "scope.json").write_text(  # {} > arguments > t > properties > a: level 5
+        '{"agent":"a","allowed_tools":["t"],"arguments":{"t":{"type":"object","properties":{"a":'
+        + items_chain(MAX_DEPTH - 4)
+        + "}}}}"
+    )
+    for levels, name in ((MAX_DEPTH - 4, "deepest.json"), (MAX_DEPTH - 5, "tools.json")):
+        (tmp_path / name).write_text(  # [] > {} > inputSchema > properties > a: level 5
+            '[{"name":"t","inputSchema":{"type":"object","properties":{"a":' + items_chain(levels) + "}}}]"
+        )
+
+    def run(*argv: str) -> tuple[int, str]:
+        done = subprocess.run(
+            [sys.executable, "-m", "toolreplay", *argv], cwd=tmp_path, capture_output=True, text=True
+        )
+        return done.returncode, done.stderr
+
+    assert run("scope", "t.jsonl", "scope.json") == (0, "")
+    assert run("validate", "--kind", "scope", "scope.json") == (0, "")
+    from toolreplay.check import PARALLEL_MIN_FILES
+
+    for i in range(PARALLEL_MIN_FILES):  # enough files for check to use worker processes
+        (tmp_path / f"run{i}.jsonl").write_text(GOOD.decode() + "\n")
+    (tmp_path / "toolreplay.toml").write_text('transcripts = ["run*.jsonl"]\nscope = "scope.json"\n')
+    assert run("check", "--jobs", "2") == (0, "")
+    assert run("fingerprint", "tools.json", "-o", "tools.lock.json") == (0, "")
+    assert run("validate", "tools.lock.json") == (0, "")
+    assert run("fingerprint-diff", "tools.lock.json", "tools.lock.json") == (0, "")
+    code, err = run("fingerprint", "deepest.json")
+    assert code == 2
+    assert err == (
+        'toolreplay: error: deepest.json: tool "t": a lock cannot hold its schema, nested deeper than'
+        f" {MAX_DEPTH - 3} levels (the schema starts at level 4 of a file nested at most {MAX_DEPTH} deep)\n"
+    )
+
+
+MCP_SERVER = """
+import json, sys
+schema = '{"type":"object","properties":{"a":' + '{"items":' * DEPTH + '{}' + '}' * DEPTH + '}}'
+for line in sys.stdin:
+    msg = json.loads(line)
+    if "id" not in msg:
+        continue
+    if msg["method"] == "initialize":
+        version = msg["params"]["protocolVersion"]
+        info = {"name": "deep", "version": "1"}
+        result = json.dumps({"protocolVersion": version, "capabilities": {"tools": {}}, "serverInfo": info})
+    elif msg["method"] == "tools/list":
+        result = '{"tools":[{"name":"t","inputSchema":' + schema + '}]}'
+    else:
+        result = "{}"
+    sys.stdout.write('{"jsonrpc":"2.0","id":' + json.dumps(msg["id"]) + ',"result":' + result + '}\\n')
+    sys.stdout.flush()
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("depth", "problem"),
+    [
+        (MAX_DEPTH - 5, "a lock cannot hold its schema, nested deeper than 125 levels"),
+        (140, f"input schema: nesting is deeper than {MAX_DEPTH} levels (at /tools/0/inputSchema)"),
+    ],
+)
+def test_a_deep_schema_from_a_live_mcp_server_is_one_line(tmp_path: Path, depth: int, problem: str) -> None:
+    """A real stdio MCP server listing a schema too deep to lock is exit 2 and one line naming
+    the server and the tool (was a RecursionError in the meta-schema check, exit 3)."""
+    server = tmp_path / "server.py"
+    server.write_text(MCP_SERVER.replace("DEPTH", str(depth)))
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "toolreplay",
+            "fingerprint",
+            "-o",
+            "x.lock.json",
+            "--mcp",
+            "--",
+            "python3",
+            "server.py",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 2
+    assert done.stderr.startswith("toolreplay: error: mcp:python3 server.py: tool ")
+    assert problem in done.stderr and done.stderr.count("\n") == 1
+    assert not (tmp_path / "x.lock.json").exists()
+
+
+def test_a_deep_github_event_is_no_pull_request(tmp_path: Path) -> None:
+    """An event payload nested past json's recursion is read as "not a pull request", not a crash."""
+    from toolreplay.github.action import pull_range_from_env
+    from toolreplay.github.comment import target_from_env
+
+    event = tmp_path / "event.json"
+    event.write_text('{"pull_request":' + "[" * 100_000 + "]" * 100_000 + "}")
+    env = {"GITHUB_EVENT_PATH": str(event), "GITHUB_REPOSITORY": "o/r"}
+    assert pull_range_from_env(env) is None
+    assert target_from_env(env) is None

@@ -17,6 +17,7 @@ from typing import IO, Any, cast
 
 import click
 
+from toolreplay.canonical import room_for_depth
 from toolreplay.errors import InputError, ToolreplayError
 from toolreplay.files import new_file_mode, temp_beside
 from toolreplay.findings import one_line
@@ -38,7 +39,8 @@ class ToolreplayGroup(click.Group):
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
-            return super().invoke(ctx)
+            with room_for_depth():  # jsonschema walks a 128-deep value in more than 1000 frames
+                return super().invoke(ctx)
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
             raise
         except ToolreplayError as err:

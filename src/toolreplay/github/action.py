@@ -131,7 +131,7 @@ def pull_range_from_env(environ: Mapping[str, str] | None = None) -> PullRange |
     try:
         with open(path, encoding="utf-8") as stream:
             event = json.load(stream)
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # RecursionError: nested past json's reach
         return None
     pull = event.get("pull_request") if isinstance(event, dict) else None
     if not isinstance(pull, dict):
