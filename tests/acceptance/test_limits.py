@@ -54,6 +54,11 @@ TOO_MUCH = [
     ("depth-1000", nested(999), f"nesting is deeper than {MAX_DEPTH} levels"),
     ("depth-100000", nested(100_000), f"nesting is deeper than {MAX_DEPTH} levels"),
     ("depth-in-array", "[" * 200 + "]" * 200, f"nesting is deeper than {MAX_DEPTH} levels"),
+    (
+        "over-size",
+        '{"s":"' + "x" * (MAX_RECORD_BYTES + 1000) + '"}',
+        f"record is over the {MAX_RECORD_BYTES}-byte limit",
+    ),
 ]
 
 
@@ -120,9 +125,11 @@ def assert_refused(code: int, out: str, err: str, path: str, problem: str, args:
 def test_every_reader_refuses_the_same_record_alike(
     runner: CliRunner, files: Path, args: str, problem: str
 ) -> None:
-    """A record over the depth limit is exit 2 and one `FILE:2: problem` line from every command."""
+    """A record over the depth or size limit is exit 2 and one `FILE:2: problem` line from every command."""
     write_bad(files, args)
     for path, argv in commands(files):
+        if argv[0] == "import" and "byte" in problem:
+            continue  # import reads traces, up to 512 MiB a line; its own test covers its cap
         code, out, err = invoke(runner, files, argv)
         assert_refused(code, out, err, path, problem, argv)
     assert not (files / "out.sealed.jsonl").exists()
