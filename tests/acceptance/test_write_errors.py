@@ -181,3 +181,30 @@ def test_a_full_tmpfs_under_seal_o(project: Path, tmp_path: Path) -> None:
         done.stderr == f"toolreplay: error: {mount}/run.sealed.jsonl: cannot write: No space left on device\n"
     )
     assert done.stdout == "run.sealed.jsonl\nprevious\n"
+
+
+def test_a_full_temp_folder_under_the_stdout_spool(project: Path, tmp_path: Path) -> None:
+    """Output over 8 MiB is spooled to the temp folder before stdout; when that folder is full
+    (a 64 KiB tmpfs as TMPDIR) the error names the output and where it was spooled, exit 2,
+    and nothing reaches stdout. Skipped where no mount namespace can be made."""
+    if shutil.which("unshare") is None:
+        pytest.skip("no unshare")
+    big = tmp_path / "big.jsonl"
+    line = '{"args":{},"index":%d,"response":{"text":"' + "x" * 1000 + '"},"tool":"t"}\n'
+    big.write_text("".join(line % i for i in range(9000)))
+    mount = tmp_path / "small"
+    mount.mkdir()
+    script = (
+        f"mount -t tmpfs -o size=64k tmpfs {mount} || exit 99; "
+        f"TMPDIR={mount} {sys.executable} -m toolreplay seal {big} > {tmp_path}/out.txt; code=$?; "
+        f"ls -A {mount}; exit $code"
+    )
+    done = subprocess.run(["unshare", "-rm", "sh", "-c", script], cwd=project, capture_output=True, text=True)
+    if done.returncode == 99 or "unshare:" in done.stderr:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+    assert done.returncode == 2
+    assert done.stderr == (
+        f"toolreplay: error: <stdout> (spooled in {mount}): cannot write: No space left on device\n"
+    )
+    assert done.stdout == ""  # the spool's temp file is gone
+    assert (tmp_path / "out.txt").read_text() == ""
