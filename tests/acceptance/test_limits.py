@@ -397,3 +397,35 @@ def test_a_deep_github_event_is_no_pull_request(tmp_path: Path) -> None:
     env = {"GITHUB_EVENT_PATH": str(event), "GITHUB_REPOSITORY": "o/r"}
     assert pull_range_from_env(env) is None
     assert target_from_env(env) is None
+
+
+# (case id, args as hand-written bytes, the problem) -- lines whose digest is right, so only
+# the strict reader can refuse them, on verify's fast path as on its exact one
+HAND_SEALED = [
+    (
+        "lone-surrogate",
+        '{"s":"\\ud800"}',
+        "string holds a lone surrogate escape (\\ud800-\\udfff without its pair)",
+    ),
+    ("infinity", '{"n":1e400}', "number 1e400 is too large: it would become infinity"),
+    ("long-integer", '{"n":' + "9" * 5000 + "}", "integer with 5000 digits is longer than 4300"),
+    ("duplicate-key", '{"a":1,"a":1}', 'duplicate key "a"'),
+    ("nan", '{"n":NaN}', "NaN is not valid JSON (NaN and Infinity are refused)"),
+    ("deep", nested(MAX_DEPTH), f"nesting is deeper than {MAX_DEPTH} levels"),
+]
+
+
+@pytest.mark.parametrize("forced", [False, True], ids=["sequential", "parallel"])
+@pytest.mark.parametrize(("args", "problem"), [c[1:] for c in HAND_SEALED], ids=[c[0] for c in HAND_SEALED])
+def test_verify_refuses_a_well_chained_line_the_reader_refuses(
+    runner: CliRunner, files: Path, monkeypatch: pytest.MonkeyPatch, forced: bool, args: str, problem: str
+) -> None:
+    """A hand-made link whose digest matches its bytes is still refused by verify, diff and the
+    hook exactly as the reader refuses the same record, on every path."""
+    if forced:
+        monkeypatch.setattr(parallel, "worth_it", lambda path: True)
+    write_bad(files, args)
+    for path, argv in commands(files):
+        if path.endswith(".sealed.jsonl"):
+            code, out, err = invoke(runner, files, argv)
+            assert_refused(code, out, err, path, problem, argv)
