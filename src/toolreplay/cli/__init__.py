@@ -48,17 +48,15 @@ class ToolreplayGroup(click.Group):
                 _drop_stdout()
             click.echo(f"toolreplay: error: {one_line(str(err))}", err=True)
             ctx.exit(EXIT_USAGE)
-        except OSError as err:
-            if not is_write_error(err) or ctx.find_root().params.get("traceback"):
-                raise
-            # every named output turns its own write errors into InputErrors: what is left is
-            # a click.echo to stdout (a closed pipe: | head; a full disk: > file)
-            _drop_stdout()
-            click.echo(f"toolreplay: error: {write_error(err, STDOUT)}", err=True)
-            ctx.exit(EXIT_USAGE)
         except Exception as err:
             if ctx.find_root().params.get("traceback"):
                 raise
+            if isinstance(err, OSError) and is_write_error(err):
+                # every named output turns its own write errors into InputErrors: what is left
+                # is a click.echo to stdout (a closed pipe: | head; a full disk: > file)
+                _drop_stdout()
+                click.echo(f"toolreplay: error: {write_error(err, STDOUT)}", err=True)
+                ctx.exit(EXIT_USAGE)
             click.echo(
                 f"toolreplay: internal error: {type(err).__name__}: {one_line(str(err))}"
                 " (please report this; rerun with --traceback for details)",
