@@ -230,6 +230,8 @@ class NestingTooDeep(Exception):
     def __init__(self, raw: bytes) -> None:
         super().__init__(f"nesting is deeper than {MAX_DEPTH} levels")
         self.lineno = 1
+        if b"\n" not in raw:
+            return  # one line (every transcript line): nothing to look for
         depth = 0
         for token in _TOKENS.finditer(raw):  # only on the way to an error, and stops at it
             byte = raw[token.start()]
