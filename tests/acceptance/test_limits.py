@@ -60,6 +60,10 @@ TOO_MUCH = [
         f"record is over the {MAX_RECORD_BYTES}-byte limit",
     ),
 ]
+TOO_MUCH_PARAMS = [
+    pytest.param(*case[1:], id=case[0], marks=[pytest.mark.slow] if "size" in case[0] else [])
+    for case in TOO_MUCH
+]
 
 
 @pytest.fixture
@@ -121,7 +125,7 @@ def assert_refused(code: int, out: str, err: str, path: str, problem: str, args:
         assert (code, out, err) == (2, "", f"toolreplay: error: {expected}\n"), args
 
 
-@pytest.mark.parametrize(("args", "problem"), [c[1:] for c in TOO_MUCH], ids=[c[0] for c in TOO_MUCH])
+@pytest.mark.parametrize(("args", "problem"), TOO_MUCH_PARAMS)
 def test_every_reader_refuses_the_same_record_alike(
     runner: CliRunner, files: Path, args: str, problem: str
 ) -> None:
@@ -136,7 +140,7 @@ def test_every_reader_refuses_the_same_record_alike(
     assert not (files / "imported").exists() or not any((files / "imported").iterdir())
 
 
-@pytest.mark.parametrize(("args", "problem"), [c[1:] for c in TOO_MUCH], ids=[c[0] for c in TOO_MUCH])
+@pytest.mark.parametrize(("args", "problem"), TOO_MUCH_PARAMS)
 def test_validate_and_check_name_the_same_problem(
     runner: CliRunner, files: Path, args: str, problem: str
 ) -> None:
@@ -153,7 +157,7 @@ def test_validate_and_check_name_the_same_problem(
         assert out.endswith("total: 1 reports, 0 findings, 0 failing, 1 unreadable\n")
 
 
-@pytest.mark.parametrize(("args", "problem"), [c[1:] for c in TOO_MUCH], ids=[c[0] for c in TOO_MUCH])
+@pytest.mark.parametrize(("args", "problem"), TOO_MUCH_PARAMS)
 def test_the_parallel_paths_refuse_alike(
     runner: CliRunner, files: Path, monkeypatch: pytest.MonkeyPatch, args: str, problem: str
 ) -> None:
