@@ -214,10 +214,15 @@ def nesting_depth(raw: bytes, *, limit: int | None = None) -> int:
     return depth
 
 
+_NOT_OPENERS = bytes(b for b in range(256) if b not in b"[{")
+
+
 def too_deep(raw: bytes) -> bool:
     """Is a JSON text nested deeper than :data:`MAX_DEPTH`? Cheap for most texts: there
-    cannot be more levels than brackets."""
-    return raw.count(b"[") + raw.count(b"{") > MAX_DEPTH and nesting_depth(raw, limit=MAX_DEPTH) > MAX_DEPTH
+    cannot be more levels than opening brackets (counted in one pass)."""
+    return (
+        len(raw.translate(None, _NOT_OPENERS)) > MAX_DEPTH and nesting_depth(raw, limit=MAX_DEPTH) > MAX_DEPTH
+    )
 
 
 _TOKENS = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]', re.DOTALL)
