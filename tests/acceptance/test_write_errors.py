@@ -208,3 +208,13 @@ def test_a_full_temp_folder_under_the_stdout_spool(project: Path, tmp_path: Path
     )
     assert done.stdout == ""  # the spool's temp file is gone
     assert (tmp_path / "out.txt").read_text() == ""
+
+
+def test_step_outputs_on_a_full_disk_name_the_file() -> None:
+    """GITHUB_OUTPUT that cannot be written (/dev/full) is an error naming it, not an internal error."""
+    from toolreplay.errors import InputError
+    from toolreplay.github.action import write_outputs
+
+    with pytest.raises(InputError) as caught:
+        write_outputs("/dev/full", {"exit-code": "0"})
+    assert str(caught.value) == "/dev/full: cannot write: No space left on device"
