@@ -25,10 +25,14 @@ surrogates) and what Python would silently accept (``NaN``, ``1e400`` turning in
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import re
+import sys
+from collections.abc import Iterator
 from json.encoder import encode_basestring_ascii as _encode_ascii
+from types import FrameType
 from typing import Any
 
 import orjson
@@ -123,9 +127,17 @@ def canonical(value: Any) -> str:
     """Return the canonical JSON text of ``value`` (SPEC §1.2).
 
     Exactly ``json.dumps(value, sort_keys=True, separators=(",", ":"),
-    ensure_ascii=True, allow_nan=False)``.
+    ensure_ascii=True, allow_nan=False)``, for values nested at most :data:`MAX_DEPTH`
+    deep: a deeper value (which no reader here would take back) is an :class:`InputError`,
+    never a ``RecursionError``.
     """
-    return _ENCODER.encode(value)
+    try:
+        text = _ENCODER.encode(value)
+    except RecursionError as err:
+        raise InputError(f"nesting is deeper than {MAX_DEPTH} levels") from err
+    if text.count("[") + text.count("{") > MAX_DEPTH and too_deep(text.encode("ascii")):
+        raise InputError(f"nesting is deeper than {MAX_DEPTH} levels")
+    return text
 
 
 def colons_agree(raw: bytes, canonical_colons: int) -> bool:
@@ -174,16 +186,67 @@ def _clip(text: str, limit: int = 40) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
 
-def nesting_depth(raw: bytes) -> int:
-    """Deepest nesting of arrays/objects in a JSON text, ignoring brackets inside strings."""
-    depth = deepest = 0
-    for byte in _STRING_BYTES.sub(b"", raw):
-        if byte in b"[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif byte in b"]}":
-            depth -= 1
-    return deepest
+# Everything but brackets goes; braces become brackets: what is left of a JSON text (its
+# strings removed) is then a word over "[" and "]" whose nesting is the text's.
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+_BRACKETS_ONLY = bytes.maketrans(b"{}", b"[]")
+
+
+def nesting_depth(raw: bytes, *, limit: int | None = None) -> int:
+    """Deepest nesting of arrays/objects in a JSON text, ignoring brackets inside strings.
+
+    Each pass deletes every innermost ``[]`` pair, which lowers every nest by exactly one
+    level (``bytes.replace`` does not rescan what it has just joined), so the passes
+    counted are the depth, and each pass runs in C. With ``limit``, counting stops once
+    past it. Brackets that do not pair up (text that is not JSON) end as ``]...][...[``,
+    and the opening ones left count as levels.
+    """
+    word = _STRING_BYTES.sub(b"", raw).translate(_BRACKETS_ONLY, _NOT_BRACKETS)
+    if limit is not None and b"[" * (limit + 1) in word:
+        return limit + 1
+    depth = 0
+    while word and (limit is None or depth <= limit):
+        shorter = word.replace(b"[]", b"")
+        if len(shorter) == len(word):
+            return depth + len(word.lstrip(b"]"))
+        word = shorter
+        depth += 1
+    return depth
+
+
+_NOT_OPENERS = bytes(b for b in range(256) if b not in b"[{")
+
+
+def too_deep(raw: bytes) -> bool:
+    """Is a JSON text nested deeper than :data:`MAX_DEPTH`? Cheap for most texts: there
+    cannot be more levels than opening brackets (counted in one pass)."""
+    return (
+        len(raw.translate(None, _NOT_OPENERS)) > MAX_DEPTH and nesting_depth(raw, limit=MAX_DEPTH) > MAX_DEPTH
+    )
+
+
+_TOKENS = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]', re.DOTALL)
+
+
+class NestingTooDeep(Exception):
+    """The cause of a depth refusal: ``lineno`` is the line of the first bracket too deep,
+    named where a JSONDecodeError's would be (readers of whole documents use it)."""
+
+    def __init__(self, raw: bytes) -> None:
+        super().__init__(f"nesting is deeper than {MAX_DEPTH} levels")
+        self.lineno = 1
+        if b"\n" not in raw:
+            return  # one line (every transcript line): nothing to look for
+        depth = 0
+        for token in _TOKENS.finditer(raw):  # only on the way to an error, and stops at it
+            byte = raw[token.start()]
+            if byte in b"[{":
+                depth += 1
+                if depth > MAX_DEPTH:
+                    self.lineno = raw.count(b"\n", 0, token.start()) + 1
+                    return
+            elif byte in b"]}":
+                depth -= 1
 
 
 def check_shape(raw: bytes, *, max_bytes: int = MAX_RECORD_BYTES, what: str = "record") -> None:
@@ -192,9 +255,8 @@ def check_shape(raw: bytes, *, max_bytes: int = MAX_RECORD_BYTES, what: str = "r
         raise InputError("starts with a UTF-8 byte-order mark (BOM); save the file as UTF-8 without BOM")
     if len(raw) > max_bytes:
         raise InputError(f"{what} is {len(raw)} bytes, over the {max_bytes}-byte limit")
-    # Cheap bound first: there cannot be more levels than brackets.
-    if raw.count(b"[") + raw.count(b"{") > MAX_DEPTH and nesting_depth(raw) > MAX_DEPTH:
-        raise InputError(f"nesting is deeper than {MAX_DEPTH} levels")
+    if too_deep(raw):
+        raise InputError(f"nesting is deeper than {MAX_DEPTH} levels") from NestingTooDeep(raw)
 
 
 def decode_reference(raw: bytes) -> Any:
@@ -240,3 +302,27 @@ def decode(raw: bytes, *, max_bytes: int = MAX_RECORD_BYTES, what: str = "record
     if value is None or not colons_agree(raw, canonical_decoded(value).count(":")):
         return decode_reference(raw)
     return value
+
+
+#: Python frames a recursive walk may take per level of a value: jsonschema takes about 8
+#: (descend, a keyword, $ref/$dynamicRef, descend ...) when the meta-schema checks a schema
+_FRAMES_PER_LEVEL = 16
+
+
+@contextlib.contextmanager
+def room_for_depth() -> Iterator[None]:
+    """Let a recursive walk over a value within :data:`MAX_DEPTH` (jsonschema validating a
+    value, or checking a schema against its meta-schema) finish, however deep the caller's
+    stack already is: Python's default limit of 1000 frames is less than 128 levels of
+    jsonschema. Consume the walk's generators inside the block."""
+    frame: FrameType | None = sys._getframe()
+    depth = 0
+    while frame is not None:
+        depth += 1
+        frame = frame.f_back
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old, depth + MAX_DEPTH * _FRAMES_PER_LEVEL))
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(old)

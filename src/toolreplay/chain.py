@@ -5,11 +5,13 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
-from typing import IO
+from typing import IO, Any
 
 from toolreplay.canonical import (
+    MAX_RECORD_BYTES,
     canonical,
     canonical_decoded,
+    check_shape,
     colons_agree,
     decode_fast,
     is_canonical_text,
@@ -124,9 +126,19 @@ def _break(position: int, link: Link, expected: str, reason: str) -> Break:
 _PREV_GAP = '"prev":""'
 
 
+def _decode_within_limits(raw: bytes) -> Any:
+    """``decode_fast`` behind the reader's own shape limits (size, depth, BOM): the fast
+    path must not take a line the exact path refuses."""
+    try:
+        check_shape(raw)
+    except InputError:
+        return None
+    return decode_fast(raw)
+
+
 def fast_parts(raw: bytes) -> tuple[int, str, str, str] | None:
     """(index, head, middle, tail) of a transcript line, as :func:`parts_of` gives them."""
-    value = decode_fast(raw)
+    value = _decode_within_limits(raw)
     if value is None:
         return None
     try:
@@ -147,7 +159,7 @@ def fast_parts(raw: bytes) -> tuple[int, str, str, str] | None:
 
 def fast_link(raw: bytes) -> tuple[int, str, str] | None:
     """(index, prev, digest) of a sealed line that is canonical and whose digest is its own."""
-    value = decode_fast(raw)
+    value = _decode_within_limits(raw)
     if value is None:
         return None
     try:
@@ -183,8 +195,26 @@ def seal_lines(stream: IO[bytes], path: str) -> Iterator[str]:
                 pointer="/index",
             )
         digest = hashlib.sha256((head + middle + prev + tail).encode("ascii")).hexdigest()
-        yield head + ',"digest":"' + digest + '"' + middle + prev + tail
+        line = head + ',"digest":"' + digest + '"' + middle + prev + tail
+        if len(line) > MAX_RECORD_BYTES:
+            raise link_too_long(len(line), path=path, line=number)
+        yield line
         prev = digest
+
+
+def link_too_long(size: int, *, path: str | None = None, line: int | None = None) -> InputError:
+    """Why a record cannot be sealed: its link would be a line no reader here takes back.
+
+    The cap is on the line as written (canonical, so every non-ASCII character takes 6 or
+    12 bytes as ``\\uXXXX`` escapes, and ``prev`` and ``digest`` add 150), not on the
+    line as read: whatever ``seal`` writes, ``verify`` and ``diff`` read.
+    """
+    return InputError(
+        f"the sealed line would be {size} bytes, over the {MAX_RECORD_BYTES}-byte limit on a line"
+        " (a link is canonical JSON, non-ASCII escaped as \\uXXXX, with prev and digest added)",
+        path=path,
+        line=line,
+    )
 
 
 def verify_stream(stream: IO[bytes], path: str) -> ChainState:

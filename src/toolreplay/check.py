@@ -37,6 +37,7 @@ from toolreplay.analyses.baseline import ToolBehaviour, behaviour_of, check_fres
 from toolreplay.analyses.integrity import chain_broken, stale_baseline
 from toolreplay.analyses.replay import replay
 from toolreplay.analyses.scope import Scope, check_scope, load_scope
+from toolreplay.canonical import room_for_depth
 from toolreplay.chain import verify
 from toolreplay.config import Config, expand
 from toolreplay.ecma import DEFAULT_BUDGET_SECONDS
@@ -205,7 +206,8 @@ def _relocate(err: InputError, path: str) -> str:
 
 
 def run_job(job: Job) -> Report:
-    return (check_baseline if job.kind == "baseline" else check_transcript)(job)
+    with room_for_depth():  # a worker process starts with Python's default recursion limit
+        return (check_baseline if job.kind == "baseline" else check_transcript)(job)
 
 
 def pair_runs(baselines: Sequence[str], transcripts: Sequence[str]) -> dict[str, list[str]]:

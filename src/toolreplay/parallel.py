@@ -90,35 +90,36 @@ def _lines(first: int, data: bytes) -> Iterator[tuple[int, bytes]]:
 
 
 def seal_chunk(first: int, data: bytes) -> list[SealParts] | None:
-    """Parse a chunk of a transcript; None when any line is refused."""
+    """Parse a chunk of a transcript; None when any line is refused (a line over the size
+    cap included: the sequential path names it, with the file's name and line)."""
     out = []
-    for number, raw in _lines(first, data):
-        parts = fast_parts(raw)
-        if parts is None:
-            try:
+    try:
+        for number, raw in _lines(first, data):
+            parts = fast_parts(raw)
+            if parts is None:
                 record, _ = parse_line(raw, line=number)
-            except InputError:
-                return None
-            parts = (record.index, *parts_of(record))
-        out.append(SealParts(parts[0], number, parts[1], parts[2], parts[3]))
+                parts = (record.index, *parts_of(record))
+            out.append(SealParts(parts[0], number, parts[1], parts[2], parts[3]))
+    except InputError:
+        return None
     return out
 
 
 def verify_chunk(first: int, data: bytes) -> list[tuple[int, str, str]] | None:
     """(index, prev, digest) of each link of a chunk that checks out on its own; None on any doubt."""
     out = []
-    for number, raw in _lines(first, data):
-        quick = fast_link(raw)
-        if quick is None:
-            try:
+    try:
+        for number, raw in _lines(first, data):
+            quick = fast_link(raw)
+            if quick is None:
                 record, value = parse_line(raw, sealed=True, line=number)
-            except InputError:
-                return None
-            digest, line = link_digest(record, value["prev"])
-            if digest != value["digest"] or line.encode("ascii") != raw:
-                return None
-            quick = (record.index, value["prev"], digest)
-        out.append(quick)
+                digest, line = link_digest(record, value["prev"])
+                if digest != value["digest"] or line.encode("ascii") != raw:
+                    return None
+                quick = (record.index, value["prev"], digest)
+            out.append(quick)
+    except InputError:
+        return None
     return out
 
 
@@ -154,7 +155,10 @@ def seal_lines(path: str) -> Iterator[str]:
             expected += 1
             body = parts.head + parts.middle + prev + parts.tail
             digest = hashlib.sha256(body.encode("ascii")).hexdigest()
-            yield parts.head + ',"digest":"' + digest + '"' + parts.middle + prev + parts.tail
+            line = parts.head + ',"digest":"' + digest + '"' + parts.middle + prev + parts.tail
+            if len(line) > MAX_RECORD_BYTES:
+                raise Fallback  # the sequential path names it
+            yield line
             prev = digest
 
 

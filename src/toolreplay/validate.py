@@ -8,7 +8,7 @@ import os
 from collections.abc import Iterator
 from functools import cache
 from importlib.resources import files
-from typing import Any
+from typing import IO, Any
 
 from jsonschema import Draft202012Validator
 
@@ -100,26 +100,34 @@ def _schema_errors(
 
 def _line_errors(kind: str, path: str) -> Iterator[str]:
     stream = open_input(path)
-    expected = 0
     try:
-        for number, raw in iter_lines(stream, path):
-            try:
-                check_shape(raw)
-                value = decode_reference(raw)
-            except InputError as err:
-                yield str(InputError(err.problem, path=path, line=number, pointer=err.pointer))
-                expected += 1
-                continue
-            found = list(_schema_errors(kind, value, path, number))
-            yield from found
-            index = value.get("index") if isinstance(value, dict) else None
-            if not found and isinstance(index, float):
-                yield f"{path}:{number}: index {index!r} has a fraction part: not an integer (at /index)"
-            elif kind == "transcript" and not found and index != expected:
-                yield f"{path}:{number}: index {index} is out of order: expected {expected} (at /index)"
-            expected += 1
+        yield from _lines_of(kind, stream, path)
+    except InputError as err:
+        if err.line is None:
+            raise  # the file cannot be read at all: a usage error
+        yield str(err)  # a line over the size cap, which ends the reading: a problem like any other
     finally:
         stream.close()
+
+
+def _lines_of(kind: str, stream: IO[bytes], path: str) -> Iterator[str]:
+    expected = 0
+    for number, raw in iter_lines(stream, path):
+        try:
+            check_shape(raw)
+            value = decode_reference(raw)
+        except InputError as err:
+            yield str(InputError(err.problem, path=path, line=number, pointer=err.pointer))
+            expected += 1
+            continue
+        found = list(_schema_errors(kind, value, path, number))
+        yield from found
+        index = value.get("index") if isinstance(value, dict) else None
+        if not found and isinstance(index, float):
+            yield f"{path}:{number}: index {index!r} has a fraction part: not an integer (at /index)"
+        elif kind == "transcript" and not found and index != expected:
+            yield f"{path}:{number}: index {index} is out of order: expected {expected} (at /index)"
+        expected += 1
 
 
 def validate_file(path: str, kind: str | None = None) -> list[str]:

@@ -219,3 +219,61 @@ def test_digit_runs_inside_strings_keep_the_fast_decoder() -> None:
     """Long digit runs inside strings (digests, ids) do not send a line to the slow decoder."""
     assert decode_fast(b'{"prev":"' + b"0" * 64 + b'","n":1}') is not None
     assert decode_fast(b'{"id":"12345678901234567890123","n":12345678901234567890123}') is None
+
+
+def _depth_by_count(raw: bytes) -> int:
+    """The nesting depth as a running count of brackets outside strings (the plain definition)."""
+    import re
+
+    depth = deepest = 0
+    for byte in re.sub(rb'"[^"\\]*(?:\\.[^"\\]*)*"', b"", raw):
+        if byte in b"[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif byte in b"]}":
+            depth -= 1
+    return deepest
+
+
+nestable = st.recursive(
+    st.none() | st.integers() | st.text(alphabet='[]{}"\\ab'),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(alphabet='[]{}"\\ab'), inner, max_size=4)
+    ),
+    max_leaves=60,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(nestable, st.integers(min_value=0, max_value=12))
+def test_nesting_depth_is_the_running_count(value: object, limit: int) -> None:
+    """The pass-counting depth equals the running bracket count, and stops past a limit."""
+    from toolreplay.canonical import nesting_depth
+
+    raw = json.dumps(value).encode()
+    depth = _depth_by_count(raw)
+    assert nesting_depth(raw) == depth
+    assert min(nesting_depth(raw, limit=limit), limit + 1) == min(depth, limit + 1)
+
+
+def test_canonical_refuses_values_the_reader_would_refuse() -> None:
+    """canonical() of a value deeper than MAX_DEPTH is an InputError, never a RecursionError,
+    at every depth (below and beyond the interpreter's recursion limit)."""
+    for depth in (MAX_DEPTH + 1, 900, 5000, 100_000):
+        value: list[object] = []
+        for _ in range(depth - 1):
+            value = [value]
+        with pytest.raises(InputError, match=f"nesting is deeper than {MAX_DEPTH} levels"):
+            canonical(value)
+    value = []
+    for _ in range(MAX_DEPTH - 1):
+        value = [value]
+    assert canonical(value) == "[" * MAX_DEPTH + "]" * MAX_DEPTH
+
+
+def test_a_deep_document_names_the_line_of_the_first_bracket_too_deep() -> None:
+    """A whole document nested too deep names the line where the limit is passed."""
+    raw = b'{\n"a":\n' + b"[\n" * MAX_DEPTH + b"]" * MAX_DEPTH + b"\n}"
+    with pytest.raises(InputError) as info:
+        decode(raw)
+    assert getattr(info.value.__cause__, "lineno", None) == 2 + MAX_DEPTH

@@ -13,16 +13,25 @@ import stat
 import sys
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
-from typing import IO, Any
+from typing import IO, Any, cast
 
 import click
 
+from toolreplay.canonical import room_for_depth
 from toolreplay.errors import InputError, ToolreplayError
 from toolreplay.files import new_file_mode, place, temp_beside
 from toolreplay.findings import one_line
+from toolreplay.outputs import STDOUT, NamedOutput, is_write_error, write_error
 from toolreplay.report import RENDERERS, Report
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+
+
+def _drop_stdout() -> None:
+    """Point stdout at /dev/null once writing to it failed, so the interpreter's final
+    flush of what is left in its buffer does not fail again at exit."""
+    with contextlib.suppress(OSError):
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115
 
 
 class ToolreplayGroup(click.Group):
@@ -30,20 +39,24 @@ class ToolreplayGroup(click.Group):
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
-            return super().invoke(ctx)
+            with room_for_depth():  # jsonschema walks a 128-deep value in more than 1000 frames
+                return super().invoke(ctx)
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
             raise
         except ToolreplayError as err:
+            if isinstance(err, InputError) and err.path == STDOUT:
+                _drop_stdout()
             click.echo(f"toolreplay: error: {one_line(str(err))}", err=True)
             ctx.exit(EXIT_USAGE)
-        except BrokenPipeError:
-            # the reader went away (| head); nothing more to say to it
-            with contextlib.suppress(OSError):
-                sys.stdout = open(os.devnull, "w")  # noqa: SIM115
-            ctx.exit(EXIT_CLEAN)
         except Exception as err:
             if ctx.find_root().params.get("traceback"):
                 raise
+            if isinstance(err, OSError) and is_write_error(err):
+                # every named output turns its own write errors into InputErrors: what is left
+                # is a click.echo to stdout (a closed pipe: | head; a full disk: > file)
+                _drop_stdout()
+                click.echo(f"toolreplay: error: {write_error(err, STDOUT)}", err=True)
+                ctx.exit(EXIT_USAGE)
             click.echo(
                 f"toolreplay: internal error: {type(err).__name__}: {one_line(str(err))}"
                 " (please report this; rerun with --traceback for details)",
@@ -75,17 +88,21 @@ def emit(reports: Sequence[Report], fmt: str) -> int:
 
 
 @contextlib.contextmanager
-def _spooled(sink: Callable[[IO[str]], None]) -> Iterator[IO[str]]:
+def _spooled(sink: Callable[[IO[str]], None], name: str) -> Iterator[IO[str]]:
     # Spool first so a refusal on a late line writes nothing rather than half the output.
     with tempfile.SpooledTemporaryFile(max_size=8 * 1024 * 1024, mode="w+", encoding="utf-8") as spool:
-        yield spool
+        # past 8 MiB the spool is a file in the temp folder, which can be full too
+        yield cast(IO[str], NamedOutput(spool, f"{name} (spooled in {tempfile.gettempdir()})"))
         spool.seek(0)
         sink(spool)
 
 
 def _to_stdout(spool: IO[str]) -> None:
-    shutil.copyfileobj(spool, sys.stdout)
-    sys.stdout.flush()
+    try:
+        shutil.copyfileobj(spool, sys.stdout)
+        sys.stdout.flush()
+    except OSError as err:
+        raise write_error(err, STDOUT) from err
 
 
 #: what every ``-o`` says when its file exists and ``--force`` was not given
@@ -109,7 +126,7 @@ def atomic_output(path: str | None, *, private: bool = False, replace: bool = Fa
     mode ``open()`` would give it, or 0600 when ``private``; a replaced file keeps its mode.
     """
     if path is None or path == "-":
-        with _spooled(_to_stdout) as spool:
+        with _spooled(_to_stdout, STDOUT) as spool:
             yield spool
         return
     if not path:
@@ -128,7 +145,7 @@ def atomic_output(path: str | None, *, private: bool = False, replace: bool = Fa
             except OSError as err:
                 raise InputError(f"cannot write here: {err.strerror}", path=path) from err
 
-        with _spooled(into_special) as spool:
+        with _spooled(into_special, path) as spool:
             yield spool
         return
     if private:
@@ -142,8 +159,17 @@ def atomic_output(path: str | None, *, private: bool = False, replace: bool = Fa
     except OSError as err:
         raise InputError(f"cannot write here: {err.strerror}", path=path) from err
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out:
-            yield out
+        out = os.fdopen(fd, "w", encoding="utf-8", newline="\n")
+        try:
+            yield cast(IO[str], NamedOutput(out, path))
+        except BaseException:
+            with contextlib.suppress(OSError):
+                out.close()
+            raise
+        try:
+            out.close()  # flushes the last buffer: a full disk can show here
+        except OSError as err:
+            raise write_error(err, path) from err
         try:
             place(tmp, target, replace=replace)
         except FileExistsError as err:

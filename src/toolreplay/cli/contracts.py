@@ -90,8 +90,14 @@ def fingerprint_cmd(
         lock = python_lock(load_object(source[0]), version=tool_version, mutators=mutator_set, spec=source[0])
     for warning in warnings:
         click.echo(f"toolreplay: warning: {one_line(warning)}", err=True)
+    try:
+        text = dump_lock(lock)
+    except InputError as err:  # a schema too deep for a lock to hold
+        from toolreplay.contracts.mcp import describe
+
+        raise InputError(err.problem, path=describe(source) if mcp else source[0]) from err
     with atomic_output(output, replace=force) as out:
-        out.write(dump_lock(lock))
+        out.write(text)
 
 
 @cli.command(name="fingerprint-diff")

@@ -13,6 +13,7 @@ from toolreplay.errors import InputError
 from toolreplay.files import place, temp_beside
 from toolreplay.findings import one_line
 from toolreplay.importers import FORMATS, Session, import_stream
+from toolreplay.outputs import write_error
 from toolreplay.transcript import open_input, record_line
 
 
@@ -154,6 +155,8 @@ def _import_into(path: str, fmt: str, directory: str, *, replace: bool) -> None:
                 place(temp, target, replace=replace)
             except FileExistsError as err:
                 raise InputError(EXISTS, path=target) from err
+            except OSError as err:
+                raise InputError(f"cannot write here: {err.strerror}", path=target) from err
         temps = []
     finally:
         for temp in temps:
@@ -173,9 +176,11 @@ def _write_temp(session: Session, directory: str) -> str:
         with os.fdopen(fd, "w", encoding="ascii", newline="\n") as out:
             for record in session.records:
                 out.write(record_line(record) + "\n")
-    except BaseException:
+    except BaseException as err:
         with contextlib.suppress(OSError):
             os.unlink(temp)
+        if isinstance(err, OSError):  # a full disk: name the folder the transcripts go to
+            raise write_error(err, directory) from err
         raise
     return temp
 

@@ -287,14 +287,18 @@ def import_definitions(
                 warn(defn, problem)
         else:
             behaviour = {"mutates": defn.name in mutators, "idempotent": False}
-        contracts[defn.name] = make_contract(
-            name=defn.name,
-            signature=json_signature(defn.name, defn.schema),
-            schema=defn.schema,
-            version=version,
-            deterministic=True,
-            **behaviour,
-        )
+        try:
+            contracts[defn.name] = make_contract(
+                name=defn.name,
+                signature=json_signature(defn.name, defn.schema),
+                schema=defn.schema,
+                version=version,
+                deterministic=True,
+                **behaviour,
+            )
+        except InputError as err:  # a schema nested too deep for a lock to hold
+            problem = f"tool {quote(defn.name)}: input schema: {err.problem}"
+            raise InputError(problem, path=path, line=defn.line, pointer=defn.pointer) from err
     return Imported(contracts=tuple(contracts.values()), warnings=tuple(warnings))
 
 

@@ -26,7 +26,7 @@ from types import MappingProxyType
 from typing import Any
 
 from toolreplay.analyses.replay import DEFAULT_MUTATORS
-from toolreplay.canonical import decode
+from toolreplay.canonical import MAX_DEPTH, decode, nesting_depth, too_deep
 from toolreplay.contracts.fingerprint import Signature, fingerprint_of
 from toolreplay.errors import InputError
 from toolreplay.files import temp_beside
@@ -137,7 +137,21 @@ def dump_lock(lock: ToolLock) -> str:
 
     Stable bytes, so a lock committed to git changes only where a contract did.
     """
-    return json.dumps(lock.data(), indent=2, sort_keys=True, ensure_ascii=True, allow_nan=False) + "\n"
+    text = json.dumps(lock.data(), indent=2, sort_keys=True, ensure_ascii=True, allow_nan=False) + "\n"
+    if too_deep(text.encode("ascii")):  # never write a lock that load_lock refuses
+        for name in sorted(lock.tools):
+            schema = json.dumps(lock.tools[name].schema).encode("ascii")
+            if nesting_depth(schema, limit=MAX_DEPTH) > MAX_DEPTH - _SCHEMA_LEVEL:
+                raise InputError(
+                    f"tool {json.dumps(name)}: a lock cannot hold its schema, nested deeper than"
+                    f" {MAX_DEPTH - _SCHEMA_LEVEL} levels (the schema starts at level {_SCHEMA_LEVEL + 1}"
+                    f" of a file nested at most {MAX_DEPTH} deep)"
+                )
+    return text
+
+
+#: a tool's schema sits at /tools/NAME/schema: three levels above it
+_SCHEMA_LEVEL = 3
 
 
 def save_lock(lock: ToolLock, path: str | os.PathLike[str]) -> None:

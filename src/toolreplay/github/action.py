@@ -144,7 +144,7 @@ def pull_range_from_env(environ: Mapping[str, str] | None = None) -> PullRange |
     try:
         with open(path, encoding="utf-8") as stream:
             event = json.load(stream)
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # RecursionError: nested past json's reach
         return None
     pull = event.get("pull_request") if isinstance(event, dict) else None
     if not isinstance(pull, dict):
@@ -189,5 +189,10 @@ def write_outputs(path: str, values: Mapping[str, str]) -> None:
         if delimiter in value or "\n" in name or "\r" in name:  # pragma: no cover - 2**-128
             raise ValueError(f"cannot write output {name!r} safely")
         blocks.append(f"{name}<<{delimiter}\n{value}\n{delimiter}\n")
-    with open(path, "a", encoding="utf-8", newline="\n") as out:
-        out.write("".join(blocks))
+    try:
+        with open(path, "a", encoding="utf-8", newline="\n") as out:
+            out.write("".join(blocks))
+    except OSError as err:
+        from toolreplay.outputs import write_error
+
+        raise write_error(err, path) from err

@@ -124,7 +124,7 @@ def target_from_env(environ: Mapping[str, str] | None = None) -> CommentTarget |
         try:
             with open(event_path, encoding="utf-8") as stream:
                 event = json.load(stream)
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):  # RecursionError: nested past json's reach
             event = None
         if isinstance(event, dict):
             pull = event.get("pull_request")

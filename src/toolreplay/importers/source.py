@@ -99,7 +99,7 @@ def _decode_document(raw: bytes, path: str) -> Any:
         return decode_value(raw)
     except InputError as err:
         cause = err.__cause__
-        line = cause.lineno if isinstance(cause, json.JSONDecodeError) else None
+        line = getattr(cause, "lineno", None)  # a JSONDecodeError's, or a depth refusal's
         problem = err.problem
         if isinstance(cause, json.JSONDecodeError):
             problem = f"invalid JSON: {cause.msg} at column {cause.colno}"

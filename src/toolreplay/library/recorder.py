@@ -5,7 +5,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from toolreplay.chain import link_digest
+from toolreplay.canonical import MAX_RECORD_BYTES
+from toolreplay.chain import link_digest, link_too_long
+from toolreplay.errors import InputError
 from toolreplay.transcript import GENESIS, Record, make_record, record_line
 
 
@@ -45,9 +47,13 @@ class Recorder:
         )
         if self.sealed:
             digest, line = link_digest(record, self.head)
-            self.head = digest
         else:
-            line = record_line(record)
+            digest, line = self.head, record_line(record)
+        if len(line) > MAX_RECORD_BYTES and self.sealed:  # never write a line the reader refuses
+            raise link_too_long(len(line))
+        if len(line) > MAX_RECORD_BYTES:
+            raise InputError(f"the line would be {len(line)} bytes, over the {MAX_RECORD_BYTES}-byte limit")
+        self.head = digest
         self._out.write(line + "\n")
         self._out.flush()
         self.count += 1
