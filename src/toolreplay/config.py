@@ -13,7 +13,7 @@ from typing import Any
 from toolreplay.analyses.replay import DEFAULT_MUTATORS
 from toolreplay.ecma import DEFAULT_BUDGET_SECONDS
 from toolreplay.errors import InputError
-from toolreplay.findings import ADVISORY_KINDS, quote
+from toolreplay.findings import kind_fails, quote
 
 CONFIG_NAMES = ("toolreplay.toml", "pyproject.toml")
 
@@ -38,9 +38,7 @@ class Config:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def fails(self, kind: str) -> bool:
-        if self.fail_on is None:
-            return kind not in ADVISORY_KINDS
-        return kind in self.fail_on
+        return kind_fails(kind, self.fail_on)
 
 
 def find_config(start: Path) -> Path | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
 #: Kinds in the order a report lists them when several share an index.
@@ -28,6 +29,17 @@ _RANK = {kind: rank for rank, kind in enumerate(KIND_ORDER)}
 #: Kinds that only inform (the drift-note guard's warnings): they fail the build only
 #: when ``fail_on`` names them, never under the default "every kind fails".
 ADVISORY_KINDS: frozenset[str] = frozenset({"drift-guard-changed", "unguarded-sealed-file"})
+
+
+def kind_fails(kind: str, fail_on: Collection[str] | None) -> bool:
+    """Whether a finding of ``kind`` fails the build under ``fail_on`` (None: the default).
+
+    The one rule behind the config's ``fail_on``, the Action's ``fail-on`` and ``merge``:
+    by default every kind fails but the advisory ones; a list fails exactly what it names.
+    """
+    if fail_on is None:
+        return kind not in ADVISORY_KINDS
+    return kind in fail_on
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -386,11 +386,13 @@ jobs:
     assert not any(e.get("command") == "add-mask" for e in run.events)
 
     # what each use wrote to GITHUB_STEP_SUMMARY, as act read the file after the step
-    headline = "### toolreplay report\n\n**4 findings** in 2 of 3 files.\n"
-    for use in ("first", "second"):
+    # the first use fails on nothing (fail-on: none), the second on every kind
+    verdicts = {"first": "**Passes**: 4 findings, none of", "second": "**Fails the build**: "}
+    for use, verdict in verdicts.items():
         [summary] = run.summaries(use)
-        assert summary.startswith(headline), summary
-        assert "| missing-drift-note | `baseline 'baselines/checkout.sealed.jsonl' (modified)" in summary
+        assert summary.startswith(f"### toolreplay report\n\n{verdict}"), summary
+        assert "missing-drift-note" in summary
+        assert "baseline 'baselines/checkout.sealed.jsonl' (modified)" in summary
 
     assert len(fake.comments) == 1  # the first use has comment: false
     assert fake.comments[0]["login"] == ACTIONS_BOT

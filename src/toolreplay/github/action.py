@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from toolreplay.errors import InputError
-from toolreplay.findings import ADVISORY_KINDS, KIND_ORDER, quote
+from toolreplay.findings import KIND_ORDER, kind_fails, quote
 from toolreplay.github.drift import PullRange, is_sha
 from toolreplay.report import Report
 from toolreplay.report.kinds import KINDS, REPORT_ERROR
@@ -55,9 +55,7 @@ class FailPolicy:
     errors: bool = True
 
     def fails(self, kind: str) -> bool:
-        if self.kinds is None:
-            return kind not in ADVISORY_KINDS
-        return kind in self.kinds
+        return kind_fails(kind, self.kinds)
 
 
 def parse_fail_on(text: str, default: frozenset[str] | None) -> FailPolicy:

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from toolreplay.findings import Finding
+from toolreplay.findings import Finding, kind_fails
 
 #: Version of the JSON report shape (schemas/report.schema.json).
 REPORT_VERSION = 1
@@ -60,7 +60,7 @@ class CheckInfo:
     shard: tuple[int, int] | None = None
 
     def fails(self, kind: str) -> bool:
-        return self.fail_on is None or kind in self.fail_on
+        return kind_fails(kind, self.fail_on)
 
 
 def replay_header(calls: int, divergence: int | None, findings: int) -> tuple[Line, ...]:
