@@ -105,6 +105,7 @@ def check_transcript(job: Job) -> Report:
             state_aware=settings.state_aware,
             nondeterministic=nondeterministic,
             path=job.path,
+            hints=True,
         )
         findings = list(result.findings)
         if settings.scope is not None:
@@ -221,7 +222,8 @@ def plan(config: Config, *, now: int | None = None) -> list[Job]:
         _lock(lock)
     settings = Settings(
         mutators=config.mutators,
-        state_aware=config.state_aware,
+        # a mutator separates identical calls in check, as in diff; state_aware = false is 0.6's rule
+        state_aware=config.state_aware is not False,
         scope=scope,
         lock=lock,
         max_age_days=config.max_baseline_age_days,

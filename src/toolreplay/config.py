@@ -27,11 +27,14 @@ class Config:
     scope: str | None = None
     tools_lock: str | None = None
     mutators: frozenset[str] = DEFAULT_MUTATORS
-    state_aware: bool = False
+    #: None when the config does not say: ``check`` is then state-aware, ``replay`` keeps 0.6's default
+    state_aware: bool | None = None
     drift_notes: str = "drift-notes"
     max_baseline_age_days: int | None = None
     fail_on: frozenset[str] | None = None  # None: every kind fails
     extra: dict[str, Any] = field(default_factory=dict)
+    #: the keys the file sets (so a command knows which defaults came from it)
+    declared: frozenset[str] = frozenset()
 
     def fails(self, kind: str) -> bool:
         return self.fail_on is None or kind in self.fail_on
@@ -103,11 +106,30 @@ def load_config(path: Path | None = None, *, cwd: Path | None = None) -> Config:
         scope=table.get("scope"),
         tools_lock=table.get("tools_lock"),
         mutators=frozenset(table["mutators"]) if "mutators" in table else DEFAULT_MUTATORS,
-        state_aware=table.get("state_aware", False),
+        state_aware=table.get("state_aware"),
         drift_notes=table.get("drift_notes", "drift-notes"),
         max_baseline_age_days=table.get("max_baseline_age_days"),
         fail_on=frozenset(table["fail_on"]) if "fail_on" in table else None,
+        declared=frozenset(table),
     )
+
+
+def nearest_config(path: Path | None = None, *, cwd: Path | None = None) -> Config | None:
+    """The config ``path`` names, else the nearest one from ``cwd`` up, else None (no config is fine)."""
+    if path is None:
+        path = find_config(cwd or Path.cwd())
+        if path is None:
+            return None
+    return load_config(path)
+
+
+def config_path(config: Config, value: str) -> str:
+    """A path the config names (relative to its folder), as the current directory reaches it."""
+    target = config.root / value
+    try:
+        return os.path.relpath(target)
+    except ValueError:  # pragma: no cover - another drive on Windows
+        return str(target)
 
 
 def expand(config: Config, patterns: tuple[str, ...]) -> list[str]:

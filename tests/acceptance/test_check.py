@@ -76,8 +76,58 @@ def test_every_analysis_over_every_file(runner: CliRunner, project: Path) -> Non
     assert "index 2: behavior-drift: in run 'runs/session-clean-2.jsonl': tool 'search' returned" in out
     assert "index 2: silent-drift: in run 'runs/session-clean.jsonl': tool 'search'" in out
     assert "index 4: permission-overreach: tool 'write_file'" in out
-    assert "index 5: non-determinism: tool 'search'" in out
-    assert out.endswith("total: 4 reports, 5 findings, 5 failing, 0 unreadable\n")
+    # write_file (a mutator) ran between the two searches: check is state-aware, as diff is
+    assert "non-determinism" not in out
+    assert out.endswith("total: 4 reports, 4 findings, 4 failing, 0 unreadable\n")
+
+
+def test_state_aware_false_is_the_06_rule_and_says_so(runner: CliRunner, project: Path) -> None:
+    """state_aware = false compares across a mutator again, and the finding names that knob."""
+    config = project / "toolreplay.toml"
+    config.write_text(config.read_text() + "state_aware = false\n")
+    _, out = run(runner, project)
+    assert (
+        "index 5: non-determinism: tool 'search' returned a different response than the identical call"
+        " at index 3 (a mutator ran in between: state_aware = false in the config compares across it)\n"
+    ) in out
+
+
+def test_a_call_that_records_state_is_a_mutator_in_check(runner: CliRunner, project: Path) -> None:
+    """An undeclared tool whose record carries state separates identical calls, as a mutator does."""
+    records = [
+        {"index": 0, "tool": "lookup_order", "args": {"id": 1}, "response": {"status": "paid"}},
+        {
+            "index": 1,
+            "tool": "refund_order",
+            "args": {"id": 1},
+            "response": {"ok": True},
+            "state": {"etag": "b"},
+        },
+        {"index": 2, "tool": "lookup_order", "args": {"id": 1}, "response": {"status": "refunded"}},
+    ]
+    (project / "runs" / "support.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    _, out = run(runner, project)
+    block = out.split("== runs/support.jsonl\n")[1].split("== ")[0]
+    assert block.startswith("calls: 3\ndivergence: none\n")
+    assert "non-determinism" not in block
+
+
+def test_redundant_call_in_check_names_how_to_declare_a_mutator(runner: CliRunner, project: Path) -> None:
+    """check's redundant-call says how to declare the tool a mutator; declaring it clears the finding."""
+    call = {"tool": "update_reservation_flights", "args": {"id": "R1"}, "response": {"ok": True}}
+    (project / "runs" / "air.jsonl").write_text(
+        "".join(json.dumps({"index": i, **call}) + "\n" for i in range(2))
+    )
+    _, out = run(runner, project)
+    assert (
+        "index 1: redundant-call: tool 'update_reservation_flights' repeats the identical call at index 0"
+        " with no state change between them (if it changes state, declare it with --mutator or mutators"
+        " in the config)\n"
+    ) in out
+    config = project / "toolreplay.toml"
+    config.write_text(config.read_text() + 'mutators = ["write_file", "update_reservation_flights"]\n')
+    _, out = run(runner, project)
+    assert "redundant-call: tool 'update_reservation_flights'" not in out
 
 
 def test_rerun_is_byte_identical_and_json_matches_schema(runner: CliRunner, project: Path) -> None:
@@ -103,7 +153,7 @@ def test_fail_on_limits_what_fails(runner: CliRunner, project: Path) -> None:
     config.write_text(config.read_text() + 'fail_on = ["chain-broken"]\n')
     code, out = run(runner, project)
     assert code == 0
-    assert "5 findings, 0 failing" in out
+    assert "4 findings, 0 failing" in out
 
 
 def test_unreadable_file_is_reported_not_fatal(runner: CliRunner, project: Path) -> None:

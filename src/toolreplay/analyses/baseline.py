@@ -10,7 +10,9 @@ the rest are counted.
 
 Per tool a determinism verdict compares *identical* calls across the baseline and all
 runs: same tool, same arguments and the same mutating calls before it in its own
-transcript (so a read after a write is not compared with a read before it).
+transcript (so a read after a write is not compared with a read before it). A mutating
+call is a declared mutator (``mutators``, or the lock's ``mutates``) or any call that
+recorded its post-call ``state``.
 """
 
 from __future__ import annotations
@@ -43,6 +45,11 @@ DRIFT_KINDS: tuple[str, ...] = (
 )
 #: Determinism verdicts, one per tool the runs called.
 VERDICTS: tuple[str, ...] = ("no-dependency", "stable", "silent-drift", "baseline-unavailable")
+
+#: The silent-drift rule rests on which calls change state; this says how to declare one.
+SILENT_HINT = (
+    " (if a call between them changes state, declare its tool with --mutator or mutators in the config)"
+)
 
 _VALUE_LIMIT = 60
 #: Post-call state values are fingerprints: shown whole up to a SHA-512 digest with a prefix.
@@ -476,9 +483,10 @@ def _observe(
                             message=(
                                 f"tool {quote(tool)} returned a different response than the identical call"
                                 f" at index {first_index}{where}, after the same state-changing calls"
+                                f"{SILENT_HINT}"
                             ),
                         )
-            if _is_mutator(tool, behaviour, mutators):
+            if _is_mutator(tool, behaviour, mutators) or record.state is not None:
                 history = hashlib.sha256((history + record.call_key).encode("ascii")).hexdigest()
     return silent, agreed
 

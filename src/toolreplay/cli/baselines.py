@@ -7,6 +7,7 @@ import os
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 import click
 import yaml
@@ -24,6 +25,8 @@ from toolreplay.analyses.baseline import (
 from toolreplay.analyses.replay import DEFAULT_MUTATORS
 from toolreplay.chain import ChainState, verify, verify_stream
 from toolreplay.cli import EXIT_FINDINGS, atomic_output, cli, emit, format_option
+from toolreplay.cli.defaults import announce, config_option, read_config
+from toolreplay.config import config_path
 from toolreplay.errors import InputError
 from toolreplay.findings import Finding, one_line, quote, sort_findings
 from toolreplay.report import Line, Report
@@ -113,6 +116,27 @@ def _behaviour(tools: str | None) -> dict[str, ToolBehaviour]:
     return lock_behaviour(tools) if tools else {}
 
 
+def _configured(
+    config_file: Path | None, tools: str | None, mutators: tuple[str, ...], max_age_days: int | None = None
+) -> tuple[str | None, frozenset[str], int | None]:
+    """The lock, mutators and age limit: the flags, else the config's, else the defaults."""
+    config = read_config(config_file)
+    chosen = frozenset(mutators) if mutators else DEFAULT_MUTATORS
+    used: list[str] = []
+    if config is not None:
+        if tools is None and config.tools_lock is not None:
+            tools = config_path(config, config.tools_lock)
+            used.append("tools_lock")
+        if not mutators and "mutators" in config.declared:
+            chosen = config.mutators
+            used.append("mutators")
+        if max_age_days is None and config.max_baseline_age_days is not None:
+            max_age_days = config.max_baseline_age_days
+            used.append("max_baseline_age_days")
+    announce(config, used)
+    return tools, chosen, max_age_days
+
+
 @cli.command(name="diff")
 @click.argument("baseline")
 @click.argument("runs", metavar="RUN...", nargs=-1, required=True)
@@ -130,6 +154,7 @@ def _behaviour(tools: str | None) -> dict[str, ToolBehaviour]:
     metavar="N",
     help="Report the baseline stale when its last git commit is more than N days old.",
 )
+@config_option
 @format_option
 @click.pass_context
 def diff_cmd(
@@ -139,6 +164,7 @@ def diff_cmd(
     tools: str | None,
     mutators: tuple[str, ...],
     max_age_days: int | None,
+    config_file: Path | None,
     fmt: str,
 ) -> None:
     """Compare each RUN with the sealed BASELINE, call by call.
@@ -146,7 +172,11 @@ def diff_cmd(
     Reports agent, tool, behavior and effect drift, mutating calls whose effect cannot
     be audited, and a determinism verdict per tool. Several RUNs are also compared with
     each other. Exit 1 when anything drifted, 0 when every run is faithful.
+
+    --tools, --mutator and --max-age-days default to the config's tools_lock, mutators
+    and max_baseline_age_days (the nearest config, or --config).
     """
+    tools, chosen, max_age_days = _configured(config_file, tools, mutators, max_age_days)
     behaviour = _behaviour(tools)
     records, state = _read_baseline(baseline)
     if state.broken:
@@ -160,7 +190,7 @@ def diff_cmd(
         records,
         [(path, _read_run(path)) for path in runs],
         behaviour=behaviour,
-        mutators=frozenset(mutators) if mutators else DEFAULT_MUTATORS,
+        mutators=chosen,
     )
     # a stale baseline is a finding, told once: in the first run's block, located at the baseline
     stale = [integrity.stale_baseline(freshness, path=baseline)] if freshness and freshness.stale else []
@@ -234,17 +264,34 @@ def note_text(
     help="Compare the committed baseline with this run to fill kinds and tools (repeatable).",
 )
 @click.option("--tools", "tools", metavar="LOCK", help="Tool lock for the comparison (as in diff).")
+@click.option(
+    "--mutator",
+    "mutators",
+    multiple=True,
+    metavar="TOOL",
+    help="A tool that changes state, for the comparison (as in diff).",
+)
 @click.option("-o", "--output", help="Write the note here (atomically) instead of stdout.")
-def note_cmd(baseline: str, runs: tuple[str, ...], tools: str | None, output: str | None) -> None:
+@config_option
+def note_cmd(
+    baseline: str,
+    runs: tuple[str, ...],
+    tools: str | None,
+    mutators: tuple[str, ...],
+    output: str | None,
+    config_file: Path | None,
+) -> None:
     """Write a drift-note template accepting the change to BASELINE.
 
     ``from`` is the head of BASELINE as committed in git HEAD (the genesis value when it
     is new), ``to`` its head as it is now (left out when it is deleted). ``kinds`` and
     ``tools`` come from comparing the committed baseline with each --run, or, without
     --run, with the baseline as it is now. The reason is left for you to write.
+    --tools and --mutator default to the config's, as check reads them.
     """
     from toolreplay.gitinfo import committed_blob, repo_path
 
+    tools, chosen, _ = _configured(config_file, tools, mutators)
     name = repo_path(baseline)
     blob = committed_blob(baseline)
     before_records, before = _head_of(blob, f"HEAD:{name}") if blob is not None else ([], GENESIS)
@@ -271,7 +318,7 @@ def note_cmd(baseline: str, runs: tuple[str, ...], tools: str | None, output: st
     tool_names: set[str] = set()
     found: list[str] = []
     if compared:
-        result = diff_baseline(before_records, compared, behaviour=_behaviour(tools))
+        result = diff_baseline(before_records, compared, behaviour=_behaviour(tools), mutators=chosen)
         for run in result.runs:
             for finding in sort_findings(list(run.findings)):
                 tool_names.add(finding.tool)
