@@ -141,7 +141,7 @@ def test_no_config_no_line(runner: CliRunner, tmp_path: Path, monkeypatch: pytes
     """Without a config nothing is said on stderr and the defaults are the built-in ones."""
     (tmp_path / "run.jsonl").write_text(_support({"ok": True}))
     monkeypatch.chdir(tmp_path)
-    code, out, err = _invoke(runner, "replay", "run.jsonl")
+    code, _, err = _invoke(runner, "replay", "run.jsonl")
     assert (code, err) == (1, "")
 
 
@@ -154,7 +154,8 @@ def test_note_summary_agrees_with_check(runner: CliRunner, project: Path) -> Non
     """note reads the config's mutators as check does: the same tools drifted, and only those."""
     (project / "runs" / "support.jsonl").unlink()
     (project / "toolreplay.toml").write_text(
-        'transcripts = ["runs/*.jsonl"]\nbaselines = ["baselines/*.sealed.jsonl"]\nmutators = ["refund_order"]\n'
+        'transcripts = ["runs/*.jsonl"]\nbaselines = ["baselines/*.sealed.jsonl"]\n'
+        'mutators = ["refund_order"]\n'
     )
     (project / "baselines").mkdir()
     (project / "recorded.jsonl").write_text(_support({"ok": True}))
