@@ -15,6 +15,7 @@ the old schema accepted may be refused now.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -68,7 +69,52 @@ class Difference:
             contract = self.new if self.kind == "added" else self.old
             return f"{head}: fingerprint {contract.fingerprint}, version {render(contract.version)}"
         where = f"{self.pointer} " if self.pointer else ""
+        if self.kind == "signature":
+            show = {"default changed": show_default, "parameter retyped": show_type}.get(self.detail)
+            old, new = (
+                (show(self.old), show(self.new))
+                if show is not None and isinstance(self.old, str) and isinstance(self.new, str)
+                else (show_signature(self.old), show_signature(self.new))
+            )
+            return f"{head}: {where}{old} -> {new}"
         return f"{head}: {where}{render(self.old)} -> {render(self.new)}"
+
+
+#: ``str(inspect.Parameter.empty)``: how a Python signature records "no annotation" / "no default"
+_EMPTY = "<class 'inspect._empty'>"
+_CLASS = re.compile(r"<class '([^']*)'>")
+
+
+def show_type(annotation: str) -> str:
+    """A recorded annotation as a reader writes it: ``str`` for ``<class 'str'>``, ``any`` for none."""
+    if annotation == _EMPTY:
+        return "any"
+    found = _CLASS.fullmatch(annotation)
+    return found.group(1) if found else annotation
+
+
+def show_default(default: str) -> str:
+    """A recorded default as ``required`` or ``optional`` (with the default a Python tool gives)."""
+    if default in (_EMPTY, "required"):
+        return "required"
+    if default == "optional":
+        return "optional"
+    return f"optional, default {default}"
+
+
+def show_signature(value: Any) -> str:
+    """A signature value of a difference in words, never a Python repr.
+
+    A parameter ``[name, annotation, default]`` reads ``'name': str (required)``; a
+    default changed reads ``required`` / ``optional, default 5`` (see ``Difference.text``),
+    a retyped parameter its type names.
+    """
+    if value is MISSING:
+        return "(absent)"
+    if isinstance(value, list) and len(value) == 3 and all(isinstance(v, str) for v in value):
+        name, annotation, default = value
+        return f"{quote(name)}: {show_type(annotation)} ({show_default(default)})"
+    return render(value)
 
 
 def render(value: Any) -> str:
