@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import os
 import sys
 import time
@@ -10,7 +11,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import click
-import yaml
 
 from toolreplay.analyses import integrity
 from toolreplay.analyses.baseline import (
@@ -226,19 +226,25 @@ def note_text(
     tools: Sequence[str],
     found: Sequence[str],
 ) -> str:
-    """The drift-note template: YAML front matter (stable key order), then room for the reason."""
-    front: dict[str, object] = {"baseline": baseline, "from": before}
+    """The drift-note template: YAML front matter (stable key order), then room for the reason.
+
+    Block style, every value a double-quoted scalar: a digest of digits only (or 64
+    zeros) would otherwise read as a number, so both digests are always quoted.
+    """
+
+    def scalar(value: str) -> str:
+        # a JSON string is a valid YAML double-quoted scalar (ASCII, every control escaped)
+        return json.dumps(value, ensure_ascii=True)
+
+    front = [f"baseline: {scalar(baseline)}", f"from: {scalar(before)}"]
     if after is not None:
-        front["to"] = after
+        front.append(f"to: {scalar(after)}")
     # empty lists are left out: the schema wants them non-empty when present
-    if kinds:
-        front["kinds"] = list(kinds)
-    if tools:
-        front["tools"] = list(tools)
-    text = yaml.safe_dump(
-        front, sort_keys=False, default_flow_style=None, width=1_000_000, allow_unicode=False
-    )
-    lines = ["---", text.rstrip("\n")]
+    for key, values in (("kinds", kinds), ("tools", tools)):
+        if values:
+            front.append(f"{key}:")
+            front += [f"  - {scalar(v)}" for v in values]
+    lines = ["---", *front]
     if not kinds:
         lines.append("# kinds: none found by comparison; add what drifted if you know:")
         lines.append("# kinds: [signature, schema, version, behavior, effect, agent]")
@@ -283,10 +289,11 @@ def note_cmd(
 ) -> None:
     """Write a drift-note template accepting the change to BASELINE.
 
-    ``from`` is the head of BASELINE as committed in git HEAD (the genesis value when it
-    is new), ``to`` its head as it is now (left out when it is deleted). ``kinds`` and
-    ``tools`` come from comparing the committed baseline with each --run, or, without
-    --run, with the baseline as it is now. The reason is left for you to write.
+    The note's from is the head of BASELINE as committed in git HEAD (the genesis value
+    when it is new), its to the head as it is now (left out when it is deleted); a
+    baseline unchanged since HEAD is refused (exit 2). Its kinds and tools come from
+    comparing the committed baseline with each --run, or, without --run, with the
+    baseline as it is now. The reason is left for you to write.
     --tools and --mutator default to the config's, as check reads them.
     """
     from toolreplay.gitinfo import committed_blob, repo_path
@@ -306,6 +313,12 @@ def note_cmd(
         after_records, after = _head_of(data, baseline)
     elif blob is None:
         raise InputError("no such file, and not in git HEAD either", path=baseline)
+    if after is not None and after == before:
+        raise InputError(
+            f"is unchanged since HEAD (from == to, head {before}): there is no drift to accept;"
+            " re-seal the baseline first, then write its note",
+            path=baseline,
+        )
     if blob is None:
         compared = []  # a new baseline: nothing drifted from anything
     elif runs:
@@ -328,8 +341,6 @@ def note_cmd(
                 found.append(f"{where}index {finding.index}: {finding.kind}: {finding.message}")
         if any(f.kind == "tool-drift" for run in result.runs for f in run.findings):
             found.append("tool-drift: run toolreplay fingerprint-diff to tell signature, schema or version")
-    if after is not None and after == before:
-        click.echo(f"toolreplay: note: {name} is unchanged since HEAD; nothing to accept yet", err=True)
     text = note_text(
         baseline=name, before=before, after=after, kinds=sorted(kinds), tools=sorted(tool_names), found=found
     )
