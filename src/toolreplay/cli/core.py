@@ -12,10 +12,11 @@ from toolreplay.analyses import integrity
 from toolreplay.analyses.replay import DEFAULT_MUTATORS, replay
 from toolreplay.analyses.scope import check_scope, load_scope
 from toolreplay.chain import ChainState, seal_lines, verify_stream
-from toolreplay.cli import atomic_output, cli, emit, format_option
+from toolreplay.cli import EXIT_CLEAN, EXIT_USAGE, atomic_output, cli, emit, format_option
 from toolreplay.cli.defaults import announce, config_option, read_config
 from toolreplay.config import config_path
-from toolreplay.findings import Finding, sort_findings
+from toolreplay.errors import InputError
+from toolreplay.findings import Finding, one_line, sort_findings
 from toolreplay.report import Line, Report, replay_header
 from toolreplay.transcript import open_input, read_transcript
 from toolreplay.validate import SCHEMA_FILES, validate_file
@@ -311,17 +312,30 @@ def scope_cmd(
 @format_option
 @click.pass_context
 def validate_cmd(ctx: click.Context, files: tuple[str, ...], kind: str | None, fmt: str) -> None:
-    """Check each FILE against its published JSON Schema."""
-    reports = []
+    """Check each FILE against its published JSON Schema.
+
+    A FILE that cannot be read, or whose kind cannot be told from its name, is one error
+    line on stderr and exit 2, after the other FILEs are checked and reported.
+    """
+    checked: list[tuple[str, list[str]]] = []
+    refused: list[str] = []
     for path in files:
-        problems = validate_file(path, kind)
+        try:
+            checked.append((path, validate_file(path, kind)))
+        except InputError as err:
+            refused.append(str(err))
+    reports = []
+    for path, problems in checked:
         status = "invalid" if problems else "valid"
         reports.append(
             Report(
                 command="validate",
                 path=path,
-                header=(Line(key=path if len(files) == 1 else "result", value=status, text=status),),
+                header=(Line(key=path if len(checked) == 1 else "result", value=status, text=status),),
                 errors=tuple(problems),
             )
         )
-    ctx.exit(emit(reports, fmt))
+    code = emit(reports, fmt) if reports else EXIT_CLEAN
+    for problem in refused:
+        click.echo(f"toolreplay: error: {one_line(problem)}", err=True)
+    ctx.exit(EXIT_USAGE if refused else code)
