@@ -120,7 +120,11 @@ def render(result: GuardResult, *, notes_dir: str, staged: bool) -> str:
     if not result.problems:
         if not result.changes:
             return "drift notes: no sealed baseline changes\n"
-        accepted = ", ".join(quote(c.baseline) for c in result.changes)
+        accepted = ", ".join(
+            f"{quote(c.baseline)} by "
+            + (" and ".join(quote(n.path) for n in result.notes if n.baseline == c.baseline) or "no note")
+            for c in result.changes
+        )
         return f"drift notes: every baseline change has its note ({accepted})\n"
     if staged:
         head = (
