@@ -37,7 +37,7 @@ from toolreplay.analyses.scope import Scope, check_scope, load_scope
 from toolreplay.chain import verify
 from toolreplay.config import Config, expand
 from toolreplay.errors import InputError
-from toolreplay.findings import Finding, quote, sort_findings
+from toolreplay.findings import Finding, one_line, quote, sort_findings
 from toolreplay.report import Line, Report, replay_header
 from toolreplay.transcript import Record, read_links, read_transcript, slim
 
@@ -162,7 +162,8 @@ def check_baseline(job: Job) -> Report:
             findings += _diff_runs(job)
         except InputError as err:
             errors.append(str(err))
-        header.append(Line(key="runs", value=len(job.runs), text=", ".join(quote(p) for p, _ in job.runs)))
+        # paths as diff's "baseline:" line shows one: plain, one line each (a renderer quotes if it must)
+        header.append(Line(key="runs", value=len(job.runs), text=", ".join(one_line(p) for p, _ in job.runs)))
     return Report(
         command="check",
         path=job.path,
@@ -243,6 +244,14 @@ def plan(config: Config, *, now: int | None = None) -> list[Job]:
 
 def run_check(config: Config, *, jobs: int | None = None, base: str | None = None) -> list[Report]:
     """Run every job, on worker processes when there are many files; reports in path order."""
+    return run_check_with_status(config, jobs=jobs, base=base)[0]
+
+
+def run_check_with_status(
+    config: Config, *, jobs: int | None = None, base: str | None = None
+) -> tuple[list[Report], str | None]:
+    """:func:`run_check`, and with ``base`` the drift-note rule's verdict line (None without)."""
+    status: str | None = None
     planned = plan(config)
     workers = jobs if jobs is not None else _cores()
     if workers > 1 and len(planned) >= PARALLEL_MIN_FILES:
@@ -257,7 +266,8 @@ def run_check(config: Config, *, jobs: int | None = None, base: str | None = Non
 
         outcome = check_pull_request(config, PullRange(base=base, head="HEAD"), workspace=str(config.root))
         reports = sorted([*reports, *outcome.reports], key=lambda r: r.path)
-    return reports
+        status = outcome.status
+    return reports, status
 
 
 def _cores() -> int:

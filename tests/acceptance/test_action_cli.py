@@ -332,7 +332,7 @@ def test_comment_created_then_unchanged(
     first, _, _ = run_action(pr.path, tmp_path, monkeypatch, event=event, **settings)
     assert len(fake.comments) == 1 and fake.comments[0]["login"] == ACTIONS_BOT
     assert fake.comments[0]["body"].startswith(
-        MARKER + "\n### toolreplay report\n\n**3 findings** in 2 of 3 files."
+        MARKER + "\n### toolreplay report\n\n**3 findings** in 2 of 2 files."
     )
     assert f"PR comment: created ({fake.origin}/{OWNER}/agents/pull/{NUMBER}#issuecomment-" in first.stdout
     writes = len(fake.writes())

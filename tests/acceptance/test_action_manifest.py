@@ -251,7 +251,7 @@ def test_action_steps_run_on_a_pull_request(tmp_path: Path, fake: FakeGitHub) ->
             assert not any(starts_command(piece) for piece in line.splitlines()), repr(line)
 
     text = summary.read_text()
-    assert text.startswith("### toolreplay report\n\n**4 findings** in 2 of 3 files.")
+    assert text.startswith("### toolreplay report\n\n**4 findings** in 2 of 2 files.")
     assert "missing-drift-note" in text
 
     sarif = json.loads((pr.path / "toolreplay.sarif").read_text())

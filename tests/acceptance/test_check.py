@@ -72,7 +72,7 @@ def test_every_analysis_over_every_file(runner: CliRunner, project: Path) -> Non
         "== runs/session-clean-2.jsonl",
         "== runs/session-clean.jsonl",
     ]
-    assert "runs: 'runs/session-clean-2.jsonl', 'runs/session-clean.jsonl'" in out
+    assert "runs: runs/session-clean-2.jsonl, runs/session-clean.jsonl\n" in out
     assert "index 2: behavior-drift: in run 'runs/session-clean-2.jsonl': tool 'search' returned" in out
     assert "index 2: silent-drift: in run 'runs/session-clean.jsonl': tool 'search'" in out
     assert "index 4: permission-overreach: tool 'write_file'" in out
@@ -204,6 +204,17 @@ def test_drift_notes_over_a_range(runner: CliRunner, project: Path) -> None:
     assert code == 1
     assert "missing-drift-note: baseline 'baselines/session-clean.sealed.jsonl' (modified)" in out
     assert "write the note: toolreplay note baselines/session-clean.sealed.jsonl" in out
+    assert out.endswith(f"drift notes: 1 problem(s) in {base[:12]}...HEAD, see the findings\n")
+    # the baseline has two reports (its check and the drift-note rule): the headline counts it once
+    _, markdown = run(runner, project, "--base", base, "--format", "markdown")
+    assert "in 2 of 4 files." in markdown
+
+
+def test_base_without_a_baseline_change_says_so(runner: CliRunner, project: Path) -> None:
+    """check --base with no baseline change in the range says the rule ran and what it saw."""
+    base = git(project, "rev-parse", "HEAD").strip()
+    code, out = run(runner, project, "--base", base)
+    assert out.endswith(f"drift notes: no sealed baseline changes in {base[:12]}...HEAD\n")
 
 
 def test_no_config_is_a_usage_error(runner: CliRunner, tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from toolreplay.check import run_check
+from toolreplay.check import run_check_with_status
 from toolreplay.cli import EXIT_CLEAN, EXIT_FINDINGS, cli, format_option
 from toolreplay.config import load_config
 from toolreplay.report import RENDERERS
@@ -37,7 +37,7 @@ def check_cmd(
     or an unreadable file is reported.
     """
     config = load_config(config_path)
-    reports = run_check(config, jobs=jobs, base=base)
+    reports, status = run_check_with_status(config, jobs=jobs, base=base)
     click.echo(RENDERERS[fmt](reports), nl=False)
     findings = [f for r in reports for f in r.findings]
     failing = [f for f in findings if config.fails(f.kind)]
@@ -45,4 +45,7 @@ def check_cmd(
     if fmt == "text":
         counts = f"{len(findings)} findings, {len(failing)} failing, {errors} unreadable"
         click.echo(f"total: {len(reports)} reports, {counts}")
+        if status is not None:
+            # the rule ran even when it found nothing: say what it saw (no baseline change, every note)
+            click.echo(status)
     ctx.exit(EXIT_FINDINGS if failing or errors else EXIT_CLEAN)

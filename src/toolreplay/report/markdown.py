@@ -84,14 +84,16 @@ def _render(reports: Sequence[Report], keep: int | None) -> str:
     errors = sum(len(r.errors) for r in reports)
     failed = [r for r in reports if r.failed]
     clean = [r for r in reports if not r.failed]
+    # a file can have two reports (a baseline's check and its drift-note rule): count it once
+    files = len({r.path for r in reports})
     out = ["### toolreplay report", ""]
     if failed:
         what = _plural(findings, "finding")
         if errors:
             what += f" and {_plural(errors, 'error')}"
-        out.append(f"**{what}** in {len(failed)} of {_plural(len(reports), 'file')}.")
+        out.append(f"**{what}** in {len({r.path for r in failed})} of {_plural(files, 'file')}.")
     else:
-        out.append(f"No findings in {_plural(len(reports), 'file')}.")
+        out.append(f"No findings in {_plural(files, 'file')}.")
     budget = keep
     hidden_rows = 0
     hidden_files = 0
