@@ -214,6 +214,7 @@ def test_base_without_a_baseline_change_says_so(runner: CliRunner, project: Path
     """check --base with no baseline change in the range says the rule ran and what it saw."""
     base = git(project, "rev-parse", "HEAD").strip()
     code, out = run(runner, project, "--base", base)
+    assert code == 1  # runs/dirty.jsonl has findings; the rule itself found nothing
     assert out.endswith(f"drift notes: no sealed baseline changes in {base[:12]}...HEAD\n")
 
 
