@@ -146,10 +146,10 @@ def check_baseline(job: Job) -> Report:
         findings.append(chain_broken(state.broken, path=job.path))
     if settings.max_age_days is not None:
         try:
-            from toolreplay.gitinfo import commit_time
+            from toolreplay.gitinfo import last_commit_time
 
             fresh = check_freshness(
-                commit_time(job.absolute), now=settings.now, max_age_days=settings.max_age_days
+                last_commit_time(job.absolute), now=settings.now, max_age_days=settings.max_age_days
             )
         except InputError as err:
             errors.append(_relocate(err, job.path))

@@ -194,6 +194,24 @@ def test_stale_baseline(runner: CliRunner, project: Path) -> None:
     assert "stale-baseline" not in out or "last committed 2020-01-01, more than 30 days" in out
 
 
+def test_an_uncommitted_baseline_is_not_committed_yet_and_still_diffed(
+    runner: CliRunner, project: Path
+) -> None:
+    """max_baseline_age_days on a baseline not committed yet: said so, not unreadable, runs still diffed."""
+    config = project / "toolreplay.toml"
+    config.write_text(config.read_text() + "max_baseline_age_days = 90\n")
+    fresh = project / "baselines" / "new.sealed.jsonl"
+    fresh.write_bytes((SAMPLES / "baselines" / "session-clean.sealed.jsonl").read_bytes())
+    (project / "runs" / "new.jsonl").write_text(
+        (SAMPLES / "session-clean.jsonl").read_text().replace('"score": 0.92', '"score": 0.5')
+    )
+    _, out = run(runner, project)
+    block = out.split("== baselines/new.sealed.jsonl\n")[1].split("== ")[0]
+    assert "committed: not committed yet\n" in block
+    assert "behavior-drift: in run 'runs/new.jsonl'" in block
+    assert out.endswith(" 0 unreadable\n")
+
+
 def test_drift_notes_over_a_range(runner: CliRunner, project: Path) -> None:
     """--base REF reports a baseline changed in REF...HEAD without a note for that change."""
     base = git(project, "rev-parse", "HEAD").strip()

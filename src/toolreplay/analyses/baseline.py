@@ -57,6 +57,8 @@ _STATE_LIMIT = 160
 #: Largest middle (baseline calls x run calls) aligned without difflib's autojunk heuristic.
 MAX_EXACT_ALIGN = 4_000_000
 _SECONDS_PER_DAY = 86400
+#: what the freshness check says of a baseline no commit has yet
+NOT_COMMITTED = "not committed yet"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -102,6 +104,8 @@ class Freshness:
     committed: str
     max_age_days: int
     stale: bool
+    #: no commit has the baseline yet: its age starts with its first commit
+    uncommitted: bool = False
 
 
 # --- the tool lock, as far as the diff needs it ---------------------------------------
@@ -125,12 +129,15 @@ def behaviour_of(lock: ToolLock) -> dict[str, ToolBehaviour]:
 # --- freshness -------------------------------------------------------------------------
 
 
-def check_freshness(commit_time: int, *, now: int, max_age_days: int) -> Freshness:
+def check_freshness(commit_time: int | None, *, now: int, max_age_days: int) -> Freshness:
     """Is a baseline last committed at ``commit_time`` older than ``max_age_days`` at ``now``?
 
     Both times are Unix seconds; ``now`` is passed in so the rule is testable and the
-    report shows only the commit date, never the current time.
+    report shows only the commit date, never the current time. A baseline no commit has
+    yet (``None``) is not stale: it is about to be committed, and its age starts then.
     """
+    if commit_time is None:
+        return Freshness(committed=NOT_COMMITTED, max_age_days=max_age_days, stale=False, uncommitted=True)
     committed = datetime.fromtimestamp(commit_time, tz=UTC).strftime("%Y-%m-%d")
     stale = now - commit_time > max_age_days * _SECONDS_PER_DAY
     return Freshness(committed=committed, max_age_days=max_age_days, stale=stale)

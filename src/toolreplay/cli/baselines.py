@@ -61,6 +61,12 @@ def _freshness_line(freshness: Freshness | None) -> Line:
     if freshness is None:
         return Line(key="freshness", value="not checked", text="not checked")
     days = f"{freshness.max_age_days} days"
+    if freshness.uncommitted:
+        return Line(
+            key="freshness",
+            value="not committed",
+            text=f"not committed yet (its age counts from its first commit; limit {days})",
+        )
     if freshness.stale:
         return Line(
             key="freshness",
@@ -183,9 +189,11 @@ def diff_cmd(
         ctx.exit(emit([_broken_report(baseline, state)], fmt))
     freshness = None
     if max_age_days is not None:
-        from toolreplay.gitinfo import commit_time
+        from toolreplay.gitinfo import last_commit_time
 
-        freshness = check_freshness(commit_time(baseline), now=int(time.time()), max_age_days=max_age_days)
+        freshness = check_freshness(
+            last_commit_time(baseline), now=int(time.time()), max_age_days=max_age_days
+        )
     result = diff_baseline(
         records,
         [(path, _read_run(path)) for path in runs],
