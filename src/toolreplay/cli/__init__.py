@@ -54,7 +54,12 @@ class ToolreplayGroup(click.Group):
 
 @click.group(cls=ToolreplayGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(
-    None, "-V", "--version", package_name="toolreplay", message="%(prog)s %(version)s", help="Print the version."
+    None,
+    "-V",
+    "--version",
+    package_name="toolreplay",
+    message="toolreplay %(version)s",
+    help="Print the version.",
 )
 @click.option("--traceback", is_flag=True, hidden=True, help="Show the traceback of an internal error.")
 def cli(traceback: bool) -> None:
