@@ -116,3 +116,20 @@ def test_readme_quickstart_runs_in_a_fresh_repository(tmp_path: Path, hook_repo:
     log = subprocess.run(["git", "log", "--format=%s"], cwd=project, env=env, capture_output=True, text=True)
     assert log.stdout.splitlines() == ["Refunds carry a reason", "Support agent: first baseline"]
     assert re.search(r"^Refunds now carry", (project / "drift-notes" / "refund-reason.md").read_text(), re.M)
+
+
+def test_readme_config_example_is_valid_and_its_fail_on_is_complete(tmp_path: Path) -> None:
+    """The README's [tool.toolreplay] example validates, and its fail_on names every kind but redundant-call."""
+    import json
+
+    from toolreplay.config import load_config
+    from toolreplay.validate import schema_text
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    example = re.search(r"```toml\n(\[tool\.toolreplay\]\n.*?)```", text, re.S)
+    assert example is not None
+    (tmp_path / "pyproject.toml").write_text(example.group(1))
+    config = load_config(tmp_path / "pyproject.toml")
+    kinds = json.loads(schema_text("config.schema.json"))["properties"]["fail_on"]["items"]["enum"]
+    assert config.fail_on is not None
+    assert sorted(config.fail_on) == sorted(set(kinds) - {"redundant-call"})
