@@ -119,7 +119,7 @@ def test_readme_quickstart_runs_in_a_fresh_repository(tmp_path: Path, hook_repo:
 
 
 def test_readme_config_example_is_valid_and_its_fail_on_is_complete(tmp_path: Path) -> None:
-    """The README's [tool.toolreplay] example validates, and its fail_on names every kind but redundant-call."""
+    """The README's config example validates, and its fail_on names every kind but redundant-call."""
     import json
 
     from toolreplay.config import load_config
