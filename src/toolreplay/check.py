@@ -59,6 +59,8 @@ class Settings:
     lock: str | None = None
     max_age_days: int | None = None
     now: int = 0
+    #: tool -> what changed between the lock and the tools_source (fingerprint-diff's words)
+    explain: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -114,7 +116,12 @@ def check_transcript(job: Job) -> Report:
         if settings.lock is not None:
             from toolreplay.analyses.fingerprint_diff import compare_transcript
 
-            drift = compare_transcript(read_transcript(job.absolute), _lock(settings.lock), path=job.path)
+            drift = compare_transcript(
+                read_transcript(job.absolute),
+                _lock(settings.lock),
+                path=job.path,
+                explain=dict(settings.explain),
+            )
             findings += drift.findings
     except InputError as err:
         return Report(command="check", path=job.path, errors=(_relocate(err, job.path),))
@@ -182,7 +189,16 @@ def _diff_runs(job: Job) -> list[Finding]:
             runs.append((path, [slim(record) for record in read_transcript(absolute)]))
         except InputError as err:
             raise InputError(err.problem, path=path, line=err.line, pointer=err.pointer) from err
-    result = diff_baseline(baseline, runs, behaviour=_behaviour(settings), mutators=settings.mutators)
+    # every run is also checked as a transcript, against the lock: that check reports a run
+    # call whose fingerprint the lock does not have, so the diff does not report it again
+    result = diff_baseline(
+        baseline,
+        runs,
+        behaviour=_behaviour(settings),
+        mutators=settings.mutators,
+        explain=dict(settings.explain),
+        lock_checks_runs=False,
+    )
     # the findings sit in the baseline's block, so each says which run it is about
     return [
         replace(f, message=f"in run {quote(run.path)}: {f.message}")
@@ -229,6 +245,7 @@ def plan(config: Config, *, now: int | None = None) -> list[Job]:
         lock=lock,
         max_age_days=config.max_baseline_age_days,
         now=int(time.time()) if now is None else now,
+        explain=_explanations(config, lock),
     )
     baselines = [p for p in expand(config, config.baselines) if p.endswith(SEALED_SUFFIX)]
     transcripts = [p for p in expand(config, config.transcripts) if not p.endswith(SEALED_SUFFIX)]
@@ -240,6 +257,17 @@ def plan(config: Config, *, now: int | None = None) -> list[Job]:
     jobs = [job("baseline", b, tuple((r, str(config.root / r)) for r in pairs[b])) for b in baselines]
     jobs += [job("transcript", t) for t in transcripts]
     return sorted(jobs, key=lambda j: (j.path, j.kind))
+
+
+def _explanations(config: Config, lock: str | None) -> tuple[tuple[str, str], ...]:
+    """What changed per tool between the lock and the config's tools_source (none without both)."""
+    if lock is None or config.tools_source is None:
+        return ()
+    from toolreplay.analyses.fingerprint_diff import explain_drift
+    from toolreplay.contracts.source import source_lock
+
+    source, _ = source_lock(config.tools_source, root=config.root, mutators=config.mutators)
+    return tuple(sorted(explain_drift(_lock(lock), source).items()))
 
 
 def run_check(config: Config, *, jobs: int | None = None, base: str | None = None) -> list[Report]:

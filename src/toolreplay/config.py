@@ -26,6 +26,8 @@ class Config:
     baselines: tuple[str, ...] = ()
     scope: str | None = None
     tools_lock: str | None = None
+    #: a definitions file or module:object (str), or an MCP server command line (tuple)
+    tools_source: str | tuple[str, ...] | None = None
     mutators: frozenset[str] = DEFAULT_MUTATORS
     #: None when the config does not say: ``check`` is then state-aware, ``replay`` keeps 0.6's default
     state_aware: bool | None = None
@@ -105,6 +107,7 @@ def load_config(path: Path | None = None, *, cwd: Path | None = None) -> Config:
         baselines=tuple(table.get("baselines", ())),
         scope=table.get("scope"),
         tools_lock=table.get("tools_lock"),
+        tools_source=_source(table.get("tools_source")),
         mutators=frozenset(table["mutators"]) if "mutators" in table else DEFAULT_MUTATORS,
         state_aware=table.get("state_aware"),
         drift_notes=table.get("drift_notes", "drift-notes"),
@@ -112,6 +115,10 @@ def load_config(path: Path | None = None, *, cwd: Path | None = None) -> Config:
         fail_on=frozenset(table["fail_on"]) if "fail_on" in table else None,
         declared=frozenset(table),
     )
+
+
+def _source(value: Any) -> str | tuple[str, ...] | None:
+    return tuple(value) if isinstance(value, list) else value
 
 
 def nearest_config(path: Path | None = None, *, cwd: Path | None = None) -> Config | None:

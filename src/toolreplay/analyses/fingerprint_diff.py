@@ -369,8 +369,41 @@ class TranscriptDrift:
     findings: list[Finding]
 
 
-def compare_transcript(records: Iterable[Record], live: ToolLock, *, path: str = "") -> TranscriptDrift:
-    """Compare each call's recorded ``fingerprint`` with the lock's for that tool."""
+def explain_drift(lock: ToolLock, source: ToolLock) -> dict[str, str]:
+    """Per tool whose contract in ``source`` (the tools as they are) differs from ``lock``:
+    what changed, as ``fingerprint-diff`` words it, for a ``tool-drift`` message.
+
+    A source that carries no version (a definitions file or a module read without
+    ``--version``) is not said to have changed the version.
+    """
+    out: dict[str, str] = {}
+    for name in sorted(set(lock.tools) | set(source.tools)):
+        old, new = lock.tools.get(name), source.tools.get(name)
+        if old is None and new is not None:
+            differences = [Difference(tool=name, kind="added", new=new)]
+        elif new is None and old is not None:
+            differences = [Difference(tool=name, kind="removed", old=old)]
+        elif old is not None and new is not None:
+            differences = [
+                d for d in compare_contracts(old, new) if not (d.kind == "version" and new.version == "")
+            ]
+        else:  # pragma: no cover - the name came from one of the two
+            differences = []
+        if differences:
+            out[name] = "the tool source differs from the lock: " + "; ".join(d.text() for d in differences)
+    return out
+
+
+def compare_transcript(
+    records: Iterable[Record], live: ToolLock, *, path: str = "", explain: dict[str, str] | None = None
+) -> TranscriptDrift:
+    """Compare each call's recorded ``fingerprint`` with the lock's for that tool.
+
+    ``explain`` (from :func:`explain_drift`) adds what changed in a drifted tool's contract.
+    """
+    from toolreplay.analyses.baseline import fingerprint_message
+
+    explain = explain or {}
     calls = fingerprinted = drifted = 0
     reported: set[tuple[str, str]] = set()
     findings: list[Finding] = []
@@ -392,9 +425,13 @@ def compare_transcript(records: Iterable[Record], live: ToolLock, *, path: str =
                 " and is not in the lock"
             )
         else:
-            message = (
-                f"tool {quote(record.tool)} was called with fingerprint {record.fingerprint};"
-                f" the lock has {contract.fingerprint} (version {render(contract.version)})"
+            message = fingerprint_message(
+                record.tool,
+                record.fingerprint,
+                f"{contract.fingerprint} (version {render(contract.version)})"
+                if contract.version
+                else contract.fingerprint,
+                explain=explain.get(record.tool, ""),
             )
         findings.append(
             Finding(

@@ -126,6 +126,15 @@ def _configured(
     config_file: Path | None, tools: str | None, mutators: tuple[str, ...], max_age_days: int | None = None
 ) -> tuple[str | None, frozenset[str], int | None]:
     """The lock, mutators and age limit: the flags, else the config's, else the defaults."""
+    tools, chosen, max_age_days, _ = _configured_with_source(config_file, tools, mutators, max_age_days)
+    return tools, chosen, max_age_days
+
+
+def _configured_with_source(
+    config_file: Path | None, tools: str | None, mutators: tuple[str, ...], max_age_days: int | None = None
+) -> tuple[str | None, frozenset[str], int | None, dict[str, str]]:
+    """:func:`_configured`, and what changed per tool between the lock and the config's
+    tools_source (empty without both)."""
     config = read_config(config_file)
     chosen = frozenset(mutators) if mutators else DEFAULT_MUTATORS
     used: list[str] = []
@@ -139,8 +148,17 @@ def _configured(
         if max_age_days is None and config.max_baseline_age_days is not None:
             max_age_days = config.max_baseline_age_days
             used.append("max_baseline_age_days")
+    explain: dict[str, str] = {}
+    if config is not None and config.tools_source is not None and tools is not None:
+        from toolreplay.analyses.fingerprint_diff import explain_drift
+        from toolreplay.contracts.lock import load_lock
+        from toolreplay.contracts.source import source_lock
+
+        source, _ = source_lock(config.tools_source, root=config.root, mutators=chosen)
+        explain = explain_drift(load_lock(tools), source)
+        used.append("tools_source")
     announce(config, used)
-    return tools, chosen, max_age_days
+    return tools, chosen, max_age_days, explain
 
 
 @cli.command(name="diff")
@@ -182,7 +200,7 @@ def diff_cmd(
     --tools, --mutator and --max-age-days default to the config's tools_lock, mutators
     and max_baseline_age_days (the nearest config, or --config).
     """
-    tools, chosen, max_age_days = _configured(config_file, tools, mutators, max_age_days)
+    tools, chosen, max_age_days, explain = _configured_with_source(config_file, tools, mutators, max_age_days)
     behaviour = _behaviour(tools)
     records, state = _read_baseline(baseline)
     if state.broken:
@@ -199,6 +217,7 @@ def diff_cmd(
         [(path, _read_run(path)) for path in runs],
         behaviour=behaviour,
         mutators=chosen,
+        explain=explain,
     )
     # a stale baseline is a finding, told once: in the first run's block, located at the baseline
     stale = [integrity.stale_baseline(freshness, path=baseline)] if freshness and freshness.stale else []
