@@ -167,7 +167,7 @@ def test_tool_drift_error_names_the_change(tmp_path: Path) -> None:
 def test_an_aligned_call_is_one_tool_drift_in_check(
     runner: CliRunner, project: dict[str, str], tmp_path: Path
 ) -> None:
-    """The same call re-recorded under the new contract: the lock check reports it, the baseline diff does not."""
+    """The same call under the new contract: the lock check reports it, the baseline diff does not."""
     run = tmp_path / "runs" / "support.jsonl"
     run.write_text(run.read_text().replace(', "reason": "damaged"', ""))
     _, out, _ = _invoke(runner, "check")
