@@ -176,3 +176,18 @@ def test_note_summary_agrees_with_check(runner: CliRunner, project: Path) -> Non
     assert (front["kinds"], front["tools"]) == (["behavior"], sorted(drifted))
     assert err == "toolreplay: using config toolreplay.toml (mutators)\n"
     assert os.path.exists(project / "baselines" / "support.sealed.jsonl")
+
+
+def test_verify_without_sealed_verifies_the_configs_baselines(runner: CliRunner, project: Path) -> None:
+    """verify with no SEALED checks every baseline the config names, one report each."""
+    (project / "baselines").mkdir()
+    for name in ("a", "b"):
+        assert _invoke(runner, "seal", "runs/support.jsonl", "-o", f"baselines/{name}.sealed.jsonl")[0] == 0
+    (project / "toolreplay.toml").write_text('baselines = ["baselines/*.sealed.jsonl"]\n')
+    code, out, err = _invoke(runner, "verify")
+    assert code == 0
+    assert out.startswith("== baselines/a.sealed.jsonl\nchain: intact\n")
+    assert "== baselines/b.sealed.jsonl\nchain: intact\n" in out
+    assert err == "toolreplay: using config toolreplay.toml (baselines)\n"
+    code, _, err = _invoke(runner, "verify", "--expect-count", "3")
+    assert code == 2 and "need one SEALED" in err

@@ -76,7 +76,7 @@ def _digest(ctx: click.Context, param: click.Parameter, value: str | None) -> st
 
 
 @cli.command(name="verify")
-@click.argument("sealed")
+@click.argument("sealed", required=False)
 @click.option(
     "--expect-head",
     metavar="DIGEST",
@@ -88,24 +88,48 @@ def _digest(ctx: click.Context, param: click.Parameter, value: str | None) -> st
 )
 @click.option("--key", "key", metavar="PUB", help="Anchor: check the signature with this Ed25519 public key.")
 @click.option("--signature", metavar="SIG", help="Signature file for --key (default: SEALED.sig).")
+@config_option
 @format_option
 @click.pass_context
 def verify_cmd(
     ctx: click.Context,
-    sealed: str,
+    sealed: str | None,
     expect_head: str | None,
     expect_count: int | None,
     key: str | None,
     signature: str | None,
+    config_file: Path | None,
     fmt: str,
 ) -> None:
-    """Recompute the hash chain of SEALED.
+    """Recompute the hash chain of SEALED (default: every baseline the config names).
 
     A chain alone proves the links follow one another, not that the file is the one
     that was sealed: a cut tail or a re-sealed forgery follows too. Anchor it with
     --expect-head / --expect-count, a head committed in git, or a signature made by
     toolreplay sign (--key).
     """
+    if sealed is None:
+        config = read_config(config_file)
+        if config is None or not config.baselines:
+            raise click.UsageError(
+                "give SEALED, or set baselines in the config ([tool.toolreplay] or toolreplay.toml)"
+            )
+        if expect_head is not None or expect_count is not None or key is not None or signature is not None:
+            raise click.UsageError("anchors (--expect-head, --expect-count, --key) need one SEALED")
+        from toolreplay.config import expand
+
+        announce(config, ["baselines"])
+        paths = [
+            config_path(config, p) for p in expand(config, config.baselines) if p.endswith(".sealed.jsonl")
+        ]
+        reports = [_verify_report(path, None, None, None, None) for path in paths]
+        ctx.exit(emit(reports, fmt))
+    ctx.exit(emit([_verify_report(sealed, expect_head, expect_count, key, signature)], fmt))
+
+
+def _verify_report(
+    sealed: str, expect_head: str | None, expect_count: int | None, key: str | None, signature: str | None
+) -> Report:
     public = None
     if key is not None:
         from toolreplay import signing
@@ -178,10 +202,9 @@ def verify_cmd(
                 text = f"valid: head and count signed by key {check.keyid}"
             header.append(Line(key="signature", value="valid" if not check.problem else "invalid", text=text))
     # the exit code follows the findings, so a failure is never one the reports leave out
-    report = Report(
+    return Report(
         command="verify", path=sealed, header=tuple(header), findings=tuple(sort_findings(findings))
     )
-    ctx.exit(emit([report], fmt))
 
 
 @cli.command(name="replay")
