@@ -228,6 +228,31 @@ def test_drift_notes_over_a_range(runner: CliRunner, project: Path) -> None:
     assert "in 2 of 4 files." in markdown
 
 
+def test_base_names_the_note_that_accepted_the_change(runner: CliRunner, project: Path) -> None:
+    """--base with a drift note for the change: the report says which note accepted it."""
+    base = git(project, "rev-parse", "HEAD").strip()
+    sealed = project / "baselines" / "session-clean.sealed.jsonl"
+    sealed.write_text("".join(sealed.read_text().splitlines(keepends=True)[:3]))
+    old = os.getcwd()
+    os.chdir(project)
+    try:
+        result = runner.invoke(
+            cli,
+            ["note", "baselines/session-clean.sealed.jsonl", "-o", "drift-notes/cut.md"],
+            catch_exceptions=False,
+        )
+    finally:
+        os.chdir(old)
+    assert result.exit_code == 0, result.output
+    with (project / "drift-notes" / "cut.md").open("a") as note:
+        note.write("The last call was dropped from the flow.\n")
+    git(project, "add", "-A")
+    git(project, "commit", "-qm", "cut the baseline, with its note")
+    _, out = run(runner, project, "--base", base)
+    assert "change: modified\n" in out
+    assert "note: accepted by 'drift-notes/cut.md'\n" in out
+
+
 def test_base_without_a_baseline_change_says_so(runner: CliRunner, project: Path) -> None:
     """check --base with no baseline change in the range says the rule ran and what it saw."""
     base = git(project, "rev-parse", "HEAD").strip()
