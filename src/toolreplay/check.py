@@ -42,7 +42,7 @@ from toolreplay.chain import verify
 from toolreplay.config import Config, expand
 from toolreplay.ecma import DEFAULT_BUDGET_SECONDS
 from toolreplay.errors import InputError
-from toolreplay.findings import Finding, quote, sort_findings
+from toolreplay.findings import Finding, one_line, quote, sort_findings
 from toolreplay.report import Line, Report, replay_header
 from toolreplay.transcript import Record, read_links, read_transcript, slim
 
@@ -67,6 +67,8 @@ class Settings:
     now: int = 0
     pattern_budget: float = DEFAULT_BUDGET_SECONDS
     notes: str | None = None
+    #: tool -> what changed between the lock and the tools_source (fingerprint-diff's words)
+    explain: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -113,6 +115,7 @@ def check_transcript(job: Job) -> Report:
             state_aware=settings.state_aware,
             nondeterministic=nondeterministic,
             path=job.path,
+            hints=True,
         )
         findings = list(result.findings)
         if settings.scope is not None:
@@ -123,7 +126,12 @@ def check_transcript(job: Job) -> Report:
         if settings.lock is not None:
             from toolreplay.analyses.fingerprint_diff import compare_transcript
 
-            drift = compare_transcript(read_transcript(job.absolute), _lock(settings.lock), path=job.path)
+            drift = compare_transcript(
+                read_transcript(job.absolute),
+                _lock(settings.lock),
+                path=job.path,
+                explain=dict(settings.explain),
+            )
             findings += drift.findings
     except InputError as err:
         return Report(command="check", path=job.path, errors=(_relocate(err, job.path),))
@@ -155,10 +163,10 @@ def check_baseline(job: Job) -> Report:
         findings.append(chain_broken(state.broken, path=job.path))
     if settings.max_age_days is not None:
         try:
-            from toolreplay.gitinfo import commit_time
+            from toolreplay.gitinfo import last_commit_time
 
             fresh = check_freshness(
-                commit_time(job.absolute), now=settings.now, max_age_days=settings.max_age_days
+                last_commit_time(job.absolute), now=settings.now, max_age_days=settings.max_age_days
             )
         except InputError as err:
             errors.append(_relocate(err, job.path))
@@ -171,7 +179,8 @@ def check_baseline(job: Job) -> Report:
             findings += _diff_runs(job)
         except InputError as err:
             errors.append(str(err))
-        header.append(Line(key="runs", value=len(job.runs), text=", ".join(quote(p) for p, _ in job.runs)))
+        # paths as diff's "baseline:" line shows one: plain, one line each (a renderer quotes if it must)
+        header.append(Line(key="runs", value=len(job.runs), text=", ".join(one_line(p) for p, _ in job.runs)))
     return Report(
         command="check",
         path=job.path,
@@ -191,7 +200,16 @@ def _diff_runs(job: Job) -> list[Finding]:
             runs.append((path, [slim(record) for record in read_transcript(absolute)]))
         except InputError as err:
             raise InputError(err.problem, path=path, line=err.line, pointer=err.pointer) from err
-    result = diff_baseline(baseline, runs, behaviour=_behaviour(settings), mutators=settings.mutators)
+    # every run is also checked as a transcript, against the lock: that check reports a run
+    # call whose fingerprint the lock does not have, so the diff does not report it again
+    result = diff_baseline(
+        baseline,
+        runs,
+        behaviour=_behaviour(settings),
+        mutators=settings.mutators,
+        explain=dict(settings.explain),
+        lock_checks_runs=False,
+    )
     # the findings sit in the baseline's block, so each says which run it is about
     return [
         replace(f, message=f"in run {quote(run.path)}: {f.message}")
@@ -233,13 +251,15 @@ def plan(config: Config, *, now: int | None = None) -> list[Job]:
         _lock(lock)
     settings = Settings(
         mutators=config.mutators,
-        state_aware=config.state_aware,
+        # a mutator separates identical calls in check, as in diff; state_aware = false is 0.6's rule
+        state_aware=config.state_aware is not False,
         scope=scope,
         lock=lock,
         max_age_days=config.max_baseline_age_days,
         now=int(time.time()) if now is None else now,
         pattern_budget=config.pattern_budget_seconds,
         notes=config.drift_notes,
+        explain=_explanations(config, lock),
     )
     baselines = [p for p in expand(config, config.baselines) if p.endswith(SEALED_SUFFIX)]
     transcripts = [p for p in expand(config, config.transcripts) if not p.endswith(SEALED_SUFFIX)]
@@ -253,10 +273,29 @@ def plan(config: Config, *, now: int | None = None) -> list[Job]:
     return sorted(jobs, key=lambda j: (j.path, j.kind))
 
 
+def _explanations(config: Config, lock: str | None) -> tuple[tuple[str, str], ...]:
+    """What changed per tool between the lock and the config's tools_source (none without both)."""
+    if lock is None or config.tools_source is None:
+        return ()
+    from toolreplay.analyses.fingerprint_diff import explain_drift
+    from toolreplay.contracts.source import source_lock
+
+    source, _ = source_lock(config.tools_source, root=config.root, mutators=config.mutators)
+    return tuple(sorted(explain_drift(_lock(lock), source).items()))
+
+
 def run_check(
     config: Config, *, jobs: int | None = None, base: str | None = None, shard: Shard | None = None
 ) -> list[Report]:
     """Run every job (of ``shard``), on worker processes when there are many files; reports in path order."""
+    return run_check_with_status(config, jobs=jobs, base=base, shard=shard)[0]
+
+
+def run_check_with_status(
+    config: Config, *, jobs: int | None = None, base: str | None = None, shard: Shard | None = None
+) -> tuple[list[Report], str | None]:
+    """:func:`run_check`, and with ``base`` the drift-note rule's verdict line (None without)."""
+    status: str | None = None
     planned = plan(config)
     if shard is not None:
         from toolreplay.shard import DRIFT_SHARD, shard_of
@@ -277,7 +316,8 @@ def run_check(
 
         outcome = check_pull_request(config, PullRange(base=base, head="HEAD"), workspace=str(config.root))
         reports = sorted([*reports, *outcome.reports], key=lambda r: r.path)
-    return reports
+        status = outcome.status
+    return reports, status
 
 
 def _cores() -> int:

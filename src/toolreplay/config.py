@@ -28,14 +28,19 @@ class Config:
     baselines: tuple[str, ...] = ()
     scope: str | None = None
     tools_lock: str | None = None
+    #: a definitions file or module:object (str), or an MCP server command line (tuple)
+    tools_source: str | tuple[str, ...] | None = None
     mutators: frozenset[str] = DEFAULT_MUTATORS
-    state_aware: bool = False
+    #: None when the config does not say: ``check`` is then state-aware, ``replay`` keeps 0.6's default
+    state_aware: bool | None = None
     drift_notes: str = "drift-notes"
     max_baseline_age_days: int | None = None
     #: total seconds the scope's patterns may take per transcript (toolreplay.ecma)
     pattern_budget_seconds: float = DEFAULT_BUDGET_SECONDS
     fail_on: frozenset[str] | None = None  # None: every kind fails
     extra: dict[str, Any] = field(default_factory=dict)
+    #: the keys the file sets (so a command knows which defaults came from it)
+    declared: frozenset[str] = frozenset()
 
     def fails(self, kind: str) -> bool:
         return kind_fails(kind, self.fail_on)
@@ -126,13 +131,37 @@ def load_config(
         baselines=tuple(table.get("baselines", ())),
         scope=table.get("scope"),
         tools_lock=table.get("tools_lock"),
+        tools_source=_source(table.get("tools_source")),
         mutators=frozenset(table["mutators"]) if "mutators" in table else DEFAULT_MUTATORS,
-        state_aware=table.get("state_aware", False),
+        state_aware=table.get("state_aware"),
         drift_notes=table.get("drift_notes", "drift-notes"),
         max_baseline_age_days=table.get("max_baseline_age_days"),
         pattern_budget_seconds=float(budget),
         fail_on=frozenset(table["fail_on"]) if "fail_on" in table else None,
+        declared=frozenset(table),
     )
+
+
+def _source(value: Any) -> str | tuple[str, ...] | None:
+    return tuple(value) if isinstance(value, list) else value
+
+
+def nearest_config(path: Path | None = None, *, cwd: Path | None = None) -> Config | None:
+    """The config ``path`` names, else the nearest one from ``cwd`` up, else None (no config is fine)."""
+    if path is None:
+        path = find_config(cwd or Path.cwd())
+        if path is None:
+            return None
+    return load_config(path)
+
+
+def config_path(config: Config, value: str) -> str:
+    """A path the config names (relative to its folder), as the current directory reaches it."""
+    target = config.root / value
+    try:
+        return os.path.relpath(target)
+    except ValueError:  # pragma: no cover - another drive on Windows
+        return str(target)
 
 
 def expand(config: Config, patterns: tuple[str, ...]) -> list[str]:

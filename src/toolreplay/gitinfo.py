@@ -40,17 +40,25 @@ def repo_path(path: str) -> str:
     return relative.replace(os.sep, "/")
 
 
-def commit_time(path: str) -> int:
-    """Unix time of the last commit that touched ``path`` (its committer date)."""
+def last_commit_time(path: str) -> int | None:
+    """Unix time of the last commit that touched ``path`` (its committer date); None when no
+    commit has it yet (a new baseline, or a repository with no commits)."""
+    repo_root(path)  # outside a work tree is the user's error, said as such
     done = _git(["log", "-1", "--format=%ct", "--", os.path.basename(path)], _directory(path))
     if done.returncode != 0:
-        raise InputError("is not inside a git work tree with commits", path=path)
+        return None  # a work tree without commits: git log has nothing to show
     text = done.stdout.decode("ascii", "replace").strip()
-    if not text:
+    return int(text) if text else None
+
+
+def commit_time(path: str) -> int:
+    """:func:`last_commit_time`, refusing a path no commit has."""
+    found = last_commit_time(path)
+    if found is None:
         raise InputError(
-            "has no commit in git, so its age is unknown (commit it, or drop --max-age-days)", path=path
+            "is not committed yet, so its age is unknown (commit it, or drop --max-age-days)", path=path
         )
-    return int(text)
+    return found
 
 
 def committed_blob(path: str, rev: str = "HEAD") -> bytes | None:

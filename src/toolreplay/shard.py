@@ -76,13 +76,16 @@ def config_digest(config: Config) -> str:
     return "sha256:" + hashlib.sha256(text.encode("ascii")).hexdigest()
 
 
-def check_info(config: Config, *, base: str | None, shard: Shard | None) -> CheckInfo:
+def check_info(
+    config: Config, *, base: str | None, shard: Shard | None, drift: str | None = None
+) -> CheckInfo:
     return CheckInfo(
         toolreplay=__version__,
         config=config_digest(config),
         fail_on=None if config.fail_on is None else tuple(sorted(config.fail_on)),
         base=base,
         shard=None if shard is None else (shard.index, shard.count),
+        drift=drift,
     )
 
 
@@ -132,6 +135,7 @@ def read_shard_report(path: str) -> ShardReport:
         fail_on=None if check["fail_on"] is None else tuple(check["fail_on"]),
         base=check["base"],
         shard=None if shard is None else (shard["index"], shard["count"]),
+        drift=check.get("drift"),
     )
     return ShardReport(path=path, info=info, reports=tuple(reports_from_data(data)))
 
@@ -196,5 +200,7 @@ def merge_shards(
         config=first.info.config,
         fail_on=first.info.fail_on,
         base=first.info.base,
+        # the drift-note rule runs in one shard only; its verdict line is the run's
+        drift=next((s.info.drift for s in shards if s.info.drift is not None), None),
     )
     return info, reports

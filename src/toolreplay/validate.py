@@ -42,6 +42,7 @@ NAME_PATTERNS: tuple[tuple[str, str], ...] = (
     ("*-scope.json", "scope"),
     ("*.report.json", "report"),
     ("toolreplay.toml", "config"),
+    ("pyproject.toml", "config"),  # its [tool.toolreplay] table
     ("tools.lock.json", "tool-lock"),
     ("*.tools.lock.json", "tool-lock"),
 )
@@ -189,5 +190,8 @@ def _config_errors(path: str) -> Iterator[str]:
             return
         raise
     if os.path.basename(path) == "pyproject.toml":
-        data = data.get("tool", {}).get("toolreplay", {})
+        if "toolreplay" not in data.get("tool", {}):
+            yield f"{path}: has no [tool.toolreplay] table"
+            return
+        data = data["tool"]["toolreplay"]
     yield from _schema_errors("config", data, path, None)

@@ -137,13 +137,14 @@ def test_exact_output_of_a_pull_request_without_a_drift_note(
         f"::error file={TRANSCRIPT},line=5,title=toolreplay non-determinism::index 4: tool 'search' "
         "returned a different response than the identical call at index 2\n"
         f"::warning file={TRANSCRIPT},line=2,title=toolreplay redundant-call::index 1: tool 'read_file' "
-        "repeats the identical call at index 0 with no state change between them\n"
+        "repeats the identical call at index 0 with no state change between them (if it changes state, "
+        "declare it with --mutator or mutators in the config)\n"
         f"== {TRANSCRIPT}\n"
         "calls: 5\n"
         "divergence: index 4\n"
         "findings: 2\n"
         "index 1: redundant-call: tool 'read_file' repeats the identical call at index 0 with no state "
-        "change between them\n"
+        "change between them (if it changes state, declare it with --mutator or mutators in the config)\n"
         "index 4: non-determinism: tool 'search' returned a different response than the identical call "
         "at index 2\n"
         f"== {BASELINE}\n"
@@ -331,7 +332,7 @@ def test_comment_created_then_unchanged(
     first, _, _ = run_action(pr.path, tmp_path, monkeypatch, event=event, **settings)
     assert len(fake.comments) == 1 and fake.comments[0]["login"] == ACTIONS_BOT
     assert fake.comments[0]["body"].startswith(
-        MARKER + "\n### toolreplay report\n\n**Fails the build**: 3 findings of kinds that fail it, in 2 of 3"
+        MARKER + "\n### toolreplay report\n\n**Fails the build**: 3 findings of kinds that fail it, in 2 of 2"
     )
     assert f"PR comment: created ({fake.origin}/{OWNER}/agents/pull/{NUMBER}#issuecomment-" in first.stdout
     writes = len(fake.writes())

@@ -305,7 +305,7 @@ def test_action_steps_run_on_a_pull_request(tmp_path: Path, fake: FakeGitHub) ->
 
     text = summary.read_text()
     assert text.startswith(
-        "### toolreplay report\n\n**Fails the build**: 4 findings of kinds that fail it, in 2 of 3 files"
+        "### toolreplay report\n\n**Fails the build**: 4 findings of kinds that fail it, in 2 of 2 files"
     )
     assert "missing-drift-note" in text
 

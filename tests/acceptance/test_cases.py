@@ -70,3 +70,11 @@ def test_version_is_x_y_z(runner: CliRunner) -> None:
     result = runner.invoke(cli, ["version"], catch_exceptions=False)
     assert re.fullmatch(r"toolreplay \d+\.\d+\.\d+\n", result.output)
     assert result.output == f"toolreplay {version('toolreplay')}\n"
+
+
+@pytest.mark.parametrize("flag", ["--version", "-V"])
+def test_version_flag_prints_what_version_prints(runner: CliRunner, flag: str) -> None:
+    """`toolreplay --version` (and -V) works, and prints exactly what `toolreplay version` prints."""
+    result = runner.invoke(cli, [flag], catch_exceptions=False)
+    assert result.exit_code == 0
+    assert result.output == runner.invoke(cli, ["version"], catch_exceptions=False).output

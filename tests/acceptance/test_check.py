@@ -72,12 +72,62 @@ def test_every_analysis_over_every_file(runner: CliRunner, project: Path) -> Non
         "== runs/session-clean-2.jsonl",
         "== runs/session-clean.jsonl",
     ]
-    assert "runs: 'runs/session-clean-2.jsonl', 'runs/session-clean.jsonl'" in out
+    assert "runs: runs/session-clean-2.jsonl, runs/session-clean.jsonl\n" in out
     assert "index 2: behavior-drift: in run 'runs/session-clean-2.jsonl': tool 'search' returned" in out
     assert "index 2: silent-drift: in run 'runs/session-clean.jsonl': tool 'search'" in out
     assert "index 4: permission-overreach: tool 'write_file'" in out
-    assert "index 5: non-determinism: tool 'search'" in out
-    assert out.endswith("total: 4 reports, 5 findings, 5 failing, 0 unreadable\n")
+    # write_file (a mutator) ran between the two searches: check is state-aware, as diff is
+    assert "non-determinism" not in out
+    assert out.endswith("total: 4 reports, 4 findings, 4 failing, 0 unreadable\n")
+
+
+def test_state_aware_false_is_the_06_rule_and_says_so(runner: CliRunner, project: Path) -> None:
+    """state_aware = false compares across a mutator again, and the finding names that knob."""
+    config = project / "toolreplay.toml"
+    config.write_text(config.read_text() + "state_aware = false\n")
+    _, out = run(runner, project)
+    assert (
+        "index 5: non-determinism: tool 'search' returned a different response than the identical call"
+        " at index 3 (a mutator ran in between: state_aware = false in the config compares across it)\n"
+    ) in out
+
+
+def test_a_call_that_records_state_is_a_mutator_in_check(runner: CliRunner, project: Path) -> None:
+    """An undeclared tool whose record carries state separates identical calls, as a mutator does."""
+    records = [
+        {"index": 0, "tool": "lookup_order", "args": {"id": 1}, "response": {"status": "paid"}},
+        {
+            "index": 1,
+            "tool": "refund_order",
+            "args": {"id": 1},
+            "response": {"ok": True},
+            "state": {"etag": "b"},
+        },
+        {"index": 2, "tool": "lookup_order", "args": {"id": 1}, "response": {"status": "refunded"}},
+    ]
+    (project / "runs" / "support.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    _, out = run(runner, project)
+    block = out.split("== runs/support.jsonl\n")[1].split("== ")[0]
+    assert block.startswith("calls: 3\ndivergence: none\n")
+    assert "non-determinism" not in block
+
+
+def test_redundant_call_in_check_names_how_to_declare_a_mutator(runner: CliRunner, project: Path) -> None:
+    """check's redundant-call says how to declare the tool a mutator; declaring it clears the finding."""
+    call = {"tool": "update_reservation_flights", "args": {"id": "R1"}, "response": {"ok": True}}
+    (project / "runs" / "air.jsonl").write_text(
+        "".join(json.dumps({"index": i, **call}) + "\n" for i in range(2))
+    )
+    _, out = run(runner, project)
+    assert (
+        "index 1: redundant-call: tool 'update_reservation_flights' repeats the identical call at index 0"
+        " with no state change between them (if it changes state, declare it with --mutator or mutators"
+        " in the config)\n"
+    ) in out
+    config = project / "toolreplay.toml"
+    config.write_text(config.read_text() + 'mutators = ["write_file", "update_reservation_flights"]\n')
+    _, out = run(runner, project)
+    assert "redundant-call: tool 'update_reservation_flights'" not in out
 
 
 def test_rerun_is_byte_identical_and_json_matches_schema(runner: CliRunner, project: Path) -> None:
@@ -103,7 +153,7 @@ def test_fail_on_limits_what_fails(runner: CliRunner, project: Path) -> None:
     config.write_text(config.read_text() + 'fail_on = ["chain-broken"]\n')
     code, out = run(runner, project)
     assert code == 0
-    assert "5 findings, 0 failing" in out
+    assert "4 findings, 0 failing" in out
 
 
 def test_unreadable_file_is_reported_not_fatal(runner: CliRunner, project: Path) -> None:
@@ -144,6 +194,24 @@ def test_stale_baseline(runner: CliRunner, project: Path) -> None:
     assert "stale-baseline" not in out or "last committed 2020-01-01, more than 30 days" in out
 
 
+def test_an_uncommitted_baseline_is_not_committed_yet_and_still_diffed(
+    runner: CliRunner, project: Path
+) -> None:
+    """max_baseline_age_days on a baseline not committed yet: said so, not unreadable, runs still diffed."""
+    config = project / "toolreplay.toml"
+    config.write_text(config.read_text() + "max_baseline_age_days = 90\n")
+    fresh = project / "baselines" / "new.sealed.jsonl"
+    fresh.write_bytes((SAMPLES / "baselines" / "session-clean.sealed.jsonl").read_bytes())
+    (project / "runs" / "new.jsonl").write_text(
+        (SAMPLES / "session-clean.jsonl").read_text().replace('"score": 0.92', '"score": 0.5')
+    )
+    _, out = run(runner, project)
+    block = out.split("== baselines/new.sealed.jsonl\n")[1].split("== ")[0]
+    assert "committed: not committed yet\n" in block
+    assert "behavior-drift: in run 'runs/new.jsonl'" in block
+    assert out.endswith(" 0 unreadable\n")
+
+
 def test_drift_notes_over_a_range(runner: CliRunner, project: Path) -> None:
     """--base REF reports a baseline changed in REF...HEAD without a note for that change."""
     base = git(project, "rev-parse", "HEAD").strip()
@@ -154,6 +222,43 @@ def test_drift_notes_over_a_range(runner: CliRunner, project: Path) -> None:
     assert code == 1
     assert "missing-drift-note: baseline 'baselines/session-clean.sealed.jsonl' (modified)" in out
     assert "write the note: toolreplay note baselines/session-clean.sealed.jsonl" in out
+    assert out.endswith(f"drift notes: 1 problem(s) in {base[:12]}...HEAD, see the findings\n")
+    # the baseline has two reports (its check and the drift-note rule): the headline counts it once
+    _, markdown = run(runner, project, "--base", base, "--format", "markdown")
+    assert "in 2 of 4 files." in markdown
+
+
+def test_base_names_the_note_that_accepted_the_change(runner: CliRunner, project: Path) -> None:
+    """--base with a drift note for the change: the report says which note accepted it."""
+    base = git(project, "rev-parse", "HEAD").strip()
+    sealed = project / "baselines" / "session-clean.sealed.jsonl"
+    sealed.write_text("".join(sealed.read_text().splitlines(keepends=True)[:3]))
+    old = os.getcwd()
+    os.chdir(project)
+    try:
+        result = runner.invoke(
+            cli,
+            ["note", "baselines/session-clean.sealed.jsonl", "-o", "drift-notes/cut.md"],
+            catch_exceptions=False,
+        )
+    finally:
+        os.chdir(old)
+    assert result.exit_code == 0, result.output
+    with (project / "drift-notes" / "cut.md").open("a") as note:
+        note.write("The last call was dropped from the flow.\n")
+    git(project, "add", "-A")
+    git(project, "commit", "-qm", "cut the baseline, with its note")
+    _, out = run(runner, project, "--base", base)
+    assert "change: modified\n" in out
+    assert "note: accepted by 'drift-notes/cut.md'\n" in out
+
+
+def test_base_without_a_baseline_change_says_so(runner: CliRunner, project: Path) -> None:
+    """check --base with no baseline change in the range says the rule ran and what it saw."""
+    base = git(project, "rev-parse", "HEAD").strip()
+    code, out = run(runner, project, "--base", base)
+    assert code == 1  # runs/dirty.jsonl has findings; the rule itself found nothing
+    assert out.endswith(f"drift notes: no sealed baseline changes in {base[:12]}...HEAD\n")
 
 
 def test_no_config_is_a_usage_error(runner: CliRunner, tmp_path: Path) -> None:

@@ -225,3 +225,26 @@ def test_tampered_lock_exits_2(runner: CliRunner, tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert result.output.startswith(f"toolreplay: error: {lock}:1: fingerprint ")
     assert result.output.endswith("(at /tools/search_code/fingerprint)\n")
+
+
+def test_fingerprint_diff_of_python_tools_reads_required_and_optional(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Python tool that gains a required argument reads 'reason': str (required), never a Python repr."""
+    (tmp_path / "support_v1.py").write_text(
+        "def refund_order(order: str, amount: int = 0) -> dict:\n    return {}\n\nTOOLS = [refund_order]\n"
+    )
+    (tmp_path / "support_v2.py").write_text(
+        "def refund_order(order: str, reason: str, amount: int = 5) -> dict:\n    return {}\n\n"
+        "TOOLS = [refund_order]\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    for name in ("support_v1", "support_v2"):
+        result = runner.invoke(cli, ["fingerprint", f"{name}:TOOLS", "-o", f"{name}.lock.json"])
+        assert result.exit_code == 0, result.output
+    result = runner.invoke(cli, ["fingerprint-diff", "support_v1.lock.json", "support_v2.lock.json"])
+    assert result.stdout.splitlines()[-2:] == [
+        "refund_order: signature (parameter added): /params/1 (absent) -> 'reason': str (required)",
+        "refund_order: signature (default changed): /params/2/2 optional, default 0 -> optional, default 5",
+    ]
+    assert "inspect" not in result.stdout

@@ -57,7 +57,7 @@ def test_accepted_text(repo: Repo, runner: CliRunner) -> None:
     repo.git("add", "-A")
     assert run(runner, "hook", "drift-note") == (
         0,
-        f"drift notes: every baseline change has its note ('{BASE}')\n",
+        f"drift notes: every baseline change has its note ('{BASE}' by 'drift-notes/v4.md')\n",
     )
 
 
@@ -85,6 +85,9 @@ def test_base_judges_committed_history(repo: Repo, runner: CliRunner) -> None:
     assert code == 1
     assert out.startswith("toolreplay: a sealed baseline changes in this range without a drift note")
     assert f"  to:   {V4}\n" in out
+    # a range is a pull request: the note is added to it, not staged in "this same commit"
+    assert "  then explain the drift in it and add it under drift-notes/ in this pull request\n" in out
+    assert "same commit" not in out
 
 
 def test_outside_a_repository(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, runner: CliRunner) -> None:

@@ -48,10 +48,13 @@ def test_tau_bench_every_episode_imports(runner: CliRunner, tmp_path: Path) -> N
     code, out, err = _run(runner, "import", "--from", "openai-chat", str(TAU), "-o", str(tmp_path))
     assert (code, out) == (0, "")
     total = 0
-    for number, episode in enumerate(episodes):
+    for episode in episodes:
         calls = sum(len(m.get("tool_calls") or []) for m in episode["traj"])  # type: ignore[attr-defined]
         total += calls
-        transcript = tmp_path / f"gpt-4o-airline-sample-{number:04d}.jsonl"
+        # named after the episode's own task id and trial
+        transcript = (
+            tmp_path / f"gpt-4o-airline-sample-task-{episode['task_id']}-trial-{episode['trial']}.jsonl"
+        )
         assert len(list(read_transcript(str(transcript)))) == calls
         _check_transcript(runner, transcript, calls)
     assert err == (
@@ -153,3 +156,27 @@ def test_tau2_bench_every_simulation_imports(runner: CliRunner, tmp_path: Path) 
         f"{TAU2}: tau2 (detected): 3 sessions, {total} calls, 0 without a result, 0 results without a call,"
         " 0 with arguments not valid JSON, 0 without arguments\n"
     )
+
+
+def test_tau_bench_mutators_get_their_state_from_the_response(runner: CliRunner, tmp_path: Path) -> None:
+    """--state-from-response: update_reservation_flights carries state, so diff has no audit-incomplete."""
+    episode = TRACES / "tau-bench" / "gpt-4o-airline-task13.json"
+    args = ["import", str(episode), "--state-from-response", "--mutator", "update_reservation_flights"]
+    assert _run(runner, *args, "-o", str(tmp_path / "a"))[0] == 0
+    transcript = tmp_path / "a" / "gpt-4o-airline-task13-task-13-trial-0.jsonl"
+    records = list(read_transcript(str(transcript)))
+    stated = {r.tool for r in records if r.state is not None}
+    assert stated == {"update_reservation_flights"}
+    assert all(list(r.state) == ["response"] for r in records if r.state is not None)
+    sealed = tmp_path / "base.sealed.jsonl"
+    assert _run(runner, "seal", str(transcript), "-o", str(sealed))[0] == 0
+    code, out, _ = _run(
+        runner, "diff", str(sealed), str(transcript), "--mutator", "update_reservation_flights"
+    )
+    assert code == 0, out
+    assert "audit-incomplete" not in out
+    # without the option every mutating call is audit-incomplete: the case the option is for
+    assert _run(runner, "import", str(episode), "-o", str(tmp_path / "b"))[0] == 0
+    plain = tmp_path / "b" / transcript.name
+    code, out, _ = _run(runner, "diff", str(sealed), str(plain), "--mutator", "update_reservation_flights")
+    assert code == 1 and "audit-incomplete: tool 'update_reservation_flights'" in out

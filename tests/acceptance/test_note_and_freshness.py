@@ -118,11 +118,12 @@ def test_note_with_runs_fills_kinds_from_diff(runner: CliRunner, repo: Path) -> 
         (CASES / "behavior-drift" / "run.jsonl").read_text()
         + f'{{"index":4,"tool":"{weird}","args":{{}},"response":{{}}}}\n'
     )
+    runner.invoke(cli, ["seal", str(run), "-o", str(sealed)], catch_exceptions=False)  # re-recorded
     text = note(runner, str(sealed), "--run", str(run))
     value = front_matter(text)
     assert value["kinds"] == ["agent", "behavior"]
     assert value["tools"] == ["search", "x: [1]\n---\n@admin"]
-    assert value["from"] == value["to"]
+    assert value["from"] != value["to"]
     assert text.count("\n---\n") == 1
 
 
@@ -134,11 +135,49 @@ def test_note_to_a_file_keeps_non_ascii_tool_names(runner: CliRunner, repo: Path
     git(repo, "commit", "-q", "-m", "baseline")
     run = repo / "run.jsonl"
     run.write_text('{"index":0,"tool":"r\u00e9sum\u00e9","args":{},"response":{}}\n')
+    runner.invoke(cli, ["seal", str(run), "-o", str(sealed)], catch_exceptions=False)  # re-recorded
     out = repo / "note.md"
     note(runner, str(sealed), "--run", str(run), "-o", str(out))
     text = out.read_text(encoding="utf-8")
     assert front_matter(text)["tools"] == ["r\u00e9sum\u00e9"]
     assert "tool 'r\u00e9sum\u00e9'" in text
+
+
+def test_note_front_matter_is_block_style_with_both_digests_quoted(runner: CliRunner, repo: Path) -> None:
+    """The note's front matter: one key per line, lists in block style, every value double-quoted."""
+    sealed = repo / "baselines" / "b.sealed.jsonl"
+    sealed.write_bytes((CASES / "faithful" / "baseline.sealed.jsonl").read_bytes())
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "baseline")
+    before = head_of(runner, sealed)
+    runner.invoke(cli, ["seal", str(CASES / "behavior-drift" / "run.jsonl"), "-o", str(sealed)])
+    after = head_of(runner, sealed)
+    text = note(runner, str(sealed))
+    assert text.startswith(
+        f'---\nbaseline: "baselines/b.sealed.jsonl"\nfrom: "{before}"\nto: "{after}"\n'
+        'kinds:\n  - "behavior"\ntools:\n  - "search"\n'
+    )
+
+
+def test_note_on_an_unchanged_baseline_is_refused(runner: CliRunner, repo: Path) -> None:
+    """from == to: there is no change to accept, so note refuses (exit 2) and writes nothing."""
+    sealed = repo / "baselines" / "b.sealed.jsonl"
+    sealed.write_bytes((CASES / "faithful" / "baseline.sealed.jsonl").read_bytes())
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "baseline")
+    out = repo / "drift-notes" / "b.md"
+    result = runner.invoke(cli, ["note", str(sealed), "-o", str(out)], catch_exceptions=False)
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert "is unchanged since HEAD (from == to, head " in result.stderr
+    assert "there is no drift to accept" in result.stderr
+    assert not out.exists()
+
+
+def test_note_help_is_plain_text(runner: CliRunner) -> None:
+    """note --help shows no reST markup (no double backquotes)."""
+    result = runner.invoke(cli, ["note", "--help"], catch_exceptions=False)
+    assert "``" not in result.stdout and "from is the head of BASELINE" in result.stdout
 
 
 def test_note_on_a_directory_is_a_usage_error(runner: CliRunner, repo: Path) -> None:
@@ -181,14 +220,19 @@ def test_diff_reports_a_stale_baseline(runner: CliRunner, repo: Path) -> None:
 def test_freshness_needs_a_commit(
     runner: CliRunner, repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """An uncommitted baseline, or one outside git, has no known age: exit 2 with the reason."""
+    """An uncommitted baseline is "not committed yet" and still diffed; one outside git is exit 2."""
     sealed = repo / "b.sealed.jsonl"
     sealed.write_bytes((CASES / "faithful" / "baseline.sealed.jsonl").read_bytes())
-    git(repo, "commit", "-q", "--allow-empty", "-m", "root")
     run = str(CASES / "faithful" / "run.jsonl")
+    line = "freshness: not committed yet (its age counts from its first commit; limit 1 days)\n"
+    # a repository with no commits at all (it said "not inside a git work tree with commits")
     result = runner.invoke(cli, ["diff", str(sealed), run, "--max-age-days", "1"], catch_exceptions=False)
-    assert result.exit_code == 2
-    assert "has no commit in git, so its age is unknown" in result.output
+    assert (result.exit_code, result.stderr) == (0, "")
+    assert line in result.stdout and "findings: 0\n" in result.stdout
+    git(repo, "commit", "-q", "--allow-empty", "-m", "root")
+    result = runner.invoke(cli, ["diff", str(sealed), run, "--max-age-days", "1"], catch_exceptions=False)
+    assert (result.exit_code, result.stderr) == (0, "")
+    assert line in result.stdout
     outside = tmp_path / "outside"
     outside.mkdir()
     monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))

@@ -12,4 +12,4 @@ def test_dirty_replay_matches_spec(runner: CliRunner) -> None:
     """replay on samples/session-dirty.jsonl prints the SPEC's five lines and exits 1."""
     result = runner.invoke(cli, ["replay", str(SAMPLES / "session-dirty.jsonl")], catch_exceptions=False)
     assert result.exit_code == 1
-    assert result.output.splitlines()[:3] == ["calls: 6", "divergence: index 5", "findings: 2"]
+    assert result.stdout.splitlines()[:3] == ["calls: 6", "divergence: index 5", "findings: 2"]

@@ -144,8 +144,8 @@ def test_lock_behaviour_comes_from_the_tool_lock(tmp_path: Path) -> None:
     )
     save_lock(ToolLock.of([search, write]), path)
     assert lock_behaviour(str(path)) == {
-        "s": ToolBehaviour(fingerprint=search.fingerprint, deterministic=True, mutates=False),
-        "w": ToolBehaviour(fingerprint=write.fingerprint, deterministic=False, mutates=True),
+        "s": ToolBehaviour(fingerprint=search.fingerprint, deterministic=True, mutates=False, version="1"),
+        "w": ToolBehaviour(fingerprint=write.fingerprint, deterministic=False, mutates=True, version="1"),
     }
 
 

@@ -100,7 +100,7 @@ CASES: list[tuple[str, Callable[[list[dict[str, Any]]], None], list[str]]] = [
         "type narrowed",
         set_key("search_code", ["properties", "page", "type"], "integer"),
         [
-            'search_code: signature (parameter retyped): /params/2/1 "number" -> "integer"',
+            "search_code: signature (parameter retyped): /params/2/1 number -> integer",
             'search_code: schema (breaking): /properties/page/type "number" -> "integer"',
         ],
     ),
@@ -108,7 +108,7 @@ CASES: list[tuple[str, Callable[[list[dict[str, Any]]], None], list[str]]] = [
         "type widened",
         set_key("search_code", ["properties", "sort", "type"], ["string", "null"]),
         [
-            'search_code: signature (parameter retyped): /params/5/1 "string" -> "null|string"',
+            "search_code: signature (parameter retyped): /params/5/1 string -> null|string",
             'search_code: schema (compatible): /properties/sort/type "string" -> ["string","null"]',
         ],
     ),
@@ -116,7 +116,7 @@ CASES: list[tuple[str, Callable[[list[dict[str, Any]]], None], list[str]]] = [
         "new required field",
         set_key("search_code", ["required"], ["query", "sort"]),
         [
-            'search_code: signature (default changed): /params/5/2 "optional" -> "required"',
+            "search_code: signature (default changed): /params/5/2 optional -> required",
             'search_code: schema (breaking): /required ["query"] -> ["query","sort"]',
         ],
     ),
@@ -131,7 +131,7 @@ CASES: list[tuple[str, Callable[[list[dict[str, Any]]], None], list[str]]] = [
         "property removed",
         drop_key("search_code", ["properties", "sort"]),
         [
-            'search_code: signature (parameter removed): /params/5 ["sort","string","optional"] -> (absent)',
+            "search_code: signature (parameter removed): /params/5 'sort': string (optional) -> (absent)",
             'search_code: schema (breaking): /properties/sort {"description":"Sort field (\'indexed\' only)","type":"string"} -> (absent)',  # noqa: E501
         ],
     ),

@@ -90,7 +90,6 @@ VALIDATE_NO = [
     "session.jsonl/readme.txt",
     "package-lock.json",
     "mytools.lock.json",
-    "pyproject.toml",
 ]
 
 
@@ -107,6 +106,12 @@ def test_validate_files_leaves_other_files_alone(name: str) -> None:
     assert not re.search(hooks()["toolreplay-validate"]["files"], name)
     with pytest.raises(InputError):
         kind_of(name)
+
+
+def test_validate_hook_leaves_pyproject_alone_though_validate_reads_it() -> None:
+    """validate pyproject.toml checks [tool.toolreplay]; the hook does not take every project's pyproject."""
+    assert not re.search(hooks()["toolreplay-validate"]["files"], "pyproject.toml")
+    assert kind_of("pyproject.toml") == "config"
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,9 @@ the rest are counted.
 
 Per tool a determinism verdict compares *identical* calls across the baseline and all
 runs: same tool, same arguments and the same mutating calls before it in its own
-transcript (so a read after a write is not compared with a read before it).
+transcript (so a read after a write is not compared with a read before it). A mutating
+call is a declared mutator (``mutators``, or the lock's ``mutates``) or any call that
+recorded its post-call ``state``.
 """
 
 from __future__ import annotations
@@ -44,12 +46,19 @@ DRIFT_KINDS: tuple[str, ...] = (
 #: Determinism verdicts, one per tool the runs called.
 VERDICTS: tuple[str, ...] = ("no-dependency", "stable", "silent-drift", "baseline-unavailable")
 
+#: The silent-drift rule rests on which calls change state; this says how to declare one.
+SILENT_HINT = (
+    " (if a call between them changes state, declare its tool with --mutator or mutators in the config)"
+)
+
 _VALUE_LIMIT = 60
 #: Post-call state values are fingerprints: shown whole up to a SHA-512 digest with a prefix.
 _STATE_LIMIT = 160
 #: Largest middle (baseline calls x run calls) aligned without difflib's autojunk heuristic.
 MAX_EXACT_ALIGN = 4_000_000
 _SECONDS_PER_DAY = 86400
+#: what the freshness check says of a baseline no commit has yet
+NOT_COMMITTED = "not committed yet"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -59,6 +68,8 @@ class ToolBehaviour:
     fingerprint: str | None = None
     deterministic: bool = True
     mutates: bool | None = None
+    #: the locked contract's version, shown beside its fingerprint
+    version: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -95,6 +106,8 @@ class Freshness:
     committed: str
     max_age_days: int
     stale: bool
+    #: no commit has the baseline yet: its age starts with its first commit
+    uncommitted: bool = False
 
 
 # --- the tool lock, as far as the diff needs it ---------------------------------------
@@ -110,7 +123,9 @@ def lock_behaviour(path: str) -> dict[str, ToolBehaviour]:
 def behaviour_of(lock: ToolLock) -> dict[str, ToolBehaviour]:
     """What the diff needs of each contract in a loaded lock."""
     return {
-        name: ToolBehaviour(fingerprint=c.fingerprint, deterministic=c.deterministic, mutates=c.mutates)
+        name: ToolBehaviour(
+            fingerprint=c.fingerprint, deterministic=c.deterministic, mutates=c.mutates, version=c.version
+        )
         for name, c in lock.tools.items()
     }
 
@@ -118,12 +133,15 @@ def behaviour_of(lock: ToolLock) -> dict[str, ToolBehaviour]:
 # --- freshness -------------------------------------------------------------------------
 
 
-def check_freshness(commit_time: int, *, now: int, max_age_days: int) -> Freshness:
+def check_freshness(commit_time: int | None, *, now: int, max_age_days: int) -> Freshness:
     """Is a baseline last committed at ``commit_time`` older than ``max_age_days`` at ``now``?
 
     Both times are Unix seconds; ``now`` is passed in so the rule is testable and the
-    report shows only the commit date, never the current time.
+    report shows only the commit date, never the current time. A baseline no commit has
+    yet (``None``) is not stale: it is about to be committed, and its age starts then.
     """
+    if commit_time is None:
+        return Freshness(committed=NOT_COMMITTED, max_age_days=max_age_days, stale=False, uncommitted=True)
     committed = datetime.fromtimestamp(commit_time, tz=UTC).strftime("%Y-%m-%d")
     stale = now - commit_time > max_age_days * _SECONDS_PER_DAY
     return Freshness(committed=committed, max_age_days=max_age_days, stale=stale)
@@ -283,42 +301,74 @@ def _agent_drift(
         out.add("agent-drift", index=j1, tool=b.tool, related=i1, line=line, message=message)
 
 
+def fingerprint_message(
+    tool: str, recorded: str, other: str, *, side: str = "", against: str = "the lock", explain: str = ""
+) -> str:
+    """The one wording of a ``tool-drift`` between two fingerprints, whichever check found it.
+
+    ``side`` says where the call was recorded ("in the run", "in the baseline (index 3)"),
+    ``against`` what holds the other fingerprint; ``explain`` is what changed, as
+    ``fingerprint-diff`` words it, when the tool source is known.
+    """
+    where = f" {side}" if side else ""
+    text = f"tool {quote(tool)} was called with fingerprint {recorded}{where}; {against} has {other}"
+    return text + (f"; {explain}" if explain else "")
+
+
+def _fingerprint_drift(
+    b: Record | None,
+    r: Record,
+    declared: ToolBehaviour | None,
+    explain: Mapping[str, str],
+    lock_checks_runs: bool,
+) -> str | None:
+    """The tool-drift message of a run call (and the baseline call it aligns with, if any)."""
+    tool = r.tool
+    locked = declared.fingerprint if declared else None
+    shown = locked or ""
+    if locked and declared is not None and declared.version:
+        shown = f"{locked} (version {canonical(declared.version)})"
+    why = explain.get(tool, "")
+    if b is not None and b.fingerprint and r.fingerprint and b.fingerprint != r.fingerprint:
+        if not lock_checks_runs and locked and r.fingerprint != locked:
+            return None  # the run's own check against the lock reports this call
+        return fingerprint_message(
+            tool,
+            r.fingerprint,
+            b.fingerprint,
+            side="in the run",
+            against=f"the baseline (index {b.index})",
+            explain=why,
+        )
+    if not locked:
+        return None
+    if b is not None and b.fingerprint and b.fingerprint != locked:
+        return fingerprint_message(
+            tool, b.fingerprint, shown, side=f"in the baseline (index {b.index})", explain=why
+        )
+    if lock_checks_runs and r.fingerprint and r.fingerprint != locked:
+        return fingerprint_message(tool, r.fingerprint, shown, side="in the run", explain=why)
+    return None
+
+
 def _compare_pair(
     out: _Collector,
     b: Record,
     r: Record,
     behaviour: Mapping[str, ToolBehaviour],
     mutators: frozenset[str],
+    explain: Mapping[str, str] | None = None,
+    lock_checks_runs: bool = True,
 ) -> None:
+    explain = explain or {}
     tool, declared = r.tool, behaviour.get(r.tool)
 
     def add(kind: str, message: str, change: Change | None = None) -> None:
         out.add(kind, index=r.index, tool=tool, related=b.index, line=r.line, message=message, change=change)
 
-    locked = declared.fingerprint if declared else None
-    if b.fingerprint and r.fingerprint and b.fingerprint != r.fingerprint:
-        add(
-            "tool-drift",
-            (
-                f"tool {quote(tool)} has contract fingerprint {quote(r.fingerprint)} in the run,"
-                f" {quote(b.fingerprint)} at baseline index {b.index}"
-            ),
-        )
-    elif locked:
-        stale = [
-            (side, fp)
-            for side, fp in (("baseline", b.fingerprint), ("run", r.fingerprint))
-            if fp and fp != locked
-        ]
-        if stale:
-            side, recorded = stale[0]
-            add(
-                "tool-drift",
-                (
-                    f"tool {quote(tool)} was recorded with contract fingerprint {quote(recorded)}"
-                    f" in the {side} (baseline index {b.index}); the tool lock has {quote(locked)}"
-                ),
-            )
+    drift = _fingerprint_drift(b, r, declared, explain, lock_checks_runs)
+    if drift is not None:
+        add("tool-drift", drift)
     # a tool the lock declares non-deterministic: its responses are not compared, its effects are
     nondeterministic = declared is not None and not declared.deterministic
     if r.canon_response != b.canon_response and not nondeterministic:
@@ -360,16 +410,33 @@ def _diff_run(
     base_keys: list[str],
     behaviour: Mapping[str, ToolBehaviour],
     mutators: frozenset[str],
+    explain: Mapping[str, str] | None = None,
+    lock_checks_runs: bool = True,
 ) -> tuple[_Collector, int]:
     out = _Collector(path)
     aligned = 0
+    explain = explain or {}
+    # a call the run makes differently (a new required argument, say) is not aligned, but its
+    # contract is still compared: with the baseline's calls of that tool, or with the lock
+    recorded: dict[str, Record] = {}
+    for b in base:
+        if b.fingerprint and b.tool not in recorded:
+            recorded[b.tool] = b
     for tag, i1, i2, j1, j2 in align(base_keys, [r.call_key for r in run]):
         if tag == "equal":
             aligned += i2 - i1
             for offset in range(i2 - i1):
-                _compare_pair(out, base[i1 + offset], run[j1 + offset], behaviour, mutators)
-        else:
-            _agent_drift(out, tag, base, run, i1, i2, j1, j2)
+                _compare_pair(
+                    out, base[i1 + offset], run[j1 + offset], behaviour, mutators, explain, lock_checks_runs
+                )
+            continue
+        _agent_drift(out, tag, base, run, i1, i2, j1, j2)
+        for r in run[j1:j2]:
+            drift = _fingerprint_drift(
+                recorded.get(r.tool), r, behaviour.get(r.tool), explain, lock_checks_runs
+            )
+            if drift is not None:
+                out.add("tool-drift", index=r.index, tool=r.tool, related=None, line=r.line, message=drift)
     return out, aligned
 
 
@@ -504,9 +571,10 @@ def _observe(
                             message=(
                                 f"tool {quote(tool)} returned a different response than the identical call"
                                 f" at index {first_index}{where}, after the same state-changing calls"
+                                f"{SILENT_HINT}"
                             ),
                         )
-            if _is_mutator(tool, behaviour, mutators):
+            if _is_mutator(tool, behaviour, mutators) or record.state is not None:
                 history = hashlib.sha256((history + record.call_key).encode("ascii")).hexdigest()
     return silent, agreed
 
@@ -517,20 +585,28 @@ def diff_baseline(
     *,
     behaviour: Mapping[str, ToolBehaviour] | None = None,
     mutators: frozenset[str] = DEFAULT_MUTATORS,
+    explain: Mapping[str, str] | None = None,
+    lock_checks_runs: bool = True,
 ) -> DiffResult:
     """Compare each ``(path, records)`` run with the baseline records.
 
     ``behaviour`` holds what a tool lock declares: a tool's ``mutates`` overrides the
     ``mutators`` list for it, ``deterministic: false`` exempts its responses from
     comparison (verdict ``no-dependency``), and its fingerprint is compared with the
-    ones recorded.
+    ones recorded. ``explain`` maps a tool to what changed in its contract (the
+    ``fingerprint-diff`` lines between the lock and the tool source), added to its
+    ``tool-drift``. Without ``lock_checks_runs`` a run call whose fingerprint differs from the
+    lock is left to that run's own check against the lock (``check`` runs it), so the same
+    call is not reported twice.
     """
     behaviour = behaviour or {}
     base_keys = [record.call_key for record in baseline]
     collectors = []
     aligned_counts = []
     for path, records in runs:
-        collector, aligned = _diff_run(path, baseline, records, base_keys, behaviour, mutators)
+        collector, aligned = _diff_run(
+            path, baseline, records, base_keys, behaviour, mutators, explain, lock_checks_runs
+        )
         collectors.append(collector)
         aligned_counts.append(aligned)
     silent, agreed = _observe([("", baseline), *runs], behaviour, mutators, collectors)

@@ -15,6 +15,7 @@ the old schema accepted may be refused now.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -68,7 +69,52 @@ class Difference:
             contract = self.new if self.kind == "added" else self.old
             return f"{head}: fingerprint {contract.fingerprint}, version {render(contract.version)}"
         where = f"{self.pointer} " if self.pointer else ""
+        if self.kind == "signature":
+            show = {"default changed": show_default, "parameter retyped": show_type}.get(self.detail)
+            old, new = (
+                (show(self.old), show(self.new))
+                if show is not None and isinstance(self.old, str) and isinstance(self.new, str)
+                else (show_signature(self.old), show_signature(self.new))
+            )
+            return f"{head}: {where}{old} -> {new}"
         return f"{head}: {where}{render(self.old)} -> {render(self.new)}"
+
+
+#: ``str(inspect.Parameter.empty)``: how a Python signature records "no annotation" / "no default"
+_EMPTY = "<class 'inspect._empty'>"
+_CLASS = re.compile(r"<class '([^']*)'>")
+
+
+def show_type(annotation: str) -> str:
+    """A recorded annotation as a reader writes it: ``str`` for ``<class 'str'>``, ``any`` for none."""
+    if annotation == _EMPTY:
+        return "any"
+    found = _CLASS.fullmatch(annotation)
+    return found.group(1) if found else annotation
+
+
+def show_default(default: str) -> str:
+    """A recorded default as ``required`` or ``optional`` (with the default a Python tool gives)."""
+    if default in (_EMPTY, "required"):
+        return "required"
+    if default == "optional":
+        return "optional"
+    return f"optional, default {default}"
+
+
+def show_signature(value: Any) -> str:
+    """A signature value of a difference in words, never a Python repr.
+
+    A parameter ``[name, annotation, default]`` reads ``'name': str (required)``; a
+    default changed reads ``required`` / ``optional, default 5`` (see ``Difference.text``),
+    a retyped parameter its type names.
+    """
+    if value is MISSING:
+        return "(absent)"
+    if isinstance(value, list) and len(value) == 3 and all(isinstance(v, str) for v in value):
+        name, annotation, default = value
+        return f"{quote(name)}: {show_type(annotation)} ({show_default(default)})"
+    return render(value)
 
 
 def render(value: Any) -> str:
@@ -323,8 +369,41 @@ class TranscriptDrift:
     findings: list[Finding]
 
 
-def compare_transcript(records: Iterable[Record], live: ToolLock, *, path: str = "") -> TranscriptDrift:
-    """Compare each call's recorded ``fingerprint`` with the lock's for that tool."""
+def explain_drift(lock: ToolLock, source: ToolLock) -> dict[str, str]:
+    """Per tool whose contract in ``source`` (the tools as they are) differs from ``lock``:
+    what changed, as ``fingerprint-diff`` words it, for a ``tool-drift`` message.
+
+    A source that carries no version (a definitions file or a module read without
+    ``--version``) is not said to have changed the version.
+    """
+    out: dict[str, str] = {}
+    for name in sorted(set(lock.tools) | set(source.tools)):
+        old, new = lock.tools.get(name), source.tools.get(name)
+        if old is None and new is not None:
+            differences = [Difference(tool=name, kind="added", new=new)]
+        elif new is None and old is not None:
+            differences = [Difference(tool=name, kind="removed", old=old)]
+        elif old is not None and new is not None:
+            differences = [
+                d for d in compare_contracts(old, new) if not (d.kind == "version" and new.version == "")
+            ]
+        else:  # pragma: no cover - the name came from one of the two
+            differences = []
+        if differences:
+            out[name] = "the tool source differs from the lock: " + "; ".join(d.text() for d in differences)
+    return out
+
+
+def compare_transcript(
+    records: Iterable[Record], live: ToolLock, *, path: str = "", explain: dict[str, str] | None = None
+) -> TranscriptDrift:
+    """Compare each call's recorded ``fingerprint`` with the lock's for that tool.
+
+    ``explain`` (from :func:`explain_drift`) adds what changed in a drifted tool's contract.
+    """
+    from toolreplay.analyses.baseline import fingerprint_message
+
+    explain = explain or {}
     calls = fingerprinted = drifted = 0
     reported: set[tuple[str, str]] = set()
     findings: list[Finding] = []
@@ -346,9 +425,13 @@ def compare_transcript(records: Iterable[Record], live: ToolLock, *, path: str =
                 " and is not in the lock"
             )
         else:
-            message = (
-                f"tool {quote(record.tool)} was called with fingerprint {record.fingerprint};"
-                f" the lock has {contract.fingerprint} (version {render(contract.version)})"
+            message = fingerprint_message(
+                record.tool,
+                record.fingerprint,
+                f"{contract.fingerprint} (version {render(contract.version)})"
+                if contract.version
+                else contract.fingerprint,
+                explain=explain.get(record.tool, ""),
             )
         findings.append(
             Finding(

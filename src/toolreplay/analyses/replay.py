@@ -11,12 +11,26 @@ from toolreplay.transcript import Record
 
 DEFAULT_MUTATORS = frozenset({"write_file", "delete_file", "create_file", "move_file", "run_command"})
 
+#: What a non-determinism finding adds when a mutator ran between the two calls: in the 0.6
+#: default the two are still compared, and the reader should know which knob stops that.
+ACROSS_MUTATOR = " (a mutator ran in between: state_aware = false in the config compares across it)"
+#: What a redundant-call finding adds outside the 0.6-compatible ``replay`` report: the rule
+#: rests on which tools are declared to change state.
+UNDECLARED_MUTATOR = " (if it changes state, declare it with --mutator or mutators in the config)"
+
+
+def is_mutating(record: Record, mutators: frozenset[str]) -> bool:
+    """A call that may change state: its tool is a declared mutator, or it recorded its post-call state."""
+    return record.tool in mutators or record.state is not None
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ReplayResult:
     calls: int
     divergence: int | None
     findings: list[Finding]
+    #: non-determinism findings whose two calls have a mutator between them (0.6 mode only)
+    across_mutators: int = 0
 
 
 def replay(
@@ -26,6 +40,7 @@ def replay(
     state_aware: bool = False,
     nondeterministic: frozenset[str] = frozenset(),
     path: str = "",
+    hints: bool = False,
 ) -> ReplayResult:
     """Find non-determinism and redundant calls in one transcript.
 
@@ -39,11 +54,19 @@ def replay(
 
     Redundancy: a call is redundant when the call just before it is the identical
     call and that tool is not a mutator, so nothing could have changed in between.
+
+    A mutator is a tool in ``mutators`` or any call that recorded its post-call ``state``.
+    With ``hints`` the messages name the knobs the rule rests on: how to declare a
+    mutator, and ``state_aware`` for non-determinism across one. The ``replay`` text
+    report keeps the 0.6 wording, so it leaves them out and counts ``across_mutators``.
     """
     # Remember 128-bit BLAKE2b digests, not texts: memory then grows with the number of
     # distinct calls by about 170 bytes each, whatever the size of the responses. The value
-    # packs the first index (8 bytes) and the response digest into one bytes object.
+    # packs the first index (8 bytes), the number of mutating calls before it (8 bytes) and
+    # the response digest into one bytes object.
     first: dict[bytes, bytes] = {}
+    mutations = 0
+    across = 0
     findings: list[Finding] = []
     divergence: int | None = None
     previous_key: bytes | None = None
@@ -53,7 +76,7 @@ def replay(
         calls += 1
         key = blake2b(record.call_key.encode("ascii"), digest_size=16).digest()
         response = blake2b(record.canon_response.encode("ascii"), digest_size=16).digest()
-        mutator = record.tool in mutators
+        mutator = is_mutating(record, mutators)
         if key == previous_key and not mutator:
             findings.append(
                 Finding(
@@ -66,14 +89,19 @@ def replay(
                     message=(
                         f"tool {quote(record.tool)} repeats the identical call at index "
                         f"{previous_index} with no state change between them"
+                        + (UNDECLARED_MUTATOR if hints else "")
                     ),
                 )
             )
         seen = first.get(key)
         if seen is None:
-            first[key] = record.index.to_bytes(8, "big") + response
-        elif seen[8:] != response and record.tool not in nondeterministic:
+            # a mutator's own state change counts as "in between" for its next identical call
+            after = mutations + (1 if mutator else 0)
+            first[key] = record.index.to_bytes(8, "big") + after.to_bytes(8, "big") + response
+        elif seen[16:] != response and record.tool not in nondeterministic:
             earlier = int.from_bytes(seen[:8], "big")
+            crossed = int.from_bytes(seen[8:16], "big") != mutations
+            across += crossed
             if divergence is None:
                 divergence = record.index
             findings.append(
@@ -86,11 +114,13 @@ def replay(
                     line=record.line,
                     message=(
                         f"tool {quote(record.tool)} returned a different response than the "
-                        f"identical call at index {earlier}"
+                        f"identical call at index {earlier}" + (ACROSS_MUTATOR if hints and crossed else "")
                     ),
                 )
             )
-        if mutator and state_aware:
-            first.clear()
+        if mutator:
+            mutations += 1
+            if state_aware:
+                first.clear()
         previous_key, previous_index = key, record.index
-    return ReplayResult(calls=calls, divergence=divergence, findings=findings)
+    return ReplayResult(calls=calls, divergence=divergence, findings=findings, across_mutators=across)

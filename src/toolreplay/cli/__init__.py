@@ -66,6 +66,14 @@ class ToolreplayGroup(click.Group):
 
 
 @click.group(cls=ToolreplayGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(
+    None,
+    "-V",
+    "--version",
+    package_name="toolreplay",
+    message="toolreplay %(version)s",
+    help="Print the version.",
+)
 @click.option("--traceback", is_flag=True, hidden=True, help="Show the traceback of an internal error.")
 def cli(traceback: bool) -> None:
     """Seal, verify, replay and scope-check recorded tool calls of AI agents."""

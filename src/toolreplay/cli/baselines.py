@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import io
+import json
 import os
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 import click
-import yaml
 
 from toolreplay.analyses import integrity
 from toolreplay.analyses.baseline import (
@@ -32,6 +33,8 @@ from toolreplay.cli import (
     force_option,
     format_option,
 )
+from toolreplay.cli.defaults import announce, config_option, read_config
+from toolreplay.config import config_path
 from toolreplay.errors import InputError
 from toolreplay.findings import Finding, one_line, quote, sort_findings
 from toolreplay.report import Line, Report
@@ -66,6 +69,12 @@ def _freshness_line(freshness: Freshness | None) -> Line:
     if freshness is None:
         return Line(key="freshness", value="not checked", text="not checked")
     days = f"{freshness.max_age_days} days"
+    if freshness.uncommitted:
+        return Line(
+            key="freshness",
+            value="not committed",
+            text=f"not committed yet (its age counts from its first commit; limit {days})",
+        )
     if freshness.stale:
         return Line(
             key="freshness",
@@ -121,6 +130,45 @@ def _behaviour(tools: str | None) -> dict[str, ToolBehaviour]:
     return lock_behaviour(tools) if tools else {}
 
 
+def _configured(
+    config_file: Path | None, tools: str | None, mutators: tuple[str, ...], max_age_days: int | None = None
+) -> tuple[str | None, frozenset[str], int | None]:
+    """The lock, mutators and age limit: the flags, else the config's, else the defaults."""
+    tools, chosen, max_age_days, _ = _configured_with_source(config_file, tools, mutators, max_age_days)
+    return tools, chosen, max_age_days
+
+
+def _configured_with_source(
+    config_file: Path | None, tools: str | None, mutators: tuple[str, ...], max_age_days: int | None = None
+) -> tuple[str | None, frozenset[str], int | None, dict[str, str]]:
+    """:func:`_configured`, and what changed per tool between the lock and the config's
+    tools_source (empty without both)."""
+    config = read_config(config_file)
+    chosen = frozenset(mutators) if mutators else DEFAULT_MUTATORS
+    used: list[str] = []
+    if config is not None:
+        if tools is None and config.tools_lock is not None:
+            tools = config_path(config, config.tools_lock)
+            used.append("tools_lock")
+        if not mutators and "mutators" in config.declared:
+            chosen = config.mutators
+            used.append("mutators")
+        if max_age_days is None and config.max_baseline_age_days is not None:
+            max_age_days = config.max_baseline_age_days
+            used.append("max_baseline_age_days")
+    explain: dict[str, str] = {}
+    if config is not None and config.tools_source is not None and tools is not None:
+        from toolreplay.analyses.fingerprint_diff import explain_drift
+        from toolreplay.contracts.lock import load_lock
+        from toolreplay.contracts.source import source_lock
+
+        source, _ = source_lock(config.tools_source, root=config.root, mutators=chosen)
+        explain = explain_drift(load_lock(tools), source)
+        used.append("tools_source")
+    announce(config, used)
+    return tools, chosen, max_age_days, explain
+
+
 @cli.command(name="diff")
 @click.argument("baseline")
 @click.argument("runs", metavar="RUN...", nargs=-1, required=True)
@@ -138,6 +186,7 @@ def _behaviour(tools: str | None) -> dict[str, ToolBehaviour]:
     metavar="N",
     help="Report the baseline stale when its last git commit is more than N days old.",
 )
+@config_option
 @format_option
 @click.pass_context
 def diff_cmd(
@@ -147,6 +196,7 @@ def diff_cmd(
     tools: str | None,
     mutators: tuple[str, ...],
     max_age_days: int | None,
+    config_file: Path | None,
     fmt: str,
 ) -> None:
     """Compare each RUN with the sealed BASELINE, call by call.
@@ -154,21 +204,28 @@ def diff_cmd(
     Reports agent, tool, behavior and effect drift, mutating calls whose effect cannot
     be audited, and a determinism verdict per tool. Several RUNs are also compared with
     each other. Exit 1 when anything drifted, 0 when every run is faithful.
+
+    --tools, --mutator and --max-age-days default to the config's tools_lock, mutators
+    and max_baseline_age_days (the nearest config, or --config).
     """
+    tools, chosen, max_age_days, explain = _configured_with_source(config_file, tools, mutators, max_age_days)
     behaviour = _behaviour(tools)
     records, state = _read_baseline(baseline)
     if state.broken:
         ctx.exit(emit([_broken_report(baseline, state)], fmt))
     freshness = None
     if max_age_days is not None:
-        from toolreplay.gitinfo import commit_time
+        from toolreplay.gitinfo import last_commit_time
 
-        freshness = check_freshness(commit_time(baseline), now=int(time.time()), max_age_days=max_age_days)
+        freshness = check_freshness(
+            last_commit_time(baseline), now=int(time.time()), max_age_days=max_age_days
+        )
     result = diff_baseline(
         records,
         [(path, _read_run(path)) for path in runs],
         behaviour=behaviour,
-        mutators=frozenset(mutators) if mutators else DEFAULT_MUTATORS,
+        mutators=chosen,
+        explain=explain,
     )
     # a stale baseline is a finding, told once: in the first run's block, located at the baseline
     stale = [integrity.stale_baseline(freshness, path=baseline)] if freshness and freshness.stale else []
@@ -204,19 +261,25 @@ def note_text(
     tools: Sequence[str],
     found: Sequence[str],
 ) -> str:
-    """The drift-note template: YAML front matter (stable key order), then room for the reason."""
-    front: dict[str, object] = {"baseline": baseline, "from": before}
+    """The drift-note template: YAML front matter (stable key order), then room for the reason.
+
+    Block style, every value a double-quoted scalar: a digest of digits only (or 64
+    zeros) would otherwise read as a number, so both digests are always quoted.
+    """
+
+    def scalar(value: str) -> str:
+        # a JSON string is a valid YAML double-quoted scalar (ASCII, every control escaped)
+        return json.dumps(value, ensure_ascii=True)
+
+    front = [f"baseline: {scalar(baseline)}", f"from: {scalar(before)}"]
     if after is not None:
-        front["to"] = after
+        front.append(f"to: {scalar(after)}")
     # empty lists are left out: the schema wants them non-empty when present
-    if kinds:
-        front["kinds"] = list(kinds)
-    if tools:
-        front["tools"] = list(tools)
-    text = yaml.safe_dump(
-        front, sort_keys=False, default_flow_style=None, width=1_000_000, allow_unicode=False
-    )
-    lines = ["---", text.rstrip("\n")]
+    for key, values in (("kinds", kinds), ("tools", tools)):
+        if values:
+            front.append(f"{key}:")
+            front += [f"  - {scalar(v)}" for v in values]
+    lines = ["---", *front]
     if not kinds:
         lines.append("# kinds: none found by comparison; add what drifted if you know:")
         lines.append("# kinds: [signature, schema, version, behavior, effect, agent]")
@@ -243,24 +306,41 @@ def note_text(
 )
 @click.option("--tools", "tools", metavar="LOCK", help="Tool lock for the comparison (as in diff).")
 @click.option(
+    "--mutator",
+    "mutators",
+    multiple=True,
+    metavar="TOOL",
+    help="A tool that changes state, for the comparison (as in diff).",
+)
+@click.option(
     "-o", "--output", help="Write the note here (atomically) instead of stdout; an existing note is kept."
 )
 @force_option
+@config_option
 def note_cmd(
-    baseline: str, runs: tuple[str, ...], tools: str | None, output: str | None, force: bool
+    baseline: str,
+    runs: tuple[str, ...],
+    tools: str | None,
+    mutators: tuple[str, ...],
+    output: str | None,
+    force: bool,
+    config_file: Path | None,
 ) -> None:
     """Write a drift-note template accepting the change to BASELINE.
 
-    ``from`` is the head of BASELINE as committed in git HEAD (the genesis value when it
-    is new), ``to`` its head as it is now (left out when it is deleted). ``kinds`` and
-    ``tools`` come from comparing the committed baseline with each --run, or, without
-    --run, with the baseline as it is now. The reason is left for you to write.
+    The note's from is the head of BASELINE as committed in git HEAD (the genesis value
+    when it is new), its to the head as it is now (left out when it is deleted); a
+    baseline unchanged since HEAD is refused (exit 2). Its kinds and tools come from
+    comparing the committed baseline with each --run, or, without --run, with the
+    baseline as it is now. The reason is left for you to write.
+    --tools and --mutator default to the config's, as check reads them.
     """
     from toolreplay.gitinfo import committed_blob, repo_path
 
     if output and output != "-" and not force and os.path.isfile(output):
         # before the work: an earlier note's reasoning is never replaced by a template
         raise InputError(EXISTS, path=output)
+    tools, chosen, _ = _configured(config_file, tools, mutators)
     name = repo_path(baseline)
     blob = committed_blob(baseline)
     before_records, before = _head_of(blob, f"HEAD:{name}") if blob is not None else ([], GENESIS)
@@ -275,6 +355,12 @@ def note_cmd(
         after_records, after = _head_of(data, baseline)
     elif blob is None:
         raise InputError("no such file, and not in git HEAD either", path=baseline)
+    if after is not None and after == before:
+        raise InputError(
+            f"is unchanged since HEAD (from == to, head {before}): there is no drift to accept;"
+            " re-seal the baseline first, then write its note",
+            path=baseline,
+        )
     if blob is None:
         compared = []  # a new baseline: nothing drifted from anything
     elif runs:
@@ -287,7 +373,7 @@ def note_cmd(
     tool_names: set[str] = set()
     found: list[str] = []
     if compared:
-        result = diff_baseline(before_records, compared, behaviour=_behaviour(tools))
+        result = diff_baseline(before_records, compared, behaviour=_behaviour(tools), mutators=chosen)
         for run in result.runs:
             for finding in sort_findings(list(run.findings)):
                 tool_names.add(finding.tool)
@@ -297,8 +383,6 @@ def note_cmd(
                 found.append(f"{where}index {finding.index}: {finding.kind}: {finding.message}")
         if any(f.kind == "tool-drift" for run in result.runs for f in run.findings):
             found.append("tool-drift: run toolreplay fingerprint-diff to tell signature, schema or version")
-    if after is not None and after == before:
-        click.echo(f"toolreplay: note: {name} is unchanged since HEAD; nothing to accept yet", err=True)
     text = note_text(
         baseline=name, before=before, after=after, kinds=sorted(kinds), tools=sorted(tool_names), found=found
     )

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from toolreplay.check import run_check
+from toolreplay.check import run_check_with_status
 from toolreplay.cli import EXIT_CLEAN, EXIT_FINDINGS, cli, format_option
 from toolreplay.config import load_config
 from toolreplay.report import RENDERERS, CheckInfo, Report
@@ -54,8 +54,8 @@ def check_cmd(
     """
     shard = parse_shard(shard_spec) if shard_spec is not None else None
     config = load_config(config_path)
-    reports = run_check(config, jobs=jobs, base=base, shard=shard)
-    ctx.exit(finish(reports, check_info(config, base=base, shard=shard), fmt))
+    reports, status = run_check_with_status(config, jobs=jobs, base=base, shard=shard)
+    ctx.exit(finish(reports, check_info(config, base=base, shard=shard, drift=status), fmt))
 
 
 def finish(reports: Sequence[Report], info: CheckInfo, fmt: str) -> int:
@@ -70,6 +70,9 @@ def finish(reports: Sequence[Report], info: CheckInfo, fmt: str) -> int:
     if fmt == "text":
         counts = f"{len(findings)} findings, {len(failing)} failing, {errors} unreadable"
         click.echo(f"total: {len(reports)} reports, {counts}")
+        if info.drift is not None:
+            # the rule ran even when it found nothing: say what it saw (no baseline change, every note)
+            click.echo(info.drift)
     return EXIT_FINDINGS if failing or errors else EXIT_CLEAN
 
 

@@ -5,12 +5,15 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable
+from pathlib import Path
 
 import click
 
 from toolreplay.analyses.fingerprint_diff import compare_locks, compare_transcript
 from toolreplay.analyses.replay import DEFAULT_MUTATORS
 from toolreplay.cli import atomic_output, cli, emit, force_option, format_option
+from toolreplay.cli.defaults import announce, config_option, read_config
+from toolreplay.config import config_path
 from toolreplay.contracts.definitions import import_definitions, read_definitions
 from toolreplay.contracts.lock import ToolLock, dump_lock, load_lock
 from toolreplay.errors import InputError
@@ -101,21 +104,50 @@ def fingerprint_cmd(
 
 
 @cli.command(name="fingerprint-diff")
-@click.argument("recorded")
-@click.argument("live")
+@click.argument("recorded", required=False)
+@click.argument("live", required=False)
+@config_option
 @format_option
 @click.pass_context
-def fingerprint_diff_cmd(ctx: click.Context, recorded: str, live: str, fmt: str) -> None:
+def fingerprint_diff_cmd(
+    ctx: click.Context, recorded: str | None, live: str | None, config_file: Path | None, fmt: str
+) -> None:
     """Classify how the tools in LIVE (a tool lock) drifted from RECORDED.
 
     RECORDED is a tool lock (every difference: added, removed, signature, schema
     breaking/compatible, version, with JSON pointer and old -> new) or a transcript
     (*.jsonl, *.sealed.jsonl) whose per-call fingerprints are checked against LIVE.
-    Exit 1 when anything drifted.
+    Exit 1 when anything drifted. Left out, RECORDED is the config's tools_lock and
+    LIVE its tools_source, fingerprinted now (a source without versions is not said to
+    change them).
     """
-    if _is_transcript(live):
-        raise InputError("LIVE must be a tool lock, not a transcript", path=live)
-    live_lock = load_lock(live)
+    config = read_config(config_file)
+    used: list[str] = []
+    if recorded is None and config is not None and config.tools_lock is not None:
+        recorded = config_path(config, config.tools_lock)
+        used.append("tools_lock")
+    if recorded is None:
+        raise click.UsageError("give RECORDED and LIVE, or set tools_lock and tools_source in the config")
+    unversioned = False
+    if live is None:
+        if config is None or config.tools_source is None:
+            raise click.UsageError("give LIVE, or set tools_source in the config")
+        from toolreplay.contracts.mcp import describe
+        from toolreplay.contracts.source import source_lock
+
+        used.append("tools_source")
+        announce(config, used)
+        live_lock, warnings = source_lock(config.tools_source, root=config.root, mutators=config.mutators)
+        for warning in warnings:
+            click.echo(f"toolreplay: warning: {one_line(warning)}", err=True)
+        source = config.tools_source
+        live = source if isinstance(source, str) else describe(source)
+        unversioned = all(c.version == "" for c in live_lock.tools.values())
+    else:
+        announce(config, used)
+        if _is_transcript(live):
+            raise InputError("LIVE must be a tool lock, not a transcript", path=live)
+        live_lock = load_lock(live)
     if _is_transcript(recorded):
         records = (
             (link.record for link in read_links(recorded))
@@ -124,7 +156,7 @@ def fingerprint_diff_cmd(ctx: click.Context, recorded: str, live: str, fmt: str)
         )
         report = _transcript_report(recorded, records, live_lock)
     else:
-        report = _lock_report(load_lock(recorded), live_lock, live)
+        report = _lock_report(load_lock(recorded), live_lock, live, unversioned=unversioned)
     ctx.exit(emit([report], fmt))
 
 
@@ -132,8 +164,10 @@ def _is_transcript(path: str) -> bool:
     return path.endswith(".jsonl")
 
 
-def _lock_report(recorded: ToolLock, live: ToolLock, path: str) -> Report:
+def _lock_report(recorded: ToolLock, live: ToolLock, path: str, *, unversioned: bool = False) -> Report:
     differences = compare_locks(recorded, live)
+    if unversioned:  # the source carries no versions: a version "removed" is not drift
+        differences = [d for d in differences if not (d.kind == "version" and d.new == "")]
     findings = tuple(
         Finding(kind="tool-drift", index=None, tool=d.tool, message=d.text(), path=path) for d in differences
     )

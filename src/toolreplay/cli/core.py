@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+from pathlib import Path
 
 import click
 
@@ -12,9 +13,12 @@ from toolreplay.analyses import integrity
 from toolreplay.analyses.replay import DEFAULT_MUTATORS, replay
 from toolreplay.analyses.scope import check_scope, load_scope
 from toolreplay.chain import ChainState, seal_lines, verify_stream
-from toolreplay.cli import atomic_output, cli, emit, force_option, format_option
+from toolreplay.cli import EXIT_CLEAN, EXIT_USAGE, atomic_output, cli, emit, force_option, format_option
+from toolreplay.cli.defaults import announce, config_option, read_config
+from toolreplay.config import config_path
 from toolreplay.ecma import DEFAULT_BUDGET_SECONDS
-from toolreplay.findings import Finding, sort_findings
+from toolreplay.errors import InputError
+from toolreplay.findings import Finding, one_line, sort_findings
 from toolreplay.report import Line, Report, replay_header
 from toolreplay.transcript import open_input, read_transcript
 from toolreplay.validate import SCHEMA_FILES, validate_file
@@ -75,7 +79,7 @@ def _digest(ctx: click.Context, param: click.Parameter, value: str | None) -> st
 
 
 @cli.command(name="verify")
-@click.argument("sealed")
+@click.argument("sealed", required=False)
 @click.option(
     "--expect-head",
     metavar="DIGEST",
@@ -87,24 +91,48 @@ def _digest(ctx: click.Context, param: click.Parameter, value: str | None) -> st
 )
 @click.option("--key", "key", metavar="PUB", help="Anchor: check the signature with this Ed25519 public key.")
 @click.option("--signature", metavar="SIG", help="Signature file for --key (default: SEALED.sig).")
+@config_option
 @format_option
 @click.pass_context
 def verify_cmd(
     ctx: click.Context,
-    sealed: str,
+    sealed: str | None,
     expect_head: str | None,
     expect_count: int | None,
     key: str | None,
     signature: str | None,
+    config_file: Path | None,
     fmt: str,
 ) -> None:
-    """Recompute the hash chain of SEALED.
+    """Recompute the hash chain of SEALED (default: every baseline the config names).
 
     A chain alone proves the links follow one another, not that the file is the one
     that was sealed: a cut tail or a re-sealed forgery follows too. Anchor it with
     --expect-head / --expect-count, a head committed in git, or a signature made by
     toolreplay sign (--key).
     """
+    if sealed is None:
+        config = read_config(config_file)
+        if config is None or not config.baselines:
+            raise click.UsageError(
+                "give SEALED, or set baselines in the config ([tool.toolreplay] or toolreplay.toml)"
+            )
+        if expect_head is not None or expect_count is not None or key is not None or signature is not None:
+            raise click.UsageError("anchors (--expect-head, --expect-count, --key) need one SEALED")
+        from toolreplay.config import expand
+
+        announce(config, ["baselines"])
+        paths = [
+            config_path(config, p) for p in expand(config, config.baselines) if p.endswith(".sealed.jsonl")
+        ]
+        reports = [_verify_report(path, None, None, None, None) for path in paths]
+        ctx.exit(emit(reports, fmt))
+    ctx.exit(emit([_verify_report(sealed, expect_head, expect_count, key, signature)], fmt))
+
+
+def _verify_report(
+    sealed: str, expect_head: str | None, expect_count: int | None, key: str | None, signature: str | None
+) -> Report:
     public = None
     if key is not None:
         from toolreplay import signing
@@ -177,10 +205,9 @@ def verify_cmd(
                 text = f"valid: head and count signed by key {check.keyid}"
             header.append(Line(key="signature", value="valid" if not check.problem else "invalid", text=text))
     # the exit code follows the findings, so a failure is never one the reports leave out
-    report = Report(
+    return Report(
         command="verify", path=sealed, header=tuple(header), findings=tuple(sort_findings(findings))
     )
-    ctx.exit(emit([report], fmt))
 
 
 @cli.command(name="replay")
@@ -190,32 +217,53 @@ def verify_cmd(
     "mutators",
     multiple=True,
     metavar="TOOL",
-    help="A tool that changes state (repeatable; replaces the default list).",
+    help="A tool that changes state (repeatable; replaces the default list and the config's mutators).",
 )
 @click.option(
-    "--state-aware",
-    is_flag=True,
-    help="Do not report non-determinism across a call to a mutator.",
+    "--state-aware/--no-state-aware",
+    default=None,
+    help="Do not report non-determinism across a call to a mutator (default: the config's"
+    " state_aware, else off, as in 0.6).",
 )
 @click.option(
     "--tools",
     "lock_path",
     metavar="LOCK",
-    help="Tool lock: its mutates flags decide for the tools it names, and tools it declares"
-    " not deterministic are not reported for non-determinism.",
+    help="Tool lock (default: the config's tools_lock): its mutates flags decide for the tools it"
+    " names, and tools it declares not deterministic are not reported for non-determinism.",
 )
+@config_option
 @format_option
 @click.pass_context
 def replay_cmd(
     ctx: click.Context,
     transcript: str,
     mutators: tuple[str, ...],
-    state_aware: bool,
+    state_aware: bool | None,
     lock_path: str | None,
+    config_file: Path | None,
     fmt: str,
 ) -> None:
-    """Replay TRANSCRIPT against itself: non-determinism and redundant calls."""
+    """Replay TRANSCRIPT against itself: non-determinism and redundant calls.
+
+    A call to a mutator (a --mutator tool, the config's mutators, a tool the lock says
+    mutates, or any call that recorded its state) is never redundant. Non-determinism is
+    reported across mutators unless --state-aware (0.6's default; check is state-aware).
+    """
+    config = read_config(config_file)
+    used: list[str] = []
     chosen = frozenset(mutators) if mutators else DEFAULT_MUTATORS
+    if config is not None:
+        if not mutators and "mutators" in config.declared:
+            chosen = config.mutators
+            used.append("mutators")
+        if state_aware is None and config.state_aware is not None:
+            state_aware = config.state_aware
+            used.append("state_aware")
+        if lock_path is None and config.tools_lock is not None:
+            lock_path = config_path(config, config.tools_lock)
+            used.append("tools_lock")
+    announce(config, used)
     nondeterministic: frozenset[str] = frozenset()
     if lock_path is not None:
         from toolreplay.contracts.lock import declared_mutators, declared_nondeterministic, load_lock
@@ -226,7 +274,7 @@ def replay_cmd(
     result = replay(
         read_transcript(transcript),
         mutators=chosen,
-        state_aware=state_aware,
+        state_aware=bool(state_aware),
         nondeterministic=nondeterministic,
         path=transcript,
     )
@@ -237,7 +285,16 @@ def replay_cmd(
         header=replay_header(result.calls, result.divergence, len(findings)),
         findings=tuple(findings),
     )
-    ctx.exit(emit([report], fmt))
+    code = emit([report], fmt)
+    if result.across_mutators and fmt == "text":
+        # the report keeps 0.6's lines byte for byte; the knob is named beside it, on stderr
+        click.echo(
+            f"toolreplay: note: {result.across_mutators} non-determinism finding(s) compare calls with a"
+            " mutator between them (0.6's default); --state-aware, or state_aware = true in the config,"
+            " compares only calls with no state change between them",
+            err=True,
+        )
+    ctx.exit(code)
 
 
 def _finite(seconds: float) -> float:
@@ -248,21 +305,45 @@ def _finite(seconds: float) -> float:
 
 @cli.command(name="scope")
 @click.argument("transcript")
-@click.argument("scope_file", metavar="SCOPE")
+@click.argument("scope_file", metavar="[SCOPE]", required=False)
 @click.option(
     "--pattern-budget",
     type=click.FloatRange(min=0, min_open=True),
-    default=DEFAULT_BUDGET_SECONDS,
-    show_default=True,
+    default=None,
     metavar="SECONDS",
     help="Total time the scope's argument patterns may take on TRANSCRIPT; calls left unjudged "
-    "are scope-unjudged findings.",
-    callback=lambda _ctx, _param, value: _finite(value),
+    "are scope-unjudged findings (default: the config's pattern_budget_seconds, "
+    f"else {DEFAULT_BUDGET_SECONDS:g}).",
+    callback=lambda _ctx, _param, value: None if value is None else _finite(value),
 )
+@config_option
 @format_option
 @click.pass_context
-def scope_cmd(ctx: click.Context, transcript: str, scope_file: str, pattern_budget: float, fmt: str) -> None:
-    """Check TRANSCRIPT against the tools and arguments SCOPE allows."""
+def scope_cmd(
+    ctx: click.Context,
+    transcript: str,
+    scope_file: str | None,
+    pattern_budget: float | None,
+    config_file: Path | None,
+    fmt: str,
+) -> None:
+    """Check TRANSCRIPT against the tools and arguments SCOPE allows (default: the config's scope)."""
+    config = read_config(config_file)
+    used = []
+    if scope_file is None:
+        if config is None or config.scope is None:
+            raise click.UsageError(
+                "give SCOPE, or set scope in the config ([tool.toolreplay] or toolreplay.toml)"
+            )
+        scope_file = config_path(config, config.scope)
+        used.append("scope")
+    if pattern_budget is None:
+        pattern_budget = DEFAULT_BUDGET_SECONDS
+        if config is not None and "pattern_budget_seconds" in config.declared:
+            pattern_budget = config.pattern_budget_seconds
+            used.append("pattern_budget_seconds")
+    if config is not None and used:
+        announce(config, used)
     scope = load_scope(scope_file)
     result = check_scope(read_transcript(transcript), scope, path=transcript, pattern_budget=pattern_budget)
     findings = sort_findings(result.findings)
@@ -286,10 +367,20 @@ def scope_cmd(ctx: click.Context, transcript: str, scope_file: str, pattern_budg
 @format_option
 @click.pass_context
 def validate_cmd(ctx: click.Context, files: tuple[str, ...], kind: str | None, fmt: str) -> None:
-    """Check each FILE against its published JSON Schema."""
-    reports = []
+    """Check each FILE against its published JSON Schema.
+
+    A FILE that cannot be read, or whose kind cannot be told from its name, is one error
+    line on stderr and exit 2, after the other FILEs are checked and reported.
+    """
+    checked: list[tuple[str, list[str]]] = []
+    refused: list[str] = []
     for path in files:
-        problems = validate_file(path, kind)
+        try:
+            checked.append((path, validate_file(path, kind)))
+        except InputError as err:
+            refused.append(str(err))
+    reports = []
+    for path, problems in checked:
         status = "invalid" if problems else "valid"
         reports.append(
             Report(
@@ -297,9 +388,12 @@ def validate_cmd(ctx: click.Context, files: tuple[str, ...], kind: str | None, f
                 path=path,
                 # one key whatever the number of files; the text form of a lone file says its name
                 header=(
-                    Line(key="result", value=status, text=status, label=path if len(files) == 1 else ""),
+                    Line(key="result", value=status, text=status, label=path if len(checked) == 1 else ""),
                 ),
                 errors=tuple(problems),
             )
         )
-    ctx.exit(emit(reports, fmt))
+    code = emit(reports, fmt) if reports else EXIT_CLEAN
+    for problem in refused:
+        click.echo(f"toolreplay: error: {one_line(problem)}", err=True)
+    ctx.exit(EXIT_USAGE if refused else code)

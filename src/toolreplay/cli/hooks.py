@@ -213,7 +213,11 @@ def render(result: GuardResult, *, notes_dir: str, mode: str = "staged", warning
         if not result.changes:
             out.append("drift notes: no sealed baseline changes")
         else:
-            accepted = ", ".join(quote(c.baseline) for c in result.changes)
+            accepted = ", ".join(
+                f"{quote(c.baseline)} by "
+                + (" and ".join(quote(n.path) for n in result.notes if n.baseline == c.baseline) or "no note")
+                for c in result.changes
+            )
             out.append(f"drift notes: every baseline change has its note ({accepted})")
         out += [f"warning: {w}" for w in warnings]
         return "\n".join(out) + "\n"

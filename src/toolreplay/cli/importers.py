@@ -4,17 +4,22 @@ from __future__ import annotations
 
 import contextlib
 import os
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from hashlib import sha256
+from pathlib import Path
 
 import click
 
+from toolreplay.analyses.replay import DEFAULT_MUTATORS
 from toolreplay.cli import EXISTS, EXIT_USAGE, cli, force_option
+from toolreplay.cli.defaults import announce, config_option, read_config
 from toolreplay.errors import InputError
 from toolreplay.files import place, temp_beside
 from toolreplay.findings import one_line
 from toolreplay.importers import FORMATS, Session, import_stream
 from toolreplay.outputs import write_error
-from toolreplay.transcript import open_input, record_line
+from toolreplay.transcript import make_record, open_input, record_line
 
 
 @dataclass(slots=True)
@@ -60,8 +65,12 @@ def stem_of(path: str) -> str:
     return stem or name
 
 
-def session_names(stem: str, count: int) -> list[str]:
-    """``STEM.jsonl`` for one session; ``STEM-0000.jsonl``... (zero-padded) for several."""
+def session_names(stem: str, count: int, labels: Sequence[str | None] = ()) -> list[str]:
+    """``STEM-LABEL.jsonl`` when every session has its own id from the source (tau-bench's
+    ``task-13-trial-0``); else ``STEM.jsonl`` for one session, ``STEM-0000.jsonl``...
+    (zero-padded) for several."""
+    if labels and len(labels) == count and None not in labels and len(set(labels)) == count:
+        return [f"{stem}-{label}.jsonl" for label in labels]
     if count == 1:
         return [f"{stem}.jsonl"]
     width = max(4, len(str(count - 1)))
@@ -85,23 +94,60 @@ def session_names(stem: str, count: int) -> list[str]:
     metavar="DIR",
     help="Directory for the transcripts (created if missing); '-' prints the one session to stdout.",
 )
+@click.option(
+    "--state-from-response",
+    is_flag=True,
+    help="Give each call to a mutator the post-call state its response implies (a SHA-256 of the"
+    " response), so diff can compare effects instead of reporting audit-incomplete.",
+)
+@click.option(
+    "--mutator",
+    "mutators",
+    multiple=True,
+    metavar="TOOL",
+    help="A tool that changes state, for --state-from-response (repeatable; default: the config's"
+    " mutators, else the default list).",
+)
 @force_option
+@config_option
 @click.pass_context
-def import_cmd(ctx: click.Context, files: tuple[str, ...], fmt: str, output: str, force: bool) -> None:
+def import_cmd(
+    ctx: click.Context,
+    files: tuple[str, ...],
+    fmt: str,
+    output: str,
+    state_from_response: bool,
+    mutators: tuple[str, ...],
+    force: bool,
+    config_file: Path | None,
+) -> None:
     """Turn traces (OpenAI, Anthropic, OpenTelemetry, SWE-agent, tau2-bench) into transcripts.
 
     Each FILE ('-' for stdin) becomes one transcript per session (conversation, episode,
-    trace) in DIR: FILE's name with .jsonl for one session, -0000.jsonl, -0001.jsonl ...
-    for several. A summary line per FILE goes to stderr. An unreadable FILE writes
-    nothing; the others are still imported, and the exit code is 2. A transcript that
-    exists in DIR is not replaced without --force (that input writes nothing).
+    trace) in DIR: FILE's name and the session's own id where the source gives one
+    (tau-bench: -task-13-trial-0.jsonl), else FILE's name with .jsonl for one session,
+    -0000.jsonl, -0001.jsonl ... for several. A summary line per FILE goes to stderr. An
+    unreadable FILE writes nothing; the others are still imported, and the exit code is 2.
+    A transcript that exists in DIR is not replaced without --force (that input writes
+    nothing). Traces record no post-call state: see --state-from-response (docs/importers.md).
     """
+    state_of: frozenset[str] = frozenset()
+    if state_from_response:
+        state_of = frozenset(mutators)
+        if not mutators:
+            config = read_config(config_file)
+            state_of = DEFAULT_MUTATORS
+            if config is not None and "mutators" in config.declared:
+                state_of = config.mutators
+                announce(config, ["mutators"])
+    elif mutators:
+        raise click.UsageError("--mutator is for --state-from-response")
     if files.count("-") > 1:
         raise InputError("stdin ('-') can be read only once")
     if output == "-":
         if len(files) != 1:
             raise InputError("-o - prints one session: give exactly one FILE")
-        _to_stdout(files[0], fmt)
+        _to_stdout(files[0], fmt, state_of)
         return
     stems: dict[str, str] = {}
     for path in files:
@@ -116,7 +162,7 @@ def import_cmd(ctx: click.Context, files: tuple[str, ...], fmt: str, output: str
     failed = False
     for path in files:
         try:
-            _import_into(path, fmt, output, replace=force)
+            _import_into(path, fmt, output, state_of, replace=force)
         except InputError as err:
             click.echo(f"toolreplay: error: {one_line(str(err))}", err=True)
             failed = True
@@ -133,17 +179,22 @@ def _make_directory(directory: str) -> None:
         raise InputError(f"cannot create the directory: {err.strerror}", path=directory) from err
 
 
-def _import_into(path: str, fmt: str, directory: str, *, replace: bool) -> None:
+def _import_into(
+    path: str, fmt: str, directory: str, state_of: frozenset[str] = frozenset(), *, replace: bool = False
+) -> None:
     """Write the sessions of one input to temp files, renamed into place only when all are read."""
     tally = _Tally()
     temps: list[str] = []
+    labels: list[str | None] = []
     stream = open_input(path)
     try:
         chosen, sessions = import_stream(stream, path, fmt)
         for session in sessions:
-            temps.append(_write_temp(session, directory))
+            temps.append(_write_temp(with_state(session, state_of), directory))
+            labels.append(session.label)
             tally.add(session)
-        targets = [os.path.join(directory, n) for n in session_names(stem_of(path), len(temps))]
+        names = session_names(stem_of(path), len(temps), labels)
+        targets = [os.path.join(directory, n) for n in names]
         for target in targets:
             if path != "-" and os.path.exists(target) and os.path.samefile(target, path):
                 raise InputError(f"would overwrite its own input {target}", path=path)
@@ -167,6 +218,31 @@ def _import_into(path: str, fmt: str, directory: str, *, replace: bool) -> None:
     click.echo(tally.line(path, chosen, fmt == "auto"), err=True)
 
 
+#: the resource key of a post-call state taken from the response (``--state-from-response``)
+RESPONSE_STATE = "response"
+
+
+def with_state(session: Session, mutators: frozenset[str]) -> Session:
+    """The session with a post-call ``state`` on each call to a mutator that has none: the
+    SHA-256 of its canonical response (what the tool said the world became)."""
+    if not mutators:
+        return session
+    records = tuple(
+        make_record(
+            index=r.index,
+            tool=r.tool,
+            args=r.args,
+            response=r.response,
+            fingerprint=r.fingerprint,
+            state={RESPONSE_STATE: "sha256:" + sha256(r.canon_response.encode("ascii")).hexdigest()},
+        )
+        if r.tool in mutators and r.state is None
+        else r
+        for r in session.records
+    )
+    return replace(session, records=records)
+
+
 def _write_temp(session: Session, directory: str) -> str:
     try:
         fd, temp = temp_beside(directory)
@@ -185,7 +261,7 @@ def _write_temp(session: Session, directory: str) -> str:
     return temp
 
 
-def _to_stdout(path: str, fmt: str) -> None:
+def _to_stdout(path: str, fmt: str, state_of: frozenset[str] = frozenset()) -> None:
     """Print the one session of ``path``; refuse (printing nothing) when it holds more."""
     tally = _Tally()
     only: Session | None = None
@@ -195,7 +271,7 @@ def _to_stdout(path: str, fmt: str) -> None:
         for session in sessions:
             if only is not None:
                 raise InputError("holds more than one session; -o - prints one: pass -o DIR", path=path)
-            only = session
+            only = with_state(session, state_of)
             tally.add(session)
     finally:
         if path != "-":

@@ -200,6 +200,12 @@ def _message(problem: Problem, notes_dir: str) -> str:
     return one_line(f"{problem.subject}: {'; '.join(details)}")
 
 
+def _accepted_by(result: GuardResult, baseline: str) -> str:
+    """``accepted by 'drift-notes/x.md'``: the note (or notes, chained over a range) that accept it."""
+    notes = " and ".join(quote(n.path) for n in result.notes if n.baseline == baseline)
+    return f"accepted by {notes}" if notes else "accepted"
+
+
 def _reports(result: GuardResult, *, where: Callable[[str], str], notes_dir: str) -> list[Report]:
     """One report per changed baseline (with its finding when no note accepts it) and per bad note."""
     problems = {p.baseline: p for p in result.problems if p.baseline is not None}
@@ -219,7 +225,7 @@ def _reports(result: GuardResult, *, where: Callable[[str], str], notes_dir: str
             Line(
                 key="note",
                 value="missing" if problem else "accepted",
-                text="missing" if problem else "accepted",
+                text="missing" if problem else _accepted_by(result, change.baseline),
             ),
         )
         reports.append(Report(command=COMMAND, path=where(change.baseline), header=header, findings=findings))

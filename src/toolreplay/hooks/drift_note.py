@@ -427,7 +427,10 @@ def judge(
                 for n in strays
             )
         lines.append(f"write the note: {note_command(change.baseline, notes_dir, taken)}")
-        lines.append(f"then explain the drift in it and stage it under {notes_dir}/ in this same commit")
+        if chains:  # a range (a pull request): the note is added to it, not to one commit
+            lines.append(f"then explain the drift in it and add it under {notes_dir}/ in this pull request")
+        else:
+            lines.append(f"then explain the drift in it and stage it under {notes_dir}/ in this same commit")
         problems.append(
             Problem(
                 subject=f"baseline {name} ({change.action})", lines=tuple(lines), baseline=change.baseline

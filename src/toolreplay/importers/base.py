@@ -5,6 +5,7 @@ Importer protocol, and the rules that turn a trace's arguments and results into 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import KW_ONLY, dataclass
 from typing import Any, Protocol
@@ -67,6 +68,9 @@ class Session:
     invalid_arguments: int = 0
     #: calls recorded without arguments at all (``{"_missing_arguments": true}``)
     missing_arguments: int = 0
+    #: the source's own id of the session (tau-bench: ``task-13-trial-0``), safe as a file
+    #: name part; transcripts are named after it when every session of the input has one
+    label: str | None = None
 
 
 class Importer(Protocol):
@@ -175,6 +179,29 @@ def missing_response() -> dict[str, Any]:
 
 #: ``entries_of(item)`` -> the entries of an episode, or None when the item is itself an entry.
 EntriesOf = Callable[[Item], Iterable[Item] | None]
+
+
+_LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+def episode_label(value: Any) -> str | None:
+    """The id an episode object gives itself, as a file-name part: tau-bench's ``task_id`` (with
+    its ``trial``), or an ``episode_id`` / ``instance_id``; None when it has none that is safe."""
+    if not isinstance(value, dict):
+        return None
+    parts: list[str] = []
+    if isinstance(value.get("task_id"), (int, str)) and not isinstance(value.get("task_id"), bool):
+        parts.append(f"task-{value['task_id']}")
+        trial = value.get("trial")
+        if isinstance(trial, (int, str)) and not isinstance(trial, bool):
+            parts.append(f"trial-{trial}")
+    else:
+        for key in ("episode_id", "instance_id"):
+            if isinstance(value.get(key), (int, str)) and not isinstance(value.get(key), bool):
+                parts.append(str(value[key]))
+                break
+    label = "-".join(parts)
+    return label if parts and _LABEL.fullmatch(label) else None
 
 
 def conversations(items: Iterable[Item], entries_of: EntriesOf) -> Iterator[Iterator[Item]]:

@@ -13,6 +13,7 @@ too; its input is read like arguments, so free text is kept under ``_raw_argumen
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from typing import Any
 
 from toolreplay.findings import quote
@@ -22,6 +23,7 @@ from toolreplay.importers.base import (
     Location,
     Session,
     conversations,
+    episode_label,
     list_member,
     make_response,
     need_list,
@@ -43,8 +45,17 @@ class OpenAIChat:
     name = "openai-chat"
 
     def sessions(self, items: Iterable[Item]) -> Iterator[Session]:
-        for number, messages in enumerate(conversations(items, _entries)):
-            yield read_conversation(messages, number)
+        labels: list[str | None] = []
+
+        def entries(item: Item) -> Iterable[Item] | None:
+            found = _entries(item)
+            if found is not None:  # an episode object: remember the id it gives itself
+                labels.append(episode_label(item.value))
+            return found
+
+        for number, messages in enumerate(conversations(items, entries)):
+            session = read_conversation(messages, number)
+            yield replace(session, label=labels.pop() if labels else None)
 
 
 def read_conversation(messages: Iterable[Item], number: int, *, ids_key: str | None = None) -> Session:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from toolreplay.analyses.baseline import ABSENT as BASELINE_ABSENT
@@ -17,19 +18,35 @@ class ToolDriftError(DriftError):
     """A tool's live fingerprint differs from the one recorded: replaying it would lie.
 
     ``recorded`` is the fingerprint in the recording or lock; ``live`` is today's
-    (None when the tool is no longer registered); ``index`` the recorded call, if any.
+    (None when the tool is no longer registered); ``index`` the recorded call, if any;
+    ``differences`` the ``fingerprint-diff`` lines (``schema (breaking): /required ...``)
+    when the recorded contract is known (a pinned :class:`ToolLock` holds it).
     """
 
-    def __init__(self, *, tool: str, recorded: str, live: str | None, index: int | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        tool: str,
+        recorded: str,
+        live: str | None,
+        index: int | None = None,
+        differences: Sequence[str] = (),
+    ) -> None:
         self.tool = tool
         self.recorded = recorded
         self.live = live
         self.index = index
+        #: what changed, as ``fingerprint-diff`` words it, when the recorded contract is known
+        self.differences = tuple(differences)
         at = f" (recorded call at index {index})" if index is not None else ""
         now = f"is now {live}" if live is not None else "is no longer registered"
+        what = (
+            "; ".join(one_line(d) for d in self.differences)
+            if self.differences
+            else "run `toolreplay fingerprint-diff` on the two locks to see what changed"
+        )
         super().__init__(
-            f"tool {quote(tool)} drifted: recorded with fingerprint {recorded}{at}, {now};"
-            " run `toolreplay fingerprint-diff` on the two locks to see what changed"
+            f"tool {quote(tool)} drifted: recorded with fingerprint {recorded}{at}, {now}; {what}"
         )
 
 

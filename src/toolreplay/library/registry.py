@@ -102,6 +102,8 @@ class ToolRegistry:
         self.pinned: dict[str, str] = dict(
             pinned.fingerprints if isinstance(pinned, ToolLock) else pinned or {}
         )
+        #: the pinned contracts, when a lock was given: a drift then names what changed
+        self._pinned_lock = pinned if isinstance(pinned, ToolLock) else None
         self.mutators = mutators
         self.allow_incomplete = allow_incomplete
         #: re-execution: the audit-incomplete findings downgraded to warnings, in call order
@@ -280,7 +282,13 @@ class ToolRegistry:
         fingerprint = recorded[position].fingerprint
         if fingerprint is not None and fingerprint != live:
             self._diverged = True
-            raise ToolDriftError(tool=name, recorded=fingerprint, live=live, index=position)
+            raise ToolDriftError(
+                tool=name,
+                recorded=fingerprint,
+                live=live,
+                index=position,
+                differences=self._what_changed(name, fingerprint),
+            )
 
     def _check_outcome(
         self,
@@ -341,7 +349,19 @@ class ToolRegistry:
         pinned = self.pinned.get(name)
         live = self._tools[name].contract.fingerprint
         if pinned is not None and pinned != live:
-            raise ToolDriftError(tool=name, recorded=pinned, live=live)
+            raise ToolDriftError(
+                tool=name, recorded=pinned, live=live, differences=self._what_changed(name, pinned)
+            )
+
+    def _what_changed(self, name: str, recorded: str) -> tuple[str, ...]:
+        """The fingerprint-diff lines from the pinned contract with ``recorded``'s fingerprint
+        to the registered one; none when no pinned lock holds that contract."""
+        old = self._pinned_lock.tools.get(name) if self._pinned_lock is not None else None
+        if old is None or old.fingerprint != recorded:
+            return ()
+        from toolreplay.analyses.fingerprint_diff import compare_contracts
+
+        return tuple(d.text() for d in compare_contracts(old, self._tools[name].contract))
 
 
 def _load(recording: Snapshot | str | os.PathLike[str] | None) -> Snapshot | None:

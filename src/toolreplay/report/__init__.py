@@ -58,6 +58,8 @@ class CheckInfo:
     fail_on: tuple[str, ...] | None
     base: str | None = None
     shard: tuple[int, int] | None = None
+    #: with ``base``: the drift-note rule's verdict line (the shard that ran the rule has it)
+    drift: str | None = None
 
     def fails(self, kind: str) -> bool:
         return kind_fails(kind, self.fail_on)

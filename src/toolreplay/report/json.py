@@ -40,6 +40,7 @@ def check_data(info: CheckInfo) -> dict[str, Any]:
         "fail_on": None if info.fail_on is None else list(info.fail_on),
         "base": info.base,
         "shard": shard,
+        "drift": info.drift,
     }
 
 

@@ -232,11 +232,12 @@ def _verdict(reports: Sequence[Report], fails: Callable[[str], bool]) -> list[st
         if r.errors:
             counts[REPORT_ERROR] = counts.get(REPORT_ERROR, 0) + len(r.errors)
     total = sum(counts.values())
-    files = _plural(len(reports), "file")
+    # a file can have two reports (a baseline's check and its drift-note rule): count it once
+    files = _plural(len({r.path for r in reports}), "file")
     if not total:
         return [f"**Passes**: no findings in {files}."]
     failing = sum(n for kind, n in counts.items() if fails(kind))
-    failed = sum(1 for r in reports if r.failed)
+    failed = len({r.path for r in reports if r.failed})
     if failing:
         verdict = f"**Fails the build**: {_plural(failing, 'finding')} of kinds that fail it"
         rest = total - failing
