@@ -378,7 +378,8 @@ jobs:
             "warning",
             {"file": TRANSCRIPT, "line": "2", "title": "toolreplay redundant-call"},
             "index 1: tool 'read_file' repeats the identical call at index 0"
-            " with no state change between them",
+            " with no state change between them"
+            " (if it changes state, declare it with --mutator or mutators in the config)",
         ),
     ]
     assert annotations[0][2].startswith(f"baseline '{BASELINE}' (modified): no drift note")

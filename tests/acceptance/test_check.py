@@ -225,7 +225,7 @@ def test_drift_notes_over_a_range(runner: CliRunner, project: Path) -> None:
     assert out.endswith(f"drift notes: 1 problem(s) in {base[:12]}...HEAD, see the findings\n")
     # the baseline has two reports (its check and the drift-note rule): the headline counts it once
     _, markdown = run(runner, project, "--base", base, "--format", "markdown")
-    assert "in 2 of 4 files." in markdown
+    assert "in 2 of 4 files (" in markdown
 
 
 def test_base_names_the_note_that_accepted_the_change(runner: CliRunner, project: Path) -> None:
@@ -373,8 +373,8 @@ def test_sealed_file_outside_the_patterns_is_reported(runner: CliRunner, project
 
 
 def _totals(out: str) -> tuple[int, int]:
-    """(findings, failing) from check's last line."""
-    last = out.splitlines()[-1]
+    """(findings, failing) from check's total line (with --base, the rule's verdict line follows it)."""
+    last = next(line for line in reversed(out.splitlines()) if line.startswith("total: "))
     findings = int(last.split(" findings")[0].rsplit(" ", 1)[1])
     failing = int(last.split(" failing")[0].rsplit(" ", 1)[1])
     return findings, failing
