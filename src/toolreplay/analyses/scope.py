@@ -12,11 +12,13 @@ from referencing.exceptions import Unresolvable
 from toolreplay.canonical import decode
 from toolreplay.ecma import (
     DEFAULT_BUDGET_SECONDS,
+    DIALECT,
     PATTERN_SECONDS,
     BoundedSearch,
     Unjudged,
     error_message,
     error_pointer_parts,
+    foreign_dialect,
     schema_errors,
     validator_class,
 )
@@ -110,6 +112,14 @@ def _scope_of(value: Any, path: str) -> Scope:
             sub = "".join("/" + pointer_token(p) for p in error_pointer_parts(first))
             raise InputError(
                 f"not a valid JSON Schema: {error_message(first)}", path=path, pointer=pointer + sub
+            )
+        foreign = foreign_dialect(schema)
+        if foreign is not None:
+            sub = "".join("/" + pointer_token(p) for p in foreign)
+            raise InputError(
+                f"$schema must be {quote(DIALECT)} (scope schemas are draft 2020-12)",
+                path=path,
+                pointer=pointer + sub,
             )
     return Scope(agent=agent, allowed_tools=frozenset(tools), arguments=dict(arguments), path=path)
 
