@@ -371,7 +371,7 @@ class BoundedSearch:
         if left <= 0:
             raise Unjudged(f"the pattern budget of {self.budget:g} s for this transcript is spent")
         limit = min(self.per_value, left)
-        request = json.dumps([pattern, text]).encode() + b"\n"
+        request = json.dumps([pattern, text, limit]).encode() + b"\n"
         try:
             process = self._worker()
         except OSError as err:  # no pipes to wait on (select needs POSIX), no interpreter

@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
+
+import pytest
 
 from click.testing import CliRunner
 
@@ -157,3 +162,48 @@ def test_validate_json_summary_has_one_shape(runner: CliRunner, tmp_path: Path) 
         "'result' is a required property",
         f"Additional properties are not allowed ({scope!r} was unexpected)",
     ]
+
+
+def _children(pid: int) -> list[int]:
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found += [int(p) for p in (task / "children").read_text().split()]
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads children from Linux /proc")
+def test_a_killed_scope_leaves_no_pattern_worker_running(tmp_path: Path) -> None:
+    """toolreplay scope killed mid-search: its orphaned worker stops within seconds, not minutes."""
+    transcript, scope = write(tmp_path, {"properties": {"path": {"pattern": "^(a|aa)+$"}}}, [SLOW_VALUE])
+    process = subprocess.Popen(
+        [sys.executable, "-m", "toolreplay", "scope", transcript, scope, "--pattern-budget", "100"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        workers: list[int] = []
+        while not workers and time.monotonic() < deadline:
+            time.sleep(0.05)
+            workers = _children(process.pid)
+        assert workers, "no pattern worker started"
+        time.sleep(0.5)  # the worker is searching now
+    finally:
+        process.kill()
+        process.wait()
+    deadline = time.monotonic() + 8
+    while _alive(workers[0]) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    still = _alive(workers[0])
+    if still:
+        os.kill(workers[0], signal.SIGKILL)
+    assert not still, "the orphaned worker kept searching"
