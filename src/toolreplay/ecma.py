@@ -230,6 +230,8 @@ def schema_errors(schema: Any) -> Iterator[ValidationError]:
 
 #: the one dialect toolreplay evaluates, as "$schema" names it
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
+#: why a schema that declares another dialect is refused
+DIALECT_PROBLEM = f"$schema must be '{DIALECT}' (scope schemas are draft 2020-12)"
 #: keywords whose values are data, not schemas
 _DATA_KEYWORDS = frozenset({"const", "enum", "default", "examples"})
 

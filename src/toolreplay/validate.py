@@ -14,7 +14,14 @@ from jsonschema import Draft202012Validator
 
 from toolreplay.canonical import check_shape, decode_reference
 from toolreplay.driftnote import MAX_NOTE_BYTES, note_problems
-from toolreplay.ecma import FORMAT_CHECKER, EcmaValidator, error_message, error_pointer_parts
+from toolreplay.ecma import (
+    DIALECT_PROBLEM,
+    FORMAT_CHECKER,
+    EcmaValidator,
+    error_message,
+    error_pointer_parts,
+    foreign_dialect,
+)
 from toolreplay.errors import InputError
 from toolreplay.locate import line_of, pointer_of
 from toolreplay.transcript import iter_lines, open_input
@@ -165,6 +172,20 @@ def _document_errors(kind: str, raw: bytes, path: str) -> Iterator[str]:
         yield str(InputError(err.problem, path=path, line=line, pointer=err.pointer))
         return
     yield from _schema_errors(kind, value, path, None, raw)
+    if kind == "scope":
+        yield from _dialect_errors(value, path, raw)
+
+
+def _dialect_errors(value: Any, path: str, raw: bytes) -> Iterator[str]:
+    """A scope's argument schemas that declare another draft, as ``toolreplay scope`` refuses them."""
+    arguments = value.get("arguments") if isinstance(value, dict) else None
+    if not isinstance(arguments, dict):
+        return
+    for tool, schema in sorted(arguments.items()):
+        found = foreign_dialect(schema)
+        if found is not None:
+            pointer = pointer_of(("arguments", tool, *found))
+            yield f"{path}:{line_of(raw, pointer)}: {DIALECT_PROBLEM} (at {pointer})"
 
 
 def _config_errors(path: str) -> Iterator[str]:

@@ -206,3 +206,19 @@ def test_a_killed_scope_leaves_no_pattern_worker_running(tmp_path: Path) -> None
     if still:
         os.kill(workers[0], signal.SIGKILL)
     assert not still, "the orphaned worker kept searching"
+
+
+def test_validate_and_scope_agree_on_a_foreign_dialect(runner: CliRunner, tmp_path: Path) -> None:
+    """A subschema declaring draft-07 is refused by scope (exit 2) and called invalid by validate."""
+    schema = {
+        "properties": {"path": {"$schema": "http://json-schema.org/draft-07/schema#", "pattern": "^a$"}}
+    }
+    transcript, scope = write(tmp_path, schema, ["a"])
+    problem = (
+        "$schema must be 'https://json-schema.org/draft/2020-12/schema' (scope schemas are draft 2020-12)"
+        " (at /arguments/read_file/properties/path/$schema)"
+    )
+    result = runner.invoke(cli, ["scope", transcript, scope])
+    assert (result.exit_code, result.output) == (2, f"toolreplay: error: {scope}:1: {problem}\n")
+    result = runner.invoke(cli, ["validate", scope], catch_exceptions=False)
+    assert (result.exit_code, result.output) == (1, f"{scope}: invalid\n{scope}:1: {problem}\n")

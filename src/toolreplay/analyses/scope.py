@@ -12,7 +12,7 @@ from referencing.exceptions import Unresolvable
 from toolreplay.canonical import decode
 from toolreplay.ecma import (
     DEFAULT_BUDGET_SECONDS,
-    DIALECT,
+    DIALECT_PROBLEM,
     PATTERN_SECONDS,
     BoundedSearch,
     Unjudged,
@@ -116,11 +116,7 @@ def _scope_of(value: Any, path: str) -> Scope:
         foreign = foreign_dialect(schema)
         if foreign is not None:
             sub = "".join("/" + pointer_token(p) for p in foreign)
-            raise InputError(
-                f"$schema must be {quote(DIALECT)} (scope schemas are draft 2020-12)",
-                path=path,
-                pointer=pointer + sub,
-            )
+            raise InputError(DIALECT_PROBLEM, path=path, pointer=pointer + sub)
     return Scope(agent=agent, allowed_tools=frozenset(tools), arguments=dict(arguments), path=path)
 
 
