@@ -13,7 +13,7 @@ from typing import Any
 from toolreplay.analyses.replay import DEFAULT_MUTATORS
 from toolreplay.ecma import DEFAULT_BUDGET_SECONDS
 from toolreplay.errors import InputError
-from toolreplay.findings import quote
+from toolreplay.findings import fails_under, quote
 
 CONFIG_NAMES = ("toolreplay.toml", "pyproject.toml")
 
@@ -38,7 +38,7 @@ class Config:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def fails(self, kind: str) -> bool:
-        return self.fail_on is None or kind in self.fail_on
+        return fails_under(kind, self.fail_on)
 
 
 def find_config(start: Path) -> Path | None:

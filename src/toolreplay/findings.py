@@ -86,6 +86,17 @@ def quote(text: str) -> str:
     return "'" + "".join(out) + "'"
 
 
+#: kinds that stand for a finding of another kind the analysis could not rule out: they fail
+#: whenever that kind fails, so spending a time budget cannot turn a failing finding into a
+#: passing one under a ``fail_on`` written before the standing-in kind existed
+STANDS_FOR = {"scope-unjudged": "argument-overreach"}
+
+
+def fails_under(kind: str, fail_on: frozenset[str] | None) -> bool:
+    """Whether a finding of ``kind`` fails the build under ``fail_on`` (None: every kind fails)."""
+    return fail_on is None or kind in fail_on or STANDS_FOR.get(kind) in fail_on
+
+
 def one_line(text: str) -> str:
     """Make free text safe to print as one line: non-printable characters become escapes.
 

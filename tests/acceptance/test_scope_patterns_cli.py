@@ -222,3 +222,21 @@ def test_validate_and_scope_agree_on_a_foreign_dialect(runner: CliRunner, tmp_pa
     assert (result.exit_code, result.output) == (2, f"toolreplay: error: {scope}:1: {problem}\n")
     result = runner.invoke(cli, ["validate", scope], catch_exceptions=False)
     assert (result.exit_code, result.output) == (1, f"{scope}: invalid\n{scope}:1: {problem}\n")
+
+
+def test_spending_the_budget_cannot_hide_an_overreach_from_fail_on(runner: CliRunner, tmp_path: Path) -> None:
+    """fail_on naming argument-overreach fails unjudged calls too: slow values first cannot buy a pass."""
+    values = [SLOW_VALUE] * 3 + ["/etc/passwd"]
+    write(tmp_path, {"properties": {"path": {"pattern": "^(a|aa)+$|^docs/"}}}, values)
+    (tmp_path / "toolreplay.toml").write_text(
+        'transcripts = ["run.jsonl"]\nscope = "scope.json"\npattern_budget_seconds = 0.3\n'
+        'fail_on = ["argument-overreach", "permission-overreach"]\n'
+    )
+    old = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        result = runner.invoke(cli, ["check"], catch_exceptions=False)
+    finally:
+        os.chdir(old)
+    assert result.exit_code == 1
+    assert result.output.splitlines()[-1] == "total: 1 reports, 6 findings, 4 failing, 0 unreadable"

@@ -158,3 +158,12 @@ def test_schemas_list_exactly_the_kinds_the_code_knows() -> None:
     assert set(finding["properties"]["kind"]["enum"]) == set(KINDS)
     assert known_kinds() == set(KINDS) | {REPORT_ERROR}
     assert set(KIND_ORDER) <= set(KINDS)
+
+
+def test_fail_on_argument_overreach_also_fails_unjudged_calls() -> None:
+    """An unjudged call may be an overreach: fail-on naming argument-overreach fails it too."""
+    policy = parse_fail_on("argument-overreach", None)
+    assert policy.fails("scope-unjudged") and policy.fails("argument-overreach")
+    assert not policy.fails("tool-drift")
+    assert not parse_fail_on("tool-drift", None).fails("scope-unjudged")
+    assert not parse_fail_on("none", None).fails("scope-unjudged")

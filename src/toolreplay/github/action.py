@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from toolreplay.errors import InputError
-from toolreplay.findings import KIND_ORDER, quote
+from toolreplay.findings import KIND_ORDER, fails_under, quote
 from toolreplay.github.drift import PullRange, is_sha
 from toolreplay.report import Report
 from toolreplay.report.kinds import KINDS, REPORT_ERROR
@@ -50,7 +50,7 @@ class FailPolicy:
     errors: bool = True
 
     def fails(self, kind: str) -> bool:
-        return self.kinds is None or kind in self.kinds
+        return fails_under(kind, self.kinds)
 
 
 def parse_fail_on(text: str, default: frozenset[str] | None) -> FailPolicy:
