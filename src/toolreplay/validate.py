@@ -14,14 +14,7 @@ from jsonschema import Draft202012Validator
 
 from toolreplay.canonical import check_shape, decode_reference
 from toolreplay.driftnote import MAX_NOTE_BYTES, note_problems
-from toolreplay.ecma import (
-    DIALECT_PROBLEM,
-    FORMAT_CHECKER,
-    EcmaValidator,
-    error_message,
-    error_pointer_parts,
-    foreign_dialect,
-)
+from toolreplay.ecma import FORMAT_CHECKER, EcmaValidator, error_message, error_pointer_parts
 from toolreplay.errors import InputError
 from toolreplay.locate import line_of, pointer_of
 from toolreplay.transcript import iter_lines, open_input
@@ -173,19 +166,15 @@ def _document_errors(kind: str, raw: bytes, path: str) -> Iterator[str]:
         return
     yield from _schema_errors(kind, value, path, None, raw)
     if kind == "scope":
-        yield from _dialect_errors(value, path, raw)
+        yield from _scope_errors(value, path, raw)
 
 
-def _dialect_errors(value: Any, path: str, raw: bytes) -> Iterator[str]:
-    """A scope's argument schemas that declare another draft, as ``toolreplay scope`` refuses them."""
-    arguments = value.get("arguments") if isinstance(value, dict) else None
-    if not isinstance(arguments, dict):
-        return
-    for tool, schema in sorted(arguments.items()):
-        found = foreign_dialect(schema)
-        if found is not None:
-            pointer = pointer_of(("arguments", tool, *found))
-            yield f"{path}:{line_of(raw, pointer)}: {DIALECT_PROBLEM} (at {pointer})"
+def _scope_errors(value: Any, path: str, raw: bytes) -> Iterator[str]:
+    """What ``toolreplay scope`` refuses beyond the published schema (unlisted tools, other drafts)."""
+    from toolreplay.analyses.scope import scope_problems
+
+    for pointer, problem in scope_problems(value):
+        yield f"{path}:{line_of(raw, pointer)}: {problem} (at {pointer})"
 
 
 def _config_errors(path: str) -> Iterator[str]:

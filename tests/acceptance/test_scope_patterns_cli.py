@@ -240,3 +240,25 @@ def test_spending_the_budget_cannot_hide_an_overreach_from_fail_on(runner: CliRu
         os.chdir(old)
     assert result.exit_code == 1
     assert result.output.splitlines()[-1] == "total: 1 reports, 6 findings, 4 failing, 0 unreadable"
+
+
+def test_an_argument_schema_for_an_unlisted_tool_is_refused(runner: CliRunner, tmp_path: Path) -> None:
+    """arguments for 'Read_file' when read_file is allowed: a typo that left read_file unchecked is exit 2."""
+    transcript, scope = write(tmp_path, {}, ["/etc/passwd"])
+    Path(scope).write_text(
+        json.dumps(
+            {
+                "agent": "a",
+                "allowed_tools": ["read_file"],
+                "arguments": {"Read_file": {"properties": {"path": {"pattern": "^docs/"}}}},
+            }
+        )
+    )
+    problem = (
+        "arguments for tool 'Read_file', which allowed_tools does not list: its schema would never apply"
+        " (at /arguments/Read_file)"
+    )
+    result = runner.invoke(cli, ["scope", transcript, scope])
+    assert (result.exit_code, result.output) == (2, f"toolreplay: error: {scope}:1: {problem}\n")
+    result = runner.invoke(cli, ["validate", scope], catch_exceptions=False)
+    assert (result.exit_code, result.output) == (1, f"{scope}: invalid\n{scope}:1: {problem}\n")
