@@ -330,6 +330,9 @@ class BoundedSearch:
         self._process: subprocess.Popen[bytes] | None = None
         self._pid = os.getpid()
         self._buffer = b""
+        #: a request was sent and its answer not read: the worker must not be handed on, or
+        #: its late answer would become the verdict on another value
+        self._in_flight = False
         #: verdicts on short values, which repeat in transcripts (the same path, the same mode)
         self._known: dict[tuple[str, str], bool] = {}
 
@@ -344,7 +347,8 @@ class BoundedSearch:
         process, self._process = self._process, None
         if process is None or self._pid != os.getpid():
             return
-        if self._buffer or process.poll() is not None:
+        if self._buffer or self._in_flight or process.poll() is not None:
+            self._in_flight = False
             _stop(process)
             return
         previous = _IDLE.pop(self._pid, None)
@@ -356,6 +360,7 @@ class BoundedSearch:
         """Stop the worker (it is stuck, or broken); the next search starts a fresh one."""
         process, self._process = self._process, None
         self._buffer = b""
+        self._in_flight = False
         if process is not None and self._pid == os.getpid():
             _stop(process)
 
@@ -374,6 +379,8 @@ class BoundedSearch:
             raise Unjudged(f"the pattern budget of {self.budget:g} s for this transcript is spent")
         limit = min(self.per_value, left)
         request = json.dumps([pattern, text, limit]).encode() + b"\n"
+        if self._in_flight:  # an earlier search was interrupted: its answer is not for this one
+            self._discard()
         try:
             process = self._worker()
         except OSError as err:  # no pipes to wait on (select needs POSIX), no interpreter
@@ -382,9 +389,11 @@ class BoundedSearch:
         start = time.monotonic()
         try:
             assert process.stdin is not None
+            self._in_flight = True
             process.stdin.write(request)
             process.stdin.flush()
             reply = self._reply(process, start + limit)
+            self._in_flight = reply is None  # cut off: still searching until it is killed
         except OSError as err:
             self.spent += time.monotonic() - start
             self._discard()
@@ -411,7 +420,7 @@ class BoundedSearch:
         if self._process is not None and self._pid == os.getpid():
             return self._process
         # forked (a pool worker) with the parent's worker: leave that one to the parent
-        self._process, self._pid, self._buffer = None, os.getpid(), b""
+        self._process, self._pid, self._buffer, self._in_flight = None, os.getpid(), b"", False
         idle = _IDLE.pop(self._pid, None)
         if idle is not None and idle.poll() is None:
             self._process = idle
