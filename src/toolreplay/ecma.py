@@ -32,6 +32,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+import attrs
 import regress
 from jsonschema import Draft202012Validator, FormatChecker, ValidationError
 from jsonschema.validators import extend
@@ -113,9 +114,108 @@ def validator_class(search: Search) -> Any:
                 if search(regex, key):
                     yield from validator.descend(value, subschema, path=key, schema_path=regex)
 
-    return extend(  # type: ignore[no-untyped-call]
-        Draft202012Validator, validators={"pattern": pattern, "patternProperties": pattern_properties}
+    def matched(instance: dict[str, Any], schema: Any) -> set[str]:
+        """The keys of ``instance`` that ``properties`` or ``patternProperties`` (ECMA) cover."""
+        named = schema.get("properties", {})
+        patterns = list(schema.get("patternProperties", {}))
+        return {key for key in instance if key in named or any(search(p, key) for p in patterns)}
+
+    def additional_properties(
+        validator: Any, extra: Any, instance: Any, schema: Any
+    ) -> Iterator[ValidationError]:
+        if not validator.is_type(instance, "object"):
+            return
+        extras = sorted(set(instance) - matched(instance, schema))
+        if validator.is_type(extra, "object"):
+            for key in extras:
+                yield from validator.descend(instance[key], extra, path=key)
+        elif extra is False and extras:
+            # jsonschema's own wording, so that reports read the same as before
+            names = ", ".join(map(repr, extras))
+            if "patternProperties" in schema:
+                verb = "does" if len(extras) == 1 else "do"
+                regexes = ", ".join(map(repr, sorted(schema["patternProperties"])))
+                yield ValidationError(f"{names} {verb} not match any of the regexes: {regexes}")
+            else:
+                verb = "was" if len(extras) == 1 else "were"
+                yield ValidationError(f"Additional properties are not allowed ({names} {verb} unexpected)")
+
+    def evaluated(validator: Any, instance: dict[str, Any], schema: Any) -> set[str]:
+        """The keys some successful part of ``schema`` evaluates (for ``unevaluatedProperties``)."""
+        if not isinstance(schema, dict):
+            return set(instance) if schema is True else set()
+        keys = matched(instance, schema)
+        for keyword in ("$ref", "$dynamicRef"):
+            if isinstance(schema.get(keyword), str):
+                resolved = validator._resolver.lookup(schema[keyword])
+                inner = validator.evolve(schema=resolved.contents, _resolver=resolved.resolver)
+                keys |= evaluated(inner, instance, resolved.contents)
+        for keyword in ("additionalProperties", "unevaluatedProperties"):
+            if keyword in schema:
+                sub = schema[keyword]
+                keys |= {key for key in instance if validator.evolve(schema=sub).is_valid(instance[key])}
+        for key, sub in schema.get("dependentSchemas", {}).items():
+            if key in instance:
+                keys |= evaluated(validator, instance, sub)
+        for keyword in ("allOf", "anyOf", "oneOf"):
+            for sub in schema.get(keyword, []):
+                if validator.evolve(schema=sub).is_valid(instance):
+                    keys |= evaluated(validator, instance, sub)
+        if "if" in schema:
+            branch = "then" if validator.evolve(schema=schema["if"]).is_valid(instance) else "else"
+            if branch == "then":
+                keys |= evaluated(validator, instance, schema["if"])
+            if branch in schema:
+                keys |= evaluated(validator, instance, schema[branch])
+        return keys
+
+    def unevaluated_properties(
+        validator: Any, rest: Any, instance: Any, schema: Any
+    ) -> Iterator[ValidationError]:
+        if not validator.is_type(instance, "object"):
+            return
+        seen = evaluated(
+            validator, instance, {k: v for k, v in schema.items() if k != "unevaluatedProperties"}
+        )
+        failing = [
+            key
+            for key in sorted(set(instance) - seen)
+            if not validator.evolve(schema=rest).is_valid(instance[key])
+        ]
+        if failing:
+            names = ", ".join(map(repr, failing))
+            if rest is False:
+                verb = "was" if len(failing) == 1 else "were"
+                yield ValidationError(f"Unevaluated properties are not allowed ({names} {verb} unexpected)")
+            else:
+                verb = "was" if len(failing) == 1 else "were"
+                yield ValidationError(
+                    f"Unevaluated properties are not valid under the given schema ({names} {verb}"
+                    " unevaluated and invalid)"
+                )
+
+    cls = extend(  # type: ignore[no-untyped-call]
+        Draft202012Validator,
+        validators={
+            "pattern": pattern,
+            "patternProperties": pattern_properties,
+            "additionalProperties": additional_properties,
+            "unevaluatedProperties": unevaluated_properties,
+        },
     )
+
+    # jsonschema picks the class of every subschema it descends into (a $ref included) from
+    # that subschema's "$schema", and its own classes match patterns with Python's re: one
+    # nested "$schema" would switch the engine back. Every subschema stays this class.
+    def evolve(self: Any, **changes: Any) -> Any:
+        changes.setdefault("schema", self.schema)
+        for field in attrs.fields(cls):
+            if field.init and field.alias not in changes:
+                changes[field.alias] = getattr(self, field.name)
+        return cls(**changes)
+
+    cls.evolve = evolve
+    return cls
 
 
 #: Draft 2020-12 with ECMA-262 patterns evaluated in process (trusted patterns only).
@@ -126,6 +226,37 @@ _META = EcmaValidator(Draft202012Validator.META_SCHEMA, format_checker=FORMAT_CH
 def schema_errors(schema: Any) -> Iterator[ValidationError]:
     """Why ``schema`` is not a valid draft 2020-12 schema whose patterns are ECMA-262."""
     return _META.iter_errors(schema)  # type: ignore[no-any-return]
+
+
+#: the one dialect toolreplay evaluates, as "$schema" names it
+DIALECT = "https://json-schema.org/draft/2020-12/schema"
+#: why a schema that declares another dialect is refused
+DIALECT_PROBLEM = f"$schema must be '{DIALECT}' (scope schemas are draft 2020-12)"
+#: keywords whose values are data, not schemas
+_DATA_KEYWORDS = frozenset({"const", "enum", "default", "examples"})
+
+
+def foreign_dialect(schema: Any, parts: tuple[str | int, ...] = ()) -> tuple[str | int, ...] | None:
+    """Where ``schema`` declares a ``$schema`` other than draft 2020-12, if anywhere.
+
+    Every subschema is evaluated as 2020-12 whatever it declares, so a declaration of
+    another draft (whose keywords mean other things) is refused rather than ignored.
+    """
+    if isinstance(schema, dict):
+        declared = schema.get("$schema")
+        if isinstance(declared, str) and declared.rstrip("#") != DIALECT:
+            return (*parts, "$schema")
+        for key, value in schema.items():
+            if key not in _DATA_KEYWORDS:
+                found = foreign_dialect(value, (*parts, key))
+                if found is not None:
+                    return found
+    elif isinstance(schema, list):
+        for position, value in enumerate(schema):
+            found = foreign_dialect(value, (*parts, position))
+            if found is not None:
+                return found
+    return None
 
 
 def error_pointer_parts(error: ValidationError) -> list[str | int]:
@@ -199,6 +330,9 @@ class BoundedSearch:
         self._process: subprocess.Popen[bytes] | None = None
         self._pid = os.getpid()
         self._buffer = b""
+        #: a request was sent and its answer not read: the worker must not be handed on, or
+        #: its late answer would become the verdict on another value
+        self._in_flight = False
         #: verdicts on short values, which repeat in transcripts (the same path, the same mode)
         self._known: dict[tuple[str, str], bool] = {}
 
@@ -213,7 +347,8 @@ class BoundedSearch:
         process, self._process = self._process, None
         if process is None or self._pid != os.getpid():
             return
-        if self._buffer or process.poll() is not None:
+        if self._buffer or self._in_flight or process.poll() is not None:
+            self._in_flight = False
             _stop(process)
             return
         previous = _IDLE.pop(self._pid, None)
@@ -225,6 +360,7 @@ class BoundedSearch:
         """Stop the worker (it is stuck, or broken); the next search starts a fresh one."""
         process, self._process = self._process, None
         self._buffer = b""
+        self._in_flight = False
         if process is not None and self._pid == os.getpid():
             _stop(process)
 
@@ -242,7 +378,9 @@ class BoundedSearch:
         if left <= 0:
             raise Unjudged(f"the pattern budget of {self.budget:g} s for this transcript is spent")
         limit = min(self.per_value, left)
-        request = json.dumps([pattern, text]).encode() + b"\n"
+        request = json.dumps([pattern, text, limit]).encode() + b"\n"
+        if self._in_flight:  # an earlier search was interrupted: its answer is not for this one
+            self._discard()
         try:
             process = self._worker()
         except OSError as err:  # no pipes to wait on (select needs POSIX), no interpreter
@@ -251,9 +389,11 @@ class BoundedSearch:
         start = time.monotonic()
         try:
             assert process.stdin is not None
+            self._in_flight = True
             process.stdin.write(request)
             process.stdin.flush()
             reply = self._reply(process, start + limit)
+            self._in_flight = reply is None  # cut off: still searching until it is killed
         except OSError as err:
             self.spent += time.monotonic() - start
             self._discard()
@@ -280,7 +420,7 @@ class BoundedSearch:
         if self._process is not None and self._pid == os.getpid():
             return self._process
         # forked (a pool worker) with the parent's worker: leave that one to the parent
-        self._process, self._pid, self._buffer = None, os.getpid(), b""
+        self._process, self._pid, self._buffer, self._in_flight = None, os.getpid(), b"", False
         idle = _IDLE.pop(self._pid, None)
         if idle is not None and idle.poll() is None:
             self._process = idle

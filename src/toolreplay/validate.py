@@ -174,6 +174,16 @@ def _document_errors(kind: str, raw: bytes, path: str) -> Iterator[str]:
         yield str(InputError(err.problem, path=path, line=line, pointer=err.pointer))
         return
     yield from _schema_errors(kind, value, path, None, raw)
+    if kind == "scope":
+        yield from _scope_errors(value, path, raw)
+
+
+def _scope_errors(value: Any, path: str, raw: bytes) -> Iterator[str]:
+    """What ``toolreplay scope`` refuses beyond the published schema (unlisted tools, other drafts)."""
+    from toolreplay.analyses.scope import scope_problems
+
+    for pointer, problem in scope_problems(value):
+        yield f"{path}:{line_of(raw, pointer)}: {problem} (at {pointer})"
 
 
 def _config_errors(path: str) -> Iterator[str]:

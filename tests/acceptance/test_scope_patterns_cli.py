@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from toolreplay.cli import cli
@@ -157,3 +161,104 @@ def test_validate_json_summary_has_one_shape(runner: CliRunner, tmp_path: Path) 
         "'result' is a required property",
         f"Additional properties are not allowed ({scope!r} was unexpected)",
     ]
+
+
+def _children(pid: int) -> list[int]:
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found += [int(p) for p in (task / "children").read_text().split()]
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads children from Linux /proc")
+def test_a_killed_scope_leaves_no_pattern_worker_running(tmp_path: Path) -> None:
+    """toolreplay scope killed mid-search: its orphaned worker stops within seconds, not minutes."""
+    transcript, scope = write(tmp_path, {"properties": {"path": {"pattern": "^(a|aa)+$"}}}, [SLOW_VALUE])
+    process = subprocess.Popen(
+        [sys.executable, "-m", "toolreplay", "scope", transcript, scope, "--pattern-budget", "100"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        workers: list[int] = []
+        while not workers and time.monotonic() < deadline:
+            time.sleep(0.05)
+            workers = _children(process.pid)
+        assert workers, "no pattern worker started"
+        time.sleep(0.5)  # the worker is searching now
+    finally:
+        process.kill()
+        process.wait()
+    deadline = time.monotonic() + 8
+    while _alive(workers[0]) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    still = _alive(workers[0])
+    if still:
+        os.kill(workers[0], signal.SIGKILL)
+    assert not still, "the orphaned worker kept searching"
+
+
+def test_validate_and_scope_agree_on_a_foreign_dialect(runner: CliRunner, tmp_path: Path) -> None:
+    """A subschema declaring draft-07 is refused by scope (exit 2) and called invalid by validate."""
+    schema = {
+        "properties": {"path": {"$schema": "http://json-schema.org/draft-07/schema#", "pattern": "^a$"}}
+    }
+    transcript, scope = write(tmp_path, schema, ["a"])
+    problem = (
+        "$schema must be 'https://json-schema.org/draft/2020-12/schema' (scope schemas are draft 2020-12)"
+        " (at /arguments/read_file/properties/path/$schema)"
+    )
+    result = runner.invoke(cli, ["scope", transcript, scope])
+    assert (result.exit_code, result.output) == (2, f"toolreplay: error: {scope}:1: {problem}\n")
+    result = runner.invoke(cli, ["validate", scope], catch_exceptions=False)
+    assert (result.exit_code, result.output) == (1, f"{scope}: invalid\n{scope}:1: {problem}\n")
+
+
+def test_spending_the_budget_cannot_hide_an_overreach_from_fail_on(runner: CliRunner, tmp_path: Path) -> None:
+    """fail_on naming argument-overreach fails unjudged calls too: slow values first cannot buy a pass."""
+    values = [SLOW_VALUE] * 3 + ["/etc/passwd"]
+    write(tmp_path, {"properties": {"path": {"pattern": "^(a|aa)+$|^docs/"}}}, values)
+    (tmp_path / "toolreplay.toml").write_text(
+        'transcripts = ["run.jsonl"]\nscope = "scope.json"\npattern_budget_seconds = 0.3\n'
+        'fail_on = ["argument-overreach", "permission-overreach"]\n'
+    )
+    old = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        result = runner.invoke(cli, ["check"], catch_exceptions=False)
+    finally:
+        os.chdir(old)
+    assert result.exit_code == 1
+    assert result.output.splitlines()[-1] == "total: 1 reports, 6 findings, 4 failing, 0 unreadable"
+
+
+def test_an_argument_schema_for_an_unlisted_tool_is_refused(runner: CliRunner, tmp_path: Path) -> None:
+    """arguments for 'Read_file' when read_file is allowed: a typo that left read_file unchecked is exit 2."""
+    transcript, scope = write(tmp_path, {}, ["/etc/passwd"])
+    Path(scope).write_text(
+        json.dumps(
+            {
+                "agent": "a",
+                "allowed_tools": ["read_file"],
+                "arguments": {"Read_file": {"properties": {"path": {"pattern": "^docs/"}}}},
+            }
+        )
+    )
+    problem = (
+        "arguments for tool 'Read_file', which allowed_tools does not list: its schema would never apply"
+        " (at /arguments/Read_file)"
+    )
+    result = runner.invoke(cli, ["scope", transcript, scope])
+    assert (result.exit_code, result.output) == (2, f"toolreplay: error: {scope}:1: {problem}\n")
+    result = runner.invoke(cli, ["validate", scope], catch_exceptions=False)
+    assert (result.exit_code, result.output) == (1, f"{scope}: invalid\n{scope}:1: {problem}\n")

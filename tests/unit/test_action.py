@@ -174,3 +174,12 @@ def test_advisory_kinds_fail_only_when_named() -> None:
         assert not Config(root=Path("."), source="toolreplay.toml").fails(kind)
         assert Config(root=Path("."), source="toolreplay.toml", fail_on=frozenset({kind})).fails(kind)
     assert parse_fail_on("", None).fails("missing-drift-note")
+
+
+def test_fail_on_argument_overreach_also_fails_unjudged_calls() -> None:
+    """An unjudged call may be an overreach: fail-on naming argument-overreach fails it too."""
+    policy = parse_fail_on("argument-overreach", None)
+    assert policy.fails("scope-unjudged") and policy.fails("argument-overreach")
+    assert not policy.fails("tool-drift")
+    assert not parse_fail_on("tool-drift", None).fails("scope-unjudged")
+    assert not parse_fail_on("none", None).fails("scope-unjudged")

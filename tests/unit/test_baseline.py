@@ -213,3 +213,22 @@ def test_call_by_call_comparison_is_diffs_own() -> None:
     extra = call_drift(base, [*base, rec(2, "read", {}, {})])
     assert extra is not None
     assert extra.message == "the run called tool 'read' after the baseline's last call (index 1)"
+
+
+def test_a_run_dropping_recorded_state_is_audit_incomplete_for_any_tool() -> None:
+    """The baseline records a call's post-state and the run does not: its effect went unchecked,
+    whether or not the tool is in the mutators list or declared non-mutating."""
+    base = [rec(0, "write_config", {"v": 1}, {"status": "ok"}, state={"config.toml": "aaa"})]
+    run = [rec(0, "write_config", {"v": 1}, {"status": "ok"})]
+    [result] = diff_baseline(base, [("run", run)]).runs
+    assert [(f.kind, f.message) for f in result.findings] == [
+        (
+            "audit-incomplete",
+            "tool 'write_config' changes state but the run does not record its post-call state"
+            " (baseline index 0): its effect cannot be compared",
+        )
+    ]
+    lock = {"write_config": ToolBehaviour(mutates=False)}
+    assert diff_baseline(base, [("run", run)], behaviour=lock).drifted
+    # the other way round (a run that starts recording state for a read) stays quiet
+    assert not diff_baseline(run, [("run", base)]).drifted

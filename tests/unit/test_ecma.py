@@ -10,6 +10,7 @@ import json
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -227,3 +228,40 @@ def test_repeated_values_cost_one_search() -> None:
         worker.wait()
         assert bounded("^docs/", "docs/a.md")
         assert bounded.spent == spent
+
+
+class _Interrupted(Exception):
+    pass
+
+
+def _interrupt_a_search(bounded: BoundedSearch) -> None:
+    """Start a search that backtracks ~0.5 s and then matches; interrupt it after 0.15 s."""
+    import signal
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise _Interrupted
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.15)
+        with pytest.raises(_Interrupted):
+            bounded("^(a|aa)+b$|^a+c$", "a" * 32 + "c")
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def test_a_search_interrupted_mid_flight_never_answers_the_next_one() -> None:
+    """An exception (a signal, Ctrl-C) during a search: the late answer ("match") to that question
+    never becomes the verdict on the next value, in the same search or the next transcript's."""
+    with BoundedSearch() as first:
+        first("^x$", "x")
+        _interrupt_a_search(first)
+        time.sleep(1.0)  # the old search has finished: its answer waits in the pipe
+        assert not first("^docs/", "/etc/passwd")
+    with BoundedSearch() as second:
+        second("^x$", "x")
+        _interrupt_a_search(second)
+    time.sleep(1.0)
+    with BoundedSearch() as third:
+        assert not third("^docs/", "/etc/passwd")

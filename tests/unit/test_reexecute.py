@@ -449,3 +449,27 @@ def test_messages_stay_one_line_with_hostile_names(tmp_path: Path) -> None:
     with pytest.raises(ReplayDivergenceError) as stopped:
         ToolRegistry(reexecute=path).finish()
     assert "\n" not in str(stopped.value)
+
+
+def test_recorded_state_without_a_state_function_is_audit_incomplete_unmarked(tmp_path: Path) -> None:
+    """A tool registered without mutates=True whose recording has post-state: a re-execution
+    without state= cannot pass silently (the write_config example of 'outputs are not effects')."""
+    sandbox = Sandbox(tmp_path / "rec")
+    path = str(tmp_path / "rec.sealed.jsonl")
+    with Recorder(path, seal=True) as recorder:
+        tools = ToolRegistry(recorder=recorder, state=sandbox.state)
+        tools.register(sandbox.write_config, version="1.0")
+        tools.call("write_config", name="app.cfg", text="port=80\n")
+    replay = ToolRegistry(reexecute=path)
+    replay.register(Sandbox(tmp_path / "replay").write_config, version="1.0")
+    with pytest.raises(AuditIncompleteError, match="but the run does not record its post-call state"):
+        replay.call("write_config", name="app.cfg", text="port=80\n")
+
+
+def test_a_signature_without_a_key_is_refused_not_ignored(tmp_path: Path) -> None:
+    """signature= without key= would check nothing: refused, as verify refuses --signature without --key."""
+    path = record(tmp_path)
+    with pytest.raises(ValueError, match="signature needs key"):
+        Snapshot.from_file(path, signature=str(path) + ".sig")
+    with pytest.raises(ValueError, match="anchor a sealed transcript"):
+        Snapshot.from_file(record(tmp_path / "plain", sealed=False), signature="x.sig")

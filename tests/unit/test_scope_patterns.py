@@ -145,3 +145,56 @@ def test_overreach_pointer_escapes_keys(tmp_path: Path) -> None:
     path = write_scope(tmp_path, {"properties": {"a/b~c": {"type": "string"}}})
     found = kinds_and_messages(path, {"a/b~c": 1})
     assert "at '/a~1b~0c'" in found[0][1]
+
+
+#: a newline after the name: Python's '$' matches before it, ECMA-262's does not
+NEWLINE_KEY = "path_a\n"
+KEYED = {"type": "object", "patternProperties": {"^path_[a-z]+$": {"type": "string", "pattern": "^docs/"}}}
+
+
+@pytest.mark.parametrize("closing", ["additionalProperties", "unevaluatedProperties"])
+def test_closed_objects_match_pattern_properties_as_ecma(tmp_path: Path, closing: str) -> None:
+    """additionalProperties/unevaluatedProperties: false treat a key patternProperties misses as extra."""
+    path = write_scope(tmp_path, {**KEYED, closing: False})
+    assert kinds_and_messages(path, {"path_a": "docs/x"}) == []
+    found = kinds_and_messages(path, {NEWLINE_KEY: "/etc/passwd"})
+    assert [kind for kind, _ in found] == ["argument-overreach"]
+
+
+@pytest.mark.parametrize("closing", ["additionalProperties", "unevaluatedProperties"])
+def test_closed_objects_take_ecma_only_keys(tmp_path: Path, closing: str) -> None:
+    """A '\\p{L}' key in patternProperties beside a closing keyword is judged, not a Python crash."""
+    path = write_scope(tmp_path, {"type": "object", "patternProperties": {"^\\p{L}+$": {}}, closing: False})
+    assert kinds_and_messages(path, {"é": 1}) == []
+    assert [kind for kind, _ in kinds_and_messages(path, {"1": 1})] == ["argument-overreach"]
+
+
+def test_a_nested_schema_keyword_cannot_switch_the_pattern_engine(tmp_path: Path) -> None:
+    """'$schema' (2020-12) in a subschema, or at a root a $ref returns to, still means ECMA-262."""
+    dialect = "https://json-schema.org/draft/2020-12/schema"
+    nested = {"properties": {"path": {"$schema": dialect, "pattern": "^docs/intro\\.md$"}}}
+    behind_ref = {
+        "$schema": dialect,
+        "properties": {"path": {"type": "string", "pattern": "^docs/intro\\.md$"}, "sub": {"$ref": "#"}},
+    }
+    for schema, args in (
+        (nested, {"path": "docs/intro.md\n"}),
+        (behind_ref, {"sub": {"path": "docs/intro.md\n"}}),
+    ):
+        path = write_scope(tmp_path, schema)
+        assert [kind for kind, _ in kinds_and_messages(path, args)] == ["argument-overreach"], schema
+
+
+@pytest.mark.parametrize(
+    "dialect", ["http://json-schema.org/draft-07/schema#", "https://json-schema.org/draft/2019-09/schema"]
+)
+def test_another_dialect_is_refused_where_it_is_declared(tmp_path: Path, dialect: str) -> None:
+    """A subschema declaring an older draft is exit 2 naming its pointer, not evaluated with Python's re."""
+    schema = {"$defs": {"p": {"$schema": dialect, "pattern": "^a$"}}, "const": {"$schema": dialect}}
+    path = write_scope(tmp_path, schema)
+    with pytest.raises(InputError) as caught:
+        load_scope(path)
+    assert str(caught.value) == (
+        f"{path}:1: $schema must be 'https://json-schema.org/draft/2020-12/schema' (scope schemas are "
+        "draft 2020-12) (at /arguments/read_file/$defs/p/$schema)"
+    )

@@ -388,7 +388,11 @@ def _compare_pair(
             f"tool {quote(tool)} {same} at baseline index {b.index} but left a different state{where}",
             _change(difference, _STATE_LIMIT),
         )
-    if _is_mutator(tool, behaviour, mutators) and (b.state is None or r.state is None):
+    # A baseline that recorded a call's post-state says its effect matters, whatever the
+    # mutators list or a declaration says: a run that drops it (a re-execution without a
+    # state function) is unaudited, not a pass.
+    dropped = b.state is not None and r.state is None
+    if dropped or (_is_mutator(tool, behaviour, mutators) and (b.state is None or r.state is None)):
         missing = (
             "neither side records"
             if b.state is None and r.state is None

@@ -12,11 +12,13 @@ from referencing.exceptions import Unresolvable
 from toolreplay.canonical import decode
 from toolreplay.ecma import (
     DEFAULT_BUDGET_SECONDS,
+    DIALECT_PROBLEM,
     PATTERN_SECONDS,
     BoundedSearch,
     Unjudged,
     error_message,
     error_pointer_parts,
+    foreign_dialect,
     schema_errors,
     validator_class,
 )
@@ -102,6 +104,8 @@ def _scope_of(value: Any, path: str) -> Scope:
         raise InputError('field "arguments" must be an object', path=path, pointer="/arguments")
     for tool, schema in sorted(arguments.items()):
         pointer = "/arguments/" + pointer_token(tool)
+        if tool not in tools:
+            raise InputError(unlisted_problem(tool), path=path, pointer=pointer)
         if not isinstance(schema, (dict, bool)):
             raise InputError("must be a JSON Schema (an object or a boolean)", path=path, pointer=pointer)
         errors = sorted(schema_errors(schema), key=lambda e: [str(p) for p in error_pointer_parts(e)])
@@ -111,7 +115,41 @@ def _scope_of(value: Any, path: str) -> Scope:
             raise InputError(
                 f"not a valid JSON Schema: {error_message(first)}", path=path, pointer=pointer + sub
             )
+        foreign = foreign_dialect(schema)
+        if foreign is not None:
+            sub = "".join("/" + pointer_token(p) for p in foreign)
+            raise InputError(DIALECT_PROBLEM, path=path, pointer=pointer + sub)
     return Scope(agent=agent, allowed_tools=frozenset(tools), arguments=dict(arguments), path=path)
+
+
+def unlisted_problem(tool: str) -> str:
+    """Why an ``arguments`` entry for a tool ``allowed_tools`` does not list is refused.
+
+    Its schema would never be applied (a call to the tool is a permission-overreach), so
+    the entry is a typo (``Read_file`` for ``read_file``) that would leave the real tool's
+    arguments unchecked without a word.
+    """
+    return (
+        f"arguments for tool {quote(tool)}, which allowed_tools does not list: its schema would never apply"
+    )
+
+
+def scope_problems(value: Any) -> list[tuple[str, str]]:
+    """(JSON pointer, problem) of what a scope's published schema cannot say, in document order."""
+    if not isinstance(value, dict):
+        return []
+    tools, arguments = value.get("allowed_tools"), value.get("arguments")
+    if not isinstance(arguments, dict):
+        return []
+    listed = set(tools) if isinstance(tools, list) else set()
+    found: list[tuple[str, str]] = []
+    for tool, schema in sorted(arguments.items()):
+        if tool not in listed:
+            found.append((pointer_of(("arguments", tool)), unlisted_problem(tool)))
+        foreign = foreign_dialect(schema)
+        if foreign is not None:
+            found.append((pointer_of(("arguments", tool, *foreign)), DIALECT_PROBLEM))
+    return found
 
 
 def _argument_errors(

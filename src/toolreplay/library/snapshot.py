@@ -63,9 +63,11 @@ class Snapshot:
         """
         name = os.fspath(path)
         if not name.endswith(".sealed.jsonl"):
-            if expect_head is not None or key is not None:
+            if expect_head is not None or key is not None or signature is not None:
                 raise ValueError("expect_head and key anchor a sealed transcript (*.sealed.jsonl)")
             return cls(read_transcript(name), live=live, path=name)
+        if signature is not None and key is None:
+            raise ValueError("signature needs key: the public key that must verify it")
         links = list(read_links(name))
         state = verify(links)
         if state.broken is not None:
