@@ -169,7 +169,8 @@ def test_note_summary_agrees_with_check(runner: CliRunner, project: Path) -> Non
     drifted = {line.split("tool '")[1].split("'")[0] for line in check.splitlines() if "-drift:" in line}
     assert drifted == {"refund_order"}
     (project / "recorded.jsonl").write_text(_support({"ok": True, "refund": 7}))
-    assert _invoke(runner, "seal", "recorded.jsonl", "-o", "baselines/support.sealed.jsonl")[0] == 0
+    args = ("seal", "recorded.jsonl", "-o", "baselines/support.sealed.jsonl", "--force")
+    assert _invoke(runner, *args)[0] == 0
     code, text, err = _invoke(runner, "note", "baselines/support.sealed.jsonl")
     assert code == 0
     front = yaml.safe_load(text.split("---\n")[1])

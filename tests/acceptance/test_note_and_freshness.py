@@ -118,7 +118,8 @@ def test_note_with_runs_fills_kinds_from_diff(runner: CliRunner, repo: Path) -> 
         (CASES / "behavior-drift" / "run.jsonl").read_text()
         + f'{{"index":4,"tool":"{weird}","args":{{}},"response":{{}}}}\n'
     )
-    runner.invoke(cli, ["seal", str(run), "-o", str(sealed)], catch_exceptions=False)  # re-recorded
+    resealed = runner.invoke(cli, ["seal", str(run), "-o", str(sealed), "--force"], catch_exceptions=False)
+    assert resealed.exit_code == 0, resealed.output  # re-recorded
     text = note(runner, str(sealed), "--run", str(run))
     value = front_matter(text)
     assert value["kinds"] == ["agent", "behavior"]
@@ -135,7 +136,8 @@ def test_note_to_a_file_keeps_non_ascii_tool_names(runner: CliRunner, repo: Path
     git(repo, "commit", "-q", "-m", "baseline")
     run = repo / "run.jsonl"
     run.write_text('{"index":0,"tool":"r\u00e9sum\u00e9","args":{},"response":{}}\n')
-    runner.invoke(cli, ["seal", str(run), "-o", str(sealed)], catch_exceptions=False)  # re-recorded
+    resealed = runner.invoke(cli, ["seal", str(run), "-o", str(sealed), "--force"], catch_exceptions=False)
+    assert resealed.exit_code == 0, resealed.output  # re-recorded
     out = repo / "note.md"
     note(runner, str(sealed), "--run", str(run), "-o", str(out))
     text = out.read_text(encoding="utf-8")
@@ -150,7 +152,10 @@ def test_note_front_matter_is_block_style_with_both_digests_quoted(runner: CliRu
     git(repo, "add", ".")
     git(repo, "commit", "-q", "-m", "baseline")
     before = head_of(runner, sealed)
-    runner.invoke(cli, ["seal", str(CASES / "behavior-drift" / "run.jsonl"), "-o", str(sealed)])
+    resealed = runner.invoke(
+        cli, ["seal", str(CASES / "behavior-drift" / "run.jsonl"), "-o", str(sealed), "--force"]
+    )
+    assert resealed.exit_code == 0, resealed.output
     after = head_of(runner, sealed)
     text = note(runner, str(sealed))
     assert text.startswith(

@@ -53,6 +53,8 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "start"]):
         subprocess.run(["git", *args], cwd=root, env=env, check=True)
     assert toolreplay(root, ["keygen", "key"]).returncode == 0
+    # a baseline not committed yet: note has a change (from the genesis value) to write about
+    shutil.copy(SAMPLES / "baselines" / "session-clean.sealed.jsonl", root / "new.sealed.jsonl")
     return root
 
 
@@ -69,7 +71,7 @@ STDOUT_COMMANDS = [
     ["check"],
     ["hook", "verify", "t.sealed.jsonl"],
     ["hook", "drift-note"],
-    ["note", "t.sealed.jsonl"],
+    ["note", "new.sealed.jsonl"],
     ["fingerprint", "tools.json"],
     ["fingerprint-diff", "tools.lock.json", "tools.lock.json"],
     ["import", "--from", "openai-chat", "-o", "-", "chat.json"],
@@ -170,7 +172,7 @@ def test_a_full_tmpfs_under_seal_o(project: Path, tmp_path: Path) -> None:
     script = (
         f"mount -t tmpfs -o size=64k tmpfs {mount} || exit 99; "
         f"echo previous > {mount}/run.sealed.jsonl; "
-        f"{sys.executable} -m toolreplay seal run.jsonl -o {mount}/run.sealed.jsonl; code=$?; "
+        f"{sys.executable} -m toolreplay seal run.jsonl -o {mount}/run.sealed.jsonl --force; code=$?; "
         f"ls -A {mount}; cat {mount}/run.sealed.jsonl; exit $code"
     )
     done = subprocess.run(["unshare", "-rm", "sh", "-c", script], cwd=project, capture_output=True, text=True)

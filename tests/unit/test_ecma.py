@@ -235,7 +235,7 @@ class _Interrupted(Exception):
 
 
 def _interrupt_a_search(bounded: BoundedSearch) -> None:
-    """Start a search that backtracks ~0.5 s and then matches; interrupt it after 0.15 s."""
+    """Start a search that backtracks ~0.5 s (a quiet machine) and then matches; interrupt it after 0.1 s."""
     import signal
 
     def interrupt(signum: int, frame: object) -> None:
@@ -243,7 +243,7 @@ def _interrupt_a_search(bounded: BoundedSearch) -> None:
 
     previous = signal.signal(signal.SIGALRM, interrupt)
     try:
-        signal.setitimer(signal.ITIMER_REAL, 0.15)
+        signal.setitimer(signal.ITIMER_REAL, 0.1)
         with pytest.raises(_Interrupted):
             bounded("^(a|aa)+b$|^a+c$", "a" * 32 + "c")
     finally:
