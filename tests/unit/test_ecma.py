@@ -245,7 +245,7 @@ def _interrupt_a_search(bounded: BoundedSearch) -> None:
     try:
         signal.setitimer(signal.ITIMER_REAL, 0.1)
         with pytest.raises(_Interrupted):
-            bounded("^(a|aa)+b$|^a+c$", "a" * 32 + "c")
+            bounded("^(a|aa)+b$|^a+c$", "a" * 35 + "c")
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
