@@ -1,4 +1,4 @@
-"""``toolreplay check``: every configured analysis over every matching file (SPEC §5, §7).
+"""``toolreplay check``: every configured analysis over every matching file (docs/spec.md §5, §7).
 
 One report per file, in path order, whatever order the work finished in. A file that
 cannot be read is reported in its own report (as an error) instead of stopping the run,

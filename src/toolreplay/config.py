@@ -1,4 +1,4 @@
-"""Configuration: ``[tool.toolreplay]`` in pyproject.toml, or a toolreplay.toml (SPEC §7)."""
+"""Configuration: ``[tool.toolreplay]`` in pyproject.toml, or a toolreplay.toml (docs/spec.md §7)."""
 
 from __future__ import annotations
 

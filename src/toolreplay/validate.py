@@ -1,4 +1,4 @@
-"""Check files against the published JSON Schemas (SPEC §1.7)."""
+"""Check files against the published JSON Schemas (docs/spec.md §1.7)."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ NAME_PATTERNS: tuple[tuple[str, str], ...] = (
     ("tools.lock.json", "tool-lock"),
     ("*.tools.lock.json", "tool-lock"),
 )
-#: a Markdown file inside a folder of this name is a drift note (SPEC §1.6, docs/hooks.md)
+#: a Markdown file inside a folder of this name is a drift note (docs/spec.md §1.6, docs/hooks.md)
 NOTES_FOLDER = "drift-notes"
 #: most errors listed per file before the rest are counted
 MAX_ERRORS = 50

@@ -63,7 +63,7 @@ def test_json_reports_match_their_schema(case: Path) -> None:
 
 
 def test_version_is_x_y_z(runner: CliRunner) -> None:
-    """`toolreplay version` prints `toolreplay X.Y.Z` (SPEC §2), the installed package's version."""
+    """`toolreplay version` prints `toolreplay X.Y.Z` (docs/spec.md §2), the installed package's version."""
     import re
     from importlib.metadata import version
 

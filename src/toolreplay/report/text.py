@@ -1,4 +1,4 @@
-"""The plain text report (SPEC §2.1, compatible with toolreplay 0.6)."""
+"""The plain text report (docs/spec.md §2.1, compatible with toolreplay 0.6)."""
 
 from __future__ import annotations
 
