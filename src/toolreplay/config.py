@@ -100,7 +100,7 @@ def load_config(
             raise InputError("has no [tool.toolreplay] table", path=source)
     else:
         table = data
-    from toolreplay.validate import validator
+    from toolreplay.schemas import validator
 
     errors = sorted(validator("config").iter_errors(table), key=lambda e: list(map(str, e.absolute_path)))
     if errors:

@@ -165,7 +165,7 @@ def _front_matter(raw: bytes, path: str) -> _FrontMatter:
 
 
 def _schema_problems(front: _FrontMatter, path: str) -> list[InputError]:
-    from toolreplay.validate import validator
+    from toolreplay.schemas import validator
 
     out = []
     errors = sorted(

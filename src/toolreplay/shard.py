@@ -98,7 +98,7 @@ class ShardReport:
 def read_shard_report(path: str) -> ShardReport:
     """Read and check one JSON report written by ``check --format json``."""
     from toolreplay.report.json import reports_from_data
-    from toolreplay.validate import validator
+    from toolreplay.schemas import validator
 
     try:
         with open(path, encoding="utf-8") as stream:

@@ -56,7 +56,7 @@ def test_json_reports_match_their_schema(case: Path) -> None:
     """Every golden JSON report validates against schemas/report.schema.json."""
     import json
 
-    from toolreplay.validate import validator
+    from toolreplay.schemas import validator
 
     report = json.loads((case / "expected.out").read_text(encoding="utf-8"))
     assert list(validator("report").iter_errors(report)) == []

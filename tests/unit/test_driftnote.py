@@ -10,7 +10,7 @@ from jsonschema import Draft202012Validator
 
 from toolreplay.driftnote import MAX_NOTE_BYTES, note_problems, parse_note
 from toolreplay.errors import InputError
-from toolreplay.validate import schema_text
+from toolreplay.schemas import schema_text
 
 H1, H2 = "1" * 63 + "a", "2" * 63 + "b"
 GOOD = f"""---

@@ -16,8 +16,9 @@ from toolreplay.cli import atomic_output, cli, emit, force_option, format_option
 from toolreplay.ecma import DEFAULT_BUDGET_SECONDS
 from toolreplay.findings import Finding, sort_findings
 from toolreplay.report import Line, Report, replay_header
+from toolreplay.schemas import SCHEMA_FILES
 from toolreplay.transcript import open_input, read_transcript
-from toolreplay.validate import SCHEMA_FILES, validate_file
+from toolreplay.validate import validate_file
 
 
 @cli.command()
