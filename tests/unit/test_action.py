@@ -19,7 +19,7 @@ from toolreplay.github.action import (
     write_outputs,
 )
 from toolreplay.github.annotations import plan_annotations
-from toolreplay.github.drift import PullRange
+from toolreplay.hooks.drift_range import PullRange
 from toolreplay.hooks.settings import glob_patterns
 from toolreplay.report import Line, Report
 

@@ -36,8 +36,8 @@ from toolreplay.github.action import (
     write_outputs,
 )
 from toolreplay.github.annotations import echo, plan_annotations
-from toolreplay.github.drift import check_pull_request
 from toolreplay.github.summary import write_summary
+from toolreplay.hooks.drift_range import check_pull_request
 from toolreplay.report import CheckInfo, Report
 from toolreplay.report.escape import workflow_command
 from toolreplay.report.json import render_json
