@@ -21,7 +21,7 @@ from pathlib import Path, PurePosixPath
 import click
 
 from toolreplay.check import run_check
-from toolreplay.cli import EXIT_CLEAN, EXIT_FINDINGS, EXIT_INTERNAL, EXIT_USAGE, atomic_output, cli
+from toolreplay.cli.base import EXIT_CLEAN, EXIT_FINDINGS, EXIT_INTERNAL, EXIT_USAGE, atomic_output, cli
 from toolreplay.config import Config, load_config
 from toolreplay.errors import InputError, ToolreplayError
 from toolreplay.findings import Finding

@@ -23,7 +23,7 @@ from toolreplay.analyses.baseline import (
 )
 from toolreplay.analyses.replay import DEFAULT_MUTATORS
 from toolreplay.chain import ChainState, verify, verify_stream
-from toolreplay.cli import (
+from toolreplay.cli.base import (
     EXISTS,
     EXIT_FINDINGS,
     atomic_output,

@@ -10,7 +10,7 @@ import click
 
 from toolreplay.analyses.fingerprint_diff import compare_locks, compare_transcript
 from toolreplay.analyses.replay import DEFAULT_MUTATORS
-from toolreplay.cli import atomic_output, cli, emit, force_option, format_option
+from toolreplay.cli.base import atomic_output, cli, emit, force_option, format_option
 from toolreplay.contracts.definitions import import_definitions, read_definitions
 from toolreplay.contracts.lock import ToolLock, dump_lock, load_lock
 from toolreplay.errors import InputError

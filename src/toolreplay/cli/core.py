@@ -12,7 +12,7 @@ from toolreplay.analyses import integrity
 from toolreplay.analyses.replay import DEFAULT_MUTATORS, replay
 from toolreplay.analyses.scope import check_scope, load_scope
 from toolreplay.chain import ChainState, seal_lines, verify_stream
-from toolreplay.cli import atomic_output, cli, emit, force_option, format_option
+from toolreplay.cli.base import atomic_output, cli, emit, force_option, format_option
 from toolreplay.ecma import DEFAULT_BUDGET_SECONDS
 from toolreplay.findings import Finding, sort_findings
 from toolreplay.report import Line, Report, replay_header

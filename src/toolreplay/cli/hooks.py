@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 import click
 
 from toolreplay.chain import verify
-from toolreplay.cli import EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, cli
+from toolreplay.cli.base import EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, cli
 from toolreplay.errors import InputError
 from toolreplay.findings import one_line, quote
 from toolreplay.github.annotations import echo

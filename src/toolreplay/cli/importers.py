@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import click
 
-from toolreplay.cli import EXISTS, EXIT_USAGE, cli, force_option
+from toolreplay.cli.base import EXISTS, EXIT_USAGE, cli, force_option
 from toolreplay.errors import InputError
 from toolreplay.files import place, temp_beside
 from toolreplay.findings import one_line
