@@ -33,11 +33,10 @@ OUTSIDE = re.compile(
     "|".join([r"\.\./" + "shared", r"\b" + "SP" + r"EC\b", "shared " + "folder", "/wo" + "rk/"])
 )
 
-#: folders that are not the project's files
-SKIPPED_DIRS = {
-    *(".git", ".venv", "__pycache__", ".pytest_cache", ".ruff_cache", ".mypy_cache"),
-    *("build", "dist"),
-}
+#: folders that are not the project's files (caches, environments, build output); of the
+#: dot-folders only these are
+SKIPPED_DIRS = {"__pycache__", "build", "dist", "node_modules"}
+PROJECT_DOT_DIRS = {".github", ".ci"}
 
 
 def _spec_sections() -> set[str]:
@@ -58,7 +57,10 @@ def _project_files() -> list[Path]:
     found = []
     for path in sorted(ROOT.rglob("*")):
         parts = path.relative_to(ROOT).parts
-        if any(part in SKIPPED_DIRS or part.endswith(".egg-info") for part in parts):
+        folders = parts[:-1]
+        if parts[0] == ".git" or any(part in SKIPPED_DIRS or part.endswith(".egg-info") for part in folders):
+            continue
+        if any(part.startswith(".") and part not in PROJECT_DOT_DIRS for part in folders):
             continue
         if path.is_file():
             found.append(path)
