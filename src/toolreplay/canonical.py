@@ -1,7 +1,7 @@
 """Strict JSON decoding and the canonical encoding.
 
 ``canonical(x)`` is the one definition every digest and comparison in toolreplay
-rests on (SPEC §1.2): Python's ``json.dumps`` with sorted keys, compact separators,
+rests on (docs/spec.md §1.2): Python's ``json.dumps`` with sorted keys, compact separators,
 ASCII-only output and no NaN/Infinity. ``docs/canonical-json.md`` spells it out for
 other languages and ``tests/unit/test_canonical.py`` holds its test vectors.
 
@@ -124,7 +124,7 @@ def _maybe_small(out: bytes) -> bool:
 
 
 def canonical(value: Any) -> str:
-    """Return the canonical JSON text of ``value`` (SPEC §1.2).
+    """Return the canonical JSON text of ``value`` (docs/spec.md §1.2).
 
     Exactly ``json.dumps(value, sort_keys=True, separators=(",", ":"),
     ensure_ascii=True, allow_nan=False)``, for values nested at most :data:`MAX_DEPTH`

@@ -1,4 +1,4 @@
-"""The SHA-256 hash chain over a transcript: seal and verify (SPEC §1.3)."""
+"""The SHA-256 hash chain over a transcript: seal and verify (docs/spec.md §1.3)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``toolreplay check``: every configured analysis over every matching file (SPEC §5, §7).
+"""``toolreplay check``: every configured analysis over every matching file (docs/spec.md §5, §7).
 
 One report per file, in path order, whatever order the work finished in. A file that
 cannot be read is reported in its own report (as an error) instead of stopping the run,
@@ -15,7 +15,7 @@ What runs, by configuration:
   also declares which tools mutate (overriding ``mutators`` for those tools) and which are
   not deterministic (their responses are not compared);
 - with ``base`` (``check --base REF``): the drift-note rule over ``REF...HEAD``, as the
-  GitHub Action enforces it on a pull request (``github/drift.py``).
+  GitHub Action enforces it on a pull request (``hooks/drift_range.py``).
 
 With ``shard`` (``check --shard K/N``) only the jobs of shard K run, and the drift-note rule
 only in shard 1 (``shard.py``); ``toolreplay merge`` puts the shards' reports back together.
@@ -312,7 +312,7 @@ def run_check_with_status(
         reports = [run_job(job) for job in planned]
     if base is not None:
         # the same rule, and the same findings, as the GitHub Action applies to a pull request
-        from toolreplay.github.drift import PullRange, check_pull_request
+        from toolreplay.hooks.drift_range import PullRange, check_pull_request
 
         outcome = check_pull_request(config, PullRange(base=base, head="HEAD"), workspace=str(config.root))
         reports = sorted([*reports, *outcome.reports], key=lambda r: r.path)

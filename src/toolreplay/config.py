@@ -1,4 +1,4 @@
-"""Configuration: ``[tool.toolreplay]`` in pyproject.toml, or a toolreplay.toml (SPEC §7)."""
+"""Configuration: ``[tool.toolreplay]`` in pyproject.toml, or a toolreplay.toml (docs/spec.md §7)."""
 
 from __future__ import annotations
 
@@ -103,7 +103,7 @@ def load_config(
             raise InputError("has no [tool.toolreplay] table", path=source)
     else:
         table = data
-    from toolreplay.validate import validator
+    from toolreplay.schemas import validator
 
     errors = sorted(validator("config").iter_errors(table), key=lambda e: list(map(str, e.absolute_path)))
     if errors:

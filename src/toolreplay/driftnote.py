@@ -1,4 +1,4 @@
-"""Drift notes: Markdown with YAML front matter that accepts one change of a baseline (SPEC §1.6).
+"""Drift notes: Markdown with YAML front matter that accepts one change of a baseline (docs/spec.md §1.6).
 
 The front matter is read with PyYAML's safe loader only, and more strictly than YAML
 allows: a duplicate key (which PyYAML would silently resolve to the last value), an
@@ -165,7 +165,7 @@ def _front_matter(raw: bytes, path: str) -> _FrontMatter:
 
 
 def _schema_problems(front: _FrontMatter, path: str) -> list[InputError]:
-    from toolreplay.validate import validator
+    from toolreplay.schemas import validator
 
     out = []
     errors = sorted(

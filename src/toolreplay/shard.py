@@ -1,4 +1,4 @@
-"""Shards of ``toolreplay check`` over a CI matrix, and merging their JSON reports back (§10).
+"""Shards of ``toolreplay check`` over a CI matrix, and merging their JSON reports back (docs/spec.md §10).
 
 A job (a transcript, or a baseline with the runs paired with it) goes to shard
 ``1 + int(sha256(PATH)[:16], 16) % N``, where PATH is the job's path as reports name it:
@@ -101,7 +101,7 @@ class ShardReport:
 def read_shard_report(path: str) -> ShardReport:
     """Read and check one JSON report written by ``check --format json``."""
     from toolreplay.report.json import reports_from_data
-    from toolreplay.validate import validator
+    from toolreplay.schemas import validator
 
     try:
         with open(path, encoding="utf-8") as stream:

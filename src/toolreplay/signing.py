@@ -1,4 +1,4 @@
-"""Detached Ed25519 signatures over a sealed transcript's head and length (SPEC §1.3).
+"""Detached Ed25519 signatures over a sealed transcript's head and length (docs/spec.md §1.3).
 
 A chain proves its links follow one another; a signature over ``(head, count)`` by a
 key the verifier trusts proves the file is the one that was signed, so a cut tail or a

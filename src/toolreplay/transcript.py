@@ -1,4 +1,4 @@
-"""Transcript records and the strict, streaming JSON Lines reader (SPEC §1.1, §1.3)."""
+"""Transcript records and the strict, streaming JSON Lines reader (docs/spec.md §1.1, §1.3)."""
 
 from __future__ import annotations
 
@@ -95,7 +95,7 @@ def _field_error(name: str, want: str, value: Any) -> InputError:
 
 
 def check_fields(value: Any, *, sealed: bool) -> None:
-    """Refuse a decoded line whose fields break SPEC §1.1 (or §1.3 for a sealed link)."""
+    """Refuse a decoded line whose fields break docs/spec.md §1.1 (or §1.3 for a sealed link)."""
     if not isinstance(value, dict):
         raise InputError(f"a record must be a JSON object, not {type_name(value)}")
     allowed = REQUIRED + OPTIONAL + (LINK_EXTRA if sealed else ())
@@ -270,7 +270,7 @@ def record_line(record: Record) -> str:
 
 
 def read_transcript(path: str) -> Iterator[Record]:
-    """Stream the records of a transcript file ("-" for stdin), refusing what SPEC §1.1 refuses."""
+    """Stream the records of a transcript file ("-" for stdin), refusing what docs/spec.md §1.1 refuses."""
     stream = open_input(path)
     try:
         yield from parse_transcript(stream, path)

@@ -1,35 +1,20 @@
-"""Check files against the published JSON Schemas (SPEC §1.7)."""
+"""Check files against the published JSON Schemas (docs/spec.md §1.7)."""
 
 from __future__ import annotations
 
 import fnmatch
-import json
 import os
 from collections.abc import Iterator
-from functools import cache
-from importlib.resources import files
 from typing import IO, Any
-
-from jsonschema import Draft202012Validator
 
 from toolreplay.canonical import check_shape, decode_reference
 from toolreplay.driftnote import MAX_NOTE_BYTES, note_problems
-from toolreplay.ecma import FORMAT_CHECKER, EcmaValidator, error_message, error_pointer_parts
+from toolreplay.ecma import error_message, error_pointer_parts
 from toolreplay.errors import InputError
 from toolreplay.locate import line_of, pointer_of
+from toolreplay.schemas import SCHEMA_FILES, validator
 from toolreplay.transcript import iter_lines, open_input
 
-#: file kind -> schema file name in schemas/
-SCHEMA_FILES: dict[str, str] = {
-    "transcript": "transcript-record.schema.json",
-    "sealed": "sealed-link.schema.json",
-    "scope": "scope.schema.json",
-    "report": "report.schema.json",
-    "config": "config.schema.json",
-    "signature": "signature.schema.json",
-    "tool-lock": "tool-lock.schema.json",
-    "drift-note": "drift-note.schema.json",
-}
 #: kinds whose files are JSON Lines, one instance a line
 LINE_KINDS = frozenset({"transcript", "sealed"})
 #: how a kind is told from a file name, first match wins
@@ -46,26 +31,10 @@ NAME_PATTERNS: tuple[tuple[str, str], ...] = (
     ("tools.lock.json", "tool-lock"),
     ("*.tools.lock.json", "tool-lock"),
 )
-#: a Markdown file inside a folder of this name is a drift note (SPEC §1.6, docs/hooks.md)
+#: a Markdown file inside a folder of this name is a drift note (docs/spec.md §1.6, docs/hooks.md)
 NOTES_FOLDER = "drift-notes"
 #: most errors listed per file before the rest are counted
 MAX_ERRORS = 50
-
-
-def schema_text(name: str) -> bytes:
-    """The bytes of a published schema, as shipped inside the package."""
-    return files("toolreplay").joinpath("schemas", name).read_bytes()
-
-
-@cache
-def validator(kind: str) -> Draft202012Validator:
-    """The validator of ``kind``'s published schema.
-
-    Its ``pattern``s are ECMA-262 (:mod:`toolreplay.ecma`), and a ``format: regex`` (the
-    patterns of a scope's argument schemas) must be a valid ECMA-262 expression.
-    """
-    schema = json.loads(schema_text(SCHEMA_FILES[kind]))
-    return EcmaValidator(schema, format_checker=FORMAT_CHECKER)  # type: ignore[no-any-return]
 
 
 def kind_of(path: str) -> str:

@@ -1,4 +1,7 @@
-"""Every refusal of SPEC §1.1 through the real CLI: one line naming file and line, exit 2, no traceback."""
+"""Every refusal of docs/spec.md §1.1 through the real CLI.
+
+One line naming file and line, exit 2, no traceback.
+"""
 
 from __future__ import annotations
 

@@ -56,14 +56,14 @@ def test_json_reports_match_their_schema(case: Path) -> None:
     """Every golden JSON report validates against schemas/report.schema.json."""
     import json
 
-    from toolreplay.validate import validator
+    from toolreplay.schemas import validator
 
     report = json.loads((case / "expected.out").read_text(encoding="utf-8"))
     assert list(validator("report").iter_errors(report)) == []
 
 
 def test_version_is_x_y_z(runner: CliRunner) -> None:
-    """`toolreplay version` prints `toolreplay X.Y.Z` (SPEC §2), the installed package's version."""
+    """`toolreplay version` prints `toolreplay X.Y.Z` (docs/spec.md §2), the installed package's version."""
     import re
     from importlib.metadata import version
 

@@ -15,7 +15,7 @@ from tests.conftest import ROOT, SAMPLES
 from toolreplay import check as check_module
 from toolreplay.cli import cli
 from toolreplay.contracts.lock import ToolLock, make_contract, save_lock
-from toolreplay.validate import validator
+from toolreplay.schemas import validator
 
 
 def run(runner: CliRunner, project: Path, *args: str) -> tuple[int, str]:

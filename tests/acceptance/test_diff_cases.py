@@ -69,7 +69,7 @@ def test_diff_json_validates_against_report_schema(
     """The JSON diff report of a multi-run case passes the published report schema."""
     import json
 
-    from toolreplay.validate import validator
+    from toolreplay.schemas import validator
 
     case = CASES / "silent-drift-across-runs"
     monkeypatch.chdir(case)

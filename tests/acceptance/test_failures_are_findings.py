@@ -23,7 +23,7 @@ from tests.conftest import ROOT, SAMPLES
 from toolreplay.cli import cli
 from toolreplay.report import RENDERERS
 from toolreplay.report.kinds import kind_info
-from toolreplay.validate import validator
+from toolreplay.schemas import validator
 
 SARIF_SCHEMA = json.loads((ROOT / "tests" / "data" / "sarif" / "sarif-schema-2.1.0.json").read_text())
 TAMPERED = ROOT / "tests" / "cases" / "cli" / "verify-tampered" / "tampered.sealed.jsonl"

@@ -1,4 +1,4 @@
-"""The hooks under the real pre-commit framework and a real ``git commit`` (SPEC §6).
+"""The hooks under the real pre-commit framework and a real ``git commit`` (docs/spec.md §6).
 
 Each test makes a git repository whose ``.pre-commit-config.yaml`` points at a snapshot
 of this checkout (committed into a local repository, as ``pre-commit try-repo`` does, so

@@ -125,7 +125,8 @@ def test_contract_change_fails_with_drift_and_the_fingerprint_diff_lines(project
             "E *ToolDriftError: tool 'search' drifted: recorded with fingerprint *"
             " (recorded call at index 0), is now *",
             f"E * fingerprint-diff {LOCK} (recorded) -> the registered tool:",
-            "E * search: signature (default changed): /params/1/2 optional, default 5 -> optional, default 10",
+            "E * search: signature (default changed): /params/1/2 optional, default 5"
+            " -> optional, default 10",
             "E * search: schema (breaking): /properties/query/maxLength 500 -> 200",
             "E * if the change is intended, re-record the cassette (--toolreplay-record-mode=all)"
             " and commit it with a drift note",

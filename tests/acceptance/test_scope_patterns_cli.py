@@ -146,7 +146,7 @@ def test_config_refuses_a_budget_that_is_not_finite(runner: CliRunner, tmp_path:
 
 def test_validate_json_summary_has_one_shape(runner: CliRunner, tmp_path: Path) -> None:
     """validate --format json: the summary is {"result": ...} for one file and for several."""
-    from toolreplay.validate import validator
+    from toolreplay.schemas import validator
 
     _, scope = write(tmp_path, {}, [])
     shapes = []

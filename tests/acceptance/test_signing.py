@@ -70,7 +70,7 @@ def test_envelope_is_dsse_over_head_and_count(signed: Path) -> None:
 def test_every_truncation_fails(runner: CliRunner, keys: tuple[Path, Path], tmp_path: Path) -> None:
     """Every cut of a signed file, by whole links or by bytes, fails verify --key.
 
-    The one exception is dropping only the final newline, which SPEC §1.1 accepts and
+    The one exception is dropping only the final newline, which docs/spec.md §1.1 accepts and
     which leaves every link, the head and the count as they were. (Small records keep
     the number of cuts, one CLI run each, low.)
     """

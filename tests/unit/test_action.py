@@ -19,7 +19,7 @@ from toolreplay.github.action import (
     write_outputs,
 )
 from toolreplay.github.annotations import plan_annotations
-from toolreplay.github.drift import PullRange
+from toolreplay.hooks.drift_range import PullRange
 from toolreplay.hooks.settings import glob_patterns
 from toolreplay.report import Line, Report
 
@@ -150,7 +150,7 @@ def test_schemas_list_exactly_the_kinds_the_code_knows() -> None:
     """The config schema's fail_on enum, the report schema's kind enum and the kind table agree."""
     from toolreplay.findings import KIND_ORDER
     from toolreplay.report.kinds import KINDS, REPORT_ERROR
-    from toolreplay.validate import schema_text
+    from toolreplay.schemas import schema_text
 
     config = json.loads(schema_text("config.schema.json"))
     report = json.loads(schema_text("report.schema.json"))

@@ -8,16 +8,9 @@ from hypothesis import strategies as st
 
 from tests.runner_sim import commands, parse_v2, runner_lines
 from toolreplay.findings import Finding
-from toolreplay.github.annotations import (
-    PER_STEP_LIMIT,
-    escape_data,
-    escape_property,
-    inert,
-    plan_annotations,
-    starts_command,
-    workflow_command,
-)
+from toolreplay.github.annotations import PER_STEP_LIMIT, plan_annotations
 from toolreplay.report import Report
+from toolreplay.report.escape import escape_data, escape_property, inert, starts_command, workflow_command
 
 
 @pytest.mark.parametrize(

@@ -37,7 +37,7 @@ def test_vector_is_a_fixed_point(vector: dict[str, str]) -> None:
 
 
 def test_canonical_is_json_dumps() -> None:
-    """canonical() is the SPEC's json.dumps call, including its refusal of NaN."""
+    """canonical() is the json.dumps call of docs/spec.md §1.2, including its refusal of NaN."""
     value = {"b": [1.5, "é", None], "a": {"y": True, "x": -0.0}}
     expected = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
     assert canonical(value) == expected

@@ -41,7 +41,7 @@ def test_empty_transcript_head_is_genesis() -> None:
 
 
 def test_digest_is_sha256_of_canonical_link_without_digest() -> None:
-    """Each link's digest is SPEC §1.3's formula, computed independently here with hashlib."""
+    """Each link's digest is docs/spec.md §1.3's formula, computed independently here with hashlib."""
     import hashlib
 
     prev = GENESIS

@@ -1,4 +1,4 @@
-"""The drift-note parser: safe YAML only, strict front matter, non-empty prose (SPEC §1.6)."""
+"""The drift-note parser: safe YAML only, strict front matter, non-empty prose (docs/spec.md §1.6)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from jsonschema import Draft202012Validator
 
 from toolreplay.driftnote import MAX_NOTE_BYTES, note_problems, parse_note
 from toolreplay.errors import InputError
-from toolreplay.validate import schema_text
+from toolreplay.schemas import schema_text
 
 H1, H2 = "1" * 63 + "a", "2" * 63 + "b"
 GOOD = f"""---
@@ -32,7 +32,7 @@ def fails(text: str | bytes) -> str:
 
 
 def test_good_note() -> None:
-    """The SPEC's example parses into its fields and prose."""
+    """The example note of docs/spec.md §1.6 parses into its fields and prose."""
     note = parse_note(GOOD.encode(), "n.md")
     assert (note.baseline, note.from_head, note.to_head) == ("baselines/checkout.sealed.jsonl", H1, H2)
     assert note.kinds == ("behavior", "schema") and note.tools == ("search",)

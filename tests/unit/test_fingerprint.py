@@ -1,4 +1,4 @@
-"""tool_fingerprint against hand-computed vectors (SPEC §3.5)."""
+"""tool_fingerprint against hand-computed vectors (docs/spec.md §3.5)."""
 
 from __future__ import annotations
 

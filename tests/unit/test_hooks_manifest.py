@@ -31,7 +31,7 @@ def hooks() -> dict[str, dict[str, Any]]:
 
 
 def test_manifest_is_valid_for_pre_commit() -> None:
-    """pre-commit's own loader accepts the manifest, and it offers the three hooks of SPEC §6."""
+    """pre-commit's own loader accepts the manifest, and it offers the three hooks of docs/spec.md §6."""
     loaded = load_manifest(str(MANIFEST))
     assert [hook["id"] for hook in loaded] == [
         "toolreplay-validate",

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 from tests.conftest import ROOT
 from toolreplay.errors import InputError
+from toolreplay.schemas import schema_text, validator
 from toolreplay.transcript import parse_line
-from toolreplay.validate import schema_text, validator
 
 scalars = st.none() | st.booleans() | st.integers(-3, 3) | st.floats(-2, 2) | st.sampled_from([0.0, 1.0, 2.0])
 strings = st.sampled_from(["", "t", "read_file", "0123456789abcdef", "0123456789ABCDEF", "a" * 64, "0" * 64])

@@ -1,4 +1,4 @@
-"""Compare runs with a sealed baseline call by call (SPEC §3.4).
+"""Compare runs with a sealed baseline call by call (docs/spec.md §3.4).
 
 The baseline and each run are aligned on their canonical calls (the longest blocks of
 identical calls, as ``difflib`` finds them), so one inserted or skipped call is one
@@ -63,7 +63,7 @@ NOT_COMMITTED = "not committed yet"
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolBehaviour:
-    """What a tool lock declares about one tool (SPEC §1.5); None means "not declared"."""
+    """What a tool lock declares about one tool (docs/spec.md §1.5); None means "not declared"."""
 
     fingerprint: str | None = None
     deterministic: bool = True
@@ -114,7 +114,7 @@ class Freshness:
 
 
 def lock_behaviour(path: str) -> dict[str, ToolBehaviour]:
-    """Per-tool ``fingerprint``, ``deterministic`` and ``mutates`` from a tool lock (SPEC §1.5)."""
+    """Per-tool ``fingerprint``, ``deterministic`` and ``mutates`` from a tool lock (docs/spec.md §1.5)."""
     from toolreplay.contracts.lock import load_lock
 
     return behaviour_of(load_lock(path))

@@ -1,4 +1,4 @@
-"""Classify the drift between recorded tool contracts and live ones (SPEC §3.5).
+"""Classify the drift between recorded tool contracts and live ones (docs/spec.md §3.5).
 
 Two modes:
 

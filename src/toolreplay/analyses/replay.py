@@ -1,4 +1,4 @@
-"""Replay a transcript against itself: non-determinism and redundant calls (SPEC §3.1, §3.2)."""
+"""Replay a transcript against itself: non-determinism and redundant calls (docs/spec.md §3.1, §3.2)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Check a transcript against a declared scope (SPEC §1.4, §3.3)."""
+"""Check a transcript against a declared scope (docs/spec.md §1.4, §3.3)."""
 
 from __future__ import annotations
 

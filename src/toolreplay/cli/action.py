@@ -5,8 +5,8 @@ request's own diff, and hands the result to GitHub: annotations, the job summary
 optional SARIF file, the one sticky PR comment, a JSON report and the step outputs.
 
 Every line it prints, on stdout and stderr alike, is either a workflow command built by
-:func:`~toolreplay.github.annotations.workflow_command` (values escaped) or text passed
-through :func:`~toolreplay.github.annotations.inert`, so nothing read from a transcript,
+:func:`~toolreplay.report.escape.workflow_command` (values escaped) or text passed
+through :func:`~toolreplay.report.escape.inert`, so nothing read from a transcript,
 a path or GitHub's answers can start a workflow command. The token is never printed.
 """
 
@@ -21,7 +21,7 @@ from pathlib import Path, PurePosixPath
 import click
 
 from toolreplay.check import run_check
-from toolreplay.cli import EXIT_CLEAN, EXIT_FINDINGS, EXIT_INTERNAL, EXIT_USAGE, atomic_output, cli
+from toolreplay.cli.base import EXIT_CLEAN, EXIT_FINDINGS, EXIT_INTERNAL, EXIT_USAGE, atomic_output, cli
 from toolreplay.config import Config, load_config
 from toolreplay.errors import InputError, ToolreplayError
 from toolreplay.findings import Finding
@@ -35,10 +35,11 @@ from toolreplay.github.action import (
     settings_from_env,
     write_outputs,
 )
-from toolreplay.github.annotations import echo, plan_annotations, workflow_command
-from toolreplay.github.drift import check_pull_request
+from toolreplay.github.annotations import echo, plan_annotations
 from toolreplay.github.summary import write_summary
+from toolreplay.hooks.drift_range import check_pull_request
 from toolreplay.report import CheckInfo, Report
+from toolreplay.report.escape import workflow_command
 from toolreplay.report.json import render_json
 from toolreplay.report.kinds import REPORT_ERROR, Level, kind_info
 from toolreplay.report.sarif import render_sarif

@@ -1,4 +1,4 @@
-"""Baseline commands: diff, note, sign, keygen (SPEC §1.3, §1.6, §3.4)."""
+"""Baseline commands: diff, note, sign, keygen (docs/spec.md §1.3, §1.6, §3.4)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from toolreplay.analyses.baseline import (
 )
 from toolreplay.analyses.replay import DEFAULT_MUTATORS
 from toolreplay.chain import ChainState, verify, verify_stream
-from toolreplay.cli import (
+from toolreplay.cli.base import (
     EXISTS,
     EXIT_FINDINGS,
     atomic_output,
@@ -40,7 +40,7 @@ from toolreplay.findings import Finding, one_line, quote, sort_findings
 from toolreplay.report import Line, Report
 from toolreplay.transcript import GENESIS, Record, open_input, parse_links, read_links, read_transcript, slim
 
-#: drift-note ``kinds`` (SPEC §1.6) for each finding kind that names one
+#: drift-note ``kinds`` (docs/spec.md §1.6) for each finding kind that names one
 NOTE_KINDS = {
     "agent-drift": "agent",
     "behavior-drift": "behavior",

@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from toolreplay.cli import EXISTS, EXIT_FINDINGS, cli, emit, force_option, format_option
+from toolreplay.cli.base import EXISTS, EXIT_FINDINGS, cli, emit, force_option, format_option
 from toolreplay.errors import InputError
 from toolreplay.findings import one_line, quote
 from toolreplay.report import Line, Report

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from toolreplay.check import run_check_with_status
-from toolreplay.cli import EXIT_CLEAN, EXIT_FINDINGS, cli, format_option
+from toolreplay.cli.base import EXIT_CLEAN, EXIT_FINDINGS, cli, format_option
 from toolreplay.config import load_config
 from toolreplay.report import RENDERERS, CheckInfo, Report
 from toolreplay.shard import check_info, merge_shards, parse_shard, read_shard_report

@@ -11,7 +11,7 @@ import click
 
 from toolreplay.analyses.fingerprint_diff import compare_locks, compare_transcript
 from toolreplay.analyses.replay import DEFAULT_MUTATORS
-from toolreplay.cli import atomic_output, cli, emit, force_option, format_option
+from toolreplay.cli.base import atomic_output, cli, emit, force_option, format_option
 from toolreplay.cli.defaults import announce, config_option, read_config
 from toolreplay.config import config_path
 from toolreplay.contracts.definitions import import_definitions, read_definitions

@@ -13,15 +13,16 @@ from toolreplay.analyses import integrity
 from toolreplay.analyses.replay import DEFAULT_MUTATORS, replay
 from toolreplay.analyses.scope import check_scope, load_scope
 from toolreplay.chain import ChainState, seal_lines, verify_stream
-from toolreplay.cli import EXIT_CLEAN, EXIT_USAGE, atomic_output, cli, emit, force_option, format_option
+from toolreplay.cli.base import EXIT_CLEAN, EXIT_USAGE, atomic_output, cli, emit, force_option, format_option
 from toolreplay.cli.defaults import announce, config_option, read_config
 from toolreplay.config import config_path
 from toolreplay.ecma import DEFAULT_BUDGET_SECONDS
 from toolreplay.errors import InputError
 from toolreplay.findings import Finding, one_line, sort_findings
 from toolreplay.report import Line, Report, replay_header
+from toolreplay.schemas import SCHEMA_FILES
 from toolreplay.transcript import open_input, read_transcript
-from toolreplay.validate import SCHEMA_FILES, validate_file
+from toolreplay.validate import validate_file
 
 
 @cli.command()

@@ -8,10 +8,10 @@ from dataclasses import dataclass, replace
 import click
 
 from toolreplay.chain import verify
-from toolreplay.cli import EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, cli
+from toolreplay.cli.base import EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, cli
 from toolreplay.errors import InputError
 from toolreplay.findings import one_line, quote
-from toolreplay.github.annotations import echo, inert
+from toolreplay.github.annotations import echo
 from toolreplay.hooks.drift_note import (
     DEFAULT_BASELINES,
     DEFAULT_NOTES_DIR,
@@ -25,6 +25,7 @@ from toolreplay.hooks.drift_note import (
     unguarded_warning,
 )
 from toolreplay.hooks.settings import GuardSettings, recorded_config, settings_change, settings_of
+from toolreplay.report.escape import inert
 from toolreplay.transcript import read_links
 
 

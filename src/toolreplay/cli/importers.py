@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 
 from toolreplay.analyses.replay import DEFAULT_MUTATORS
-from toolreplay.cli import EXISTS, EXIT_USAGE, cli, force_option
+from toolreplay.cli.base import EXISTS, EXIT_USAGE, cli, force_option
 from toolreplay.cli.defaults import announce, config_option, read_config
 from toolreplay.errors import InputError
 from toolreplay.files import place, temp_beside

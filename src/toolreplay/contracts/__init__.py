@@ -1,4 +1,4 @@
-"""Tool contracts: fingerprints, JSON tool definitions, and the tool lock (SPEC §1.5, §3.5)."""
+"""Tool contracts: fingerprints, JSON tool definitions, and the tool lock (docs/spec.md §1.5, §3.5)."""
 
 from __future__ import annotations
 

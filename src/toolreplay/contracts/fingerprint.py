@@ -1,4 +1,4 @@
-"""Tool contract fingerprints (SPEC §3.5).
+"""Tool contract fingerprints (docs/spec.md §3.5).
 
 A fingerprint hashes what a caller relies on: the signature, the input schema and
 the pinned version::
@@ -28,7 +28,7 @@ Signature = dict[str, Any]
 
 
 def python_signature(fn: Callable[..., Any]) -> Signature:
-    """The signature of a Python callable, as SPEC §3.5 defines it."""
+    """The signature of a Python callable, as docs/spec.md §3.5 defines it."""
     params = [
         [param.name, str(param.annotation), str(param.default)]
         for param in inspect.signature(fn).parameters.values()
@@ -51,7 +51,7 @@ def fingerprint_of(signature: Signature, schema: Any, version: str) -> str:
 
 
 def tool_fingerprint(fn: Callable[..., Any], schema: Any, version: str) -> str:
-    """The contract fingerprint of a Python tool (SPEC §3.5).
+    """The contract fingerprint of a Python tool (docs/spec.md §3.5).
 
     ``schema`` is the tool's input JSON Schema (any JSON value; key order and
     whitespace do not matter), ``version`` the version you pin, passed explicitly.

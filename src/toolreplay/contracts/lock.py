@@ -1,4 +1,4 @@
-"""The tool lock (``tools.lock.json``, SPEC §1.5): recorded contracts of a tool set.
+"""The tool lock (``tools.lock.json``, docs/spec.md §1.5): recorded contracts of a tool set.
 
 Other features read it through one call::
 
@@ -44,7 +44,7 @@ class ToolContract:
     """What a tool promised when it was fingerprinted.
 
     ``deterministic`` (default true): replay may assume equal calls give equal
-    responses. ``mutates``: the tool changes state (a mutator, SPEC §3.2).
+    responses. ``mutates``: the tool changes state (a mutator, docs/spec.md §3.2).
     ``idempotent`` (default false): repeating the call has no further effect.
     """
 

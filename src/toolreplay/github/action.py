@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from toolreplay.errors import InputError
 from toolreplay.findings import KIND_ORDER, kind_fails, quote
-from toolreplay.github.drift import PullRange, is_sha
+from toolreplay.hooks.drift_range import PullRange, is_sha
 from toolreplay.report import Report
 from toolreplay.report.kinds import KINDS, REPORT_ERROR
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from toolreplay.findings import one_line
-from toolreplay.github.annotations import workflow_command
+from toolreplay.report.escape import workflow_command
 from toolreplay.report.markdown import render_markdown
 
 if TYPE_CHECKING:

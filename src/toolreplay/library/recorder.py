@@ -15,7 +15,7 @@ class Recorder:
     """Append each call to a transcript file, one canonical line per call, flushed at once.
 
     With ``seal=True`` the file is a sealed transcript (``*.sealed.jsonl``): each line is
-    a link chained to the one before (SPEC §1.3), so ``toolreplay verify`` accepts it
+    a link chained to the one before (docs/spec.md §1.3), so ``toolreplay verify`` accepts it
     and :attr:`head` is the digest to anchor. The file is created (or truncated) when
     the recorder is made; use it as a context manager or call :meth:`close`.
     """

@@ -50,7 +50,7 @@ class RegisteredTool:
 
 
 class ToolRegistry:
-    """Tools by name, each fingerprinted when registered (SPEC §4).
+    """Tools by name, each fingerprinted when registered (docs/spec.md §4).
 
     Every :meth:`call` returns the response as a JSON object (a tool that returns
     anything else is wrapped as ``{"result": value}``), records it through the

@@ -16,7 +16,7 @@ from toolreplay.transcript import Record, read_links, read_transcript
 
 
 class Snapshot:
-    """A recording that answers calls: the stub of snapshot mode (SPEC §4).
+    """A recording that answers calls: the stub of snapshot mode (docs/spec.md §4).
 
     A call is answered by the recorded calls with the identical canonical call (tool and
     arguments, key order irrelevant), in recorded order; once they are used up the last

@@ -66,7 +66,7 @@ class CheckInfo:
 
 
 def replay_header(calls: int, divergence: int | None, findings: int) -> tuple[Line, ...]:
-    """The three header lines of a replay report (SPEC §2.1): calls, divergence, findings."""
+    """The three header lines of a replay report (docs/spec.md §2.1): calls, divergence, findings."""
     return (
         Line(key="calls", value=calls, text=str(calls)),
         Line(

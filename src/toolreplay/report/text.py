@@ -1,4 +1,4 @@
-"""The plain text report (SPEC §2.1, compatible with toolreplay 0.6)."""
+"""The plain text report (docs/spec.md §2.1, compatible with toolreplay 0.6)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from toolreplay.findings import one_line
+from toolreplay.report.escape import inert
 
 if TYPE_CHECKING:
     from toolreplay.report import CheckInfo, Report
@@ -34,6 +35,4 @@ def render_text(reports: Sequence[Report], *, check: CheckInfo | None = None) ->
         lines.extend(one_line(error) for error in report.errors)
         blocks.append("\n".join(lines))
     # printed in a workflow step's log, a planted "::" or "##[" must start nothing
-    from toolreplay.github.annotations import inert
-
     return inert("\n".join(blocks)) + "\n" if blocks else ""

@@ -1,0 +1,100 @@
+"""Workflow-command escaping: text that cannot start a GitHub workflow command.
+
+What the runner does with a step's output, and therefore what we escape:
+
+* @actions/core (``packages/core/src/command.ts``) builds ``::name k=v,k=v::message``;
+  ``escapeData`` replaces ``%`` -> ``%25``, ``\\r`` -> ``%0D``, ``\\n`` -> ``%0A``, and
+  ``escapeProperty`` does the same plus ``:`` -> ``%3A`` and ``,`` -> ``%2C``
+  (``toCommandValue`` first turns a non-string into JSON). GitHub's "Workflow commands for
+  GitHub Actions" page documents the same percent-encoding. ``%`` goes first so an
+  existing ``%0A`` in the text survives as text.
+* actions/runner (``src/Runner.Common/ActionCommand.cs``, ``TryParseV2``) reads the output
+  line by line, trims LEADING whitespace, and treats a line as a command when it then
+  starts with ``::`` and the name up to the next ``::`` is a registered command. The legacy
+  ``TryParse`` is tried too (``ActionCommandManager.TryProcessCommand``) and looks for
+  ``##[name]`` ANYWHERE in the line, so that prefix is neutralised wherever it occurs.
+
+So a line we print is safe when it holds no line break, does not start (after leading
+whitespace) with ``::``, and contains no ``##[``. :func:`inert` makes any text so; only the
+commands built by :func:`workflow_command` start with ``::``, and their values are escaped.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+# Every boundary str.splitlines() knows, a superset of the runner's \r and \n: text is cut
+# into lines wherever any reader of the log might see a new one.
+_LINE_BREAK = re.compile("\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+_LEGACY_PREFIX = "##["
+
+
+def escape_data(text: str) -> str:
+    """Escape a command's message the way @actions/core's ``escapeData`` does."""
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(text: str) -> str:
+    """Escape a command property's value the way @actions/core's ``escapeProperty`` does."""
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def _ignorable(ch: str) -> bool:
+    # What the runner's TrimStart() drops, widened to every space, control and format
+    # character so that no definition of "leading whitespace" can expose a "::".
+    return ch.isspace() or unicodedata.category(ch) in ("Cc", "Cf", "Zs", "Zl", "Zp")
+
+
+def _lead(line: str) -> int:
+    """How many leading characters a runner might trim from ``line``."""
+    n = 0
+    while n < len(line) and _ignorable(line[n]):
+        n += 1
+    return n
+
+
+def starts_command(line: str) -> bool:
+    """Would the runner (or its legacy parser) read this one line as a workflow command?"""
+    return line[_lead(line) :].startswith("::") or _LEGACY_PREFIX in line
+
+
+def _inert_line(line: str) -> str:
+    line = line.replace(_LEGACY_PREFIX, "##%5B")
+    lead = _lead(line)
+    if line[lead:].startswith("::"):
+        line = line[:lead] + "%3A" + line[lead + 1 :]
+    return line
+
+
+def inert(text: str) -> str:
+    """Make untrusted text safe to print in a workflow step's log.
+
+    Every line of the result (split at ``\\n``, ``\\r`` or any other line boundary) is a
+    line of ``text`` that cannot start a workflow command: a leading ``::`` becomes
+    ``%3A:`` and any ``##[`` becomes ``##%5B``. Line breaks are normalised to ``\\n``.
+    Text that needs no change is returned as it is.
+    """
+    return "\n".join(_inert_line(line) for line in _LINE_BREAK.split(text))
+
+
+def workflow_command(
+    command: str,
+    message: str,
+    *,
+    file: str | None = None,
+    line: int | None = None,
+    title: str | None = None,
+) -> str:
+    """One workflow command line, every value escaped (``::error file=F,line=N,title=T::M``)."""
+    props = []
+    if file:
+        props.append(f"file={escape_property(file)}")
+    if line:
+        props.append(f"line={line}")
+    if title:
+        props.append(f"title={escape_property(title)}")
+    head = f"::{command} {','.join(props)}" if props else f"::{command}"
+    # The message may hold "::" or "##[" as they are: the runner parses this line as our
+    # command first (TryParseV2) and only tries the legacy "##[" form when that fails.
+    return f"{head}::{escape_data(message)}"

@@ -1,0 +1,43 @@
+"""The published JSON Schemas (docs/spec.md §1.7): their bytes and cached validators.
+
+Below every reader that checks a file against a schema (``validate``, ``config``,
+``driftnote``, ``shard``), so none of them imports another for the schema loader.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from importlib.resources import files
+
+from jsonschema import Draft202012Validator
+
+from toolreplay.ecma import FORMAT_CHECKER, EcmaValidator
+
+#: file kind -> schema file name in schemas/
+SCHEMA_FILES: dict[str, str] = {
+    "transcript": "transcript-record.schema.json",
+    "sealed": "sealed-link.schema.json",
+    "scope": "scope.schema.json",
+    "report": "report.schema.json",
+    "config": "config.schema.json",
+    "signature": "signature.schema.json",
+    "tool-lock": "tool-lock.schema.json",
+    "drift-note": "drift-note.schema.json",
+}
+
+
+def schema_text(name: str) -> bytes:
+    """The bytes of a published schema, as shipped inside the package."""
+    return files("toolreplay").joinpath("schemas", name).read_bytes()
+
+
+@cache
+def validator(kind: str) -> Draft202012Validator:
+    """The validator of ``kind``'s published schema.
+
+    Its ``pattern``s are ECMA-262 (:mod:`toolreplay.ecma`), and a ``format: regex`` (the
+    patterns of a scope's argument schemas) must be a valid ECMA-262 expression.
+    """
+    schema = json.loads(schema_text(SCHEMA_FILES[kind]))
+    return EcmaValidator(schema, format_checker=FORMAT_CHECKER)  # type: ignore[no-any-return]

@@ -1,0 +1,176 @@
+"""The import rules of the house, read from the source with ``ast`` (docs/architecture.md)."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+
+#: the modules that may import toolreplay.github: the CLI, github/ itself, and the
+#: ``--format github`` renderer
+GITHUB_IMPORTERS = ("toolreplay.cli", "toolreplay.github", "toolreplay.report.github")
+
+
+@dataclass(frozen=True)
+class Edge:
+    """One import of a toolreplay module by another."""
+
+    source: str
+    target: str
+    line: int
+    #: run when the module is imported (not inside a function, not under TYPE_CHECKING)
+    module_level: bool
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for path in sorted((SRC / "toolreplay").rglob("*.py")):
+        parts = list(path.relative_to(SRC).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        found[".".join(parts)] = path
+    return found
+
+
+def _type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _imports(body: list[ast.stmt], module_level: bool) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool]]:
+    """Every import statement in ``body``, and whether it runs when the module is imported."""
+    for node in body:
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            yield node, module_level
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            yield from _imports(node.body, False)
+        elif isinstance(node, ast.If) and _type_checking(node.test):
+            yield from _imports(node.body, False)
+            yield from _imports(node.orelse, module_level)
+        else:
+            for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+                inner = getattr(node, field, None)
+                if isinstance(inner, list):
+                    yield from _imports([n for n in inner if isinstance(n, ast.stmt)], module_level)
+                    for handler in inner:
+                        if isinstance(handler, ast.ExceptHandler | ast.match_case):
+                            yield from _imports(handler.body, module_level)
+
+
+def _edges() -> list[Edge]:
+    modules = _modules()
+
+    def known(name: str) -> str:
+        while name not in modules:
+            name = name.rpartition(".")[0]
+        return name
+
+    edges = []
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node, module_level in _imports(ast.parse(path.read_text(encoding="utf-8")).body, True):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            else:
+                base = node.module or ""
+                if node.level:
+                    parts = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                    base = ".".join([*parts, *([node.module] if node.module else [])])
+                # "from package import module" imports the module; "from module import name" the module
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names]
+            edges.extend(
+                Edge(source=name, target=known(target), line=node.lineno, module_level=module_level)
+                for target in targets
+                if target == "toolreplay" or target.startswith("toolreplay.")
+            )
+    return edges
+
+
+def _within(name: str, prefixes: tuple[str, ...]) -> bool:
+    return any(name == p or name.startswith(p + ".") for p in prefixes)
+
+
+def _cycles(edges: list[Edge]) -> list[list[str]]:
+    """The strongly connected components with more than one module (or a self-import)."""
+    graph: dict[str, set[str]] = {}
+    for e in edges:
+        graph.setdefault(e.source, set()).add(e.target)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1 or v in graph.get(v, ()):
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_the_import_graph_is_read() -> None:
+    """The parser sees known imports, lazy and module-level (so the rules below are not vacuous)."""
+    edges = {(e.source, e.target, e.module_level) for e in _edges()}
+    assert ("toolreplay.validate", "toolreplay.schemas", True) in edges
+    assert ("toolreplay.config", "toolreplay.schemas", False) in edges
+    assert ("toolreplay.report.github", "toolreplay.github.annotations", False) in edges
+    assert ("toolreplay.cli", "toolreplay.cli.action", True) in edges
+
+
+def test_only_the_cli_and_the_github_renderer_import_toolreplay_github() -> None:
+    """The rules and the renderers stand without toolreplay.github; any import counts, lazy ones too."""
+    wrong = [
+        f"{e.source}:{e.line} imports {e.target}"
+        for e in _edges()
+        if _within(e.target, ("toolreplay.github",)) and not _within(e.source, GITHUB_IMPORTERS)
+    ]
+    assert wrong == []
+
+
+def test_the_schema_loader_is_below_its_readers() -> None:
+    """validate, config and driftnote get validators from toolreplay.schemas, which imports none of them."""
+    readers = {"toolreplay.validate", "toolreplay.config", "toolreplay.driftnote"}
+    edges = _edges()
+    wrong = [
+        f"{e.source}:{e.line} imports {e.target}"
+        for e in edges
+        if (e.source == "toolreplay.schemas" and e.target in readers)
+        or (e.source in readers - {"toolreplay.validate"} and e.target in readers)
+    ]
+    assert wrong == []
+    assert {e.source for e in edges if e.target == "toolreplay.schemas"} >= readers
+
+
+def test_no_import_cycle_at_module_level() -> None:
+    """No two modules import each other, directly or around a loop, when they are imported."""
+    assert _cycles([e for e in _edges() if e.module_level]) == []
+
+
+def test_the_cycle_finder_finds_cycles() -> None:
+    """A loop of three modules is reported (the check above could not pass by finding nothing)."""
+    loop = [Edge(source=a, target=b, line=1, module_level=True) for a, b in ("ab", "bc", "ca")]
+    assert _cycles([*loop, Edge(source="c", target="d", line=1, module_level=True)]) == [["a", "b", "c"]]
