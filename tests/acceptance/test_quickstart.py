@@ -125,7 +125,7 @@ def test_readme_config_example_is_valid_and_its_fail_on_is_complete(tmp_path: Pa
 
     from toolreplay.config import load_config
     from toolreplay.findings import ADVISORY_KINDS
-    from toolreplay.validate import schema_text
+    from toolreplay.schemas import schema_text
 
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     example = re.search(r"```toml\n(\[tool\.toolreplay\]\n.*?)```", text, re.S)
