@@ -164,6 +164,20 @@ def config_path(config: Config, value: str) -> str:
         return str(target)
 
 
+def unmatched_globs(config: Config) -> list[str]:
+    """One line per ``transcripts`` / ``baselines`` glob that matches no file.
+
+    A mistyped glob (``run/*.jsonl`` for ``runs/*.jsonl``) would otherwise check nothing and
+    pass: the run reports 0 files, exit 0. ``check`` and the Action say so, as a warning.
+    """
+    out = []
+    for key, patterns in (("transcripts", config.transcripts), ("baselines", config.baselines)):
+        for pattern in patterns:
+            if not expand(config, (pattern,)):
+                out.append(f"{key} glob {json.dumps(pattern)} in {config.source} matches no file")
+    return out
+
+
 def expand(config: Config, patterns: tuple[str, ...]) -> list[str]:
     """Files matching the globs, as paths relative to the config's folder, sorted, once each."""
     found: set[str] = set()

@@ -296,6 +296,21 @@ def test_bad_config_is_a_usage_error(tmp_path: Path, monkeypatch: pytest.MonkeyP
     )
 
 
+def test_a_glob_that_matches_nothing_is_a_warning_annotation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A config glob that matches no file checks nothing: the Action says so in a ::warning."""
+    pr = pull_request(tmp_path / "ws")
+    config = pr.path / "toolreplay.toml"
+    config.write_text(config.read_text().replace('"baselines/*.sealed.jsonl"', '"baseline/*.sealed.jsonl"'))
+    result, _, _ = run_action(pr.path, tmp_path, monkeypatch)
+    warnings = [line for line in result.stdout.splitlines() if "matches no file" in line]
+    assert warnings == [
+        '::warning title=toolreplay::toolreplay: baselines glob "baseline/*.sealed.jsonl" in'
+        f" {config} matches no file"
+    ]
+
+
 def test_bad_boolean_input_is_a_usage_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """comment: maybe is refused, naming the input."""
     pr = pull_request(tmp_path / "ws")

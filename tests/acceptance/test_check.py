@@ -383,3 +383,19 @@ def _totals(out: str) -> tuple[int, int]:
 def _plus_one_finding(totals: tuple[int, int]) -> tuple[int, int]:
     """An advisory finding adds to the findings, not to those that fail."""
     return totals[0] + 1, totals[1]
+
+
+def test_a_glob_that_matches_nothing_is_a_warning(project: Path) -> None:
+    """A mistyped glob (run/ for runs/) checks nothing: check says so on stderr, naming the glob."""
+    config = project / "toolreplay.toml"
+    config.write_text(config.read_text().replace('"runs/*.jsonl"', '"run/*.jsonl"'))
+    old = os.getcwd()
+    os.chdir(project)
+    try:
+        result = CliRunner().invoke(cli, ["check"], catch_exceptions=False)
+    finally:
+        os.chdir(old)
+    assert result.stderr == (
+        f'toolreplay: warning: transcripts glob "run/*.jsonl" in {config} matches no file\n'
+    )
+    assert "matches no file" not in result.stdout  # the report itself stays the same bytes

@@ -22,7 +22,7 @@ import click
 
 from toolreplay.check import run_check
 from toolreplay.cli.base import EXIT_CLEAN, EXIT_FINDINGS, EXIT_INTERNAL, EXIT_USAGE, atomic_output, cli
-from toolreplay.config import Config, load_config
+from toolreplay.config import Config, load_config, unmatched_globs
 from toolreplay.errors import InputError, ToolreplayError
 from toolreplay.findings import Finding
 from toolreplay.github.action import (
@@ -92,6 +92,8 @@ def run_action(settings: Settings) -> int:
     shard = parse_shard(settings.shard) if settings.shard else None
     config = load_config(Path(settings.config) if settings.config else None)
     policy = parse_fail_on(settings.fail_on, config.fail_on)
+    for warning in unmatched_globs(config):
+        click.echo(workflow_command("warning", f"toolreplay: {warning}", title="toolreplay"))
     reports = rebase(run_check(config, shard=shard), config, settings.workspace)
     if shard is None or shard.index == DRIFT_SHARD:
         drift = check_pull_request(config, pull_range_from_env(), workspace=settings.workspace)

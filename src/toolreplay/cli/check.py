@@ -9,7 +9,8 @@ import click
 
 from toolreplay.check import run_check_with_status
 from toolreplay.cli.base import EXIT_CLEAN, EXIT_FINDINGS, cli, format_option
-from toolreplay.config import load_config
+from toolreplay.config import load_config, unmatched_globs
+from toolreplay.findings import one_line
 from toolreplay.report import RENDERERS, CheckInfo, Report
 from toolreplay.shard import check_info, merge_shards, parse_shard, read_shard_report
 
@@ -54,6 +55,8 @@ def check_cmd(
     """
     shard = parse_shard(shard_spec) if shard_spec is not None else None
     config = load_config(config_path)
+    for warning in unmatched_globs(config):
+        click.echo(f"toolreplay: warning: {one_line(warning)}", err=True)
     reports, status = run_check_with_status(config, jobs=jobs, base=base, shard=shard)
     ctx.exit(finish(reports, check_info(config, base=base, shard=shard, drift=status), fmt))
 
