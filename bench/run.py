@@ -1,11 +1,12 @@
-"""Benchmark seal, verify and replay on a large generated transcript.
+"""Benchmark seal, verify and replay on large generated transcripts, one per data mix.
 
-    python bench/run.py [--megabytes 200] [--rounds 2]
+    python bench/run.py [--megabytes 100] [--rounds 2] [--mix realistic ...]
 
 Each operation runs as its own process (toolreplay's real CLI, the naive reference in
 bench/naive.py, and sha256 over the same bytes), alternating, best of ``--rounds``; it
 prints throughput ratios, which survive a noisy machine better than seconds, and the peak
-RSS of the main process and of the largest worker. Not part of the test run.
+RSS of the main process and of the largest worker, for each mix of bench/generate.py
+(all three unless ``--mix`` names some). Not part of the test run.
 """
 
 from __future__ import annotations
@@ -61,15 +62,34 @@ def file_digest(path: Path) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--megabytes", type=int, default=200)
+    parser.add_argument("--megabytes", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--mix", action="append", choices=MIXES, help="repeatable; default: every mix")
     ns = parser.parse_args()
     OUT.mkdir(exist_ok=True)
-    transcript = OUT / f"transcript-{ns.megabytes}mb.jsonl"
+    print(f"{os.cpu_count()} cores; best of {ns.rounds}, each operation alternating with the reference")
+    for mix in ns.mix or MIXES:
+        bench(mix, ns.megabytes, ns.rounds)
+
+
+MIXES = ("ascii", "realistic", "non-ascii-heavy")
+
+
+def bench(mix: str, megabytes: int, rounds: int) -> None:
+    transcript = OUT / f"transcript-{mix}-{megabytes}mb.jsonl"
     if not transcript.exists():
         subprocess.run(
-            [sys.executable, str(HERE / "generate.py"), str(transcript), "--megabytes", str(ns.megabytes)],
+            [
+                sys.executable,
+                str(HERE / "generate.py"),
+                str(transcript),
+                "--megabytes",
+                str(megabytes),
+                "--mix",
+                mix,
+            ],
             check=True,
+            stdout=subprocess.DEVNULL,
         )
     sealed = OUT / "ours.sealed.jsonl"
     naive_sealed = OUT / "naive.sealed.jsonl"
@@ -83,11 +103,11 @@ def main() -> None:
         "verify": (["toolreplay", "verify", str(sealed)], [naive, "verify", str(naive_sealed)]),
         "replay": (["toolreplay", "replay", str(transcript)], [naive, "replay", str(transcript)]),
     }
-    print(f"input: {transcript.name}, {size / 1e6:.0f} MB, {os.cpu_count()} cores")
+    print(f"\n{mix}: {transcript.name}, {size / 1e6:.0f} MB")
     print(f"{'op':8} {'vs naive':>9} {'vs sha256':>10} {'peak RSS main':>14} {'largest worker':>15}")
     for op, (ours_argv, naive_argv) in plans.items():
         best: dict[str, tuple[float, int, int, str]] = {}
-        for _ in range(ns.rounds):
+        for _ in range(rounds):
             for name, argv in (
                 ("naive", naive_argv),
                 ("ours", ours_argv),

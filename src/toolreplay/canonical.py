@@ -25,26 +25,19 @@ surrogates) and what Python would silently accept (``NaN``, ``1e400`` turning in
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import re
-import sys
-from collections.abc import Iterator
 from json.encoder import encode_basestring_ascii as _encode_ascii
-from types import FrameType
 from typing import Any
 
 import orjson
 
 from toolreplay.errors import InputError
-
-#: Deepest nesting of arrays and objects accepted in one record (the record itself is level 1).
-MAX_DEPTH = 128
-#: Longest integer accepted, in digits (Python's own conversion limit).
-MAX_INT_DIGITS = 4300
-#: Largest record accepted, in bytes of its line (without the line ending).
-MAX_RECORD_BYTES = 8 * 1024 * 1024
+from toolreplay.limits import MAX_DEPTH as MAX_DEPTH
+from toolreplay.limits import MAX_INT_DIGITS as MAX_INT_DIGITS
+from toolreplay.limits import MAX_RECORD_BYTES as MAX_RECORD_BYTES
+from toolreplay.limits import room_for_depth as room_for_depth
 
 _ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
 # Only for detecting lone surrogates: encoding to UTF-8 refuses them.
@@ -302,27 +295,3 @@ def decode(raw: bytes, *, max_bytes: int = MAX_RECORD_BYTES, what: str = "record
     if value is None or not colons_agree(raw, canonical_decoded(value).count(":")):
         return decode_reference(raw)
     return value
-
-
-#: Python frames a recursive walk may take per level of a value: jsonschema takes about 8
-#: (descend, a keyword, $ref/$dynamicRef, descend ...) when the meta-schema checks a schema
-_FRAMES_PER_LEVEL = 16
-
-
-@contextlib.contextmanager
-def room_for_depth() -> Iterator[None]:
-    """Let a recursive walk over a value within :data:`MAX_DEPTH` (jsonschema validating a
-    value, or checking a schema against its meta-schema) finish, however deep the caller's
-    stack already is: Python's default limit of 1000 frames is less than 128 levels of
-    jsonschema. Consume the walk's generators inside the block."""
-    frame: FrameType | None = sys._getframe()
-    depth = 0
-    while frame is not None:
-        depth += 1
-        frame = frame.f_back
-    old = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(old, depth + MAX_DEPTH * _FRAMES_PER_LEVEL))
-    try:
-        yield
-    finally:
-        sys.setrecursionlimit(old)

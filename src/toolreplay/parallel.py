@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import hashlib
 import io
-import multiprocessing
 import os
 from collections import deque
 from collections.abc import Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
-from typing import IO
+from typing import IO, TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future, ProcessPoolExecutor
 
 from toolreplay.canonical import MAX_RECORD_BYTES
 from toolreplay.chain import fast_link, fast_parts, link_digest, parts_of
@@ -124,6 +125,10 @@ def verify_chunk(first: int, data: bytes) -> list[tuple[int, str, str]] | None:
 
 
 def _pool() -> ProcessPoolExecutor:
+    # imported here: most runs (small files) never start a pool, and start-up counts
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
     return ProcessPoolExecutor(max_workers=workers(), mp_context=multiprocessing.get_context("spawn"))
 
 

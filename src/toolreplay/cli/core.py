@@ -1,29 +1,19 @@
-"""Core commands: version, seal, verify, replay, scope, validate."""
+"""Core commands: seal, verify, replay."""
 
 from __future__ import annotations
 
-import math
 import re
 
 import click
 
-from toolreplay import __version__, parallel
+from toolreplay import parallel
 from toolreplay.analyses import integrity
 from toolreplay.analyses.replay import DEFAULT_MUTATORS, replay
-from toolreplay.analyses.scope import check_scope, load_scope
 from toolreplay.chain import ChainState, seal_lines, verify_stream
 from toolreplay.cli import atomic_output, cli, emit, force_option, format_option
-from toolreplay.ecma import DEFAULT_BUDGET_SECONDS
 from toolreplay.findings import Finding, sort_findings
 from toolreplay.report import Line, Report, replay_header
 from toolreplay.transcript import open_input, read_transcript
-from toolreplay.validate import SCHEMA_FILES, validate_file
-
-
-@cli.command()
-def version() -> None:
-    """Print the version."""
-    click.echo(f"toolreplay {__version__}")
 
 
 @cli.command(name="seal")
@@ -238,68 +228,3 @@ def replay_cmd(
         findings=tuple(findings),
     )
     ctx.exit(emit([report], fmt))
-
-
-def _finite(seconds: float) -> float:
-    if not math.isfinite(seconds):
-        raise click.BadParameter("must be a finite number of seconds")
-    return seconds
-
-
-@cli.command(name="scope")
-@click.argument("transcript")
-@click.argument("scope_file", metavar="SCOPE")
-@click.option(
-    "--pattern-budget",
-    type=click.FloatRange(min=0, min_open=True),
-    default=DEFAULT_BUDGET_SECONDS,
-    show_default=True,
-    metavar="SECONDS",
-    help="Total time the scope's argument patterns may take on TRANSCRIPT; calls left unjudged "
-    "are scope-unjudged findings.",
-    callback=lambda _ctx, _param, value: _finite(value),
-)
-@format_option
-@click.pass_context
-def scope_cmd(ctx: click.Context, transcript: str, scope_file: str, pattern_budget: float, fmt: str) -> None:
-    """Check TRANSCRIPT against the tools and arguments SCOPE allows."""
-    scope = load_scope(scope_file)
-    result = check_scope(read_transcript(transcript), scope, path=transcript, pattern_budget=pattern_budget)
-    findings = sort_findings(result.findings)
-    report = Report(
-        command="scope",
-        path=transcript,
-        header=(
-            Line(key="calls", value=result.calls, text=str(result.calls)),
-            Line(key="findings", value=len(findings), text=str(len(findings))),
-        ),
-        findings=tuple(findings),
-    )
-    ctx.exit(emit([report], fmt))
-
-
-@cli.command(name="validate")
-@click.argument("files", nargs=-1, required=True)
-@click.option(
-    "--kind", type=click.Choice(sorted(SCHEMA_FILES)), help="Kind of every FILE (default: from its name)."
-)
-@format_option
-@click.pass_context
-def validate_cmd(ctx: click.Context, files: tuple[str, ...], kind: str | None, fmt: str) -> None:
-    """Check each FILE against its published JSON Schema."""
-    reports = []
-    for path in files:
-        problems = validate_file(path, kind)
-        status = "invalid" if problems else "valid"
-        reports.append(
-            Report(
-                command="validate",
-                path=path,
-                # one key whatever the number of files; the text form of a lone file says its name
-                header=(
-                    Line(key="result", value=status, text=status, label=path if len(files) == 1 else ""),
-                ),
-                errors=tuple(problems),
-            )
-        )
-    ctx.exit(emit(reports, fmt))
