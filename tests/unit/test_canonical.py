@@ -192,6 +192,7 @@ def test_canonical_decoded_on_the_benchmark_corpus(mix: str) -> None:
     import random
 
     from bench.generate import MIXES, record
+
     from toolreplay.canonical import decode_reference
 
     rng = random.Random(11)
