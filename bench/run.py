@@ -29,7 +29,7 @@ sys.argv = sys.argv[1:]
 try:
     if sys.argv[0] == "toolreplay":
         from toolreplay.cli import cli
-        cli.main(args=sys.argv[1:], prog_name="toolreplay", standalone_mode=False)
+        cli.main(args=sys.argv[1:], prog_name="toolreplay")  # exits with the command's code
     else:
         runpy.run_path(sys.argv[0], run_name="__main__")
 finally:
@@ -97,7 +97,7 @@ def bench(mix: str, megabytes: int, rounds: int) -> None:
     size = transcript.stat().st_size
     plans = {
         "seal": (
-            ["toolreplay", "seal", str(transcript), "-o", str(sealed)],
+            ["toolreplay", "seal", str(transcript), "-o", str(sealed), "--force"],
             [naive, "seal", str(transcript), str(naive_sealed)],
         ),
         "verify": (["toolreplay", "verify", str(sealed)], [naive, "verify", str(naive_sealed)]),
@@ -118,6 +118,8 @@ def bench(mix: str, megabytes: int, rounds: int) -> None:
                     best[name] = result
         if op == "seal" and file_digest(sealed) != file_digest(naive_sealed):
             raise SystemExit("seal output differs from the naive reference")
+        if op == "verify" and "chain: intact" not in best["ours"][3]:
+            raise SystemExit(f"verify did not find the chain intact: {best['ours'][3][:500]}")
         ours, ref, floor = best["ours"], best["naive"], best["sha"]
         print(
             f"{op:8} {ref[0] / ours[0]:>8.2f}x {floor[0] / ours[0]:>9.2f}x"

@@ -12,6 +12,30 @@ from toolreplay.transcript import Record
 DEFAULT_MUTATORS = frozenset({"write_file", "delete_file", "create_file", "move_file", "run_command"})
 
 
+@dataclass(frozen=True, slots=True)
+class Call:
+    """What replay needs of a record: where it is, its tool, and two 128-bit BLAKE2b digests,
+    of its call key (``Record.call_key``) and of its response's canonical text. Small, so
+    the parallel reader's workers send these rather than records."""
+
+    index: int
+    line: int
+    tool: str
+    key: bytes
+    response: bytes
+
+
+def call_of(record: Record) -> Call:
+    """The :class:`Call` of a record."""
+    return Call(
+        record.index,
+        record.line,
+        record.tool,
+        blake2b(record.call_key.encode("ascii"), digest_size=16).digest(),
+        blake2b(record.canon_response.encode("ascii"), digest_size=16).digest(),
+    )
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ReplayResult:
     calls: int
@@ -40,6 +64,24 @@ def replay(
     Redundancy: a call is redundant when the call just before it is the identical
     call and that tool is not a mutator, so nothing could have changed in between.
     """
+    return replay_calls(
+        map(call_of, records),
+        mutators=mutators,
+        state_aware=state_aware,
+        nondeterministic=nondeterministic,
+        path=path,
+    )
+
+
+def replay_calls(
+    calls: Iterable[Call],
+    *,
+    mutators: frozenset[str] = DEFAULT_MUTATORS,
+    state_aware: bool = False,
+    nondeterministic: frozenset[str] = frozenset(),
+    path: str = "",
+) -> ReplayResult:
+    """:func:`replay` over the records' calls (see :func:`call_of`)."""
     # Remember 128-bit BLAKE2b digests, not texts: memory then grows with the number of
     # distinct calls by about 170 bytes each, whatever the size of the responses. The value
     # packs the first index (8 bytes) and the response digest into one bytes object.
@@ -48,11 +90,10 @@ def replay(
     divergence: int | None = None
     previous_key: bytes | None = None
     previous_index = -1
-    calls = 0
-    for record in records:
-        calls += 1
-        key = blake2b(record.call_key.encode("ascii"), digest_size=16).digest()
-        response = blake2b(record.canon_response.encode("ascii"), digest_size=16).digest()
+    count = 0
+    for record in calls:
+        count += 1
+        key, response = record.key, record.response
         mutator = record.tool in mutators
         if key == previous_key and not mutator:
             findings.append(
@@ -93,4 +134,4 @@ def replay(
         if mutator and state_aware:
             first.clear()
         previous_key, previous_index = key, record.index
-    return ReplayResult(calls=calls, divergence=divergence, findings=findings)
+    return ReplayResult(calls=count, divergence=divergence, findings=findings)

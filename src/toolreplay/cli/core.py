@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import re
 
 import click
 
 from toolreplay import parallel
 from toolreplay.analyses import integrity
-from toolreplay.analyses.replay import DEFAULT_MUTATORS, replay
+from toolreplay.analyses.replay import DEFAULT_MUTATORS, call_of, replay_calls
 from toolreplay.chain import ChainState, seal_lines, verify_stream
 from toolreplay.cli import atomic_output, cli, emit, force_option, format_option
 from toolreplay.findings import Finding, sort_findings
@@ -213,13 +215,20 @@ def replay_cmd(
         lock = load_lock(lock_path)
         chosen = declared_mutators(lock, chosen)
         nondeterministic = declared_nondeterministic(lock)
-    result = replay(
-        read_transcript(transcript),
+    judge = functools.partial(
+        replay_calls,
         mutators=chosen,
         state_aware=state_aware,
         nondeterministic=nondeterministic,
         path=transcript,
     )
+    result = None
+    if transcript != "-" and parallel.worth_it(transcript):
+        # a refused line or an index out of order: the sequential reader names it
+        with contextlib.suppress(parallel.Fallback):
+            result = judge(parallel.file_calls(transcript))
+    if result is None:
+        result = judge(map(call_of, read_transcript(transcript)))
     findings = sort_findings(result.findings)
     report = Report(
         command="replay",
