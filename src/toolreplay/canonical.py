@@ -71,7 +71,37 @@ def _ascii_only(text: str) -> str:
     return escaped.replace("\\\\", "\x00").replace('\\"', '"').replace("\x00", "\\")
 
 
-_SMALL_EXPONENT = re.compile(rb"[0-9]e-")
+# A double orjson writes unlike Python (below 1e-4: 0.00001234 for 1.234e-05, 5e-7 for 5e-07),
+# as a whole number token: after ":", "," or "[" (or alone) and before ",", "]" or "}" (or the end)
+_SMALL_NUMBER = re.compile(rb"(?:(?<=[:,\[])|^)-?(?:0\.0000[0-9]*|[0-9](?:\.[0-9]+)?e-[0-9]+)(?=[,\]}]|$)")
+
+
+def _python_float(match: re.Match[bytes]) -> bytes:
+    return repr(float(match.group())).encode("ascii")
+
+
+def _sorted_dump(value: Any) -> bytes | None:
+    """orjson's sorted output for a decoded value, its doubles written as Python writes them
+    (``repr``); None where orjson cannot write the value (integers beyond 64 bits).
+
+    Doubles below 1e-4 are the one notation orjson writes otherwise: any output that may
+    hold one (``.0000``, or ``e-``) has each such number token rewritten as
+    ``repr(float(token))``, exact because orjson's digits round-trip. The tokens are found
+    by their shape, which text inside a string can have too: so a rewritten output must
+    decode to the value it was written from (a string changed by a rewrite would not), or
+    None is returned and the caller takes :func:`canonical`.
+    """
+    try:
+        out = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    except orjson.JSONEncodeError:
+        return None
+    if b".0000" in out or (b"-" in out and b"e-" in out):
+        fixed = _SMALL_NUMBER.sub(_python_float, out)
+        if fixed != out:
+            if orjson.loads(fixed) != value:
+                return None
+            return fixed
+    return out
 
 
 def canonical_decoded(value: Any) -> str:
@@ -81,19 +111,15 @@ def canonical_decoded(value: Any) -> str:
     the same escapes below U+007F, and the same shortest round-trip digits for doubles;
     it differs in three places, all handled here: it writes non-ASCII characters and
     U+007F raw (escaped afterwards, exactly as ``json`` escapes them), and it writes
-    doubles below 1e-4 in another notation (any output that may hold one, ``0.0000``
-    or a digit followed by ``e-``, is encoded by :func:`canonical` instead). Integers
-    beyond 64 bits make orjson refuse, and :func:`canonical` takes over too.
+    doubles below 1e-4 in another notation (rewritten, see :func:`_sorted_dump`).
+    Integers beyond 64 bits make orjson refuse, and :func:`canonical` takes over.
 
     Only for decoded values: orjson would write NaN as ``null`` where ``canonical``
     refuses it, and a decoded value holds none. ``tests/unit/test_canonical.py`` checks
     the two agree on every vector and a large generated corpus.
     """
-    try:
-        out = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
-    except orjson.JSONEncodeError:
-        return canonical(value)
-    if _maybe_small(out):
+    out = _sorted_dump(value)
+    if out is None:
         return canonical(value)
     text = out.decode("utf-8")
     if text.isascii() and "\x7f" not in text:
@@ -104,22 +130,21 @@ def canonical_decoded(value: Any) -> str:
 def is_canonical_text(raw: bytes, value: Any) -> bool:
     """Whether ``raw`` is exactly ``canonical(value)``, for ``value`` decoded from ``raw``.
 
-    Most lines are plain ASCII with no escapes beyond the short ones, and then orjson's
-    own output is the canonical text: compare bytes directly. Anything else goes through
-    :func:`canonical_decoded`.
+    Most lines are ASCII with no escapes beyond the short ones, and then the sorted dump
+    is the canonical text: compare bytes directly.
     """
-    try:
-        out = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
-    except orjson.JSONEncodeError:
+    out = _sorted_dump(value)
+    if out is None:
         return canonical(value).encode("ascii") == raw
-    if out == raw and out.isascii() and b"\x7f" not in out and not _maybe_small(out):
-        return True
-    return canonical_decoded(value).encode("ascii") == raw
+    if out.isascii() and b"\x7f" not in out:
+        return out == raw
+    return _ascii_only(out.decode("utf-8")).encode("ascii") == raw
 
 
-def _maybe_small(out: bytes) -> bool:
-    """Could orjson's output hold a double below 1e-4, which it writes unlike Python?"""
-    return b"0.0000" in out or (b"e-" in out and _SMALL_EXPONENT.search(out) is not None)
+def canonical_str(text: str) -> str:
+    """``canonical(text)`` for a string: the ``json`` module's own string encoder (C), which
+    is what ``json.dumps`` calls for a string with ``ensure_ascii``, without its set-up."""
+    return _encode_ascii(text)
 
 
 def canonical(value: Any) -> str:
@@ -213,15 +238,12 @@ def nesting_depth(raw: bytes, *, limit: int | None = None) -> int:
     return depth
 
 
-_NOT_OPENERS = bytes(b for b in range(256) if b not in b"[{")
-
-
 def too_deep(raw: bytes) -> bool:
     """Is a JSON text nested deeper than :data:`MAX_DEPTH`? Cheap for most texts: there
     cannot be more levels than opening brackets (counted in one pass)."""
-    return (
-        len(raw.translate(None, _NOT_OPENERS)) > MAX_DEPTH and nesting_depth(raw, limit=MAX_DEPTH) > MAX_DEPTH
-    )
+    if raw.count(b"[") + raw.count(b"{") <= MAX_DEPTH:  # two memchr-speed counts: most lines stop here
+        return False
+    return nesting_depth(raw, limit=MAX_DEPTH) > MAX_DEPTH
 
 
 _TOKENS = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]', re.DOTALL)
@@ -296,7 +318,8 @@ def decode_fast(raw: bytes) -> Any | None:
     # or the start of the text, never after a digit, ".", "e" or "E": so an integer of 19
     # digits shows as " " and 19 digits in the mapped text, and a double's fraction does not.
     mapped = raw.translate(_DIGIT_MAP)
-    if (_LONG_START in mapped or mapped.startswith(_LONG_RUN)) and _long_integer(raw):
+    # (19 zeros first: the longer needle alone is slower, on text where every number is a run)
+    if _LONG_RUN in mapped and (_LONG_START in mapped or mapped.startswith(_LONG_RUN)) and _long_integer(raw):
         return None
     try:
         return orjson.loads(raw)

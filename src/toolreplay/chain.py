@@ -9,8 +9,8 @@ from typing import IO, Any
 
 from toolreplay.canonical import (
     MAX_RECORD_BYTES,
-    canonical,
     canonical_decoded,
+    canonical_str,
     check_shape,
     colons_agree,
     decode_fast,
@@ -29,12 +29,12 @@ def parts_of(record: Record) -> tuple[str, str, str]:
     ``head + ',"digest":"' + digest + '"' + middle + prev + tail``.
     """
     head = '{"args":' + record.canon_args
-    middle = "" if record.fingerprint is None else ',"fingerprint":' + canonical(record.fingerprint)
+    middle = "" if record.fingerprint is None else ',"fingerprint":' + canonical_str(record.fingerprint)
     middle += f',"index":{record.index},"prev":"'
     tail = '","response":' + record.canon_response
     if record.canon_state is not None:
         tail += ',"state":' + record.canon_state
-    tail += ',"tool":' + canonical(record.tool) + "}"
+    tail += ',"tool":' + canonical_str(record.tool) + "}"
     return head, middle, tail
 
 

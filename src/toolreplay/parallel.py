@@ -159,18 +159,25 @@ def verify_range(path: str, start: int, end: int) -> tuple[int, int, str, str] |
     return count, first, first_prev, prev
 
 
-def replay_range(path: str, start: int, end: int) -> tuple[int, list[Call]] | None:
-    """(lines in the range, blank ones too; the calls of its records, their line numbers
-    counted from the range's first line as 1); None on any doubt."""
-    calls: list[Call] = []
+def replay_range(path: str, start: int, end: int) -> tuple[int, array[int], list[str], bytes] | None:
+    """The calls of a range's records, packed small for the trip back: (lines in the range,
+    blank ones too; index and line number of each call, the line counted from the range's
+    first line as 1; each call's tool; each call's key and response digests, back to back);
+    None on any doubt."""
+    numbers: array[int] = array("q")
+    tools: list[str] = []
+    digests: list[bytes] = []
     try:
         with open(path, "rb") as stream:
             lines = RangeLines(stream, start, end)
             for number, raw in lines:
-                calls.append(call_of(parse_line(raw, line=number)[0]))
+                call = call_of(parse_line(raw, line=number)[0])
+                numbers.extend((call.index, call.line))
+                tools.append(call.tool)
+                digests += (call.key, call.response)
     except (InputError, Fallback):
         return None
-    return lines.lines, calls
+    return lines.lines, numbers, tools, b"".join(digests)
 
 
 # --- the sequential part, in this process ----------------------------------------------------
@@ -233,12 +240,13 @@ def file_calls(path: str) -> Iterator[Call]:
     for result in _ordered(path, replay_range):
         if result is None:
             raise Fallback
-        lines, calls = result
-        for call in calls:
-            if call.index != expected:
+        lines, numbers, tools, digests = result
+        for k, tool in enumerate(tools):
+            if numbers[2 * k] != expected:
                 raise Fallback
+            key, response = digests[32 * k : 32 * k + 16], digests[32 * k + 16 : 32 * k + 32]
+            yield Call(expected, base + numbers[2 * k + 1], tool, key, response)
             expected += 1
-            yield Call(call.index, base + call.line, call.tool, call.key, call.response) if base else call
         base += lines
 
 

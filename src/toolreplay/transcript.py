@@ -12,6 +12,7 @@ from toolreplay.canonical import (
     MAX_RECORD_BYTES,
     canonical,
     canonical_decoded,
+    canonical_str,
     check_shape,
     colons_agree,
     decode_fast,
@@ -24,6 +25,7 @@ GENESIS = "0" * 64
 REQUIRED = ("index", "tool", "args", "response")
 OPTIONAL = ("fingerprint", "state")
 LINK_EXTRA = ("prev", "digest")
+_ALLOWED = {False: frozenset(REQUIRED + OPTIONAL), True: frozenset(REQUIRED + OPTIONAL + LINK_EXTRA)}
 _FINGERPRINT = re.compile(r"[0-9a-f]{16}")
 _DIGEST = re.compile(r"[0-9a-f]{64}")
 
@@ -46,7 +48,7 @@ class Record:
     @property
     def call_key(self) -> str:
         """``canonical({"tool": tool, "args": args})``: identical calls share it."""
-        return '{"args":' + self.canon_args + ',"tool":' + canonical(self.tool) + "}"
+        return '{"args":' + self.canon_args + ',"tool":' + canonical_str(self.tool) + "}"
 
     def fields(self) -> dict[str, Any]:
         """The record as the JSON object it was read from."""
@@ -99,8 +101,7 @@ def check_fields(value: Any, *, sealed: bool) -> None:
     if not isinstance(value, dict):
         raise InputError(f"a record must be a JSON object, not {type_name(value)}")
     allowed = REQUIRED + OPTIONAL + (LINK_EXTRA if sealed else ())
-    unknown = sorted(k for k in value if k not in allowed)
-    if unknown:
+    if not value.keys() <= _ALLOWED[sealed] and (unknown := sorted(k for k in value if k not in allowed)):
         raise InputError(f"unknown field {canonical(unknown[0])}", pointer="/" + pointer_token(unknown[0]))
     for name in REQUIRED + (LINK_EXTRA if sealed else ()):
         if name not in value:

@@ -326,3 +326,27 @@ def test_a_deep_document_names_the_line_of_the_first_bracket_too_deep() -> None:
     with pytest.raises(InputError) as info:
         decode(raw)
     assert getattr(info.value.__cause__, "lineno", None) == 2 + MAX_DEPTH
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"p": 1.234e-05, "q": [5e-07, -9.99e-05, 1.5e-300, 0.0001, 10.00001]},
+        [1e-05],
+        1e-07,
+        {"text": "x:0.00001,", "p": 1e-05},  # a string holding a small double's orjson spelling
+        {"[0.00001]": 2e-05, "k": "[5e-7]"},
+        {"a": ",0.0000123}", "b": "e-5", "c": [-0.0, 0.0, 1e16, 1e-4]},
+    ],
+)
+def test_small_doubles_are_written_as_python_writes_them(value: object) -> None:
+    """Doubles below 1e-4 (which orjson writes as 0.00001234 or 5e-7) come out as repr
+    writes them, and text of that shape inside a string is left alone."""
+    from toolreplay.canonical import is_canonical_text
+
+    expected = canonical(value)
+    assert canonical_decoded(value) == expected
+    raw = expected.encode("ascii")
+    assert is_canonical_text(raw, value)
+    orjson_spelling = raw.replace(b"e-0", b"e-")
+    assert orjson_spelling == raw or not is_canonical_text(orjson_spelling, value)
