@@ -71,13 +71,44 @@ def _ascii_only(text: str) -> str:
     return escaped.replace("\\\\", "\x00").replace('\\"', '"').replace("\x00", "\\")
 
 
-# A double orjson writes unlike Python (below 1e-4: 0.00001234 for 1.234e-05, 5e-7 for 5e-07),
-# as a whole number token: after ":", "," or "[" (or alone) and before ",", "]" or "}" (or the end)
-_SMALL_NUMBER = re.compile(rb"(?:(?<=[:,\[])|^)-?(?:0\.0000[0-9]*|[0-9](?:\.[0-9]+)?e-[0-9]+)(?=[,\]}]|$)")
+# A double orjson writes unlike Python (below 1e-4: 0.00001234 for 1.234e-05, 5e-7 for 5e-07)
+_SMALL_TOKEN = re.compile(rb"-?(?:0\.0000[0-9]*|[0-9](?:\.[0-9]+)?e-[0-9]+)")
+_TOKEN_END = re.compile(rb"[,\]}]|$")
 
 
-def _python_float(match: re.Match[bytes]) -> bytes:
-    return repr(float(match.group())).encode("ascii")
+def _small_rewritten(out: bytes) -> bytes:
+    """``out`` with each whole number token shaped like orjson's spelling of a double below
+    1e-4 (after ":", "," or "[", before ",", "]", "}" or the end) written as ``repr`` writes
+    that double. Found from the few places ``.0000`` or ``e-`` occur (C-speed searches),
+    not by a regex scan of the whole text."""
+    pieces: list[bytes] = []
+    done = 0
+    hits = sorted({*_positions(out, b".0000"), *_positions(out, b"e-")})
+    for hit in hits:
+        if hit < done:
+            continue
+        delimiter = max(out.rfind(b":", done, hit), out.rfind(b",", done, hit), out.rfind(b"[", done, hit))
+        if delimiter < 0 and (done or out[:1] not in b"-0123456789"):
+            continue  # no token starts before it: text inside a string
+        end_match = _TOKEN_END.search(out, hit)
+        end = end_match.start() if end_match else len(out)
+        token = out[delimiter + 1 : end]
+        if _SMALL_TOKEN.fullmatch(token):
+            pieces += (out[done : delimiter + 1], repr(float(token)).encode("ascii"))
+            done = end
+    if not pieces:
+        return out
+    pieces.append(out[done:])
+    return b"".join(pieces)
+
+
+def _positions(out: bytes, needle: bytes) -> list[int]:
+    found = []
+    at = out.find(needle)
+    while at >= 0:
+        found.append(at)
+        at = out.find(needle, at + 1)
+    return found
 
 
 def _sorted_dump(value: Any) -> bytes | None:
@@ -96,7 +127,7 @@ def _sorted_dump(value: Any) -> bytes | None:
     except orjson.JSONEncodeError:
         return None
     if b".0000" in out or (b"-" in out and b"e-" in out):
-        fixed = _SMALL_NUMBER.sub(_python_float, out)
+        fixed = _small_rewritten(out)
         if fixed != out:
             if orjson.loads(fixed) != value:
                 return None
@@ -325,6 +356,29 @@ def decode_fast(raw: bytes) -> Any | None:
         return orjson.loads(raw)
     except orjson.JSONDecodeError:
         return None
+
+
+def loads_unproven(raw: bytes) -> Any | None:
+    """orjson's value for ``raw``; None where orjson refuses it.
+
+    Not yet the strict value: the caller proves that ``raw`` held no integer beyond 64 bits
+    (:func:`integers_agree`) and no duplicate key (:func:`colons_agree`) from the value's
+    canonical re-encoding, or that ``raw`` is that re-encoding (which proves both).
+    """
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+
+
+def integers_agree(raw: bytes, *texts: str) -> bool:
+    """True when the canonical ``texts`` of a value :func:`loads_unproven` decoded from ``raw``
+    provably kept every integer of ``raw``. orjson turns an integer beyond 64 bits into a
+    double of at least 2**63 in size, which canonical text writes with an exponent ``e+``:
+    without a ``+`` in the texts there was none (a ``+`` in a string only costs a closer look)."""
+    if any("+" in text for text in texts):
+        return not _long_integer(raw)
+    return True
 
 
 def decode(raw: bytes, *, max_bytes: int = MAX_RECORD_BYTES, what: str = "record") -> Any:

@@ -15,8 +15,9 @@ from toolreplay.canonical import (
     canonical_str,
     check_shape,
     colons_agree,
-    decode_fast,
     decode_reference,
+    integers_agree,
+    loads_unproven,
 )
 from toolreplay.errors import InputError
 from toolreplay.locate import pointer_token
@@ -26,6 +27,7 @@ REQUIRED = ("index", "tool", "args", "response")
 OPTIONAL = ("fingerprint", "state")
 LINK_EXTRA = ("prev", "digest")
 _ALLOWED = {False: frozenset(REQUIRED + OPTIONAL), True: frozenset(REQUIRED + OPTIONAL + LINK_EXTRA)}
+_REQUIRED = {False: frozenset(REQUIRED), True: frozenset(REQUIRED + LINK_EXTRA)}
 _FINGERPRINT = re.compile(r"[0-9a-f]{16}")
 _DIGEST = re.compile(r"[0-9a-f]{64}")
 
@@ -103,9 +105,10 @@ def check_fields(value: Any, *, sealed: bool) -> None:
     allowed = REQUIRED + OPTIONAL + (LINK_EXTRA if sealed else ())
     if not value.keys() <= _ALLOWED[sealed] and (unknown := sorted(k for k in value if k not in allowed)):
         raise InputError(f"unknown field {canonical(unknown[0])}", pointer="/" + pointer_token(unknown[0]))
-    for name in REQUIRED + (LINK_EXTRA if sealed else ()):
-        if name not in value:
-            raise InputError(f'missing field "{name}"')
+    if not _REQUIRED[sealed] <= value.keys():
+        for name in REQUIRED + (LINK_EXTRA if sealed else ()):
+            if name not in value:
+                raise InputError(f'missing field "{name}"')
     index = value["index"]
     if type(index) is not int:  # bool is an int subclass, and 1.0 is not an integer here
         raise _field_error("index", "an integer", index)
@@ -180,14 +183,15 @@ def parse_line(raw: bytes, *, sealed: bool = False, line: int = 0) -> tuple[Reco
     Raises :class:`InputError` without a location; readers add file and line.
     """
     check_shape(raw)
-    value = decode_fast(raw)
+    value = loads_unproven(raw)
     if value is not None:
         try:
             record, value = _build(value, sealed=sealed, line=line)
         except (InputError, ValueError):
             pass  # a duplicate key may come first: the reference decoder decides below
         else:
-            if colons_agree(raw, _colon_count(record, len(value))):
+            texts = (record.canon_args, record.canon_response, record.canon_state or "")
+            if colons_agree(raw, _colon_count(record, len(value))) and integers_agree(raw, *texts):
                 return record, value
     return _build(decode_reference(raw), sealed=sealed, line=line)
 
