@@ -1,11 +1,12 @@
-"""Benchmark seal, verify and replay on a large generated transcript.
+"""Benchmark seal, verify and replay on large generated transcripts, one per data mix.
 
-    python bench/run.py [--megabytes 200] [--rounds 2]
+    python bench/run.py [--megabytes 100] [--rounds 2] [--mix realistic ...]
 
 Each operation runs as its own process (toolreplay's real CLI, the naive reference in
 bench/naive.py, and sha256 over the same bytes), alternating, best of ``--rounds``; it
 prints throughput ratios, which survive a noisy machine better than seconds, and the peak
-RSS of the main process and of the largest worker. Not part of the test run.
+RSS of the main process and of the largest worker, for each mix of bench/generate.py
+(all three unless ``--mix`` names some). Not part of the test run.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ sys.argv = sys.argv[1:]
 try:
     if sys.argv[0] == "toolreplay":
         from toolreplay.cli import cli
-        cli.main(args=sys.argv[1:], prog_name="toolreplay", standalone_mode=False)
+        cli.main(args=sys.argv[1:], prog_name="toolreplay")  # exits with the command's code
     else:
         runpy.run_path(sys.argv[0], run_name="__main__")
 finally:
@@ -61,15 +62,34 @@ def file_digest(path: Path) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--megabytes", type=int, default=200)
+    parser.add_argument("--megabytes", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--mix", action="append", choices=MIXES, help="repeatable; default: every mix")
     ns = parser.parse_args()
     OUT.mkdir(exist_ok=True)
-    transcript = OUT / f"transcript-{ns.megabytes}mb.jsonl"
+    print(f"{os.cpu_count()} cores; best of {ns.rounds}, each operation alternating with the reference")
+    for mix in ns.mix or MIXES:
+        bench(mix, ns.megabytes, ns.rounds)
+
+
+MIXES = ("ascii", "realistic", "non-ascii-heavy")
+
+
+def bench(mix: str, megabytes: int, rounds: int) -> None:
+    transcript = OUT / f"transcript-{mix}-{megabytes}mb.jsonl"
     if not transcript.exists():
         subprocess.run(
-            [sys.executable, str(HERE / "generate.py"), str(transcript), "--megabytes", str(ns.megabytes)],
+            [
+                sys.executable,
+                str(HERE / "generate.py"),
+                str(transcript),
+                "--megabytes",
+                str(megabytes),
+                "--mix",
+                mix,
+            ],
             check=True,
+            stdout=subprocess.DEVNULL,
         )
     sealed = OUT / "ours.sealed.jsonl"
     naive_sealed = OUT / "naive.sealed.jsonl"
@@ -77,17 +97,17 @@ def main() -> None:
     size = transcript.stat().st_size
     plans = {
         "seal": (
-            ["toolreplay", "seal", str(transcript), "-o", str(sealed)],
+            ["toolreplay", "seal", str(transcript), "-o", str(sealed), "--force"],
             [naive, "seal", str(transcript), str(naive_sealed)],
         ),
         "verify": (["toolreplay", "verify", str(sealed)], [naive, "verify", str(naive_sealed)]),
         "replay": (["toolreplay", "replay", str(transcript)], [naive, "replay", str(transcript)]),
     }
-    print(f"input: {transcript.name}, {size / 1e6:.0f} MB, {os.cpu_count()} cores")
+    print(f"\n{mix}: {transcript.name}, {size / 1e6:.0f} MB")
     print(f"{'op':8} {'vs naive':>9} {'vs sha256':>10} {'peak RSS main':>14} {'largest worker':>15}")
     for op, (ours_argv, naive_argv) in plans.items():
         best: dict[str, tuple[float, int, int, str]] = {}
-        for _ in range(ns.rounds):
+        for _ in range(rounds):
             for name, argv in (
                 ("naive", naive_argv),
                 ("ours", ours_argv),
@@ -98,6 +118,8 @@ def main() -> None:
                     best[name] = result
         if op == "seal" and file_digest(sealed) != file_digest(naive_sealed):
             raise SystemExit("seal output differs from the naive reference")
+        if op == "verify" and "chain: intact" not in best["ours"][3]:
+            raise SystemExit(f"verify did not find the chain intact: {best['ours'][3][:500]}")
         ours, ref, floor = best["ours"], best["naive"], best["sha"]
         print(
             f"{op:8} {ref[0] / ours[0]:>8.2f}x {floor[0] / ours[0]:>9.2f}x"

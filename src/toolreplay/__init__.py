@@ -52,14 +52,10 @@ _EXPORTS = {
 
 def __getattr__(name: str) -> Any:
     if name == "__version__":
-        from importlib.metadata import PackageNotFoundError, version
+        from toolreplay._version import __version__
 
-        try:
-            found = version("toolreplay")
-        except PackageNotFoundError:  # pragma: no cover - running from a bare checkout
-            found = "0.0.0"
-        globals()["__version__"] = found
-        return found
+        globals()["__version__"] = __version__
+        return __version__
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'toolreplay' has no attribute {name!r}")

@@ -25,36 +25,35 @@ surrogates) and what Python would silently accept (``NaN``, ``1e400`` turning in
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import re
-import sys
-from collections.abc import Iterator
 from json.encoder import encode_basestring_ascii as _encode_ascii
-from types import FrameType
 from typing import Any
 
 import orjson
 
 from toolreplay.errors import InputError
-
-#: Deepest nesting of arrays and objects accepted in one record (the record itself is level 1).
-MAX_DEPTH = 128
-#: Longest integer accepted, in digits (Python's own conversion limit).
-MAX_INT_DIGITS = 4300
-#: Largest record accepted, in bytes of its line (without the line ending).
-MAX_RECORD_BYTES = 8 * 1024 * 1024
+from toolreplay.limits import MAX_DEPTH as MAX_DEPTH
+from toolreplay.limits import MAX_INT_DIGITS as MAX_INT_DIGITS
+from toolreplay.limits import MAX_RECORD_BYTES as MAX_RECORD_BYTES
+from toolreplay.limits import room_for_depth as room_for_depth
 
 _ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
 # Only for detecting lone surrogates: encoding to UTF-8 refuses them.
 _RAW_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
 
 _BOM = b"\xef\xbb\xbf"
-# digits -> "0", everything else -> " ": a run of 19 digits is then a plain substring search,
-# several times faster than a regex scan on every line
-_DIGIT_MAP = bytes(0x30 if 0x30 <= b <= 0x39 else 0x20 for b in range(256))
+# digits -> "0", what may continue a number ("." and exponents) -> ".", everything else -> " ":
+# a run of 19 digits that starts a number is then a plain substring search, several times
+# faster than a regex scan on every line
+_DIGIT_MAP = bytes(0x30 if 0x30 <= b <= 0x39 else 0x2E if b in b".eE" else 0x20 for b in range(256))
 _LONG_RUN = b"0" * 19
+_LONG_START = b" " + _LONG_RUN
+# An integer token of 19 digits or more: a digit run that no "." precedes and no ".", "e" or
+# "E" follows. The long runs of doubles (the fraction of 0.00042169835447674430, the integer
+# part of 12345678901234567890.5) do not match, and doubles are what orjson decodes exactly.
+_LONG_INTEGER = re.compile(rb"(?<![0-9.])[0-9]{19,}(?![0-9.eE])")
 _COLON_ESCAPE = re.compile(rb"\\u003[aA]")
 _STRING_BYTES = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 
@@ -72,7 +71,68 @@ def _ascii_only(text: str) -> str:
     return escaped.replace("\\\\", "\x00").replace('\\"', '"').replace("\x00", "\\")
 
 
-_SMALL_EXPONENT = re.compile(rb"[0-9]e-")
+# A double orjson writes unlike Python (below 1e-4: 0.00001234 for 1.234e-05, 5e-7 for 5e-07)
+_SMALL_TOKEN = re.compile(rb"-?(?:0\.0000[0-9]*|[0-9](?:\.[0-9]+)?e-[0-9]+)")
+_TOKEN_END = re.compile(rb"[,\]}]|$")
+
+
+def _small_rewritten(out: bytes) -> bytes:
+    """``out`` with each whole number token shaped like orjson's spelling of a double below
+    1e-4 (after ":", "," or "[", before ",", "]", "}" or the end) written as ``repr`` writes
+    that double. Found from the few places ``.0000`` or ``e-`` occur (C-speed searches),
+    not by a regex scan of the whole text."""
+    pieces: list[bytes] = []
+    done = 0
+    hits = sorted({*_positions(out, b".0000"), *_positions(out, b"e-")})
+    for hit in hits:
+        if hit < done:
+            continue
+        delimiter = max(out.rfind(b":", done, hit), out.rfind(b",", done, hit), out.rfind(b"[", done, hit))
+        if delimiter < 0 and (done or out[:1] not in b"-0123456789"):
+            continue  # no token starts before it: text inside a string
+        end_match = _TOKEN_END.search(out, hit)
+        end = end_match.start() if end_match else len(out)
+        token = out[delimiter + 1 : end]
+        if _SMALL_TOKEN.fullmatch(token):
+            pieces += (out[done : delimiter + 1], repr(float(token)).encode("ascii"))
+            done = end
+    if not pieces:
+        return out
+    pieces.append(out[done:])
+    return b"".join(pieces)
+
+
+def _positions(out: bytes, needle: bytes) -> list[int]:
+    found = []
+    at = out.find(needle)
+    while at >= 0:
+        found.append(at)
+        at = out.find(needle, at + 1)
+    return found
+
+
+def _sorted_dump(value: Any) -> bytes | None:
+    """orjson's sorted output for a decoded value, its doubles written as Python writes them
+    (``repr``); None where orjson cannot write the value (integers beyond 64 bits).
+
+    Doubles below 1e-4 are the one notation orjson writes otherwise: any output that may
+    hold one (``.0000``, or ``e-``) has each such number token rewritten as
+    ``repr(float(token))``, exact because orjson's digits round-trip. The tokens are found
+    by their shape, which text inside a string can have too: so a rewritten output must
+    decode to the value it was written from (a string changed by a rewrite would not), or
+    None is returned and the caller takes :func:`canonical`.
+    """
+    try:
+        out = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    except orjson.JSONEncodeError:
+        return None
+    if b".0000" in out or (b"-" in out and b"e-" in out):
+        fixed = _small_rewritten(out)
+        if fixed != out:
+            if orjson.loads(fixed) != value:
+                return None
+            return fixed
+    return out
 
 
 def canonical_decoded(value: Any) -> str:
@@ -82,19 +142,15 @@ def canonical_decoded(value: Any) -> str:
     the same escapes below U+007F, and the same shortest round-trip digits for doubles;
     it differs in three places, all handled here: it writes non-ASCII characters and
     U+007F raw (escaped afterwards, exactly as ``json`` escapes them), and it writes
-    doubles below 1e-4 in another notation (any output that may hold one, ``0.0000``
-    or a digit followed by ``e-``, is encoded by :func:`canonical` instead). Integers
-    beyond 64 bits make orjson refuse, and :func:`canonical` takes over too.
+    doubles below 1e-4 in another notation (rewritten, see :func:`_sorted_dump`).
+    Integers beyond 64 bits make orjson refuse, and :func:`canonical` takes over.
 
     Only for decoded values: orjson would write NaN as ``null`` where ``canonical``
     refuses it, and a decoded value holds none. ``tests/unit/test_canonical.py`` checks
     the two agree on every vector and a large generated corpus.
     """
-    try:
-        out = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
-    except orjson.JSONEncodeError:
-        return canonical(value)
-    if _maybe_small(out):
+    out = _sorted_dump(value)
+    if out is None:
         return canonical(value)
     text = out.decode("utf-8")
     if text.isascii() and "\x7f" not in text:
@@ -105,22 +161,21 @@ def canonical_decoded(value: Any) -> str:
 def is_canonical_text(raw: bytes, value: Any) -> bool:
     """Whether ``raw`` is exactly ``canonical(value)``, for ``value`` decoded from ``raw``.
 
-    Most lines are plain ASCII with no escapes beyond the short ones, and then orjson's
-    own output is the canonical text: compare bytes directly. Anything else goes through
-    :func:`canonical_decoded`.
+    Most lines are ASCII with no escapes beyond the short ones, and then the sorted dump
+    is the canonical text: compare bytes directly.
     """
-    try:
-        out = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
-    except orjson.JSONEncodeError:
+    out = _sorted_dump(value)
+    if out is None:
         return canonical(value).encode("ascii") == raw
-    if out == raw and out.isascii() and b"\x7f" not in out and not _maybe_small(out):
-        return True
-    return canonical_decoded(value).encode("ascii") == raw
+    if out.isascii() and b"\x7f" not in out:
+        return out == raw
+    return _ascii_only(out.decode("utf-8")).encode("ascii") == raw
 
 
-def _maybe_small(out: bytes) -> bool:
-    """Could orjson's output hold a double below 1e-4, which it writes unlike Python?"""
-    return b"0.0000" in out or (b"e-" in out and _SMALL_EXPONENT.search(out) is not None)
+def canonical_str(text: str) -> str:
+    """``canonical(text)`` for a string: the ``json`` module's own string encoder (C), which
+    is what ``json.dumps`` calls for a string with ``ensure_ascii``, without its set-up."""
+    return _encode_ascii(text)
 
 
 def canonical(value: Any) -> str:
@@ -214,15 +269,12 @@ def nesting_depth(raw: bytes, *, limit: int | None = None) -> int:
     return depth
 
 
-_NOT_OPENERS = bytes(b for b in range(256) if b not in b"[{")
-
-
 def too_deep(raw: bytes) -> bool:
     """Is a JSON text nested deeper than :data:`MAX_DEPTH`? Cheap for most texts: there
     cannot be more levels than opening brackets (counted in one pass)."""
-    return (
-        len(raw.translate(None, _NOT_OPENERS)) > MAX_DEPTH and nesting_depth(raw, limit=MAX_DEPTH) > MAX_DEPTH
-    )
+    if raw.count(b"[") + raw.count(b"{") <= MAX_DEPTH:  # two memchr-speed counts: most lines stop here
+        return False
+    return nesting_depth(raw, limit=MAX_DEPTH) > MAX_DEPTH
 
 
 _TOKENS = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]', re.DOTALL)
@@ -279,20 +331,54 @@ def decode_reference(raw: bytes) -> Any:
     return value
 
 
+def _long_integer(raw: bytes) -> bool:
+    """Could ``raw`` hold an integer of 19 digits or more (beyond 64 bits, orjson makes it a
+    double)? Digit runs inside strings (digests, ids) are harmless: look again without them."""
+    return (
+        _LONG_INTEGER.search(raw) is not None
+        and _LONG_INTEGER.search(_STRING_BYTES.sub(b"", raw)) is not None
+    )
+
+
 def decode_fast(raw: bytes) -> Any | None:
     """Decode with orjson where it is known to agree with the reference; None otherwise.
 
     The caller must still compare key counts to rule out duplicate keys.
     """
-    # digit runs inside strings (digests, ids) are harmless: look again without the strings
-    if _LONG_RUN in raw.translate(_DIGIT_MAP) and _LONG_RUN in _STRING_BYTES.sub(b"", raw).translate(
-        _DIGIT_MAP
-    ):
+    # In valid JSON (all orjson accepts) a number starts after "[", ",", ":", "-", white space
+    # or the start of the text, never after a digit, ".", "e" or "E": so an integer of 19
+    # digits shows as " " and 19 digits in the mapped text, and a double's fraction does not.
+    mapped = raw.translate(_DIGIT_MAP)
+    # (19 zeros first: the longer needle alone is slower, on text where every number is a run)
+    if _LONG_RUN in mapped and (_LONG_START in mapped or mapped.startswith(_LONG_RUN)) and _long_integer(raw):
         return None
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError:
         return None
+
+
+def loads_unproven(raw: bytes) -> Any | None:
+    """orjson's value for ``raw``; None where orjson refuses it.
+
+    Not yet the strict value: the caller proves that ``raw`` held no integer beyond 64 bits
+    (:func:`integers_agree`) and no duplicate key (:func:`colons_agree`) from the value's
+    canonical re-encoding, or that ``raw`` is that re-encoding (which proves both).
+    """
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+
+
+def integers_agree(raw: bytes, *texts: str) -> bool:
+    """True when the canonical ``texts`` of a value :func:`loads_unproven` decoded from ``raw``
+    provably kept every integer of ``raw``. orjson turns an integer beyond 64 bits into a
+    double of at least 2**63 in size, which canonical text writes with an exponent ``e+``:
+    without a ``+`` in the texts there was none (a ``+`` in a string only costs a closer look)."""
+    if any("+" in text for text in texts):
+        return not _long_integer(raw)
+    return True
 
 
 def decode(raw: bytes, *, max_bytes: int = MAX_RECORD_BYTES, what: str = "record") -> Any:
@@ -302,27 +388,3 @@ def decode(raw: bytes, *, max_bytes: int = MAX_RECORD_BYTES, what: str = "record
     if value is None or not colons_agree(raw, canonical_decoded(value).count(":")):
         return decode_reference(raw)
     return value
-
-
-#: Python frames a recursive walk may take per level of a value: jsonschema takes about 8
-#: (descend, a keyword, $ref/$dynamicRef, descend ...) when the meta-schema checks a schema
-_FRAMES_PER_LEVEL = 16
-
-
-@contextlib.contextmanager
-def room_for_depth() -> Iterator[None]:
-    """Let a recursive walk over a value within :data:`MAX_DEPTH` (jsonschema validating a
-    value, or checking a schema against its meta-schema) finish, however deep the caller's
-    stack already is: Python's default limit of 1000 frames is less than 128 levels of
-    jsonschema. Consume the walk's generators inside the block."""
-    frame: FrameType | None = sys._getframe()
-    depth = 0
-    while frame is not None:
-        depth += 1
-        frame = frame.f_back
-    old = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(old, depth + MAX_DEPTH * _FRAMES_PER_LEVEL))
-    try:
-        yield
-    finally:
-        sys.setrecursionlimit(old)

@@ -9,12 +9,13 @@ from typing import IO, Any
 
 from toolreplay.canonical import (
     MAX_RECORD_BYTES,
-    canonical,
     canonical_decoded,
+    canonical_str,
     check_shape,
     colons_agree,
-    decode_fast,
+    integers_agree,
     is_canonical_text,
+    loads_unproven,
 )
 from toolreplay.errors import InputError
 from toolreplay.transcript import GENESIS, Link, Record, check_fields, iter_lines, parse_line
@@ -29,12 +30,12 @@ def parts_of(record: Record) -> tuple[str, str, str]:
     ``head + ',"digest":"' + digest + '"' + middle + prev + tail``.
     """
     head = '{"args":' + record.canon_args
-    middle = "" if record.fingerprint is None else ',"fingerprint":' + canonical(record.fingerprint)
+    middle = "" if record.fingerprint is None else ',"fingerprint":' + canonical_str(record.fingerprint)
     middle += f',"index":{record.index},"prev":"'
     tail = '","response":' + record.canon_response
     if record.canon_state is not None:
         tail += ',"state":' + record.canon_state
-    tail += ',"tool":' + canonical(record.tool) + "}"
+    tail += ',"tool":' + canonical_str(record.tool) + "}"
     return head, middle, tail
 
 
@@ -127,13 +128,13 @@ _PREV_GAP = '"prev":""'
 
 
 def _decode_within_limits(raw: bytes) -> Any:
-    """``decode_fast`` behind the reader's own shape limits (size, depth, BOM): the fast
+    """``loads_unproven`` behind the reader's own shape limits (size, depth, BOM): the fast
     path must not take a line the exact path refuses."""
     try:
         check_shape(raw)
     except InputError:
         return None
-    return decode_fast(raw)
+    return loads_unproven(raw)
 
 
 def fast_parts(raw: bytes) -> tuple[int, str, str, str] | None:
@@ -151,14 +152,18 @@ def fast_parts(raw: bytes) -> tuple[int, str, str, str] | None:
         return None
     # a duplicate key somewhere would have lost a colon (canonical.colons_agree); the
     # placeholder prev adds one that the line does not have
-    if not colons_agree(raw, head.count(":") + text.count(":") - 1):
+    if not colons_agree(raw, head.count(":") + text.count(":") - 1) or not integers_agree(raw, head, text):
         return None
     gap = text.index(_PREV_GAP)  # index and fingerprint, the only keys before it, cannot hold it
     return value["index"], head, "," + text[1:gap] + '"prev":"', '"' + text[gap + len(_PREV_GAP) :]
 
 
 def fast_link(raw: bytes) -> tuple[int, str, str] | None:
-    """(index, prev, digest) of a sealed line that is canonical and whose digest is its own."""
+    """(index, prev, digest) of a sealed line that is canonical and whose digest is its own.
+
+    The line being the canonical text of the value orjson decoded proves what the reader's
+    other checks prove: a duplicate key or an integer beyond 64 bits would re-encode otherwise.
+    """
     value = _decode_within_limits(raw)
     if value is None:
         return None

@@ -40,9 +40,9 @@ from toolreplay.analyses.scope import Scope, check_scope, load_scope
 from toolreplay.canonical import room_for_depth
 from toolreplay.chain import verify
 from toolreplay.config import Config, expand
-from toolreplay.ecma import DEFAULT_BUDGET_SECONDS
 from toolreplay.errors import InputError
 from toolreplay.findings import Finding, one_line, quote, sort_findings
+from toolreplay.limits import DEFAULT_BUDGET_SECONDS
 from toolreplay.report import Line, Report, replay_header
 from toolreplay.transcript import Record, read_links, read_transcript, slim
 

@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from toolreplay.analyses.replay import DEFAULT_MUTATORS
-from toolreplay.ecma import DEFAULT_BUDGET_SECONDS
 from toolreplay.errors import InputError
 from toolreplay.findings import kind_fails, quote
+from toolreplay.limits import DEFAULT_BUDGET_SECONDS
 
 CONFIG_NAMES = ("toolreplay.toml", "pyproject.toml")
 

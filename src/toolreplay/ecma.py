@@ -38,13 +38,12 @@ from jsonschema import Draft202012Validator, FormatChecker, ValidationError
 from jsonschema.validators import extend
 
 from toolreplay.errors import ToolreplayError
+from toolreplay.limits import DEFAULT_BUDGET_SECONDS
 
 #: regress flags: ``u``, as JSON Schema asks for (code points, Unicode property escapes)
 FLAGS = "u"
 #: Longest one pattern may take on one value before the call is left unjudged.
 PATTERN_SECONDS = 1.0
-#: Default total time the pattern checks of one transcript may take (``pattern_budget_seconds``).
-DEFAULT_BUDGET_SECONDS = 10.0
 #: How long the worker process may take to start (not counted in the budget).
 START_SECONDS = 30.0
 

@@ -1,10 +1,13 @@
-"""Seal and verify large files on every core, with the sequential code's exact results.
+"""Seal, verify and replay large files on every core, with the sequential code's exact results.
 
 Parsing and canonical encoding dominate, and they are independent per line; only the
-chain itself (each digest feeding the next ``prev``) is sequential. So the file is read
-in chunks cut at line ends, worker processes parse and encode each chunk, and this
-process walks the chain over their results in order, with a bounded number of chunks in
-flight so memory stays flat however large the file.
+chain itself (each digest feeding the next ``prev``) is sequential. So the file is cut
+into byte ranges, each worker process reads its own range from the file (the lines that
+start in it) and sends back only what the sequential part needs: for verify, four values
+per range (links, first index, first ``prev``, last digest); for replay, two 16-byte
+digests per call; for seal, the canonical text around each link's chain values, which
+this process hashes in order. A bounded number of ranges is in flight, so memory stays
+flat however large the file.
 
 Anything unusual (a refused line, an index out of order, a broken link) makes the caller
 rerun the sequential path, which then reports exactly what it always reports: the
@@ -14,23 +17,28 @@ parallel path is an accelerator, never a second opinion.
 from __future__ import annotations
 
 import hashlib
-import io
-import multiprocessing
 import os
+from array import array
 from collections import deque
-from collections.abc import Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
-from dataclasses import dataclass
-from typing import IO
+from collections.abc import Callable, Iterator
+from typing import IO, TYPE_CHECKING, TypeVar
 
+from toolreplay.analyses.replay import Call, call_of
 from toolreplay.canonical import MAX_RECORD_BYTES
 from toolreplay.chain import fast_link, fast_parts, link_digest, parts_of
 from toolreplay.errors import InputError
-from toolreplay.transcript import GENESIS, iter_lines, open_input, parse_line
+from toolreplay.transcript import GENESIS, parse_line
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future, ProcessPoolExecutor
+
 
 #: files smaller than this are faster to handle in one process
 PARALLEL_MIN_BYTES = 32 * 1024 * 1024
-CHUNK_BYTES = 1024 * 1024
+#: bytes of the file each worker task reads
+CHUNK_BYTES = 4 * 1024 * 1024
+
+T = TypeVar("T")
 
 
 class Fallback(Exception):
@@ -51,127 +59,209 @@ def worth_it(path: str) -> bool:
         return False
 
 
-def read_chunks(stream: IO[bytes], size: int = CHUNK_BYTES) -> Iterator[tuple[int, bytes]]:
-    """Yield (line number of the chunk's first line, bytes ending at a line end)."""
-    line = 1
-    carry = b""
-    while True:
-        block = stream.read(size)
-        if not block:
-            if carry:
-                yield line, carry
-            return
-        data = carry + block
-        cut = data.rfind(b"\n") + 1
-        if cut == 0 and len(data) <= MAX_RECORD_BYTES + 2:
-            carry = data  # one long line so far; the reader refuses it once it is over the cap
-            continue
-        if cut == 0:
-            cut = len(data)
-        yield line, data[:cut]
-        line += data.count(b"\n", 0, cut)
-        carry = data[cut:]
+def byte_ranges(size: int, chunk: int) -> list[tuple[int, int]]:
+    """[start, end) ranges covering ``size`` bytes; each line belongs to the range it starts in."""
+    return [(start, min(start + chunk, size)) for start in range(0, size, chunk)] or [(0, 0)]
 
 
-@dataclass(frozen=True, slots=True)
-class SealParts:
-    """What a worker computes for one record: index, line and the three text parts."""
+class RangeLines:
+    """The lines that start in [start, end) of a file, read as ``transcript.iter_lines`` reads
+    them: iterating yields (line number within the range, from 1; line without its ending)
+    for every non-blank line, and ``lines`` is then the number of lines read, blank ones
+    too. A line over the record cap raises Fallback: the sequential path names it."""
 
-    index: int
-    line: int
-    head: str
-    middle: str
-    tail: str
+    def __init__(self, stream: IO[bytes], start: int, end: int) -> None:
+        self.stream, self.start, self.end = stream, start, end
+        self.lines = 0
+
+    def __iter__(self) -> Iterator[tuple[int, bytes]]:
+        stream, position = self.stream, self.start
+        readline = stream.readline
+        stream.seek(max(position - 1, 0))
+        if position and stream.read(1) != b"\n":  # inside a line: it belongs to the range before
+            rest = readline(MAX_RECORD_BYTES + 2)
+            if not rest.endswith(b"\n") and len(rest) > MAX_RECORD_BYTES:
+                raise Fallback
+            position += len(rest)
+        number = 0
+        while position < self.end:
+            raw = readline(MAX_RECORD_BYTES + 2)
+            if not raw:
+                break
+            position += len(raw)
+            number += 1
+            if raw.endswith(b"\n"):
+                raw = raw[:-2] if raw.endswith(b"\r\n") else raw[:-1]
+            elif len(raw) > MAX_RECORD_BYTES:
+                raise Fallback
+            if raw.strip(b" \t\r"):
+                yield number, raw
+        self.lines = number
 
 
-def _lines(first: int, data: bytes) -> Iterator[tuple[int, bytes]]:
-    for number, raw in iter_lines(io.BytesIO(data), ""):
-        yield first + number - 1, raw
+# --- what each worker computes over its range ------------------------------------------------
 
 
-def seal_chunk(first: int, data: bytes) -> list[SealParts] | None:
-    """Parse a chunk of a transcript; None when any line is refused (a line over the size
-    cap included: the sequential path names it, with the file's name and line)."""
-    out = []
+def seal_range(path: str, start: int, end: int) -> tuple[int, int, bytes, array[int]] | None:
+    """(records, first index, their link texts, the texts' part lengths) of a range; None on
+    any doubt. The texts are ``head + middle + tail`` of each record back to back (see
+    ``chain.parts_of``), ASCII; the lengths are ``len(head), len(middle), len(tail)``."""
+    texts: list[str] = []
+    lengths: array[int] = array("q")
+    first = expected = -1
     try:
-        for number, raw in _lines(first, data):
-            parts = fast_parts(raw)
-            if parts is None:
-                record, _ = parse_line(raw, line=number)
-                parts = (record.index, *parts_of(record))
-            out.append(SealParts(parts[0], number, parts[1], parts[2], parts[3]))
-    except InputError:
-        return None
-    return out
-
-
-def verify_chunk(first: int, data: bytes) -> list[tuple[int, str, str]] | None:
-    """(index, prev, digest) of each link of a chunk that checks out on its own; None on any doubt."""
-    out = []
-    try:
-        for number, raw in _lines(first, data):
-            quick = fast_link(raw)
-            if quick is None:
-                record, value = parse_line(raw, sealed=True, line=number)
-                digest, line = link_digest(record, value["prev"])
-                if digest != value["digest"] or line.encode("ascii") != raw:
+        with open(path, "rb") as stream:
+            for number, raw in RangeLines(stream, start, end):
+                parts = fast_parts(raw)
+                if parts is None:
+                    record, _ = parse_line(raw, line=number)
+                    parts = (record.index, *parts_of(record))
+                index, head, middle, tail = parts
+                if first < 0:
+                    first = expected = index
+                if index != expected:
                     return None
-                quick = (record.index, value["prev"], digest)
-            out.append(quick)
-    except InputError:
+                expected += 1
+                # 64 + 64 hex digits and ',"digest":""' join them in the link
+                if len(head) + len(middle) + len(tail) + 140 > MAX_RECORD_BYTES:
+                    return None
+                texts += (head, middle, tail)
+                lengths.extend((len(head), len(middle), len(tail)))
+    except (InputError, Fallback):
         return None
-    return out
+    return max(expected - first, 0), first, "".join(texts).encode("ascii"), lengths
+
+
+def verify_range(path: str, start: int, end: int) -> tuple[int, int, str, str] | None:
+    """(links, first index, first prev, last digest) of a range whose links each check out
+    and follow one another; None on any doubt (the sequential walk then names the break)."""
+    count = first = 0
+    first_prev = prev = ""
+    try:
+        with open(path, "rb") as stream:
+            for number, raw in RangeLines(stream, start, end):
+                quick = fast_link(raw)
+                if quick is None:
+                    record, value = parse_line(raw, sealed=True, line=number)
+                    digest, line = link_digest(record, value["prev"])
+                    if digest != value["digest"] or line.encode("ascii") != raw:
+                        return None
+                    quick = (record.index, value["prev"], digest)
+                index, link_prev, digest = quick
+                if count == 0:
+                    first, first_prev = index, link_prev
+                elif index != first + count or link_prev != prev:
+                    return None
+                prev = digest
+                count += 1
+    except (InputError, Fallback):
+        return None
+    return count, first, first_prev, prev
+
+
+def replay_range(path: str, start: int, end: int) -> tuple[int, array[int], list[str], bytes] | None:
+    """The calls of a range's records, packed small for the trip back: (lines in the range,
+    blank ones too; of each call its index, its line counted from the range's first line as 1
+    and whether it records state; each call's tool; each call's key and response digests,
+    back to back); None on any doubt."""
+    numbers: array[int] = array("q")
+    tools: list[str] = []
+    digests: list[bytes] = []
+    try:
+        with open(path, "rb") as stream:
+            lines = RangeLines(stream, start, end)
+            for number, raw in lines:
+                call = call_of(parse_line(raw, line=number)[0])
+                numbers.extend((call.index, call.line, call.stated))
+                tools.append(call.tool)
+                digests += (call.key, call.response)
+    except (InputError, Fallback):
+        return None
+    return lines.lines, numbers, tools, b"".join(digests)
+
+
+# --- the sequential part, in this process ----------------------------------------------------
 
 
 def _pool() -> ProcessPoolExecutor:
+    # imported here: most runs (small files) never start a pool, and start-up counts
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
     return ProcessPoolExecutor(max_workers=workers(), mp_context=multiprocessing.get_context("spawn"))
 
 
-def _ordered_results(path: str, func: object) -> Iterator[object]:
-    stream = open_input(path)
+def _ordered(path: str, func: Callable[[str, int, int], T]) -> Iterator[T]:
     try:
-        with _pool() as pool:
-            window: deque[Future[object]] = deque()
-            for first, data in read_chunks(stream):
-                window.append(pool.submit(func, first, data))  # type: ignore[arg-type]
-                if len(window) >= 2 * workers():
-                    yield window.popleft().result()
-            while window:
+        size = os.path.getsize(path)
+    except OSError as err:  # the sequential path names it
+        raise Fallback from err
+    with _pool() as pool:
+        window: deque[Future[T]] = deque()
+        for start, end in byte_ranges(size, CHUNK_BYTES):
+            window.append(pool.submit(func, path, start, end))
+            if len(window) >= 2 * workers():
                 yield window.popleft().result()
-    finally:
-        stream.close()
+        while window:
+            yield window.popleft().result()
 
 
 def seal_lines(path: str) -> Iterator[str]:
     """Sealed lines of a transcript file, computed on every core. Raises Fallback on any doubt."""
     prev = GENESIS
     expected = 0
-    for result in _ordered_results(path, seal_chunk):
+    sha256 = hashlib.sha256
+    for result in _ordered(path, seal_range):
         if result is None:
             raise Fallback
-        for parts in result:  # type: ignore[attr-defined]
-            if parts.index != expected:
-                raise Fallback
-            expected += 1
-            body = parts.head + parts.middle + prev + parts.tail
-            digest = hashlib.sha256(body.encode("ascii")).hexdigest()
-            line = parts.head + ',"digest":"' + digest + '"' + parts.middle + prev + parts.tail
-            if len(line) > MAX_RECORD_BYTES:
-                raise Fallback  # the sequential path names it
-            yield line
+        count, first, blob, lengths = result
+        if count and first != expected:
+            raise Fallback
+        expected += count
+        text = blob.decode("ascii")
+        at = 0
+        for k in range(0, 3 * count, 3):
+            head_end = at + lengths[k]
+            middle_end = head_end + lengths[k + 1]
+            end = middle_end + lengths[k + 2]
+            head, middle, tail = text[at:head_end], text[head_end:middle_end], text[middle_end:end]
+            digest = sha256((head + middle + prev + tail).encode("ascii")).hexdigest()
+            yield head + ',"digest":"' + digest + '"' + middle + prev + tail
             prev = digest
+            at = end
+
+
+def file_calls(path: str) -> Iterator[Call]:
+    """The calls of a transcript file in order, as ``analyses.replay.call_of`` makes them from
+    its records, computed on every core. Raises Fallback on any doubt (a refused line, an
+    index out of order): only the sequential reader names those."""
+    base = 0
+    expected = 0
+    for result in _ordered(path, replay_range):
+        if result is None:
+            raise Fallback
+        lines, numbers, tools, digests = result
+        for k, tool in enumerate(tools):
+            if numbers[3 * k] != expected:
+                raise Fallback
+            key, response = digests[32 * k : 32 * k + 16], digests[32 * k + 16 : 32 * k + 32]
+            yield Call(expected, base + numbers[3 * k + 1], tool, key, response, bool(numbers[3 * k + 2]))
+            expected += 1
+        base += lines
 
 
 def verify_head(path: str) -> tuple[int, str]:
     """(links, head) of an intact sealed file, computed on every core. Raises Fallback on any doubt."""
     prev = GENESIS
     position = 0
-    for result in _ordered_results(path, verify_chunk):
+    for result in _ordered(path, verify_range):
         if result is None:
             raise Fallback
-        for index, stored_prev, digest in result:  # type: ignore[attr-defined]
-            if index != position or stored_prev != prev:
-                raise Fallback
-            prev = digest
-            position += 1
+        count, first, first_prev, last = result
+        if count == 0:
+            continue
+        if first != position or first_prev != prev:
+            raise Fallback
+        prev = last
+        position += count
     return position, prev

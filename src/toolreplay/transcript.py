@@ -12,10 +12,12 @@ from toolreplay.canonical import (
     MAX_RECORD_BYTES,
     canonical,
     canonical_decoded,
+    canonical_str,
     check_shape,
     colons_agree,
-    decode_fast,
     decode_reference,
+    integers_agree,
+    loads_unproven,
 )
 from toolreplay.errors import InputError
 from toolreplay.locate import pointer_token
@@ -24,6 +26,8 @@ GENESIS = "0" * 64
 REQUIRED = ("index", "tool", "args", "response")
 OPTIONAL = ("fingerprint", "state")
 LINK_EXTRA = ("prev", "digest")
+_ALLOWED = {False: frozenset(REQUIRED + OPTIONAL), True: frozenset(REQUIRED + OPTIONAL + LINK_EXTRA)}
+_REQUIRED = {False: frozenset(REQUIRED), True: frozenset(REQUIRED + LINK_EXTRA)}
 _FINGERPRINT = re.compile(r"[0-9a-f]{16}")
 _DIGEST = re.compile(r"[0-9a-f]{64}")
 
@@ -46,7 +50,7 @@ class Record:
     @property
     def call_key(self) -> str:
         """``canonical({"tool": tool, "args": args})``: identical calls share it."""
-        return '{"args":' + self.canon_args + ',"tool":' + canonical(self.tool) + "}"
+        return '{"args":' + self.canon_args + ',"tool":' + canonical_str(self.tool) + "}"
 
     def fields(self) -> dict[str, Any]:
         """The record as the JSON object it was read from."""
@@ -99,12 +103,12 @@ def check_fields(value: Any, *, sealed: bool) -> None:
     if not isinstance(value, dict):
         raise InputError(f"a record must be a JSON object, not {type_name(value)}")
     allowed = REQUIRED + OPTIONAL + (LINK_EXTRA if sealed else ())
-    unknown = sorted(k for k in value if k not in allowed)
-    if unknown:
+    if not value.keys() <= _ALLOWED[sealed] and (unknown := sorted(k for k in value if k not in allowed)):
         raise InputError(f"unknown field {canonical(unknown[0])}", pointer="/" + pointer_token(unknown[0]))
-    for name in REQUIRED + (LINK_EXTRA if sealed else ()):
-        if name not in value:
-            raise InputError(f'missing field "{name}"')
+    if not _REQUIRED[sealed] <= value.keys():
+        for name in REQUIRED + (LINK_EXTRA if sealed else ()):
+            if name not in value:
+                raise InputError(f'missing field "{name}"')
     index = value["index"]
     if type(index) is not int:  # bool is an int subclass, and 1.0 is not an integer here
         raise _field_error("index", "an integer", index)
@@ -179,14 +183,15 @@ def parse_line(raw: bytes, *, sealed: bool = False, line: int = 0) -> tuple[Reco
     Raises :class:`InputError` without a location; readers add file and line.
     """
     check_shape(raw)
-    value = decode_fast(raw)
+    value = loads_unproven(raw)
     if value is not None:
         try:
             record, value = _build(value, sealed=sealed, line=line)
         except (InputError, ValueError):
             pass  # a duplicate key may come first: the reference decoder decides below
         else:
-            if colons_agree(raw, _colon_count(record, len(value))):
+            texts = (record.canon_args, record.canon_response, record.canon_state or "")
+            if colons_agree(raw, _colon_count(record, len(value))) and integers_agree(raw, *texts):
                 return record, value
     return _build(decode_reference(raw), sealed=sealed, line=line)
 

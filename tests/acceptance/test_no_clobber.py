@@ -20,7 +20,11 @@ KEPT = "the earlier reasoning, which must survive\n"
 
 
 def _commands(group: click.Group, prefix: str = "") -> Iterator[tuple[str, click.Command]]:
-    for name, command in sorted(group.commands.items()):
+    # through list_commands/get_command: the CLI loads a command's module only when asked
+    ctx = click.Context(group)
+    for name in group.list_commands(ctx):
+        command = group.get_command(ctx, name)
+        assert command is not None, name
         if isinstance(command, click.Group):
             yield from _commands(command, f"{prefix}{name} ")
         else:

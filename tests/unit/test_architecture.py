@@ -138,7 +138,7 @@ def test_the_import_graph_is_read() -> None:
     assert ("toolreplay.validate", "toolreplay.schemas", True) in edges
     assert ("toolreplay.config", "toolreplay.schemas", False) in edges
     assert ("toolreplay.report.github", "toolreplay.github.annotations", False) in edges
-    assert ("toolreplay.cli", "toolreplay.cli.action", True) in edges
+    assert ("toolreplay.cli", "toolreplay.cli.base", True) in edges
 
 
 def test_only_the_cli_and_the_github_renderer_import_toolreplay_github() -> None:

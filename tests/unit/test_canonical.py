@@ -184,16 +184,65 @@ def test_canonical_decoded_on_vectors(vector: dict[str, str]) -> None:
     assert canonical_decoded(decode(vector["input"].encode("utf-8"))) == vector["canonical"]
 
 
-def test_canonical_decoded_on_the_benchmark_corpus() -> None:
-    """A few thousand records shaped like bench/generate.py's encode identically both ways."""
+@pytest.mark.parametrize("mix", ["ascii", "realistic", "non-ascii-heavy"])
+def test_canonical_decoded_on_the_benchmark_corpus(mix: str) -> None:
+    """A thousand records of each bench/generate.py mix (long doubles, 40-bit integers, raw and
+    escaped non-ASCII, deep nesting) decode to the reference's value and encode identically
+    both ways."""
     import random
 
-    from bench.generate import record
+    from bench.generate import MIXES, record
+
+    from toolreplay.canonical import decode_reference
 
     rng = random.Random(11)
-    for index in range(3000):
-        value = json.loads(json.dumps(record(rng, index)))
-        assert canonical_decoded(value) == canonical(value)
+    for index in range(1000):
+        value = record(rng, index, MIXES[mix], varied=mix != "ascii")
+        raw = json.dumps(value, ensure_ascii=index % 2 == 0).encode("utf-8")
+        decoded = decode(raw)
+        assert repr(decoded) == repr(decode_reference(raw))
+        assert canonical_decoded(decoded) == canonical(value)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"12345678901234567890",
+        b"-12345678901234567890",
+        b"[1,12345678901234567890]",
+        b'{"a": 12345678901234567890}',
+        b'{"a":\t-12345678901234567890}',
+        b'{"a":"0.12345678901234567890","b":[12345678901234567890]}',
+        b"[0.00012345678901234567,18446744073709551616]",
+    ],
+)
+def test_every_long_integer_goes_to_the_reference_decoder(raw: bytes) -> None:
+    """An integer of 19 digits or more, wherever it stands (line start, after "-", "[", ":",
+    white space, beside a double with a long fraction), is decoded by the reference decoder,
+    so it keeps its digits; orjson would make a double of it."""
+    from toolreplay.canonical import decode_fast, decode_reference
+
+    assert decode_fast(raw) is None
+    assert decode(raw) == decode_reference(raw)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"[0.00042169835447674430]",
+        b'{"p": 1.0000000000000000000001}',
+        b"[12345678901234567890.5]",
+        b'{"id": "123456789012345678901234567890"}',
+    ],
+)
+def test_long_digit_runs_of_doubles_and_strings_stay_on_the_fast_decoder(raw: bytes) -> None:
+    """A double's long fraction or integer part, and digits inside a string, are not integers:
+    orjson decodes them exactly, and the line stays on the fast path."""
+    from toolreplay.canonical import decode_fast, decode_reference
+
+    fast = decode_fast(raw)
+    assert fast is not None
+    assert repr(fast) == repr(decode_reference(raw))
 
 
 @settings(max_examples=1500, deadline=None)
@@ -277,3 +326,27 @@ def test_a_deep_document_names_the_line_of_the_first_bracket_too_deep() -> None:
     with pytest.raises(InputError) as info:
         decode(raw)
     assert getattr(info.value.__cause__, "lineno", None) == 2 + MAX_DEPTH
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"p": 1.234e-05, "q": [5e-07, -9.99e-05, 1.5e-300, 0.0001, 10.00001]},
+        [1e-05],
+        1e-07,
+        {"text": "x:0.00001,", "p": 1e-05},  # a string holding a small double's orjson spelling
+        {"[0.00001]": 2e-05, "k": "[5e-7]"},
+        {"a": ",0.0000123}", "b": "e-5", "c": [-0.0, 0.0, 1e16, 1e-4]},
+    ],
+)
+def test_small_doubles_are_written_as_python_writes_them(value: object) -> None:
+    """Doubles below 1e-4 (which orjson writes as 0.00001234 or 5e-7) come out as repr
+    writes them, and text of that shape inside a string is left alone."""
+    from toolreplay.canonical import is_canonical_text
+
+    expected = canonical(value)
+    assert canonical_decoded(value) == expected
+    raw = expected.encode("ascii")
+    assert is_canonical_text(raw, value)
+    orjson_spelling = raw.replace(b"e-0", b"e-")
+    assert orjson_spelling == raw or not is_canonical_text(orjson_spelling, value)

@@ -223,3 +223,31 @@ def test_fast_seal_with_optional_fields_and_awkward_values() -> None:
     from toolreplay.transcript import parse_transcript
 
     assert fast == [line for _, line in seal(parse_transcript(io.BytesIO(text), "t"))]
+
+
+@pytest.mark.parametrize(
+    "response",
+    [
+        '{"n": 18446744073709551616}',
+        '{"n": [-9223372036854775809, 1.5]}',
+        '{"n": 123456789012345678901234567890, "s": "a+b"}',
+        '{"n": 1e+16, "m": 12345678901234567890.5, "p": 0.00042169835447674430}',
+        '{"s": "1e+20 18446744073709551616"}',
+    ],
+)
+def test_big_integers_keep_their_digits_on_every_path(response: str) -> None:
+    """An integer beyond 64 bits in a transcript line (which orjson would make a double) is
+    read, sealed and verified with its digits, as the reference decoder reads it: the fast
+    paths see its trace (a "+" in the re-encoding) and hand the line over."""
+    from toolreplay.canonical import decode_reference
+    from toolreplay.chain import link_digest
+    from toolreplay.transcript import _build, parse_line
+
+    raw = ('{"index": 0, "tool": "t", "args": {"k": 1}, "response": ' + response + "}").encode()
+    exact, _ = _build(decode_reference(raw), sealed=False, line=1)
+    record, _ = parse_line(raw, line=1)
+    assert record == exact
+    digest, line = link_digest(exact, GENESIS)
+    assert list(seal_lines(io.BytesIO(raw), "t")) == [line]
+    state = verify_stream(io.BytesIO(line.encode() + b"\n"), "s")
+    assert (state.links, state.head, state.broken) == (1, digest, None)

@@ -79,13 +79,63 @@ def test_failures_are_reported_as_sequentially(tmp_path: Path, runner: CliRunner
     assert code == 1 and "first broken link: index 200" in out
 
 
-def test_chunks_cut_at_line_ends() -> None:
-    """Chunks end at newlines and carry the right first line numbers."""
-    import io
+@pytest.mark.parametrize("chunk", [1, 7, 100, 4096])
+def test_byte_ranges_read_every_line_once(tmp_path: Path, chunk: int) -> None:
+    """Ranges cut anywhere (inside a line, at a line end, on blank and CRLF lines) read every
+    line exactly once, as the sequential reader reads it, and count the lines in between."""
+    from toolreplay.transcript import iter_lines
 
-    data = b"".join(b"line %d\n" % i for i in range(1, 1001))
-    chunks = list(parallel.read_chunks(io.BytesIO(data), size=100))
-    assert b"".join(c for _, c in chunks) == data
-    for first, chunk in chunks:
-        assert chunk.endswith(b"\n")
-        assert chunk.startswith(b"line %d\n" % first)
+    data = b"".join(
+        b"line %d\n" % i + (b"\n" if i % 7 == 0 else b"") + (b"x\r\n" if i % 11 == 0 else b"")
+        for i in range(300)
+    )
+    data += b"last without a newline"
+    path = tmp_path / "lines"
+    path.write_bytes(data)
+    with path.open("rb") as stream:
+        expected = list(iter_lines(stream, str(path)))
+    got: list[tuple[int, bytes]] = []
+    base = 0
+    for start, end in parallel.byte_ranges(len(data), chunk):
+        with path.open("rb") as stream:
+            lines = parallel.RangeLines(stream, start, end)
+            got += [(base + number, raw) for number, raw in lines]
+            base += lines.lines
+    assert got == expected
+    assert base == data.count(b"\n") + 1
+
+
+@pytest.mark.slow
+def test_replay_on_every_core_reports_as_sequentially(
+    tmp_path: Path, runner: CliRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Replay over worker processes prints the sequential report byte for byte: the same
+    findings on the same line numbers (blank lines between records included), and a late
+    bad line or an index gap is refused with the sequential message."""
+    lines = []
+    for i in range(600):
+        call = i % 50 if i % 3 else i - i % 29  # repeated calls, two in a row now and then
+        answer = call + (i % 7 == 0)  # some repeats with another response
+        record = {"index": i, "tool": f"t{call % 4}", "args": {"n": call}, "response": {"v": answer}}
+        lines.append(json.dumps(record) + ("\n" if i % 17 == 0 else ""))
+    source = tmp_path / "t.jsonl"
+    source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    sequential = run(runner, "replay", str(source), "--format", "json")  # json names the lines
+    assert '"line": 35' in sequential[1]
+    assert "non-determinism" in sequential[1] and "redundant-call" in sequential[1]
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(parallel, "CHUNK_BYTES", 4096)
+    monkeypatch.setattr(parallel, "workers", lambda: 2)
+    taken: list[str] = []
+    real = parallel.file_calls
+    monkeypatch.setattr(parallel, "file_calls", lambda p: (taken.append("replay"), real(p))[1])
+    assert run(runner, "replay", str(source), "--format", "json") == sequential
+    assert taken == ["replay"]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join([*lines[:500], '{"index": 500, "oops"', *lines[501:]]) + "\n")
+    code, out, err = run(runner, "replay", str(bad))
+    assert (code, out) == (2, "") and f"{bad}:" in err and "invalid JSON" in err
+    gap = tmp_path / "gap.jsonl"
+    gap.write_text("\n".join(lines[:300] + lines[301:]) + "\n")
+    code, out, err = run(runner, "replay", str(gap))
+    assert code == 2 and "index 301 is out of order: expected 300" in err

@@ -8,9 +8,13 @@ annotation, a JSON finding) and not only a header line of the text report.
 
 from __future__ import annotations
 
-from toolreplay.analyses.baseline import Freshness
+from typing import TYPE_CHECKING
+
 from toolreplay.chain import Break
 from toolreplay.findings import Finding, quote
+
+if TYPE_CHECKING:  # the baseline module (difflib, datetime) is not needed to verify a chain
+    from toolreplay.analyses.baseline import Freshness
 
 
 def chain_broken(broken: Break, *, path: str, suffix: str = "") -> Finding:

@@ -24,6 +24,33 @@ def is_mutating(record: Record, mutators: frozenset[str]) -> bool:
     return record.tool in mutators or record.state is not None
 
 
+@dataclass(frozen=True, slots=True)
+class Call:
+    """What replay needs of a record: where it is, its tool, and two 128-bit BLAKE2b digests,
+    of its call key (``Record.call_key``) and of its response's canonical text. Small, so
+    the parallel reader's workers send these rather than records."""
+
+    index: int
+    line: int
+    tool: str
+    key: bytes
+    response: bytes
+    #: the record carries post-call ``state``, which makes it a mutating call (:func:`is_mutating`)
+    stated: bool = False
+
+
+def call_of(record: Record) -> Call:
+    """The :class:`Call` of a record."""
+    return Call(
+        record.index,
+        record.line,
+        record.tool,
+        blake2b(record.call_key.encode("ascii"), digest_size=16).digest(),
+        blake2b(record.canon_response.encode("ascii"), digest_size=16).digest(),
+        record.state is not None,
+    )
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ReplayResult:
     calls: int
@@ -60,6 +87,26 @@ def replay(
     mutator, and ``state_aware`` for non-determinism across one. The ``replay`` text
     report keeps the 0.6 wording, so it leaves them out and counts ``across_mutators``.
     """
+    return replay_calls(
+        map(call_of, records),
+        mutators=mutators,
+        state_aware=state_aware,
+        nondeterministic=nondeterministic,
+        path=path,
+        hints=hints,
+    )
+
+
+def replay_calls(
+    calls: Iterable[Call],
+    *,
+    mutators: frozenset[str] = DEFAULT_MUTATORS,
+    state_aware: bool = False,
+    nondeterministic: frozenset[str] = frozenset(),
+    path: str = "",
+    hints: bool = False,
+) -> ReplayResult:
+    """:func:`replay` over the records' calls (see :func:`call_of`)."""
     # Remember 128-bit BLAKE2b digests, not texts: memory then grows with the number of
     # distinct calls by about 170 bytes each, whatever the size of the responses. The value
     # packs the first index (8 bytes), the number of mutating calls before it (8 bytes) and
@@ -71,12 +118,11 @@ def replay(
     divergence: int | None = None
     previous_key: bytes | None = None
     previous_index = -1
-    calls = 0
-    for record in records:
-        calls += 1
-        key = blake2b(record.call_key.encode("ascii"), digest_size=16).digest()
-        response = blake2b(record.canon_response.encode("ascii"), digest_size=16).digest()
-        mutator = is_mutating(record, mutators)
+    count = 0
+    for record in calls:
+        count += 1
+        key, response = record.key, record.response
+        mutator = record.tool in mutators or record.stated
         if key == previous_key and not mutator:
             findings.append(
                 Finding(
@@ -123,4 +169,4 @@ def replay(
             if state_aware:
                 first.clear()
         previous_key, previous_index = key, record.index
-    return ReplayResult(calls=calls, divergence=divergence, findings=findings, across_mutators=across)
+    return ReplayResult(calls=count, divergence=divergence, findings=findings, across_mutators=across)

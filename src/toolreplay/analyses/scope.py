@@ -11,7 +11,6 @@ from referencing.exceptions import Unresolvable
 
 from toolreplay.canonical import decode
 from toolreplay.ecma import (
-    DEFAULT_BUDGET_SECONDS,
     DIALECT_PROBLEM,
     PATTERN_SECONDS,
     BoundedSearch,
@@ -24,6 +23,7 @@ from toolreplay.ecma import (
 )
 from toolreplay.errors import InputError
 from toolreplay.findings import Finding, quote
+from toolreplay.limits import DEFAULT_BUDGET_SECONDS
 from toolreplay.locate import line_of, pointer_of, pointer_token
 from toolreplay.transcript import Record, open_input
 

@@ -1,19 +1,13 @@
 """The ``toolreplay`` command line: parse options, call the core, map outcomes to exit codes.
 
-The group and its error boundary are :mod:`toolreplay.cli.base`; each module here registers
-its commands on it, imported below for that effect.
+The group and its error boundary are :mod:`toolreplay.cli.base`. Start-up is paid by every
+pre-commit hook and CI step, so a command's module (and what it needs: jsonschema, PyGithub,
+the MCP SDK ...) is imported only when that command runs, or when ``--help`` lists them all
+(``toolreplay.cli.base.COMMANDS``).
 """
 
 from __future__ import annotations
 
-from toolreplay.cli import action as _action  # noqa: F401
-from toolreplay.cli import baselines as _baselines  # noqa: F401
-from toolreplay.cli import capture as _capture  # noqa: F401
-from toolreplay.cli import check as _check  # noqa: F401
-from toolreplay.cli import contracts as _contracts  # noqa: F401
-from toolreplay.cli import core as _core  # noqa: F401
-from toolreplay.cli import hooks as _hooks  # noqa: F401
-from toolreplay.cli import importers as _importers  # noqa: F401
 from toolreplay.cli.base import cli
 
 __all__ = ["cli", "main"]

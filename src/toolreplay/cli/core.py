@@ -1,34 +1,24 @@
-"""Core commands: version, seal, verify, replay, scope, validate."""
+"""Core commands: seal, verify, replay."""
 
 from __future__ import annotations
 
-import math
+import contextlib
+import functools
 import re
 from pathlib import Path
 
 import click
 
-from toolreplay import __version__, parallel
+from toolreplay import parallel
 from toolreplay.analyses import integrity
-from toolreplay.analyses.replay import DEFAULT_MUTATORS, replay
-from toolreplay.analyses.scope import check_scope, load_scope
+from toolreplay.analyses.replay import DEFAULT_MUTATORS, call_of, replay_calls
 from toolreplay.chain import ChainState, seal_lines, verify_stream
-from toolreplay.cli.base import EXIT_CLEAN, EXIT_USAGE, atomic_output, cli, emit, force_option, format_option
+from toolreplay.cli.base import atomic_output, cli, emit, force_option, format_option
 from toolreplay.cli.defaults import announce, config_option, read_config
 from toolreplay.config import config_path
-from toolreplay.ecma import DEFAULT_BUDGET_SECONDS
-from toolreplay.errors import InputError
-from toolreplay.findings import Finding, one_line, sort_findings
+from toolreplay.findings import Finding, sort_findings
 from toolreplay.report import Line, Report, replay_header
-from toolreplay.schemas import SCHEMA_FILES
 from toolreplay.transcript import open_input, read_transcript
-from toolreplay.validate import validate_file
-
-
-@cli.command()
-def version() -> None:
-    """Print the version."""
-    click.echo(f"toolreplay {__version__}")
 
 
 @cli.command(name="seal")
@@ -272,13 +262,20 @@ def replay_cmd(
         lock = load_lock(lock_path)
         chosen = declared_mutators(lock, chosen)
         nondeterministic = declared_nondeterministic(lock)
-    result = replay(
-        read_transcript(transcript),
+    judge = functools.partial(
+        replay_calls,
         mutators=chosen,
         state_aware=bool(state_aware),
         nondeterministic=nondeterministic,
         path=transcript,
     )
+    result = None
+    if transcript != "-" and parallel.worth_it(transcript):
+        # a refused line or an index out of order: the sequential reader names it
+        with contextlib.suppress(parallel.Fallback):
+            result = judge(parallel.file_calls(transcript))
+    if result is None:
+        result = judge(map(call_of, read_transcript(transcript)))
     findings = sort_findings(result.findings)
     report = Report(
         command="replay",
@@ -296,105 +293,3 @@ def replay_cmd(
             err=True,
         )
     ctx.exit(code)
-
-
-def _finite(seconds: float) -> float:
-    if not math.isfinite(seconds):
-        raise click.BadParameter("must be a finite number of seconds")
-    return seconds
-
-
-@cli.command(name="scope")
-@click.argument("transcript")
-@click.argument("scope_file", metavar="[SCOPE]", required=False)
-@click.option(
-    "--pattern-budget",
-    type=click.FloatRange(min=0, min_open=True),
-    default=None,
-    metavar="SECONDS",
-    help="Total time the scope's argument patterns may take on TRANSCRIPT; calls left unjudged "
-    "are scope-unjudged findings (default: the config's pattern_budget_seconds, "
-    f"else {DEFAULT_BUDGET_SECONDS:g}).",
-    callback=lambda _ctx, _param, value: None if value is None else _finite(value),
-)
-@config_option
-@format_option
-@click.pass_context
-def scope_cmd(
-    ctx: click.Context,
-    transcript: str,
-    scope_file: str | None,
-    pattern_budget: float | None,
-    config_file: Path | None,
-    fmt: str,
-) -> None:
-    """Check TRANSCRIPT against the tools and arguments SCOPE allows (default: the config's scope)."""
-    config = read_config(config_file)
-    used = []
-    if scope_file is None:
-        if config is None or config.scope is None:
-            raise click.UsageError(
-                "give SCOPE, or set scope in the config ([tool.toolreplay] or toolreplay.toml)"
-            )
-        scope_file = config_path(config, config.scope)
-        used.append("scope")
-    if pattern_budget is None:
-        pattern_budget = DEFAULT_BUDGET_SECONDS
-        if config is not None and "pattern_budget_seconds" in config.declared:
-            pattern_budget = config.pattern_budget_seconds
-            used.append("pattern_budget_seconds")
-    if config is not None and used:
-        announce(config, used)
-    scope = load_scope(scope_file)
-    result = check_scope(read_transcript(transcript), scope, path=transcript, pattern_budget=pattern_budget)
-    findings = sort_findings(result.findings)
-    report = Report(
-        command="scope",
-        path=transcript,
-        header=(
-            Line(key="calls", value=result.calls, text=str(result.calls)),
-            Line(key="findings", value=len(findings), text=str(len(findings))),
-        ),
-        findings=tuple(findings),
-    )
-    ctx.exit(emit([report], fmt))
-
-
-@cli.command(name="validate")
-@click.argument("files", nargs=-1, required=True)
-@click.option(
-    "--kind", type=click.Choice(sorted(SCHEMA_FILES)), help="Kind of every FILE (default: from its name)."
-)
-@format_option
-@click.pass_context
-def validate_cmd(ctx: click.Context, files: tuple[str, ...], kind: str | None, fmt: str) -> None:
-    """Check each FILE against its published JSON Schema.
-
-    A FILE that cannot be read, or whose kind cannot be told from its name, is one error
-    line on stderr and exit 2, after the other FILEs are checked and reported.
-    """
-    checked: list[tuple[str, list[str]]] = []
-    refused: list[str] = []
-    for path in files:
-        try:
-            checked.append((path, validate_file(path, kind)))
-        except InputError as err:
-            refused.append(str(err))
-    reports = []
-    for path, problems in checked:
-        status = "invalid" if problems else "valid"
-        reports.append(
-            Report(
-                command="validate",
-                path=path,
-                # one key whatever the number of files; the text form of a lone file says its name
-                header=(
-                    Line(key="result", value=status, text=status, label=path if len(checked) == 1 else ""),
-                ),
-                errors=tuple(problems),
-            )
-        )
-    code = emit(reports, fmt) if reports else EXIT_CLEAN
-    for problem in refused:
-        click.echo(f"toolreplay: error: {one_line(problem)}", err=True)
-    ctx.exit(EXIT_USAGE if refused else code)

@@ -1,35 +1,21 @@
-"""``toolreplay hook ...``: the commands the pre-commit hooks run (.pre-commit-hooks.yaml)."""
+"""``toolreplay hook ...``: the commands the pre-commit hooks run (.pre-commit-hooks.yaml).
+
+``hook verify`` lives here; ``hook drift-note`` in ``drift_note_hook``."""
 
 from __future__ import annotations
-
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
 
 import click
 
 from toolreplay.chain import verify
-from toolreplay.cli.base import EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, cli
+from toolreplay.cli.base import EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, LazyGroup, cli
 from toolreplay.errors import InputError
-from toolreplay.findings import one_line, quote
+from toolreplay.findings import one_line
 from toolreplay.github.annotations import echo
-from toolreplay.hooks.drift_note import (
-    DEFAULT_BASELINES,
-    DEFAULT_NOTES_DIR,
-    Git,
-    GitError,
-    GuardResult,
-    check_commit,
-    check_range,
-    check_staged,
-    normalize_dir,
-    unguarded_warning,
-)
-from toolreplay.hooks.settings import GuardSettings, recorded_config, settings_change, settings_of
-from toolreplay.report.escape import inert
 from toolreplay.transcript import read_links
 
 
-@cli.group(name="hook")
+# drift-note's module (git, YAML, the drift-note rules) loads only for that hook
+@cli.group(name="hook", cls=LazyGroup, lazy={"drift-note": "drift_note_hook"})
 def hook() -> None:
     """Commands the pre-commit hooks run."""
 
@@ -61,185 +47,3 @@ def verify_hook(ctx: click.Context, files: tuple[str, ...]) -> None:
         )
         code = max(code, EXIT_FINDINGS)
     ctx.exit(code)
-
-
-@hook.command(name="drift-note")
-@click.option(
-    "--baselines",
-    "patterns",
-    multiple=True,
-    metavar="PATTERN",
-    help=f"Which files are sealed baselines: fnmatch on the path from the repository root, where * also"
-    f" matches /. Repeatable. [default: baselines of the configuration, else {', '.join(DEFAULT_BASELINES)}]",
-)
-@click.option(
-    "--notes-dir",
-    metavar="DIR",
-    help="The folder (from the repository root) whose Markdown files are drift notes."
-    f" [default: drift_notes of the configuration, else {DEFAULT_NOTES_DIR}]",
-)
-@click.option(
-    "--base",
-    metavar="REV",
-    help="Judge the change from the merge base of REV and --head to --head instead of the staged change"
-    " (a CI job on a pull request), with REV's configuration; notes of successive commits may chain.",
-)
-@click.option("--head", default="HEAD", show_default=True, metavar="REV", help="With --base: the new side.")
-@click.option(
-    "--post-rewrite",
-    "rewrite",
-    type=click.Choice(["amend", "rebase"]),
-    envvar="PRE_COMMIT_REWRITE_COMMAND",
-    help="Run as git's post-rewrite hook (pre-commit passes it in PRE_COMMIT_REWRITE_COMMAND): after"
-    " 'amend', judge the amended commit against its parent and undo the amend when it is refused.",
-)
-@click.pass_context
-def drift_note_hook(
-    ctx: click.Context,
-    patterns: tuple[str, ...],
-    notes_dir: str | None,
-    base: str | None,
-    head: str,
-    rewrite: str | None,
-) -> None:
-    """Refuse a commit that changes a sealed baseline without a drift note for that exact change.
-
-    Reads the staged change (the index git commits, GIT_INDEX_FILE included) and the
-    configuration staged at the repository root, never the working tree. Exit 0 when
-    every added, modified, renamed or deleted baseline has a staged note whose baseline,
-    from and to match; 1 otherwise, saying what to do.
-    """
-    if base is None and head != "HEAD":
-        raise click.UsageError("--head only applies with --base")
-    if base is not None and rewrite is not None:
-        raise click.UsageError("--base and --post-rewrite judge different things: give one")
-    git = Git()
-    if rewrite == "rebase":
-        click.echo("drift notes: a rebase is not judged here; the pull request's check (--base) judges it")
-        ctx.exit(EXIT_CLEAN)
-    # the configuration as the judged side records it: staged, the amended commit, or the base
-    rev = {None: None, "amend": "HEAD"}.get(rewrite) if base is None else base
-    settings = _settings(git, rev, patterns, notes_dir)
-    warnings: list[str] = []
-    if base is not None:
-        after = _settings(git, head, patterns, notes_dir)
-        change = settings_change(settings, after)
-        if change is not None:
-            warnings.append(change)
-    amended = None
-    if base is not None:
-        result = check_range(git, base, head, patterns=settings.patterns, notes_dir=settings.notes_dir)
-    elif rewrite == "amend":
-        amended = _amended(git)
-        result = check_commit(git, amended.new, patterns=settings.patterns, notes_dir=settings.notes_dir)
-    else:
-        result = check_staged(git, patterns=settings.patterns, notes_dir=settings.notes_dir)
-    warnings += [unguarded_warning(path, settings.patterns) for path in result.unguarded]
-    mode = "range" if base is not None else "amend" if rewrite == "amend" else "staged"
-    text = render(result, notes_dir=settings.notes_dir, mode=mode, warnings=warnings)
-    if amended is not None and result.problems:
-        text += _undo(git, amended)
-    click.echo(inert(text), nl=False)
-    ctx.exit(EXIT_FINDINGS if result.problems else EXIT_CLEAN)
-
-
-def _settings(git: Git, rev: str | None, patterns: tuple[str, ...], notes_dir: str | None) -> GuardSettings:
-    """The guard's settings: the options, else the configuration git records at ``rev`` (None: staged)."""
-    top = Git(cwd=git.top())
-    config = recorded_config(top, rev)
-    where = "staged" if rev is None else rev
-    if config is not None:
-        source = config.source
-    else:
-        source = f"the defaults (no configuration {'staged' if rev is None else 'in ' + rev})"
-    settings = settings_of(config, source=source)
-    if patterns:
-        settings = replace(settings, patterns=patterns, source=f"--baselines ({where})")
-    if notes_dir is not None:
-        settings = replace(settings, notes_dir=normalize_dir(notes_dir))
-    return settings
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class _Amend:
-    """The commit ``git commit --amend`` replaced and the one it made."""
-
-    old: str | None
-    new: str
-
-
-def _amended(git: Git) -> _Amend:
-    """HEAD, and the commit it replaced when HEAD's reflog says the last thing was an amend."""
-    new = git.revision("HEAD")
-    if new is None:
-        raise GitError("--post-rewrite amend: HEAD names no commit")
-    try:
-        out = git.run("log", "-g", "-2", "--format=%H %gs", "HEAD").decode("utf-8", "replace")
-    except GitError:
-        return _Amend(old=None, new=new)
-    entries = [line.split(" ", 1) for line in out.splitlines() if " " in line]
-    if len(entries) == 2 and entries[0][0] == new and entries[0][1].startswith("commit (amend)"):
-        return _Amend(old=entries[1][0], new=new)
-    return _Amend(old=None, new=new)
-
-
-def _undo(git: Git, amended: _Amend) -> str:
-    """Put HEAD back on the commit the amend replaced; the index (the user's work) stays as it is."""
-    if amended.old is None:
-        reason = "git's reflog does not name the commit it replaced"
-    else:
-        try:
-            message = "toolreplay drift-note guard: amend refused"
-            git.run("update-ref", "-m", message, "HEAD", amended.old, amended.new)
-        except GitError as err:
-            reason = one_line(str(err))
-        else:
-            return (
-                f"\nThe amend was undone: HEAD is back at {amended.old[:12]}, and what you amended with is"
-                " still staged.\nAdd the note and run git commit --amend again"
-                f" (the refused commit was {amended.new[:12]}).\n"
-            )
-    return f"\nThe amend could NOT be undone ({reason}): fix the commit and amend again.\n"
-
-
-def render(result: GuardResult, *, notes_dir: str, mode: str = "staged", warnings: Sequence[str] = ()) -> str:
-    """The guard's verdict as text: one line when it passes, what to do when it refuses.
-
-    ``mode``: ``staged`` (a commit being made), ``amend`` (a commit amended) or ``range``.
-    Warnings follow, one line each.
-    """
-    folder = notes_dir + "/"
-    out: list[str] = []
-    if not result.problems:
-        if not result.changes:
-            out.append("drift notes: no sealed baseline changes")
-        else:
-            accepted = ", ".join(
-                f"{quote(c.baseline)} by "
-                + (" and ".join(quote(n.path) for n in result.notes if n.baseline == c.baseline) or "no note")
-                for c in result.changes
-            )
-            out.append(f"drift notes: every baseline change has its note ({accepted})")
-        out += [f"warning: {w}" for w in warnings]
-        return "\n".join(out) + "\n"
-    out.append(
-        {
-            "staged": "toolreplay: commit refused: a sealed baseline changes without a drift note for that"
-            " exact change",
-            "amend": "toolreplay: amend refused: the amended commit changes a sealed baseline without a drift"
-            " note for that exact change",
-            "range": "toolreplay: a sealed baseline changes in this range without a drift note for that exact"
-            " change",
-        }[mode]
-    )
-    for problem in result.problems:
-        out.append("")
-        out.append(problem.subject)
-        out.extend("  " + line for line in problem.lines)
-    out.append("")
-    out.append(f"A drift note is Markdown under {folder}: YAML front matter with baseline, from and to")
-    out.append("(no 'to' for a deletion), then why the drift is accepted. See docs/hooks.md.")
-    if warnings:
-        out.append("")
-        out += [f"warning: {w}" for w in warnings]
-    return "\n".join(out) + "\n"

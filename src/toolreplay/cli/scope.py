@@ -1,0 +1,79 @@
+"""``toolreplay scope``: its own module, so commands that need no JSON Schema start without jsonschema."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import click
+
+from toolreplay.analyses.scope import check_scope, load_scope
+from toolreplay.cli.base import cli, emit, format_option
+from toolreplay.cli.defaults import announce, config_option, read_config
+from toolreplay.config import config_path
+from toolreplay.findings import sort_findings
+from toolreplay.limits import DEFAULT_BUDGET_SECONDS
+from toolreplay.report import Line, Report
+from toolreplay.transcript import read_transcript
+
+
+def _finite(seconds: float) -> float:
+    if not math.isfinite(seconds):
+        raise click.BadParameter("must be a finite number of seconds")
+    return seconds
+
+
+@cli.command(name="scope")
+@click.argument("transcript")
+@click.argument("scope_file", metavar="[SCOPE]", required=False)
+@click.option(
+    "--pattern-budget",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    metavar="SECONDS",
+    help="Total time the scope's argument patterns may take on TRANSCRIPT; calls left unjudged "
+    "are scope-unjudged findings (default: the config's pattern_budget_seconds, "
+    f"else {DEFAULT_BUDGET_SECONDS:g}).",
+    callback=lambda _ctx, _param, value: None if value is None else _finite(value),
+)
+@config_option
+@format_option
+@click.pass_context
+def scope_cmd(
+    ctx: click.Context,
+    transcript: str,
+    scope_file: str | None,
+    pattern_budget: float | None,
+    config_file: Path | None,
+    fmt: str,
+) -> None:
+    """Check TRANSCRIPT against the tools and arguments SCOPE allows (default: the config's scope)."""
+    config = read_config(config_file)
+    used = []
+    if scope_file is None:
+        if config is None or config.scope is None:
+            raise click.UsageError(
+                "give SCOPE, or set scope in the config ([tool.toolreplay] or toolreplay.toml)"
+            )
+        scope_file = config_path(config, config.scope)
+        used.append("scope")
+    if pattern_budget is None:
+        pattern_budget = DEFAULT_BUDGET_SECONDS
+        if config is not None and "pattern_budget_seconds" in config.declared:
+            pattern_budget = config.pattern_budget_seconds
+            used.append("pattern_budget_seconds")
+    if config is not None and used:
+        announce(config, used)
+    scope = load_scope(scope_file)
+    result = check_scope(read_transcript(transcript), scope, path=transcript, pattern_budget=pattern_budget)
+    findings = sort_findings(result.findings)
+    report = Report(
+        command="scope",
+        path=transcript,
+        header=(
+            Line(key="calls", value=result.calls, text=str(result.calls)),
+            Line(key="findings", value=len(findings), text=str(len(findings))),
+        ),
+        findings=tuple(findings),
+    )
+    ctx.exit(emit([report], fmt))

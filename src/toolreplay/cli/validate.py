@@ -1,0 +1,52 @@
+"""``toolreplay validate``: its own module, so commands that need no JSON Schema start without jsonschema."""
+
+from __future__ import annotations
+
+import click
+
+from toolreplay.cli.base import EXIT_CLEAN, EXIT_USAGE, cli, emit, format_option
+from toolreplay.errors import InputError
+from toolreplay.findings import one_line
+from toolreplay.report import Line, Report
+from toolreplay.schemas import SCHEMA_FILES
+from toolreplay.validate import validate_file
+
+
+@cli.command(name="validate")
+@click.argument("files", nargs=-1, required=True)
+@click.option(
+    "--kind", type=click.Choice(sorted(SCHEMA_FILES)), help="Kind of every FILE (default: from its name)."
+)
+@format_option
+@click.pass_context
+def validate_cmd(ctx: click.Context, files: tuple[str, ...], kind: str | None, fmt: str) -> None:
+    """Check each FILE against its published JSON Schema.
+
+    A FILE that cannot be read, or whose kind cannot be told from its name, is one error
+    line on stderr and exit 2, after the other FILEs are checked and reported.
+    """
+    checked: list[tuple[str, list[str]]] = []
+    refused: list[str] = []
+    for path in files:
+        try:
+            checked.append((path, validate_file(path, kind)))
+        except InputError as err:
+            refused.append(str(err))
+    reports = []
+    for path, problems in checked:
+        status = "invalid" if problems else "valid"
+        reports.append(
+            Report(
+                command="validate",
+                path=path,
+                # one key whatever the number of files; the text form of a lone file says its name
+                header=(
+                    Line(key="result", value=status, text=status, label=path if len(checked) == 1 else ""),
+                ),
+                errors=tuple(problems),
+            )
+        )
+    code = emit(reports, fmt) if reports else EXIT_CLEAN
+    for problem in refused:
+        click.echo(f"toolreplay: error: {one_line(problem)}", err=True)
+    ctx.exit(EXIT_USAGE if refused else code)
