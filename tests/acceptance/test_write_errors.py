@@ -170,7 +170,7 @@ def test_a_full_tmpfs_under_seal_o(project: Path, tmp_path: Path) -> None:
     script = (
         f"mount -t tmpfs -o size=64k tmpfs {mount} || exit 99; "
         f"echo previous > {mount}/run.sealed.jsonl; "
-        f"{sys.executable} -m toolreplay seal run.jsonl -o {mount}/run.sealed.jsonl; code=$?; "
+        f"{sys.executable} -m toolreplay seal run.jsonl -o {mount}/run.sealed.jsonl --force; code=$?; "
         f"ls -A {mount}; cat {mount}/run.sealed.jsonl; exit $code"
     )
     done = subprocess.run(["unshare", "-rm", "sh", "-c", script], cwd=project, capture_output=True, text=True)
