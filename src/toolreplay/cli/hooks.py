@@ -10,8 +10,13 @@ from toolreplay.chain import verify
 from toolreplay.cli.base import EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, LazyGroup, cli
 from toolreplay.errors import InputError
 from toolreplay.findings import one_line
-from toolreplay.github.annotations import echo
+from toolreplay.report.escape import inert
 from toolreplay.transcript import read_links
+
+
+def echo(text: str) -> None:
+    """Print a line of the hook's output; file names in it are data, never a workflow command."""
+    click.echo(inert(text))
 
 
 # drift-note's module (git, YAML, the drift-note rules) loads only for that hook

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from importlib import import_module
+from typing import Any, ClassVar, Protocol
 
 from toolreplay.findings import Finding, kind_fails
 
@@ -86,20 +87,28 @@ class Renderer(Protocol):
     def __call__(self, reports: Sequence[Report], *, check: CheckInfo | None = None) -> str: ...
 
 
-def _renderers() -> dict[str, Renderer]:
-    from toolreplay.report.github import render_github
-    from toolreplay.report.json import render_json
-    from toolreplay.report.markdown import render_markdown
-    from toolreplay.report.sarif import render_sarif
-    from toolreplay.report.text import render_text
+class _Renderers(Mapping[str, Renderer]):
+    """Format name -> renderer, each renderer's module imported when it is first asked for:
+    a command prints one format, and start-up is paid by every hook and CI step."""
 
-    return {
-        "text": render_text,
-        "json": render_json,
-        "sarif": render_sarif,
-        "github": render_github,
-        "markdown": render_markdown,
+    _WHERE: ClassVar[dict[str, tuple[str, str]]] = {
+        "text": ("toolreplay.report.text", "render_text"),
+        "json": ("toolreplay.report.json", "render_json"),
+        "sarif": ("toolreplay.report.sarif", "render_sarif"),
+        "github": ("toolreplay.report.github", "render_github"),
+        "markdown": ("toolreplay.report.markdown", "render_markdown"),
     }
 
+    def __getitem__(self, name: str) -> Renderer:
+        module, function = self._WHERE[name]
+        renderer: Renderer = getattr(import_module(module), function)
+        return renderer
 
-RENDERERS: dict[str, Renderer] = _renderers()
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._WHERE)
+
+    def __len__(self) -> int:
+        return len(self._WHERE)
+
+
+RENDERERS: Mapping[str, Renderer] = _Renderers()
