@@ -30,9 +30,9 @@ HEAVY = (
     "toolreplay.check",
     "toolreplay.driftnote",
     "toolreplay.hooks",
-    "toolreplay.github.action",  # the annotations module is light: the github format and hooks use it
-    "toolreplay.github.comment",
-    "toolreplay.github.drift",
+    "toolreplay.github",  # the Action's side; the text report escapes through report.escape
+    "toolreplay.report.markdown",  # renderers load on demand: a command prints one format
+    "toolreplay.report.sarif",
     "toolreplay.capture",
     "toolreplay.importers",
     "toolreplay.contracts",
