@@ -77,12 +77,21 @@ def config_digest(config: Config) -> str:
 
 
 def check_info(
-    config: Config, *, base: str | None, shard: Shard | None, drift: str | None = None
+    config: Config,
+    *,
+    base: str | None,
+    shard: Shard | None,
+    drift: str | None = None,
+    fail_on: frozenset[str] | bool | None = False,
 ) -> CheckInfo:
+    """What the run was; ``fail_on`` when the run's differs from the config's (see
+    :func:`toolreplay.hooks.drift_range.judged_fail_on`)."""
+    kinds = config.fail_on if fail_on is False else fail_on
+    assert kinds is None or isinstance(kinds, frozenset)
     return CheckInfo(
         toolreplay=__version__,
         config=config_digest(config),
-        fail_on=None if config.fail_on is None else tuple(sorted(config.fail_on)),
+        fail_on=None if kinds is None else tuple(sorted(kinds)),
         base=base,
         shard=None if shard is None else (shard.index, shard.count),
         drift=drift,

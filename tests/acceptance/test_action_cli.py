@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -309,6 +310,23 @@ def test_a_glob_that_matches_nothing_is_a_warning_annotation(
         '::warning title=toolreplay::toolreplay: baselines glob "baseline/*.sealed.jsonl" in'
         f" {config} matches no file"
     ]
+
+
+def test_a_pull_request_cannot_stop_its_missing_note_from_failing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A PR that re-seals a baseline without a note and sets fail_on to chain-broken only still
+    fails: the drift-note kinds fail as the base commit's configuration says."""
+    pr = pull_request(tmp_path / "ws")
+    config = pr.path / "toolreplay.toml"
+    config.write_text(config.read_text() + 'fail_on = ["chain-broken"]\n')
+    pr.repo.commit_all("and stop failing on a missing note")
+    pr = replace(pr, head=pr.repo.head())
+    result, outputs, _ = run_action(pr.path, tmp_path, monkeypatch, event=pr.event(tmp_path))
+    assert result.exit_code == 1, result.output
+    assert outputs["failing"] == "1"  # the missing note; the transcript's findings follow fail_on
+    assert f"::error file={BASELINE},title=toolreplay missing-drift-note::" in result.stdout
+    assert "title=toolreplay drift-guard-changed::" in result.stdout
 
 
 def test_bad_boolean_input_is_a_usage_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

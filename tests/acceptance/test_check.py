@@ -399,3 +399,25 @@ def test_a_glob_that_matches_nothing_is_a_warning(project: Path) -> None:
         f'toolreplay: warning: transcripts glob "run/*.jsonl" in {config} matches no file\n'
     )
     assert "matches no file" not in result.stdout  # the report itself stays the same bytes
+
+
+def test_a_pull_request_cannot_stop_its_missing_note_from_failing(runner: CliRunner, project: Path) -> None:
+    """A range that changes a baseline without a note and drops missing-drift-note from fail_on
+    still fails: over --base the drift-note kinds fail as the base's configuration says."""
+    base = git(project, "rev-parse", "HEAD").strip()
+    sealed = project / "baselines" / "session-clean.sealed.jsonl"
+    sealed.write_text("".join(sealed.read_text().splitlines(keepends=True)[:3]))
+    config = project / "toolreplay.toml"
+    config.write_text(config.read_text() + 'fail_on = ["chain-broken"]\n')
+    git(project, "commit", "-qam", "cut the baseline, and stop failing on a missing note")
+    code, out = run(runner, project, "--base", base)
+    assert code == 1
+    assert "missing-drift-note: baseline 'baselines/session-clean.sealed.jsonl' (modified)" in out
+    assert "drift-guard-changed: " in out and "no longer fail the build" in out
+    # the same range judged without --base follows the pull request's own fail_on
+    code, out = run(runner, project)
+    assert code == 0, out
+    # and the JSON report says which kinds failed this run, for merge and the Action
+    data = json.loads(run(runner, project, "--base", base, "--format", "json")[1])
+    assert "missing-drift-note" in data["check"]["fail_on"]
+    assert "redundant-call" not in data["check"]["fail_on"]

@@ -37,7 +37,7 @@ from toolreplay.github.action import (
 )
 from toolreplay.github.annotations import echo, plan_annotations
 from toolreplay.github.summary import write_summary
-from toolreplay.hooks.drift_range import check_pull_request
+from toolreplay.hooks.drift_range import check_pull_request, judged_fail_on
 from toolreplay.report import CheckInfo, Report
 from toolreplay.report.escape import workflow_command
 from toolreplay.report.json import render_json
@@ -91,19 +91,24 @@ def run_action(settings: Settings) -> int:
         return _merge_and_publish(settings)
     shard = parse_shard(settings.shard) if settings.shard else None
     config = load_config(Path(settings.config) if settings.config else None)
-    policy = parse_fail_on(settings.fail_on, config.fail_on)
+    pull = pull_range_from_env()
+    # whether the drift-note rule's findings fail is the base commit's decision, not the PR's
+    fail_on = judged_fail_on(config, config.fail_on, pull, workspace=settings.workspace)
+    policy = parse_fail_on(settings.fail_on, fail_on)
     for warning in unmatched_globs(config):
         click.echo(workflow_command("warning", f"toolreplay: {warning}", title="toolreplay"))
     reports = rebase(run_check(config, shard=shard), config, settings.workspace)
     if shard is None or shard.index == DRIFT_SHARD:
-        drift = check_pull_request(config, pull_range_from_env(), workspace=settings.workspace)
+        drift = check_pull_request(config, pull, workspace=settings.workspace)
         # in the order check and merge print them: by path, a file's own report first
         reports = sorted([*reports, *drift.reports], key=lambda r: (r.path, r.command != "check"))
         status = drift.status
     else:
         status = f"drift notes: checked by shard {DRIFT_SHARD}/{shard.count}"
     if shard is not None:
-        return _write_shard(settings, reports, check_info(config, base=None, shard=shard), status)
+        return _write_shard(
+            settings, reports, check_info(config, base=None, shard=shard, fail_on=fail_on), status
+        )
     return publish(settings, reports, policy, status)
 
 

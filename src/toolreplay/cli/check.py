@@ -57,8 +57,16 @@ def check_cmd(
     config = load_config(config_path)
     for warning in unmatched_globs(config):
         click.echo(f"toolreplay: warning: {one_line(warning)}", err=True)
+    fail_on = config.fail_on
+    if base is not None:
+        from toolreplay.hooks.drift_range import PullRange, judged_fail_on
+
+        # whether the drift-note rule's findings fail is the base commit's decision, not the PR's
+        pull = PullRange(base=base, head="HEAD")
+        fail_on = judged_fail_on(config, fail_on, pull, workspace=str(config.root))
     reports, status = run_check_with_status(config, jobs=jobs, base=base, shard=shard)
-    ctx.exit(finish(reports, check_info(config, base=base, shard=shard, drift=status), fmt))
+    info = check_info(config, base=base, shard=shard, drift=status, fail_on=fail_on)
+    ctx.exit(finish(reports, info, fmt))
 
 
 def finish(reports: Sequence[Report], info: CheckInfo, fmt: str) -> int:

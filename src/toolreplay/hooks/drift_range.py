@@ -87,12 +87,9 @@ def check_pull_request(config: Config, pull: PullRange | None, *, workspace: str
             git.run("cat-file", "-e", f"{check_revision(rev)}^{{commit}}")
     except GitError as err:
         return _unchecked(config_file, f"git cannot compare {span}: {err}")
-    prefix = os.path.relpath(config.root.resolve(), os.path.realpath(top))
-    if prefix == os.curdir:
-        prefix = ""
-    elif prefix.startswith(os.pardir):
+    prefix = _prefix(config, top)
+    if prefix is None:
         return _unchecked(config_file, "the configuration lies outside the git work tree")
-    prefix = PurePosixPath(Path(prefix)).as_posix() if prefix else ""
     try:
         recorded = recorded_config(Git(cwd=top), pull.base, prefix, name=pull.base[:12])
     except (InputError, GitError) as err:
@@ -137,6 +134,51 @@ def check_pull_request(config: Config, pull: PullRange | None, *, workspace: str
     return DriftOutcome(reports=tuple(sorted(reports, key=lambda r: r.path)), status=status)
 
 
+def _prefix(config: Config, top: str) -> str | None:
+    """The config's folder from the repository root, POSIX style ("" at the root); None outside."""
+    prefix = os.path.relpath(config.root.resolve(), os.path.realpath(top))
+    if prefix == os.curdir:
+        return ""
+    if prefix.startswith(os.pardir):
+        return None
+    return PurePosixPath(Path(prefix)).as_posix()
+
+
+#: the kinds of the drift-note rule itself: whether they fail is the base commit's decision
+GUARD_KINDS = (MISSING, INVALID, UNCHECKED)
+
+
+def judged_fail_on(
+    config: Config, fail_on: frozenset[str] | None, pull: PullRange | None, *, workspace: str
+) -> frozenset[str] | None:
+    """``fail_on`` for a run that judges ``pull``: the pull request's own, except that whether
+    the drift-note rule's findings fail is decided by the base commit's configuration.
+
+    A pull request could otherwise leave ``missing-drift-note`` out of its ``fail_on`` and
+    pass its own baseline change (the change is reported as ``drift-guard-changed`` too).
+    Where the base's configuration cannot be read, the drift-note kinds fail (the default).
+    """
+    if pull is None:
+        return fail_on
+    from toolreplay.findings import kind_fails
+    from toolreplay.report.kinds import KINDS
+
+    base: Config | None = None
+    with_default = False
+    try:
+        top = Git(cwd=workspace).top()
+        prefix = _prefix(config, top)
+        if prefix is not None:
+            base = recorded_config(Git(cwd=top), check_revision(pull.base), prefix, name=pull.base[:12])
+        with_default = base is None
+    except (InputError, GitError):
+        with_default = True
+    decided = {k: (True if with_default or base is None else base.fails(k)) for k in GUARD_KINDS}
+    if all(decided[k] == kind_fails(k, fail_on) for k in GUARD_KINDS):
+        return fail_on
+    return frozenset(k for k in KINDS if (decided[k] if k in decided else kind_fails(k, fail_on)))
+
+
 def _settings_findings(
     before: GuardSettings, after: GuardSettings, base: Config | None, head: Config, config_file: str
 ) -> list[Finding]:
@@ -149,7 +191,10 @@ def _settings_findings(
         was = base.fails(kind) if base is not None else True
         if was != head.fails(kind):
             now = "fail the build" if head.fails(kind) else "no longer fail the build"
-            parts.append(f"fail_on: {kind} findings {now} with this pull request's configuration")
+            parts.append(
+                f"fail_on: {kind} findings {now} with this pull request's configuration"
+                " (over this range they fail as the base's configuration says)"
+            )
     if not parts:
         return []
     return [
