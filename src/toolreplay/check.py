@@ -23,10 +23,11 @@ only in shard 1 (``shard.py``); ``toolreplay merge`` puts the shards' reports ba
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from functools import cache
@@ -36,7 +37,7 @@ from typing import TYPE_CHECKING
 from toolreplay.analyses.baseline import ToolBehaviour, behaviour_of, check_freshness, diff_baseline
 from toolreplay.analyses.integrity import chain_broken, stale_baseline
 from toolreplay.analyses.replay import replay
-from toolreplay.analyses.scope import Scope, check_scope, load_scope
+from toolreplay.analyses.scope import Scope, ScopeJudge, load_scope
 from toolreplay.canonical import room_for_depth
 from toolreplay.chain import verify
 from toolreplay.config import Config, expand
@@ -109,30 +110,36 @@ def check_transcript(job: Job) -> Report:
 
             mutators = declared_mutators(_lock(settings.lock), mutators)
             nondeterministic = declared_nondeterministic(_lock(settings.lock))
-        result = replay(
-            read_transcript(job.absolute),
-            mutators=mutators,
-            state_aware=settings.state_aware,
-            nondeterministic=nondeterministic,
-            path=job.path,
-            hints=True,
-        )
-        findings = list(result.findings)
-        if settings.scope is not None:
-            scope = _scope(settings.scope)
-            findings += check_scope(
-                read_transcript(job.absolute), scope, path=job.path, pattern_budget=settings.pattern_budget
-            ).findings
-        if settings.lock is not None:
-            from toolreplay.analyses.fingerprint_diff import compare_transcript
+        # one pass over the file: scope and fingerprints are fed each record as replay reads it
+        with contextlib.ExitStack() as stack:
+            sinks: list[Callable[[Record], None]] = []
+            judge = None
+            if settings.scope is not None:
+                judge = stack.enter_context(
+                    ScopeJudge(_scope(settings.scope), path=job.path, pattern_budget=settings.pattern_budget)
+                )
+                sinks.append(judge.feed)
+            fingerprints = None
+            if settings.lock is not None:
+                from toolreplay.analyses.fingerprint_diff import FingerprintCheck
 
-            drift = compare_transcript(
-                read_transcript(job.absolute),
-                _lock(settings.lock),
+                fingerprints = FingerprintCheck(
+                    _lock(settings.lock), path=job.path, explain=dict(settings.explain)
+                )
+                sinks.append(fingerprints.feed)
+            result = replay(
+                _fed(read_transcript(job.absolute), sinks),
+                mutators=mutators,
+                state_aware=settings.state_aware,
+                nondeterministic=nondeterministic,
                 path=job.path,
-                explain=dict(settings.explain),
+                hints=True,
             )
-            findings += drift.findings
+            findings = list(result.findings)
+            if judge is not None:
+                findings += judge.result().findings
+            if fingerprints is not None:
+                findings += fingerprints.result().findings
     except InputError as err:
         return Report(command="check", path=job.path, errors=(_relocate(err, job.path),))
     findings = sort_findings(findings)
@@ -142,6 +149,14 @@ def check_transcript(job: Job) -> Report:
         header=replay_header(result.calls, result.divergence, len(findings)),
         findings=tuple(findings),
     )
+
+
+def _fed(records: Iterable[Record], sinks: Sequence[Callable[[Record], None]]) -> Iterator[Record]:
+    """``records``, each handed to every sink on its way through."""
+    for record in records:
+        for sink in sinks:
+            sink(record)
+        yield record
 
 
 def check_baseline(job: Job) -> Report:

@@ -421,3 +421,31 @@ def test_a_pull_request_cannot_stop_its_missing_note_from_failing(runner: CliRun
     data = json.loads(run(runner, project, "--base", base, "--format", "json")[1])
     assert "missing-drift-note" in data["check"]["fail_on"]
     assert "redundant-call" not in data["check"]["fail_on"]
+
+
+def test_check_reads_each_transcript_once(
+    runner: CliRunner, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Replay, scope and the lock's fingerprints share one pass over a transcript (a run of a
+    baseline is read once more, by that baseline's diff)."""
+    save_lock(
+        ToolLock.of(
+            [make_contract(name="search", signature={"name": "search", "params": []}, schema={}, version="1")]
+        ),
+        project / "tools.lock.json",
+    )
+    config = project / "toolreplay.toml"
+    config.write_text(config.read_text() + 'tools_lock = "tools.lock.json"\n')
+    opened: list[str] = []
+    real = check_module.read_transcript
+
+    def counting(path: str, *args: object, **kwargs: object):  # type: ignore[no-untyped-def]
+        opened.append(Path(path).name)
+        return real(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(check_module, "read_transcript", counting)
+    _, out = run(runner, project, "--jobs", "1")
+    assert opened.count("dirty.jsonl") == 1, opened  # was three passes: replay, scope, lock
+    block = out.split("== runs/dirty.jsonl\n")[1].split("== ")[0]
+    # replay's, scope's and the lock's findings, all from that one pass
+    assert "redundant-call" in block and "permission-overreach" in block

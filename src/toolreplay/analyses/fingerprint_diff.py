@@ -401,24 +401,38 @@ def compare_transcript(
 
     ``explain`` (from :func:`explain_drift`) adds what changed in a drifted tool's contract.
     """
-    from toolreplay.analyses.baseline import fingerprint_message
-
-    explain = explain or {}
-    calls = fingerprinted = drifted = 0
-    reported: set[tuple[str, str]] = set()
-    findings: list[Finding] = []
+    check = FingerprintCheck(live, path=path, explain=explain)
     for record in records:
-        calls += 1
+        check.feed(record)
+    return check.result()
+
+
+class FingerprintCheck:
+    """:func:`compare_transcript` one record at a time, so one pass over a transcript can feed
+    several analyses (``toolreplay check``)."""
+
+    def __init__(self, live: ToolLock, *, path: str = "", explain: dict[str, str] | None = None) -> None:
+        self._live = live
+        self._path = path
+        self._explain = explain or {}
+        self._calls = self._fingerprinted = self._drifted = 0
+        self._reported: set[tuple[str, str]] = set()
+        self._findings: list[Finding] = []
+
+    def feed(self, record: Record) -> None:
+        from toolreplay.analyses.baseline import fingerprint_message
+
+        self._calls += 1
         if record.fingerprint is None:
-            continue
-        fingerprinted += 1
-        contract = live.tools.get(record.tool)
+            return
+        self._fingerprinted += 1
+        contract = self._live.tools.get(record.tool)
         if contract is not None and contract.fingerprint == record.fingerprint:
-            continue
-        drifted += 1
-        if (record.tool, record.fingerprint) in reported:
-            continue
-        reported.add((record.tool, record.fingerprint))
+            return
+        self._drifted += 1
+        if (record.tool, record.fingerprint) in self._reported:
+            return
+        self._reported.add((record.tool, record.fingerprint))
         if contract is None:
             message = (
                 f"removed: tool {quote(record.tool)} was called with fingerprint {record.fingerprint}"
@@ -431,16 +445,23 @@ def compare_transcript(
                 f"{contract.fingerprint} (version {render(contract.version)})"
                 if contract.version
                 else contract.fingerprint,
-                explain=explain.get(record.tool, ""),
+                explain=self._explain.get(record.tool, ""),
             )
-        findings.append(
+        self._findings.append(
             Finding(
                 kind="tool-drift",
                 index=record.index,
                 tool=record.tool,
                 message=message,
-                path=path,
+                path=self._path,
                 line=record.line,
             )
         )
-    return TranscriptDrift(calls=calls, fingerprinted=fingerprinted, drifted=drifted, findings=findings)
+
+    def result(self) -> TranscriptDrift:
+        return TranscriptDrift(
+            calls=self._calls,
+            fingerprinted=self._fingerprinted,
+            drifted=self._drifted,
+            findings=list(self._findings),
+        )

@@ -188,17 +188,50 @@ def check_scope(
     a call whose arguments could not be judged in that time is a ``scope-unjudged``
     finding, never a pass.
     """
-    findings: list[Finding] = []
-    calls = 0
-    with BoundedSearch(budget=pattern_budget, per_value=pattern_seconds) as bounded:
-        cls = validator_class(bounded)
-        validators = {tool: cls(schema) for tool, schema in scope.arguments.items()}
+    with ScopeJudge(
+        scope, path=path, pattern_budget=pattern_budget, pattern_seconds=pattern_seconds
+    ) as judge:
         for record in records:
-            calls += 1
-            finding = _judge(record, scope, validators, path)
-            if finding is not None:
-                findings.append(finding)
-    return ScopeResult(calls=calls, findings=findings)
+            judge.feed(record)
+    return judge.result()
+
+
+class ScopeJudge:
+    """:func:`check_scope` one record at a time (``feed``), so one pass over a transcript can
+    feed several analyses; a context manager, since it may run a pattern worker process."""
+
+    def __init__(
+        self,
+        scope: Scope,
+        *,
+        path: str = "",
+        pattern_budget: float = DEFAULT_BUDGET_SECONDS,
+        pattern_seconds: float = PATTERN_SECONDS,
+    ) -> None:
+        self._scope = scope
+        self._path = path
+        self._bounded = BoundedSearch(budget=pattern_budget, per_value=pattern_seconds)
+        self._validators: dict[str, Any] = {}
+        self._findings: list[Finding] = []
+        self._calls = 0
+
+    def __enter__(self) -> ScopeJudge:
+        self._bounded.__enter__()
+        cls = validator_class(self._bounded)
+        self._validators = {tool: cls(schema) for tool, schema in self._scope.arguments.items()}
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._bounded.__exit__(*exc)
+
+    def feed(self, record: Record) -> None:
+        self._calls += 1
+        finding = _judge(record, self._scope, self._validators, self._path)
+        if finding is not None:
+            self._findings.append(finding)
+
+    def result(self) -> ScopeResult:
+        return ScopeResult(calls=self._calls, findings=list(self._findings))
 
 
 def _judge(record: Record, scope: Scope, validators: dict[str, Any], path: str) -> Finding | None:
