@@ -204,6 +204,7 @@ def shell_word(word: str) -> str:
     """``word`` for a copied shell command: :func:`shlex.quote`, or ANSI-C ``$'...'`` when it holds
     ``@``, ``<`` (kept out of the raw body, see :func:`defuse`), a control or invisible character,
     which are written as escapes so the pasted command names the exact file."""
+
     def plain(ch: str) -> bool:
         return ch == " " or (ch.isprintable() and ch not in "@<" and not ch.isspace())
 
