@@ -421,3 +421,19 @@ def test_a_pull_request_cannot_stop_its_missing_note_from_failing(runner: CliRun
     data = json.loads(run(runner, project, "--base", base, "--format", "json")[1])
     assert "missing-drift-note" in data["check"]["fail_on"]
     assert "redundant-call" not in data["check"]["fail_on"]
+
+
+@pytest.mark.parametrize("glob", [".", "./", "runs/**x"])
+def test_a_glob_pathlib_cannot_take_is_a_usage_error(project: Path, glob: str) -> None:
+    """A glob naming the config's folder itself or misusing ``**`` is one line and exit 2, not a crash."""
+    config = project / "toolreplay.toml"
+    config.write_text(config.read_text().replace('"runs/*.jsonl"', json.dumps(glob)))
+    old = os.getcwd()
+    os.chdir(project)
+    try:
+        result = CliRunner().invoke(cli, ["check"], catch_exceptions=False)
+    finally:
+        os.chdir(old)
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr.startswith(f"toolreplay: error: {config}: glob {json.dumps(glob)} ")
+    assert result.stderr.count("\n") == 1
