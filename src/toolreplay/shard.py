@@ -32,6 +32,7 @@ from toolreplay import __version__
 from toolreplay.config import Config
 from toolreplay.errors import InputError
 from toolreplay.findings import quote
+from toolreplay.limits import DEFAULT_BUDGET_SECONDS
 from toolreplay.report import CheckInfo, Report
 
 #: The shard that runs the drift-note rule of ``--base``.
@@ -68,7 +69,7 @@ def shard_of(path: str, count: int) -> int:
 
 def config_digest(config: Config) -> str:
     """A digest of what the configuration asks for; not of where it lives, nor of its formatting."""
-    settings = {
+    settings: dict[str, object] = {
         "transcripts": list(config.transcripts),
         "baselines": list(config.baselines),
         "scope": config.scope,
@@ -79,6 +80,14 @@ def config_digest(config: Config) -> str:
         "max_baseline_age_days": config.max_baseline_age_days,
         "fail_on": None if config.fail_on is None else sorted(config.fail_on),
     }
+    # settings added after the digest's first release enter it only when set, so the digests
+    # of configurations without them stay the same
+    if config.tools_source is not None:
+        settings["tools_source"] = (
+            config.tools_source if isinstance(config.tools_source, str) else list(config.tools_source)
+        )
+    if config.pattern_budget_seconds != DEFAULT_BUDGET_SECONDS:
+        settings["pattern_budget_seconds"] = config.pattern_budget_seconds
     text = json.dumps(settings, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     return "sha256:" + hashlib.sha256(text.encode("ascii")).hexdigest()
 

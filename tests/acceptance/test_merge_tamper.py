@@ -84,3 +84,18 @@ def test_merge_with_config_refuses_a_lowered_fail_on(runner: CliRunner, project:
         f"toolreplay: error: {paths[0]}: its fail_on differs from the one of 'toolreplay.toml' "
         "in kinds other than the drift-note rule's\n"
     )
+
+
+def test_merge_with_config_refuses_shards_of_another_tools_source_or_pattern_budget(
+    runner: CliRunner, project: Path
+) -> None:
+    """tools_source and pattern_budget_seconds change check's findings, so they are part of the
+    configuration a merge compares (they were left out of the digest)."""
+    paths = shard_reports(runner, project, 2)
+    toml = project / "toolreplay.toml"
+    original = toml.read_text()
+    for extra in ('tools_source = "tools.json"\n', "pattern_budget_seconds = 0.5\n"):
+        toml.write_text(original + extra)
+        code, out, err = invoke(runner, project, "merge", *map(str, paths), "--config", "toolreplay.toml")
+        assert (code, out) == (2, ""), extra
+        assert "made with another configuration than 'toolreplay.toml'" in err, extra
