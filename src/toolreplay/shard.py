@@ -165,8 +165,8 @@ def read_shard_report(path: str) -> ShardReport:
     return ShardReport(path=path, info=info, reports=tuple(reports_from_data(data)))
 
 
-def _home_prefix(shards: Sequence[ShardReport], count: int) -> str:
-    """The folder prefix (``""``, or ``sub/`` when the Action names paths from the workspace and
+def _home_prefixes(shards: Sequence[ShardReport], count: int) -> list[str]:
+    """The folder prefixes (``""``, or ``sub/`` when the Action names paths from the workspace and
     the config sits in ``sub/``) under which every file is in the shard that reports it.
 
     Shards hash a file's path relative to the config's folder; a report that names a file
@@ -189,9 +189,9 @@ def _home_prefix(shards: Sequence[ShardReport], count: int) -> str:
                 return shard, path, home
         return None
 
-    for prefix in candidates:
-        if misplaced(prefix) is None:
-            return prefix
+    valid = [prefix for prefix in candidates if misplaced(prefix) is None]
+    if valid:
+        return valid
     wrong = misplaced("")
     assert wrong is not None
     shard, path, home = wrong
@@ -202,7 +202,7 @@ def _home_prefix(shards: Sequence[ShardReport], count: int) -> str:
     )
 
 
-def _check_against(config: Config, first: ShardReport, files: set[str]) -> None:
+def _check_against(config: Config, first: ShardReport, readings: Sequence[set[str]]) -> None:
     """What ``merge --config`` can check of the shards' contents without re-running them: every
     file the configuration checks is reported, and ``fail_on`` is the configuration's except for
     the drift-note rule's kinds (which the base commit's configuration decides)."""
@@ -211,10 +211,13 @@ def _check_against(config: Config, first: ShardReport, files: set[str]) -> None:
     from toolreplay.hooks.drift_range import GUARD_KINDS
     from toolreplay.report.kinds import KINDS
 
-    for job in plan(config):
-        if job.path not in files:
+    paths = [job.path for job in plan(config)]
+    # the files as named under one of the possible folder prefixes (see _home_prefixes)
+    files = next((f for f in readings if all(p in f for p in paths)), readings[0])
+    for path in paths:
+        if path not in files:
             raise InputError(
-                f"no shard reports {quote(job.path)}, a file of {quote(config.source)}: "
+                f"no shard reports {quote(path)}, a file of {quote(config.source)}: "
                 "merge needs every file the configuration checks"
             )
     kinds = None if first.info.fail_on is None else frozenset(first.info.fail_on)
@@ -289,9 +292,9 @@ def merge_shards(
             f"shard{'s' if len(missing) > 1 else ''} {', '.join(missing)} of {count} missing: "
             "merge needs the reports of every shard"
         )
-    prefix = _home_prefix(shards, count)
+    prefixes = _home_prefixes(shards, count)
     if config is not None:
-        _check_against(config, first, {path[len(prefix) :] for path in files})
+        _check_against(config, first, [{path[len(p) :] for path in files} for p in prefixes])
     reports = [r for shard in sorted(shards, key=lambda s: s.info.shard or (1, 1)) for r in shard.reports]
     reports.sort(key=lambda r: (r.path, r.command != "check"))
     info = CheckInfo(
