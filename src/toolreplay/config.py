@@ -7,7 +7,7 @@ import math
 import os
 import tomllib
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
 
 from toolreplay.analyses.replay import DEFAULT_MUTATORS
@@ -184,7 +184,17 @@ def expand(config: Config, patterns: tuple[str, ...]) -> list[str]:
     for pattern in patterns:
         if os.path.isabs(pattern):
             raise InputError(f"glob {json.dumps(pattern)} must be relative to its folder", path=config.source)
-        for match in config.root.glob(pattern):
+        if not PurePath(pattern).parts:
+            raise InputError(
+                f"glob {json.dumps(pattern)} names the config's folder, not files", path=config.source
+            )
+        try:
+            matches = list(config.root.glob(pattern))
+        except ValueError as err:  # pathlib: '**' can only be an entire path component
+            raise InputError(
+                f"glob {json.dumps(pattern)} is not a valid glob: {err}", path=config.source
+            ) from err
+        for match in matches:
             if match.is_file():
                 found.add(match.relative_to(config.root).as_posix())
     return sorted(found)

@@ -11,7 +11,13 @@ shard 1 runs it, the other shards leave it out, and the merge takes it from shar
 
 Merging refuses, with one line, anything that is not one whole run split in N: reports
 of another toolreplay version, of another configuration or ``--base``, reports that are
-not from ``check --shard``, two reports of one shard or one file, and a missing shard.
+not from ``check --shard``, two reports of one shard or one file, a missing shard, a file
+reported by a shard it does not hash to, and the drift-note rule's reports or verdict from
+another shard than 1. With the configuration (``merge --config``, the Action's ``config``)
+it also refuses shards that leave out a file the configuration checks, or whose ``fail_on``
+differs from the configuration's in a kind other than the drift-note rule's. A shard's
+findings themselves are not re-checked: a report edited to drop one finding of a file is
+merged as written (merge only ever reads the reports; keep them as the CI's own artifacts).
 """
 
 from __future__ import annotations
@@ -20,11 +26,13 @@ import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 
 from toolreplay import __version__
 from toolreplay.config import Config
 from toolreplay.errors import InputError
 from toolreplay.findings import quote
+from toolreplay.limits import DEFAULT_BUDGET_SECONDS
 from toolreplay.report import CheckInfo, Report
 
 #: The shard that runs the drift-note rule of ``--base``.
@@ -61,7 +69,7 @@ def shard_of(path: str, count: int) -> int:
 
 def config_digest(config: Config) -> str:
     """A digest of what the configuration asks for; not of where it lives, nor of its formatting."""
-    settings = {
+    settings: dict[str, object] = {
         "transcripts": list(config.transcripts),
         "baselines": list(config.baselines),
         "scope": config.scope,
@@ -72,6 +80,14 @@ def config_digest(config: Config) -> str:
         "max_baseline_age_days": config.max_baseline_age_days,
         "fail_on": None if config.fail_on is None else sorted(config.fail_on),
     }
+    # settings added after the digest's first release enter it only when set, so the digests
+    # of configurations without them stay the same
+    if config.tools_source is not None:
+        settings["tools_source"] = (
+            config.tools_source if isinstance(config.tools_source, str) else list(config.tools_source)
+        )
+    if config.pattern_budget_seconds != DEFAULT_BUDGET_SECONDS:
+        settings["pattern_budget_seconds"] = config.pattern_budget_seconds
     text = json.dumps(settings, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     return "sha256:" + hashlib.sha256(text.encode("ascii")).hexdigest()
 
@@ -149,6 +165,70 @@ def read_shard_report(path: str) -> ShardReport:
     return ShardReport(path=path, info=info, reports=tuple(reports_from_data(data)))
 
 
+def _home_prefixes(shards: Sequence[ShardReport], count: int) -> list[str]:
+    """The folder prefixes (``""``, or ``sub/`` when the Action names paths from the workspace and
+    the config sits in ``sub/``) under which every file is in the shard that reports it.
+
+    Shards hash a file's path relative to the config's folder; a report that names a file
+    its shard does not hash to was moved between shards by hand and is refused.
+    """
+    placed = [(s, r.path) for s in shards for r in s.reports if r.command == "check"]
+    folders = [PurePosixPath(path).parts[:-1] for _, path in placed]
+    common: list[str] = []
+    for parts in zip(*folders, strict=False) if folders else ():
+        if len(set(parts)) != 1:
+            break
+        common.append(parts[0])
+    candidates = ["/".join(common[:n]) + "/" if n else "" for n in range(len(common) + 1)]
+
+    def misplaced(prefix: str) -> tuple[ShardReport, str, int] | None:
+        for shard, path in placed:
+            index = shard.info.shard[0] if shard.info.shard is not None else 1
+            home = shard_of(path[len(prefix) :], count)
+            if home != index:
+                return shard, path, home
+        return None
+
+    valid = [prefix for prefix in candidates if misplaced(prefix) is None]
+    if valid:
+        return valid
+    wrong = misplaced("")
+    assert wrong is not None
+    shard, path, home = wrong
+    index = shard.info.shard[0] if shard.info.shard is not None else 1
+    raise InputError(
+        f"reports {quote(path)}, a file of shard {home}/{count}, not of shard {index}/{count}",
+        path=shard.path,
+    )
+
+
+def _check_against(config: Config, first: ShardReport, readings: Sequence[set[str]]) -> None:
+    """What ``merge --config`` can check of the shards' contents without re-running them: every
+    file the configuration checks is reported, and ``fail_on`` is the configuration's except for
+    the drift-note rule's kinds (which the base commit's configuration decides)."""
+    from toolreplay.check import plan
+    from toolreplay.findings import kind_fails
+    from toolreplay.hooks.drift_range import GUARD_KINDS
+    from toolreplay.report.kinds import KINDS
+
+    paths = [job.path for job in plan(config)]
+    # the files as named under one of the possible folder prefixes (see _home_prefixes)
+    files = next((f for f in readings if all(p in f for p in paths)), readings[0])
+    for path in paths:
+        if path not in files:
+            raise InputError(
+                f"no shard reports {quote(path)}, a file of {quote(config.source)}: "
+                "merge needs every file the configuration checks"
+            )
+    kinds = None if first.info.fail_on is None else frozenset(first.info.fail_on)
+    if any(kind_fails(k, kinds) != config.fails(k) for k in KINDS if k not in GUARD_KINDS):
+        raise InputError(
+            f"its fail_on differs from the one of {quote(config.source)}"
+            " in kinds other than the drift-note rule's",
+            path=first.path,
+        )
+
+
 def merge_shards(
     shards: Sequence[ShardReport], *, config: Config | None = None
 ) -> tuple[CheckInfo, list[Report]]:
@@ -188,8 +268,18 @@ def merge_shards(
         if index in seen:
             raise InputError(f"shard {index}/{count} again (also {quote(seen[index])})", path=shard.path)
         seen[index] = shard.path
+        if shard.info.drift is not None and index != DRIFT_SHARD:
+            raise InputError(
+                f"carries the drift-note rule's verdict, which only shard {DRIFT_SHARD} runs", path=shard.path
+            )
         for report in shard.reports:
             if report.command != "check":
+                if index != DRIFT_SHARD:
+                    raise InputError(
+                        f"reports the drift-note rule, which only shard {DRIFT_SHARD} runs "
+                        f"({quote(report.path)})",
+                        path=shard.path,
+                    )
                 continue
             if report.path in files:
                 raise InputError(
@@ -202,6 +292,9 @@ def merge_shards(
             f"shard{'s' if len(missing) > 1 else ''} {', '.join(missing)} of {count} missing: "
             "merge needs the reports of every shard"
         )
+    prefixes = _home_prefixes(shards, count)
+    if config is not None:
+        _check_against(config, first, [{path[len(p) :] for path in files} for p in prefixes])
     reports = [r for shard in sorted(shards, key=lambda s: s.info.shard or (1, 1)) for r in shard.reports]
     reports.sort(key=lambda r: (r.path, r.command != "check"))
     info = CheckInfo(

@@ -88,3 +88,42 @@ def test_merge_of_an_empty_folder_is_a_usage_error(tmp_path: Path, monkeypatch: 
     (tmp_path / "none").mkdir()
     result, _, _ = run_action(pr.path, tmp_path, monkeypatch, merge=str(tmp_path / "none"))
     assert result.exit_code == 2 and "no *.json reports" in result.stderr
+
+
+@pytest.mark.parametrize(("folder", "copies", "count"), [("sub", 8, 3), ("sub0", 0, 2)])
+def test_shards_of_a_config_in_a_subfolder_merge_like_one_action(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, folder: str, copies: int, count: int
+) -> None:
+    """With the config in a subfolder (reports name workspace paths), the merge job accepts its own
+    shards and publishes what the unsharded Action publishes (also when, as for sub0/ in 2 shards,
+    every path hashes to the same shard with and without the folder)."""
+    pr = pull_request(tmp_path / "ws")
+    (pr.path / folder).mkdir()
+    for name in ("toolreplay.toml", "scope.json", "agents", "baselines"):
+        pr.repo.git("mv", name, f"{folder}/{name}")
+    for n in range(copies):
+        shutil.copy(pr.path / folder / TRANSCRIPT, pr.path / folder / "agents" / f"run-{n}.jsonl")
+    pr.repo.commit_all("move into a subfolder")
+    event = pr.event(tmp_path)
+    settings = {"config": f"{folder}/toolreplay.toml"}
+    for name in ("whole", "merged", *(f"shard{k}" for k in range(1, count + 1))):
+        (tmp_path / name).mkdir()
+    whole, _, whole_temp = run_action(pr.path, tmp_path / "whole", monkeypatch, event=event, **settings)
+    downloaded = tmp_path / "downloaded"
+    downloaded.mkdir()
+    for index in range(1, count + 1):
+        result, outputs, _ = run_action(
+            pr.path,
+            tmp_path / f"shard{index}",
+            monkeypatch,
+            event=event,
+            shard=f"{index}/{count}",
+            **settings,
+        )
+        assert result.exit_code == 0, result.stdout
+        shutil.copy(outputs["report"], downloaded / Path(outputs["report"]).name)
+    merged, _, merged_temp = run_action(
+        pr.path, tmp_path / "merged", monkeypatch, event=event, merge=str(downloaded), **settings
+    )
+    assert (merged.exit_code, whole.exit_code) == (1, 1), merged.stdout + merged.stderr
+    assert (merged_temp / "summary.md").read_text() == (whole_temp / "summary.md").read_text()

@@ -449,3 +449,19 @@ def test_check_reads_each_transcript_once(
     block = out.split("== runs/dirty.jsonl\n")[1].split("== ")[0]
     # replay's, scope's and the lock's findings, all from that one pass
     assert "redundant-call" in block and "permission-overreach" in block
+
+
+@pytest.mark.parametrize("glob", [".", "./", "runs/**x"])
+def test_a_glob_pathlib_cannot_take_is_a_usage_error(project: Path, glob: str) -> None:
+    """A glob naming the config's folder itself or misusing ``**`` is one line and exit 2, not a crash."""
+    config = project / "toolreplay.toml"
+    config.write_text(config.read_text().replace('"runs/*.jsonl"', json.dumps(glob)))
+    old = os.getcwd()
+    os.chdir(project)
+    try:
+        result = CliRunner().invoke(cli, ["check"], catch_exceptions=False)
+    finally:
+        os.chdir(old)
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr.startswith(f"toolreplay: error: {config}: glob {json.dumps(glob)} ")
+    assert result.stderr.count("\n") == 1

@@ -300,3 +300,27 @@ def test_base_catches_an_amend_that_dropped_the_note(repo: Repo, runner: CliRunn
     code, out = run(runner, "hook", "drift-note", "--base", base)
     assert code == 1
     assert f"baseline '{BASE}' (modified)\n  from: {V3}\n  to:   {V4}\n" in out
+
+
+def test_a_config_in_a_subfolder_is_the_guards_as_it_is_the_pull_requests(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, git_isolated: None, runner: CliRunner
+) -> None:
+    """With the only configuration in sub/, the hook judges with its baselines and notes folder
+    (as check --base does), so the note the pull request's check accepts is accepted at commit."""
+    repo = Repo.create(tmp_path / "repo")
+    repo.write("sub/toolreplay.toml", 'baselines = ["baselines/*.sealed.jsonl"]\ndrift_notes = "notes"\n')
+    baseline = "sub/baselines/checkout.sealed.jsonl"
+    repo.write_baseline(baseline, 3)
+    repo.commit_all("baseline")
+    monkeypatch.chdir(repo.path)
+    repo.write_baseline(baseline, 4)
+    repo.write("sub/notes/checkout.md", note(baseline, V3, V4))
+    repo.git("add", "-A")
+    code, out = run(runner, "hook", "drift-note")
+    assert (code, out) == (
+        0,
+        f"drift notes: every baseline change has its note ('{baseline}' by 'sub/notes/checkout.md')\n",
+    )
+    repo.git("commit", "-q", "--no-verify", "-m", "re-record")
+    code, out = run(runner, "check", "--config", "sub/toolreplay.toml", "--base", "HEAD~1")
+    assert code == 0 and out.endswith("drift notes: every baseline change in HEAD~1...HEAD has its note\n")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import subprocess
+from html import unescape
 from html.parser import HTMLParser
 
 import cmarkgfm
@@ -187,3 +189,21 @@ def test_trimmed_comment_still_renders_with_a_plain_more_line() -> None:
     html = gfm(md)
     assert len(md) <= 5_000 and html.count("<details") == html.count("</details>")
     assert re.search(r"<p>\d+ more findings not shown here \(GitHub's size limit\)\.", html)
+
+
+def test_the_note_command_runs_on_the_exact_paths_whatever_they_hold() -> None:
+    """The note command, copied from the rendered comment into bash, names the exact files (an
+    ``@team`` folder, ``<``, quotes, a tab) and the raw body still holds no mention or tag."""
+    baseline = "baselines/@team/<x> it's.sealed.jsonl"
+    run = "runs/@team/a\tb $(id).jsonl"
+    drift = Finding(kind="behavior-drift", index=1, tool="t", message="m", path=run, line=2)
+    report = Report(command="check", path=baseline, findings=(drift,), notes="drift-notes")
+    md = render_markdown([report])
+    assert "@" + "t" not in md and "<x" not in md
+    found = re.search(r'<pre lang="sh"><code>(.*)\n</code></pre>', gfm(md))
+    assert found is not None
+    command = unescape(found.group(1))
+    assert command.startswith("toolreplay note ")
+    shown = command.replace("toolreplay", "printf '%s\\n'", 1)
+    out = subprocess.run(["bash", "-c", shown], capture_output=True, text=True, check=True).stdout
+    assert out.split("\n")[:-1] == ["note", baseline, "--run", run, "-o", "drift-notes/<x> it's.md"]

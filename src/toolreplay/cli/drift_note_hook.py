@@ -22,7 +22,13 @@ from toolreplay.hooks.drift_note import (
     normalize_dir,
     unguarded_warning,
 )
-from toolreplay.hooks.settings import GuardSettings, recorded_config, settings_change, settings_of
+from toolreplay.hooks.settings import (
+    GuardSettings,
+    config_folders,
+    recorded_config,
+    settings_change,
+    settings_of,
+)
 from toolreplay.report.escape import inert
 
 
@@ -68,7 +74,8 @@ def drift_note_hook(
     """Refuse a commit that changes a sealed baseline without a drift note for that exact change.
 
     Reads the staged change (the index git commits, GIT_INDEX_FILE included) and the
-    configuration staged at the repository root, never the working tree. Exit 0 when
+    configuration staged at the repository root (else the only one staged in a subfolder),
+    never the working tree. Exit 0 when
     every added, modified, renamed or deleted baseline has a staged note whose baseline,
     from and to match; 1 otherwise, saying what to do.
     """
@@ -110,12 +117,19 @@ def _settings(git: Git, rev: str | None, patterns: tuple[str, ...], notes_dir: s
     """The guard's settings: the options, else the configuration git records at ``rev`` (None: staged)."""
     top = Git(cwd=git.top())
     config = recorded_config(top, rev)
+    prefix = ""
+    if config is None:
+        # no configuration at the root: the one in a subfolder, when there is exactly one
+        # (as the pull request's check judges the range with it)
+        found = [(f, c) for f in config_folders(top, rev) if f and (c := recorded_config(top, rev, f))]
+        if len(found) == 1:
+            prefix, config = found[0]
     where = "staged" if rev is None else rev
     if config is not None:
         source = config.source
     else:
         source = f"the defaults (no configuration {'staged' if rev is None else 'in ' + rev})"
-    settings = settings_of(config, source=source)
+    settings = settings_of(config, prefix=prefix, source=source)
     if patterns:
         settings = replace(settings, patterns=patterns, source=f"--baselines ({where})")
     if notes_dir is not None:

@@ -17,7 +17,14 @@ from pathlib import Path, PurePosixPath
 
 from toolreplay.config import CONFIG_NAMES, Config, load_config, parse_toml
 from toolreplay.findings import quote
-from toolreplay.hooks.drift_note import DEFAULT_BASELINES, DEFAULT_NOTES_DIR, Git, normalize_dir
+from toolreplay.hooks.drift_note import (
+    DEFAULT_BASELINES,
+    DEFAULT_NOTES_DIR,
+    Git,
+    _decode_path,
+    check_revision,
+    normalize_dir,
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -52,6 +59,21 @@ def recorded_config(git: Git, rev: str | None, folder: str = "", *, name: str | 
                 continue
         return load_config(Path(top, path), raw=raw, label=label)
     return None
+
+
+def config_folders(git: Git, rev: str | None) -> list[str]:
+    """The folders (from the root, POSIX) where git records a configuration file at ``rev``
+    (None: the index), sorted; the root is ``""``."""
+    if rev is None:
+        out = git.run("ls-files", "-z", "--full-name", "--", *(f":(top,glob)**/{n}" for n in CONFIG_NAMES))
+    else:
+        out = git.run("ls-tree", "-r", "-z", "--name-only", "--full-tree", check_revision(rev))
+    folders = set()
+    for raw in out.split(b"\0"):
+        path = PurePosixPath(_decode_path(raw)) if raw else None
+        if path is not None and path.name in CONFIG_NAMES:
+            folders.add("" if str(path.parent) == "." else str(path.parent))
+    return sorted(folders)
 
 
 def glob_patterns(globs: Sequence[str], prefix: str) -> tuple[str, ...]:

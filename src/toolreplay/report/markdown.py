@@ -200,6 +200,32 @@ def _fenced(text: str) -> list[str]:
     return [f"{fence}sh", body, fence]
 
 
+def shell_word(word: str) -> str:
+    """``word`` for a copied shell command: :func:`shlex.quote`, or ANSI-C ``$'...'`` when it holds
+    ``@``, ``<`` (kept out of the raw body, see :func:`defuse`), a control or invisible character,
+    which are written as escapes so the pasted command names the exact file."""
+
+    def plain(ch: str) -> bool:
+        return ch == " " or (ch.isprintable() and ch not in "@<" and not ch.isspace())
+
+    if all(plain(ch) for ch in word):
+        return shlex.quote(word)
+    out = []
+    for ch in word:
+        code = ord(ch)
+        if ch in "\\'":
+            out.append("\\" + ch)
+        elif plain(ch):
+            out.append(ch)
+        elif code < 0x80:
+            out.append(f"\\x{code:02x}")
+        elif code < 0x10000:
+            out.append(f"\\u{code:04x}")
+        else:
+            out.append(f"\\U{code:08x}")
+    return "$'" + "".join(out) + "'"
+
+
 def _accept(report: Report, findings: Sequence[Finding]) -> list[str]:
     """How to accept a baseline's drift: the exact ``toolreplay note`` command and the note's place."""
     if not report.path.endswith(SEALED) or not any(f.kind in DRIFT_KINDS for f in findings):
@@ -214,7 +240,7 @@ def _accept(report: Report, findings: Sequence[Finding]) -> list[str]:
         note = str(PurePosixPath(report.notes, name))
         words += ["-o", note]
         where = f" The note goes to {md_code(note, in_table=False)}."
-    command = " ".join(shlex.quote(word) for word in words)
+    command = " ".join(shell_word(word) for word in words)
     return [
         "",
         "If this drift is intended, accept it with a drift note: run this (from the folder the paths are "
