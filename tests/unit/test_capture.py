@@ -197,3 +197,11 @@ def test_recording_writes_redacted_records_and_skips_what_a_transcript_cannot_ho
         f"server message 2: unreadable: message is {len(huge)} bytes, over the 8388608-byte limit;"
         " passed on, not looked at"
     ]
+
+
+def test_redactor_never_masks_an_empty_match() -> None:
+    """A pattern that can match the empty string somewhere (a word boundary, a lookahead)
+    masks only what it really matched: no [REDACTED] inserted between characters."""
+    redact = Redactor([r"\b", r"(?=k)", r"sk-\w*"])
+    assert redact({"a": "ab cd", "b": "key sk-1 sk-"}) == {"a": "ab cd", "b": "key [REDACTED] [REDACTED]"}
+    assert redact.count == 1

@@ -16,7 +16,8 @@ class Redactor:
     """Replace every match of any pattern in the string values of a JSON value.
 
     Object keys are left alone (two keys masked alike would collide). :attr:`count` is
-    the number of string values that had at least one match.
+    the number of string values that had at least one match. An empty match (``\\b``, a
+    lookahead) masks nothing: only characters a pattern really matched are replaced.
     """
 
     def __init__(self, patterns: Sequence[str]) -> None:
@@ -46,7 +47,11 @@ class Redactor:
     def _text(self, text: str) -> str:
         out = text
         for pattern in self.patterns:
-            out = pattern.sub(MASK, out)
+            out = pattern.sub(_mask, out)
         if out != text:
             self.count += 1
         return out
+
+
+def _mask(match: re.Match[str]) -> str:
+    return MASK if match.group() else ""
