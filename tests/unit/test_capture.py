@@ -205,3 +205,18 @@ def test_redactor_never_masks_an_empty_match() -> None:
     redact = Redactor([r"\b", r"(?=k)", r"sk-\w*"])
     assert redact({"a": "ab cd", "b": "key sk-1 sk-"}) == {"a": "ab cd", "b": "key [REDACTED] [REDACTED]"}
     assert redact.count == 1
+
+
+def test_a_tool_list_problem_is_warned_about() -> None:
+    """A tools/list that names a tool twice with different schemas, or gives a tool an input
+    schema that is not an object, is recorded (the first definition kept) with a warning each."""
+    session = Session()
+    session.from_client(line({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))
+    tools = [TOOL, {"name": "search", "inputSchema": {"type": "object"}}, {"name": "x", "inputSchema": "s"}]
+    observed = session.from_server(result(1, {"tools": tools}))
+    assert observed.tools_listed
+    assert observed.warnings == (
+        "tools/list: tool 'search': defined again with a different schema; the first definition (/) is kept",
+        "tools/list: tool 'x': input schema is not a JSON Schema (an object or a boolean) (at /)",
+    )
+    assert session.lock().tools["search"].schema == TOOL["inputSchema"]

@@ -99,7 +99,9 @@ class Session:
             if pending is None:
                 continue
             if pending.method == "tools/list":
-                listed = self._take_tools(pending.params, message) or listed
+                took, problems = self._take_tools(pending.params, message)
+                listed = took or listed
+                warnings.extend(problems)
                 continue
             call, problem = self._call(pending.params, message)
             if call is not None:
@@ -123,11 +125,12 @@ class Session:
         if isinstance(info, dict) and isinstance(info.get("version"), str):
             self.version = info["version"]
 
-    def _take_tools(self, params: dict[str, Any], message: dict[str, Any]) -> bool:
+    def _take_tools(self, params: dict[str, Any], message: dict[str, Any]) -> tuple[bool, tuple[str, ...]]:
+        """Take a tools/list answer: whether it listed tools, and the problems of its definitions."""
         result = message.get("result")
         tools = result.get("tools") if isinstance(result, dict) else None
         if not isinstance(tools, list):
-            return False
+            return False, ()
         if not params.get("cursor"):
             self._page = {}  # a first page starts the list afresh
         definitions = [
@@ -140,10 +143,10 @@ class Session:
             for tool in tools
             if isinstance(tool, dict) and isinstance(tool.get("name"), str) and tool["name"]
         ]
-        imported = import_definitions(definitions, version=self.version)
+        imported = import_definitions(definitions, version=self.version, path="tools/list")
         self._page.update((contract.name, contract) for contract in imported.contracts)
         self.contracts = dict(self._page)
-        return True
+        return True, imported.warnings
 
     def _call(self, params: dict[str, Any], message: dict[str, Any]) -> tuple[Call | None, str]:
         tool = params.get("name")
