@@ -220,3 +220,19 @@ def test_a_tool_list_problem_is_warned_about() -> None:
         "tools/list: tool 'x': input schema is not a JSON Schema (an object or a boolean) (at /)",
     )
     assert session.lock().tools["search"].schema == TOOL["inputSchema"]
+
+
+def test_probe_matches_a_redacted_response_and_never_prints_the_live_secret() -> None:
+    """A live answer that differs from a redacted recording only where the masks are is stable;
+    one that differs elsewhere is silent drift, and the live value (which may hold the secret
+    the recording masked) is not printed."""
+    same = make_record(index=0, tool="whoami", args={}, response={"text": "key [REDACTED] ok"})
+    other = make_record(index=1, tool="token", args={"n": 1}, response={"v": ["[REDACTED]"], "w": 1})
+    answers = {same.call_key: {"text": "key sk-secret ok"}, other.call_key: {"v": ["sk-secret"], "w": 2}}
+    live = {"whoami": "0" * 16, "token": "0" * 16}
+    result = judge([same, other], live=live, answers=answers, mutators=frozenset(), path="run.jsonl")
+    assert dict(result.verdicts) == {"token": "silent-drift", "whoami": "stable"}
+    assert [f.message for f in result.findings] == [
+        "tool 'token' answered the call recorded at index 1 differently live, first at '/w':"
+        " recorded 1, live (not shown: the recorded response is redacted)"
+    ]

@@ -126,10 +126,15 @@ def _verdict(
         if isinstance(answer, Failure):
             failed = True
             continue
+        redacted = MASK in record.canon_response
+        if redacted:
+            answer = _unmask(record.response, answer)
         if canonical(answer) == record.canon_response:
             continue
         difference = first_difference(record.response, answer)
         pointer, was, now = difference if difference is not None else ("/", record.response, answer)
+        # a redacted recording held a secret: the live answer may hold it anywhere, so it is not shown
+        live = "(not shown: the recorded response is redacted)" if redacted else _clip(now)
         findings.append(
             Finding(
                 kind="silent-drift",
@@ -137,7 +142,7 @@ def _verdict(
                 tool=record.tool,
                 message=(
                     f"tool {quote(record.tool)} answered the call recorded at index {record.index}"
-                    f" differently live, first at {quote(pointer)}: recorded {_clip(was)}, live {_clip(now)}"
+                    f" differently live, first at {quote(pointer)}: recorded {_clip(was)}, live {live}"
                 ),
                 path=path,
                 line=record.line or None,
@@ -145,6 +150,34 @@ def _verdict(
         )
         return "silent-drift"
     return "unavailable" if failed else "stable"
+
+
+def _unmask(recorded: Any, live: Any) -> Any:
+    """``live`` with each string that a redacted recorded string stands for replaced by it.
+
+    A recorded string with ``[REDACTED]`` in it stands for any live string that has the
+    same text around non-empty runs where the masks are.
+    """
+    if isinstance(recorded, str) and isinstance(live, str) and MASK in recorded:
+        return recorded if _fits(recorded.split(MASK), live) else live
+    if isinstance(recorded, dict) and isinstance(live, dict):
+        return {key: _unmask(recorded.get(key), value) for key, value in live.items()}
+    if isinstance(recorded, list) and isinstance(live, list) and len(recorded) == len(live):
+        return [_unmask(was, now) for was, now in zip(recorded, live, strict=True)]
+    return live
+
+
+def _fits(parts: list[str], live: str) -> bool:
+    """Whether ``live`` is ``parts`` joined by non-empty runs (each part found leftmost: linear time)."""
+    if not live.startswith(parts[0]):
+        return False
+    at = len(parts[0])
+    for part in parts[1:-1]:
+        found = live.find(part, at + 1)
+        if found < 0:
+            return False
+        at = found + len(part)
+    return len(live) - len(parts[-1]) > at and live.endswith(parts[-1])
 
 
 def _clip(value: Any, limit: int = 80) -> str:
