@@ -111,7 +111,14 @@ def cassette_path(item: pytest.Item) -> Path:
             raise pytest.UsageError(
                 f"{item.nodeid}: a cassette is a sealed transcript: its name must end in {CASSETTE_SUFFIX}"
             )
-        return root / given
+        path = Path(os.path.normpath(root / given))
+        if not given.is_absolute() and not path.is_relative_to(root):
+            # a relative path climbing out of the rootdir is a slip: the cassette would live
+            # outside the repository it is the baseline of (an absolute path says so openly)
+            raise pytest.UsageError(
+                f"{item.nodeid}: a relative cassette path stays inside the rootdir, not {str(given)!r}"
+            )
+        return path
     if marker is not None and marker.kwargs:
         raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.toolreplay takes one cassette path")
     try:
