@@ -236,3 +236,17 @@ def test_probe_matches_a_redacted_response_and_never_prints_the_live_secret() ->
         "tool 'token' answered the call recorded at index 1 differently live, first at '/w':"
         " recorded 1, live (not shown: the recorded response is redacted)"
     ]
+
+
+def test_a_request_id_reused_before_its_answer_records_neither_call() -> None:
+    """A client that sends a second tools/call with a pending id cannot have its answers told
+    apart: one warning, neither call recorded (the first answer was recorded as the second call)."""
+    session = Session()
+    session.from_client(call(1, "read", {"p": "a"}))
+    assert session.from_client(call(1, "delete", {"p": "a"})).warnings == (
+        "request id '1' is used again before its answer; neither request is recorded",
+    )
+    assert session.from_server(result(1, {"content": [{"type": "text", "text": "A"}]})).calls == ()
+    assert session.from_server(result(1, {"content": []})).calls == ()
+    session.from_client(call(1, "read", {"p": "b"}))
+    assert [c.args for c in session.from_server(result(1, {"content": []})).calls] == [{"p": "b"}]

@@ -74,14 +74,24 @@ class Session:
         messages, problem = _messages(raw)
         if problem:
             return Observed(warnings=(problem,))
+        warnings: list[str] = []
         for message in messages:
             method = message.get("method")
             if "id" in message and method in ("tools/call", "tools/list"):
+                key = channel + canonical(message["id"])
+                if key in self._pending:
+                    # which request an answer is for cannot be told: neither is recorded
+                    warnings.append(
+                        f"request id {quote(canonical(message['id']))} is used again before its answer;"
+                        " neither request is recorded"
+                    )
+                    self._pending[key] = _Pending(method="", params={})
+                    continue
                 params = message.get("params")
-                self._pending[channel + canonical(message["id"])] = _Pending(
+                self._pending[key] = _Pending(
                     method=method, params=params if isinstance(params, dict) else {}
                 )
-        return Observed()
+        return Observed(warnings=tuple(warnings))
 
     def from_server(self, raw: bytes, channel: str = "") -> Observed:
         """Look at a line the server sent to the client; answered calls come back in order."""
@@ -96,7 +106,7 @@ class Session:
             if "method" in message or "id" not in message:
                 continue  # a notification or a request of the server's own
             pending = self._pending.pop(channel + canonical(message["id"]), None)
-            if pending is None:
+            if pending is None or not pending.method:
                 continue
             if pending.method == "tools/list":
                 took, problems = self._take_tools(pending.params, message)
