@@ -313,3 +313,16 @@ def test_record_into_a_missing_folder(runner: CliRunner, tmp_path: Path) -> None
     assert (
         result.output == f"toolreplay: error: {out}: cannot write the transcript: No such file or directory\n"
     )
+
+
+@pytest.mark.parametrize("lock", ["x.jsonl", "./x.jsonl"])
+def test_record_refuses_one_file_for_the_transcript_and_the_lock(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lock: str
+) -> None:
+    """-o and --lock naming the same file is a usage error (exit 2) before the server starts: the
+    first tools/list's lock replaced the transcript being written, and the recording was lost."""
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(cli, ["record", "-o", "x.jsonl", "--lock", lock, "--force", "--", "true"])
+    assert result.exit_code == 2
+    assert result.output.endswith("-o and --lock name the same file; give the lock its own name\n")
+    assert not (tmp_path / "x.jsonl").exists()
