@@ -129,7 +129,12 @@ def cassette_path(item: pytest.Item) -> Path:
         module = module[1:]
     names = [node.name for node in item.listchain() if isinstance(node, pytest.Class)]
     names.append(item.name)
-    folder = root / str(item.config.getini("toolreplay_cassette_dir"))
+    given_dir = str(item.config.getini("toolreplay_cassette_dir"))
+    folder = Path(os.path.normpath(root / given_dir))
+    if not Path(given_dir).is_absolute() and not folder.is_relative_to(root):
+        raise pytest.UsageError(
+            f"{item.nodeid}: a relative toolreplay_cassette_dir stays inside the rootdir, not {given_dir!r}"
+        )
     return folder.joinpath(*map(safe_name, module), safe_name(".".join(names)) + CASSETTE_SUFFIX)
 
 
