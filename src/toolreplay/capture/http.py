@@ -117,6 +117,8 @@ def serve_proxy(host: str, port: int, target: str, recording: Recording) -> None
                 if whole.strip():
                     with lock:
                         recording.from_server(bytes(whole), channel)
+            except httpx.HTTPError as err:  # the target broke off mid-answer: the client's answer ends there
+                recording.warn(f"the target {target} broke off its answer: {type(err).__name__}: {err}")
             finally:
                 await upstream.aclose()
 
