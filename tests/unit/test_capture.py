@@ -207,6 +207,17 @@ def test_redactor_never_masks_an_empty_match() -> None:
     assert redact.count == 1
 
 
+def test_redactor_patterns_all_match_the_original_text() -> None:
+    """A shorter pattern's mask cannot hide the rest of a secret from a longer one (the token
+    after "Bearer" was left in clear), and a pattern never matches inside another's mask."""
+    redact = Redactor(["Bearer", r"Bearer \S+", r"sk-\w+", "RED"])
+    assert redact({"h": "Authorization: Bearer abc.def", "k": "sk-1 RED"}) == {
+        "h": "Authorization: [REDACTED]",
+        "k": "[REDACTED] [REDACTED]",
+    }
+    assert redact.count == 2
+
+
 def test_a_tool_list_problem_is_warned_about() -> None:
     """A tools/list that names a tool twice with different schemas, or gives a tool an input
     schema that is not an object, is recorded (the first definition kept) with a warning each."""

@@ -45,13 +45,22 @@ class Redactor:
         return value
 
     def _text(self, text: str) -> str:
-        out = text
-        for pattern in self.patterns:
-            out = pattern.sub(_mask, out)
-        if out != text:
-            self.count += 1
-        return out
-
-
-def _mask(match: re.Match[str]) -> str:
-    return MASK if match.group() else ""
+        # every pattern is matched against the original text and the matched runs are merged:
+        # one pattern's mask can neither hide a longer secret from another nor be masked again
+        spans = sorted(
+            match.span()
+            for pattern in self.patterns
+            for match in pattern.finditer(text)
+            if match.end() > match.start()
+        )
+        if not spans:
+            return text
+        self.count += 1
+        out: list[str] = []
+        at = 0
+        for start, end in spans:
+            if start >= at:
+                out += [text[at:start], MASK]
+            at = max(at, end)
+        out.append(text[at:])
+        return "".join(out)
