@@ -231,6 +231,8 @@ def probe_cmd(
         lambda listed, destructive: plan(records, configured | destructive, listed),
         timeout=timeout,
     )
+    for problem in live.warnings:
+        _warn(problem)
     result = judge(
         records,
         live=live.fingerprints,
