@@ -261,3 +261,23 @@ def test_a_request_id_reused_before_its_answer_records_neither_call() -> None:
     assert session.from_server(result(1, {"content": []})).calls == ()
     session.from_client(call(1, "read", {"p": "b"}))
     assert [c.args for c in session.from_server(result(1, {"content": []})).calls] == [{"p": "b"}]
+
+
+def test_probe_compares_the_tool_answer_not_the_protocol_envelope() -> None:
+    """A live answer that differs only in the top-level _meta (the server's identity stamp, a
+    request id), the 2026 revision's resultType or an explicit isError false where the recording
+    has none is stable; a changed content still drifts."""
+    meta = {"io.modelcontextprotocol/serverInfo": {"name": "s", "version": "2"}, "trace": "abc"}
+    plain = make_record(index=0, tool="read", args={}, response={"content": []})
+    stamped = make_record(index=1, tool="list", args={}, response={"content": [], "_meta": {"trace": "x"}})
+    answers = {
+        plain.call_key: {"content": [], "_meta": meta, "resultType": "complete", "isError": False},
+        stamped.call_key: {"content": [1], "_meta": meta},
+    }
+    live = {"read": "0" * 16, "list": "0" * 16}
+    result = judge([plain, stamped], live=live, answers=answers, mutators=frozenset(), path="run.jsonl")
+    assert dict(result.verdicts) == {"list": "silent-drift", "read": "stable"}
+    assert [f.message for f in result.findings] == [
+        "tool 'list' answered the call recorded at index 1 differently live, first at '/content':"
+        " recorded [], live [1]"
+    ]

@@ -126,13 +126,15 @@ def _verdict(
         if isinstance(answer, Failure):
             failed = True
             continue
+        recorded = _tool_answer(record.response)
+        answer = _tool_answer(answer)
         redacted = MASK in record.canon_response
         if redacted:
-            answer = _unmask(record.response, answer)
-        if canonical(answer) == record.canon_response:
+            answer = _unmask(recorded, answer)
+        if canonical(answer) == canonical(recorded):
             continue
-        difference = first_difference(record.response, answer)
-        pointer, was, now = difference if difference is not None else ("/", record.response, answer)
+        difference = first_difference(recorded, answer)
+        pointer, was, now = difference if difference is not None else ("/", recorded, answer)
         # a redacted recording held a secret: the live answer may hold it anywhere, so it is not shown
         live = "(not shown: the recorded response is redacted)" if redacted else _clip(now)
         findings.append(
@@ -150,6 +152,23 @@ def _verdict(
         )
         return "silent-drift"
     return "unavailable" if failed else "stable"
+
+
+#: the protocol's envelope of a CallToolResult, not the tool's answer: the server's identity
+#: stamp and request metadata (``_meta``) and the 2026 revision's ``resultType``
+ENVELOPE = ("_meta", "resultType")
+
+
+def _tool_answer(response: dict[str, Any]) -> dict[str, Any]:
+    """A response without the protocol's envelope (a version change is tool drift by its fingerprint).
+
+    ``isError`` absent means false in MCP, so a result without it gets ``false`` (a JSON-RPC
+    error answer, ``{"error": ...}``, is left as it is).
+    """
+    answer = {key: value for key, value in response.items() if key not in ENVELOPE}
+    if "content" in answer and "isError" not in answer:
+        answer["isError"] = False
+    return answer
 
 
 def _unmask(recorded: Any, live: Any) -> Any:
