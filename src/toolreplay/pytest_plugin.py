@@ -111,7 +111,14 @@ def cassette_path(item: pytest.Item) -> Path:
             raise pytest.UsageError(
                 f"{item.nodeid}: a cassette is a sealed transcript: its name must end in {CASSETTE_SUFFIX}"
             )
-        return root / given
+        path = Path(os.path.normpath(root / given))
+        if not given.is_absolute() and not path.is_relative_to(root):
+            # a relative path climbing out of the rootdir is a slip: the cassette would live
+            # outside the repository it is the baseline of (an absolute path says so openly)
+            raise pytest.UsageError(
+                f"{item.nodeid}: a relative cassette path stays inside the rootdir, not {str(given)!r}"
+            )
+        return path
     if marker is not None and marker.kwargs:
         raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.toolreplay takes one cassette path")
     try:
@@ -122,7 +129,12 @@ def cassette_path(item: pytest.Item) -> Path:
         module = module[1:]
     names = [node.name for node in item.listchain() if isinstance(node, pytest.Class)]
     names.append(item.name)
-    folder = root / str(item.config.getini("toolreplay_cassette_dir"))
+    given_dir = str(item.config.getini("toolreplay_cassette_dir"))
+    folder = Path(os.path.normpath(root / given_dir))
+    if not Path(given_dir).is_absolute() and not folder.is_relative_to(root):
+        raise pytest.UsageError(
+            f"{item.nodeid}: a relative toolreplay_cassette_dir stays inside the rootdir, not {given_dir!r}"
+        )
     return folder.joinpath(*map(safe_name, module), safe_name(".".join(names)) + CASSETTE_SUFFIX)
 
 

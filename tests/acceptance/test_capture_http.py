@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 from pathlib import Path
@@ -102,3 +103,79 @@ def test_record_and_serve_over_streamable_http(runner: CliRunner, tmp_path: Path
         status, err = stop(snapshot)
     assert served == live
     assert (status, err) == (0, b"")
+
+
+@pytest.mark.slow
+def test_record_over_http_with_the_target_down_answers_502_and_warns_in_one_line(tmp_path: Path) -> None:
+    """A target that refuses the connection gets the client a 502 and the proxy one warning line
+    per request on stderr, no traceback; the proxy keeps serving and exits 0 when stopped."""
+    import urllib.error
+    import urllib.request
+
+    out = tmp_path / "run.jsonl"
+    proxy_port, dead_port = free_port(), free_port()
+    target = f"http://127.0.0.1:{dead_port}/mcp"
+    argv = [*TOOLREPLAY, "record", "-o", str(out), "--listen", f"127.0.0.1:{proxy_port}", "--target", target]
+    proxy = _start(argv, proxy_port)
+    try:
+        codes = []
+        for _ in range(2):
+            request = urllib.request.Request(
+                f"http://127.0.0.1:{proxy_port}/mcp",
+                data=b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}',
+                headers={"Content-Type": "application/json"},
+            )
+            with pytest.raises(urllib.error.HTTPError) as refused:
+                urllib.request.urlopen(request, timeout=TIMEOUT)
+            codes.append(refused.value.code)
+            refused.value.close()
+    finally:
+        status, err = stop(proxy)
+    assert codes == [502, 502]
+    assert status == 0
+    warning = (
+        f"toolreplay: warning: cannot reach the target {target}: ConnectError: All connection attempts failed"
+    )
+    assert err.decode().splitlines() == [warning, warning, f"toolreplay: recorded 0 calls to {out}"]
+
+
+@pytest.mark.slow
+def test_record_over_http_with_a_target_that_breaks_off_warns_in_one_line(tmp_path: Path) -> None:
+    """A target that promises a longer body than it sends gets one warning line on stderr, no
+    traceback; the client's answer ends where the target's did."""
+    import socket
+    import threading
+    import urllib.request
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    short_port = listener.getsockname()[1]
+
+    def answer_short() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            conn.recv(65536)
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
+
+    threading.Thread(target=answer_short, daemon=True).start()
+    out = tmp_path / "run.jsonl"
+    proxy_port = free_port()
+    target = f"http://127.0.0.1:{short_port}/mcp"
+    argv = [*TOOLREPLAY, "record", "-o", str(out), "--listen", f"127.0.0.1:{proxy_port}", "--target", target]
+    proxy = _start(argv, proxy_port)
+    try:
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{proxy_port}/mcp",
+            data=b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}',
+            headers={"Content-Type": "application/json"},
+        )
+        with contextlib.suppress(Exception), urllib.request.urlopen(request, timeout=TIMEOUT) as answer:
+            answer.read()
+    finally:
+        status, err = stop(proxy)
+        listener.close()
+    lines = err.decode().splitlines()
+    assert status == 0
+    assert lines[0].startswith(
+        f"toolreplay: warning: the target {target} broke off its answer: RemoteProtocolError: "
+    )
+    assert lines[1:] == [f"toolreplay: recorded 0 calls to {out}"]

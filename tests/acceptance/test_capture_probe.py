@@ -123,3 +123,22 @@ def test_probe_of_a_server_that_dies_at_start(runner: CliRunner, tmp_path: Path)
     )
     assert result.output.endswith("; the server's last words: missing API key\n")
     assert len(result.output.splitlines()) == 1
+
+
+@pytest.mark.slow
+def test_probe_warns_about_a_tool_listed_twice_with_different_schemas(tmp_path: Path) -> None:
+    """A live tools/list that names a tool twice with different schemas is one warning line on
+    stderr (the first definition is the one fingerprinted); it used to pass without a word."""
+    import subprocess
+    import sys
+
+    server = Path(__file__).resolve().parent.parent / "data" / "mcp" / "duplicate_tools.py"
+    transcript = tmp_path / "run.jsonl"
+    record = {"index": 0, "tool": "echo", "args": {}, "response": {"content": []}}
+    transcript.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    argv = [*TOOLREPLAY, "probe", str(transcript), "--", sys.executable, str(server)]
+    result = subprocess.run(argv, capture_output=True, timeout=TIMEOUT, check=False)
+    assert result.stderr.decode() == (
+        "toolreplay: warning: tools/list: tool 'echo': defined again with a different schema;"
+        " the first definition (/) is kept\n"
+    )

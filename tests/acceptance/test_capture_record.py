@@ -313,3 +313,50 @@ def test_record_into_a_missing_folder(runner: CliRunner, tmp_path: Path) -> None
     assert (
         result.output == f"toolreplay: error: {out}: cannot write the transcript: No such file or directory\n"
     )
+
+
+@pytest.mark.parametrize("lock", ["x.jsonl", "./x.jsonl"])
+def test_record_refuses_one_file_for_the_transcript_and_the_lock(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lock: str
+) -> None:
+    """-o and --lock naming the same file is a usage error (exit 2) before the server starts: the
+    first tools/list's lock replaced the transcript being written, and the recording was lost."""
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(cli, ["record", "-o", "x.jsonl", "--lock", lock, "--force", "--", "true"])
+    assert result.exit_code == 2
+    assert result.output.endswith("-o and --lock name the same file; give the lock its own name\n")
+    assert not (tmp_path / "x.jsonl").exists()
+
+
+def test_record_into_a_missing_lock_folder(runner: CliRunner, tmp_path: Path) -> None:
+    """A --lock that cannot be written is one line naming it (exit 2) before the server starts and
+    before the transcript is created; it used to end the session at the first tools/list (exit 3)."""
+    out, lock = tmp_path / "run.jsonl", tmp_path / "no" / "tools.lock.json"
+    result = runner.invoke(cli, ["record", "-o", str(out), "--lock", str(lock), "--", "true"])
+    assert result.exit_code == 2
+    assert result.output == f"toolreplay: error: {lock}: cannot write the lock: No such file or directory\n"
+    assert not out.exists()
+
+
+def test_a_lock_that_cannot_be_rewritten_is_a_warning_not_the_end_of_the_session(tmp_path: Path) -> None:
+    """When the lock's folder goes away mid-session, the tools/list is still recorded as far as it
+    can be: one warning line, and the calls after it are recorded."""
+    from toolreplay.capture.recording import Recording
+    from toolreplay.transcript import read_transcript
+
+    folder = tmp_path / "locks"
+    folder.mkdir()
+    warnings: list[str] = []
+    out = tmp_path / "run.jsonl"
+    with Recording(str(out), lock_path=str(folder / "tools.lock.json"), warn=warnings.append) as recording:
+        folder.rmdir()
+        recording.from_client(b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}\n')
+        recording.from_server(b'{"jsonrpc": "2.0", "id": 1, "result": {"tools": [{"name": "t"}]}}\n')
+        recording.from_client(
+            b'{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "t"}}\n'
+        )
+        recording.from_server(b'{"jsonrpc": "2.0", "id": 2, "result": {"content": []}}\n')
+    assert [r.tool for r in read_transcript(str(out))] == ["t"]
+    assert warnings == [
+        f"server message 1: {folder / 'tools.lock.json'}: cannot write the lock: No such file or directory"
+    ]

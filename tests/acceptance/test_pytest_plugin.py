@@ -330,6 +330,39 @@ def test_marker_refuses_a_path_that_is_not_a_sealed_transcript(project: pytest.P
     )
 
 
+@pytest.mark.parametrize("given", ["../outside.sealed.jsonl", "recordings/../../outside.sealed.jsonl"])
+def test_marker_refuses_a_path_outside_the_rootdir(project: pytest.Pytester, given: str) -> None:
+    """A relative marker path that climbs out of the rootdir is a usage error; nothing is written there."""
+    project.makepyfile(
+        test_out=f"""
+        import pytest
+
+        @pytest.mark.toolreplay({given!r})
+        def test_add(toolreplay):
+            toolreplay.register(lambda: 1, name="one")
+            toolreplay.call("one")
+        """
+    )
+    result = project.runpytest()
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        [f"*test_out.py::test_add: a relative cassette path stays inside the rootdir, not {given!r}*"]
+    )
+    assert not (project.path.parent / "outside.sealed.jsonl").exists()
+
+
+def test_cassette_dir_ini_option_refuses_a_folder_outside_the_rootdir(project: pytest.Pytester) -> None:
+    """A relative toolreplay_cassette_dir climbing out of the rootdir is a usage error; nothing is written."""
+    project.makeini("[pytest]\naddopts = -p no:cacheprovider\ntoolreplay_cassette_dir = ../outside\n")
+    project.makepyfile(test_agent=agent())
+    result = project.runpytest()
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        ["*::test_search: a relative toolreplay_cassette_dir stays inside the rootdir, not '../outside'*"]
+    )
+    assert not (project.path.parent / "outside").exists()
+
+
 def test_a_broken_cassette_fails_the_test_in_one_line(project: pytest.Pytester) -> None:
     """A cassette that is not a sealed transcript fails its test with the file, line and problem."""
     project.makepyfile(test_agent=agent())

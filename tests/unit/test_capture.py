@@ -197,3 +197,87 @@ def test_recording_writes_redacted_records_and_skips_what_a_transcript_cannot_ho
         f"server message 2: unreadable: message is {len(huge)} bytes, over the 8388608-byte limit;"
         " passed on, not looked at"
     ]
+
+
+def test_redactor_never_masks_an_empty_match() -> None:
+    """A pattern that can match the empty string somewhere (a word boundary, a lookahead)
+    masks only what it really matched: no [REDACTED] inserted between characters."""
+    redact = Redactor([r"\b", r"(?=k)", r"sk-\w*"])
+    assert redact({"a": "ab cd", "b": "key sk-1 sk-"}) == {"a": "ab cd", "b": "key [REDACTED] [REDACTED]"}
+    assert redact.count == 1
+
+
+def test_redactor_patterns_all_match_the_original_text() -> None:
+    """A shorter pattern's mask cannot hide the rest of a secret from a longer one (the token
+    after "Bearer" was left in clear), and a pattern never matches inside another's mask."""
+    redact = Redactor(["Bearer", r"Bearer \S+", r"sk-\w+", "RED"])
+    assert redact({"h": "Authorization: Bearer abc.def", "k": "sk-1 RED"}) == {
+        "h": "Authorization: [REDACTED]",
+        "k": "[REDACTED] [REDACTED]",
+    }
+    assert redact.count == 2
+
+
+def test_a_tool_list_problem_is_warned_about() -> None:
+    """A tools/list that names a tool twice with different schemas, or gives a tool an input
+    schema that is not an object, is recorded (the first definition kept) with a warning each."""
+    session = Session()
+    session.from_client(line({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))
+    tools = [TOOL, {"name": "search", "inputSchema": {"type": "object"}}, {"name": "x", "inputSchema": "s"}]
+    observed = session.from_server(result(1, {"tools": tools}))
+    assert observed.tools_listed
+    assert observed.warnings == (
+        "tools/list: tool 'search': defined again with a different schema; the first definition (/) is kept",
+        "tools/list: tool 'x': input schema is not a JSON Schema (an object or a boolean) (at /)",
+    )
+    assert session.lock().tools["search"].schema == TOOL["inputSchema"]
+
+
+def test_probe_matches_a_redacted_response_and_never_prints_the_live_secret() -> None:
+    """A live answer that differs from a redacted recording only where the masks are is stable;
+    one that differs elsewhere is silent drift, and the live value (which may hold the secret
+    the recording masked) is not printed."""
+    same = make_record(index=0, tool="whoami", args={}, response={"text": "key [REDACTED] ok"})
+    other = make_record(index=1, tool="token", args={"n": 1}, response={"v": ["[REDACTED]"], "w": 1})
+    answers = {same.call_key: {"text": "key sk-secret ok"}, other.call_key: {"v": ["sk-secret"], "w": 2}}
+    live = {"whoami": "0" * 16, "token": "0" * 16}
+    result = judge([same, other], live=live, answers=answers, mutators=frozenset(), path="run.jsonl")
+    assert dict(result.verdicts) == {"token": "silent-drift", "whoami": "stable"}
+    assert [f.message for f in result.findings] == [
+        "tool 'token' answered the call recorded at index 1 differently live, first at '/w':"
+        " recorded 1, live (not shown: the recorded response is redacted)"
+    ]
+
+
+def test_a_request_id_reused_before_its_answer_records_neither_call() -> None:
+    """A client that sends a second tools/call with a pending id cannot have its answers told
+    apart: one warning, neither call recorded (the first answer was recorded as the second call)."""
+    session = Session()
+    session.from_client(call(1, "read", {"p": "a"}))
+    assert session.from_client(call(1, "delete", {"p": "a"})).warnings == (
+        "request id '1' is used again before its answer; neither request is recorded",
+    )
+    assert session.from_server(result(1, {"content": [{"type": "text", "text": "A"}]})).calls == ()
+    assert session.from_server(result(1, {"content": []})).calls == ()
+    session.from_client(call(1, "read", {"p": "b"}))
+    assert [c.args for c in session.from_server(result(1, {"content": []})).calls] == [{"p": "b"}]
+
+
+def test_probe_compares_the_tool_answer_not_the_protocol_envelope() -> None:
+    """A live answer that differs only in the top-level _meta (the server's identity stamp, a
+    request id), the 2026 revision's resultType or an explicit isError false where the recording
+    has none is stable; a changed content still drifts."""
+    meta = {"io.modelcontextprotocol/serverInfo": {"name": "s", "version": "2"}, "trace": "abc"}
+    plain = make_record(index=0, tool="read", args={}, response={"content": []})
+    stamped = make_record(index=1, tool="list", args={}, response={"content": [], "_meta": {"trace": "x"}})
+    answers = {
+        plain.call_key: {"content": [], "_meta": meta, "resultType": "complete", "isError": False},
+        stamped.call_key: {"content": [1], "_meta": meta},
+    }
+    live = {"read": "0" * 16, "list": "0" * 16}
+    result = judge([plain, stamped], live=live, answers=answers, mutators=frozenset(), path="run.jsonl")
+    assert dict(result.verdicts) == {"list": "silent-drift", "read": "stable"}
+    assert [f.message for f in result.findings] == [
+        "tool 'list' answered the call recorded at index 1 differently live, first at '/content':"
+        " recorded [], live [1]"
+    ]

@@ -76,7 +76,7 @@ def serve_proxy(host: str, port: int, target: str, recording: Recording) -> None
     """Listen on ``host:port`` and proxy to ``target``'s origin until interrupted."""
     import httpx2 as httpx  # the HTTP client the MCP SDK itself depends on
     from starlette.applications import Starlette
-    from starlette.responses import StreamingResponse
+    from starlette.responses import PlainTextResponse, StreamingResponse
     from starlette.routing import Route
 
     origin = urlsplit(target)
@@ -92,9 +92,14 @@ def serve_proxy(host: str, port: int, target: str, recording: Recording) -> None
                 recording.from_client(body, channel)
         headers = [(k, v) for k, v in request.headers.raw if k.lower() not in _HOP_BY_HOP]
         url = origin._replace(path=request.url.path, query=request.url.query).geturl()
-        upstream = await client.send(
-            client.build_request(request.method, url, headers=headers, content=body), stream=True
-        )
+        try:
+            upstream = await client.send(
+                client.build_request(request.method, url, headers=headers, content=body), stream=True
+            )
+        except httpx.HTTPError as err:  # the target is down or broke off: the client gets a 502
+            problem = f"cannot reach the target {target}: {type(err).__name__}: {err}"
+            recording.warn(problem)
+            return PlainTextResponse(problem, status_code=502)
         events = "text/event-stream" in upstream.headers.get("content-type", "")
 
         async def relay() -> AsyncIterator[bytes]:
@@ -112,6 +117,8 @@ def serve_proxy(host: str, port: int, target: str, recording: Recording) -> None
                 if whole.strip():
                     with lock:
                         recording.from_server(bytes(whole), channel)
+            except httpx.HTTPError as err:  # the target broke off mid-answer: the client's answer ends there
+                recording.warn(f"the target {target} broke off its answer: {type(err).__name__}: {err}")
             finally:
                 await upstream.aclose()
 

@@ -24,6 +24,8 @@ class Live:
     #: tools whose live annotations say outright that they destroy (``destructiveHint: true``)
     destructive: frozenset[str]
     answers: dict[str, Answer]
+    #: what was wrong with the listed definitions (a name listed twice with other schemas, ...)
+    warnings: tuple[str, ...] = ()
 
 
 def ask_live(
@@ -61,7 +63,7 @@ def ask_live(
                     tools = await _list_tools(client)
                 info = client.server_info
                 version = info.version if info is not None else ""
-                imported = import_definitions(tools, version=version)
+                imported = import_definitions(tools, version=version, path="tools/list")
                 fingerprints = {contract.name: contract.fingerprint for contract in imported.contracts}
                 answers: dict[str, Answer] = {}
                 destructive = frozenset(t.name for t in tools if says_destructive(t.annotations))
@@ -76,7 +78,12 @@ def ask_live(
                         answers[record.call_key] = {"error": {"code": err.code, "message": err.message}}
                     except TimeoutError:
                         answers[record.call_key] = Failure(problem=f"no answer within {timeout:g} s")
-                return Live(fingerprints=fingerprints, destructive=destructive, answers=answers)
+                return Live(
+                    fingerprints=fingerprints,
+                    destructive=destructive,
+                    answers=answers,
+                    warnings=imported.warnings,
+                )
 
         try:
             return anyio.run(run)

@@ -126,10 +126,17 @@ def _verdict(
         if isinstance(answer, Failure):
             failed = True
             continue
-        if canonical(answer) == record.canon_response:
+        recorded = _tool_answer(record.response)
+        answer = _tool_answer(answer)
+        redacted = MASK in record.canon_response
+        if redacted:
+            answer = _unmask(recorded, answer)
+        if canonical(answer) == canonical(recorded):
             continue
-        difference = first_difference(record.response, answer)
-        pointer, was, now = difference if difference is not None else ("/", record.response, answer)
+        difference = first_difference(recorded, answer)
+        pointer, was, now = difference if difference is not None else ("/", recorded, answer)
+        # a redacted recording held a secret: the live answer may hold it anywhere, so it is not shown
+        live = "(not shown: the recorded response is redacted)" if redacted else _clip(now)
         findings.append(
             Finding(
                 kind="silent-drift",
@@ -137,7 +144,7 @@ def _verdict(
                 tool=record.tool,
                 message=(
                     f"tool {quote(record.tool)} answered the call recorded at index {record.index}"
-                    f" differently live, first at {quote(pointer)}: recorded {_clip(was)}, live {_clip(now)}"
+                    f" differently live, first at {quote(pointer)}: recorded {_clip(was)}, live {live}"
                 ),
                 path=path,
                 line=record.line or None,
@@ -145,6 +152,51 @@ def _verdict(
         )
         return "silent-drift"
     return "unavailable" if failed else "stable"
+
+
+#: the protocol's envelope of a CallToolResult, not the tool's answer: the server's identity
+#: stamp and request metadata (``_meta``) and the 2026 revision's ``resultType``
+ENVELOPE = ("_meta", "resultType")
+
+
+def _tool_answer(response: dict[str, Any]) -> dict[str, Any]:
+    """A response without the protocol's envelope (a version change is tool drift by its fingerprint).
+
+    ``isError`` absent means false in MCP, so a result without it gets ``false`` (a JSON-RPC
+    error answer, ``{"error": ...}``, is left as it is).
+    """
+    answer = {key: value for key, value in response.items() if key not in ENVELOPE}
+    if "content" in answer and "isError" not in answer:
+        answer["isError"] = False
+    return answer
+
+
+def _unmask(recorded: Any, live: Any) -> Any:
+    """``live`` with each string that a redacted recorded string stands for replaced by it.
+
+    A recorded string with ``[REDACTED]`` in it stands for any live string that has the
+    same text around non-empty runs where the masks are.
+    """
+    if isinstance(recorded, str) and isinstance(live, str) and MASK in recorded:
+        return recorded if _fits(recorded.split(MASK), live) else live
+    if isinstance(recorded, dict) and isinstance(live, dict):
+        return {key: _unmask(recorded.get(key), value) for key, value in live.items()}
+    if isinstance(recorded, list) and isinstance(live, list) and len(recorded) == len(live):
+        return [_unmask(was, now) for was, now in zip(recorded, live, strict=True)]
+    return live
+
+
+def _fits(parts: list[str], live: str) -> bool:
+    """Whether ``live`` is ``parts`` joined by non-empty runs (each part found leftmost: linear time)."""
+    if not live.startswith(parts[0]):
+        return False
+    at = len(parts[0])
+    for part in parts[1:-1]:
+        found = live.find(part, at + 1)
+        if found < 0:
+            return False
+        at = found + len(part)
+    return len(live) - len(parts[-1]) > at and live.endswith(parts[-1])
 
 
 def _clip(value: Any, limit: int = 80) -> str:

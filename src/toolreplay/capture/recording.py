@@ -7,6 +7,7 @@ proxy killed at any moment leaves a file whose complete lines read (and verify).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -15,9 +16,22 @@ from toolreplay.capture.redact import Redactor
 from toolreplay.capture.session import Call, Session
 from toolreplay.contracts.lock import save_lock
 from toolreplay.errors import InputError
+from toolreplay.files import temp_beside
 from toolreplay.findings import quote
 from toolreplay.library.recorder import Recorder
 from toolreplay.transcript import make_record
+
+_LOCK_PROBLEM = "cannot write the lock: "
+
+
+def _check_writable(lock_path: str) -> None:
+    """Refuse a lock whose folder cannot take a file (as the lock is written: temp file + rename)."""
+    try:
+        fd, tmp = temp_beside(os.path.dirname(os.path.abspath(lock_path)))
+        os.close(fd)
+        os.unlink(tmp)
+    except OSError as err:
+        raise InputError(_LOCK_PROBLEM + str(err.strerror), path=lock_path) from err
 
 
 class Recording:
@@ -42,6 +56,8 @@ class Recording:
         self.session = Session(check_result=check_result)
         self.warn = warn
         self.lines = {"client": 0, "server": 0}
+        if lock_path is not None:
+            _check_writable(lock_path)  # before the transcript is created and the server started
         try:
             self.recorder = Recorder(path, seal=seal)
         except OSError as err:
@@ -68,7 +84,12 @@ class Recording:
         for call in observed.calls:
             self._record(call)
         if observed.tools_listed and self.lock_path is not None:
-            save_lock(self.session.lock(), self.lock_path)
+            try:
+                save_lock(self.session.lock(), self.lock_path)
+            except OSError as err:  # the session goes on: the transcript matters more than the lock
+                self.warn(
+                    f"server message {self.lines['server']}: {self.lock_path}: {_LOCK_PROBLEM}{err.strerror}"
+                )
 
     def _record(self, call: Call) -> None:
         args, response = self.redactor(call.args), self.redactor(call.response)

@@ -16,7 +16,8 @@ class Redactor:
     """Replace every match of any pattern in the string values of a JSON value.
 
     Object keys are left alone (two keys masked alike would collide). :attr:`count` is
-    the number of string values that had at least one match.
+    the number of string values that had at least one match. An empty match (``\\b``, a
+    lookahead) masks nothing: only characters a pattern really matched are replaced.
     """
 
     def __init__(self, patterns: Sequence[str]) -> None:
@@ -44,9 +45,22 @@ class Redactor:
         return value
 
     def _text(self, text: str) -> str:
-        out = text
-        for pattern in self.patterns:
-            out = pattern.sub(MASK, out)
-        if out != text:
-            self.count += 1
-        return out
+        # every pattern is matched against the original text and the matched runs are merged:
+        # one pattern's mask can neither hide a longer secret from another nor be masked again
+        spans = sorted(
+            match.span()
+            for pattern in self.patterns
+            for match in pattern.finditer(text)
+            if match.end() > match.start()
+        )
+        if not spans:
+            return text
+        self.count += 1
+        out: list[str] = []
+        at = 0
+        for start, end in spans:
+            if start >= at:
+                out += [text[at:start], MASK]
+            at = max(at, end)
+        out.append(text[at:])
+        return "".join(out)

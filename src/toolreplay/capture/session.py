@@ -74,14 +74,24 @@ class Session:
         messages, problem = _messages(raw)
         if problem:
             return Observed(warnings=(problem,))
+        warnings: list[str] = []
         for message in messages:
             method = message.get("method")
             if "id" in message and method in ("tools/call", "tools/list"):
+                key = channel + canonical(message["id"])
+                if key in self._pending:
+                    # which request an answer is for cannot be told: neither is recorded
+                    warnings.append(
+                        f"request id {quote(canonical(message['id']))} is used again before its answer;"
+                        " neither request is recorded"
+                    )
+                    self._pending[key] = _Pending(method="", params={})
+                    continue
                 params = message.get("params")
-                self._pending[channel + canonical(message["id"])] = _Pending(
+                self._pending[key] = _Pending(
                     method=method, params=params if isinstance(params, dict) else {}
                 )
-        return Observed()
+        return Observed(warnings=tuple(warnings))
 
     def from_server(self, raw: bytes, channel: str = "") -> Observed:
         """Look at a line the server sent to the client; answered calls come back in order."""
@@ -96,10 +106,12 @@ class Session:
             if "method" in message or "id" not in message:
                 continue  # a notification or a request of the server's own
             pending = self._pending.pop(channel + canonical(message["id"]), None)
-            if pending is None:
+            if pending is None or not pending.method:
                 continue
             if pending.method == "tools/list":
-                listed = self._take_tools(pending.params, message) or listed
+                took, problems = self._take_tools(pending.params, message)
+                listed = took or listed
+                warnings.extend(problems)
                 continue
             call, problem = self._call(pending.params, message)
             if call is not None:
@@ -123,11 +135,12 @@ class Session:
         if isinstance(info, dict) and isinstance(info.get("version"), str):
             self.version = info["version"]
 
-    def _take_tools(self, params: dict[str, Any], message: dict[str, Any]) -> bool:
+    def _take_tools(self, params: dict[str, Any], message: dict[str, Any]) -> tuple[bool, tuple[str, ...]]:
+        """Take a tools/list answer: whether it listed tools, and the problems of its definitions."""
         result = message.get("result")
         tools = result.get("tools") if isinstance(result, dict) else None
         if not isinstance(tools, list):
-            return False
+            return False, ()
         if not params.get("cursor"):
             self._page = {}  # a first page starts the list afresh
         definitions = [
@@ -140,10 +153,10 @@ class Session:
             for tool in tools
             if isinstance(tool, dict) and isinstance(tool.get("name"), str) and tool["name"]
         ]
-        imported = import_definitions(definitions, version=self.version)
+        imported = import_definitions(definitions, version=self.version, path="tools/list")
         self._page.update((contract.name, contract) for contract in imported.contracts)
         self.contracts = dict(self._page)
-        return True
+        return True, imported.warnings
 
     def _call(self, params: dict[str, Any], message: dict[str, Any]) -> tuple[Call | None, str]:
         tool = params.get("name")

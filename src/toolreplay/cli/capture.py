@@ -87,6 +87,8 @@ def record_cmd(
 
     if (listen is None) != (target is None) or (listen is not None) == bool(command):
         raise click.UsageError("give the server's command line after --, or --listen and --target")
+    if lock_path is not None and os.path.realpath(lock_path) == os.path.realpath(output):
+        raise click.UsageError("-o and --lock name the same file; give the lock its own name")
     if not force:
         # an earlier session's recording (a baseline in the making) is never lost by accident
         for path in (output, lock_path):
@@ -229,6 +231,8 @@ def probe_cmd(
         lambda listed, destructive: plan(records, configured | destructive, listed),
         timeout=timeout,
     )
+    for problem in live.warnings:
+        _warn(problem)
     result = judge(
         records,
         live=live.fingerprints,
