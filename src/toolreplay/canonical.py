@@ -74,6 +74,7 @@ def _ascii_only(text: str) -> str:
 # A double orjson writes unlike Python (below 1e-4: 0.00001234 for 1.234e-05, 5e-7 for 5e-07)
 _SMALL_TOKEN = re.compile(rb"-?(?:0\.0000[0-9]*|[0-9](?:\.[0-9]+)?e-[0-9]+)")
 _TOKEN_END = re.compile(rb"[,\]}]|$")
+_DIGIT_E_MINUS = re.compile(rb"[0-9]e-")
 
 
 def _small_rewritten(out: bytes) -> bytes:
@@ -126,7 +127,8 @@ def _sorted_dump(value: Any) -> bytes | None:
         out = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
     except orjson.JSONEncodeError:
         return None
-    if b".0000" in out or (b"-" in out and b"e-" in out):
+    # the exponent test is exact only behind the cheap one: "e-" in text ("pre-commit") is common
+    if b".0000" in out or (b"e-" in out and _DIGIT_E_MINUS.search(out)):
         fixed = _small_rewritten(out)
         if fixed != out:
             if orjson.loads(fixed) != value:
@@ -190,7 +192,10 @@ def canonical(value: Any) -> str:
         text = _ENCODER.encode(value)
     except RecursionError as err:
         raise InputError(f"nesting is deeper than {MAX_DEPTH} levels") from err
-    if text.count("[") + text.count("{") > MAX_DEPTH and too_deep(text.encode("ascii")):
+    if (
+        text.count("[") + text.count("{") > MAX_DEPTH
+        and nesting_depth(text.encode("ascii"), limit=MAX_DEPTH) > MAX_DEPTH
+    ):
         raise InputError(f"nesting is deeper than {MAX_DEPTH} levels")
     return text
 

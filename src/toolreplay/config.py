@@ -14,6 +14,7 @@ from toolreplay.analyses.replay import DEFAULT_MUTATORS
 from toolreplay.errors import InputError
 from toolreplay.findings import kind_fails, quote
 from toolreplay.limits import DEFAULT_BUDGET_SECONDS
+from toolreplay.locate import pointer_of
 
 CONFIG_NAMES = ("toolreplay.toml", "pyproject.toml")
 
@@ -46,6 +47,14 @@ class Config:
         return kind_fails(kind, self.fail_on)
 
 
+def toolreplay_table(data: dict[str, Any]) -> dict[str, Any] | None:
+    """The ``[tool.toolreplay]`` table of a parsed pyproject.toml, or None when it has none
+    (``tool`` or ``tool.toolreplay`` may be anything in someone's file: only tables count)."""
+    tool = data.get("tool")
+    table = tool.get("toolreplay") if isinstance(tool, dict) else None
+    return table if isinstance(table, dict) else None
+
+
 def find_config(start: Path) -> Path | None:
     """The nearest toolreplay.toml, or pyproject.toml holding [tool.toolreplay], from ``start`` up."""
     for folder in [start, *start.parents]:
@@ -53,7 +62,7 @@ def find_config(start: Path) -> Path | None:
         if candidate.is_file():
             return candidate
         candidate = folder / "pyproject.toml"
-        if candidate.is_file() and "toolreplay" in _read_toml(candidate).get("tool", {}):
+        if candidate.is_file() and toolreplay_table(_read_toml(candidate)) is not None:
             return candidate
     return None
 
@@ -98,7 +107,7 @@ def load_config(
     source = label or str(path)
     data = _read_toml(path) if raw is None else parse_toml(raw, source)
     if path.name == "pyproject.toml":
-        table = data.get("tool", {}).get("toolreplay")
+        table = toolreplay_table(data)
         if table is None:
             raise InputError("has no [tool.toolreplay] table", path=source)
     else:
@@ -108,7 +117,7 @@ def load_config(
     errors = sorted(validator("config").iter_errors(table), key=lambda e: list(map(str, e.absolute_path)))
     if errors:
         first = errors[0]
-        pointer = "".join(f"/{p}" for p in first.absolute_path) or "/"
+        pointer = pointer_of(first.absolute_path)
         message = f"invalid configuration: {first.message}"
         if first.validator == "enum" and list(first.absolute_path)[:1] == ["fail_on"]:
             # a typo here would switch the gate off for that kind, so it is named with the choices

@@ -11,6 +11,8 @@ KIND_ORDER: tuple[str, ...] = (
     "anchor-mismatch",
     "signature-invalid",
     "missing-drift-note",
+    "invalid-drift-note",
+    "drift-note-unchecked",
     "stale-baseline",
     "permission-overreach",
     "argument-overreach",
@@ -23,12 +25,20 @@ KIND_ORDER: tuple[str, ...] = (
     "audit-incomplete",
     "non-determinism",
     "redundant-call",
+    "drift-guard-changed",
+    "unguarded-sealed-file",
 )
 _RANK = {kind: rank for rank, kind in enumerate(KIND_ORDER)}
 
 #: Kinds that only inform (the drift-note guard's warnings): they fail the build only
 #: when ``fail_on`` names them, never under the default "every kind fails".
 ADVISORY_KINDS: frozenset[str] = frozenset({"drift-guard-changed", "unguarded-sealed-file"})
+
+
+#: kinds that stand for a finding of another kind the analysis could not rule out: they fail
+#: whenever that kind fails, so spending a time budget cannot turn a failing finding into a
+#: passing one under a ``fail_on`` written before the standing-in kind existed
+STANDS_FOR = {"scope-unjudged": "argument-overreach"}
 
 
 def kind_fails(kind: str, fail_on: Collection[str] | None) -> bool:
@@ -112,12 +122,6 @@ def quote(text: str) -> str:
                 f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
             )
     return "'" + "".join(out) + "'"
-
-
-#: kinds that stand for a finding of another kind the analysis could not rule out: they fail
-#: whenever that kind fails, so spending a time budget cannot turn a failing finding into a
-#: passing one under a ``fail_on`` written before the standing-in kind existed
-STANDS_FOR = {"scope-unjudged": "argument-overreach"}
 
 
 def one_line(text: str) -> str:

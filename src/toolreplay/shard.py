@@ -33,6 +33,7 @@ from toolreplay.config import Config
 from toolreplay.errors import InputError
 from toolreplay.findings import quote
 from toolreplay.limits import DEFAULT_BUDGET_SECONDS
+from toolreplay.locate import pointer_of
 from toolreplay.report import CheckInfo, Report
 
 #: The shard that runs the drift-note rule of ``--base``.
@@ -97,17 +98,15 @@ def check_info(
     *,
     base: str | None,
     shard: Shard | None,
+    fail_on: frozenset[str] | None,
     drift: str | None = None,
-    fail_on: frozenset[str] | bool | None = False,
 ) -> CheckInfo:
-    """What the run was; ``fail_on`` when the run's differs from the config's (see
-    :func:`toolreplay.hooks.drift_range.judged_fail_on`)."""
-    kinds = config.fail_on if fail_on is False else fail_on
-    assert kinds is None or isinstance(kinds, frozenset)
+    """What the run was; ``fail_on`` is the run's (the config's, or over a range what
+    :func:`toolreplay.hooks.drift_range.judged_fail_on` decided)."""
     return CheckInfo(
         toolreplay=__version__,
         config=config_digest(config),
-        fail_on=None if kinds is None else tuple(sorted(kinds)),
+        fail_on=None if fail_on is None else tuple(sorted(fail_on)),
         base=base,
         shard=None if shard is None else (shard.index, shard.count),
         drift=drift,
@@ -148,12 +147,15 @@ def read_shard_report(path: str) -> ShardReport:
     errors = sorted(validator("report").iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
     if errors:
         first = errors[0]
-        pointer = "".join(f"/{p}" for p in first.absolute_path) or "/"
+        pointer = pointer_of(first.absolute_path)
         raise InputError(f"not a toolreplay JSON report: {first.message}", path=path, pointer=pointer)
     check = data.get("check")
     if check is None or any("header" not in r for r in data["reports"]):
         raise InputError("not a report of toolreplay check (write it with check --format json)", path=path)
     shard = check["shard"]
+    if shard is not None and not all(type(shard[k]) is int for k in ("index", "count")):
+        # JSON Schema's "integer" takes 1.0 too; a shard number is written without a fraction
+        raise InputError("the shard's index and count must be integers", path=path, pointer="/check/shard")
     info = CheckInfo(
         toolreplay=check["toolreplay"],
         config=check["config"],

@@ -102,8 +102,8 @@ def check_fields(value: Any, *, sealed: bool) -> None:
     """Refuse a decoded line whose fields break docs/spec.md §1.1 (or §1.3 for a sealed link)."""
     if not isinstance(value, dict):
         raise InputError(f"a record must be a JSON object, not {type_name(value)}")
-    allowed = REQUIRED + OPTIONAL + (LINK_EXTRA if sealed else ())
-    if not value.keys() <= _ALLOWED[sealed] and (unknown := sorted(k for k in value if k not in allowed)):
+    if not value.keys() <= _ALLOWED[sealed]:
+        unknown = sorted(k for k in value if k not in _ALLOWED[sealed])
         raise InputError(f"unknown field {canonical(unknown[0])}", pointer="/" + pointer_token(unknown[0]))
     if not _REQUIRED[sealed] <= value.keys():
         for name in REQUIRED + (LINK_EXTRA if sealed else ()):

@@ -159,7 +159,7 @@ def _config_errors(path: str) -> Iterator[str]:
     import tomllib
     from pathlib import Path
 
-    from toolreplay.config import _read_toml
+    from toolreplay.config import _read_toml, toolreplay_table
 
     try:
         data = _read_toml(Path(path))
@@ -169,8 +169,9 @@ def _config_errors(path: str) -> Iterator[str]:
             return
         raise
     if os.path.basename(path) == "pyproject.toml":
-        if "toolreplay" not in data.get("tool", {}):
+        table = toolreplay_table(data)
+        if table is None:
             yield f"{path}: has no [tool.toolreplay] table"
             return
-        data = data["tool"]["toolreplay"]
+        data = table
     yield from _schema_errors("config", data, path, None)

@@ -67,6 +67,15 @@ def test_probe_catches_changed_answers_and_contracts_and_never_reruns_a_mutator(
         "findings: 0\n",
     )
 
+    # the config's mutators decide as --mutator does: write_note is not asked again
+    (tmp_path / "toolreplay.toml").write_text('mutators = ["write_note"]\n')
+    monkeypatch.chdir(tmp_path)
+    configured = runner.invoke(cli, ["probe", str(out), "--", *SERVER_CMD], catch_exceptions=False)
+    assert (configured.exit_code, configured.stdout) == (0, same.output)
+    assert configured.stderr == "toolreplay: using config toolreplay.toml (mutators)\n"
+    assert notes.read_text(encoding="utf-8") == "n\nerased\n"
+    (tmp_path / "toolreplay.toml").unlink()
+
     monkeypatch.setenv("CLOCK_SEED", "2")
     monkeypatch.setenv("SCHEMA_LIMIT", "5")
     probe = ["probe", str(out), "--lock", str(lock), "--format", "json", "--", *SERVER_CMD]

@@ -134,7 +134,7 @@ def test_diff_takes_lock_and_mutators_from_the_config(runner: CliRunner, project
     )
     assert (code, out) == flagged[:2]
     assert "audit-incomplete: tool 'refund_order' changes state" in out  # refund_order is a mutator here
-    assert err == "toolreplay: using config toolreplay.toml (tools_lock, mutators)\n"
+    assert err == "toolreplay: using config toolreplay.toml (mutators, tools_lock)\n"
 
 
 def test_no_config_no_line(runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

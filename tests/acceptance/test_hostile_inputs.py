@@ -230,3 +230,53 @@ def test_deeply_nested_toml_config_is_a_usage_error(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["check", "--config", str(config)], catch_exceptions=False)
     assert result.exit_code == 2
     assert f"{config}: invalid TOML: nested too deeply to read" in result.output
+
+
+def test_a_scope_whose_allowed_tools_are_not_names_is_invalid_not_a_crash(
+    tmp_path: Path, runner: CliRunner
+) -> None:
+    """An object in allowed_tools is a schema problem (exit 1, its pointer), not an unhashable-type crash."""
+    scope = tmp_path / "scope.json"
+    scope.write_text('{"agent": "a", "allowed_tools": [{"x": 1}], "arguments": {"a": {}}}')
+    code, out, err = run(runner, "validate", str(scope))
+    assert (code, err) == (1, "")
+    assert "is not of type 'string' (at /allowed_tools/0)" in out
+
+
+@pytest.mark.parametrize("tool", ["tool = 1", 'tool = "toolreplay"', "[tool]\ntoolreplay = 3"])
+def test_a_pyproject_whose_tool_is_not_a_table_holds_no_config(
+    tool: str, tmp_path: Path, runner: CliRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Someone's pyproject.toml with a `tool` that is not a table: no configuration there, in one
+    line, for validate and check, and commands that look for a config up the tree go on."""
+    (tmp_path / "pyproject.toml").write_text(tool + "\n")
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(runner, "validate", "pyproject.toml")
+    assert (code, err) == (1, "")
+    assert "pyproject.toml: has no [tool.toolreplay] table" in out
+    code, out, err = run(runner, "check")
+    assert code == 2 and err.startswith("toolreplay: error: no configuration found") and err[-1:] == "\n"
+    code, out, err = run(runner, "replay", str(SAMPLES / "session-clean.jsonl"))
+    assert (code, err) == (0, "")
+
+
+def test_merge_refuses_a_shard_number_with_a_fraction(
+    tmp_path: Path, runner: CliRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ "index": 1.0 passes JSON Schema's "integer"; merge names the problem instead of crashing."""
+    import json
+    import shutil
+
+    shutil.copy(SAMPLES / "session-clean.jsonl", tmp_path / "run.jsonl")
+    (tmp_path / "toolreplay.toml").write_text('transcripts = ["*.jsonl"]\n')
+    monkeypatch.chdir(tmp_path)
+    code, report, _ = run(runner, "check", "--shard", "1/1", "--format", "json")
+    assert code == 0
+    data = json.loads(report)
+    data["check"]["shard"] = {"index": 1.0, "count": 1.0}
+    (tmp_path / "shard.json").write_text(json.dumps(data))
+    code, out, err = run(runner, "merge", "shard.json")
+    assert (code, out) == (2, "")
+    assert err == (
+        "toolreplay: error: shard.json: the shard's index and count must be integers (at /check/shard)\n"
+    )

@@ -278,6 +278,6 @@ def test_probe_compares_the_tool_answer_not_the_protocol_envelope() -> None:
     result = judge([plain, stamped], live=live, answers=answers, mutators=frozenset(), path="run.jsonl")
     assert dict(result.verdicts) == {"list": "silent-drift", "read": "stable"}
     assert [f.message for f in result.findings] == [
-        "tool 'list' answered the call recorded at index 1 differently live, first at '/content':"
-        " recorded [], live [1]"
+        "tool 'list' answered the call recorded at index 1 differently live, first at '/content/0':"
+        " recorded (absent), live 1"
     ]

@@ -19,11 +19,6 @@ ACROSS_MUTATOR = " (a mutator ran in between: state_aware = false in the config 
 UNDECLARED_MUTATOR = " (if it changes state, declare it with --mutator or mutators in the config)"
 
 
-def is_mutating(record: Record, mutators: frozenset[str]) -> bool:
-    """A call that may change state: its tool is a declared mutator, or it recorded its post-call state."""
-    return record.tool in mutators or record.state is not None
-
-
 @dataclass(frozen=True, slots=True)
 class Call:
     """What replay needs of a record: where it is, its tool, and two 128-bit BLAKE2b digests,
@@ -35,7 +30,7 @@ class Call:
     tool: str
     key: bytes
     response: bytes
-    #: the record carries post-call ``state``, which makes it a mutating call (:func:`is_mutating`)
+    #: the record carries post-call ``state``, which makes it a mutating call whatever its tool
     stated: bool = False
 
 

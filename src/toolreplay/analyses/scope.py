@@ -141,7 +141,8 @@ def scope_problems(value: Any) -> list[tuple[str, str]]:
     tools, arguments = value.get("allowed_tools"), value.get("arguments")
     if not isinstance(arguments, dict):
         return []
-    listed = set(tools) if isinstance(tools, list) else set()
+    # only names: the schema reports any other item (a list or an object is not hashable)
+    listed = {t for t in tools if isinstance(t, str)} if isinstance(tools, list) else set()
     found: list[tuple[str, str]] = []
     for tool, schema in sorted(arguments.items()):
         if tool not in listed:

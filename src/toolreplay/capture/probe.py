@@ -23,11 +23,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from toolreplay.analyses.baseline import first_difference
 from toolreplay.canonical import canonical
 from toolreplay.capture.redact import MASK
 from toolreplay.findings import Finding, quote, sort_findings
 from toolreplay.library.errors import ABSENT
-from toolreplay.library.snapshot import first_difference
 from toolreplay.transcript import Record
 
 VERDICTS: tuple[str, ...] = ("stable", "silent-drift", "unavailable", "not-probed")

@@ -7,11 +7,13 @@ the ``mcp`` extra; these commands then say how to install it (exit 2).
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 import click
 
 from toolreplay.cli.base import EXISTS, EXIT_FINDINGS, cli, emit, force_option, format_option
+from toolreplay.cli.defaults import announce, config_option, mutators_and_lock, read_config
 from toolreplay.errors import InputError
 from toolreplay.findings import one_line, quote
 from toolreplay.report import Line, Report
@@ -176,7 +178,8 @@ def serve_cmd(ctx: click.Context, transcript: str, lock_path: str | None, listen
     "mutators",
     multiple=True,
     metavar="TOOL",
-    help="A tool that changes state and is never re-run (repeatable; replaces the default list).",
+    help="A tool that changes state and is never re-run (repeatable; replaces the config's"
+    " mutators, else the default list).",
 )
 @click.option("--lock", "lock_path", metavar="LOCK", help="A tool lock whose mutates flags decide too.")
 @click.option(
@@ -186,6 +189,7 @@ def serve_cmd(ctx: click.Context, transcript: str, lock_path: str | None, listen
     show_default=True,
     help="Seconds allowed for listing the tools and for each call.",
 )
+@config_option
 @format_option
 @click.pass_context
 def probe_cmd(
@@ -196,6 +200,7 @@ def probe_cmd(
     mutators: tuple[str, ...],
     lock_path: str | None,
     timeout: float,
+    config_file: Path | None,
     fmt: str,
 ) -> None:
     """Ask a live MCP server again what TRANSCRIPT recorded; report drift (exit 1).
@@ -210,7 +215,6 @@ def probe_cmd(
         toolreplay probe run.sealed.jsonl --target http://127.0.0.1:8000/mcp
     """
     require_sdk("probe")
-    from toolreplay.analyses.replay import DEFAULT_MUTATORS
     from toolreplay.capture.live import ask_live
     from toolreplay.capture.probe import judge, plan
     from toolreplay.capture.serve import BrokenRecordingError, load_records
@@ -218,7 +222,12 @@ def probe_cmd(
 
     if (target is None) == (not command):
         raise click.UsageError("give the server's command line after -- or --target URL (one of them)")
-    configured = frozenset(mutators) if mutators else DEFAULT_MUTATORS
+    # the config's mutators and lock decide too: a tool it declares as changing state is
+    # never asked again on the live server
+    config = read_config(config_file)
+    used: list[str] = []
+    configured, lock_path = mutators_and_lock(config, mutators, lock_path, used)
+    announce(config, used)
     if lock_path is not None:
         configured = declared_mutators(load_lock(lock_path), configured)
     try:

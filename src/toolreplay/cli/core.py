@@ -11,10 +11,10 @@ import click
 
 from toolreplay import parallel
 from toolreplay.analyses import integrity
-from toolreplay.analyses.replay import DEFAULT_MUTATORS, call_of, replay_calls
+from toolreplay.analyses.replay import call_of, replay_calls
 from toolreplay.chain import ChainState, seal_lines, verify_stream
 from toolreplay.cli.base import atomic_output, cli, emit, force_option, format_option
-from toolreplay.cli.defaults import announce, config_option, read_config
+from toolreplay.cli.defaults import announce, config_option, mutators_and_lock, read_config
 from toolreplay.config import config_path
 from toolreplay.findings import Finding, sort_findings
 from toolreplay.report import Line, Report, replay_header
@@ -110,12 +110,12 @@ def verify_cmd(
             )
         if expect_head is not None or expect_count is not None or key is not None or signature is not None:
             raise click.UsageError("anchors (--expect-head, --expect-count, --key) need one SEALED")
+        from toolreplay.check import SEALED_SUFFIX
         from toolreplay.config import expand
 
         announce(config, ["baselines"])
-        paths = [
-            config_path(config, p) for p in expand(config, config.baselines) if p.endswith(".sealed.jsonl")
-        ]
+        found = expand(config, config.baselines)
+        paths = [config_path(config, p) for p in found if p.endswith(SEALED_SUFFIX)]
         reports = [_verify_report(path, None, None, None, None) for path in paths]
         ctx.exit(emit(reports, fmt))
     ctx.exit(emit([_verify_report(sealed, expect_head, expect_count, key, signature)], fmt))
@@ -243,17 +243,10 @@ def replay_cmd(
     """
     config = read_config(config_file)
     used: list[str] = []
-    chosen = frozenset(mutators) if mutators else DEFAULT_MUTATORS
-    if config is not None:
-        if not mutators and "mutators" in config.declared:
-            chosen = config.mutators
-            used.append("mutators")
-        if state_aware is None and config.state_aware is not None:
-            state_aware = config.state_aware
-            used.append("state_aware")
-        if lock_path is None and config.tools_lock is not None:
-            lock_path = config_path(config, config.tools_lock)
-            used.append("tools_lock")
+    chosen, lock_path = mutators_and_lock(config, mutators, lock_path, used)
+    if config is not None and state_aware is None and config.state_aware is not None:
+        state_aware = config.state_aware
+        used.append("state_aware")
     announce(config, used)
     nondeterministic: frozenset[str] = frozenset()
     if lock_path is not None:

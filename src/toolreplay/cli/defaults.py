@@ -35,4 +35,24 @@ def announce(config: Config | None, used: Sequence[str]) -> None:
     """Say on stderr which config supplied which settings (nothing when it supplied none)."""
     if config is not None and used:
         shown = os.path.relpath(config.source) if os.path.isabs(config.source) else config.source
-        click.echo(f"toolreplay: using config {one_line(shown)} ({', '.join(used)})", err=True)
+        click.echo(f"toolreplay: using config {one_line(shown)} ({', '.join(sorted(used))})", err=True)
+
+
+def mutators_and_lock(
+    config: Config | None, mutators: Sequence[str], lock_path: str | None, used: list[str]
+) -> tuple[frozenset[str], str | None]:
+    """The mutator list and the tool lock a command judges with: the flags, else the config's
+    ``mutators`` and ``tools_lock``, else the default list and no lock; what the config
+    supplied is appended to ``used`` (for :func:`announce`)."""
+    from toolreplay.analyses.replay import DEFAULT_MUTATORS
+    from toolreplay.config import config_path
+
+    chosen = frozenset(mutators) if mutators else DEFAULT_MUTATORS
+    if config is not None:
+        if not mutators and "mutators" in config.declared:
+            chosen = config.mutators
+            used.append("mutators")
+        if lock_path is None and config.tools_lock is not None:
+            lock_path = config_path(config, config.tools_lock)
+            used.append("tools_lock")
+    return chosen, lock_path

@@ -164,16 +164,14 @@ def judged_fail_on(
     from toolreplay.report.kinds import KINDS
 
     base: Config | None = None
-    with_default = False
     try:
         top = Git(cwd=workspace).top()
         prefix = _prefix(config, top)
         if prefix is not None:
             base = recorded_config(Git(cwd=top), check_revision(pull.base), prefix, name=pull.base[:12])
-        with_default = base is None
     except (InputError, GitError):
-        with_default = True
-    decided = {k: (True if with_default or base is None else base.fails(k)) for k in GUARD_KINDS}
+        base = None  # unreadable: the drift-note kinds fail, as by default
+    decided = {k: base is None or base.fails(k) for k in GUARD_KINDS}
     if all(decided[k] == kind_fails(k, fail_on) for k in GUARD_KINDS):
         return fail_on
     return frozenset(k for k in KINDS if (decided[k] if k in decided else kind_fails(k, fail_on)))
@@ -187,7 +185,7 @@ def _settings_findings(
     change = settings_change(before, after)
     if change is not None:
         parts.append(change)
-    for kind in (MISSING, INVALID):
+    for kind in GUARD_KINDS:
         was = base.fails(kind) if base is not None else True
         if was != head.fails(kind):
             now = "fail the build" if head.fails(kind) else "no longer fail the build"

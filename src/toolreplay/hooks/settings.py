@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from toolreplay.config import CONFIG_NAMES, Config, load_config, parse_toml
+from toolreplay.config import CONFIG_NAMES, Config, load_config, parse_toml, toolreplay_table
 from toolreplay.findings import quote
 from toolreplay.hooks.drift_note import (
     DEFAULT_BASELINES,
@@ -53,10 +53,8 @@ def recorded_config(git: Git, rev: str | None, folder: str = "", *, name: str | 
             continue
         raw = git.blob(oid)
         label = f"{path} (staged)" if rev is None else f"{name or rev}:{path}"
-        if file == "pyproject.toml":
-            tool = parse_toml(raw, label).get("tool")
-            if not isinstance(tool, dict) or "toolreplay" not in tool:
-                continue
+        if file == "pyproject.toml" and toolreplay_table(parse_toml(raw, label)) is None:
+            continue
         return load_config(Path(top, path), raw=raw, label=label)
     return None
 

@@ -205,21 +205,13 @@ class CassetteRegistry(ToolRegistry):
         os.close(fd)
         try:
             with Recorder(tmp, seal=True) as recorder:
-                for old in keep:
+                for record in (*keep, *self._new.records):
                     recorder.record(
-                        tool=old.tool,
-                        args=old.args,
-                        response=old.response,
-                        fingerprint=old.fingerprint,
-                        state=old.state,
-                    )
-                for new in self._new.records:
-                    recorder.record(
-                        tool=new.tool,
-                        args=new.args,
-                        response=new.response,
-                        fingerprint=new.fingerprint,
-                        state=new.state,
+                        tool=record.tool,
+                        args=record.args,
+                        response=record.response,
+                        fingerprint=record.fingerprint,
+                        state=record.state,
                     )
             os.replace(tmp, self.cassette)
         except BaseException:

@@ -49,9 +49,9 @@ class Recorder:
             digest, line = link_digest(record, self.head)
         else:
             digest, line = self.head, record_line(record)
-        if len(line) > MAX_RECORD_BYTES and self.sealed:  # never write a line the reader refuses
-            raise link_too_long(len(line))
-        if len(line) > MAX_RECORD_BYTES:
+        if len(line) > MAX_RECORD_BYTES:  # never write a line the reader refuses
+            if self.sealed:
+                raise link_too_long(len(line))
             raise InputError(f"the line would be {len(line)} bytes, over the {MAX_RECORD_BYTES}-byte limit")
         self.head = digest
         self._out.write(line + "\n")

@@ -157,12 +157,3 @@ def _differences(recorded: Any, given: Any, pointer: str = "") -> list[tuple[str
             out.extend(_differences(was, now, f"{pointer}/{i}"))
         return out
     return [(pointer or "/", recorded, given)]
-
-
-def first_difference(recorded: Any, given: Any) -> tuple[str, Any, Any] | None:
-    """(JSON pointer, recorded value, given value) of the first leaf where two values differ.
-
-    None when they are canonically equal. A member absent on one side is :data:`ABSENT` there.
-    """
-    found = _differences(recorded, given)
-    return found[0] if found else None
