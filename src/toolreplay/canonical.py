@@ -112,29 +112,57 @@ def _positions(out: bytes, needle: bytes) -> list[int]:
     return found
 
 
+def repr_doubles(out: bytes) -> bytes:
+    """orjson's output ``out`` with each double below 1e-4 written as ``repr`` writes it;
+    equal to ``out`` when it holds none.
+
+    orjson differs from ``repr`` only there: ``0.00001`` for ``1e-05`` and ``1e-6`` for
+    ``1e-06``. The tokens are found by their shape, which text inside a string can have
+    too: a caller that cannot otherwise prove the result must decode it back (see
+    :func:`canonical_dump`). Cheapest test first: ``-`` is a one-byte search, and most
+    texts hold none; ``e-`` in text ("pre-commit") is common, so the exponent test is
+    exact only behind it.
+    """
+    if b".0000" in out or (b"-" in out and b"e-" in out and _DIGIT_E_MINUS.search(out)):
+        return _small_rewritten(out)
+    return out
+
+
+def ascii_text(out: bytes) -> bytes:
+    """orjson's UTF-8 output with non-ASCII characters and U+007F escaped as ``json`` escapes them."""
+    if out.isascii() and b"\x7f" not in out:
+        return out
+    return _ascii_only(out.decode("utf-8")).encode("ascii")
+
+
+def canonical_dump(out: bytes, value: Any) -> bytes | None:
+    """``canonical(value)`` as bytes, given ``out = orjson.dumps(value, option=OPT_SORT_KEYS)``
+    for a decoded ``value``; None where the small-double rewrite cannot be proven (it
+    changed text inside a string: the rewritten text then decodes to another value)."""
+    fixed = repr_doubles(out)
+    if fixed != out and orjson.loads(fixed) != value:
+        return None
+    return ascii_text(fixed)
+
+
+def sorted_dump(value: Any) -> bytes:
+    """orjson's sorted output for a value (raises ``orjson.JSONEncodeError`` where it cannot
+    write it: integers beyond 64 bits, nesting past orjson's own limit)."""
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+
+
 def _sorted_dump(value: Any) -> bytes | None:
     """orjson's sorted output for a decoded value, its doubles written as Python writes them
-    (``repr``); None where orjson cannot write the value (integers beyond 64 bits).
-
-    Doubles below 1e-4 are the one notation orjson writes otherwise: any output that may
-    hold one (``.0000``, or ``e-``) has each such number token rewritten as
-    ``repr(float(token))``, exact because orjson's digits round-trip. The tokens are found
-    by their shape, which text inside a string can have too: so a rewritten output must
-    decode to the value it was written from (a string changed by a rewrite would not), or
-    None is returned and the caller takes :func:`canonical`.
-    """
+    (``repr``); None where orjson cannot write the value (integers beyond 64 bits) or the
+    rewrite of small doubles cannot be proven (see :func:`canonical_dump`)."""
     try:
-        out = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+        out = sorted_dump(value)
     except orjson.JSONEncodeError:
         return None
-    # the exponent test is exact only behind the cheap one: "e-" in text ("pre-commit") is common
-    if b".0000" in out or (b"e-" in out and _DIGIT_E_MINUS.search(out)):
-        fixed = _small_rewritten(out)
-        if fixed != out:
-            if orjson.loads(fixed) != value:
-                return None
-            return fixed
-    return out
+    fixed = repr_doubles(out)
+    if fixed != out and orjson.loads(fixed) != value:
+        return None
+    return fixed
 
 
 def canonical_decoded(value: Any) -> str:
@@ -163,15 +191,20 @@ def canonical_decoded(value: Any) -> str:
 def is_canonical_text(raw: bytes, value: Any) -> bool:
     """Whether ``raw`` is exactly ``canonical(value)``, for ``value`` decoded from ``raw``.
 
-    Most lines are ASCII with no escapes beyond the short ones, and then the sorted dump
-    is the canonical text: compare bytes directly.
+    Most lines are ASCII with no escapes beyond the short ones, and then orjson's sorted
+    output is the canonical text: compare bytes directly. The small-double rewrite needs
+    no decoding back here: a rewritten text equal to ``raw`` decodes to ``value`` (which
+    was decoded from ``raw``), so the rewrite changed no string. Where it did (a string
+    shaped like orjson's spelling of a double), :func:`canonical` decides.
     """
-    out = _sorted_dump(value)
-    if out is None:
+    try:
+        out = sorted_dump(value)
+    except orjson.JSONEncodeError:
         return canonical(value).encode("ascii") == raw
-    if out.isascii() and b"\x7f" not in out:
-        return out == raw
-    return _ascii_only(out.decode("utf-8")).encode("ascii") == raw
+    fixed = repr_doubles(out)
+    if ascii_text(fixed) == raw:
+        return True
+    return fixed != out and canonical(value).encode("ascii") == raw
 
 
 def canonical_str(text: str) -> str:
@@ -345,17 +378,26 @@ def _long_integer(raw: bytes) -> bool:
     )
 
 
+def long_integer(raw: bytes) -> bool:
+    """Could ``raw`` hold an integer of 19 digits or more (which orjson makes a double)?
+
+    In valid JSON (all orjson accepts) a number starts after "[", ",", ":", "-", white space
+    or the start of the text, never after a digit, ".", "e" or "E": so an integer of 19
+    digits shows as " " and 19 digits in the mapped text, and a double's fraction does not.
+    (19 zeros first: the longer needle alone is slower, on text where every number is a run.)
+    """
+    mapped = raw.translate(_DIGIT_MAP)
+    return (
+        _LONG_RUN in mapped and (_LONG_START in mapped or mapped.startswith(_LONG_RUN)) and _long_integer(raw)
+    )
+
+
 def decode_fast(raw: bytes) -> Any | None:
     """Decode with orjson where it is known to agree with the reference; None otherwise.
 
     The caller must still compare key counts to rule out duplicate keys.
     """
-    # In valid JSON (all orjson accepts) a number starts after "[", ",", ":", "-", white space
-    # or the start of the text, never after a digit, ".", "e" or "E": so an integer of 19
-    # digits shows as " " and 19 digits in the mapped text, and a double's fraction does not.
-    mapped = raw.translate(_DIGIT_MAP)
-    # (19 zeros first: the longer needle alone is slower, on text where every number is a run)
-    if _LONG_RUN in mapped and (_LONG_START in mapped or mapped.startswith(_LONG_RUN)) and _long_integer(raw):
+    if long_integer(raw):
         return None
     try:
         return orjson.loads(raw)
@@ -382,7 +424,7 @@ def integers_agree(raw: bytes, *texts: str) -> bool:
     double of at least 2**63 in size, which canonical text writes with an exponent ``e+``:
     without a ``+`` in the texts there was none (a ``+`` in a string only costs a closer look)."""
     if any("+" in text for text in texts):
-        return not _long_integer(raw)
+        return not long_integer(raw)
     return True
 
 

@@ -5,20 +5,30 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
-from typing import IO, Any
+from typing import IO
+
+import orjson
 
 from toolreplay.canonical import (
     MAX_RECORD_BYTES,
-    canonical_decoded,
+    ascii_text,
+    canonical_dump,
     canonical_str,
-    check_shape,
-    colons_agree,
-    integers_agree,
-    is_canonical_text,
-    loads_unproven,
+    repr_doubles,
+    sorted_dump,
 )
 from toolreplay.errors import InputError
-from toolreplay.transcript import GENESIS, Link, Record, check_fields, iter_lines, parse_line
+from toolreplay.transcript import (
+    GENESIS,
+    Link,
+    Record,
+    fields_fit,
+    iter_lines,
+    no_hidden_loss,
+    out_of_order,
+    parse_line,
+    shape_fits,
+)
 
 
 def parts_of(record: Record) -> tuple[str, str, str]:
@@ -118,44 +128,49 @@ def _break(position: int, link: Link, expected: str, reason: str) -> Break:
 # --- the fast path over raw lines ------------------------------------------------------------
 #
 # Sealing and verifying spend their time decoding and re-encoding JSON. These functions do
-# each line with one orjson decode and one or two orjson encodes (``canonical_decoded``,
-# byte-identical to ``canonical``), and never build a Record. They only ever answer "this
-# line is fine, here is what it holds" or "don't know" (None): the callers then take the
-# exact path above for that line, which names the problem precisely. A fast answer is never
-# a second opinion.
+# each line with one orjson decode and one or two orjson encodes (byte-identical to
+# ``canonical`` once ``canonical.canonical_dump`` has fixed the two notations orjson writes
+# otherwise), and never build a Record. They only ever answer "this line is fine, here is
+# what it holds" or "don't know" (None): the callers then take the exact path above for that
+# line, which names the problem precisely. A fast answer is never a second opinion.
+#
+# They are written flat, with the common record checked inline, because they run once per
+# line of files of any size: each test here costs a measurable share of the whole (bench/).
 
+_DIGEST_MEMBER = b',"digest":"'
 _PREV_GAP = '"prev":""'
-
-
-def _decode_within_limits(raw: bytes) -> Any:
-    """``loads_unproven`` behind the reader's own shape limits (size, depth, BOM): the fast
-    path must not take a line the exact path refuses."""
-    try:
-        check_shape(raw)
-    except InputError:
-        return None
-    return loads_unproven(raw)
 
 
 def fast_parts(raw: bytes) -> tuple[int, str, str, str] | None:
     """(index, head, middle, tail) of a transcript line, as :func:`parts_of` gives them."""
-    value = _decode_within_limits(raw)
-    if value is None:
+    if not shape_fits(raw):
         return None
     try:
-        check_fields(value, sealed=False)
-        head = '{"args":' + canonical_decoded(value["args"])
-        rest = {key: item for key, item in value.items() if key != "args"}
-        rest["prev"] = ""
-        text = canonical_decoded(rest)
-    except (InputError, ValueError):
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError:
         return None
-    # a duplicate key somewhere would have lost a colon (canonical.colons_agree); the
-    # placeholder prev adds one that the line does not have
-    if not colons_agree(raw, head.count(":") + text.count(":") - 1) or not integers_agree(raw, head, text):
+    if not fields_fit(value, sealed=False):
         return None
+    args = value.pop("args")
+    value["prev"] = ""  # a placeholder: the rest then sorts and reads as the link does
+    try:
+        head = canonical_dump(sorted_dump(args), args)
+        rest = canonical_dump(sorted_dump(value), value)
+    except orjson.JSONEncodeError:
+        return None
+    if head is None or rest is None:
+        return None
+    # the line's colons: args' own, one per key but "prev" (rest counts the placeholder)
+    if not no_hidden_loss(raw, head.count(b":") + rest.count(b":"), head, rest):
+        return None
+    text = rest.decode("ascii")
     gap = text.index(_PREV_GAP)  # index and fingerprint, the only keys before it, cannot hold it
-    return value["index"], head, "," + text[1:gap] + '"prev":"', '"' + text[gap + len(_PREV_GAP) :]
+    return (
+        value["index"],
+        '{"args":' + head.decode("ascii"),
+        "," + text[1:gap] + '"prev":"',
+        '"' + text[gap + len(_PREV_GAP) :],
+    )
 
 
 def fast_link(raw: bytes) -> tuple[int, str, str] | None:
@@ -164,18 +179,29 @@ def fast_link(raw: bytes) -> tuple[int, str, str] | None:
     The line being the canonical text of the value orjson decoded proves what the reader's
     other checks prove: a duplicate key or an integer beyond 64 bits would re-encode otherwise.
     """
-    value = _decode_within_limits(raw)
-    if value is None:
+    if not shape_fits(raw):
         return None
     try:
-        check_fields(value, sealed=True)
-        if not is_canonical_text(raw, value):
+        value = orjson.loads(raw)
+        out = sorted_dump(value)
+    except (orjson.JSONDecodeError, orjson.JSONEncodeError):
+        return None
+    # (see canonical.is_canonical_text; a line orjson writes back unchanged, the common case,
+    # is canonical when it holds no raw UTF-8, no U+007F and no orjson-only small double)
+    if out == raw:
+        if not out.isascii() or b"\x7f" in out or repr_doubles(out) != out:
             return None
-    except (InputError, ValueError):
+    elif ascii_text(repr_doubles(out)) != raw:
+        return None
+    if not fields_fit(value, sealed=True):
         return None
     digest = value["digest"]
-    body = raw.replace(b',"digest":"' + digest.encode("ascii") + b'"', b"", 1)
-    if hashlib.sha256(body).hexdigest() != digest:
+    at = raw.find(_DIGEST_MEMBER)  # in canonical text the member follows args
+    if raw[at + 11 : at + 75] != digest.encode("ascii"):
+        return None
+    body = hashlib.sha256(raw[:at])
+    body.update(raw[at + 76 :])
+    if body.hexdigest() != digest:
         return None  # or the member was found inside args: the exact path decides
     return value["index"], value["prev"], digest
 
@@ -193,12 +219,7 @@ def seal_lines(stream: IO[bytes], path: str) -> Iterator[str]:
             parts = (record.index, *parts_of(record))
         index, head, middle, tail = parts
         if index != expected:
-            raise InputError(
-                f"index {index} is out of order: expected {expected}",
-                path=path,
-                line=number,
-                pointer="/index",
-            )
+            raise out_of_order(index, expected, path=path, line=number)
         digest = hashlib.sha256((head + middle + prev + tail).encode("ascii")).hexdigest()
         line = head + ',"digest":"' + digest + '"' + middle + prev + tail
         if len(line) > MAX_RECORD_BYTES:

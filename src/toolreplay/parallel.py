@@ -23,7 +23,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from typing import IO, TYPE_CHECKING, TypeVar
 
-from toolreplay.analyses.replay import Call, call_of
+from toolreplay.analyses.replay import Call, call_of, fast_call
 from toolreplay.canonical import MAX_RECORD_BYTES
 from toolreplay.chain import fast_link, fast_parts, link_digest, parts_of
 from toolreplay.errors import InputError
@@ -68,7 +68,10 @@ class RangeLines:
     """The lines that start in [start, end) of a file, read as ``transcript.iter_lines`` reads
     them: iterating yields (line number within the range, from 1; line without its ending)
     for every non-blank line, and ``lines`` is then the number of lines read, blank ones
-    too. A line over the record cap raises Fallback: the sequential path names it."""
+    too. A line over the record cap raises Fallback: the sequential path names it.
+
+    The range is read in one call and split in C (a 4 MiB range holds thousands of lines:
+    a ``readline`` each costs as much as checking some of them)."""
 
     def __init__(self, stream: IO[bytes], start: int, end: int) -> None:
         self.stream, self.start, self.end = stream, start, end
@@ -76,27 +79,36 @@ class RangeLines:
 
     def __iter__(self) -> Iterator[tuple[int, bytes]]:
         stream, position = self.stream, self.start
-        readline = stream.readline
         stream.seek(max(position - 1, 0))
         if position and stream.read(1) != b"\n":  # inside a line: it belongs to the range before
-            rest = readline(MAX_RECORD_BYTES + 2)
+            rest = stream.readline(MAX_RECORD_BYTES + 2)
             if not rest.endswith(b"\n") and len(rest) > MAX_RECORD_BYTES:
                 raise Fallback
             position += len(rest)
-        number = 0
-        while position < self.end:
-            raw = readline(MAX_RECORD_BYTES + 2)
-            if not raw:
-                break
-            position += len(raw)
-            number += 1
-            if raw.endswith(b"\n"):
-                raw = raw[:-2] if raw.endswith(b"\r\n") else raw[:-1]
-            elif len(raw) > MAX_RECORD_BYTES:
+        if position >= self.end:
+            return
+        data = stream.read(self.end - position)
+        if not data:
+            return
+        if not data.endswith(b"\n"):  # the last line goes on past the range
+            data += stream.readline(MAX_RECORD_BYTES + 2)
+        lines = data.split(b"\n")
+        ended = data.endswith(b"\n")
+        if ended:
+            lines.pop()
+        last = len(lines)
+        for number, raw in enumerate(lines, 1):
+            if len(raw) > MAX_RECORD_BYTES:
                 raise Fallback
-            if raw.strip(b" \t\r"):
-                yield number, raw
-        self.lines = number
+            if raw[:1] != b"{":  # not the usual line: blank, CR LF, white space first
+                if raw.endswith(b"\r") and (ended or number < last):
+                    raw = raw[:-1]
+                if not raw.strip(b" \t\r"):
+                    continue
+            elif raw.endswith(b"\r") and (ended or number < last):
+                raw = raw[:-1]
+            yield number, raw
+        self.lines = last
 
 
 # --- what each worker computes over its range ------------------------------------------------
@@ -171,7 +183,7 @@ def replay_range(path: str, start: int, end: int) -> tuple[int, array[int], list
         with open(path, "rb") as stream:
             lines = RangeLines(stream, start, end)
             for number, raw in lines:
-                call = call_of(parse_line(raw, line=number)[0])
+                call = fast_call(raw, number) or call_of(parse_line(raw, line=number)[0])
                 numbers.extend((call.index, call.line, call.stated))
                 tools.append(call.tool)
                 digests += (call.key, call.response)
@@ -186,9 +198,15 @@ def replay_range(path: str, start: int, end: int) -> tuple[int, array[int], list
 def _pool() -> ProcessPoolExecutor:
     # imported here: most runs (small files) never start a pool, and start-up counts
     import multiprocessing
+    import sys
+    import threading
     from concurrent.futures import ProcessPoolExecutor
 
-    return ProcessPoolExecutor(max_workers=workers(), mp_context=multiprocessing.get_context("spawn"))
+    # A forked worker starts in milliseconds with everything imported; a spawned one imports
+    # toolreplay again (a tenth of a second per worker, on a run that may take half a second).
+    # Fork only where it is safe: Linux, and no other thread whose locks the child would copy.
+    method = "fork" if sys.platform == "linux" and threading.active_count() == 1 else "spawn"
+    return ProcessPoolExecutor(max_workers=workers(), mp_context=multiprocessing.get_context(method))
 
 
 def _ordered(path: str, func: Callable[[str, int, int], T]) -> Iterator[T]:

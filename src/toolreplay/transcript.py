@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 from typing import IO, Any
 
 from toolreplay.canonical import (
+    MAX_DEPTH,
     MAX_RECORD_BYTES,
     canonical,
     canonical_decoded,
@@ -18,6 +19,8 @@ from toolreplay.canonical import (
     decode_reference,
     integers_agree,
     loads_unproven,
+    long_integer,
+    too_deep,
 )
 from toolreplay.errors import InputError
 from toolreplay.locate import pointer_token
@@ -177,6 +180,58 @@ def _colon_count(record: Record, top_level: int) -> int:
     return n
 
 
+# --- checks for the fast paths (chain's seal and verify, replay's calls) -----------------------
+#
+# Each answers "fine" only where the exact path (check_shape, decode_reference, check_fields)
+# would accept, and is written flat: it runs once per line of files of any size.
+
+_BOM = b"\xef\xbb\xbf"
+_PLAIN_RECORD = frozenset(REQUIRED)
+_PLAIN_LINK = frozenset(REQUIRED + LINK_EXTRA)
+
+
+def shape_fits(raw: bytes) -> bool:
+    """The reader's shape limits (size, depth, BOM), cheapest first: the fast path must not
+    take a line the exact path refuses."""
+    if len(raw) > MAX_RECORD_BYTES or raw.startswith(_BOM):
+        return False
+    return raw.count(b"{") + raw.count(b"[") <= MAX_DEPTH or not too_deep(raw)
+
+
+def fields_fit(value: Any, *, sealed: bool) -> bool:
+    """Does a decoded line pass ``check_fields``? The usual record (no fingerprint, no state)
+    is checked here, anything else by ``check_fields`` itself."""
+    if type(value) is not dict:
+        return False
+    if value.keys() != (_PLAIN_LINK if sealed else _PLAIN_RECORD):
+        try:
+            check_fields(value, sealed=sealed)
+        except InputError:
+            return False
+        return True
+    index, tool = value["index"], value["tool"]
+    return (
+        type(index) is int
+        and index >= 0
+        and type(tool) is str
+        and tool != ""
+        and type(value["args"]) is dict
+        and type(value["response"]) is dict
+        and (not sealed or (type(value["prev"]) is str and type(value["digest"]) is str))
+    )
+
+
+def no_hidden_loss(raw: bytes, canonical_colons: int, *texts: bytes) -> bool:
+    """``colons_agree`` and ``integers_agree`` (see canonical's module docstring) for a line
+    whose canonical parts are ``texts``: no duplicate key and no integer beyond 64 bits was
+    lost by orjson. One-byte searches first: most lines hold no backslash and no ``+``."""
+    if raw.count(b":") != canonical_colons:
+        return False
+    if b"\\" in raw and b"\\u003" in raw and not colons_agree(raw, canonical_colons):
+        return False
+    return not any(b"+" in text for text in texts) or not long_integer(raw)
+
+
 def parse_line(raw: bytes, *, sealed: bool = False, line: int = 0) -> tuple[Record, dict[str, Any]]:
     """Parse one non-blank line (without its line ending) into a record.
 
@@ -292,13 +347,15 @@ def parse_transcript(stream: IO[bytes], path: str) -> Iterator[Record]:
         except InputError as err:
             raise _locate(err, path, number) from err
         if record.index != expected:
-            raise InputError(
-                f"index {record.index} is out of order: expected {expected}",
-                path=path,
-                line=number,
-                pointer="/index",
-            )
+            raise out_of_order(record.index, expected, path=path, line=number)
         yield record
+
+
+def out_of_order(index: int, expected: int, *, path: str, line: int) -> InputError:
+    """A record whose index does not follow the one before it (docs/spec.md §1.1)."""
+    return InputError(
+        f"index {index} is out of order: expected {expected}", path=path, line=line, pointer="/index"
+    )
 
 
 def read_links(path: str) -> Iterator[Link]:

@@ -2,12 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from hashlib import blake2b
 
+import orjson
+
+from toolreplay.canonical import canonical_dump, canonical_str, sorted_dump
+from toolreplay.errors import InputError
 from toolreplay.findings import Finding, quote
-from toolreplay.transcript import Record
+from toolreplay.transcript import (
+    Record,
+    fields_fit,
+    iter_lines,
+    no_hidden_loss,
+    open_input,
+    out_of_order,
+    parse_line,
+    shape_fits,
+)
 
 DEFAULT_MUTATORS = frozenset({"write_file", "delete_file", "create_file", "move_file", "run_command"})
 
@@ -44,6 +57,63 @@ def call_of(record: Record) -> Call:
         blake2b(record.canon_response.encode("ascii"), digest_size=16).digest(),
         record.state is not None,
     )
+
+
+def fast_call(raw: bytes, line: int) -> Call | None:
+    """The :class:`Call` of a transcript line without building its record; None where only
+    the exact reader may answer (see chain's fast path: the same proofs, for the call key's
+    and the response's canonical texts)."""
+    if not shape_fits(raw):
+        return None
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    if not fields_fit(value, sealed=False):
+        return None
+    tool, args, response, state = value["tool"], value["args"], value["response"], value.get("state")
+    try:
+        args_text = canonical_dump(sorted_dump(args), args)
+        response_text = canonical_dump(sorted_dump(response), response)
+        state_text = b"" if state is None else canonical_dump(sorted_dump(state), state)
+    except orjson.JSONEncodeError:
+        return None
+    if args_text is None or response_text is None or state_text is None:
+        return None
+    # the line's colons: one per top-level key, the tool's own and those of the three parts
+    colons = len(value) + tool.count(":") + args_text.count(b":") + response_text.count(b":")
+    if not no_hidden_loss(raw, colons + state_text.count(b":"), args_text, response_text, state_text):
+        return None
+    key = b'{"args":' + args_text + b',"tool":' + canonical_str(tool).encode("ascii") + b"}"
+    return Call(
+        value["index"],
+        line,
+        tool,
+        blake2b(key, digest_size=16).digest(),
+        blake2b(response_text, digest_size=16).digest(),
+        state is not None,
+    )
+
+
+def read_calls(path: str) -> Iterator[Call]:
+    """The calls of a transcript file ("-" for stdin) in order: ``call_of`` of each record
+    ``read_transcript`` reads, with its refusals, fast where :func:`fast_call` can answer."""
+    stream = open_input(path)
+    try:
+        for expected, (number, raw) in enumerate(iter_lines(stream, path)):
+            call = fast_call(raw, number)
+            if call is None:
+                try:
+                    record, _ = parse_line(raw, line=number)
+                except InputError as err:
+                    raise InputError(err.problem, path=path, line=number, pointer=err.pointer) from err
+                call = call_of(record)
+            if call.index != expected:
+                raise out_of_order(call.index, expected, path=path, line=number)
+            yield call
+    finally:
+        if path != "-":
+            stream.close()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -11,14 +11,14 @@ import click
 
 from toolreplay import parallel
 from toolreplay.analyses import integrity
-from toolreplay.analyses.replay import call_of, replay_calls
+from toolreplay.analyses.replay import read_calls, replay_calls
 from toolreplay.chain import ChainState, seal_lines, verify_stream
 from toolreplay.cli.base import atomic_output, cli, emit, force_option, format_option
 from toolreplay.cli.defaults import announce, config_option, mutators_and_lock, read_config
 from toolreplay.config import config_path
 from toolreplay.findings import Finding, sort_findings
 from toolreplay.report import Line, Report, replay_header
-from toolreplay.transcript import open_input, read_transcript
+from toolreplay.transcript import open_input
 
 
 @cli.command(name="seal")
@@ -268,7 +268,7 @@ def replay_cmd(
         with contextlib.suppress(parallel.Fallback):
             result = judge(parallel.file_calls(transcript))
     if result is None:
-        result = judge(map(call_of, read_transcript(transcript)))
+        result = judge(read_calls(transcript))
     findings = sort_findings(result.findings)
     report = Report(
         command="replay",
