@@ -224,9 +224,10 @@ def _ordered(path: str, func: Callable[[str, int, int], T]) -> Iterator[T]:
             yield window.popleft().result()
 
 
-def seal_lines(path: str) -> Iterator[str]:
-    """Sealed lines of a transcript file, computed on every core. Raises Fallback on any doubt."""
-    prev = GENESIS
+def seal_blocks(path: str) -> Iterator[str]:
+    """The sealed lines of a transcript file, computed on every core, a range's lines at a
+    time (each line ending in a newline). Raises Fallback on any doubt."""
+    prev = GENESIS.encode("ascii")
     expected = 0
     sha256 = hashlib.sha256
     for result in _ordered(path, seal_range):
@@ -236,17 +237,18 @@ def seal_lines(path: str) -> Iterator[str]:
         if count and first != expected:
             raise Fallback
         expected += count
-        text = blob.decode("ascii")
+        pieces: list[bytes] = []
         at = 0
-        for k in range(0, 3 * count, 3):
+        for k in range(0, 3 * count, 3):  # bytes throughout: one decode per block, not per line
             head_end = at + lengths[k]
             middle_end = head_end + lengths[k + 1]
             end = middle_end + lengths[k + 2]
-            head, middle, tail = text[at:head_end], text[head_end:middle_end], text[middle_end:end]
-            digest = sha256((head + middle + prev + tail).encode("ascii")).hexdigest()
-            yield head + ',"digest":"' + digest + '"' + middle + prev + tail
+            head, middle, tail = blob[at:head_end], blob[head_end:middle_end], blob[middle_end:end]
+            digest = sha256(b"".join((head, middle, prev, tail))).hexdigest().encode("ascii")
+            pieces += (head, b',"digest":"', digest, b'"', middle, prev, tail, b"\n")
             prev = digest
             at = end
+        yield b"".join(pieces).decode("ascii")
 
 
 def file_calls(path: str) -> Iterator[Call]:

@@ -47,8 +47,8 @@ def test_same_bytes_and_verdicts(tmp_path: Path, runner: CliRunner, monkeypatch:
     monkeypatch.setattr(parallel, "CHUNK_BYTES", 4096)
     monkeypatch.setattr(parallel, "workers", lambda: 2)
     taken: list[str] = []
-    real_seal, real_verify = parallel.seal_lines, parallel.verify_head
-    monkeypatch.setattr(parallel, "seal_lines", lambda p: (taken.append("seal"), real_seal(p))[1])
+    real_seal, real_verify = parallel.seal_blocks, parallel.verify_head
+    monkeypatch.setattr(parallel, "seal_blocks", lambda p: (taken.append("seal"), real_seal(p))[1])
     monkeypatch.setattr(parallel, "verify_head", lambda p: (taken.append("verify"), real_verify(p))[1])
     assert run(runner, "seal", str(source)) == sequential
     assert run(runner, "verify", str(sealed)) == sequential_verify

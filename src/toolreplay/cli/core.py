@@ -31,8 +31,8 @@ def seal_cmd(ctx: click.Context, transcript: str, output: str | None, force: boo
     with atomic_output(output, replace=force) as out:
         if transcript != "-" and parallel.worth_it(transcript):
             try:
-                for line in parallel.seal_lines(transcript):
-                    out.write(line + "\n")
+                for block in parallel.seal_blocks(transcript):
+                    out.write(block)
                 return
             except parallel.Fallback:
                 out.seek(0)
