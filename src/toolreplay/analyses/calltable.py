@@ -105,11 +105,11 @@ class Store:
 class Column:
     """Fixed-size items appended in order and read back by position range."""
 
-    def __init__(self, store: Store, size: int, chunk: int = CHUNK) -> None:
+    def __init__(self, store: Store, size: int, chunk: int | None = None) -> None:
         self._store = store
         self.size = size
-        self._chunk = chunk
-        self._chunk_bytes = size * chunk
+        self._chunk = CHUNK if chunk is None else chunk
+        self._chunk_bytes = size * self._chunk
         #: where each written chunk starts in the store's file
         self._written: list[int] = []
         self._tail = bytearray()
