@@ -701,7 +701,7 @@ def _observations(
     sources: Sequence[CallTable], behaviour: Mapping[str, ToolBehaviour], mutators: frozenset[str]
 ) -> Iterator[tuple[bytes, bytes, int, int, int]]:
     """Every call whose responses are compared, in order: baseline first, then each run."""
-    names = sources[0].store.names if sources else []
+    names = sources[0].store.names
     compared = [behaviour.get(t) is None or behaviour[t].deterministic for t in names]
     changes = [_is_mutator(t, behaviour, mutators) for t in names]
     for source, table in enumerate(sources):
@@ -709,11 +709,6 @@ def _observations(
         keys = table.keys.scan()
         for position, (key, row) in enumerate(zip(keys, table.rows.scan(), strict=True)):
             response, _, _, flags, tool, _, _ = ROW.unpack(row)
-            if tool >= len(compared):  # a tool first seen by a later table of the store
-                compared += [
-                    behaviour.get(t) is None or behaviour[t].deterministic for t in names[len(compared) :]
-                ]
-                changes += [_is_mutator(t, behaviour, mutators) for t in names[len(changes) :]]
             if compared[tool]:
                 group = hashlib.blake2b(key + history, digest_size=DIGEST_SIZE).digest()
                 yield group, response, source, position, tool
@@ -743,11 +738,12 @@ def _observe(
     groups = OBSERVE_GROUPS if groups is None else groups
     tables = [table for _, table in sources]
     total = sum(len(table) for table in tables)
-    names = tables[0].store.names if tables else []
+    names = tables[0].store.names
     silent: set[str] = set()
     agreed: set[str] = set()
-    #: per run source: how many silent drifts, and the first (position, tool, first source, first position)
-    found: dict[int, list[int]] = {}
+    # per run source: how many silent drifts, and the first one as
+    # (position, tool number, source and position of the call it disagrees with)
+    found: dict[int, int] = {}
     first: dict[int, tuple[int, int, int, int]] = {}
 
     def group(observations: Iterable[tuple[bytes, bytes, int, int, int]]) -> None:
@@ -766,7 +762,7 @@ def _observe(
                 seen[key] = (baseline, (source, position, response))
             elif run[2] != response:
                 silent.add(names[tool])
-                found.setdefault(source, [0])[0] += 1
+                found[source] = found.get(source, 0) + 1
                 if source not in first or position < first[source][0]:
                     first[source] = (position, tool, run[0], run[1])
 
@@ -800,7 +796,7 @@ def _observe(
                 f"{SILENT_HINT}"
             ),
         )
-        out.count("silent-drift", found[source][0] - 1)
+        out.count("silent-drift", found[source] - 1)
     return silent, agreed
 
 
