@@ -204,8 +204,7 @@ class CallTable:
             offset,
         )
         self.rows.append(row)
-        if tool not in self.tools:
-            self.tools.add(tool)
+        self.tools.add(tool)
         if record.fingerprint is not None and tool not in self.recorded:
             self.recorded[tool] = self.light(position, row)
 
@@ -263,9 +262,8 @@ def _reader(path: str, spool: IO[bytes] | None, sealed: bool) -> Loader:
         finally:
             if spool is None:
                 stream.close()
-        raw = raw.rstrip(b"\n")
-        if raw.endswith(b"\r"):
-            raw = raw[:-1]
+        if raw.endswith(b"\n"):  # the line as iter_lines gave it
+            raw = raw[:-2] if raw.endswith(b"\r\n") else raw[:-1]
         # the line parsed once already: reading it again cannot fail unless the file changed
         return parse_line(raw, sealed=sealed, line=line)[0]
 
