@@ -13,6 +13,11 @@ runs: same tool, same arguments and the same mutating calls before it in its own
 transcript (so a read after a write is not compared with a read before it). A mutating
 call is a declared mutator (``mutators``, or the lock's ``mutates``) or any call that
 recorded its post-call ``state``.
+
+Calls are compared as digests of their canonical texts (:mod:`toolreplay.analyses.calltable`),
+and the values of a call are read again only for the message of a finding, so memory does
+not grow with the size of the baseline or the runs; an alignment middle past
+:data:`ALIGN_WINDOW` calls goes a window at a time, and the verdicts' groups through buckets.
 """
 
 from __future__ import annotations
