@@ -13,18 +13,25 @@ runs: same tool, same arguments and the same mutating calls before it in its own
 transcript (so a read after a write is not compared with a read before it). A mutating
 call is a declared mutator (``mutators``, or the lock's ``mutates``) or any call that
 recorded its post-call ``state``.
+
+Calls are compared as digests of their canonical texts (:mod:`toolreplay.analyses.calltable`),
+and the values of a call are read again only for the message of a finding, so memory does
+not grow with the size of the baseline or the runs; an alignment middle past
+:data:`ALIGN_WINDOW` calls goes a window at a time, and the verdicts' groups through buckets.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+import struct
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from difflib import SequenceMatcher
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
+from toolreplay.analyses.calltable import DIGEST_SIZE, HAS_STATE, ROW, CallTable, Column, Store, table_of
 from toolreplay.analyses.replay import DEFAULT_MUTATORS
 from toolreplay.canonical import canonical
 from toolreplay.findings import Change, Finding, quote
@@ -56,6 +63,11 @@ _VALUE_LIMIT = 60
 _STATE_LIMIT = 160
 #: Largest middle (baseline calls x run calls) aligned without difflib's autojunk heuristic.
 MAX_EXACT_ALIGN = 4_000_000
+#: Largest middle (calls on either side) difflib aligns in one piece; a longer one goes a window
+#: at a time, so the alignment's memory is the same whatever the size of the transcripts.
+ALIGN_WINDOW = 50_000
+#: Identical-call groups held at once by the determinism verdicts (about 250 bytes each).
+OBSERVE_GROUPS = 80_000
 _SECONDS_PER_DAY = 86400
 #: what the freshness check says of a baseline no commit has yet
 NOT_COMMITTED = "not committed yet"
@@ -229,6 +241,14 @@ class _Collector:
         self.counts: dict[str, int] = {}
         self.first: dict[str, Finding] = {}
 
+    def wants(self, kind: str) -> bool:
+        """Would a difference of ``kind`` be a finding? If not, :meth:`count` it: its message
+        (which may need a call's values read again) is never shown."""
+        return kind not in self.first
+
+    def count(self, kind: str, n: int = 1) -> None:
+        self.counts[kind] = self.counts.get(kind, 0) + n
+
     def add(
         self,
         kind: str,
@@ -254,21 +274,51 @@ class _Collector:
             )
 
 
+class _Calls(Protocol):
+    """A transcript's calls by position: ``light`` has a call's tool, index, line and
+    fingerprint (and what tells two responses or states apart), ``full`` its values too."""
+
+    def __len__(self) -> int: ...
+
+    def light(self, position: int) -> Record: ...
+
+    def full(self, position: int) -> Record: ...
+
+
+class _Listed:
+    """Records in memory as :class:`_Calls`."""
+
+    def __init__(self, records: Sequence[Record]) -> None:
+        self._records = records
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def light(self, position: int) -> Record:
+        return self._records[position]
+
+    full = light
+
+
 def _agent_drift(
     out: _Collector,
     tag: str,
-    base: Sequence[Record],
-    run: Sequence[Record],
+    base: _Calls,
+    run: _Calls,
     i1: int,
     i2: int,
     j1: int,
     j2: int,
 ) -> None:
+    if not out.wants("agent-drift"):
+        out.count("agent-drift")
+        return
     if tag == "replace":
-        b, r = base[i1], run[j1]
+        b, r = base.light(i1), run.light(j1)
         change = None
         if b.tool == r.tool:
-            difference = first_difference(json.loads(b.canon_args), json.loads(r.canon_args))
+            old, new = base.full(i1).canon_args, run.full(j1).canon_args
+            difference = first_difference(json.loads(old), json.loads(new))
             where, change = _where(difference), _change(difference)
             message = (
                 f"tool {quote(r.tool)} was called with other arguments than at baseline index {i1}{where}"
@@ -279,10 +329,10 @@ def _agent_drift(
             )
         out.add("agent-drift", index=j1, tool=r.tool, related=i1, line=r.line, message=message, change=change)
     elif tag == "insert":
-        r = run[j1]
+        r = run.light(j1)
         if i1 < len(base):
-            place = f"where the baseline goes on with tool {quote(base[i1].tool)} at index {i1}"
-        elif base:
+            place = f"where the baseline goes on with tool {quote(base.light(i1).tool)} at index {i1}"
+        elif len(base):
             place = f"after the baseline's last call (index {len(base) - 1})"
         else:
             place = "and the baseline has no calls"
@@ -290,14 +340,14 @@ def _agent_drift(
         related = i1 if i1 < len(base) else None
         out.add("agent-drift", index=j1, tool=r.tool, related=related, line=r.line, message=message)
     else:  # delete: baseline calls the run did not make
-        b = base[i1]
+        b = base.light(i1)
         more = f" (and {i2 - i1 - 1} more after it)" if i2 - i1 > 1 else ""
         if j1 < len(run):
             then = f"; it went on with the call at baseline index {i2}"
         else:
             then = f"; the run stopped at index {len(run)}"
         message = f"the run did not make the call to tool {quote(b.tool)} at baseline index {i1}{more}{then}"
-        line = run[j1].line if j1 < len(run) else None
+        line = run.light(j1).line if j1 < len(run) else None
         out.add("agent-drift", index=j1, tool=b.tool, related=i1, line=line, message=message)
 
 
@@ -359,7 +409,10 @@ def _compare_pair(
     mutators: frozenset[str],
     explain: Mapping[str, str] | None = None,
     lock_checks_runs: bool = True,
+    full: Callable[[], tuple[Record, Record]] | None = None,
 ) -> None:
+    """Compare an aligned pair. ``b`` and ``r`` may be light records (digests for texts):
+    ``full`` then gives both with their values, asked only for a message that quotes them."""
     explain = explain or {}
     tool, declared = r.tool, behaviour.get(r.tool)
 
@@ -372,22 +425,32 @@ def _compare_pair(
     # a tool the lock declares non-deterministic: its responses are not compared, its effects are
     nondeterministic = declared is not None and not declared.deterministic
     if r.canon_response != b.canon_response and not nondeterministic:
-        difference = first_difference(json.loads(b.canon_response), json.loads(r.canon_response))
-        where = _where(difference)
-        add(
-            "behavior-drift",
-            f"tool {quote(tool)} returned a different response than at baseline index {b.index}{where}",
-            _change(difference),
-        )
+        if not out.wants("behavior-drift"):
+            out.count("behavior-drift")
+        else:
+            fb, fr = full() if full is not None else (b, r)
+            difference = first_difference(json.loads(fb.canon_response), json.loads(fr.canon_response))
+            where = _where(difference)
+            add(
+                "behavior-drift",
+                f"tool {quote(tool)} returned a different response than at baseline index {b.index}{where}",
+                _change(difference),
+            )
     elif b.canon_state is not None and r.canon_state is not None and b.canon_state != r.canon_state:
-        difference = first_difference(b.state, r.state)
-        where = _where(difference, _STATE_LIMIT)
-        same = "returned the same response as" if r.canon_response == b.canon_response else "was called as"
-        add(
-            "effect-drift",
-            f"tool {quote(tool)} {same} at baseline index {b.index} but left a different state{where}",
-            _change(difference, _STATE_LIMIT),
-        )
+        if not out.wants("effect-drift"):
+            out.count("effect-drift")
+        else:
+            fb, fr = full() if full is not None else (b, r)
+            difference = first_difference(fb.state, fr.state)
+            where = _where(difference, _STATE_LIMIT)
+            same = (
+                "returned the same response as" if r.canon_response == b.canon_response else "was called as"
+            )
+            add(
+                "effect-drift",
+                f"tool {quote(tool)} {same} at baseline index {b.index} but left a different state{where}",
+                _change(difference, _STATE_LIMIT),
+            )
     # A baseline that recorded a call's post-state says its effect matters, whatever the
     # mutators list or a declaration says: a run that drops it (a re-execution without a
     # state function) is unaudited, not a pass.
@@ -409,9 +472,8 @@ def _compare_pair(
 
 def _diff_run(
     path: str,
-    base: Sequence[Record],
-    run: Sequence[Record],
-    base_keys: list[str],
+    base: CallTable,
+    run: CallTable,
     behaviour: Mapping[str, ToolBehaviour],
     mutators: frozenset[str],
     explain: Mapping[str, str] | None = None,
@@ -422,20 +484,20 @@ def _diff_run(
     explain = explain or {}
     # a call the run makes differently (a new required argument, say) is not aligned, but its
     # contract is still compared: with the baseline's calls of that tool, or with the lock
-    recorded: dict[str, Record] = {}
-    for b in base:
-        if b.fingerprint and b.tool not in recorded:
-            recorded[b.tool] = b
-    for tag, i1, i2, j1, j2 in align(base_keys, [r.call_key for r in run]):
+    recorded = base.recorded
+    for tag, i1, i2, j1, j2 in align_tables(base, run):
         if tag == "equal":
             aligned += i2 - i1
-            for offset in range(i2 - i1):
-                _compare_pair(
-                    out, base[i1 + offset], run[j1 + offset], behaviour, mutators, explain, lock_checks_runs
-                )
+            pairs = zip(base.lights(i1, i2), run.lights(j1, j2), strict=True)
+            for offset, (b, r) in enumerate(pairs):
+
+                def full(i: int = i1 + offset, j: int = j1 + offset) -> tuple[Record, Record]:
+                    return base.full(i), run.full(j)
+
+                _compare_pair(out, b, r, behaviour, mutators, explain, lock_checks_runs, full)
             continue
         _agent_drift(out, tag, base, run, i1, i2, j1, j2)
-        for r in run[j1:j2]:
+        for r in run.lights(j1, j2):
             drift = _fingerprint_drift(
                 recorded.get(r.tool), r, behaviour.get(r.tool), explain, lock_checks_runs
             )
@@ -456,10 +518,11 @@ def call_drift(recorded: Sequence[Record], run: Sequence[Record], *, path: str =
     """
     position = len(run) - 1
     out = _Collector(path)
+    old, new = _Listed(recorded), _Listed(run)
     if position >= len(recorded):
-        _agent_drift(out, "insert", recorded, run, len(recorded), len(recorded), position, position + 1)
+        _agent_drift(out, "insert", old, new, len(recorded), len(recorded), position, position + 1)
     elif recorded[position].call_key != run[position].call_key:
-        _agent_drift(out, "replace", recorded, run, position, position + 1, position, position + 1)
+        _agent_drift(out, "replace", old, new, position, position + 1, position, position + 1)
     return out.first.get("agent-drift")
 
 
@@ -468,7 +531,7 @@ def stop_drift(recorded: Sequence[Record], run: Sequence[Record], *, path: str =
     if len(run) >= len(recorded):
         return None
     out = _Collector(path)
-    _agent_drift(out, "delete", recorded, run, len(run), len(recorded), len(run), len(run))
+    _agent_drift(out, "delete", _Listed(recorded), _Listed(run), len(run), len(recorded), len(run), len(run))
     return out.first["agent-drift"]
 
 
@@ -508,78 +571,237 @@ def align(old: Sequence[str], new: Sequence[str]) -> list[Opcode]:
     tail = 0
     while tail < min(n, m) - head and old[n - 1 - tail] == new[m - 1 - tail]:
         tail += 1
-    mid_old, mid_new = old[head : n - tail], new[head : m - tail]
     ops: list[Opcode] = [("equal", 0, head, 0, head)] if head else []
-    exact = len(mid_old) * len(mid_new) <= MAX_EXACT_ALIGN
-    matcher = SequenceMatcher(None, mid_old, mid_new, autojunk=not exact)
-    ops += [(t, i1 + head, i2 + head, j1 + head, j2 + head) for t, i1, i2, j1, j2 in matcher.get_opcodes()]
+    ops += _match(old[head : n - tail], new[head : m - tail], head, head)
     if tail:
         ops.append(("equal", n - tail, n, m - tail, m))
     return ops
 
 
-@dataclass(slots=True, kw_only=True)
-class _Seen:
-    """The first observations of one identical call (same call, same mutations before it)."""
+def _match(old: Sequence[Any], new: Sequence[Any], i0: int, j0: int) -> list[Opcode]:
+    """difflib's opcodes for two middles, shifted to where they start."""
+    exact = len(old) * len(new) <= MAX_EXACT_ALIGN
+    matcher = SequenceMatcher(None, old, new, autojunk=not exact)
+    return [(t, i1 + i0, i2 + i0, j1 + j0, j2 + j0) for t, i1, i2, j1, j2 in matcher.get_opcodes()]
 
-    baseline: str | None = None
-    run: tuple[int, int, str] | None = None  # (source, index, canonical response)
+
+#: calls compared at once when a head or tail of identical calls is looked for
+_SCAN = 4096
+
+
+def _common_head(old: Column, new: Column) -> int:
+    limit = min(old.count, new.count)
+    head = 0
+    while head < limit:
+        stop = min(limit, head + _SCAN)
+        a, b = old.read(head, stop), new.read(head, stop)
+        if a != b:
+            size = old.size
+            return head + next(
+                k for k in range(stop - head) if a[k * size : (k + 1) * size] != b[k * size : (k + 1) * size]
+            )
+        head = stop
+    return head
+
+
+def _common_tail(old: Column, new: Column, head: int) -> int:
+    n, m = old.count, new.count
+    limit = min(n, m) - head
+    tail = 0
+    while tail < limit:
+        step = min(limit - tail, _SCAN)
+        a, b = old.read(n - tail - step, n - tail), new.read(m - tail - step, m - tail)
+        if a != b:
+            size = old.size
+            return tail + next(
+                k
+                for k in range(step)
+                if a[(step - 1 - k) * size : (step - k) * size]
+                != b[(step - 1 - k) * size : (step - k) * size]
+            )
+        tail += step
+    return tail
+
+
+def align_tables(old: CallTable, new: CallTable, window: int | None = None) -> Iterator[Opcode]:
+    """:func:`align` over two tables' call-key digests, opcode by opcode.
+
+    Digests stand for the call keys one for one, and difflib looks at nothing but which
+    elements are equal, so while the middle between the common head and tail is at most
+    ``window`` calls on each side the opcodes are :func:`align`'s. A longer middle is
+    aligned a window at a time (see :func:`_windows`), so that what difflib holds
+    (about 300 bytes a call of the window) stays the same whatever the transcripts' size.
+    """
+    window = ALIGN_WINDOW if window is None else window
+    n, m = len(old), len(new)
+    head = _common_head(old.keys, new.keys)
+    tail = _common_tail(old.keys, new.keys, head)
+    if head:
+        yield ("equal", 0, head, 0, head)
+    if n - tail - head <= window and m - tail - head <= window:
+        yield from _match(old.keys.items(head, n - tail), new.keys.items(head, m - tail), head, head)
+    else:
+        yield from _merged(_windows(old.keys, new.keys, head, n - tail, m - tail, window))
+    if tail:
+        yield ("equal", n - tail, n, m - tail, m)
+
+
+def _windows(old: Column, new: Column, head: int, n: int, m: int, window: int) -> Iterator[Opcode]:
+    """Align ``old[head:n]`` with ``new[head:m]`` a window of calls on each side at a time.
+
+    Each window's opcodes are kept up to its last block of equal calls, and the next window
+    starts after that block: what difflib left unmatched at a window's end may match in the
+    next. A window with no equal call at all is passed over whole (on the side that goes on
+    past it, if only one does). Where the right alignment fits in a window, this finds it.
+    """
+    i = j = head
+    while True:
+        a_stop, b_stop = min(n, i + window), min(m, j + window)
+        ops = _match(old.items(i, a_stop), new.items(j, b_stop), i, j)
+        if a_stop == n and b_stop == m:
+            yield from ops
+            return
+        last = max((k for k, op in enumerate(ops) if op[0] == "equal"), default=None)
+        if last is not None:
+            yield from ops[: last + 1]
+            i, j = ops[last][2], ops[last][4]
+        elif a_stop == n:  # the rest of old may still match further in new
+            yield ("insert", i, i, j, b_stop)
+            j = b_stop
+        elif b_stop == m:
+            yield ("delete", i, a_stop, j, j)
+            i = a_stop
+        else:
+            yield ("replace", i, a_stop, j, b_stop)
+            i, j = a_stop, b_stop
+
+
+def _merged(ops: Iterator[Opcode]) -> Iterator[Opcode]:
+    """Opcodes as difflib gives them: no two equal blocks and no two differences in a row."""
+    pending: Opcode | None = None
+    for op in ops:
+        if pending is not None and (pending[0] == "equal") == (op[0] == "equal"):
+            _, i1, _, j1, _ = pending
+            _, _, i2, _, j2 = op
+            tag = (
+                "equal"
+                if op[0] == "equal"
+                else ("replace" if i1 < i2 and j1 < j2 else ("delete" if i1 < i2 else "insert"))
+            )
+            pending = (tag, i1, i2, j1, j2)
+            continue
+        if pending is not None:
+            yield pending
+        pending = op
+    if pending is not None:
+        yield pending
+
+
+#: one observation of a deterministic call: its group (the call and the state-changing calls
+#: before it, as one digest), response digest, source, position and tool number
+_OBSERVATION = struct.Struct("<16s16sIQI")
+
+
+def _observations(
+    sources: Sequence[CallTable], behaviour: Mapping[str, ToolBehaviour], mutators: frozenset[str]
+) -> Iterator[tuple[bytes, bytes, int, int, int]]:
+    """Every call whose responses are compared, in order: baseline first, then each run."""
+    names = sources[0].store.names
+    compared = [behaviour.get(t) is None or behaviour[t].deterministic for t in names]
+    changes = [_is_mutator(t, behaviour, mutators) for t in names]
+    for source, table in enumerate(sources):
+        history = b""
+        keys = table.keys.scan()
+        for position, (key, row) in enumerate(zip(keys, table.rows.scan(), strict=True)):
+            response, _, _, flags, tool, _, _ = ROW.unpack(row)
+            if compared[tool]:
+                group = hashlib.blake2b(key + history, digest_size=DIGEST_SIZE).digest()
+                yield group, response, source, position, tool
+            if changes[tool] or flags & HAS_STATE:
+                history = hashlib.blake2b(history + key, digest_size=DIGEST_SIZE).digest()
 
 
 def _observe(
-    sources: Sequence[tuple[str, Sequence[Record]]],
+    sources: Sequence[tuple[str, CallTable]],
     behaviour: Mapping[str, ToolBehaviour],
     mutators: frozenset[str],
     collectors: Sequence[_Collector],
+    groups: int | None = None,
 ) -> tuple[set[str], set[str]]:
     """Group identical calls; return (tools that disagreed anywhere, tools that agreed with the baseline).
 
     Source 0 is the baseline. A disagreement between two run observations becomes a
     ``silent-drift`` finding at the later one (a disagreement with the baseline is
     behaviour drift's business).
+
+    Identical calls are grouped by a digest of the call and the state-changing calls before
+    it. With more observations than ``groups`` they are first dealt, by that digest, into
+    as many buckets as it takes for each to hold about ``groups``, and the buckets are
+    grouped one after the other: a group lies whole in one bucket, and each bucket keeps
+    the order of the calls, so the verdicts and findings are the ones of one pass.
     """
-    seen: dict[tuple[str, str], _Seen] = {}
+    groups = OBSERVE_GROUPS if groups is None else groups
+    tables = [table for _, table in sources]
+    total = sum(len(table) for table in tables)
+    names = tables[0].store.names
     silent: set[str] = set()
     agreed: set[str] = set()
-    for source, (_, records) in enumerate(sources):
-        history = ""
-        for record in records:
-            tool = record.tool
-            declared = behaviour.get(tool)
-            if declared is None or declared.deterministic:
-                group = seen.setdefault((record.call_key, history), _Seen())
-                response = record.canon_response
-                if source == 0:
-                    if group.baseline is None:
-                        group.baseline = response
-                    elif group.baseline != response:
-                        silent.add(tool)
-                else:
-                    if group.baseline is not None:
-                        if group.baseline == response:
-                            agreed.add(tool)
-                        else:
-                            silent.add(tool)
-                    if group.run is None:
-                        group.run = (source, record.index, response)
-                    elif group.run[2] != response:
-                        first_source, first_index, _ = group.run
-                        silent.add(tool)
-                        where = "" if first_source == source else f" of {quote(sources[first_source][0])}"
-                        collectors[source - 1].add(
-                            "silent-drift",
-                            index=record.index,
-                            tool=tool,
-                            related=first_index if first_source == source else None,
-                            line=record.line,
-                            message=(
-                                f"tool {quote(tool)} returned a different response than the identical call"
-                                f" at index {first_index}{where}, after the same state-changing calls"
-                                f"{SILENT_HINT}"
-                            ),
-                        )
-            if _is_mutator(tool, behaviour, mutators) or record.state is not None:
-                history = hashlib.sha256((history + record.call_key).encode("ascii")).hexdigest()
+    # per run source: how many silent drifts, and the first one as
+    # (position, tool number, source and position of the call it disagrees with)
+    found: dict[int, int] = {}
+    first: dict[int, tuple[int, int, int, int]] = {}
+
+    def group(observations: Iterable[tuple[bytes, bytes, int, int, int]]) -> None:
+        seen: dict[bytes, tuple[bytes | None, tuple[int, int, bytes] | None]] = {}
+        for key, response, source, position, tool in observations:
+            baseline, run = seen.get(key, (None, None))
+            if source == 0:
+                if baseline is None:
+                    seen[key] = (response, run)
+                elif baseline != response:
+                    silent.add(names[tool])
+                continue
+            if baseline is not None:
+                (agreed if baseline == response else silent).add(names[tool])
+            if run is None:
+                seen[key] = (baseline, (source, position, response))
+            elif run[2] != response:
+                silent.add(names[tool])
+                found[source] = found.get(source, 0) + 1
+                if source not in first or position < first[source][0]:
+                    first[source] = (position, tool, run[0], run[1])
+
+    buckets = -(-total // groups) if total > groups else 1
+    if buckets == 1:
+        group(_observations(tables, behaviour, mutators))
+    else:
+        store = tables[0].store
+        columns = [Column(store, _OBSERVATION.size, chunk=512) for _ in range(buckets)]
+        for observation in _observations(tables, behaviour, mutators):
+            columns[int.from_bytes(observation[0][:8], "little") % buckets].append(
+                _OBSERVATION.pack(*observation)
+            )
+        for column in columns:
+            column.finish()
+            group(_OBSERVATION.unpack(item) for item in column.scan())
+    for source, (position, tool, first_source, first_position) in sorted(first.items()):
+        table = tables[source]
+        first_index = tables[first_source].index(first_position)
+        where = "" if first_source == source else f" of {quote(sources[first_source][0])}"
+        out = collectors[source - 1]
+        out.add(
+            "silent-drift",
+            index=table.index(position),
+            tool=names[tool],
+            related=first_index if first_source == source else None,
+            line=table.light(position).line,
+            message=(
+                f"tool {quote(names[tool])} returned a different response than the identical call"
+                f" at index {first_index}{where}, after the same state-changing calls"
+                f"{SILENT_HINT}"
+            ),
+        )
+        out.count("silent-drift", found[source] - 1)
     return silent, agreed
 
 
@@ -603,18 +825,36 @@ def diff_baseline(
     lock is left to that run's own check against the lock (``check`` runs it), so the same
     call is not reported twice.
     """
+    with Store() as store:
+        return diff_tables(
+            table_of(store, baseline),
+            [(path, table_of(store, records)) for path, records in runs],
+            behaviour=behaviour,
+            mutators=mutators,
+            explain=explain,
+            lock_checks_runs=lock_checks_runs,
+        )
+
+
+def diff_tables(
+    baseline: CallTable,
+    runs: Sequence[tuple[str, CallTable]],
+    *,
+    behaviour: Mapping[str, ToolBehaviour] | None = None,
+    mutators: frozenset[str] = DEFAULT_MUTATORS,
+    explain: Mapping[str, str] | None = None,
+    lock_checks_runs: bool = True,
+) -> DiffResult:
+    """:func:`diff_baseline` over call tables (of one :class:`Store`), for transcripts of any size."""
     behaviour = behaviour or {}
-    base_keys = [record.call_key for record in baseline]
     collectors = []
     aligned_counts = []
-    for path, records in runs:
-        collector, aligned = _diff_run(
-            path, baseline, records, base_keys, behaviour, mutators, explain, lock_checks_runs
-        )
+    for path, table in runs:
+        collector, aligned = _diff_run(path, baseline, table, behaviour, mutators, explain, lock_checks_runs)
         collectors.append(collector)
         aligned_counts.append(aligned)
     silent, agreed = _observe([("", baseline), *runs], behaviour, mutators, collectors)
-    called = sorted({record.tool for _, records in runs for record in records})
+    called = sorted({tool for _, table in runs for tool in table.tools})
     verdicts: dict[str, str] = {}
     for tool in called:
         declared = behaviour.get(tool)
@@ -627,17 +867,17 @@ def diff_baseline(
         else:
             verdicts[tool] = "baseline-unavailable"
     results = []
-    for (path, records), collector, aligned in zip(runs, collectors, aligned_counts, strict=True):
+    for (path, table), collector, aligned in zip(runs, collectors, aligned_counts, strict=True):
         results.append(
             RunDiff(
                 path=path,
-                calls=len(records),
+                calls=len(table),
                 aligned=aligned,
                 counts=tuple(
                     (kind, collector.counts[kind]) for kind in DRIFT_KINDS if kind in collector.counts
                 ),
                 findings=tuple(collector.first[kind] for kind in DRIFT_KINDS if kind in collector.first),
-                tools=tuple(sorted({record.tool for record in records})),
+                tools=tuple(sorted(table.tools)),
             )
         )
     return DiffResult(baseline_calls=len(baseline), runs=tuple(results), verdicts=verdicts)

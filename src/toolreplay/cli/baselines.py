@@ -20,8 +20,10 @@ from toolreplay.analyses.baseline import (
     ToolBehaviour,
     check_freshness,
     diff_baseline,
+    diff_tables,
     lock_behaviour,
 )
+from toolreplay.analyses.calltable import CallTable, Store, open_twice, read_table
 from toolreplay.analyses.replay import DEFAULT_MUTATORS
 from toolreplay.chain import ChainState, verify, verify_stream
 from toolreplay.cli.base import (
@@ -49,20 +51,26 @@ NOTE_KINDS = {
 }
 
 
+def _is_sealed(path: str) -> bool:
+    return os.path.basename(path).endswith(".sealed.jsonl")
+
+
 def _read_run(path: str) -> list[Record]:
     # slim records: the diff compares canonical texts, so the parsed values need not stay
-    if os.path.basename(path).endswith(".sealed.jsonl"):
+    if _is_sealed(path):
         return [slim(link.record) for link in read_links(path)]
     return [slim(record) for record in read_transcript(path)]
 
 
-def _read_baseline(path: str) -> tuple[list[Record], ChainState]:
-    stream = open_input(path)
+def _baseline_table(store: Store, path: str) -> tuple[CallTable, ChainState]:
+    """The baseline's chain state, and its calls as a table (read after the chain is checked;
+    stdin or a pipe is copied as it is checked, and the copy read)."""
+    stream, again = open_twice(store, path)
     try:
         state = verify_stream(stream, path)
     finally:
         stream.close()
-    return [slim(link.record) for link in read_links(path)], state
+    return read_table(store, path, sealed=True, again=again), state
 
 
 def _freshness_line(freshness: Freshness | None) -> Line:
@@ -210,23 +218,21 @@ def diff_cmd(
     """
     tools, chosen, max_age_days, explain = _configured_with_source(config_file, tools, mutators, max_age_days)
     behaviour = _behaviour(tools)
-    records, state = _read_baseline(baseline)
-    if state.broken:
-        ctx.exit(emit([_broken_report(baseline, state)], fmt))
-    freshness = None
-    if max_age_days is not None:
-        from toolreplay.gitinfo import last_commit_time
+    with Store() as store:
+        # calls as digests (docs/spec.md §3.4 compares canonical texts): memory stays the same
+        # whatever the size of the baseline and the runs
+        table, state = _baseline_table(store, baseline)
+        if state.broken:
+            ctx.exit(emit([_broken_report(baseline, state)], fmt))
+        freshness = None
+        if max_age_days is not None:
+            from toolreplay.gitinfo import last_commit_time
 
-        freshness = check_freshness(
-            last_commit_time(baseline), now=int(time.time()), max_age_days=max_age_days
-        )
-    result = diff_baseline(
-        records,
-        [(path, _read_run(path)) for path in runs],
-        behaviour=behaviour,
-        mutators=chosen,
-        explain=explain,
-    )
+            freshness = check_freshness(
+                last_commit_time(baseline), now=int(time.time()), max_age_days=max_age_days
+            )
+        run_tables = [(path, read_table(store, path, sealed=_is_sealed(path))) for path in runs]
+        result = diff_tables(table, run_tables, behaviour=behaviour, mutators=chosen, explain=explain)
     # a stale baseline is a finding, told once: in the first run's block, located at the baseline
     stale = [integrity.stale_baseline(freshness, path=baseline)] if freshness and freshness.stale else []
     reports = [
