@@ -153,7 +153,9 @@ from toolreplay.canonical import canonical_decoded  # noqa: E402
 
 awkward_text = st.text(
     alphabet=st.characters(blacklist_categories=("Cs",))  # decoded strings hold no lone surrogates
-    | st.sampled_from(["\x7f", "\u2028", "\u2029", "\ufeff", "\U0001f600", "\x00", "\x1f", '"', "\\", "/"]),
+    | st.sampled_from(["\x7f", "\u2028", "\u2029", "\ufeff", "\U0001f600", "\x00", "\x1f", '"', "\\", "/"])
+    # the stand-ins canonical.ascii_text swaps quotes and backslashes for while it escapes
+    | st.sampled_from(["`", "~", "^", "|", "#", "$"]),
     max_size=12,
 )
 awkward_floats = st.floats(allow_nan=False, allow_infinity=False) | st.sampled_from(
@@ -350,3 +352,13 @@ def test_small_doubles_are_written_as_python_writes_them(value: object) -> None:
     assert is_canonical_text(raw, value)
     orjson_spelling = raw.replace(b"e-0", b"e-")
     assert orjson_spelling == raw or not is_canonical_text(orjson_spelling, value)
+
+
+@pytest.mark.parametrize("stand_ins", ["", "`", "`~", "`~^", "`~^|", "`~^|#", "`~^|#$"])
+def test_ascii_text_with_every_stand_in_taken(stand_ins: str) -> None:
+    """ascii_text swaps quotes and backslashes for a printable pair the text does not hold:
+    when the text holds one of each pair, the next pair serves, and then the slow way."""
+    from toolreplay.canonical import ascii_text, sorted_dump
+
+    value = {"q": 'a "quoted" \\ caf\u00e9 \U0001f680 \x7f' + stand_ins, stand_ins: ["\\u00e9", "\u2028"]}
+    assert ascii_text(sorted_dump(value)) == canonical(value).encode("ascii")
