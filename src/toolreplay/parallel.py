@@ -23,7 +23,6 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from typing import IO, TYPE_CHECKING, TypeVar
 
-from toolreplay.analyses.replay import Call, call_of, fast_call
 from toolreplay.canonical import MAX_RECORD_BYTES
 from toolreplay.chain import fast_link, fast_parts, link_digest, parts_of
 from toolreplay.errors import InputError
@@ -31,6 +30,8 @@ from toolreplay.transcript import GENESIS, parse_line
 
 if TYPE_CHECKING:
     from concurrent.futures import Future, ProcessPoolExecutor
+
+    from toolreplay.analyses.replay import Call
 
 
 #: files smaller than this are faster to handle in one process
@@ -176,6 +177,9 @@ def replay_range(path: str, start: int, end: int) -> tuple[int, array[int], list
     blank ones too; of each call its index, its line counted from the range's first line as 1
     and whether it records state; each call's tool; each call's key and response digests,
     back to back); None on any doubt."""
+    # imported here: replay's alone, seal and verify judge no calls
+    from toolreplay.analyses.replay import call_of, fast_call
+
     numbers: array[int] = array("q")
     tools: list[str] = []
     digests: list[bytes] = []
@@ -255,6 +259,8 @@ def file_calls(path: str) -> Iterator[Call]:
     """The calls of a transcript file in order, as ``analyses.replay.call_of`` makes them from
     its records, computed on every core. Raises Fallback on any doubt (a refused line, an
     index out of order): only the sequential reader names those."""
+    from toolreplay.analyses.replay import Call  # replay's alone: seal and verify judge no calls
+
     base = 0
     expected = 0
     for result in _ordered(path, replay_range):

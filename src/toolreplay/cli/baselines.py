@@ -8,7 +8,6 @@ import os
 import sys
 import time
 from collections.abc import Sequence
-from pathlib import Path
 
 import click
 
@@ -139,7 +138,7 @@ def _behaviour(tools: str | None) -> dict[str, ToolBehaviour]:
 
 
 def _configured(
-    config_file: Path | None, tools: str | None, mutators: tuple[str, ...], max_age_days: int | None = None
+    config_file: str | None, tools: str | None, mutators: tuple[str, ...], max_age_days: int | None = None
 ) -> tuple[str | None, frozenset[str], int | None]:
     """The lock, mutators and age limit: the flags, else the config's, else the defaults."""
     tools, chosen, max_age_days, _ = _configured_with_source(config_file, tools, mutators, max_age_days)
@@ -147,7 +146,7 @@ def _configured(
 
 
 def _configured_with_source(
-    config_file: Path | None, tools: str | None, mutators: tuple[str, ...], max_age_days: int | None = None
+    config_file: str | None, tools: str | None, mutators: tuple[str, ...], max_age_days: int | None = None
 ) -> tuple[str | None, frozenset[str], int | None, dict[str, str]]:
     """:func:`_configured`, and what changed per tool between the lock and the config's
     tools_source (empty without both)."""
@@ -204,7 +203,7 @@ def diff_cmd(
     tools: str | None,
     mutators: tuple[str, ...],
     max_age_days: int | None,
-    config_file: Path | None,
+    config_file: str | None,
     fmt: str,
 ) -> None:
     """Compare each RUN with the sealed BASELINE, call by call.
@@ -330,7 +329,7 @@ def note_cmd(
     mutators: tuple[str, ...],
     output: str | None,
     force: bool,
-    config_file: Path | None,
+    config_file: str | None,
 ) -> None:
     """Write a drift-note template accepting the change to BASELINE.
 

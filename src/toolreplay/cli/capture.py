@@ -7,7 +7,6 @@ the ``mcp`` extra; these commands then say how to install it (exit 2).
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Any
 
 import click
@@ -200,7 +199,7 @@ def probe_cmd(
     mutators: tuple[str, ...],
     lock_path: str | None,
     timeout: float,
-    config_file: Path | None,
+    config_file: str | None,
     fmt: str,
 ) -> None:
     """Ask a live MCP server again what TRANSCRIPT recorded; report drift (exit 1).

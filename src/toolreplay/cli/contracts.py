@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable
-from pathlib import Path
 
 import click
 
@@ -110,7 +109,7 @@ def fingerprint_cmd(
 @format_option
 @click.pass_context
 def fingerprint_diff_cmd(
-    ctx: click.Context, recorded: str | None, live: str | None, config_file: Path | None, fmt: str
+    ctx: click.Context, recorded: str | None, live: str | None, config_file: str | None, fmt: str
 ) -> None:
     """Classify how the tools in LIVE (a tool lock) drifted from RECORDED.
 

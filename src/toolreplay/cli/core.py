@@ -5,17 +5,14 @@ from __future__ import annotations
 import contextlib
 import functools
 import re
-from pathlib import Path
 
 import click
 
 from toolreplay import parallel
 from toolreplay.analyses import integrity
-from toolreplay.analyses.replay import read_calls, replay_calls
 from toolreplay.chain import ChainState, seal_lines, verify_stream
 from toolreplay.cli.base import atomic_output, cli, emit, force_option, format_option
 from toolreplay.cli.defaults import announce, config_option, mutators_and_lock, read_config
-from toolreplay.config import config_path
 from toolreplay.findings import Finding, sort_findings
 from toolreplay.report import Line, Report, replay_header
 from toolreplay.transcript import open_input
@@ -92,7 +89,7 @@ def verify_cmd(
     expect_count: int | None,
     key: str | None,
     signature: str | None,
-    config_file: Path | None,
+    config_file: str | None,
     fmt: str,
 ) -> None:
     """Recompute the hash chain of SEALED (default: every baseline the config names).
@@ -111,7 +108,7 @@ def verify_cmd(
         if expect_head is not None or expect_count is not None or key is not None or signature is not None:
             raise click.UsageError("anchors (--expect-head, --expect-count, --key) need one SEALED")
         from toolreplay.check import SEALED_SUFFIX
-        from toolreplay.config import expand
+        from toolreplay.config import config_path, expand
 
         announce(config, ["baselines"])
         found = expand(config, config.baselines)
@@ -232,7 +229,7 @@ def replay_cmd(
     mutators: tuple[str, ...],
     state_aware: bool | None,
     lock_path: str | None,
-    config_file: Path | None,
+    config_file: str | None,
     fmt: str,
 ) -> None:
     """Replay TRANSCRIPT against itself: non-determinism and redundant calls.
@@ -241,6 +238,9 @@ def replay_cmd(
     mutates, or any call that recorded its state) is never redundant. Non-determinism is
     reported across mutators unless --state-aware (0.6's default; check is state-aware).
     """
+    # here, not at the top: verify and seal, in the same module, judge no calls
+    from toolreplay.analyses.replay import read_calls, replay_calls
+
     config = read_config(config_file)
     used: list[str] = []
     chosen, lock_path = mutators_and_lock(config, mutators, lock_path, used)

@@ -8,27 +8,34 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from toolreplay.config import Config, nearest_config
 from toolreplay.findings import one_line
+
+if TYPE_CHECKING:
+    from toolreplay.config import Config
 
 
 def config_option(func: Callable[..., Any]) -> Callable[..., Any]:
     return click.option(
         "--config",
         "config_file",
-        type=click.Path(path_type=Path),
+        # a str, made a Path by read_config: verify SEALED and seal read no config, and
+        # pathlib (with the config loader, tomllib ...) is a start-up cost they need not pay
+        type=click.Path(),
         help="Config file to take defaults from (default: the nearest from here up; flags win).",
     )(func)
 
 
-def read_config(config_file: Path | None) -> Config | None:
+def read_config(config_file: str | None) -> Config | None:
     """The named config, or the nearest one, or None when there is none."""
-    return nearest_config(config_file)
+    from pathlib import Path
+
+    from toolreplay.config import nearest_config
+
+    return nearest_config(None if config_file is None else Path(config_file))
 
 
 def announce(config: Config | None, used: Sequence[str]) -> None:

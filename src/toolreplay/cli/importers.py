@@ -7,7 +7,6 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from hashlib import sha256
-from pathlib import Path
 
 import click
 
@@ -119,7 +118,7 @@ def import_cmd(
     state_from_response: bool,
     mutators: tuple[str, ...],
     force: bool,
-    config_file: Path | None,
+    config_file: str | None,
 ) -> None:
     """Turn traces (OpenAI, Anthropic, OpenTelemetry, SWE-agent, tau2-bench) into transcripts.
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import click
 
@@ -44,7 +43,7 @@ def scope_cmd(
     transcript: str,
     scope_file: str | None,
     pattern_budget: float | None,
-    config_file: Path | None,
+    config_file: str | None,
     fmt: str,
 ) -> None:
     """Check TRANSCRIPT against the tools and arguments SCOPE allows (default: the config's scope)."""
