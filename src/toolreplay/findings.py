@@ -1,9 +1,13 @@
-"""The Finding value, its fixed ordering, and safe quoting of untrusted text."""
+"""The Finding value, its fixed ordering, and safe quoting of untrusted text (defined in
+:mod:`toolreplay.escape`, which the hooks import without this module's dataclasses)."""
 
 from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass
+
+from toolreplay.escape import one_line as one_line
+from toolreplay.escape import quote as quote
 
 #: Kinds in the order a report lists them when several share an index.
 KIND_ORDER: tuple[str, ...] = (
@@ -99,36 +103,3 @@ def sort_findings(findings: list[Finding]) -> list[Finding]:
     So reruns print the same bytes.
     """
     return sorted(findings, key=Finding.sort_key)
-
-
-_ESCAPES = {"\\": "\\\\", "'": "\\'", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
-
-
-def quote(text: str) -> str:
-    """Single-quote untrusted text so it stays on one line and cannot end the quotes.
-
-    Backslash, quote and every non-printable character (controls, U+2028, U+2029,
-    bidi overrides, lone surrogates) become escapes.
-    """
-    out = []
-    for ch in text:
-        if ch in _ESCAPES:
-            out.append(_ESCAPES[ch])
-        elif ch.isprintable() and ch != "\x7f":
-            out.append(ch)
-        else:
-            code = ord(ch)
-            out.append(
-                f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
-            )
-    return "'" + "".join(out) + "'"
-
-
-def one_line(text: str) -> str:
-    """Make free text safe to print as one line: non-printable characters become escapes.
-
-    Backslashes are left alone, so text already built with :func:`quote` is not escaped twice.
-    """
-    if text.isprintable():
-        return text
-    return "".join(ch if ch.isprintable() else quote(ch)[1:-1] for ch in text)

@@ -31,8 +31,8 @@ from tests.action_env import (
 from tests.github_fake import Account, FakeGitHub
 from tests.runner_sim import commands, parse_v2
 from toolreplay.cli import cli
+from toolreplay.escape import starts_command
 from toolreplay.github.comment import ACTIONS_BOT, MARKER
-from toolreplay.report.escape import starts_command
 from toolreplay.report.markdown import ZWJ
 
 TOKEN = "ghs_workflowTOKEN0123456789abcdef"

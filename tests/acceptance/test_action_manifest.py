@@ -28,8 +28,8 @@ from tests.github_fake import Account, FakeGitHub
 from tests.gitrepo import git_env
 from tests.pythons import supported, too_old
 from tests.runner_sim import commands, parse_v2
+from toolreplay.escape import starts_command
 from toolreplay.github.comment import ACTIONS_BOT, MARKER
-from toolreplay.report.escape import starts_command
 
 ACTION = ROOT / "action.yml"
 SELFTEST = ROOT / ".github" / "workflows" / "selftest.yml"

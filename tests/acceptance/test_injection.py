@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 from tests.runner_sim import commands, parse_v2
 from toolreplay.cli import cli
-from toolreplay.report.escape import starts_command
+from toolreplay.escape import starts_command
 from toolreplay.report.markdown import ZWJ
 from toolreplay.transcript import make_record, record_line
 

@@ -30,7 +30,7 @@ HEAVY = (
     "toolreplay.check",
     "toolreplay.driftnote",
     "toolreplay.hooks",
-    "toolreplay.github",  # the Action's side; the text report escapes through report.escape
+    "toolreplay.github",  # the Action's side; the text report escapes through toolreplay.escape
     "toolreplay.report.markdown",  # renderers load on demand: a command prints one format
     "toolreplay.report.sarif",
     "toolreplay.capture",

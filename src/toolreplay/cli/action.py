@@ -5,8 +5,8 @@ request's own diff, and hands the result to GitHub: annotations, the job summary
 optional SARIF file, the one sticky PR comment, a JSON report and the step outputs.
 
 Every line it prints, on stdout and stderr alike, is either a workflow command built by
-:func:`~toolreplay.report.escape.workflow_command` (values escaped) or text passed
-through :func:`~toolreplay.report.escape.inert`, so nothing read from a transcript,
+:func:`~toolreplay.escape.workflow_command` (values escaped) or text passed
+through :func:`~toolreplay.escape.inert`, so nothing read from a transcript,
 a path or GitHub's answers can start a workflow command. The token is never printed.
 """
 
@@ -24,6 +24,7 @@ from toolreplay.check import run_check
 from toolreplay.cli.base import EXIT_CLEAN, EXIT_FINDINGS, EXIT_INTERNAL, EXIT_USAGE, atomic_output, cli
 from toolreplay.config import Config, load_config, unmatched_globs
 from toolreplay.errors import InputError, ToolreplayError
+from toolreplay.escape import workflow_command
 from toolreplay.findings import Finding
 from toolreplay.github.action import (
     REPORT_NAME,
@@ -39,7 +40,6 @@ from toolreplay.github.annotations import echo, plan_annotations
 from toolreplay.github.summary import write_summary
 from toolreplay.hooks.drift_range import check_pull_request, judged_fail_on
 from toolreplay.report import CheckInfo, Report
-from toolreplay.report.escape import workflow_command
 from toolreplay.report.json import render_json
 from toolreplay.report.kinds import REPORT_ERROR, Level, kind_info
 from toolreplay.report.sarif import render_sarif

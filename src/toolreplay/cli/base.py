@@ -90,7 +90,7 @@ class ToolreplayGroup(LazyGroup):
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
             raise
         except ToolreplayError as err:
-            from toolreplay.findings import one_line
+            from toolreplay.escape import one_line
 
             if isinstance(err, InputError) and err.path == STDOUT:
                 _drop_stdout()
@@ -99,7 +99,7 @@ class ToolreplayGroup(LazyGroup):
         except Exception as err:
             if ctx.find_root().params.get("traceback"):
                 raise
-            from toolreplay.findings import one_line
+            from toolreplay.escape import one_line
 
             if isinstance(err, OSError) and is_write_error(err):
                 # every named output turns its own write errors into InputErrors: what is left

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from toolreplay.findings import one_line
+from toolreplay.escape import one_line
 
 if TYPE_CHECKING:
     from toolreplay.config import Config

@@ -9,6 +9,7 @@ import click
 
 from toolreplay.cli.base import EXIT_CLEAN, EXIT_FINDINGS
 from toolreplay.cli.hooks import hook
+from toolreplay.escape import inert
 from toolreplay.findings import one_line, quote
 from toolreplay.hooks.drift_note import (
     DEFAULT_BASELINES,
@@ -29,7 +30,6 @@ from toolreplay.hooks.settings import (
     settings_change,
     settings_of,
 )
-from toolreplay.report.escape import inert
 
 
 @hook.command(name="drift-note")

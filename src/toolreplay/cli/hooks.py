@@ -9,8 +9,7 @@ import click
 from toolreplay.chain import verify
 from toolreplay.cli.base import EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, LazyGroup, cli
 from toolreplay.errors import InputError
-from toolreplay.findings import one_line
-from toolreplay.report.escape import inert
+from toolreplay.escape import inert, one_line
 from toolreplay.transcript import read_links
 
 

@@ -1,6 +1,6 @@
 """GitHub workflow commands: inert output lines and ranked annotations.
 
-The escaping itself (why a printed line is safe) is :mod:`toolreplay.report.escape`.
+The escaping itself (why a printed line is safe) is :mod:`toolreplay.escape`.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from toolreplay.escape import inert, workflow_command
 from toolreplay.findings import KIND_ORDER
-from toolreplay.report.escape import inert, workflow_command
 from toolreplay.report.kinds import REPORT_ERROR, Level, kind_info
 from toolreplay.report.paths import repo_relative
 

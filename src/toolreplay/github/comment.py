@@ -28,8 +28,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from toolreplay.escape import workflow_command
 from toolreplay.findings import one_line
-from toolreplay.report.escape import workflow_command
 from toolreplay.report.markdown import render_markdown
 
 if TYPE_CHECKING:

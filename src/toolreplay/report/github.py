@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from toolreplay.report.escape import inert
+from toolreplay.escape import inert
 from toolreplay.report.text import render_text
 
 if TYPE_CHECKING:

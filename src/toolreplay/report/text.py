@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from toolreplay.escape import inert
 from toolreplay.findings import one_line
-from toolreplay.report.escape import inert
 
 if TYPE_CHECKING:
     from toolreplay.report import CheckInfo, Report

@@ -1,6 +1,12 @@
-"""Workflow-command escaping: text that cannot start a GitHub workflow command.
+"""Untrusted text made safe to print: quoted or kept on one line (:func:`quote`,
+:func:`one_line`), and inert in a GitHub workflow step's log (:func:`inert`,
+:func:`workflow_command`).
 
-What the runner does with a step's output, and therefore what we escape:
+A module of its own, with no dataclass to build: every command prints through it, the
+pre-commit hooks too, whose start-up should not pay for the report's values.
+
+For the workflow commands, what the runner does with a step's output, and therefore what we
+escape:
 
 * @actions/core (``packages/core/src/command.ts``) builds ``::name k=v,k=v::message``;
   ``escapeData`` replaces ``%`` -> ``%25``, ``\\r`` -> ``%0D``, ``\\n`` -> ``%0A``, and
@@ -28,6 +34,38 @@ import unicodedata
 # into lines wherever any reader of the log might see a new one.
 _LINE_BREAK = re.compile("\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 _LEGACY_PREFIX = "##["
+
+_ESCAPES = {"\\": "\\\\", "'": "\\'", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def quote(text: str) -> str:
+    """Single-quote untrusted text so it stays on one line and cannot end the quotes.
+
+    Backslash, quote and every non-printable character (controls, U+2028, U+2029,
+    bidi overrides, lone surrogates) become escapes.
+    """
+    out = []
+    for ch in text:
+        if ch in _ESCAPES:
+            out.append(_ESCAPES[ch])
+        elif ch.isprintable() and ch != "\x7f":
+            out.append(ch)
+        else:
+            code = ord(ch)
+            out.append(
+                f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+            )
+    return "'" + "".join(out) + "'"
+
+
+def one_line(text: str) -> str:
+    """Make free text safe to print as one line: non-printable characters become escapes.
+
+    Backslashes are left alone, so text already built with :func:`quote` is not escaped twice.
+    """
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else quote(ch)[1:-1] for ch in text)
 
 
 def escape_data(text: str) -> str:
