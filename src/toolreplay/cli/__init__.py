@@ -8,6 +8,8 @@ the MCP SDK ...) is imported only when that command runs, or when ``--help`` lis
 
 from __future__ import annotations
 
+import gc
+
 from toolreplay.cli.base import cli
 
 __all__ = ["cli", "main"]
@@ -15,4 +17,10 @@ __all__ = ["cli", "main"]
 
 def main() -> None:
     """Console-script entry point."""
-    cli(prog_name="toolreplay")
+    try:
+        cli(prog_name="toolreplay")
+    finally:
+        # The process ends here. The interpreter's collections at exit would walk every object
+        # start-up made (modules, click's, ours) only to find it alive: ~4 ms, a tenth of a small
+        # command's run. Frozen, they are skipped; files are closed and stdout flushed either way.
+        gc.freeze()
