@@ -74,7 +74,10 @@ class LazyGroup(click.Group):
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name not in self.commands and cmd_name in self.lazy:
-            import_module(f"toolreplay.cli.{self.lazy[cmd_name]}")  # registers it on this group
+            from toolreplay.cli import loading
+
+            with loading():
+                import_module(f"toolreplay.cli.{self.lazy[cmd_name]}")  # registers it on this group
         return super().get_command(ctx, cmd_name)
 
 
