@@ -37,12 +37,15 @@ import shlex
 import subprocess
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from toolreplay.chain import verify
-from toolreplay.driftnote import DriftNote, parse_note
 from toolreplay.errors import InputError, ToolreplayError
 from toolreplay.findings import one_line, quote
 from toolreplay.transcript import GENESIS, Link, parse_links
+
+if TYPE_CHECKING:
+    from toolreplay.driftnote import DriftNote
 
 DEFAULT_BASELINES: tuple[str, ...] = ("*.sealed.jsonl",)
 DEFAULT_NOTES_DIR = "drift-notes"
@@ -301,6 +304,9 @@ def staged_notes(git: Git, entries: Iterable[Entry], notes_dir: str) -> tuple[li
         path = entry.new_path
         if path is None or entry.new_oid is None or not is_note(path, notes_dir):
             continue
+        # here, not at the top: YAML (a third of the hook's imports) only for a commit with notes
+        from toolreplay.driftnote import parse_note
+
         try:
             notes.append(parse_note(git.blob(entry.new_oid), path))
         except InputError as err:

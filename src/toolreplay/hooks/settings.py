@@ -45,7 +45,6 @@ def recorded_config(git: Git, rev: str | None, folder: str = "", *, name: str | 
     ``toolreplay.toml`` first, then ``pyproject.toml`` when it holds ``[tool.toolreplay]``;
     None when there is neither. An invalid one is an :class:`~toolreplay.errors.InputError`.
     """
-    top = git.top()
     for file in CONFIG_NAMES:
         path = str(PurePosixPath(folder, file)) if folder else file
         oid = git.file_oid(rev, path)
@@ -55,7 +54,8 @@ def recorded_config(git: Git, rev: str | None, folder: str = "", *, name: str | 
         label = f"{path} (staged)" if rev is None else f"{name or rev}:{path}"
         if file == "pyproject.toml" and toolreplay_table(parse_toml(raw, label)) is None:
             continue
-        return load_config(Path(top, path), raw=raw, label=label)
+        # the root only now: a git call less for the hook in a repository without a configuration
+        return load_config(Path(git.top(), path), raw=raw, label=label)
     return None
 
 
