@@ -8,7 +8,6 @@ from collections.abc import Iterator
 from typing import IO, Any
 
 from toolreplay.canonical import check_shape, decode_reference
-from toolreplay.driftnote import MAX_NOTE_BYTES, note_problems
 from toolreplay.ecma import error_message, error_pointer_parts
 from toolreplay.errors import InputError
 from toolreplay.locate import line_of, pointer_of
@@ -111,6 +110,9 @@ def validate_file(path: str, kind: str | None = None) -> list[str]:
     elif kind in LINE_KINDS:
         problems = _line_errors(kind, path)
     elif kind == "drift-note":
+        # here, not at the top: YAML is a fifth of validate's start-up, and only notes need it
+        from toolreplay.driftnote import MAX_NOTE_BYTES, note_problems
+
         stream = open_input(path)
         try:
             raw = stream.read(MAX_NOTE_BYTES + 1)
