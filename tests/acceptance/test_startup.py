@@ -1,5 +1,7 @@
 """Start-up stays cheap: every pre-commit hook and CI step pays it, so the commands that need
-no JSON Schema, no GitHub, no MCP and no YAML do not import them (lazy command loading)."""
+no JSON Schema, no GitHub, no MCP and no YAML do not import them (lazy command loading), and
+verify and the pre-commit hooks' commands import only what their own path needs
+(bench/startup.py measures what that buys)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import SAMPLES
+from tests.gitrepo import Repo, git_env
 from toolreplay.cli import cli
 from toolreplay.cli.base import COMMANDS
 
@@ -54,13 +57,17 @@ print("@@" + ",".join(loaded), file=sys.stderr)
 """
 
 
-def loaded_heavy(*args: str, cwd: Path | None = None) -> list[str]:
+def loaded_heavy(
+    *args: str, cwd: Path | None = None, watch: tuple[str, ...] = HEAVY, env: dict[str, str] | None = None
+) -> list[str]:
+    """Which modules of ``watch`` (a prefix covers the submodules) one command loads."""
     proc = subprocess.run(
-        [sys.executable, "-c", PROBE, ",".join(HEAVY), *args],
+        [sys.executable, "-c", PROBE, ",".join(watch), *args],
         capture_output=True,
         text=True,
         check=False,
         cwd=cwd,
+        env=env,
     )
     marker = [line for line in proc.stderr.splitlines() if line.startswith("@@")]
     assert marker, proc.stderr
@@ -111,3 +118,74 @@ def test_every_command_is_registered_where_the_lazy_table_says() -> None:
     result = CliRunner().invoke(cli, ["hook", "--help"], catch_exceptions=False)
     assert result.exit_code == 0
     assert "drift-note" in result.output and "verify" in result.output
+
+
+#: what reading a configuration costs (tomllib, pathlib and the loader), and replay's analysis:
+#: verify SEALED judges no calls and reads no configuration
+CONFIG_AND_REPLAY = ("toolreplay.config", "tomllib", "pathlib", "toolreplay.analyses.replay")
+
+#: hook verify prints one line a file: no report, no findings (their values are dataclasses, a
+#: millisecond each to build), no parallel path, none of the commands' modules
+HOOK_VERIFY_SKIPS = (
+    *CONFIG_AND_REPLAY,
+    "toolreplay.report",
+    "toolreplay.findings",
+    "toolreplay.analyses",
+    "toolreplay.parallel",
+    "toolreplay.cli.core",
+    "toolreplay.cli.defaults",
+)
+
+
+def test_verify_reads_no_config_and_judges_no_calls(tmp_path: Path) -> None:
+    """verify SEALED loads neither the config loader (tomllib, pathlib) nor replay's analysis."""
+    sealed = str(Path(sealed_sample()).resolve())
+    assert loaded_heavy("verify", sealed, cwd=tmp_path, watch=(*HEAVY, *CONFIG_AND_REPLAY)) == []
+
+
+def test_hook_verify_loads_only_the_chain(tmp_path: Path) -> None:
+    """hook verify loads the chain and what prints a line, nothing of the report or the findings."""
+    sealed = str(Path(sealed_sample()).resolve())
+    args = ("hook", "verify", sealed)
+    assert loaded_heavy(*args, cwd=tmp_path, watch=(*HEAVY, *HOOK_VERIFY_SKIPS)) == []
+
+
+def test_drift_note_hook_without_notes_loads_no_yaml(tmp_path: Path) -> None:
+    """The guard on a commit that stages no drift note (most commits) parses no YAML and checks
+    no schema: the note reader, PyYAML and jsonschema stay unloaded."""
+    repo = Repo.create(tmp_path / "repo")
+    repo.write("README.md", "one\n")
+    repo.git("add", "README.md")
+    repo.git("commit", "-q", "-m", "one")
+    repo.write("README.md", "two\n")
+    repo.git("add", "README.md")
+    watch = ("yaml", "toolreplay.driftnote", "toolreplay.schemas", "jsonschema", "referencing", "regress")
+    assert loaded_heavy("hook", "drift-note", cwd=repo.path, watch=watch, env=git_env()) == []
+
+
+def test_validate_a_transcript_loads_no_yaml(tmp_path: Path) -> None:
+    """validate (the toolreplay-validate hook) on transcripts leaves YAML to the drift notes."""
+    sample = str(next(Path(SAMPLES).glob("*.jsonl")).resolve())
+    watch = ("yaml", "toolreplay.driftnote")
+    assert loaded_heavy("validate", sample, cwd=tmp_path, watch=watch) == []
+
+
+# a fresh interpreter: import the CLI, then report the collector's state
+COLLECTOR = """
+import gc, sys
+if sys.argv[1] == "off":
+    gc.disable()
+import toolreplay.cli
+print(gc.isenabled(), gc.get_freeze_count() > 0)
+"""
+
+
+@pytest.mark.parametrize(("before", "after"), [("on", "True True"), ("off", "False True")])
+def test_imports_leave_the_collector_as_they_found_it(before: str, after: str) -> None:
+    """Start-up imports run with the cyclic collector off and are frozen out of its way after
+    (toolreplay.cli.loading); the collector is then on again, unless it was off before: a
+    command on a large file runs with it as usual."""
+    proc = subprocess.run(
+        [sys.executable, "-c", COLLECTOR, before], capture_output=True, text=True, check=True
+    )
+    assert proc.stdout.strip() == after
