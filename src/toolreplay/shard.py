@@ -31,10 +31,10 @@ from pathlib import PurePosixPath
 from toolreplay import __version__
 from toolreplay.config import Config
 from toolreplay.errors import InputError
-from toolreplay.findings import quote
+from toolreplay.findings import kind_fails, quote
 from toolreplay.limits import DEFAULT_BUDGET_SECONDS
 from toolreplay.locate import pointer_of
-from toolreplay.report import CheckInfo, Report
+from toolreplay.report import Report
 
 #: The shard that runs the drift-note rule of ``--base``.
 DRIFT_SHARD = 1
@@ -91,6 +91,30 @@ def config_digest(config: Config) -> str:
         settings["pattern_budget_seconds"] = config.pattern_budget_seconds
     text = json.dumps(settings, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     return "sha256:" + hashlib.sha256(text.encode("ascii")).hexdigest()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CheckInfo:
+    """What a ``check`` run was, beyond its reports: enough for ``merge`` to render shards as one.
+
+    Here, beside the one function that makes it, not in :mod:`toolreplay.report`, whose
+    values every command builds: a dataclass costs the start-up of every command importing it.
+
+    ``config`` is a digest of the configuration's settings (not of its folder), so shards
+    run on different machines from the same commit agree; ``fail_on`` is the config's
+    (None: every kind fails); ``shard`` is ``(K, N)`` or None for a whole run.
+    """
+
+    toolreplay: str
+    config: str
+    fail_on: tuple[str, ...] | None
+    base: str | None = None
+    shard: tuple[int, int] | None = None
+    #: with ``base``: the drift-note rule's verdict line (the shard that ran the rule has it)
+    drift: str | None = None
+
+    def fails(self, kind: str) -> bool:
+        return kind_fails(kind, self.fail_on)
 
 
 def check_info(
@@ -209,7 +233,6 @@ def _check_against(config: Config, first: ShardReport, readings: Sequence[set[st
     file the configuration checks is reported, and ``fail_on`` is the configuration's except for
     the drift-note rule's kinds (which the base commit's configuration decides)."""
     from toolreplay.check import plan
-    from toolreplay.findings import kind_fails
     from toolreplay.hooks.drift_range import GUARD_KINDS
     from toolreplay.report.kinds import KINDS
 

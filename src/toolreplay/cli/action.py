@@ -39,12 +39,12 @@ from toolreplay.github.action import (
 from toolreplay.github.annotations import echo, plan_annotations
 from toolreplay.github.summary import write_summary
 from toolreplay.hooks.drift_range import check_pull_request, judged_fail_on
-from toolreplay.report import CheckInfo, Report
+from toolreplay.report import Report
 from toolreplay.report.json import render_json
 from toolreplay.report.kinds import REPORT_ERROR, Level, kind_info
 from toolreplay.report.sarif import render_sarif
 from toolreplay.report.text import render_text
-from toolreplay.shard import DRIFT_SHARD, check_info, merge_shards, parse_shard, read_shard_report
+from toolreplay.shard import DRIFT_SHARD, CheckInfo, check_info, merge_shards, parse_shard, read_shard_report
 
 
 @cli.command(name="action")

@@ -11,8 +11,8 @@ from toolreplay.check import run_check_with_status
 from toolreplay.cli.base import EXIT_CLEAN, EXIT_FINDINGS, cli, format_option
 from toolreplay.config import load_config, unmatched_globs
 from toolreplay.findings import one_line
-from toolreplay.report import RENDERERS, CheckInfo, Report
-from toolreplay.shard import check_info, merge_shards, parse_shard, read_shard_report
+from toolreplay.report import RENDERERS, Report
+from toolreplay.shard import CheckInfo, check_info, merge_shards, parse_shard, read_shard_report
 
 
 @cli.command(name="check")

@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import import_module
-from typing import Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-from toolreplay.findings import Finding, kind_fails
+if TYPE_CHECKING:
+    from toolreplay.findings import Finding
+    from toolreplay.shard import CheckInfo
 
 #: Version of the JSON report shape (schemas/report.schema.json).
 REPORT_VERSION = 1
@@ -43,27 +45,6 @@ class Report:
     @property
     def failed(self) -> bool:
         return bool(self.findings or self.errors)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CheckInfo:
-    """What a ``check`` run was, beyond its reports: enough for ``merge`` to render shards as one.
-
-    ``config`` is a digest of the configuration's settings (not of its folder), so shards
-    run on different machines from the same commit agree; ``fail_on`` is the config's
-    (None: every kind fails); ``shard`` is ``(K, N)`` or None for a whole run.
-    """
-
-    toolreplay: str
-    config: str
-    fail_on: tuple[str, ...] | None
-    base: str | None = None
-    shard: tuple[int, int] | None = None
-    #: with ``base``: the drift-note rule's verdict line (the shard that ran the rule has it)
-    drift: str | None = None
-
-    def fails(self, kind: str) -> bool:
-        return kind_fails(kind, self.fail_on)
 
 
 def replay_header(calls: int, divergence: int | None, findings: int) -> tuple[Line, ...]:

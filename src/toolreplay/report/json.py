@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 from toolreplay.findings import Change, Finding
 
 if TYPE_CHECKING:
-    from toolreplay.report import CheckInfo, Report
+    from toolreplay.report import Report
+    from toolreplay.shard import CheckInfo
 
 
 def _finding(f: Finding) -> dict[str, Any]:

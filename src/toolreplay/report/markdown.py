@@ -25,7 +25,8 @@ from toolreplay.report.kinds import REPORT_ERROR, kind_info
 from toolreplay.report.paths import repo_relative
 
 if TYPE_CHECKING:
-    from toolreplay.report import CheckInfo, Report
+    from toolreplay.report import Report
+    from toolreplay.shard import CheckInfo
 
 #: Longest untrusted text shown in one cell; the full text is in the text and JSON reports.
 MAX_CELL = 400

@@ -19,7 +19,8 @@ from toolreplay.report.kinds import REPORT_ERROR, kind_info
 from toolreplay.report.paths import repo_relative
 
 if TYPE_CHECKING:
-    from toolreplay.report import CheckInfo, Report
+    from toolreplay.report import Report
+    from toolreplay.shard import CheckInfo
 
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 SRCROOT = "%SRCROOT%"

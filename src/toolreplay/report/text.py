@@ -9,7 +9,8 @@ from toolreplay.escape import inert
 from toolreplay.findings import one_line
 
 if TYPE_CHECKING:
-    from toolreplay.report import CheckInfo, Report
+    from toolreplay.report import Report
+    from toolreplay.shard import CheckInfo
 
 
 def render_text(reports: Sequence[Report], *, check: CheckInfo | None = None) -> str:
