@@ -35,7 +35,7 @@ import os
 import posixpath
 import shlex
 import subprocess
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -492,8 +492,10 @@ def _check(
     notes_dir: str,
     *,
     chains: bool,
-    revs: Sequence[str | None],
+    revs: Callable[[], Sequence[str | None]],
 ) -> GuardResult:
+    """The guard's verdict on the ``diff_args`` change; ``revs`` gives the revisions whose notes
+    are taken (None: the index), asked only when a baseline changes (most commits change none)."""
     folder = normalize_dir(notes_dir)
     git.top()
     entries = parse_raw_diff(
@@ -511,7 +513,7 @@ def _check(
     )
     changes = baseline_changes(git, entries, patterns)
     notes, note_problems = staged_notes(git, entries, folder)
-    taken = existing_notes(git, folder, revs) if changes else frozenset()
+    taken = existing_notes(git, folder, revs()) if changes else frozenset()
     problems = note_problems + judge(changes, notes, folder, chains=chains, taken=taken)
     return GuardResult(
         changes=tuple(changes),
@@ -525,7 +527,10 @@ def check_staged(
     git: Git, *, patterns: Sequence[str] = DEFAULT_BASELINES, notes_dir: str = DEFAULT_NOTES_DIR
 ) -> GuardResult:
     """Judge the change the next commit would record (HEAD against the index)."""
-    revs: list[str | None] = [None, "HEAD"] if git.revision("HEAD") else [None]
+
+    def revs() -> list[str | None]:  # a git call, for a commit that changes a baseline only
+        return [None, "HEAD"] if git.revision("HEAD") else [None]
+
     return _check(git, ["--cached"], patterns, notes_dir, chains=False, revs=revs)
 
 
@@ -539,7 +544,7 @@ def check_commit(
     """
     parent = git.revision(commit + "^")
     old = parent if parent is not None else git.run("hash-object", "-t", "tree", os.devnull).decode().strip()
-    return _check(git, [old, commit, "--"], patterns, notes_dir, chains=True, revs=[commit])
+    return _check(git, [old, commit, "--"], patterns, notes_dir, chains=True, revs=lambda: [commit])
 
 
 def check_range(
@@ -558,4 +563,4 @@ def check_range(
     """
     for rev in (base, head):
         check_revision(rev)
-    return _check(git, [f"{base}...{head}", "--"], patterns, notes_dir, chains=True, revs=[head])
+    return _check(git, [f"{base}...{head}", "--"], patterns, notes_dir, chains=True, revs=lambda: [head])
