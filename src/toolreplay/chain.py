@@ -154,8 +154,8 @@ def fast_parts(raw: bytes) -> tuple[int, str, str, str] | None:
     args = value.pop("args")
     value["prev"] = ""  # a placeholder: the rest then sorts and reads as the link does
     try:
-        head = canonical_dump(sorted_dump(args), args)
-        rest = canonical_dump(sorted_dump(value), value)
+        head = canonical_dump(args)
+        rest = canonical_dump(value)
     except orjson.JSONEncodeError:
         return None
     if head is None or rest is None:

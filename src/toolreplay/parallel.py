@@ -98,6 +98,16 @@ class RangeLines:
         if ended:
             lines.pop()
         last = len(lines)
+        # (b"" in lines, not b"\n\n" in data: a two-byte search of a repeated byte is slow)
+        if b"\r" not in data and b"" not in lines:
+            # the usual range: no CR, no empty line, and only its last line can pass the cap
+            # (the others lie within the range). A line of blanks, if any, reaches the fast
+            # and exact readers, which refuse it, and the caller falls back.
+            if len(lines[-1]) > MAX_RECORD_BYTES:
+                raise Fallback
+            self.lines = last
+            yield from enumerate(lines, 1)
+            return
         for number, raw in enumerate(lines, 1):
             if len(raw) > MAX_RECORD_BYTES:
                 raise Fallback

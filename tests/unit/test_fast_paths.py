@@ -194,3 +194,34 @@ def test_every_single_byte_change_of_a_line_gets_the_exact_answer() -> None:
                 tampered = bytearray(data)
                 tampered[position] ^= flip
                 agree(bytes(tampered))
+
+
+@settings(max_examples=1500, deadline=None)
+@given(decoded_values, decoded_values)
+def test_value_digests_are_equal_exactly_when_canonical_texts_are(first: object, second: object) -> None:
+    """Replay compares calls by value_digest: the same verdict as comparing canonical texts,
+    for values orjson writes and values it cannot (integers beyond 64 bits)."""
+    from toolreplay.analyses.replay import value_digest
+    from toolreplay.canonical import canonical
+
+    for a, b in ((first, second), (first, first), (first, json.loads(json.dumps(first)))):
+        assert (value_digest(a) == value_digest(b)) == (canonical(a) == canonical(b))
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        (0.0, -0.0),
+        (1, 1.0),
+        (True, 1),
+        ({"a": 1, "b": 2}, {"b": 2, "a": 1}),
+        ("\u00e9", "e\u0301"),
+        (2**64, float(2**64)),
+        ([1e-05], [0.00001]),
+    ],
+)
+def test_value_digests_on_near_misses(a: object, b: object) -> None:
+    from toolreplay.analyses.replay import value_digest
+    from toolreplay.canonical import canonical
+
+    assert (value_digest(a) == value_digest(b)) == (canonical(a) == canonical(b))
