@@ -138,11 +138,11 @@ def _break(position: int, link: Link, expected: str, reason: str) -> Break:
 # line of files of any size: each test here costs a measurable share of the whole (bench/).
 
 _DIGEST_MEMBER = b',"digest":"'
-_PREV_GAP = '"prev":""'
+_PREV_GAP = b'"prev":""'
 
 
-def fast_parts(raw: bytes) -> tuple[int, str, str, str] | None:
-    """(index, head, middle, tail) of a transcript line, as :func:`parts_of` gives them."""
+def fast_parts(raw: bytes) -> tuple[int, bytes, bytes, bytes] | None:
+    """(index, head, middle, tail) of a transcript line, as :func:`parts_of` gives them (ASCII bytes)."""
     if not shape_fits(raw):
         return None
     try:
@@ -163,14 +163,8 @@ def fast_parts(raw: bytes) -> tuple[int, str, str, str] | None:
     # the line's colons: args' own, one per key but "prev" (rest counts the placeholder)
     if not no_hidden_loss(raw, head.count(b":") + rest.count(b":"), head, rest):
         return None
-    text = rest.decode("ascii")
-    gap = text.index(_PREV_GAP)  # index and fingerprint, the only keys before it, cannot hold it
-    return (
-        value["index"],
-        '{"args":' + head.decode("ascii"),
-        "," + text[1:gap] + '"prev":"',
-        '"' + text[gap + len(_PREV_GAP) :],
-    )
+    gap = rest.index(_PREV_GAP)  # index and fingerprint, the only keys before it, cannot hold it
+    return value["index"], b'{"args":' + head, b"," + rest[1:gap] + b'"prev":"', b'"' + rest[gap + 9 :]
 
 
 def fast_link(raw: bytes) -> tuple[int, str, str] | None:
@@ -208,7 +202,7 @@ def fast_link(raw: bytes) -> tuple[int, str, str] | None:
 
 def seal_lines(stream: IO[bytes], path: str) -> Iterator[str]:
     """The sealed lines of an open transcript, fast where it can be and exact everywhere."""
-    prev = GENESIS
+    prev = GENESIS.encode("ascii")
     for expected, (number, raw) in enumerate(iter_lines(stream, path)):
         parts = fast_parts(raw)
         if parts is None:
@@ -216,16 +210,27 @@ def seal_lines(stream: IO[bytes], path: str) -> Iterator[str]:
                 record, _ = parse_line(raw, line=number)
             except InputError as err:
                 raise InputError(err.problem, path=path, line=number, pointer=err.pointer) from err
-            parts = (record.index, *parts_of(record))
+            parts = (record.index, *ascii_parts(record))
         index, head, middle, tail = parts
         if index != expected:
             raise out_of_order(index, expected, path=path, line=number)
-        digest = hashlib.sha256((head + middle + prev + tail).encode("ascii")).hexdigest()
-        line = head + ',"digest":"' + digest + '"' + middle + prev + tail
-        if len(line) > MAX_RECORD_BYTES:
-            raise link_too_long(len(line), path=path, line=number)
-        yield line
+        if sealed_size(head, middle, tail) > MAX_RECORD_BYTES:
+            raise link_too_long(sealed_size(head, middle, tail), path=path, line=number)
+        digest = hashlib.sha256(b"".join((head, middle, prev, tail))).hexdigest().encode("ascii")
+        yield b"".join((head, b',"digest":"', digest, b'"', middle, prev, tail)).decode("ascii")
         prev = digest
+
+
+def ascii_parts(record: Record) -> tuple[bytes, bytes, bytes]:
+    """:func:`parts_of` as ASCII bytes, as :func:`fast_parts` gives them."""
+    head, middle, tail = parts_of(record)
+    return head.encode("ascii"), middle.encode("ascii"), tail.encode("ascii")
+
+
+def sealed_size(head: bytes, middle: bytes, tail: bytes) -> int:
+    """The length of the link line these parts make: the digest member (``,"digest":"``, 64
+    hex digits, ``"``) and prev's 64 hex digits join them."""
+    return len(head) + len(middle) + len(tail) + 140
 
 
 def link_too_long(size: int, *, path: str | None = None, line: int | None = None) -> InputError:

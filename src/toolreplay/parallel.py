@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator
 from typing import IO, TYPE_CHECKING, TypeVar
 
 from toolreplay.canonical import MAX_RECORD_BYTES
-from toolreplay.chain import fast_link, fast_parts, link_digest, parts_of
+from toolreplay.chain import ascii_parts, fast_link, fast_parts, link_digest, sealed_size
 from toolreplay.errors import InputError
 from toolreplay.transcript import GENESIS, parse_line
 
@@ -129,7 +129,7 @@ def seal_range(path: str, start: int, end: int) -> tuple[int, int, bytes, array[
     """(records, first index, their link texts, the texts' part lengths) of a range; None on
     any doubt. The texts are ``head + middle + tail`` of each record back to back (see
     ``chain.parts_of``), ASCII; the lengths are ``len(head), len(middle), len(tail)``."""
-    texts: list[str] = []
+    texts: list[bytes] = []
     lengths: array[int] = array("q")
     first = expected = -1
     try:
@@ -138,21 +138,18 @@ def seal_range(path: str, start: int, end: int) -> tuple[int, int, bytes, array[
                 parts = fast_parts(raw)
                 if parts is None:
                     record, _ = parse_line(raw, line=number)
-                    parts = (record.index, *parts_of(record))
+                    parts = (record.index, *ascii_parts(record))
                 index, head, middle, tail = parts
                 if first < 0:
                     first = expected = index
-                if index != expected:
+                if index != expected or sealed_size(head, middle, tail) > MAX_RECORD_BYTES:
                     return None
                 expected += 1
-                # 64 + 64 hex digits and ',"digest":""' join them in the link
-                if len(head) + len(middle) + len(tail) + 140 > MAX_RECORD_BYTES:
-                    return None
                 texts += (head, middle, tail)
                 lengths.extend((len(head), len(middle), len(tail)))
     except (InputError, Fallback):
         return None
-    return max(expected - first, 0), first, "".join(texts).encode("ascii"), lengths
+    return max(expected - first, 0), first, b"".join(texts), lengths
 
 
 def verify_range(path: str, start: int, end: int) -> tuple[int, int, str, str] | None:

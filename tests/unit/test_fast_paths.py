@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from tests.unit.test_canonical import awkward_text, decoded_values
 from toolreplay.analyses.replay import call_of, fast_call
-from toolreplay.chain import fast_link, fast_parts, link_digest, parts_of
+from toolreplay.chain import ascii_parts, fast_link, fast_parts, link_digest
 from toolreplay.errors import InputError
 from toolreplay.limits import MAX_DEPTH
 from toolreplay.transcript import GENESIS, parse_line
@@ -29,7 +29,7 @@ def exact_parts(raw: bytes) -> object:
         record, _ = parse_line(raw, line=1)
     except InputError:
         return "refused"
-    return (record.index, *parts_of(record))
+    return (record.index, *ascii_parts(record))
 
 
 def exact_call(raw: bytes) -> object:
