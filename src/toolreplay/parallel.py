@@ -72,7 +72,9 @@ class RangeLines:
     too. A line over the record cap raises Fallback: the sequential path names it.
 
     The range is read in one call and split in C (a 4 MiB range holds thousands of lines:
-    a ``readline`` each costs as much as checking some of them)."""
+    a ``readline`` each costs as much as checking some of them). In a range without CR or
+    empty lines a line of blanks is yielded too, uncut: the readers refuse it, and the
+    caller falls back to the sequential path, which skips it."""
 
     def __init__(self, stream: IO[bytes], start: int, end: int) -> None:
         self.stream, self.start, self.end = stream, start, end

@@ -225,3 +225,28 @@ def test_value_digests_on_near_misses(a: object, b: object) -> None:
     from toolreplay.canonical import canonical
 
     assert (value_digest(a) == value_digest(b)) == (canonical(a) == canonical(b))
+
+
+@pytest.mark.parametrize("state_aware", [False, True])
+def test_replay_past_the_dict_finds_what_the_dict_finds(
+    monkeypatch: pytest.MonkeyPatch, state_aware: bool
+) -> None:
+    """Once replay moves its distinct calls from a dict to FirstCalls (past DICT_CALLS), it
+    reports the same findings: repeated calls, other responses, mutators in between."""
+    import random
+
+    from toolreplay.analyses import replay as replay_module
+    from toolreplay.analyses.replay import Call, replay_calls, value_digest
+
+    rng = random.Random(5)
+    calls = []
+    for index in range(3000):
+        n = rng.randrange(400)
+        tool = "write_file" if n % 37 == 0 else f"t{n % 5}"
+        answer = n + (rng.random() < 0.05)
+        key, response = value_digest({"args": {"n": n}, "tool": tool}), value_digest({"v": answer})
+        calls.append(Call(index, index + 1, tool, key, response, n % 53 == 0))
+    expected = replay_calls(calls, state_aware=state_aware)
+    monkeypatch.setattr(replay_module, "DICT_CALLS", 10)
+    assert replay_calls(calls, state_aware=state_aware) == expected
+    assert expected.findings and any(f.kind == "non-determinism" for f in expected.findings)

@@ -79,6 +79,31 @@ def test_failures_are_reported_as_sequentially(tmp_path: Path, runner: CliRunner
     assert code == 1 and "first broken link: index 200" in out
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("blank", [b"   ", b"\t", b" \t "])
+def test_a_line_of_blanks_is_skipped_as_sequentially(
+    tmp_path: Path, runner: CliRunner, monkeypatch: pytest.MonkeyPatch, blank: bytes
+) -> None:
+    """A range read in one piece hands a line of blanks to the readers, which refuse it; the
+    command then takes the sequential path, which skips it: same output, same line numbers."""
+    source = tmp_path / "t.jsonl"
+    write_transcript(source, 300)
+    lines = source.read_bytes().splitlines()
+    source.write_bytes(b"\n".join([*lines[:150], blank, *lines[150:]]) + b"\n")
+    sealed = tmp_path / "t.sealed.jsonl"
+    expected = [run(runner, "seal", str(source)), run(runner, "replay", str(source), "--format", "json")]
+    sealed.write_text(expected[0][1])
+    sealed.write_bytes(sealed.read_bytes().replace(b"\n", b"\n" + blank + b"\n", 1))
+    expected.append(run(runner, "verify", str(sealed)))
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(parallel, "CHUNK_BYTES", 4096)
+    monkeypatch.setattr(parallel, "workers", lambda: 2)
+    got = [run(runner, "seal", str(source)), run(runner, "replay", str(source), "--format", "json")]
+    got.append(run(runner, "verify", str(sealed)))
+    assert got == expected
+    assert expected[2][0] == 0 and expected[1][0] in (0, 1)
+
+
 @pytest.mark.parametrize("chunk", [1, 7, 100, 4096])
 def test_byte_ranges_read_every_line_once(tmp_path: Path, chunk: int) -> None:
     """Ranges cut anywhere (inside a line, at a line end, on blank and CRLF lines) read every
