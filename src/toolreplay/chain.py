@@ -57,10 +57,13 @@ def link_digest(record: Record, prev: str) -> tuple[str, str]:
 
 
 def seal(records: Iterable[Record]) -> Iterator[tuple[str, str]]:
-    """Yield (digest, canonical link line) for each record, chaining from the genesis value."""
+    """Yield (digest, canonical link line) for each record, chaining from the genesis value.
+    A link over the line cap is refused, as ``toolreplay seal`` refuses it."""
     prev = GENESIS
     for record in records:
         digest, line = link_digest(record, prev)
+        if len(line) > MAX_RECORD_BYTES:
+            raise link_too_long(len(line), line=record.line or None)
         yield digest, line
         prev = digest
 

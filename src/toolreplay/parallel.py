@@ -208,18 +208,23 @@ def replay_range(path: str, start: int, end: int) -> tuple[int, array[int], list
 # --- the sequential part, in this process ----------------------------------------------------
 
 
+def start_method() -> str:
+    """How worker processes start: a forked worker starts in milliseconds with everything
+    imported, a spawned one imports toolreplay again (a tenth of a second per worker, on a
+    run that may take half a second). Fork only where it is safe: Linux, and no other
+    thread whose locks the child would copy."""
+    import sys
+    import threading
+
+    return "fork" if sys.platform == "linux" and threading.active_count() == 1 else "spawn"
+
+
 def _pool() -> ProcessPoolExecutor:
     # imported here: most runs (small files) never start a pool, and start-up counts
     import multiprocessing
-    import sys
-    import threading
     from concurrent.futures import ProcessPoolExecutor
 
-    # A forked worker starts in milliseconds with everything imported; a spawned one imports
-    # toolreplay again (a tenth of a second per worker, on a run that may take half a second).
-    # Fork only where it is safe: Linux, and no other thread whose locks the child would copy.
-    method = "fork" if sys.platform == "linux" and threading.active_count() == 1 else "spawn"
-    return ProcessPoolExecutor(max_workers=workers(), mp_context=multiprocessing.get_context(method))
+    return ProcessPoolExecutor(max_workers=workers(), mp_context=multiprocessing.get_context(start_method()))
 
 
 def _ordered(path: str, func: Callable[[str, int, int], T]) -> Iterator[T]:

@@ -433,3 +433,17 @@ def test_verify_refuses_a_well_chained_line_the_reader_refuses(
         if path.endswith(".sealed.jsonl"):
             code, out, err = invoke(runner, files, argv)
             assert_refused(code, out, err, path, problem, argv)
+
+
+def test_the_library_seal_refuses_a_link_over_the_cap() -> None:
+    """chain.seal, the library's sealing of records, refuses what the seal command refuses:
+    a link line over the cap, named by the record's line."""
+    from toolreplay.chain import seal
+    from toolreplay.errors import InputError
+    from toolreplay.transcript import make_record
+
+    fits = make_record(index=0, tool="t", args={"s": "x"}, response={})
+    over = make_record(index=1, tool="t", args={"s": "\U0001f600" * (MAX_RECORD_BYTES // 12)}, response={})
+    assert len(list(seal([fits]))) == 1
+    with pytest.raises(InputError, match=f"over the {MAX_RECORD_BYTES}-byte limit on a line"):
+        list(seal([fits, over]))
