@@ -23,6 +23,7 @@ from toolreplay.transcript import (
     Link,
     Record,
     fields_fit,
+    fitting_record,
     iter_lines,
     no_hidden_loss,
     out_of_order,
@@ -146,13 +147,8 @@ _PREV_GAP = b'"prev":""'
 
 def fast_parts(raw: bytes) -> tuple[int, bytes, bytes, bytes] | None:
     """(index, head, middle, tail) of a transcript line, as :func:`parts_of` gives them (ASCII bytes)."""
-    if not shape_fits(raw):
-        return None
-    try:
-        value = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return None
-    if not fields_fit(value, sealed=False):
+    value = fitting_record(raw, sealed=False)
+    if value is None:
         return None
     args = value.pop("args")
     value["prev"] = ""  # a placeholder: the rest then sorts and reads as the link does

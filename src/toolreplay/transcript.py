@@ -8,6 +8,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import IO, Any
 
+import orjson
+
 from toolreplay.canonical import (
     MAX_DEPTH,
     MAX_RECORD_BYTES,
@@ -219,6 +221,18 @@ def fields_fit(value: Any, *, sealed: bool) -> bool:
         and type(value["response"]) is dict
         and (not sealed or (type(value["prev"]) is str and type(value["digest"]) is str))
     )
+
+
+def fitting_record(raw: bytes, *, sealed: bool) -> Any | None:
+    """orjson's value of a line that fits the reader's shape limits and whose fields pass
+    ``check_fields``; None otherwise. Not yet proven strict: see :func:`no_hidden_loss`."""
+    if not shape_fits(raw):
+        return None
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    return value if fields_fit(value, sealed=sealed) else None
 
 
 def no_hidden_loss(raw: bytes, canonical_colons: int, *texts: bytes) -> bool:

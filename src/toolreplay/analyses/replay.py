@@ -14,13 +14,12 @@ from toolreplay.errors import InputError
 from toolreplay.findings import Finding, quote
 from toolreplay.transcript import (
     Record,
-    fields_fit,
+    fitting_record,
     iter_lines,
     no_hidden_loss,
     open_input,
     out_of_order,
     parse_line,
-    shape_fits,
 )
 
 DEFAULT_MUTATORS = frozenset({"write_file", "delete_file", "create_file", "move_file", "run_command"})
@@ -84,13 +83,8 @@ def fast_call(raw: bytes, line: int) -> Call | None:
     the exact reader may answer. The texts :func:`value_digest` hashes prove, as chain's
     fast path does with canonical texts, that orjson lost no duplicate key and no integer
     beyond 64 bits: they hold the canonical texts' colons and ``+`` signs."""
-    if not shape_fits(raw):
-        return None
-    try:
-        value = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return None
-    if not fields_fit(value, sealed=False):
+    value = fitting_record(raw, sealed=False)
+    if value is None:
         return None
     tool, response, state = value["tool"], value["response"], value.get("state")
     try:
