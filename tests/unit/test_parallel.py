@@ -164,3 +164,22 @@ def test_replay_on_every_core_reports_as_sequentially(
     gap.write_text("\n".join(lines[:300] + lines[301:]) + "\n")
     code, out, err = run(runner, "replay", str(gap))
     assert code == 2 and "index 301 is out of order: expected 300" in err
+
+
+def test_workers_fork_only_where_it_is_safe() -> None:
+    """Linux with one thread forks (workers start with everything imported); another
+    running thread, whose locks a forked child would copy held, makes workers spawn."""
+    import subprocess
+    import sys
+
+    code = (
+        "import threading, sys\n"
+        "from toolreplay.parallel import start_method\n"
+        "print(start_method())\n"
+        "done = threading.Event()\n"
+        "t = threading.Thread(target=done.wait); t.start()\n"
+        "print(start_method()); done.set(); t.join()\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    expected = "fork" if sys.platform == "linux" else "spawn"
+    assert out.split() == [expected, "spawn"]
