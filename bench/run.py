@@ -33,21 +33,25 @@ try:
     else:
         runpy.run_path(sys.argv[0], run_name="__main__")
 finally:
-    me = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    sys.stderr.write(f"@@rss {me} {kids}\\n")
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+    sys.stderr.write(f"@@rss {me.ru_maxrss} {kids.ru_maxrss} {cpu}\\n")
 """
 
 
-def run(argv: list[str]) -> tuple[float, int, int, str]:
+def run(argv: list[str]) -> tuple[float, int, int, str, float]:
+    """(wall seconds, peak RSS of the process and of its largest child in KiB, stdout, CPU
+    seconds of the process and its children: on a machine shared with other work the CPU
+    ratio moves less than the wall-clock one)."""
     start = time.perf_counter()
     proc = subprocess.run([sys.executable, "-c", MEASURE, *argv], capture_output=True, text=True, check=False)
     elapsed = time.perf_counter() - start
     rss = [line for line in proc.stderr.splitlines() if line.startswith("@@rss")]
     if proc.returncode not in (0, 1) or not rss:
         raise SystemExit(f"{argv} failed: {proc.stderr[-2000:]}")
-    _, me, kids = rss[0].split()
-    return elapsed, int(me), int(kids), proc.stdout
+    _, me, kids, cpu = rss[0].split()
+    return elapsed, int(me), int(kids), proc.stdout, float(cpu)
 
 
 def file_digest(path: Path) -> str:
@@ -104,9 +108,12 @@ def bench(mix: str, megabytes: int, rounds: int) -> None:
         "replay": (["toolreplay", "replay", str(transcript)], [naive, "replay", str(transcript)]),
     }
     print(f"\n{mix}: {transcript.name}, {size / 1e6:.0f} MB")
-    print(f"{'op':8} {'vs naive':>9} {'vs sha256':>10} {'peak RSS main':>14} {'largest worker':>15}")
+    print(
+        f"{'op':8} {'vs naive':>9} {'vs sha256':>10} {'CPU vs naive':>13}"
+        f" {'peak RSS main':>14} {'largest worker':>15}"
+    )
     for op, (ours_argv, naive_argv) in plans.items():
-        best: dict[str, tuple[float, int, int, str]] = {}
+        best: dict[str, tuple[float, int, int, str, float]] = {}
         for _ in range(rounds):
             for name, argv in (
                 ("naive", naive_argv),
@@ -122,7 +129,7 @@ def bench(mix: str, megabytes: int, rounds: int) -> None:
             raise SystemExit(f"verify did not find the chain intact: {best['ours'][3][:500]}")
         ours, ref, floor = best["ours"], best["naive"], best["sha"]
         print(
-            f"{op:8} {ref[0] / ours[0]:>8.2f}x {floor[0] / ours[0]:>9.2f}x"
+            f"{op:8} {ref[0] / ours[0]:>8.2f}x {floor[0] / ours[0]:>9.2f}x {ref[4] / ours[4]:>12.2f}x"
             f" {ours[1] / 1024:>11.0f} MB {ours[2] / 1024:>12.0f} MB"
         )
 

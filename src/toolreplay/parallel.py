@@ -34,10 +34,13 @@ if TYPE_CHECKING:
     from toolreplay.analyses.replay import Call
 
 
-#: files smaller than this are faster to handle in one process
-PARALLEL_MIN_BYTES = 32 * 1024 * 1024
-#: bytes of the file each worker task reads
+#: files smaller than this are faster to handle in one process (workers fork in milliseconds
+#: on Linux; a run's own start-up is about a tenth of a second)
+PARALLEL_MIN_BYTES = 8 * 1024 * 1024
+#: bytes of the file each worker task reads, at most; smaller files are cut finer, down to
+#: MIN_CHUNK_BYTES, so that every worker has several ranges to read
 CHUNK_BYTES = 4 * 1024 * 1024
+MIN_CHUNK_BYTES = 1024 * 1024
 
 T = TypeVar("T")
 
@@ -234,7 +237,8 @@ def _ordered(path: str, func: Callable[[str, int, int], T]) -> Iterator[T]:
         raise Fallback from err
     with _pool() as pool:
         window: deque[Future[T]] = deque()
-        for start, end in byte_ranges(size, CHUNK_BYTES):
+        chunk = min(CHUNK_BYTES, max(MIN_CHUNK_BYTES, size // (8 * workers())))
+        for start, end in byte_ranges(size, chunk):
             window.append(pool.submit(func, path, start, end))
             if len(window) >= 2 * workers():
                 yield window.popleft().result()
