@@ -190,7 +190,7 @@ def fast_link(raw: bytes) -> tuple[int, str, str] | None:
         return None
     digest = value["digest"]
     at = raw.find(_DIGEST_MEMBER)  # in canonical text the member follows args
-    if raw[at + 11 : at + 75] != digest.encode("ascii"):
+    if raw[at + 11 : at + 75].decode("ascii") != digest:  # raw is ASCII here; digest may not be
         return None
     body = hashlib.sha256(raw[:at])
     body.update(raw[at + 76 :])

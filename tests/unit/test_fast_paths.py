@@ -250,3 +250,10 @@ def test_replay_past_the_dict_finds_what_the_dict_finds(
     monkeypatch.setattr(replay_module, "DICT_CALLS", 10)
     assert replay_calls(calls, state_aware=state_aware) == expected
     assert expected.findings and any(f.kind == "non-determinism" for f in expected.findings)
+
+
+def test_a_non_ascii_digest_is_refused_not_a_crash() -> None:
+    """A sealed line whose digest decodes to non-ASCII text gets the exact path's refusal."""
+    raw = b'{"args":{},"digest":"\\u00e9","index":0,"prev":"' + b"0" * 64 + b'","response":{},"tool":"t"}'
+    assert fast_link(raw) is None
+    agree(raw)
