@@ -174,20 +174,6 @@ def sorted_dump(value: Any) -> bytes:
     return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
 
 
-def _sorted_dump(value: Any) -> bytes | None:
-    """orjson's sorted output for a decoded value, its doubles written as Python writes them
-    (``repr``); None where orjson cannot write the value (integers beyond 64 bits) or the
-    rewrite of small doubles cannot be proven (see :func:`canonical_dump`)."""
-    try:
-        out = sorted_dump(value)
-    except orjson.JSONEncodeError:
-        return None
-    fixed = repr_doubles(out)
-    if fixed != out and orjson.loads(fixed) != value:
-        return None
-    return fixed
-
-
 def canonical_decoded(value: Any) -> str:
     """``canonical(value)`` for a value that came out of a JSON decoder, computed faster.
 
@@ -195,17 +181,18 @@ def canonical_decoded(value: Any) -> str:
     the same escapes below U+007F, and the same shortest round-trip digits for doubles;
     it differs in three places, all handled here: it writes non-ASCII characters and
     U+007F raw (escaped afterwards, exactly as ``json`` escapes them), and it writes
-    doubles below 1e-4 in another notation (rewritten, see :func:`_sorted_dump`).
+    doubles below 1e-4 in another notation (rewritten, see :func:`canonical_dump`).
     Integers beyond 64 bits make orjson refuse, and :func:`canonical` takes over.
 
     Only for decoded values: orjson would write NaN as ``null`` where ``canonical``
     refuses it, and a decoded value holds none. ``tests/unit/test_canonical.py`` checks
     the two agree on every vector and a large generated corpus.
     """
-    out = _sorted_dump(value)
-    if out is None:
-        return canonical(value)
-    return ascii_text(out).decode("ascii")
+    try:
+        out = canonical_dump(value)
+    except orjson.JSONEncodeError:
+        out = None
+    return canonical(value) if out is None else out.decode("ascii")
 
 
 def is_canonical_text(raw: bytes, value: Any) -> bool:

@@ -11,11 +11,9 @@ import orjson
 
 from toolreplay.canonical import (
     MAX_RECORD_BYTES,
-    ascii_text,
     canonical_dump,
     canonical_str,
-    repr_doubles,
-    sorted_dump,
+    is_canonical_text,
 )
 from toolreplay.errors import InputError
 from toolreplay.transcript import (
@@ -176,15 +174,9 @@ def fast_link(raw: bytes) -> tuple[int, str, str] | None:
         return None
     try:
         value = orjson.loads(raw)
-        out = sorted_dump(value)
-    except (orjson.JSONDecodeError, orjson.JSONEncodeError):
+    except orjson.JSONDecodeError:
         return None
-    # (see canonical.is_canonical_text; a line orjson writes back unchanged, the common case,
-    # is canonical when it holds no raw UTF-8, no U+007F and no orjson-only small double)
-    if out == raw:
-        if not out.isascii() or b"\x7f" in out or repr_doubles(out) != out:
-            return None
-    elif ascii_text(repr_doubles(out)) != raw:
+    if not is_canonical_text(raw, value):
         return None
     if not fields_fit(value, sealed=True):
         return None

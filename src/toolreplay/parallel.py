@@ -105,10 +105,9 @@ class RangeLines:
         last = len(lines)
         # (b"" in lines, not b"\n\n" in data: a two-byte search of a repeated byte is slow)
         if b"\r" not in data and b"" not in lines:
-            # the usual range: no CR, no empty line, and only its last line can pass the cap
-            # (the others lie within the range). A line of blanks, if any, reaches the fast
-            # and exact readers, which refuse it, and the caller falls back.
-            if len(lines[-1]) > MAX_RECORD_BYTES:
+            # the usual range: no CR, no empty line. A line of blanks, if any, reaches the
+            # fast and exact readers, which refuse it, and the caller falls back.
+            if max(map(len, lines)) > MAX_RECORD_BYTES:
                 raise Fallback
             self.lines = last
             yield from enumerate(lines, 1)
