@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from hashlib import sha256
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -32,11 +32,11 @@ ACROSS_MUTATOR = " (a mutator ran in between: state_aware = false in the config 
 UNDECLARED_MUTATOR = " (if it changes state, declare it with --mutator or mutators in the config)"
 
 
-@dataclass(frozen=True, slots=True)
-class Call:
+class Call(NamedTuple):
     """What replay needs of a record: where it is, its tool, and two 128-bit digests
     (:func:`value_digest`), of its call (tool and arguments) and of its response. Small,
-    so the parallel reader's workers send these rather than records."""
+    so the parallel reader's workers send these rather than records, and a tuple: one is
+    made per line, and a tuple is the cheapest object to make."""
 
     index: int
     line: int
