@@ -212,7 +212,7 @@ def replay_range(path: str, start: int, end: int) -> tuple[int, array[int], list
             lines = RangeLines(stream, start, end)
             for number, raw in lines:
                 call = fast_call(raw, number) or call_of(parse_line(raw, line=number)[0])
-                numbers.extend((call.index, call.line, call.stated))
+                numbers.extend((call.position, call.line, call.stated))
                 tools.append(call.tool)
                 digests += (call.key, call.response)
     except (InputError, Fallback):

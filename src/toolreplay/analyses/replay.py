@@ -38,7 +38,8 @@ class Call(NamedTuple):
     so the parallel reader's workers send these rather than records, and a tuple: one is
     made per line, and a tuple is the cheapest object to make."""
 
-    index: int
+    #: the record's index
+    position: int
     line: int
     tool: str
     key: bytes
@@ -120,8 +121,8 @@ def read_calls(path: str) -> Iterator[Call]:
                 except InputError as err:
                     raise InputError(err.problem, path=path, line=number, pointer=err.pointer) from err
                 call = call_of(record)
-            if call.index != expected:
-                raise out_of_order(call.index, expected, path=path, line=number)
+            if call.position != expected:
+                raise out_of_order(call.position, expected, path=path, line=number)
             yield call
     finally:
         if path != "-":
@@ -248,7 +249,7 @@ def replay_calls(
             findings.append(
                 Finding(
                     kind="redundant-call",
-                    index=record.index,
+                    index=record.position,
                     tool=record.tool,
                     related=previous_index,
                     path=path,
@@ -264,7 +265,7 @@ def replay_calls(
         if seen is None:
             # a mutator's own state change counts as "in between" for its next identical call
             after = mutations + (1 if mutator else 0)
-            first[key] = record.index.to_bytes(8, "big") + after.to_bytes(8, "big") + response
+            first[key] = record.position.to_bytes(8, "big") + after.to_bytes(8, "big") + response
             if not compact and isinstance(first, dict) and len(first) > DICT_CALLS:
                 first, compact = FirstCalls(first), True
         elif seen[16:] != response and record.tool not in nondeterministic:
@@ -272,11 +273,11 @@ def replay_calls(
             crossed = int.from_bytes(seen[8:16], "big") != mutations
             across += crossed
             if divergence is None:
-                divergence = record.index
+                divergence = record.position
             findings.append(
                 Finding(
                     kind="non-determinism",
-                    index=record.index,
+                    index=record.position,
                     tool=record.tool,
                     related=earlier,
                     path=path,
@@ -291,5 +292,5 @@ def replay_calls(
             mutations += 1
             if state_aware:
                 first, compact = {}, False
-        previous_key, previous_index = key, record.index
+        previous_key, previous_index = key, record.position
     return ReplayResult(calls=count, divergence=divergence, findings=findings, across_mutators=across)
