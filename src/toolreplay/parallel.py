@@ -64,9 +64,16 @@ def worth_it(path: str) -> bool:
         return False
 
 
-def byte_ranges(size: int, chunk: int) -> list[tuple[int, int]]:
-    """[start, end) ranges covering ``size`` bytes; each line belongs to the range it starts in."""
-    return [(start, min(start + chunk, size)) for start in range(0, size, chunk)] or [(0, 0)]
+def byte_ranges(size: int, chunk: int, *, tail: int = 0) -> list[tuple[int, int]]:
+    """[start, end) ranges covering ``size`` bytes; each line belongs to the range it starts in.
+
+    The last ``tail`` bytes are cut four times finer: the ranges end together, rather than
+    one worker finishing a whole range alone while the others wait."""
+    bulk = max(size - tail, 0)
+    ranges = [(start, min(start + chunk, bulk)) for start in range(0, bulk, chunk)]
+    step = max(chunk // 4, 1)
+    ranges += [(start, min(start + step, size)) for start in range(bulk, size, step)]
+    return ranges or [(0, 0)]
 
 
 class RangeLines:
@@ -273,7 +280,7 @@ def _ordered(path: str, func: Callable[[str, int, int], T]) -> Iterator[T]:
     with _pool() as pool:
         window: deque[Future[T]] = deque()
         chunk = min(CHUNK_BYTES, max(MIN_CHUNK_BYTES, size // (8 * workers())))
-        for start, end in byte_ranges(size, chunk):
+        for start, end in byte_ranges(size, chunk, tail=workers() * chunk):
             window.append(pool.submit(func, path, start, end))
             if len(window) >= 2 * workers():
                 yield window.popleft().result()

@@ -104,8 +104,8 @@ def test_a_line_of_blanks_is_skipped_as_sequentially(
     assert expected[2][0] == 0 and expected[1][0] in (0, 1)
 
 
-@pytest.mark.parametrize("chunk", [1, 7, 100, 4096])
-def test_byte_ranges_read_every_line_once(tmp_path: Path, chunk: int) -> None:
+@pytest.mark.parametrize(("chunk", "tail"), [(1, 0), (7, 0), (100, 0), (4096, 0), (100, 250), (7, 10_000)])
+def test_byte_ranges_read_every_line_once(tmp_path: Path, chunk: int, tail: int) -> None:
     """Ranges cut anywhere (inside a line, at a line end, on blank and CRLF lines) read every
     line exactly once, as the sequential reader reads it, and count the lines in between."""
     from toolreplay.transcript import iter_lines
@@ -121,13 +121,20 @@ def test_byte_ranges_read_every_line_once(tmp_path: Path, chunk: int) -> None:
         expected = list(iter_lines(stream, str(path)))
     got: list[tuple[int, bytes]] = []
     base = 0
-    for start, end in parallel.byte_ranges(len(data), chunk):
+    for start, end in parallel.byte_ranges(len(data), chunk, tail=tail):
         with path.open("rb") as stream:
             lines = parallel.RangeLines(stream, start, end)
             got += [(base + number, raw) for number, raw in lines]
             base += lines.lines
     assert got == expected
     assert base == data.count(b"\n") + 1
+
+
+def test_byte_ranges_end_finer() -> None:
+    """The last bytes go in quarter ranges, so that the workers finish together."""
+    assert parallel.byte_ranges(100, 40, tail=30) == [(0, 40), (40, 70), (70, 80), (80, 90), (90, 100)]
+    assert parallel.byte_ranges(100, 40, tail=200) == [(start, start + 10) for start in range(0, 100, 10)]
+    assert parallel.byte_ranges(0, 40, tail=80) == [(0, 0)]
 
 
 @pytest.mark.slow
