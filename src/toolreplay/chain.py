@@ -145,9 +145,10 @@ _PREV_GAP = b'"prev":""'
 
 def fast_parts(raw: bytes) -> tuple[int, bytes, bytes, bytes] | None:
     """(index, head, middle, tail) of a transcript line, as :func:`parts_of` gives them (ASCII bytes)."""
-    value = fitting_record(raw, sealed=False)
-    if value is None:
+    fitting = fitting_record(raw, sealed=False)
+    if fitting is None:
         return None
+    value, colons = fitting
     args = value.pop("args")
     value["prev"] = ""  # a placeholder: the rest then sorts and reads as the link does
     try:
@@ -158,7 +159,7 @@ def fast_parts(raw: bytes) -> tuple[int, bytes, bytes, bytes] | None:
     if head is None or rest is None:
         return None
     # the line's colons: args' own, one per key but "prev" (rest counts the placeholder)
-    if not no_hidden_loss(raw, head.count(b":") + rest.count(b":"), head, rest):
+    if not no_hidden_loss(raw, colons, head.count(b":") + rest.count(b":"), head, rest):
         return None
     gap = rest.index(_PREV_GAP)  # index and fingerprint, the only keys before it, cannot hold it
     return value["index"], b'{"args":' + head, b"," + rest[1:gap] + b'"prev":"', b'"' + rest[gap + 9 :]

@@ -84,9 +84,10 @@ def fast_call(raw: bytes, line: int) -> Call | None:
     the exact reader may answer. The texts :func:`value_digest` hashes prove, as chain's
     fast path does with canonical texts, that orjson lost no duplicate key and no integer
     beyond 64 bits: they hold the canonical texts' colons and ``+`` signs."""
-    value = fitting_record(raw, sealed=False)
-    if value is None:
+    fitting = fitting_record(raw, sealed=False)
+    if fitting is None:
         return None
+    value, colons = fitting
     tool, response, state = value["tool"], value["response"], value.get("state")
     try:
         key = orjson.dumps({"args": value["args"], "tool": tool}, option=orjson.OPT_SORT_KEYS)
@@ -95,8 +96,8 @@ def fast_call(raw: bytes, line: int) -> Call | None:
     except orjson.JSONEncodeError:
         return None
     # the line's colons: one per top-level key (the key text has two: "args" and "tool")
-    colons = len(value) - 2 + key.count(b":") + answer.count(b":") + after.count(b":")
-    if not no_hidden_loss(raw, colons, key, answer, after):
+    canonical_colons = len(value) - 2 + key.count(b":") + answer.count(b":") + after.count(b":")
+    if not no_hidden_loss(raw, colons, canonical_colons, key, answer, after):
         return None
     return Call(
         value["index"],
