@@ -20,6 +20,7 @@ import hashlib
 import os
 import sys
 from array import array
+from binascii import hexlify
 from collections import deque
 from collections.abc import Callable, Iterator
 from typing import IO, TYPE_CHECKING, TypeVar
@@ -308,12 +309,12 @@ def seal_blocks(path: str) -> Iterator[str]:
         lines = bytearray(blob)
         view = memoryview(lines)
         at = 0
-        for k in range(0, 3 * count, 3):
-            digest_at, prev_at, end = marks[k], marks[k + 1], marks[k + 2]
+        spots = marks.tolist()  # (a list's items are ready-made ints: an array makes one per read)
+        for digest_at, prev_at, end in zip(spots[0::3], spots[1::3], spots[2::3], strict=True):
             lines[prev_at : prev_at + 64] = prev
             digest = sha256(view[at : digest_at - 11])
             digest.update(view[digest_at + 65 : end])
-            prev = digest.hexdigest().encode("ascii")
+            prev = hexlify(digest.digest())
             lines[digest_at : digest_at + 64] = prev
             at = end + 1
         view.release()
@@ -332,12 +333,15 @@ def file_calls(path: str) -> Iterator[Call]:
         if result is None:
             raise Fallback
         lines, numbers, tools, digests = result
-        for k, tool in enumerate(tools):
-            if numbers[3 * k] != expected:
-                raise Fallback
-            key, response = digests[32 * k : 32 * k + 16], digests[32 * k + 16 : 32 * k + 32]
-            yield Call(expected, base + numbers[3 * k + 1], tool, key, response, bool(numbers[3 * k + 2]))
-            expected += 1
+        positions = range(expected, expected + len(tools))
+        if numbers[0::3] != array("q", positions):
+            raise Fallback
+        spots = range(0, 32 * len(tools), 32)
+        rows = zip(positions, numbers[1::3].tolist(), tools, spots, numbers[2::3], strict=True)
+        for position, line, tool, at, stated in rows:
+            key, response = digests[at : at + 16], digests[at + 16 : at + 32]
+            yield Call(position, base + line, tool, key, response, stated != 0)
+        expected += len(tools)
         base += lines
 
 

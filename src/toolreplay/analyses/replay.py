@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from hashlib import sha256
@@ -178,6 +179,9 @@ def replay(
 
 #: distinct calls replay keeps in a dict, the fastest lookup; past it they move to FirstCalls
 DICT_CALLS = 100_000
+#: a first sighting's value: its index and the number of mutating calls up to it, then its
+#: response digest
+_FIRST = struct.Struct(">qq")
 _KEY, _VALUE = 16, 32
 
 
@@ -234,7 +238,7 @@ def replay_calls(
     # the number of mutating calls before it (8 bytes) and the response digest into one
     # bytes object: about 180 bytes a call in a dict, about 55 once FirstCalls holds them.
     first: dict[bytes, bytes] | FirstCalls = {}
-    compact = False
+    distinct = 0
     mutations = 0
     across = 0
     findings: list[Finding] = []
@@ -265,13 +269,13 @@ def replay_calls(
         seen = first.get(key)
         if seen is None:
             # a mutator's own state change counts as "in between" for its next identical call
-            after = mutations + (1 if mutator else 0)
-            first[key] = record.position.to_bytes(8, "big") + after.to_bytes(8, "big") + response
-            if not compact and isinstance(first, dict) and len(first) > DICT_CALLS:
-                first, compact = FirstCalls(first), True
+            first[key] = _FIRST.pack(record.position, mutations + mutator) + response
+            distinct += 1
+            if distinct == DICT_CALLS and isinstance(first, dict):
+                first = FirstCalls(first)
         elif seen[16:] != response and record.tool not in nondeterministic:
-            earlier = int.from_bytes(seen[:8], "big")
-            crossed = int.from_bytes(seen[8:16], "big") != mutations
+            earlier, before = _FIRST.unpack_from(seen)
+            crossed = before != mutations
             across += crossed
             if divergence is None:
                 divergence = record.position
@@ -292,6 +296,6 @@ def replay_calls(
         if mutator:
             mutations += 1
             if state_aware:
-                first, compact = {}, False
+                first, distinct = {}, 0
         previous_key, previous_index = key, record.position
     return ReplayResult(calls=count, divergence=divergence, findings=findings, across_mutators=across)
