@@ -112,9 +112,7 @@ def load_config(
             raise InputError("has no [tool.toolreplay] table", path=source)
     else:
         table = data
-    from toolreplay.schemas import validator
-
-    errors = sorted(validator("config").iter_errors(table), key=lambda e: list(map(str, e.absolute_path)))
+    errors = [] if plainly_valid(table) else _schema_errors(table)
     if errors:
         first = errors[0]
         pointer = pointer_of(first.absolute_path)
@@ -149,6 +147,50 @@ def load_config(
         fail_on=frozenset(table["fail_on"]) if "fail_on" in table else None,
         declared=frozenset(table),
     )
+
+
+def _schema_errors(table: dict[str, Any]) -> list[Any]:
+    from toolreplay.schemas import validator
+
+    return sorted(validator("config").iter_errors(table), key=lambda e: list(map(str, e.absolute_path)))
+
+
+def _text(value: Any) -> bool:
+    return type(value) is str and value != ""
+
+
+def _texts(value: Any) -> bool:
+    return type(value) is list and all(type(item) is str and item != "" for item in value)
+
+
+def _kinds(value: Any) -> bool:
+    from toolreplay.report.kinds import KINDS
+
+    return type(value) is list and all(type(item) is str and item in KINDS for item in value)
+
+
+#: each key of the config schema, and a check that accepts only values the schema accepts
+_PLAIN: dict[str, Any] = {
+    "transcripts": _texts,
+    "baselines": _texts,
+    "scope": _text,
+    "tools_lock": _text,
+    "tools_source": lambda value: _text(value) or (_texts(value) and len(value) > 0),
+    "mutators": _texts,
+    "state_aware": lambda value: type(value) is bool,
+    "drift_notes": _text,
+    "max_baseline_age_days": lambda value: type(value) is int and value >= 1,
+    "pattern_budget_seconds": lambda value: type(value) in (int, float) and value > 0,
+    "fail_on": _kinds,
+}
+
+
+def plainly_valid(table: dict[str, Any]) -> bool:
+    """True for a table the config schema certainly accepts, found without jsonschema: importing
+    it (and the schema's ECMA-262 patterns) takes longer than all else a hook or a ``replay``
+    of a small file does. False only means "ask the schema", which then names the problem.
+    ``tests/unit/test_config_fast.py`` holds the two to agreement."""
+    return all(key in _PLAIN and _PLAIN[key](value) for key, value in table.items())
 
 
 def _source(value: Any) -> str | tuple[str, ...] | None:
