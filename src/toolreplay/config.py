@@ -10,11 +10,11 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import Any
 
-from toolreplay.analyses.replay import DEFAULT_MUTATORS
 from toolreplay.errors import InputError
 from toolreplay.findings import kind_fails, quote
 from toolreplay.limits import DEFAULT_BUDGET_SECONDS
 from toolreplay.locate import pointer_of
+from toolreplay.mutators import DEFAULT_MUTATORS
 
 CONFIG_NAMES = ("toolreplay.toml", "pyproject.toml")
 

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import json
 from functools import cache
-from importlib.resources import files
+from typing import TYPE_CHECKING
 
-from jsonschema import Draft202012Validator
-
-from toolreplay.ecma import FORMAT_CHECKER, EcmaValidator
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator
 
 #: file kind -> schema file name in schemas/
 SCHEMA_FILES: dict[str, str] = {
@@ -29,6 +28,8 @@ SCHEMA_FILES: dict[str, str] = {
 
 def schema_text(name: str) -> bytes:
     """The bytes of a published schema, as shipped inside the package."""
+    from importlib.resources import files  # here: it imports pathlib, shutil, tempfile...
+
     return files("toolreplay").joinpath("schemas", name).read_bytes()
 
 
@@ -39,5 +40,8 @@ def validator(kind: str) -> Draft202012Validator:
     Its ``pattern``s are ECMA-262 (:mod:`toolreplay.ecma`), and a ``format: regex`` (the
     patterns of a scope's argument schemas) must be a valid ECMA-262 expression.
     """
+    # imported here: jsonschema is a third of a hook's start-up, and the usual file never needs it
+    from toolreplay.ecma import FORMAT_CHECKER, EcmaValidator
+
     schema = json.loads(schema_text(SCHEMA_FILES[kind]))
     return EcmaValidator(schema, format_checker=FORMAT_CHECKER)  # type: ignore[no-any-return]

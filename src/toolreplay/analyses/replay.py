@@ -13,6 +13,7 @@ import orjson
 from toolreplay.canonical import canonical
 from toolreplay.errors import InputError
 from toolreplay.findings import Finding, quote
+from toolreplay.mutators import DEFAULT_MUTATORS as DEFAULT_MUTATORS
 from toolreplay.transcript import (
     Record,
     fitting_record,
@@ -22,8 +23,6 @@ from toolreplay.transcript import (
     out_of_order,
     parse_line,
 )
-
-DEFAULT_MUTATORS = frozenset({"write_file", "delete_file", "create_file", "move_file", "run_command"})
 
 #: What a non-determinism finding adds when a mutator ran between the two calls: in the 0.6
 #: default the two are still compared, and the reader should know which knob stops that.

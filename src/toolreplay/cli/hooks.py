@@ -6,11 +6,9 @@ from __future__ import annotations
 
 import click
 
-from toolreplay.chain import verify
 from toolreplay.cli.base import EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, LazyGroup, cli
 from toolreplay.errors import InputError
 from toolreplay.escape import inert, one_line
-from toolreplay.transcript import read_links
 
 
 def echo(text: str) -> None:
@@ -32,6 +30,9 @@ def verify_hook(ctx: click.Context, files: tuple[str, ...]) -> None:
 
     Exit 1 when a chain is broken, 2 when a file is not a sealed transcript at all.
     """
+    from toolreplay.chain import verify  # here: ``hook drift-note`` shares this module's imports
+    from toolreplay.transcript import read_links
+
     code = EXIT_CLEAN
     for path in files:
         try:

@@ -39,13 +39,14 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from toolreplay.chain import verify
 from toolreplay.errors import InputError, ToolreplayError
 from toolreplay.findings import one_line, quote
-from toolreplay.transcript import GENESIS, Link, parse_links
 
+# The chain and the reader are imported where a sealed file changed: most commits change none,
+# and the hook's start-up is paid on every commit.
 if TYPE_CHECKING:
     from toolreplay.driftnote import DriftNote
+    from toolreplay.transcript import Link
 
 DEFAULT_BASELINES: tuple[str, ...] = ("*.sealed.jsonl",)
 DEFAULT_NOTES_DIR = "drift-notes"
@@ -212,8 +213,17 @@ class _Chain:
     broken: str | None
 
 
+def _genesis() -> str:
+    from toolreplay.transcript import GENESIS
+
+    return GENESIS
+
+
 def _chain(raw: bytes, path: str) -> _Chain:
     """Walk a sealed blob; on a parse error or a break, stop at the intact prefix."""
+    from toolreplay.chain import verify
+    from toolreplay.transcript import parse_links
+
     links: list[Link] = []
     problem = None
     try:
@@ -256,7 +266,7 @@ def _older(after: _Chain, from_head: str, before: _Chain | None) -> frozenset[st
 
 def _added_or_modified(git: Git, path: str, oid: str, action: str, before: _Chain | None) -> BaselineChange:
     after = _chain(git.blob(oid), path)
-    from_head = before.head if before is not None else GENESIS
+    from_head = before.head if before is not None else _genesis()
     return BaselineChange(
         baseline=path,
         action=action,
@@ -288,7 +298,7 @@ def baseline_changes(git: Git, entries: Iterable[Entry], patterns: Sequence[str]
         if old is not None:
             new_path = entry.new_path
             action = "deleted" if new_path is None else f"renamed to {quote(new_path)}"
-            head = before.head if before is not None else GENESIS
+            head = before.head if before is not None else _genesis()
             changes.append(BaselineChange(baseline=old, action=action, from_head=head, to_head=None))
         if new is not None:
             renamed = entry.status == "R" and entry.old_path is not None
@@ -352,7 +362,7 @@ def _describe(note: DriftNote, change: BaselineChange) -> list[str]:
     where = quote(note.path)
     out = []
     if note.from_head != change.from_head:
-        what = "the genesis value" if change.from_head == GENESIS else "the committed head (HEAD)"
+        what = "the genesis value" if change.from_head == _genesis() else "the committed head (HEAD)"
         out.append(f"note {where} has from {note.from_head}, but {what} is {change.from_head}")
     if change.to_head is None and note.to_head is not None:
         out.append(f"note {where} has to {note.to_head}, but this commit deletes the baseline: remove 'to'")
@@ -407,9 +417,8 @@ def judge(
     strays = [n for n in notes if n.baseline not in changed]
     for change in changes:
         name = quote(change.baseline)
-        lines = [
-            f"from: {change.from_head}" + ("  (genesis: new baseline)" if change.from_head == GENESIS else "")
-        ]
+        genesis = "  (genesis: new baseline)" if change.from_head == _genesis() else ""
+        lines = [f"from: {change.from_head}{genesis}"]
         if change.broken is not None:
             lines.append("to:   none: the staged file is not an intact sealed chain")
             lines.append(change.broken)
