@@ -29,6 +29,7 @@ from toolreplay.hooks.settings import (
     recorded_config,
     settings_change,
     settings_of,
+    staged_configs,
 )
 
 
@@ -83,10 +84,10 @@ def drift_note_hook(
         raise click.UsageError("--head only applies with --base")
     if base is not None and rewrite is not None:
         raise click.UsageError("--base and --post-rewrite judge different things: give one")
-    git = Git()
     if rewrite == "rebase":
         click.echo("drift notes: a rebase is not judged here; the pull request's check (--base) judges it")
         ctx.exit(EXIT_CLEAN)
+    git = Git(root=Git().top())  # asked once: every step below needs it, and a hook's start-up counts
     # the configuration as the judged side records it: staged, the amended commit, or the base
     rev = {None: None, "amend": "HEAD"}.get(rewrite) if base is None else base
     settings = _settings(git, rev, patterns, notes_dir)
@@ -116,12 +117,14 @@ def drift_note_hook(
 def _settings(git: Git, rev: str | None, patterns: tuple[str, ...], notes_dir: str | None) -> GuardSettings:
     """The guard's settings: the options, else the configuration git records at ``rev`` (None: staged)."""
     top = Git(cwd=git.top())
-    config = recorded_config(top, rev)
+    staged = staged_configs(top) if rev is None else None
+    config = recorded_config(top, rev, staged=staged)
     prefix = ""
     if config is None:
         # no configuration at the root: the one in a subfolder, when there is exactly one
         # (as the pull request's check judges the range with it)
-        found = [(f, c) for f in config_folders(top, rev) if f and (c := recorded_config(top, rev, f))]
+        folders = config_folders(top, rev, staged=staged)
+        found = [(f, c) for f in folders if f and (c := recorded_config(top, rev, f, staged=staged))]
         if len(found) == 1:
             prefix, config = found[0]
     where = "staged" if rev is None else rev

@@ -73,6 +73,8 @@ class Git:
     """Runs git in ``cwd`` with the inherited environment (``GIT_INDEX_FILE`` included)."""
 
     cwd: str | None = None
+    #: the work tree's root when already known (``top`` then asks git nothing)
+    root: str | None = None
 
     def run(self, *args: str) -> bytes:
         try:
@@ -98,6 +100,8 @@ class Git:
 
     def top(self) -> str:
         """The root of the work tree."""
+        if self.root is not None:
+            return self.root
         try:
             out = self.run("rev-parse", "--show-toplevel")
         except GitError as err:
@@ -110,19 +114,26 @@ class Git:
         A symlink, a folder or a submodule at ``path`` counts as no file.
         """
         if rev is None:
-            out = self.run("ls-files", "--stage", "-z", "--full-name", "--", ":(top,literal)" + path)
-        else:
-            out = self.run("ls-tree", "-z", "--full-tree", check_revision(rev), "--", path)
+            return self.staged(":(top,literal)" + path).get(path)
+        out = self.run("ls-tree", "-z", "--full-tree", check_revision(rev), "--", path)
         for row in out.split(b"\0"):
             meta, _, name = row.partition(b"\t")
             fields = meta.decode("ascii", "replace").split(" ")
-            if _decode_path(name) != path or fields[0] not in _REGULAR:
-                continue
-            oid = fields[1] if rev is None else fields[2]
-            if rev is None and fields[2] != "0":
-                continue  # a conflicted path has no single staged version
-            return oid
+            if _decode_path(name) == path and fields[0] in _REGULAR:
+                return fields[2]
         return None
+
+    def staged(self, *pathspecs: str) -> dict[str, str]:
+        """The blob of each regular file the index holds under ``pathspecs``, by path from the
+        root (a conflicted path has no single staged version, and is left out)."""
+        out = self.run("ls-files", "--stage", "-z", "--full-name", "--", *pathspecs)
+        blobs = {}
+        for row in out.split(b"\0"):
+            meta, _, name = row.partition(b"\t")
+            fields = meta.decode("ascii", "replace").split(" ")
+            if len(fields) == 3 and fields[0] in _REGULAR and fields[2] == "0":
+                blobs[_decode_path(name)] = fields[1]
+        return blobs
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

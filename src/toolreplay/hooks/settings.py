@@ -11,7 +11,7 @@ request must not decide for itself what its own rule is.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -37,17 +37,25 @@ class GuardSettings:
     source: str
 
 
-def recorded_config(git: Git, rev: str | None, folder: str = "", *, name: str | None = None) -> Config | None:
+def recorded_config(
+    git: Git,
+    rev: str | None,
+    folder: str = "",
+    *,
+    name: str | None = None,
+    staged: Mapping[str, str] | None = None,
+) -> Config | None:
     """The configuration git records in ``folder`` (from the root) at ``rev``; None: the index.
 
     ``name`` stands for ``rev`` in messages (a short commit id).
 
     ``toolreplay.toml`` first, then ``pyproject.toml`` when it holds ``[tool.toolreplay]``;
     None when there is neither. An invalid one is an :class:`~toolreplay.errors.InputError`.
+    ``staged`` is :func:`staged_configs` already asked (for the index: git is then not asked again).
     """
     for file in CONFIG_NAMES:
         path = str(PurePosixPath(folder, file)) if folder else file
-        oid = git.file_oid(rev, path)
+        oid = staged.get(path) if staged is not None and rev is None else git.file_oid(rev, path)
         if oid is None:
             continue
         raw = git.blob(oid)
@@ -59,17 +67,30 @@ def recorded_config(git: Git, rev: str | None, folder: str = "", *, name: str | 
     return None
 
 
-def config_folders(git: Git, rev: str | None) -> list[str]:
+def staged_configs(git: Git) -> dict[str, str]:
+    """The blob of every configuration file staged, anywhere in the repository, by path from
+    the root: one git call for :func:`recorded_config` and :func:`config_folders` together
+    (the hook runs on every commit)."""
+    return git.staged(*(f":(top,glob)**/{n}" for n in CONFIG_NAMES))
+
+
+def config_folders(git: Git, rev: str | None, *, staged: Mapping[str, str] | None = None) -> list[str]:
     """The folders (from the root, POSIX) where git records a configuration file at ``rev``
-    (None: the index), sorted; the root is ``""``."""
-    if rev is None:
-        out = git.run("ls-files", "-z", "--full-name", "--", *(f":(top,glob)**/{n}" for n in CONFIG_NAMES))
+    (None: the index), sorted; the root is ``""``. ``staged``: as :func:`recorded_config`'s."""
+    if rev is None and staged is not None:
+        paths = list(staged)
     else:
-        out = git.run("ls-tree", "-r", "-z", "--name-only", "--full-tree", check_revision(rev))
+        if rev is None:
+            out = git.run(
+                "ls-files", "-z", "--full-name", "--", *(f":(top,glob)**/{n}" for n in CONFIG_NAMES)
+            )
+        else:
+            out = git.run("ls-tree", "-r", "-z", "--name-only", "--full-tree", check_revision(rev))
+        paths = [_decode_path(raw) for raw in out.split(b"\0") if raw]
     folders = set()
-    for raw in out.split(b"\0"):
-        path = PurePosixPath(_decode_path(raw)) if raw else None
-        if path is not None and path.name in CONFIG_NAMES:
+    for name in paths:
+        path = PurePosixPath(name)
+        if path.name in CONFIG_NAMES:
             folders.add("" if str(path.parent) == "." else str(path.parent))
     return sorted(folders)
 
