@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import tomllib
@@ -11,7 +10,7 @@ from pathlib import Path, PurePath
 from typing import Any
 
 from toolreplay.errors import InputError
-from toolreplay.findings import kind_fails, quote
+from toolreplay.escape import quote
 from toolreplay.limits import DEFAULT_BUDGET_SECONDS
 from toolreplay.locate import pointer_of
 from toolreplay.mutators import DEFAULT_MUTATORS
@@ -44,6 +43,8 @@ class Config:
     declared: frozenset[str] = frozenset()
 
     def fails(self, kind: str) -> bool:
+        from toolreplay.findings import kind_fails  # here: the hooks read a config, and judge no finding
+
         return kind_fails(kind, self.fail_on)
 
 
@@ -193,6 +194,12 @@ def plainly_valid(table: dict[str, Any]) -> bool:
     return all(key in _PLAIN and _PLAIN[key](value) for key, value in table.items())
 
 
+def _shown(glob: str) -> str:
+    import json  # here: only messages need it, and the hooks read a config on every commit
+
+    return json.dumps(glob)
+
+
 def _source(value: Any) -> str | tuple[str, ...] | None:
     return tuple(value) if isinstance(value, list) else value
 
@@ -225,7 +232,7 @@ def unmatched_globs(config: Config) -> list[str]:
     for key, patterns in (("transcripts", config.transcripts), ("baselines", config.baselines)):
         for pattern in patterns:
             if not expand(config, (pattern,)):
-                out.append(f"{key} glob {json.dumps(pattern)} in {config.source} matches no file")
+                out.append(f"{key} glob {_shown(pattern)} in {config.source} matches no file")
     return out
 
 
@@ -234,16 +241,16 @@ def expand(config: Config, patterns: tuple[str, ...]) -> list[str]:
     found: set[str] = set()
     for pattern in patterns:
         if os.path.isabs(pattern):
-            raise InputError(f"glob {json.dumps(pattern)} must be relative to its folder", path=config.source)
+            raise InputError(f"glob {_shown(pattern)} must be relative to its folder", path=config.source)
         if not PurePath(pattern).parts:
             raise InputError(
-                f"glob {json.dumps(pattern)} names the config's folder, not files", path=config.source
+                f"glob {_shown(pattern)} names the config's folder, not files", path=config.source
             )
         try:
             matches = list(config.root.glob(pattern))
         except ValueError as err:  # pathlib: '**' can only be an entire path component
             raise InputError(
-                f"glob {json.dumps(pattern)} is not a valid glob: {err}", path=config.source
+                f"glob {_shown(pattern)} is not a valid glob: {err}", path=config.source
             ) from err
         for match in matches:
             if match.is_file():

@@ -8,11 +8,11 @@ so the cost is one pass over the text.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable
+from functools import cache
+from typing import Any
 
-_DECODER = json.JSONDecoder()
 _SPACE = re.compile(r"[ \t\n\r]*")
 
 
@@ -49,19 +49,29 @@ def position_of(text: str, pointer: str) -> int | None:
     return start
 
 
+@cache
+def _decoder() -> Any:
+    import json  # here: the configuration's readers (every hook) need pointers, not positions
+
+    return json.JSONDecoder()
+
+
 def _member(text: str, at: int, key: str) -> tuple[int, int]:
     """(start of the value, start of the key) of member ``key`` in the object whose body starts at ``at``."""
+    from json.decoder import scanstring  # type: ignore[attr-defined]
+
+    decoder = _decoder()
     while True:
         at = _SPACE.match(text, at).end()  # type: ignore[union-attr]
         if text[at] != '"':
             raise ValueError("no such member")
-        name, after = json.decoder.scanstring(text, at + 1)  # type: ignore[attr-defined]
+        name, after = scanstring(text, at + 1)
         key_at = at
         at = _SPACE.match(text, after).end()  # type: ignore[union-attr]
         at = _SPACE.match(text, at + 1).end()  # type: ignore[union-attr]  # past ':'
         if name == key:
             return at, key_at
-        _, at = _DECODER.raw_decode(text, at)
+        _, at = decoder.raw_decode(text, at)
         at = _SPACE.match(text, at).end()  # type: ignore[union-attr]
         if text[at] != ",":
             raise ValueError("no such member")
@@ -69,9 +79,10 @@ def _member(text: str, at: int, key: str) -> tuple[int, int]:
 
 
 def _item(text: str, at: int, index: int) -> int:
+    decoder = _decoder()
     for _ in range(index):
         at = _SPACE.match(text, at).end()  # type: ignore[union-attr]
-        _, at = _DECODER.raw_decode(text, at)
+        _, at = decoder.raw_decode(text, at)
         at = _SPACE.match(text, at).end()  # type: ignore[union-attr]
         if text[at] != ",":
             raise ValueError("no such item")

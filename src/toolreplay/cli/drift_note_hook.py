@@ -9,8 +9,7 @@ import click
 
 from toolreplay.cli.base import EXIT_CLEAN, EXIT_FINDINGS
 from toolreplay.cli.hooks import hook
-from toolreplay.escape import inert
-from toolreplay.findings import one_line, quote
+from toolreplay.escape import inert, one_line, quote
 from toolreplay.hooks.drift_note import (
     DEFAULT_BASELINES,
     DEFAULT_NOTES_DIR,

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from toolreplay.errors import InputError, ToolreplayError
-from toolreplay.findings import one_line, quote
+from toolreplay.escape import one_line, quote
 
 # The chain and the reader are imported where a sealed file changed: most commits change none,
 # and the hook's start-up is paid on every commit.

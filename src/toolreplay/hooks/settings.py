@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from toolreplay.config import CONFIG_NAMES, Config, load_config, parse_toml, toolreplay_table
-from toolreplay.findings import quote
+from toolreplay.escape import quote
 from toolreplay.hooks.drift_note import (
     DEFAULT_BASELINES,
     DEFAULT_NOTES_DIR,
