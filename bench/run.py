@@ -6,7 +6,8 @@ Each operation runs as its own process (toolreplay's real CLI, the naive referen
 bench/naive.py, and sha256 over the same bytes), alternating, best of ``--rounds``; it
 prints throughput ratios, which survive a noisy machine better than seconds, and the peak
 RSS of the main process and of the largest worker, for each mix of bench/generate.py
-(all three unless ``--mix`` names some). Not part of the test run.
+(all three unless ``--mix`` names some). Every run reads compiled bytecode, as from an
+installed package (see ENV). Not part of the test run.
 """
 
 from __future__ import annotations
@@ -45,13 +46,22 @@ def run(argv: list[str]) -> tuple[float, int, int, str, float]:
     seconds of the process and its children: on a machine shared with other work the CPU
     ratio moves less than the wall-clock one)."""
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", MEASURE, *argv], capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-c", MEASURE, *argv], capture_output=True, text=True, check=False, env=ENV
+    )
     elapsed = time.perf_counter() - start
     rss = [line for line in proc.stderr.splitlines() if line.startswith("@@rss")]
     if proc.returncode not in (0, 1) or not rss:
         raise SystemExit(f"{argv} failed: {proc.stderr[-2000:]}")
     _, me, kids, cpu = rss[0].split()
     return elapsed, int(me), int(kids), proc.stdout, float(cpu)
+
+
+# Compiled bytecode as an installed package has it (pip compiles on install), kept in a scratch
+# folder: an editable checkout under PYTHONDONTWRITEBYTECODE would otherwise compile toolreplay's
+# modules on every run, and the naive script has almost none to compile.
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+ENV["PYTHONPYCACHEPREFIX"] = str(OUT / "pycache")
 
 
 def file_digest(path: Path) -> str:
