@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import math
 import os
-import tomllib
 from dataclasses import dataclass, field
-from pathlib import Path, PurePath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from toolreplay.errors import InputError
 from toolreplay.escape import quote
 from toolreplay.limits import DEFAULT_BUDGET_SECONDS
 from toolreplay.locate import pointer_of
 from toolreplay.mutators import DEFAULT_MUTATORS
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+# (pathlib and tomllib are imported where a configuration is found: the drift-note hook asks
+# git for the staged one on every commit, and most repositories stage none)
 
 CONFIG_NAMES = ("toolreplay.toml", "pyproject.toml")
 
@@ -80,6 +84,8 @@ def _read_toml(path: Path) -> dict[str, Any]:
 
 def parse_toml(raw: bytes, label: str) -> dict[str, Any]:
     """Parse TOML bytes; ``label`` names them in errors (a path, or ``REV:path`` for a blob in git)."""
+    import tomllib
+
     try:
         return tomllib.loads(raw.decode("utf-8"))
     except tomllib.TOMLDecodeError as err:
@@ -99,6 +105,8 @@ def load_config(
     named ``label`` in errors and as the config's ``source``.
     """
     if path is None:
+        from pathlib import Path
+
         path = find_config(cwd or Path.cwd())
         if path is None:
             raise InputError(
@@ -207,6 +215,8 @@ def _source(value: Any) -> str | tuple[str, ...] | None:
 def nearest_config(path: Path | None = None, *, cwd: Path | None = None) -> Config | None:
     """The config ``path`` names, else the nearest one from ``cwd`` up, else None (no config is fine)."""
     if path is None:
+        from pathlib import Path
+
         path = find_config(cwd or Path.cwd())
         if path is None:
             return None
@@ -238,6 +248,8 @@ def unmatched_globs(config: Config) -> list[str]:
 
 def expand(config: Config, patterns: tuple[str, ...]) -> list[str]:
     """Files matching the globs, as paths relative to the config's folder, sorted, once each."""
+    from pathlib import PurePath
+
     found: set[str] = set()
     for pattern in patterns:
         if os.path.isabs(pattern):

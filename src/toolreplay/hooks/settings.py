@@ -11,9 +11,9 @@ request must not decide for itself what its own rule is.
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
 
 from toolreplay.config import CONFIG_NAMES, Config, load_config, parse_toml, toolreplay_table
 from toolreplay.escape import quote
@@ -53,8 +53,14 @@ def recorded_config(
     None when there is neither. An invalid one is an :class:`~toolreplay.errors.InputError`.
     ``staged`` is :func:`staged_configs` already asked (for the index: git is then not asked again).
     """
+    # pathlib is imported where it is used: most commits stage no configuration
     for file in CONFIG_NAMES:
-        path = str(PurePosixPath(folder, file)) if folder else file
+        if folder:
+            from pathlib import PurePosixPath
+
+            path = str(PurePosixPath(folder, file))
+        else:
+            path = file
         oid = staged.get(path) if staged is not None and rev is None else git.file_oid(rev, path)
         if oid is None:
             continue
@@ -62,6 +68,8 @@ def recorded_config(
         label = f"{path} (staged)" if rev is None else f"{name or rev}:{path}"
         if file == "pyproject.toml" and toolreplay_table(parse_toml(raw, label)) is None:
             continue
+        from pathlib import Path
+
         # the root only now: a git call less for the hook in a repository without a configuration
         return load_config(Path(git.top(), path), raw=raw, label=label)
     return None
@@ -87,12 +95,8 @@ def config_folders(git: Git, rev: str | None, *, staged: Mapping[str, str] | Non
         else:
             out = git.run("ls-tree", "-r", "-z", "--name-only", "--full-tree", check_revision(rev))
         paths = [_decode_path(raw) for raw in out.split(b"\0") if raw]
-    folders = set()
-    for name in paths:
-        path = PurePosixPath(name)
-        if path.name in CONFIG_NAMES:
-            folders.add("" if str(path.parent) == "." else str(path.parent))
-    return sorted(folders)
+    # (git's paths are clean: no "." or empty parts, so posixpath splits them as pathlib would)
+    return sorted({posixpath.dirname(path) for path in paths if posixpath.basename(path) in CONFIG_NAMES})
 
 
 def glob_patterns(globs: Sequence[str], prefix: str) -> tuple[str, ...]:
@@ -101,6 +105,8 @@ def glob_patterns(globs: Sequence[str], prefix: str) -> tuple[str, ...]:
     fnmatch's ``*`` also matches ``/``; pathlib's ``**/`` may match no folder at all, so a
     variant without it is added.
     """
+    from pathlib import PurePosixPath
+
     out: list[str] = []
     for glob in globs:
         for variant in (glob, glob.replace("**/", "")):
@@ -123,7 +129,11 @@ def settings_of(
     else:
         patterns = DEFAULT_BASELINES if default else ()
     notes = config.drift_notes if config is not None else DEFAULT_NOTES_DIR
-    notes_dir = normalize_dir(str(PurePosixPath(prefix, notes)) if prefix else notes)
+    if prefix:
+        from pathlib import PurePosixPath
+
+        notes = str(PurePosixPath(prefix, notes))
+    notes_dir = normalize_dir(notes)
     return GuardSettings(patterns=patterns, notes_dir=notes_dir, source=source)
 
 
