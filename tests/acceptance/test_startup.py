@@ -94,13 +94,22 @@ def test_light_commands_import_nothing_heavy(args: tuple[str, ...], tmp_path: Pa
     """version, verify, hook verify, seal and replay on small files run without importing
     jsonschema, PyGithub, the MCP SDK, YAML, a process pool or the other commands' modules.
 
-    In a folder without a configuration: where there is one, the commands that take their
-    defaults from it read it, and checking it against its schema loads jsonschema.
+    In a folder without a configuration (see the next test for one with).
     """
     sample = str(next(Path(SAMPLES).glob("*.jsonl")).resolve())
     sealed = str(Path(sealed_sample()).resolve())
     argv = [sealed if a == "SEALED" else sample if a == "SAMPLE" else a for a in args]
     assert loaded_heavy(*argv, cwd=tmp_path) == []
+
+
+def test_a_plain_configuration_is_read_without_jsonschema(tmp_path: Path) -> None:
+    """replay in a configured folder reads the configuration (its mutators are replay's
+    defaults) and takes it without the schema when it is plainly valid (config.plainly_valid)."""
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.toolreplay]\ntranscripts = ["*.jsonl"]\nmutators = ["write_file"]\nstate_aware = true\n'
+    )
+    sample = str(next(Path(SAMPLES).glob("*.jsonl")).resolve())
+    assert loaded_heavy("replay", sample, cwd=tmp_path) == []
 
 
 def test_every_command_is_registered_where_the_lazy_table_says() -> None:
@@ -159,15 +168,43 @@ def test_drift_note_hook_without_notes_loads_no_yaml(tmp_path: Path) -> None:
     repo.git("commit", "-q", "-m", "one")
     repo.write("README.md", "two\n")
     repo.git("add", "README.md")
-    watch = ("yaml", "toolreplay.driftnote", "toolreplay.schemas", "jsonschema", "referencing", "regress")
+    assert loaded_heavy("hook", "drift-note", cwd=repo.path, watch=DRIFT_NOTE_SKIPS, env=git_env()) == []
+    # with a configuration staged: tomllib and pathlib to read it, still no schema, no decoder
+    repo.write("pyproject.toml", '[tool.toolreplay]\nbaselines = ["baselines/*.sealed.jsonl"]\n')
+    repo.git("add", "pyproject.toml")
+    watch = tuple(m for m in DRIFT_NOTE_SKIPS if m not in ("tomllib", "pathlib"))
     assert loaded_heavy("hook", "drift-note", cwd=repo.path, watch=watch, env=git_env()) == []
 
 
+#: the guard on a commit that changes no sealed file reads no chain (no decoder, no hashing)
+#: and, where no configuration is staged, neither TOML nor pathlib
+DRIFT_NOTE_SKIPS = (
+    "yaml",
+    "toolreplay.driftnote",
+    "toolreplay.schemas",
+    "jsonschema",
+    "referencing",
+    "regress",
+    "orjson",
+    "toolreplay.chain",
+    "toolreplay.canonical",
+    "toolreplay.transcript",
+    "toolreplay.findings",
+    "tomllib",
+    "pathlib",
+)
+
+
 def test_validate_a_transcript_loads_no_yaml(tmp_path: Path) -> None:
-    """validate (the toolreplay-validate hook) on transcripts leaves YAML to the drift notes."""
+    """validate (the toolreplay-validate hook) on valid transcripts and sealed files leaves YAML
+    to the drift notes, and jsonschema to a line the reader's own field checks refuse."""
     sample = str(next(Path(SAMPLES).glob("*.jsonl")).resolve())
-    watch = ("yaml", "toolreplay.driftnote")
+    watch = ("yaml", "toolreplay.driftnote", "jsonschema", "referencing", "regress", "toolreplay.ecma")
     assert loaded_heavy("validate", sample, cwd=tmp_path, watch=watch) == []
+    assert loaded_heavy("validate", str(Path(sealed_sample()).resolve()), cwd=tmp_path, watch=watch) == []
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"index": 0, "tool": "", "args": {}, "response": {}}\n')
+    assert "jsonschema" in loaded_heavy("validate", str(bad), cwd=tmp_path, watch=watch)
 
 
 # a fresh interpreter: import the CLI, then report the collector's state
