@@ -142,6 +142,7 @@ class RangeLines:
 _DIGEST_OPEN = b',"digest":"'
 _DIGEST_SLOT = b"0" * 64 + b'"'
 _PREV_SLOT = b"0" * 64
+_OPEN, _SLOT = len(_DIGEST_OPEN), len(_DIGEST_SLOT)
 
 
 def seal_range(path: str, start: int, end: int) -> tuple[int, int, bytes, array[int]] | None:
@@ -167,8 +168,8 @@ def seal_range(path: str, start: int, end: int) -> tuple[int, int, bytes, array[
                     return None
                 expected += 1
                 texts += (head, _DIGEST_OPEN, _DIGEST_SLOT, middle, _PREV_SLOT, tail, b"\n")
-                digest_at = at + len(head) + 11
-                prev_at = digest_at + 65 + len(middle)
+                digest_at = at + len(head) + _OPEN
+                prev_at = digest_at + _SLOT + len(middle)
                 at = prev_at + 64 + len(tail)
                 marks.extend((digest_at, prev_at, at))
                 at += 1
@@ -312,8 +313,8 @@ def seal_blocks(path: str) -> Iterator[str]:
         spots = marks.tolist()  # (a list's items are ready-made ints: an array makes one per read)
         for digest_at, prev_at, end in zip(spots[0::3], spots[1::3], spots[2::3], strict=True):
             lines[prev_at : prev_at + 64] = prev
-            digest = sha256(view[at : digest_at - 11])
-            digest.update(view[digest_at + 65 : end])
+            digest = sha256(view[at : digest_at - _OPEN])
+            digest.update(view[digest_at + _SLOT : end])
             prev = hexlify(digest.digest())
             lines[digest_at : digest_at + 64] = prev
             at = end + 1

@@ -87,7 +87,7 @@ def drift_note_hook(
     if rewrite == "rebase":
         click.echo("drift notes: a rebase is not judged here; the pull request's check (--base) judges it")
         ctx.exit(EXIT_CLEAN)
-    git = Git(root=Git().top())  # asked once: every step below needs it, and a hook's start-up counts
+    git = Git()  # the root is asked of git only where a step needs it: a hook's start-up counts
     # the configuration as the judged side records it: staged, the amended commit, or the base
     rev = {None: None, "amend": "HEAD"}.get(rewrite) if base is None else base
     settings = _settings(git, rev, patterns, notes_dir)
@@ -116,17 +116,21 @@ def drift_note_hook(
 
 def _settings(git: Git, rev: str | None, patterns: tuple[str, ...], notes_dir: str | None) -> GuardSettings:
     """The guard's settings: the options, else the configuration git records at ``rev`` (None: staged)."""
-    top = Git(cwd=git.top())
-    staged = staged_configs(top) if rev is None else None
-    config = recorded_config(top, rev, staged=staged)
-    prefix = ""
-    if config is None:
-        # no configuration at the root: the one in a subfolder, when there is exactly one
-        # (as the pull request's check judges the range with it)
-        folders = config_folders(top, rev, staged=staged)
-        found = [(f, c) for f in folders if f and (c := recorded_config(top, rev, f, staged=staged))]
-        if len(found) == 1:
-            prefix, config = found[0]
+    # (every git call here names paths from the root, whatever the folder it runs in)
+    try:
+        staged = staged_configs(git) if rev is None else None
+        config = recorded_config(git, rev, staged=staged)
+        prefix = ""
+        if config is None:
+            # no configuration at the root: the one in a subfolder, when there is exactly one
+            # (as the pull request's check judges the range with it)
+            folders = config_folders(git, rev, staged=staged)
+            found = [(f, c) for f in folders if f and (c := recorded_config(git, rev, f, staged=staged))]
+            if len(found) == 1:
+                prefix, config = found[0]
+    except GitError:
+        git.top()  # outside a work tree, this names it; inside one, git's own error stands
+        raise
     where = "staged" if rev is None else rev
     if config is not None:
         source = config.source

@@ -36,7 +36,7 @@ import posixpath
 import shlex
 import subprocess
 from collections.abc import Callable, Collection, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
 from toolreplay.errors import InputError, ToolreplayError
@@ -73,8 +73,8 @@ class Git:
     """Runs git in ``cwd`` with the inherited environment (``GIT_INDEX_FILE`` included)."""
 
     cwd: str | None = None
-    #: the work tree's root when already known (``top`` then asks git nothing)
-    root: str | None = None
+    #: the work tree's root once git has named it (git is asked once per ``Git``)
+    _root: list[str] = field(default_factory=list, repr=False, compare=False)
 
     def run(self, *args: str) -> bytes:
         try:
@@ -100,13 +100,13 @@ class Git:
 
     def top(self) -> str:
         """The root of the work tree."""
-        if self.root is not None:
-            return self.root
-        try:
-            out = self.run("rev-parse", "--show-toplevel")
-        except GitError as err:
-            raise GitError(f"not inside a git work tree ({err})") from err
-        return out.decode("utf-8", "surrogateescape").rstrip("\n")
+        if not self._root:
+            try:
+                out = self.run("rev-parse", "--show-toplevel")
+            except GitError as err:
+                raise GitError(f"not inside a git work tree ({err})") from err
+            self._root.append(out.decode("utf-8", "surrogateescape").rstrip("\n"))
+        return self._root[0]
 
     def file_oid(self, rev: str | None, path: str) -> str | None:
         """The blob of regular file ``path`` (from the root) in commit ``rev``, or in the index when None.
@@ -516,9 +516,8 @@ def _check(
     """The guard's verdict on the ``diff_args`` change; ``revs`` gives the revisions whose notes
     are taken (None: the index), asked only when a baseline changes (most commits change none)."""
     folder = normalize_dir(notes_dir)
-    git.top()
-    entries = parse_raw_diff(
-        git.run(
+    try:
+        out = git.run(
             "diff",
             "--raw",
             "-z",
@@ -529,7 +528,10 @@ def _check(
             "--no-color",
             *diff_args,
         )
-    )
+    except GitError:
+        git.top()  # outside a work tree, this names it; inside one, the diff's own error stands
+        raise
+    entries = parse_raw_diff(out)
     changes = baseline_changes(git, entries, patterns)
     notes, note_problems = staged_notes(git, entries, folder)
     taken = existing_notes(git, folder, revs()) if changes else frozenset()
