@@ -5,6 +5,7 @@ verify and the pre-commit hooks' commands import only what their own path needs
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -226,3 +227,42 @@ def test_imports_leave_the_collector_as_they_found_it(before: str, after: str) -
         [sys.executable, "-c", COLLECTOR, before], capture_output=True, text=True, check=True
     )
     assert proc.stdout.strip() == after
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(sys.platform == "win32", reason="a shell script stands in for git")
+def test_drift_note_hook_runs_git_twice_on_the_usual_commit(tmp_path: Path) -> None:
+    """Each git run costs the hook about 2 ms of every commit: on a commit that changes no
+    baseline it lists the staged configurations and the staged change, and asks for the
+    work tree's root only once a configuration is staged (to read it)."""
+    import shutil
+
+    real = shutil.which("git")
+    assert real is not None
+    shims = tmp_path / "bin"
+    shims.mkdir()
+    log = tmp_path / "git.log"
+    (shims / "git").write_text(f'#!/bin/sh\necho "$1" >> {log}\nexec {real} "$@"\n')
+    (shims / "git").chmod(0o755)
+    repo = Repo.create(tmp_path / "repo")
+    repo.write("README.md", "one\n")
+    repo.git("add", "README.md")
+    env = git_env({"PATH": f"{shims}{os.pathsep}{os.environ['PATH']}"})
+
+    def runs() -> list[str]:
+        log.unlink(missing_ok=True)
+        proc = subprocess.run(
+            [sys.executable, "-m", "toolreplay", "hook", "drift-note"],
+            cwd=repo.path,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        return log.read_text().split()
+
+    assert runs() == ["ls-files", "diff"]
+    repo.write("pyproject.toml", '[tool.toolreplay]\nbaselines = ["baselines/*.sealed.jsonl"]\n')
+    repo.git("add", "pyproject.toml")
+    assert runs() == ["ls-files", "cat-file", "rev-parse", "diff"]
