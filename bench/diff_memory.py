@@ -1,6 +1,7 @@
-"""Peak memory and time of ``toolreplay diff`` as its inputs grow.
+"""Peak memory and time of ``toolreplay diff`` (or of ``check``, which diffs its runs against
+their baselines the same way) as its inputs grow.
 
-    python bench/diff_memory.py [40 200] [--against OTHER/src] [--rounds N]
+    python bench/diff_memory.py [40 200] [--against OTHER/src] [--rounds N] [--command check]
 
 For each size (megabytes) it generates a baseline with bench/generate.py (``--mix
 realistic``), seals it, and writes a run that is the same session with a few changes
@@ -10,8 +11,10 @@ other arguments), so the alignment and every comparison have work to do all alon
 worker it starts) and its time are printed, with the ratio of each size's figures to the
 first size's. ``--against`` also runs the diff with the package in another source tree
 (``/path/to/checkout/src``, the code before a change, say) and says whether both printed
-the same bytes; with ``--rounds`` the time is the best of that many runs, alternating. Not
-part of the test run.
+the same bytes; with ``--rounds`` the time is the best of that many runs, alternating. With
+``--command check`` the baseline and the run sit in a folder of their own under the names
+``session.sealed.jsonl`` and ``session.jsonl``, with a configuration that pairs them. Not part
+of the test run.
 """
 
 from __future__ import annotations
@@ -79,18 +82,34 @@ def prepare(megabytes: int) -> tuple[Path, Path]:
     return sealed, run
 
 
-def diff(sealed: Path, run: Path, source: str | None) -> tuple[float, int, str]:
-    """(seconds, peak RSS in KB, digest of the report) of one ``toolreplay diff``."""
+def checked_folder(sealed: Path, run: Path) -> Path:
+    """A folder where ``toolreplay check`` diffs ``run`` against ``sealed`` (links to both)."""
+    folder = OUT / f"check-{sealed.stem}"
+    folder.mkdir(exist_ok=True)
+    for name, target in (("session.sealed.jsonl", sealed), ("session.jsonl", run)):
+        link = folder / name
+        if not link.is_symlink():
+            link.symlink_to(target)
+    config = 'baselines = ["session.sealed.jsonl"]\ntranscripts = ["session.jsonl"]\n'
+    (folder / "toolreplay.toml").write_text(config, encoding="utf-8")
+    return folder
+
+
+def diff(sealed: Path, run: Path, source: str | None, command: str = "diff") -> tuple[float, int, str]:
+    """(seconds, peak RSS in KB, digest of the report) of one ``toolreplay diff`` (or ``check``)."""
     env = dict(os.environ)
     if source is not None:
         env["PYTHONPATH"] = source
-    argv = [sys.executable, "-c", MEASURE, "diff", str(sealed), str(run)]
+    if command == "check":
+        argv, cwd = [sys.executable, "-c", MEASURE, "check"], checked_folder(sealed, run)
+    else:
+        argv, cwd = [sys.executable, "-c", MEASURE, "diff", str(sealed), str(run)], None
     start = time.perf_counter()
-    proc = subprocess.run(argv, capture_output=True, env=env, check=False)
+    proc = subprocess.run(argv, capture_output=True, env=env, check=False, cwd=cwd)
     elapsed = time.perf_counter() - start
     rss = [line for line in proc.stderr.decode().splitlines() if line.startswith("@@rss")]
     if proc.returncode not in (0, 1) or not rss:
-        raise SystemExit(f"diff failed: {proc.stderr.decode()[-2000:]}")
+        raise SystemExit(f"{command} failed: {proc.stderr.decode()[-2000:]}")
     _, me, kids = rss[0].split()
     return elapsed, max(int(me), int(kids)), hashlib.sha256(proc.stdout).hexdigest()
 
@@ -103,6 +122,7 @@ def main() -> None:
     parser.add_argument("sizes", nargs="*", type=int, default=[40, 200], help="megabytes (default: 40 200)")
     parser.add_argument("--against", metavar="SRC", help="also run the package found in this folder")
     parser.add_argument("--rounds", type=int, default=1, help="best time of this many runs, alternating")
+    parser.add_argument("--command", choices=["diff", "check"], default="diff")
     ns = parser.parse_args()
     print(f"{'size':>6} {'calls':>8} {'code':>8} {'time':>8} {'peak RSS':>9} {'RSS/first':>9}  report")
     first: dict[str, int] = {}
@@ -114,7 +134,7 @@ def main() -> None:
         best: dict[str, tuple[float, int, str]] = {}
         for _ in range(ns.rounds):
             for name, source in codes:
-                result = diff(sealed, run, source)
+                result = diff(sealed, run, source, ns.command)
                 if name not in best or result[0] < best[name][0]:
                     best[name] = result
         reports = {}

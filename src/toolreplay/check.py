@@ -34,7 +34,7 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from toolreplay.analyses.baseline import ToolBehaviour, behaviour_of, check_freshness, diff_baseline
+from toolreplay.analyses.baseline import ToolBehaviour, behaviour_of, check_freshness, diff_tables
 from toolreplay.analyses.integrity import chain_broken, stale_baseline
 from toolreplay.analyses.replay import replay
 from toolreplay.analyses.scope import Scope, ScopeJudge, load_scope
@@ -45,9 +45,10 @@ from toolreplay.errors import InputError
 from toolreplay.findings import Finding, one_line, quote, sort_findings
 from toolreplay.limits import DEFAULT_BUDGET_SECONDS
 from toolreplay.report import Line, Report, replay_header
-from toolreplay.transcript import Record, read_links, read_transcript, slim
+from toolreplay.transcript import Record, read_links, read_transcript
 
 if TYPE_CHECKING:
+    from toolreplay.analyses.calltable import CallTable
     from toolreplay.contracts.lock import ToolLock
     from toolreplay.shard import Shard
 
@@ -207,24 +208,28 @@ def check_baseline(job: Job) -> Report:
 
 
 def _diff_runs(job: Job) -> list[Finding]:
+    # calls as digests, as `diff` holds them: memory stays flat whatever the files' size
+    from toolreplay.analyses.calltable import Store, read_table
+
     settings = job.settings
-    baseline = [slim(link.record) for link in read_links(job.absolute)]
-    runs: list[tuple[str, Sequence[Record]]] = []
-    for path, absolute in job.runs:
-        try:
-            runs.append((path, [slim(record) for record in read_transcript(absolute)]))
-        except InputError as err:
-            raise InputError(err.problem, path=path, line=err.line, pointer=err.pointer) from err
-    # every run is also checked as a transcript, against the lock: that check reports a run
-    # call whose fingerprint the lock does not have, so the diff does not report it again
-    result = diff_baseline(
-        baseline,
-        runs,
-        behaviour=_behaviour(settings),
-        mutators=settings.mutators,
-        explain=dict(settings.explain),
-        lock_checks_runs=False,
-    )
+    with Store() as store:
+        baseline = read_table(store, job.absolute, sealed=True)
+        runs: list[tuple[str, CallTable]] = []
+        for path, absolute in job.runs:
+            try:
+                runs.append((path, read_table(store, absolute, sealed=False)))
+            except InputError as err:
+                raise InputError(err.problem, path=path, line=err.line, pointer=err.pointer) from err
+        # every run is also checked as a transcript, against the lock: that check reports a run
+        # call whose fingerprint the lock does not have, so the diff does not report it again
+        result = diff_tables(
+            baseline,
+            runs,
+            behaviour=_behaviour(settings),
+            mutators=settings.mutators,
+            explain=dict(settings.explain),
+            lock_checks_runs=False,
+        )
     # the findings sit in the baseline's block, so each says which run it is about
     return [
         replace(f, message=f"in run {quote(run.path)}: {f.message}")
