@@ -134,12 +134,8 @@ def load_config(
             )
         raise InputError(message, path=source, pointer=pointer)
     budget = table.get("pattern_budget_seconds", DEFAULT_BUDGET_SECONDS)
-    if not math.isfinite(budget):  # TOML has inf and nan, which the schema's bounds let through
-        raise InputError(
-            "invalid configuration: pattern_budget_seconds must be a finite number of seconds",
-            path=source,
-            pointer="/pattern_budget_seconds",
-        )
+    if not finite_budget(budget):
+        raise InputError(BUDGET_PROBLEM, path=source, pointer="/pattern_budget_seconds")
     return Config(
         root=path.parent,
         source=source,
@@ -192,6 +188,18 @@ _PLAIN: dict[str, Any] = {
     "pattern_budget_seconds": lambda value: type(value) in (int, float) and value > 0,
     "fail_on": _kinds,
 }
+
+
+BUDGET_PROBLEM = "invalid configuration: pattern_budget_seconds must be a finite number of seconds"
+
+
+def finite_budget(budget: int | float) -> bool:
+    """Whether a budget the schema accepted is a number of seconds a float holds: TOML has
+    inf and nan, and integers of any size, which the schema's bounds let through."""
+    try:
+        return math.isfinite(budget)
+    except OverflowError:  # an integer past the largest float
+        return False
 
 
 def plainly_valid(table: dict[str, Any]) -> bool:

@@ -224,7 +224,7 @@ def replay_range(path: str, start: int, end: int) -> tuple[int, array[int], list
                 numbers.extend((call.position, call.line, call.stated))
                 tools.append(call.tool)
                 digests += (call.key, call.response)
-    except (InputError, Fallback):
+    except (InputError, Fallback, OverflowError):  # OverflowError: an index past a signed 64-bit
         return None
     return lines.lines, numbers, tools, b"".join(digests)
 

@@ -188,7 +188,13 @@ def _config_errors(path: str) -> Iterator[str]:
             yield f"{path}: has no [tool.toolreplay] table"
             return
         data = table
-    from toolreplay.config import plainly_valid
+    from toolreplay.config import BUDGET_PROBLEM, finite_budget, plainly_valid
 
     if not plainly_valid(data):
-        yield from _schema_errors("config", data, path, None)
+        errors = list(_schema_errors("config", data, path, None))
+        if errors:
+            yield from errors
+            return
+    if not finite_budget(data.get("pattern_budget_seconds", 1)):
+        # what the schema cannot say and loading the configuration refuses
+        yield f"{path}: {BUDGET_PROBLEM.removeprefix('invalid configuration: ')} (at /pattern_budget_seconds)"

@@ -100,6 +100,30 @@ def test_outside_a_repository(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, r
     assert result.output.count("\n") == 1
 
 
+@pytest.mark.parametrize(
+    ("where", "how"),
+    [
+        *(("git folder", how) for how in (["--base", "HEAD"], ["--post-rewrite", "amend"])),
+        *(("bare clone", how) for how in (["--base", "HEAD"], ["--post-rewrite", "amend"], [])),
+    ],
+)
+def test_without_a_work_tree(
+    repo: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, runner: CliRunner, how: list[str], where: str
+) -> None:
+    """In a bare repository, or a repository's .git folder, git reads commits but has no work
+    tree: the guard says so, exit 2, even for a range that changes nothing. (The staged
+    check in a .git folder judges the repository's index, which is there: it runs.)"""
+    if where == "git folder":
+        monkeypatch.chdir(repo.path / ".git")
+    else:
+        repo.git("clone", "-q", "--bare", str(repo.path), str(tmp_path / "bare.git"))
+        monkeypatch.chdir(tmp_path / "bare.git")
+    result = runner.invoke(cli, ["hook", "drift-note", *how], catch_exceptions=False)
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith("toolreplay: error: not inside a git work tree (")
+    assert result.output.count("\n") == 1
+
+
 def test_hook_verify(tmp_path: Path, runner: CliRunner) -> None:
     """hook verify checks every file, reports each on one line, and exits with the worst outcome."""
     good, bad, junk = (

@@ -131,17 +131,47 @@ def test_check_takes_the_budget_from_the_config(runner: CliRunner, tmp_path: Pat
     assert [f["kind"] for f in findings] == ["scope-unjudged"] * 10
 
 
-def test_config_refuses_a_budget_that_is_not_finite(runner: CliRunner, tmp_path: Path) -> None:
-    """nan would switch the budget off without a word: it is a usage error."""
-    (tmp_path / "toolreplay.toml").write_text("pattern_budget_seconds = nan\n")
+@pytest.mark.parametrize("budget", ["nan", "inf", "1" + "0" * 400])
+def test_config_refuses_a_budget_that_is_not_finite(runner: CliRunner, tmp_path: Path, budget: str) -> None:
+    """nan or inf would switch the budget off without a word, and an integer past the largest
+    float is no number of seconds either: check refuses each, exit 2, and validate says why."""
+    config = tmp_path / "toolreplay.toml"
+    config.write_text(f"pattern_budget_seconds = {budget}\n")
     old = os.getcwd()
     os.chdir(tmp_path)
     try:
-        result = runner.invoke(cli, ["check"])
+        result = runner.invoke(cli, ["check"], catch_exceptions=False)
     finally:
         os.chdir(old)
     assert result.exit_code == 2
     assert "pattern_budget_seconds must be a finite number of seconds" in result.output
+    result = runner.invoke(cli, ["validate", str(config)], catch_exceptions=False)
+    assert result.exit_code == 1
+    assert result.output == (
+        f"{config}: invalid\n"
+        f"{config}: pattern_budget_seconds must be a finite number of seconds (at /pattern_budget_seconds)\n"
+    )
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "1e400", "0", "-1"])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["scope", "t.jsonl", "--pattern-budget"],
+        ["fingerprint", "--mcp", "--timeout"],
+        ["probe", "t.jsonl", "--timeout"],
+    ],
+)
+def test_every_seconds_option_is_finite_and_positive(
+    runner: CliRunner, command: list[str], value: str
+) -> None:
+    """A number of seconds on the command line is refused, exit 2 and one line naming the
+    option, where it is no positive finite number (nan used to reach asyncio as a deadline)."""
+    args = [*command, value, *(["--", sys.executable, "-c", "pass"] if "--timeout" in command else [])]
+    result = runner.invoke(cli, args, catch_exceptions=False)
+    assert result.exit_code == 2
+    option = command[-1]
+    assert f"Error: Invalid value for '{option}': " in result.output
 
 
 def test_validate_json_summary_has_one_shape(runner: CliRunner, tmp_path: Path) -> None:

@@ -173,6 +173,44 @@ def test_replay_on_every_core_reports_as_sequentially(
     assert code == 2 and "index 301 is out of order: expected 300" in err
 
 
+@pytest.mark.parametrize("first", [2**63 - 1, 2**63, 2**64, 2**70])
+def test_an_index_past_64_bits_is_refused_as_sequentially(
+    tmp_path: Path, runner: CliRunner, monkeypatch: pytest.MonkeyPatch, first: int
+) -> None:
+    """Workers pack indexes into 64-bit arrays; a transcript whose indexes do not fit (out of
+    order, since they run from 0) gets the sequential refusal from seal and replay, not an
+    internal error."""
+    source = tmp_path / "t.jsonl"
+    write_transcript(source, 300)
+    lines = source.read_text().splitlines()
+    big = tmp_path / "big.jsonl"
+    renumbered = [line.replace(f'"index": {i},', f'"index": {first + i},', 1) for i, line in enumerate(lines)]
+    big.write_text("\n".join(renumbered) + "\n")
+    commands = [["seal", str(big)], ["replay", str(big)], ["replay", str(big), "--state-aware"]]
+    expected = [run(runner, *command) for command in commands]
+    assert all(code == 2 and "is out of order: expected 0" in err for code, _, err in expected)
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(parallel, "CHUNK_BYTES", 4096)
+    monkeypatch.setattr(parallel, "workers", lambda: 2)
+    assert [run(runner, *command) for command in commands] == expected
+
+
+def test_replay_keeps_any_first_index() -> None:
+    """A library caller's records may carry any integer index: replay names it as it is."""
+    from toolreplay.analyses.replay import Call, replay_calls, value_digest
+
+    key = value_digest({"args": {}, "tool": "t"})
+    for first in (0, 2**63 - 1, 2**63, 2**64 - 1, 2**64, 2**90, -1):
+        calls = [
+            Call(first, 1, "t", key, value_digest(1), False),
+            Call(first + 1, 2, "t", key, value_digest(2), False),
+        ]
+        for state_aware in (False, True):
+            (redundant, changed) = replay_calls(calls, state_aware=state_aware).findings
+            assert (redundant.kind, redundant.related) == ("redundant-call", first)
+            assert (changed.kind, changed.related, changed.index) == ("non-determinism", first, first + 1)
+
+
 def test_workers_fork_only_where_it_is_safe() -> None:
     """Linux with one thread forks (workers start with everything imported); another
     running thread, whose locks a forked child would copy held, makes workers spawn."""

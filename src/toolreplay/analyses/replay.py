@@ -179,8 +179,10 @@ def replay(
 #: distinct calls replay keeps in a dict, the fastest lookup; past it they move to FirstCalls
 DICT_CALLS = 100_000
 #: a first sighting's value: its index and the number of mutating calls up to it, then its
-#: response digest
-_FIRST = struct.Struct(">qq")
+#: response digest; an index that does not fit below _WIDE (a library caller's records may
+#: carry any integer) is kept aside and packed as _WIDE
+_FIRST = struct.Struct(">QQ")
+_WIDE = 2**64 - 1
 _KEY, _VALUE = 16, 32
 
 
@@ -237,6 +239,7 @@ def replay_calls(
     # the number of mutating calls before it (8 bytes) and the response digest into one
     # bytes object: about 180 bytes a call in a dict, about 55 once FirstCalls holds them.
     first: dict[bytes, bytes] | FirstCalls = {}
+    wide: dict[bytes, int] = {}  # the first index of a call, where it does not fit _FIRST
     distinct = 0
     mutations = 0
     across = 0
@@ -268,12 +271,17 @@ def replay_calls(
         seen = first.get(key)
         if seen is None:
             # a mutator's own state change counts as "in between" for its next identical call
-            first[key] = _FIRST.pack(record.position, mutations + mutator) + response
+            position = record.position
+            if not 0 <= position < _WIDE:
+                wide[key], position = position, _WIDE
+            first[key] = _FIRST.pack(position, mutations + mutator) + response
             distinct += 1
             if distinct == DICT_CALLS and isinstance(first, dict):
                 first = FirstCalls(first)
         elif seen[16:] != response and record.tool not in nondeterministic:
             earlier, before = _FIRST.unpack_from(seen)
+            if earlier == _WIDE:
+                earlier = wide[key]
             crossed = before != mutations
             across += crossed
             if divergence is None:
@@ -295,6 +303,6 @@ def replay_calls(
         if mutator:
             mutations += 1
             if state_aware:
-                first, distinct = {}, 0
+                first, distinct, wide = {}, 0, {}
         previous_key, previous_index = key, record.position
     return ReplayResult(calls=count, divergence=divergence, findings=findings, across_mutators=across)

@@ -29,6 +29,21 @@ if TYPE_CHECKING:
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
+
+class Seconds(click.FloatRange):
+    """A positive, finite number of seconds: click's float range lets inf and nan through, and
+    a deadline of nan fails deep in asyncio while inf waits for ever."""
+
+    def __init__(self) -> None:
+        super().__init__(min=0, min_open=True)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        seconds = super().convert(value, param, ctx)
+        if seconds != seconds or seconds == float("inf"):
+            self.fail(f"{value!r} is not a finite number of seconds.", param, ctx)
+        return seconds
+
+
 #: every command, and the module under ``toolreplay.cli`` that registers it on :data:`cli`
 #: (``toolreplay.cli`` itself stays small: this is the one list of them)
 COMMANDS: dict[str, str] = {

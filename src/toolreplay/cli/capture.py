@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from toolreplay.cli.base import EXISTS, EXIT_FINDINGS, cli, emit, force_option, format_option
+from toolreplay.cli.base import EXISTS, EXIT_FINDINGS, Seconds, cli, emit, force_option, format_option
 from toolreplay.cli.defaults import announce, config_option, mutators_and_lock, read_config
 from toolreplay.errors import InputError
 from toolreplay.findings import one_line, quote
@@ -183,7 +183,7 @@ def serve_cmd(ctx: click.Context, transcript: str, lock_path: str | None, listen
 @click.option("--lock", "lock_path", metavar="LOCK", help="A tool lock whose mutates flags decide too.")
 @click.option(
     "--timeout",
-    type=click.FloatRange(min=0, min_open=True),
+    type=Seconds(),
     default=30.0,
     show_default=True,
     help="Seconds allowed for listing the tools and for each call.",

@@ -10,7 +10,7 @@ import click
 
 from toolreplay.analyses.fingerprint_diff import compare_locks, compare_transcript
 from toolreplay.analyses.replay import DEFAULT_MUTATORS
-from toolreplay.cli.base import atomic_output, cli, emit, force_option, format_option
+from toolreplay.cli.base import Seconds, atomic_output, cli, emit, force_option, format_option
 from toolreplay.cli.defaults import announce, config_option, read_config
 from toolreplay.config import config_path
 from toolreplay.contracts.definitions import import_definitions, read_definitions
@@ -46,7 +46,7 @@ _PYTHON_SOURCE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
 )
 @click.option(
     "--timeout",
-    type=click.FloatRange(min=0, min_open=True),
+    type=Seconds(),
     default=30.0,
     show_default=True,
     help="Seconds allowed for an MCP server to list its tools.",

@@ -90,6 +90,11 @@ def drift_note_hook(
     git = Git()  # the root is asked of git only where a step needs it: a hook's start-up counts
     # the configuration as the judged side records it: staged, the amended commit, or the base
     rev = {None: None, "amend": "HEAD"}.get(rewrite) if base is None else base
+    if rev is not None:
+        # a range or a commit reads from the object store, which a bare repository or a
+        # .git folder has too; outside a work tree this names the problem (the staged path
+        # needs a work tree for its diff, and its error asks the same)
+        git.top()
     settings = _settings(git, rev, patterns, notes_dir)
     warnings: list[str] = []
     if base is not None:

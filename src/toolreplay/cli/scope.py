@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import math
-
 import click
 
 from toolreplay.analyses.scope import check_scope, load_scope
-from toolreplay.cli.base import cli, emit, format_option
+from toolreplay.cli.base import Seconds, cli, emit, format_option
 from toolreplay.cli.defaults import announce, config_option, read_config
 from toolreplay.config import config_path
 from toolreplay.findings import sort_findings
@@ -16,24 +14,17 @@ from toolreplay.report import Line, Report
 from toolreplay.transcript import read_transcript
 
 
-def _finite(seconds: float) -> float:
-    if not math.isfinite(seconds):
-        raise click.BadParameter("must be a finite number of seconds")
-    return seconds
-
-
 @cli.command(name="scope")
 @click.argument("transcript")
 @click.argument("scope_file", metavar="[SCOPE]", required=False)
 @click.option(
     "--pattern-budget",
-    type=click.FloatRange(min=0, min_open=True),
+    type=Seconds(),
     default=None,
     metavar="SECONDS",
     help="Total time the scope's argument patterns may take on TRANSCRIPT; calls left unjudged "
     "are scope-unjudged findings (default: the config's pattern_budget_seconds, "
     f"else {DEFAULT_BUDGET_SECONDS:g}).",
-    callback=lambda _ctx, _param, value: None if value is None else _finite(value),
 )
 @config_option
 @format_option
