@@ -323,7 +323,8 @@ def run_check_with_status(
         planned = [job for job in planned if shard_of(job.path, shard.count) == shard.index]
         if shard.index != DRIFT_SHARD:
             base = None
-    workers = jobs if jobs is not None else _cores()
+    # no more workers than files: each starts an interpreter, and a pool cannot take any number
+    workers = min(jobs if jobs is not None else _cores(), len(planned))
     if workers > 1 and len(planned) >= PARALLEL_MIN_FILES:
         context = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:

@@ -94,6 +94,22 @@ def parse_toml(raw: bytes, label: str) -> dict[str, Any]:
         raise InputError("invalid TOML: nested too deeply to read", path=label) from err
     except UnicodeDecodeError as err:
         raise InputError("invalid UTF-8", path=label) from err
+    except ValueError as err:  # tomllib lets Python's limit on integer digits through
+        raise _long_integer(raw, label) from err
+
+
+def _long_integer(raw: bytes, label: str) -> InputError:
+    """The error for a TOML integer over Python's conversion limit, at its line."""
+    import re
+
+    from toolreplay.limits import MAX_INT_DIGITS
+
+    line = None
+    for found in re.finditer(rb"[0-9][0-9_]*", raw):
+        if len(found[0].replace(b"_", b"")) > MAX_INT_DIGITS:
+            line = raw.count(b"\n", 0, found.start()) + 1
+            break
+    return InputError(f"invalid TOML: an integer longer than {MAX_INT_DIGITS} digits", path=label, line=line)
 
 
 def load_config(

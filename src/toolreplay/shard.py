@@ -23,6 +23,7 @@ merged as written (merge only ever reads the reports; keep them as the CI's own 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -38,6 +39,8 @@ from toolreplay.report import Report
 
 #: The shard that runs the drift-note rule of ``--base``.
 DRIFT_SHARD = 1
+#: how many missing shards merge names before it says how many more
+_MISSING_SHOWN = 10
 
 
 @dataclass(frozen=True, slots=True)
@@ -290,6 +293,8 @@ def merge_shards(
             raise InputError(
                 f"is shard {index}/{n}, {quote(first.path)} is of {count} shards", path=shard.path
             )
+        if index > count:
+            raise InputError(f"is shard {index}/{count}: there is no such shard", path=shard.path)
         if index in seen:
             raise InputError(f"shard {index}/{count} again (also {quote(seen[index])})", path=shard.path)
         seen[index] = shard.path
@@ -311,10 +316,14 @@ def merge_shards(
                     f"overlaps {quote(files[report.path])}: both report {quote(report.path)}", path=shard.path
                 )
             files[report.path] = shard.path
-    missing = [str(k) for k in range(1, count + 1) if k not in seen]
-    if missing:
+    if len(seen) < count:
+        # the first few that are missing: the count is the reports' word, and may be huge
+        absent = (str(k) for k in range(1, count + 1) if k not in seen)  # (a range is lazy)
+        missing = list(itertools.islice(absent, _MISSING_SHOWN))
+        more = count - len(seen) - len(missing)
+        listed = ", ".join(missing) + (f" and {more} more" if more else "")
         raise InputError(
-            f"shard{'s' if len(missing) > 1 else ''} {', '.join(missing)} of {count} missing: "
+            f"shard{'s' if count - len(seen) > 1 else ''} {listed} of {count} missing: "
             "merge needs the reports of every shard"
         )
     prefixes = _home_prefixes(shards, count)

@@ -170,7 +170,6 @@ def _scope_errors(value: Any, path: str, raw: bytes) -> Iterator[str]:
 
 
 def _config_errors(path: str) -> Iterator[str]:
-    import tomllib
     from pathlib import Path
 
     from toolreplay.config import _read_toml, toolreplay_table
@@ -178,7 +177,8 @@ def _config_errors(path: str) -> Iterator[str]:
     try:
         data = _read_toml(Path(path))
     except InputError as err:
-        if isinstance(err.__cause__, tomllib.TOMLDecodeError):
+        if isinstance(err.__cause__, ValueError) and not isinstance(err.__cause__, UnicodeDecodeError):
+            # the file's own problem (invalid TOML, an integer past the digit limit), not an unreadable file
             yield str(err)
             return
         raise

@@ -145,6 +145,8 @@ def test_parallel_gives_the_same_report(
     sequential = run(runner, project, "--jobs", "1")
     monkeypatch.setattr(check_module, "PARALLEL_MIN_FILES", 1)
     assert run(runner, project, "--jobs", "2") == sequential
+    # more jobs than files (past what a pool can take, even) start one worker a file
+    assert run(runner, project, "--jobs", str(10**20)) == sequential
 
 
 def test_fail_on_limits_what_fails(runner: CliRunner, project: Path) -> None:

@@ -232,6 +232,20 @@ def test_deeply_nested_toml_config_is_a_usage_error(tmp_path: Path) -> None:
     assert f"{config}: invalid TOML: nested too deeply to read" in result.output
 
 
+def test_a_toml_integer_past_the_digit_limit_is_named_at_its_line(tmp_path: Path, runner: CliRunner) -> None:
+    """tomllib lets Python's 4300-digit limit escape as a bare ValueError: check refuses the
+    configuration (exit 2) and validate reports it (exit 1), each naming file and line."""
+    config = tmp_path / "toolreplay.toml"
+    config.write_text('transcripts = ["*.jsonl"]\n\nmutators = ["a"]\nx = 1_' + "0" * 4300 + "\n")
+    result = runner.invoke(cli, ["check", "--config", str(config)], catch_exceptions=False)
+    assert result.exit_code == 2
+    problem = f"{config}:4: invalid TOML: an integer longer than 4300 digits\n"
+    assert result.output == f"toolreplay: error: {problem}"
+    result = runner.invoke(cli, ["validate", str(config)], catch_exceptions=False)
+    assert result.exit_code == 1
+    assert problem in result.output
+
+
 def test_a_scope_whose_allowed_tools_are_not_names_is_invalid_not_a_crash(
     tmp_path: Path, runner: CliRunner
 ) -> None:

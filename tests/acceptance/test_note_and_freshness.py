@@ -222,6 +222,19 @@ def test_diff_reports_a_stale_baseline(runner: CliRunner, repo: Path) -> None:
     assert "freshness: last committed 2001-02-03, within 100000 days" in fresh.output
 
 
+def test_a_commit_date_past_year_9999_is_shown_as_git_gives_it(runner: CliRunner, repo: Path) -> None:
+    """git takes a commit date no datetime holds (a pull request can carry one): the baseline
+    is fresh, and its date is shown in git's raw spelling, not an internal error."""
+    sealed = repo / "b.sealed.jsonl"
+    sealed.write_bytes((CASES / "faithful" / "baseline.sealed.jsonl").read_bytes())
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "far", date="@300000000000 +0000")
+    run = str(CASES / "faithful" / "run.jsonl")
+    result = runner.invoke(cli, ["diff", str(sealed), run, "--max-age-days", "1"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert "freshness: last committed @300000000000, within 1 days" in result.output
+
+
 def test_freshness_needs_a_commit(
     runner: CliRunner, repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -151,7 +152,8 @@ def test_parse_shard_accepts_k_of_n() -> None:
 def _edit(path: Path, change: dict[str, object]) -> Path:
     data = json.loads(path.read_text())
     data["check"].update(change)
-    out = path.with_name(f"edited-{'-'.join(change)}-{path.name}")
+    tag = hashlib.sha256(json.dumps(change, sort_keys=True).encode()).hexdigest()[:8]  # one file per edit
+    out = path.with_name(f"edited-{'-'.join(change)}-{tag}-{path.name}")
     out.write_text(json.dumps(data))
     return out
 
@@ -176,6 +178,15 @@ def test_merge_refuses_what_is_not_one_run(runner: CliRunner, project: Path, tmp
         "base": ([one, _edit(two, {"base": "main"}), three], "made with another --base"),
         "repeated": ([one, two, two, three], "shard 2/3 again"),
         "missing": ([one, three], "shard 2 of 3 missing"),
+        # a count the reports make up is named, not walked: the first ten and how many more
+        "huge": (
+            [_edit(one, {"shard": {"index": 1, "count": 10**15}})],
+            f"shards 2, 3, 4, 5, 6, 7, 8, 9, 10, 11 and {10**15 - 11} more of {10**15} missing",
+        ),
+        "beyond": (
+            [one, two, _edit(three, {"shard": {"index": 4, "count": 3}})],
+            "is shard 4/3: there is no such",
+        ),
         "count": ([one, _edit(two, {"shard": {"index": 2, "count": 4}}), three], "is shard 2/4"),
         "overlap": ([one, two, _edit(three, {"shard": {"index": 2, "count": 3}})], "again"),
         "whole": ([tmp_path / "whole.json", one], "a whole run's report"),

@@ -154,7 +154,10 @@ def check_freshness(commit_time: int | None, *, now: int, max_age_days: int) -> 
     """
     if commit_time is None:
         return Freshness(committed=NOT_COMMITTED, max_age_days=max_age_days, stale=False, uncommitted=True)
-    committed = datetime.fromtimestamp(commit_time, tz=UTC).strftime("%Y-%m-%d")
+    try:
+        committed = datetime.fromtimestamp(commit_time, tz=UTC).strftime("%Y-%m-%d")
+    except (OverflowError, OSError, ValueError):  # a commit date git takes and datetime does not
+        committed = f"@{commit_time}"  # (past year 9999 or before year 1): git's own raw spelling
     stale = now - commit_time > max_age_days * _SECONDS_PER_DAY
     return Freshness(committed=committed, max_age_days=max_age_days, stale=stale)
 

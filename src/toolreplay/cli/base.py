@@ -32,7 +32,7 @@ EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
 class Seconds(click.FloatRange):
     """A positive, finite number of seconds: click's float range lets inf and nan through, and
-    a deadline of nan fails deep in asyncio while inf waits for ever."""
+    a deadline of nan fails deep in asyncio. (A huge finite number is taken as given.)"""
 
     def __init__(self) -> None:
         super().__init__(min=0, min_open=True)

@@ -92,8 +92,10 @@ def drift_note_hook(
     rev = {None: None, "amend": "HEAD"}.get(rewrite) if base is None else base
     if rev is not None:
         # a range or a commit reads from the object store, which a bare repository or a
-        # .git folder has too; outside a work tree this names the problem (the staged path
-        # needs a work tree for its diff, and its error asks the same)
+        # .git folder has too: without a work tree this names the problem. (The staged path
+        # asks only where a step needs the root: in a .git folder it judges the repository's
+        # own index; in a bare repository git diffs an empty index, and a baseline deleted
+        # there reaches the question through the drift notes it looks for.)
         git.top()
     settings = _settings(git, rev, patterns, notes_dir)
     warnings: list[str] = []
