@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 import yaml
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
 from toolreplay.cli import cli
 from toolreplay.transcript import GENESIS
@@ -203,21 +203,27 @@ def test_note_on_a_baseline_that_exists_nowhere_is_refused(runner: CliRunner, re
     assert result.stderr == f"toolreplay: error: {missing}: no such file, and not in git HEAD either\n"
 
 
+def diff_committed(runner: CliRunner, repo: Path, date: str | None, days: int) -> Result:
+    """``diff --max-age-days DAYS`` of a baseline committed at ``date`` (None: as committed before)."""
+    sealed = repo / "b.sealed.jsonl"
+    if date is not None:
+        sealed.write_bytes((CASES / "faithful" / "baseline.sealed.jsonl").read_bytes())
+        git(repo, "add", ".")
+        git(repo, "commit", "-q", "-m", "baseline", date=date)
+    run = str(CASES / "faithful" / "run.jsonl")
+    return runner.invoke(cli, ["diff", str(sealed), run, "--max-age-days", str(days)], catch_exceptions=False)
+
+
 def test_diff_reports_a_stale_baseline(runner: CliRunner, repo: Path) -> None:
     """A baseline last committed long ago is a stale-baseline finding with its commit date; diff exits 1."""
-    sealed = repo / "b.sealed.jsonl"
-    sealed.write_bytes((CASES / "faithful" / "baseline.sealed.jsonl").read_bytes())
-    git(repo, "add", ".")
-    git(repo, "commit", "-q", "-m", "old", date="2001-02-03T04:05:06Z")
-    run = str(CASES / "faithful" / "run.jsonl")
-    result = runner.invoke(cli, ["diff", str(sealed), run, "--max-age-days", "30"], catch_exceptions=False)
+    result = diff_committed(runner, repo, "2001-02-03T04:05:06Z", 30)
     assert result.exit_code == 1
     assert "freshness: STALE: last committed 2001-02-03, more than 30 days ago; re-record it" in result.output
     assert result.output.endswith(
         "findings: 1\n"
         "stale-baseline: last committed 2001-02-03, more than 30 days before this check; re-record it\n"
     )
-    fresh = runner.invoke(cli, ["diff", str(sealed), run, "--max-age-days", "100000"], catch_exceptions=False)
+    fresh = diff_committed(runner, repo, None, 100000)
     assert fresh.exit_code == 0
     assert "freshness: last committed 2001-02-03, within 100000 days" in fresh.output
 
@@ -225,12 +231,7 @@ def test_diff_reports_a_stale_baseline(runner: CliRunner, repo: Path) -> None:
 def test_a_commit_date_past_year_9999_is_shown_as_git_gives_it(runner: CliRunner, repo: Path) -> None:
     """git takes a commit date no datetime holds (a pull request can carry one): the baseline
     is fresh, and its date is shown in git's raw spelling, not an internal error."""
-    sealed = repo / "b.sealed.jsonl"
-    sealed.write_bytes((CASES / "faithful" / "baseline.sealed.jsonl").read_bytes())
-    git(repo, "add", ".")
-    git(repo, "commit", "-q", "-m", "far", date="@300000000000 +0000")
-    run = str(CASES / "faithful" / "run.jsonl")
-    result = runner.invoke(cli, ["diff", str(sealed), run, "--max-age-days", "1"], catch_exceptions=False)
+    result = diff_committed(runner, repo, "@300000000000 +0000", 1)
     assert result.exit_code == 0, result.output
     assert "freshness: last committed @300000000000, within 1 days" in result.output
 
