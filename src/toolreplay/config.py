@@ -73,13 +73,9 @@ def find_config(start: Path) -> Path | None:
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError as err:
-        raise InputError("no such file", path=str(path)) from err
-    except IsADirectoryError as err:
-        raise InputError("is a directory, not a file", path=str(path)) from err
-    return parse_toml(raw, str(path))
+    from toolreplay.transcript import read_input  # (its errors name the file, whatever fails)
+
+    return parse_toml(read_input(str(path)), str(path))
 
 
 def parse_toml(raw: bytes, label: str) -> dict[str, Any]:

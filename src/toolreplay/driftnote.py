@@ -238,11 +238,7 @@ def parse_note(raw: bytes, path: str) -> DriftNote:
 
 def read_note(path: str) -> DriftNote:
     """Read and parse a drift note file."""
-    from toolreplay.transcript import open_input
+    from toolreplay.transcript import read_input
 
-    stream = open_input(path)
-    try:
-        raw = stream.read(MAX_NOTE_BYTES + 1)
-    finally:
-        stream.close()
+    raw = read_input(path, MAX_NOTE_BYTES + 1)
     return parse_note(raw, path)

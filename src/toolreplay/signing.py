@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from toolreplay.canonical import canonical, decode
 from toolreplay.errors import InputError, ToolreplayError
-from toolreplay.transcript import open_input
+from toolreplay.transcript import read_input
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
@@ -80,11 +80,7 @@ def keyid(public: Ed25519PublicKey) -> str:
 
 
 def _read(path: str, limit: int) -> bytes:
-    stream = open_input(path)
-    try:
-        data = stream.read(limit + 1)
-    finally:
-        stream.close()
+    data = read_input(path, limit + 1)
     if len(data) > limit:
         raise InputError(f"is larger than {limit} bytes: not a key or signature file", path=path)
     return data

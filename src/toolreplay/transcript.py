@@ -295,6 +295,21 @@ def open_input(path: str) -> IO[bytes]:
         raise InputError("permission denied", path=path) from err
     except OSError as err:
         raise InputError(err.strerror or "cannot be read", path=path) from err
+    except ValueError as err:  # open() refuses a path with a NUL in it
+        raise InputError("a path cannot hold a NUL character", path=path.replace("\0", "\\0")) from err
+
+
+def read_input(path: str, limit: int = -1) -> bytes:
+    """The bytes of a file (``-``: standard input), at most ``limit`` of them (-1: all), with
+    errors on opening and on reading (a device, ``/proc``, a failing disk) as usage errors."""
+    stream = open_input(path)
+    try:
+        return stream.read(limit)
+    except OSError as err:
+        raise InputError(err.strerror or "cannot be read", path=path) from err
+    finally:
+        if path != "-":
+            stream.close()
 
 
 def iter_lines(stream: IO[bytes], path: str) -> Iterator[tuple[int, bytes]]:

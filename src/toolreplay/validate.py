@@ -11,7 +11,7 @@ from toolreplay.canonical import check_shape, decode_reference
 from toolreplay.errors import InputError
 from toolreplay.locate import line_of, pointer_of
 from toolreplay.schemas import SCHEMA_FILES, validator
-from toolreplay.transcript import check_fields, iter_lines, open_input
+from toolreplay.transcript import check_fields, iter_lines, open_input, read_input
 
 #: kinds whose files are JSON Lines, one instance a line
 LINE_KINDS = frozenset({"transcript", "sealed"})
@@ -125,18 +125,10 @@ def validate_file(path: str, kind: str | None = None) -> list[str]:
         # here, not at the top: YAML is a fifth of validate's start-up, and only notes need it
         from toolreplay.driftnote import MAX_NOTE_BYTES, note_problems
 
-        stream = open_input(path)
-        try:
-            raw = stream.read(MAX_NOTE_BYTES + 1)
-        finally:
-            stream.close()
+        raw = read_input(path, MAX_NOTE_BYTES + 1)
         problems = iter([str(problem) for problem in note_problems(raw, path)])
     else:
-        stream = open_input(path)
-        try:
-            raw = stream.read()
-        finally:
-            stream.close()
+        raw = read_input(path)
         problems = _document_errors(kind, raw, path)
     out: list[str] = []
     for problem in problems:

@@ -294,3 +294,62 @@ def test_merge_refuses_a_shard_number_with_a_fraction(
     assert err == (
         "toolreplay: error: shard.json: the shard's index and count must be integers (at /check/shard)\n"
     )
+
+
+UNREADABLE = "/proc/self/mem"  # opens, then every read of it fails (EIO): a file that cannot be read
+
+
+@pytest.mark.skipif(not os.path.exists(UNREADABLE), reason="needs Linux's /proc")
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["check", "--config", UNREADABLE],
+        ["replay", "TRANSCRIPT", "--config", UNREADABLE],
+        ["scope", "TRANSCRIPT", UNREADABLE],
+        ["fingerprint", UNREADABLE],
+        ["fingerprint-diff", UNREADABLE, UNREADABLE],
+        ["validate", "--kind", "scope", UNREADABLE],
+        ["validate", "--kind", "drift-note", UNREADABLE],
+        ["validate", "--kind", "config", UNREADABLE],
+        ["sign", "SEALED", "--key", UNREADABLE],
+        ["verify", "SEALED", "--key", UNREADABLE],
+        ["diff", UNREADABLE, "TRANSCRIPT"],
+    ],
+)
+def test_a_file_that_opens_but_cannot_be_read_is_a_usage_error(
+    runner: CliRunner, sealed: Path, args: list[str]
+) -> None:
+    """Every reader of a whole file names it and the system's reason, exit 2: a read error
+    (not only one on opening) used to be an internal error in the readers of configurations,
+    scopes, tool definitions, locks, keys and drift notes."""
+    transcript = str(SAMPLES / "session-clean.jsonl")
+    argv = [{"TRANSCRIPT": transcript, "SEALED": str(sealed)}.get(arg, arg) for arg in args]
+    code, out, err = run(runner, *argv)
+    assert (code, out) == (2, "")
+    assert err.endswith(f"toolreplay: error: {UNREADABLE}: Input/output error\n")
+
+
+@pytest.mark.parametrize(
+    ("key", "commands"),
+    [
+        ("scope", [["check"], ["scope", "t.jsonl"]]),
+        ("tools_lock", [["check"], ["replay", "t.jsonl"], ["diff", "SEALED", "t.jsonl"]]),
+    ],
+)
+def test_a_configured_path_with_a_nul_is_a_usage_error(
+    runner: CliRunner,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    sealed: Path,
+    key: str,
+    commands: list[list[str]],
+) -> None:
+    """TOML can spell a NUL (\\u0000), which no path may hold: a one-line error, not a crash."""
+    (tmp_path / "t.jsonl").write_bytes((SAMPLES / "session-clean.jsonl").read_bytes())
+    (tmp_path / "toolreplay.toml").write_text(f'transcripts = ["t.jsonl"]\n{key} = "a\\u0000b"\n')
+    monkeypatch.chdir(tmp_path)
+    for command in commands:
+        args = [str(sealed) if arg == "SEALED" else arg for arg in command]
+        code, out, err = run(runner, *args)
+        assert (code, out) == (2, ""), args
+        assert err.endswith("a\\0b: a path cannot hold a NUL character\n"), (args, err)

@@ -25,7 +25,7 @@ from toolreplay.errors import InputError
 from toolreplay.findings import Finding, quote
 from toolreplay.limits import DEFAULT_BUDGET_SECONDS
 from toolreplay.locate import line_of, pointer_of, pointer_token
-from toolreplay.transcript import Record, open_input
+from toolreplay.transcript import Record, read_input
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -50,11 +50,7 @@ def read_json_document(path: str) -> tuple[bytes, Any]:
     Errors carry file and line; :func:`located` adds the line to later errors that only
     know a JSON pointer.
     """
-    stream = open_input(path)
-    try:
-        raw = stream.read()
-    finally:
-        stream.close()
+    raw = read_input(path)
     try:
         return raw, decode(raw)
     except InputError as err:

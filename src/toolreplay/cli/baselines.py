@@ -39,7 +39,7 @@ from toolreplay.config import config_path
 from toolreplay.errors import InputError
 from toolreplay.findings import Finding, one_line, quote, sort_findings
 from toolreplay.report import Line, Report
-from toolreplay.transcript import GENESIS, Record, open_input, parse_links, read_links, read_transcript, slim
+from toolreplay.transcript import GENESIS, Record, parse_links, read_input, read_links, read_transcript, slim
 
 #: drift-note ``kinds`` (docs/spec.md §1.6) for each finding kind that names one
 NOTE_KINDS = {
@@ -352,11 +352,7 @@ def note_cmd(
     after_records: list[Record] | None = None
     after = None
     if os.path.exists(baseline):
-        stream = open_input(baseline)
-        try:
-            data = stream.read()
-        finally:
-            stream.close()
+        data = read_input(baseline)
         after_records, after = _head_of(data, baseline)
     elif blob is None:
         raise InputError("no such file, and not in git HEAD either", path=baseline)

@@ -36,7 +36,7 @@ from toolreplay.ecma import EcmaValidator
 from toolreplay.errors import InputError
 from toolreplay.findings import quote
 from toolreplay.locate import pointer_token
-from toolreplay.transcript import iter_lines, open_input
+from toolreplay.transcript import iter_lines, read_input
 
 #: the metaschema's own patterns (``$anchor``) are ECMA-262 too
 _META = EcmaValidator(Draft202012Validator.META_SCHEMA)
@@ -158,11 +158,7 @@ def read_definitions(path: str) -> list[ToolDefinition]:
     an ``InputError``. Problems confined to one tool's schema are left to
     :func:`import_definitions`, which warns and keeps the tool.
     """
-    stream = open_input(path)
-    try:
-        raw = stream.read()
-    finally:
-        stream.close()
+    raw = read_input(path)
     documents: list[tuple[Any, int | None]]
     if path.endswith((".jsonl", ".ndjson")):
         documents = list(_lines(raw, path))

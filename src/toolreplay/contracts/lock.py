@@ -31,7 +31,7 @@ from toolreplay.contracts.fingerprint import Signature, fingerprint_of
 from toolreplay.errors import InputError
 from toolreplay.files import temp_beside
 from toolreplay.locate import pointer_token
-from toolreplay.transcript import open_input
+from toolreplay.transcript import read_input
 
 #: Version of the lock file shape (schemas/tool-lock.schema.json).
 LOCK_VERSION = 1
@@ -172,11 +172,7 @@ def save_lock(lock: ToolLock, path: str | os.PathLike[str]) -> None:
 def load_lock(path: str | os.PathLike[str]) -> ToolLock:
     """Read and check a tool lock; every problem is an ``InputError`` naming file and pointer."""
     name = os.fspath(path)
-    stream = open_input(name)
-    try:
-        raw = stream.read()
-    finally:
-        stream.close()
+    raw = read_input(name)
     try:
         value = decode(raw)
     except InputError as err:
