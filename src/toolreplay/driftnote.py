@@ -112,6 +112,33 @@ def _yaml_error(err: yaml.YAMLError, path: str) -> InputError:
     return InputError(f"front matter: {problem}", path=path, line=line)
 
 
+def _reader_error(err: yaml.reader.ReaderError, front: str, path: str) -> InputError:
+    """A character YAML does not take (a control character), at its line, in one line."""
+    character = err.character if isinstance(err.character, int) else ord(err.character)
+    line = front.count("\n", 0, err.position) + 2  # the front matter starts on the second line
+    return InputError(
+        f"front matter: character U+{character:04X} is not allowed in YAML", path=path, line=line
+    )
+
+
+def _long_integer(node: Node, path: str) -> InputError:
+    """The error for an integer the int constructor refused: past Python's digit limit."""
+    from toolreplay.limits import MAX_INT_DIGITS
+
+    line = None
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, ScalarNode) and sum(c.isdigit() for c in current.value) > MAX_INT_DIGITS:
+            line = current.start_mark.line + 2
+            break
+        if isinstance(current, SequenceNode):
+            stack.extend(reversed(current.value))
+        elif isinstance(current, MappingNode):
+            stack.extend(item for pair in reversed(current.value) for item in reversed(pair))
+    return InputError(f"front matter: an integer longer than {MAX_INT_DIGITS} digits", path=path, line=line)
+
+
 def _check_nodes(node: Node, path: str) -> None:
     """Refuse what the safe loader would accept silently: duplicate and non-string keys."""
     if isinstance(node, MappingNode):
@@ -146,7 +173,10 @@ def _pointers(node: MappingNode) -> dict[str, tuple[int, Node]]:
 
 def _front_matter(raw: bytes, path: str) -> _FrontMatter:
     front, prose, prose_line = _split(_text(raw, path), path)
-    loader = _StrictLoader(front)
+    try:
+        loader = _StrictLoader(front)  # (its reader refuses control characters here)
+    except yaml.reader.ReaderError as err:
+        raise _reader_error(err, front, path) from err
     try:
         node = loader.get_single_node()
         if node is None:
@@ -157,8 +187,12 @@ def _front_matter(raw: bytes, path: str) -> _FrontMatter:
             )
         _check_nodes(node, path)
         value = loader.construct_document(node)
+    except yaml.reader.ReaderError as err:
+        raise _reader_error(err, front, path) from err
     except yaml.YAMLError as err:
         raise _yaml_error(err, path) from err
+    except ValueError as err:  # an integer past Python's digit limit, from the int constructor
+        raise _long_integer(node, path) from err
     finally:
         loader.dispose()
     return _FrontMatter(value=value, nodes=_pointers(node), prose=prose, prose_line=prose_line)

@@ -39,6 +39,8 @@ from toolreplay.report import Report
 
 #: The shard that runs the drift-note rule of ``--base``.
 DRIFT_SHARD = 1
+#: digits of a shard number: more shards than that would leave nearly all of them empty
+_SHARD_DIGITS = 18
 #: how many missing shards merge names before it says how many more
 _MISSING_SHOWN = 10
 
@@ -59,6 +61,8 @@ def parse_shard(spec: str) -> Shard:
     parts = spec.strip().split("/")
     if len(parts) != 2 or not all(p.isascii() and p.isdigit() for p in parts):
         raise InputError(f"--shard {quote(spec)}: expected K/N, two whole numbers such as 2/4")
+    if any(len(p) > _SHARD_DIGITS for p in parts):  # (and int() stops at 4300 digits)
+        raise InputError(f"--shard {quote(spec)}: K and N have at most {_SHARD_DIGITS} digits")
     index, count = int(parts[0]), int(parts[1])
     if count < 1 or not 1 <= index <= count:
         raise InputError(f"--shard {quote(spec)}: K must be between 1 and N (N at least 1)")

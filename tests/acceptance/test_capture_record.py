@@ -288,6 +288,9 @@ def test_without_the_sdk_says_how_to_install_it(tmp_path: Path, argv: list[str])
         ([], "give the server's command line after --, or --listen and --target"),
         (["--listen", "127.0.0.1:1"], "give the server's command line after --, or --listen and --target"),
         (["--listen", "nowhere", "--target", "http://x/mcp"], "--listen 'nowhere' is not HOST:PORT"),
+        # a digit str.isdigit takes and int() does not, and more digits than int() converts
+        (["--listen", "h:\u00b2", "--target", "http://x/mcp"], "--listen 'h:\u00b2' is not HOST:PORT"),
+        (["--listen", "h:" + "1" * 4301, "--target", "http://x/mcp"], "is not HOST:PORT"),
         (
             ["--listen", "127.0.0.1:9", "--target", "ftp://x/mcp"],
             "--target 'ftp://x/mcp' is not an http:// or https:// URL",

@@ -136,7 +136,11 @@ def test_shard_of_hashes_the_posix_path_relative_to_the_config() -> None:
             assert shard_of(path, count) == expected
 
 
-@pytest.mark.parametrize("spec", ["0/3", "4/3", "a/b", "3", "1/0", "-1/3", "1/3/3", "", " 1 /3", "１/3"])
+@pytest.mark.parametrize(
+    "spec",
+    ["0/3", "4/3", "a/b", "3", "1/0", "-1/3", "1/3/3", "", " 1 /3", "１/3"]
+    + ["1/" + "9" * 19, "1/" + "9" * 4301],
+)
 def test_bad_shard_specs_are_usage_errors(runner: CliRunner, project: Path, spec: str) -> None:
     """A shard spec that is not K/N with 1 <= K <= N is refused with one line, exit 2."""
     code, out, err = invoke(runner, project, "check", "--shard", spec)

@@ -91,6 +91,14 @@ def test_crlf_note() -> None:
             "n.md:130: front matter: nesting is deeper than 128 levels",
         ),
         ("---\nbaseline: a\tb: c\n---\nwhy\n", "n.md:2: front matter:"),
+        # the YAML reader refuses control characters before parsing; the int constructor a
+        # number past Python's digit limit: both escaped as internal errors
+        ("---\nbaseline: a\ntools: [a\x00b]\n---\nwhy\n", "n.md:3: front matter: character U+0000 is not"),
+        ("---\nbaseline: a\n\nx: \x07\n---\nwhy\n", "n.md:4: front matter: character U+0007 is not"),
+        (
+            "---\nbaseline: a\ntools: [1, " + "9" * 4301 + "]\n---\nwhy\n",
+            "n.md:3: front matter: an integer longer",
+        ),
         (
             GOOD.replace("The search tool now ranks by recency; accepted after review.\n", ""),
             "n.md:8: the note has no explanation",

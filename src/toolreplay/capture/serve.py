@@ -157,7 +157,13 @@ def serve_stdio(server: Server[Any]) -> None:
 def parse_listen(listen: str) -> tuple[str, int]:
     """``HOST:PORT`` (``[::1]:PORT`` for IPv6) as (host, port)."""
     host, sep, port = listen.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+    # (isascii: str.isdigit takes digits int() refuses, such as "²"; five digits at most)
+    if (
+        not sep
+        or not host
+        or not (port.isascii() and port.isdigit() and len(port) <= 5)
+        or not 0 < int(port) < 65536
+    ):
         raise InputError(f"--listen {listen!r} is not HOST:PORT")
     return host.strip("[]"), int(port)
 

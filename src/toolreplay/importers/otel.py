@@ -23,6 +23,7 @@ and the traces by their first call's start time, then trace id.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -40,6 +41,7 @@ from toolreplay.importers.base import (
     read_arguments,
 )
 from toolreplay.importers.pairing import Pairing
+from toolreplay.limits import MAX_INT_DIGITS
 from toolreplay.transcript import type_name
 
 OPERATION = "gen_ai.operation.name"
@@ -161,9 +163,14 @@ def _failed(span: dict[str, Any], at: Location) -> str | None:
     return message if isinstance(message, str) else ""
 
 
+#: a decimal integer as OTLP JSON writes int64 and uint64 fields: ASCII digits (str.isdigit
+#: also takes "²", which int() refuses), no more than Python converts (MAX_INT_DIGITS)
+_DECIMAL = re.compile(rf"-?[0-9]{{1,{MAX_INT_DIGITS}}}")
+
+
 def _start(span: dict[str, Any], at: Location) -> int:
     raw = span.get("startTimeUnixNano")
-    if isinstance(raw, str) and raw.isdigit():
+    if isinstance(raw, str) and _DECIMAL.fullmatch(raw) and not raw.startswith("-"):
         return int(raw)
     if isinstance(raw, int) and not isinstance(raw, bool) and raw >= 0:
         return raw
@@ -210,7 +217,7 @@ def any_value(value: Any, at: Location) -> Any:
     if kind == "intValue":
         if isinstance(raw, int) and not isinstance(raw, bool):
             return raw
-        if isinstance(raw, str) and raw.lstrip("-").isdigit() and raw.isascii():
+        if isinstance(raw, str) and _DECIMAL.fullmatch(raw):
             return int(raw)
         raise at.at(kind).error('"intValue" must be an integer or a decimal string')
     if kind == "doubleValue":
