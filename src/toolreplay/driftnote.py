@@ -121,12 +121,12 @@ def _reader_error(err: yaml.reader.ReaderError, front: str, path: str) -> InputE
     )
 
 
-def _long_integer(node: Node, path: str) -> InputError:
+def _long_integer(node: Node | None, path: str) -> InputError:
     """The error for an integer the int constructor refused: past Python's digit limit."""
     from toolreplay.limits import MAX_INT_DIGITS
 
     line = None
-    stack = [node]
+    stack = [] if node is None else [node]
     while stack:
         current = stack.pop()
         if isinstance(current, ScalarNode) and sum(c.isdigit() for c in current.value) > MAX_INT_DIGITS:
