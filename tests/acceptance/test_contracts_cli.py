@@ -186,6 +186,59 @@ def test_python_source(runner: CliRunner, tmp_path: Path, monkeypatch: pytest.Mo
 
 
 @pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        (
+            "builtins:max",
+            "builtins:max: tool 'max' has no signature to fingerprint: no signature found for builtin",
+        ),
+        (
+            "odd_tools:LISTED",
+            "odd_tools:LISTED: tool 'dict' has no signature to fingerprint: no signature found",
+        ),
+        (
+            "odd_tools:shy",
+            "odd_tools:shy: tool 'shy' has no signature to fingerprint: RuntimeError: no repr\n",
+        ),
+        ("odd_tools:lone", 'odd_tools:lone: tool "lone": a lock cannot hold its lone surrogate (U+D800)'),
+        (
+            "odd_tools:NAMED",
+            'odd_tools:NAMED: tool "\\ud800x": a lock cannot hold its lone surrogate (U+D800)',
+        ),
+    ],
+)
+def test_a_python_tool_the_lock_cannot_describe_is_refused(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spec: str, message: str
+) -> None:
+    """A builtin with no signature (alone or in a list), a default whose repr raises, or a lone
+    surrogate in a default or a name (a lock that no reader takes back) is one line, exit 2,
+    and no lock is written: each was an internal error or an unreadable lock."""
+    (tmp_path / "odd_tools.py").write_text(
+        textwrap.dedent(
+            """
+            class Shy:
+                def __repr__(self):
+                    raise RuntimeError("no repr")
+
+            def shy(a=Shy()): ...
+            def lone(a="\\ud800"): ...
+            def fine(x: int = 1): ...
+
+            LISTED = [print, dict]
+            NAMED = {"\\ud800x": fine}
+            """
+        ),
+        encoding="utf-8",
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    result = run(runner, "fingerprint", spec, "-o", "out.tools.lock.json")
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr.startswith(f"toolreplay: error: {message}") and result.stderr.count("\n") == 1
+    assert not (tmp_path / "out.tools.lock.json").exists()
+
+
+@pytest.mark.parametrize(
     ("args", "message"),
     [
         (

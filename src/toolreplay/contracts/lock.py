@@ -137,7 +137,16 @@ def dump_lock(lock: ToolLock) -> str:
 
     Stable bytes, so a lock committed to git changes only where a contract did.
     """
-    text = json.dumps(lock.data(), indent=2, sort_keys=True, ensure_ascii=True, allow_nan=False) + "\n"
+    data = lock.data()
+    text = json.dumps(data, indent=2, sort_keys=True, ensure_ascii=True, allow_nan=False) + "\n"
+    for name, contract in sorted(data["tools"].items()):
+        try:  # a lone surrogate (a Python tool's name or default) escapes fine, and reads back refused
+            json.dumps([name, contract], ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError as err:
+            raise InputError(
+                f"tool {json.dumps(name)}: a lock cannot hold its lone surrogate"
+                f" (U+{ord(err.object[err.start]):04X}), which no reader here takes back"
+            ) from err
     if too_deep(text.encode("ascii")):  # never write a lock that load_lock refuses
         for name in sorted(lock.tools):
             schema = json.dumps(lock.tools[name].schema).encode("ascii")

@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from toolreplay.analyses.replay import DEFAULT_MUTATORS
-from toolreplay.contracts.fingerprint import python_signature
+from toolreplay.contracts.fingerprint import Signature, python_signature
 from toolreplay.contracts.lock import ToolContract, ToolLock, make_contract
 from toolreplay.errors import InputError
 from toolreplay.findings import one_line
@@ -53,9 +53,9 @@ def python_lock(
     if isinstance(obj, Mapping):
         named = [(str(name), fn) for name, fn in obj.items()]
     elif isinstance(obj, (list, tuple)):
-        named = [(str(python_signature(fn)["name"]) if callable(fn) else "", fn) for fn in obj]
+        named = [(str(_signature(fn, "", spec)["name"]) if callable(fn) else "", fn) for fn in obj]
     elif callable(obj):
-        named = [(str(python_signature(obj)["name"]), obj)]
+        named = [(str(_signature(obj, "", spec)["name"]), obj)]
     else:
         raise InputError(
             f"is a {type(obj).__name__}: expected a ToolRegistry, a callable, or a list or dict of callables",
@@ -69,13 +69,24 @@ def python_lock(
         if name in seen:
             raise InputError(f"two tools are named {name!r}", path=spec)
         seen.add(name)
-        try:
-            signature = python_signature(fn)
-        except (TypeError, ValueError) as err:
-            raise InputError(f"tool {name!r} has no signature to fingerprint: {err}", path=spec) from err
+        signature = _signature(fn, name, spec)
         contracts.append(
             make_contract(
                 name=name, signature=signature, schema={}, version=version, mutates=name in mutators
             )
         )
     return ToolLock.of(contracts)
+
+
+def _signature(fn: Callable[..., Any], name: str, spec: str) -> Signature:
+    """``python_signature(fn)`` with what can go wrong as a usage error naming the tool: a
+    builtin with no signature, or a default whose ``repr`` raises (the user's code may raise
+    anything)."""
+    label = repr(name) if name else f"{getattr(fn, '__name__', type(fn).__name__)!r}"
+    try:
+        return python_signature(fn)
+    except Exception as err:  # inspect's TypeError/ValueError, or the defaults' own __repr__
+        reason = str(err) if isinstance(err, TypeError | ValueError) else f"{type(err).__name__}: {err}"
+        raise InputError(
+            f"tool {label} has no signature to fingerprint: {one_line(reason)}", path=spec
+        ) from err
