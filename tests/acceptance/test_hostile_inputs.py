@@ -139,6 +139,19 @@ def test_keygen_writes_no_half_pair(tmp_path: Path, runner: CliRunner) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("public", ["k", "./k", "sub/../k"])
+def test_keygen_refuses_one_file_for_both_keys(
+    tmp_path: Path, runner: CliRunner, monkeypatch: pytest.MonkeyPatch, public: str
+) -> None:
+    """PRIVATE and --public naming one file is a usage error before anything is written: the
+    public key used to land first, and the private key was lost with an 'already exists'."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "sub").mkdir()
+    code, _, err = run(runner, "keygen", "k", "--public", public)
+    assert code == 2 and f"PRIVATE and --public name the same file ({public})" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sub"]
+
+
 @pytest.mark.skipif(os.name != "posix", reason="file names with a line break")
 @pytest.mark.parametrize("fmt", ["text", "github"])
 def test_header_lines_keep_a_hostile_file_name_on_one_line(

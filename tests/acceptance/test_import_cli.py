@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -65,6 +66,21 @@ def test_a_bad_input_writes_nothing_and_the_good_ones_are_imported(runner: CliRu
         + SUMMARY_TAIL.rstrip("\n"),
     ]
     assert sorted(p.name for p in out.iterdir()) == ["good.jsonl"]
+
+
+def test_a_name_the_file_system_refuses_leaves_no_session_written(runner: CliRunner, tmp_path: Path) -> None:
+    """An input's sessions are placed all or none: a long input name whose second session's
+    label makes a name past the file system's limit used to leave the first one written."""
+    long_name = tmp_path / ("s" * 200 + ".jsonl")
+    episodes = [
+        {"messages": [{"role": "user", "content": "hi"}], "episode_id": label} for label in ("a", "b" * 64)
+    ]
+    long_name.write_text("".join(json.dumps(e) + "\n" for e in episodes))
+    out = tmp_path / "out"
+    code, stdout, err = _invoke(runner, "--from", "openai-chat", str(long_name), "-o", str(out))
+    assert (code, stdout) == (2, "")
+    assert err.startswith(f"toolreplay: error: {out}/{'s' * 200}-{'b' * 64}.jsonl: cannot write here: ")
+    assert list(out.iterdir()) == []
 
 
 def test_names_that_would_collide_are_refused_before_writing(runner: CliRunner, tmp_path: Path) -> None:

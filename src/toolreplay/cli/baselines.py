@@ -432,6 +432,11 @@ def keygen_cmd(private: str, public: str | None) -> None:
     from toolreplay import signing
 
     public = public or private + ".pub"
+    if os.path.abspath(private) == os.path.abspath(public) or (
+        os.path.exists(private) and os.path.exists(public) and os.path.samefile(private, public)
+    ):
+        # the public key would be written where the private one was just put: the pair lost
+        raise click.UsageError(f"PRIVATE and --public name the same file ({one_line(public)})")
     for path in (private, public):
         if os.path.exists(path):
             raise InputError("already exists; not overwriting a key", path=path)

@@ -197,8 +197,14 @@ def _import_into(
         for target in targets:
             if path != "-" and os.path.exists(target) and os.path.samefile(target, path):
                 raise InputError(f"would overwrite its own input {target}", path=path)
-        for target in targets:
-            if not replace and os.path.lexists(target):
+        for target in targets:  # every name is tried before any file is placed
+            try:
+                os.lstat(target)
+            except FileNotFoundError:
+                continue
+            except OSError as err:  # a name too long for the file system, say
+                raise InputError(f"cannot write here: {err.strerror}", path=target) from err
+            if not replace:
                 raise InputError(EXISTS, path=target)
         for temp, target in zip(temps, targets, strict=True):
             try:
