@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from toolreplay.canonical import canonical, decode
 from toolreplay.errors import InputError, ToolreplayError
+from toolreplay.escape import one_line
 from toolreplay.transcript import read_input
 
 if TYPE_CHECKING:
@@ -219,7 +220,8 @@ def check(path: str, key: Ed25519PublicKey, actual: Statement) -> SignatureCheck
             )
         if signed != actual:
             problem = (
-                f"signed head {signed.head} over {signed.count} links;"
+                # (the signed head is the signer's text: a digest, or anything, escaped)
+                f"signed head {one_line(signed.head)} over {signed.count} links;"
                 f" the file has head {actual.head} over {actual.count} links"
             )
             return SignatureCheck(keyid=kid, signed=signed, problem=problem)

@@ -122,6 +122,25 @@ def test_another_key_fails(runner: CliRunner, signed: Path, tmp_path: Path) -> N
     assert "signature: invalid: no signature in the file verifies with this key" in output
 
 
+@pytest.mark.parametrize("fmt", ["text", "github", "markdown"])
+def test_a_signed_head_is_the_signers_text_and_stays_inert(
+    runner: CliRunner, signed: Path, keys: tuple[Path, Path], fmt: str
+) -> None:
+    """A statement signed with the key whose head is not a digest (a bidi override, a
+    zero-width space, a line break) is escaped in the finding in every format."""
+    from toolreplay import signing
+
+    key = signing.load_private_key(str(keys[0]))
+    path = Path(str(signed) + ".sig")
+    path.write_text(signing.sign(signing.Statement(head="ab\u202ecd\u200b\n::warning::x", count=6), key))
+    result = runner.invoke(
+        cli, ["verify", str(signed), "--key", str(keys[1]), "--format", fmt], catch_exceptions=False
+    )
+    assert result.exit_code == 1
+    assert "signed head ab\\u202ecd\\u200b\\n::warning::x over 6 links" in result.output
+    assert not any(ch in result.output for ch in "\u202e\u200b")
+
+
 def test_tampered_envelope_fails(runner: CliRunner, signed: Path, keys: tuple[Path, Path]) -> None:
     """Swapping the payload for a statement of another head invalidates the signature."""
     import base64
