@@ -96,15 +96,9 @@ def parse_toml(raw: bytes, label: str) -> dict[str, Any]:
 
 def _long_integer(raw: bytes, label: str) -> InputError:
     """The error for a TOML integer over Python's conversion limit, at its line."""
-    import re
+    from toolreplay.limits import MAX_INT_DIGITS, long_integer_line
 
-    from toolreplay.limits import MAX_INT_DIGITS
-
-    line = None
-    for found in re.finditer(rb"[0-9][0-9_]*", raw):
-        if len(found[0].replace(b"_", b"")) > MAX_INT_DIGITS:
-            line = raw.count(b"\n", 0, found.start()) + 1
-            break
+    line = long_integer_line(raw.decode("utf-8"))  # (tomllib read it as UTF-8)
     return InputError(f"invalid TOML: an integer longer than {MAX_INT_DIGITS} digits", path=label, line=line)
 
 

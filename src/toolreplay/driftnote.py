@@ -121,22 +121,16 @@ def _reader_error(err: yaml.reader.ReaderError, front: str, path: str) -> InputE
     )
 
 
-def _long_integer(node: Node | None, path: str) -> InputError:
+def _long_integer(front: str, path: str) -> InputError:
     """The error for an integer the int constructor refused: past Python's digit limit."""
-    from toolreplay.limits import MAX_INT_DIGITS
+    from toolreplay.limits import MAX_INT_DIGITS, long_integer_line
 
-    line = None
-    stack = [] if node is None else [node]
-    while stack:
-        current = stack.pop()
-        if isinstance(current, ScalarNode) and sum(c.isdigit() for c in current.value) > MAX_INT_DIGITS:
-            line = current.start_mark.line + 2
-            break
-        if isinstance(current, SequenceNode):
-            stack.extend(reversed(current.value))
-        elif isinstance(current, MappingNode):
-            stack.extend(item for pair in reversed(current.value) for item in reversed(pair))
-    return InputError(f"front matter: an integer longer than {MAX_INT_DIGITS} digits", path=path, line=line)
+    line = long_integer_line(front)
+    return InputError(
+        f"front matter: an integer longer than {MAX_INT_DIGITS} digits",
+        path=path,
+        line=None if line is None else line + 1,  # the front matter starts on the second line
+    )
 
 
 def _check_nodes(node: Node, path: str) -> None:
@@ -192,7 +186,7 @@ def _front_matter(raw: bytes, path: str) -> _FrontMatter:
     except yaml.YAMLError as err:
         raise _yaml_error(err, path) from err
     except ValueError as err:  # an integer past Python's digit limit, from the int constructor
-        raise _long_integer(node, path) from err
+        raise _long_integer(front, path) from err
     finally:
         loader.dispose()
     return _FrontMatter(value=value, nodes=_pointers(node), prose=prose, prose_line=prose_line)

@@ -39,3 +39,15 @@ def room_for_depth() -> Iterator[None]:
         yield
     finally:
         sys.setrecursionlimit(old)
+
+
+def long_integer_line(text: str) -> int | None:
+    """The line (from 1) of the first integer in ``text`` with more than :data:`MAX_INT_DIGITS`
+    digits (``_`` separators, as TOML and YAML allow, not counted), which ``int()`` refuses;
+    None when there is none. For naming the line where a TOML or YAML reader gave up."""
+    import re  # here: the CLI's error boundary imports this module before any command runs
+
+    for found in re.finditer(r"[0-9][0-9_]*", text):
+        if len(found[0]) > MAX_INT_DIGITS and len(found[0].replace("_", "")) > MAX_INT_DIGITS:
+            return text.count("\n", 0, found.start()) + 1
+    return None

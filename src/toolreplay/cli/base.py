@@ -12,6 +12,7 @@ every command (``COMMANDS``).
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import stat
 import sys
@@ -39,7 +40,7 @@ class Seconds(click.FloatRange):
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         seconds = super().convert(value, param, ctx)
-        if seconds != seconds or seconds == float("inf"):
+        if not math.isfinite(seconds):
             self.fail(f"{value!r} is not a finite number of seconds.", param, ctx)
         return seconds
 

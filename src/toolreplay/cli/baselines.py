@@ -432,10 +432,9 @@ def keygen_cmd(private: str, public: str | None) -> None:
     from toolreplay import signing
 
     public = public or private + ".pub"
-    if os.path.abspath(private) == os.path.abspath(public) or (
-        os.path.exists(private) and os.path.exists(public) and os.path.samefile(private, public)
-    ):
+    if os.path.abspath(private) == os.path.abspath(public):
         # the public key would be written where the private one was just put: the pair lost
+        # (two existing files, even one file by two names, are refused below as existing)
         raise click.UsageError(f"PRIVATE and --public name the same file ({one_line(public)})")
     for path in (private, public):
         if os.path.exists(path):
