@@ -2,10 +2,24 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import settings
+
+# Property tests run their full counts in CI (CI is set there) and a tenth of them on a
+# developer's machine, so the README's test command stays quick; every property still runs.
+FULL_PROPERTIES = bool(os.environ.get("CI"))
+settings.register_profile("toolreplay", max_examples=100 if FULL_PROPERTIES else 25, deadline=None)
+settings.load_profile("toolreplay")
+
+
+def examples(count: int) -> int:
+    """A property test's example count: `count` in CI, a tenth of it (at least 25) elsewhere."""
+    return count if FULL_PROPERTIES else max(25, count // 10)
+
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"

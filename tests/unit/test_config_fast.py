@@ -14,6 +14,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.conftest import examples
 from toolreplay.config import _PLAIN, plainly_valid
 from toolreplay.report.kinds import KINDS
 from toolreplay.schemas import schema_text, validator
@@ -43,7 +44,7 @@ def test_every_key_of_the_schema_has_a_check() -> None:
     assert set(KINDS) <= set(SCHEMA["properties"]["fail_on"]["items"]["enum"])
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=examples(1500), deadline=None)
 @given(st.dictionaries(keys, values, max_size=4))
 def test_never_accepts_what_the_schema_refuses(table: dict[str, Any]) -> None:
     if plainly_valid(table):

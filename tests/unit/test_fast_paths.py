@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.conftest import examples
 from tests.unit.test_canonical import awkward_text, decoded_values
 from toolreplay.analyses.replay import call_of, fast_call
 from toolreplay.chain import ascii_parts, fast_link, fast_parts, link_digest
@@ -89,7 +90,7 @@ def styles(record: dict[str, object]) -> list[bytes]:
     ]
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=examples(1500), deadline=None)
 @given(records)
 def test_fast_answers_are_the_exact_ones_on_generated_records(record: dict[str, object]) -> None:
     for raw in styles(record):
@@ -196,7 +197,7 @@ def test_every_single_byte_change_of_a_line_gets_the_exact_answer() -> None:
                 agree(bytes(tampered))
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=examples(1500), deadline=None)
 @given(decoded_values, decoded_values)
 def test_value_digests_are_equal_exactly_when_canonical_texts_are(first: object, second: object) -> None:
     """Replay compares calls by value_digest: the same verdict as comparing canonical texts,

@@ -9,6 +9,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.conftest import examples
 from toolreplay.errors import InputError
 from toolreplay.importers import FORMATS, import_stream
 
@@ -79,7 +80,7 @@ _JSON = st.recursive(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(value=_JSON, fmt=st.sampled_from(FORMATS), lines=st.booleans())
 def test_importers_never_crash(value: Any, fmt: str, lines: bool) -> None:
     """Whatever the shape, an importer returns sessions or raises InputError naming the file."""

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, examples
 from toolreplay.errors import InputError
 from toolreplay.schemas import schema_text, validator
 from toolreplay.transcript import parse_line
@@ -68,7 +68,7 @@ def named_difference(record: dict[str, Any]) -> bool:
     return isinstance(index, float) and index.is_integer() and index >= 0
 
 
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=examples(600), deadline=None)
 @given(records(), st.booleans())
 def test_reader_and_schema_agree(record: dict[str, Any], sealed: bool) -> None:
     """For generated records, reader and schema agree except on the named difference."""

