@@ -266,9 +266,7 @@ def pair_runs(baselines: Sequence[str], transcripts: Sequence[str]) -> dict[str,
     return pairs
 
 
-def plan(
-    config: Config, *, now: int | None = None, explain: tuple[tuple[str, str], ...] = ()
-) -> list[Job]:
+def plan(config: Config, *, now: int | None = None, explain: tuple[tuple[str, str], ...] = ()) -> list[Job]:
     """The jobs ``check`` runs for a configuration, in report order (``explain``: what
     :func:`source_explanations` found; planning runs none of the project's code)."""
     scope = str(config.root / config.scope) if config.scope else None

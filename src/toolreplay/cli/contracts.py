@@ -20,6 +20,7 @@ from toolreplay.findings import Finding, one_line, sort_findings
 from toolreplay.report import Line, Report
 from toolreplay.transcript import Record, read_links, read_transcript
 
+
 @cli.command(name="fingerprint")
 @click.argument("source", nargs=-1, required=True)
 @click.option(

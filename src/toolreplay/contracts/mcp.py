@@ -96,12 +96,12 @@ def listed_definitions(tools: Any, *, path: str) -> list[ToolDefinition]:
     out = []
     for i, tool in enumerate(tools):
         if not isinstance(tool, dict):
-            raise InputError("the server listed a tool that is not an object", path=path, pointer=f"/tools/{i}")
+            raise InputError(
+                "the server listed a tool that is not an object", path=path, pointer=f"/tools/{i}"
+            )
         name = tool.get("name")
         if not isinstance(name, str) or not name:
-            raise InputError(
-                "the server listed a tool without a name", path=path, pointer=f"/tools/{i}"
-            )
+            raise InputError("the server listed a tool without a name", path=path, pointer=f"/tools/{i}")
         annotations = tool.get("annotations")
         out.append(
             ToolDefinition(

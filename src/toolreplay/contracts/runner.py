@@ -19,6 +19,7 @@ import sys
 import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from stat import S_ISDIR
 from typing import IO, Any
 
 from toolreplay.canonical import decode
@@ -173,7 +174,13 @@ def snapshot(top: Path) -> dict[str, Stat]:
     for path in _entries(top):
         with contextlib.suppress(FileNotFoundError):
             st = os.lstat(path)
-            found[os.path.relpath(path, top)] = (st.st_mode, st.st_size, st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
+            found[os.path.relpath(path, top)] = (
+                st.st_mode,
+                st.st_size,
+                st.st_ino,
+                st.st_mtime_ns,
+                st.st_ctime_ns,
+            )
     return found
 
 
@@ -188,7 +195,17 @@ def _entries(top: Path) -> Iterator[str]:
 
 
 def _changes(before: dict[str, Stat], after: dict[str, Stat]) -> list[str]:
-    return sorted(p for p in before.keys() | after.keys() if before.get(p) != after.get(p))
+    """The paths added, removed or changed; a folder that is there before and after is named by
+    what changed inside it, not itself."""
+
+    def folder(stat: Stat | None) -> bool:
+        return stat is not None and S_ISDIR(stat[0])
+
+    return sorted(
+        p
+        for p in before.keys() | after.keys()
+        if before.get(p) != after.get(p) and not (folder(before.get(p)) and folder(after.get(p)))
+    )
 
 
 def _wrote(changed: list[str]) -> str:
