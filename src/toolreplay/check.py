@@ -15,7 +15,10 @@ What runs, by configuration:
   also declares which tools mutate (overriding ``mutators`` for those tools) and which are
   not deterministic (their responses are not compared);
 - with ``base`` (``check --base REF``): the drift-note rule over ``REF...HEAD``, as the
-  GitHub Action enforces it on a pull request (``hooks/drift_range.py``).
+  GitHub Action enforces it on a pull request (``hooks/drift_range.py``), judged first;
+- with ``tools_lock`` and ``tools_source``: the source's code runs in a child process (after the
+  drift-note rule), and what changed per tool words the ``tool-drift`` findings; a child that
+  fails is a ``tools-source-failed`` finding (:func:`source_explanations`).
 
 With ``shard`` (``check --shard K/N``) only the jobs of shard K run, and the drift-note rule
 only in shard 1 (``shard.py``); ``toolreplay merge`` puts the shards' reports back together.

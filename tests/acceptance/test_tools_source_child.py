@@ -152,7 +152,8 @@ def test_a_pull_request_that_changes_tools_source_or_tools_lock_is_a_guard_chang
         "tools_source 'tools.json' -> 'other_tools:TOOLS' (the code check runs, in a child process)"
         in finding["message"]
     )
-    assert "tools_lock 'tools.lock.json' -> 'new.lock.json' (the lock check holds the tools to)" in (
-        finding["message"]
+    assert (
+        "tools_lock 'tools.lock.json' -> 'new.lock.json' (the lock check holds the tools to)"
+        in (finding["message"])
     )
     assert code == 0  # advisory, as the guard's other settings
