@@ -15,7 +15,10 @@ What runs, by configuration:
   also declares which tools mutate (overriding ``mutators`` for those tools) and which are
   not deterministic (their responses are not compared);
 - with ``base`` (``check --base REF``): the drift-note rule over ``REF...HEAD``, as the
-  GitHub Action enforces it on a pull request (``hooks/drift_range.py``).
+  GitHub Action enforces it on a pull request (``hooks/drift_range.py``), judged first;
+- with ``tools_lock`` and ``tools_source``: the source's code runs in a child process (after the
+  drift-note rule), and what changed per tool words the ``tool-drift`` findings; a child that
+  fails is a ``tools-source-failed`` finding (:func:`source_explanations`).
 
 With ``shard`` (``check --shard K/N``) only the jobs of shard K run, and the drift-note rule
 only in shard 1 (``shard.py``); ``toolreplay merge`` puts the shards' reports back together.
@@ -55,6 +58,11 @@ if TYPE_CHECKING:
 #: with fewer files than this, starting worker processes costs more than it saves
 PARALLEL_MIN_FILES = 16
 SEALED_SUFFIX = ".sealed.jsonl"
+#: seconds the tools_source's child process may take
+SOURCE_TIMEOUT = 30.0
+#: the finding, and the report's command, of a tools_source that failed in its child process
+SOURCE_FAILED = "tools-source-failed"
+SOURCE_COMMAND = "tools-source"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -261,8 +269,9 @@ def pair_runs(baselines: Sequence[str], transcripts: Sequence[str]) -> dict[str,
     return pairs
 
 
-def plan(config: Config, *, now: int | None = None) -> list[Job]:
-    """The jobs ``check`` runs for a configuration, in report order."""
+def plan(config: Config, *, now: int | None = None, explain: tuple[tuple[str, str], ...] = ()) -> list[Job]:
+    """The jobs ``check`` runs for a configuration, in report order (``explain``: what
+    :func:`source_explanations` found; planning runs none of the project's code)."""
     scope = str(config.root / config.scope) if config.scope else None
     lock = str(config.root / config.tools_lock) if config.tools_lock else None
     if scope is not None:
@@ -279,7 +288,7 @@ def plan(config: Config, *, now: int | None = None) -> list[Job]:
         now=int(time.time()) if now is None else now,
         pattern_budget=config.pattern_budget_seconds,
         notes=config.drift_notes,
-        explain=_explanations(config, lock),
+        explain=explain,
     )
     baselines = [p for p in expand(config, config.baselines) if p.endswith(SEALED_SUFFIX)]
     transcripts = [p for p in expand(config, config.transcripts) if not p.endswith(SEALED_SUFFIX)]
@@ -293,15 +302,49 @@ def plan(config: Config, *, now: int | None = None) -> list[Job]:
     return sorted(jobs, key=lambda j: (j.path, j.kind))
 
 
-def _explanations(config: Config, lock: str | None) -> tuple[tuple[str, str], ...]:
-    """What changed per tool between the lock and the config's tools_source (none without both)."""
+def source_explanations(
+    config: Config, *, report: bool = True
+) -> tuple[tuple[tuple[str, str], ...], tuple[Report, ...]]:
+    """What changed per tool between the lock and the config's tools_source (none without
+    both), and the report of a tools_source that failed in its child process.
+
+    A module or a server is the project's code (in CI, the pull request's): it runs in a
+    child, and a child that dies, hangs, answers garbage or changes the work tree is a
+    ``tools-source-failed`` finding (``report=False``: the error itself), never a pass.
+    """
+    lock = str(config.root / config.tools_lock) if config.tools_lock else None
     if lock is None or config.tools_source is None:
-        return ()
+        return (), ()
     from toolreplay.analyses.fingerprint_diff import explain_drift
+    from toolreplay.contracts.runner import SourceRunError, work_tree
     from toolreplay.contracts.source import source_lock
 
-    source, _ = source_lock(config.tools_source, root=config.root, mutators=config.mutators)
-    return tuple(sorted(explain_drift(_lock(lock), source).items()))
+    recorded = _lock(lock)  # a bad lock is the user's usage error, before any child runs
+    try:
+        source, _ = source_lock(
+            config.tools_source,
+            root=config.root,
+            mutators=config.mutators,
+            timeout=SOURCE_TIMEOUT,
+            watch=work_tree(config.root),
+        )
+    except SourceRunError as err:
+        if not report:
+            raise
+        return (), (_source_failed(config, err),)
+    return tuple(sorted(explain_drift(recorded, source).items())), ()
+
+
+def _source_failed(config: Config, err: InputError) -> Report:
+    path = Path(config.source).name
+    finding = Finding(
+        kind=SOURCE_FAILED,
+        index=None,
+        tool="",
+        path=path,
+        message=one_line(f"tools_source failed in its child process, nothing it answered was used: {err}"),
+    )
+    return Report(command=SOURCE_COMMAND, path=path, findings=(finding,))
 
 
 def run_check(
@@ -316,13 +359,25 @@ def run_check_with_status(
 ) -> tuple[list[Report], str | None]:
     """:func:`run_check`, and with ``base`` the drift-note rule's verdict line (None without)."""
     status: str | None = None
-    planned = plan(config)
-    if shard is not None:
-        from toolreplay.shard import DRIFT_SHARD, shard_of
+    first: list[Report] = []
+    from toolreplay.shard import DRIFT_SHARD, shard_of
 
+    if shard is not None and shard.index != DRIFT_SHARD:
+        base = None
+    if base is not None:
+        # judged before any of the project's code runs (the tools_source, below), with the
+        # same rule and findings as the GitHub Action applies to a pull request
+        from toolreplay.hooks.drift_range import PullRange, check_pull_request
+
+        outcome = check_pull_request(config, PullRange(base=base, head="HEAD"), workspace=str(config.root))
+        first += outcome.reports
+        status = outcome.status
+    # one shard reports a failed tools_source (merge takes such reports from it); the others stop
+    explain, failed = source_explanations(config, report=shard is None or shard.index == DRIFT_SHARD)
+    first += failed
+    planned = plan(config, explain=explain)
+    if shard is not None:
         planned = [job for job in planned if shard_of(job.path, shard.count) == shard.index]
-        if shard.index != DRIFT_SHARD:
-            base = None
     # no more workers than files: each starts an interpreter, and a pool cannot take any number
     workers = min(jobs if jobs is not None else _cores(), len(planned))
     if workers > 1 and len(planned) >= PARALLEL_MIN_FILES:
@@ -331,13 +386,8 @@ def run_check_with_status(
             reports = list(pool.map(run_job, planned, chunksize=4))
     else:
         reports = [run_job(job) for job in planned]
-    if base is not None:
-        # the same rule, and the same findings, as the GitHub Action applies to a pull request
-        from toolreplay.hooks.drift_range import PullRange, check_pull_request
-
-        outcome = check_pull_request(config, PullRange(base=base, head="HEAD"), workspace=str(config.root))
-        reports = sorted([*reports, *outcome.reports], key=lambda r: r.path)
-        status = outcome.status
+    if first:
+        reports = sorted([*reports, *first], key=lambda r: r.path)
     return reports, status
 
 

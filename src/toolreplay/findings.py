@@ -23,6 +23,7 @@ KIND_ORDER: tuple[str, ...] = (
     "scope-unjudged",
     "agent-drift",
     "tool-drift",
+    "tools-source-failed",
     "behavior-drift",
     "effect-drift",
     "silent-drift",
@@ -42,7 +43,7 @@ ADVISORY_KINDS: frozenset[str] = frozenset({"drift-guard-changed", "unguarded-se
 #: kinds that stand for a finding of another kind the analysis could not rule out: they fail
 #: whenever that kind fails, so spending a time budget cannot turn a failing finding into a
 #: passing one under a ``fail_on`` written before the standing-in kind existed
-STANDS_FOR = {"scope-unjudged": "argument-overreach"}
+STANDS_FOR = {"scope-unjudged": "argument-overreach", "tools-source-failed": "tool-drift"}
 
 
 def kind_fails(kind: str, fail_on: Collection[str] | None) -> bool:

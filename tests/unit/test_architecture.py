@@ -174,3 +174,14 @@ def test_the_cycle_finder_finds_cycles() -> None:
     """A loop of three modules is reported (the check above could not pass by finding nothing)."""
     loop = [Edge(source=a, target=b, line=1, module_level=True) for a, b in ("ab", "bc", "ca")]
     assert _cycles([*loop, Edge(source="c", target="d", line=1, module_level=True)]) == [["a", "b", "c"]]
+
+
+def test_only_the_source_worker_imports_project_code() -> None:
+    """contracts.python (which imports a project's module:object) is imported by the child process's
+    worker alone: no command, hook or check imports project code in its own process."""
+    wrong = [
+        f"{e.source}:{e.line} imports {e.target}"
+        for e in _edges()
+        if e.target == "toolreplay.contracts.python" and e.source != "toolreplay.contracts._source_worker"
+    ]
+    assert wrong == []

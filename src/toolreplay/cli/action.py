@@ -97,14 +97,17 @@ def run_action(settings: Settings) -> int:
     policy = parse_fail_on(settings.fail_on, fail_on)
     for warning in unmatched_globs(config):
         click.echo(workflow_command("warning", f"toolreplay: {warning}", title="toolreplay"))
-    reports = rebase(run_check(config, shard=shard), config, settings.workspace)
+    drift = None
     if shard is None or shard.index == DRIFT_SHARD:
+        # judged before check runs any of the project's code (its tools_source)
         drift = check_pull_request(config, pull, workspace=settings.workspace)
+    reports = rebase(run_check(config, shard=shard), config, settings.workspace)
+    if drift is not None:
         # in the order check and merge print them: by path, a file's own report first
         reports = sorted([*reports, *drift.reports], key=lambda r: (r.path, r.command != "check"))
         status = drift.status
     else:
-        status = f"drift notes: checked by shard {DRIFT_SHARD}/{shard.count}"
+        status = f"drift notes: checked by shard {DRIFT_SHARD}/{shard.count if shard else 1}"
     if shard is not None:
         return _write_shard(
             settings, reports, check_info(config, base=None, shard=shard, fail_on=fail_on), status

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import os
-import re
 from collections.abc import Iterable
+from pathlib import Path
 
 import click
 
@@ -15,12 +14,11 @@ from toolreplay.cli.defaults import announce, config_option, read_config
 from toolreplay.config import config_path
 from toolreplay.contracts.definitions import import_definitions, read_definitions
 from toolreplay.contracts.lock import ToolLock, dump_lock, load_lock
+from toolreplay.contracts.source import is_python_source, source_lock
 from toolreplay.errors import InputError
 from toolreplay.findings import Finding, one_line, sort_findings
 from toolreplay.report import Line, Report
 from toolreplay.transcript import Record, read_links, read_transcript
-
-_PYTHON_SOURCE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
 
 
 @cli.command(name="fingerprint")
@@ -49,7 +47,7 @@ _PYTHON_SOURCE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
     type=Seconds(),
     default=30.0,
     show_default=True,
-    help="Seconds allowed for an MCP server to list its tools.",
+    help="Seconds allowed for a module or an MCP server to give its tools.",
 )
 def fingerprint_cmd(
     source: tuple[str, ...],
@@ -72,24 +70,22 @@ def fingerprint_cmd(
     """
     mutator_set = frozenset(mutators) if mutators else DEFAULT_MUTATORS
     warnings: tuple[str, ...] = ()
-    if mcp:
-        from toolreplay.contracts.mcp import describe, mcp_definitions
-
-        imported = import_definitions(
-            mcp_definitions(source, timeout=timeout), version=tool_version, path=describe(source)
-        )
-        lock, warnings = ToolLock.of(imported.contracts), imported.warnings
-    elif len(source) != 1:
+    if not mcp and len(source) != 1:
         raise click.UsageError("give one SOURCE (or --mcp and a server command line)")
-    elif os.path.exists(source[0]) or not _PYTHON_SOURCE.fullmatch(source[0]):
+    if not mcp and not is_python_source(source[0], root=Path.cwd()):
         imported = import_definitions(
             read_definitions(source[0]), version=tool_version, mutators=mutator_set, path=source[0]
         )
         lock, warnings = ToolLock.of(imported.contracts), imported.warnings
     else:
-        from toolreplay.contracts.python import load_object, python_lock
-
-        lock = python_lock(load_object(source[0]), version=tool_version, mutators=mutator_set, spec=source[0])
+        # a module or a server is code: it runs in a child process, and its answer is data
+        lock, warnings = source_lock(
+            source if mcp else source[0],
+            root=Path.cwd(),
+            mutators=mutator_set,
+            version=tool_version,
+            timeout=timeout,
+        )
     for warning in warnings:
         click.echo(f"toolreplay: warning: {one_line(warning)}", err=True)
     try:
@@ -132,7 +128,6 @@ def fingerprint_diff_cmd(
         if config is None or config.tools_source is None:
             raise click.UsageError("give LIVE, or set tools_source in the config")
         from toolreplay.contracts.mcp import describe
-        from toolreplay.contracts.source import source_lock
 
         used.append("tools_source")
         announce(config, used)

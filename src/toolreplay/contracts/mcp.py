@@ -86,13 +86,22 @@ def _said(errlog: IO[str]) -> str:
 
 def mcp_definitions(argv: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT) -> list[ToolDefinition]:
     """The live server's tools as definitions (shape ``mcp``)."""
+    return listed_definitions(list_mcp_tools(argv, timeout=timeout), path=describe(argv))
+
+
+def listed_definitions(tools: Any, *, path: str) -> list[ToolDefinition]:
+    """A server's ``tools/list`` tools (JSON objects, from anywhere: untrusted) as definitions."""
+    if not isinstance(tools, list):
+        raise InputError("the tools listed are not an array", path=path, pointer="/tools")
     out = []
-    for i, tool in enumerate(list_mcp_tools(argv, timeout=timeout)):
+    for i, tool in enumerate(tools):
+        if not isinstance(tool, dict):
+            raise InputError(
+                "the server listed a tool that is not an object", path=path, pointer=f"/tools/{i}"
+            )
         name = tool.get("name")
         if not isinstance(name, str) or not name:
-            raise InputError(
-                "the server listed a tool without a name", path=describe(argv), pointer=f"/tools/{i}"
-            )
+            raise InputError("the server listed a tool without a name", path=path, pointer=f"/tools/{i}")
         annotations = tool.get("annotations")
         out.append(
             ToolDefinition(

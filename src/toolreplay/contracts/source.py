@@ -1,19 +1,32 @@
 """The tools as they are now, from the source ``fingerprint`` reads: a JSON tool-definitions
-file, a Python ``module:object``, or an MCP server's command line."""
+file, a Python ``module:object``, or an MCP server's command line.
+
+A file is data and is read here. A module and a server are the project's code: they run in a
+child process (:mod:`toolreplay.contracts.runner`), and what comes back is checked as
+untrusted data (a lock as ``load_lock`` checks one, a ``tools/list`` as a definitions file).
+"""
 
 from __future__ import annotations
 
 import os
 import re
-import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 from toolreplay.analyses.replay import DEFAULT_MUTATORS
 from toolreplay.contracts.definitions import import_definitions, read_definitions
-from toolreplay.contracts.lock import ToolLock
+from toolreplay.contracts.lock import ToolLock, parse_lock
+from toolreplay.contracts.runner import DEFAULT_TIMEOUT, SourceRunError, run_mcp, run_python
+from toolreplay.errors import InputError
 
 _PYTHON_SOURCE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
+_T = TypeVar("_T")
+
+
+def is_python_source(source: str, *, root: Path) -> bool:
+    """Whether ``source`` names a Python object (``module:object``) rather than a file."""
+    return not (root / source).exists() and bool(_PYTHON_SOURCE.fullmatch(source))
 
 
 def source_lock(
@@ -21,24 +34,44 @@ def source_lock(
     *,
     root: Path,
     mutators: frozenset[str] = DEFAULT_MUTATORS,
-    timeout: float = 30.0,
+    version: str = "",
+    timeout: float = DEFAULT_TIMEOUT,
+    watch: Path | None = None,
 ) -> tuple[ToolLock, tuple[str, ...]]:
     """(the lock of ``source``, warnings). Paths are relative to ``root`` (the config's folder),
-    and so is the import path of a module; a sequence is an MCP server's command line."""
-    if not isinstance(source, str):
-        from toolreplay.contracts.mcp import describe, mcp_definitions
+    and so is the import path of a module; a sequence is an MCP server's command line.
 
-        command = tuple(source)
-        imported = import_definitions(mcp_definitions(command, timeout=timeout), path=describe(command))
-        return ToolLock.of(imported.contracts), imported.warnings
-    path = root / source
-    if path.exists() or not _PYTHON_SOURCE.fullmatch(source):
-        imported = import_definitions(
-            read_definitions(str(path)), mutators=mutators, path=os.path.relpath(path)
+    With ``watch``, a child that changes anything under that folder fails
+    (:class:`~toolreplay.contracts.runner.SourceRunError`).
+    """
+    if not isinstance(source, str):
+        from toolreplay.contracts.mcp import describe, listed_definitions
+
+        label = describe(source)
+        answer = run_mcp(source, label=label, timeout=timeout, watch=watch)
+        tools = answer.get("tools") if isinstance(answer, dict) else None
+        imported = _checked(
+            lambda: import_definitions(listed_definitions(tools, path=label), version=version, path=label)
         )
         return ToolLock.of(imported.contracts), imported.warnings
-    from toolreplay.contracts.python import load_object, python_lock
+    if not is_python_source(source, root=root):
+        path = root / source
+        imported = import_definitions(
+            read_definitions(str(path)), version=version, mutators=mutators, path=os.path.relpath(path)
+        )
+        return ToolLock.of(imported.contracts), imported.warnings
+    answer = run_python(source, root=root, version=version, mutators=mutators, timeout=timeout, watch=watch)
+    lock = answer.get("lock") if isinstance(answer, dict) else None
+    return _checked(lambda: parse_lock(lock, path=source)), ()
 
-    if str(root) not in sys.path:
-        sys.path.insert(0, str(root))
-    return python_lock(load_object(source), mutators=mutators, spec=source), ()
+
+def _checked(read: Callable[[], _T]) -> _T:
+    """What ``read`` makes of the child's answer; an answer it refuses is the child's failure."""
+    try:
+        return read()
+    except SourceRunError:
+        raise
+    except InputError as err:
+        raise SourceRunError(
+            f"its answer is not valid: {err.problem}", path=err.path, pointer=err.pointer
+        ) from err

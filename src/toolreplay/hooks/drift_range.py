@@ -185,6 +185,7 @@ def _settings_findings(
     change = settings_change(before, after)
     if change is not None:
         parts.append(change)
+    parts += _code_settings_change(base, head)
     for kind in GUARD_KINDS:
         was = base.fails(kind) if base is not None else True
         if was != head.fails(kind):
@@ -198,6 +199,31 @@ def _settings_findings(
     return [
         Finding(kind=GUARD_CHANGED, index=None, tool="", path=config_file, message=one_line("; ".join(parts)))
     ]
+
+
+#: settings that name the code check runs (in a child process), and the lock its tools are held to
+CODE_KEYS = {
+    "tools_source": "the code check runs, in a child process",
+    "tools_lock": "the lock check holds the tools to",
+}
+
+
+def _code_settings_change(base: Config | None, head: Config) -> list[str]:
+    """A pull request that adds or changes tools_source or tools_lock: reviewers see it."""
+    parts = []
+    for key, what in CODE_KEYS.items():
+        was, now = (getattr(base, key) if base is not None else None), getattr(head, key)
+        if was != now:
+            parts.append(f"{key} {_setting(was)} -> {_setting(now)} ({what})")
+    return parts
+
+
+def _setting(value: str | tuple[str, ...] | None) -> str:
+    if value is None:
+        return "(none)"
+    if isinstance(value, str):
+        return quote(value)
+    return "[" + ", ".join(quote(v) for v in value) + "]"
 
 
 def _warning_reports(findings: Sequence[Finding]) -> tuple[Report, ...]:

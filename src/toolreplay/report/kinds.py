@@ -100,6 +100,15 @@ KINDS: dict[str, KindInfo] = {
         help="The tool's signature, schema or pinned version changed. Review the change, update the tool "
         "lock, and commit a drift note.",
     ),
+    "tools-source-failed": KindInfo(
+        level="error",
+        rank=0,
+        summary="The configured tools_source failed in its child process: it died, ran out of time, "
+        "answered something other than its tools, or changed the work tree.",
+        help="Run toolreplay fingerprint-diff to see the error. The module or server must give its tools "
+        "and write nothing under the repository (point caches and logs elsewhere). A tool source that "
+        "cannot be fingerprinted may hide tool drift, so this fails whenever tool-drift does.",
+    ),
     "behavior-drift": KindInfo(
         level="error",
         rank=0,
@@ -150,8 +159,8 @@ KINDS: dict[str, KindInfo] = {
     "drift-guard-changed": KindInfo(
         level="warning",
         rank=1,
-        summary="The pull request changes the drift-note guard's own settings (baselines, drift_notes or "
-        "whether its findings fail).",
+        summary="The pull request changes the drift-note guard's own settings (baselines, drift_notes, "
+        "whether its findings fail) or the tools_source or tools_lock check uses.",
         help="The range is judged with the base commit's settings. Review the change: it decides what later "
         "pull requests must carry notes for. Advisory: it fails the build only when fail_on names it.",
     ),

@@ -1,0 +1,54 @@
+"""The child process that runs a project's ``tools_source`` (:mod:`toolreplay.contracts.runner`).
+
+Started as ``python -P -B -m toolreplay.contracts._source_worker REQUEST``, where REQUEST is
+a JSON object: ``{"python": "module:object", "root": FOLDER, "version": V, "mutators": [...]}``
+or ``{"mcp": [ARGV...], "timeout": SECONDS}``. Its one answer is a JSON document written to
+the stdout it started with: ``{"lock": LOCK}`` (a module's tools, fingerprinted here, where
+their code runs), ``{"tools": [...]}`` (an MCP server's ``tools/list``), or ``{"error":
+PROBLEM}`` with exit status 2. Whatever the project's code prints goes to stderr, so it
+cannot run into the answer by accident; the parent reads the answer as untrusted data anyway.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+from toolreplay.errors import InputError
+
+
+def _answer(request: dict[str, Any]) -> dict[str, Any]:
+    if "mcp" in request:
+        from toolreplay.contracts.mcp import list_mcp_tools
+
+        return {"tools": list_mcp_tools(request["mcp"], timeout=float(request["timeout"]))}
+    from toolreplay.contracts.lock import dump_lock
+    from toolreplay.contracts.python import load_object, python_lock
+
+    root = request["root"]
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    spec = request["python"]
+    lock = python_lock(
+        load_object(spec), version=request["version"], mutators=frozenset(request["mutators"]), spec=spec
+    )
+    return {"lock": json.loads(dump_lock(lock))}
+
+
+def main() -> int:
+    answer = os.fdopen(os.dup(1), "w", encoding="ascii")
+    os.dup2(2, 1)  # the project's prints land on stderr, not in the answer
+    try:
+        result = _answer(json.loads(sys.argv[1]))
+        code = 0
+    except InputError as err:
+        result, code = {"error": err.problem, "pointer": err.pointer}, 2
+    answer.write(json.dumps(result, ensure_ascii=True, allow_nan=False))
+    answer.close()
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
