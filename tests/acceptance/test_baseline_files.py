@@ -106,8 +106,7 @@ def test_note_counts_a_committed_symlink_as_no_baseline(repo: Repo, runner: CliR
     repo.commit_all("a symlink, hooks skipped")
     (repo.path / link).unlink()
     repo.write_baseline(link, 2)
-    code, text = run(runner, "note", link, "-o", "drift-notes/linked.md")
-    assert code == 0
+    assert run(runner, "note", link, "-o", "drift-notes/linked.md")[0] == 0
     assert f'from: "{GENESIS}"' in (repo.path / "drift-notes/linked.md").read_text()
     (repo.path / "drift-notes/linked.md").write_text(note(link, GENESIS, sealed(2)[1]))
     repo.git("add", "-A")
@@ -159,7 +158,7 @@ def test_a_config_folder_named_like_a_pattern_is_guarded(
 def test_a_pattern_out_of_the_config_folder_is_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, git_isolated: None, runner: CliRunner
 ) -> None:
-    """"../shared/*.sealed.jsonl" in agents/toolreplay.toml: check and the hook exit 2 naming it."""
+    """ "../shared/*.sealed.jsonl" in agents/toolreplay.toml: check and the hook exit 2 naming it."""
     repo = Repo.create(tmp_path / "repo")
     repo.write("agents/toolreplay.toml", 'baselines = ["../shared/*.sealed.jsonl"]\n')
     repo.write_baseline("shared/checkout.sealed.jsonl", 3)
