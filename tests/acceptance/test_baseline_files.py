@@ -158,19 +158,19 @@ def test_a_config_folder_named_like_a_pattern_is_guarded(
 def test_a_pattern_out_of_the_config_folder_is_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, git_isolated: None, runner: CliRunner
 ) -> None:
-    """ "../shared/*.sealed.jsonl" in agents/toolreplay.toml: check and the hook exit 2 naming it."""
+    """ "../common/*.sealed.jsonl" in agents/toolreplay.toml: check and the hook exit 2 naming it."""
     repo = Repo.create(tmp_path / "repo")
-    repo.write("agents/toolreplay.toml", 'baselines = ["../shared/*.sealed.jsonl"]\n')
-    repo.write_baseline("shared/checkout.sealed.jsonl", 3)
+    repo.write("agents/toolreplay.toml", 'baselines = ["../common/*.sealed.jsonl"]\n')
+    repo.write_baseline("common/checkout.sealed.jsonl", 3)
     repo.commit_all("baseline")
     monkeypatch.chdir(repo.path)
     problem = (
-        """baselines glob "../shared/*.sealed.jsonl" climbs out of its configuration's folder ('..');"""
+        """baselines glob "../common/*.sealed.jsonl" climbs out of its configuration's folder ('..');"""
         " a baseline must lie inside it (move the configuration up instead) (at /baselines/0)\n"
     )
     code, out = run(runner, "check", "--config", "agents/toolreplay.toml")
     assert (code, out) == (2, f"toolreplay: error: agents/toolreplay.toml: {problem}")
-    repo.write_baseline("shared/checkout.sealed.jsonl", 4)
+    repo.write_baseline("common/checkout.sealed.jsonl", 4)
     repo.git("add", "-A")
     code, out = run(runner, "hook", "drift-note")
     assert (code, out) == (2, f"toolreplay: error: agents/toolreplay.toml (staged): {problem}")
@@ -216,7 +216,7 @@ def test_baselines_in_a_submodule_are_refused(
         "baseline 'vendor' (modified)\n"
         f"  from: {GENESIS}  (genesis: new baseline)\n"
         "  to:   none: not a regular file\n"
-        "  'vendor' is a submodule (a gitlink) (mode 160000), where a baseline pattern reaches: git stores"
+        "  'vendor' is a submodule (mode 160000), where a baseline pattern reaches: git stores"
         " no file of this repository there, so the guard cannot judge the baseline behind it\n"
     ) in out
     code, out = run(runner, "check")

@@ -8,8 +8,10 @@ carries the same status letters as ``--name-status`` plus the object id of both
 sides, so the committed and the staged content are read by id, not looked up again
 by a path that could be misparsed.
 
-A baseline is a path matching one of the patterns (``fnmatch`` on the path from the
-repository root, where ``*`` also matches ``/``). Each change of one is:
+A baseline is a regular file whose path matches one of the patterns (``fnmatch`` on the
+path from the repository root, where ``*`` also matches ``/``; ``hooks/settings.py`` makes
+them from the configuration). A symlink or a submodule a pattern matches or reaches into is
+refused whatever the note (git stores no file of this repository there). Each change of one is:
 
 * added: ``from`` is the genesis value, ``to`` the staged head;
 * modified (or its file type changed): ``from`` is the head committed at HEAD, ``to``
@@ -334,7 +336,7 @@ def _arrival(entry: Entry) -> str:
 
 
 #: what git stores at a path that is not a regular file, by mode
-_NOT_FILES = {"120000": "a symlink", _GITLINK: "a submodule (a gitlink)"}
+_NOT_FILES = {"120000": "a symlink", _GITLINK: "a submodule"}
 
 
 def _refused(entry: Entry, before: _Chain | None, patterns: Sequence[str]) -> BaselineChange | None:
