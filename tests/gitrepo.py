@@ -85,6 +85,12 @@ class Repo:
         self.write(rel, text)
         return head
 
+    def symlink(self, rel: str, target: str) -> None:
+        """A symlink at ``rel`` naming ``target`` (git stores ``target`` as its blob)."""
+        link = self.path / rel
+        link.parent.mkdir(parents=True, exist_ok=True)
+        link.symlink_to(target)
+
     def commit_all(self, message: str = "commit") -> None:
         """Stage everything and commit without running hooks (setting the scene)."""
         self.git("add", "-A")

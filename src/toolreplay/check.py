@@ -91,6 +91,8 @@ class Job:
     settings: Settings
     #: for a baseline: the runs paired with it, as (path, absolute path)
     runs: tuple[tuple[str, str], ...] = field(default=())
+    #: for a baseline: why the drift-note guard could not judge it (it is then refused, not read)
+    refused: str | None = None
 
 
 @cache
@@ -171,6 +173,8 @@ def _fed(records: Iterable[Record], sinks: Sequence[Callable[[Record], None]]) -
 def check_baseline(job: Job) -> Report:
     """Verify a sealed baseline, check its age, and diff the runs paired with it."""
     settings = job.settings
+    if job.refused is not None:
+        return Report(command="check", path=job.path, errors=(str(InputError(job.refused, path=job.path)),))
     try:
         state = verify(read_links(job.absolute))
     except InputError as err:
@@ -298,8 +302,41 @@ def plan(config: Config, *, now: int | None = None, explain: tuple[tuple[str, st
         return Job(kind=kind, path=path, absolute=str(config.root / path), settings=settings, runs=runs)
 
     jobs = [job("baseline", b, tuple((r, str(config.root / r)) for r in pairs[b])) for b in baselines]
+    jobs = [replace(j, refused=unjudged(config, j.path)) for j in jobs]
     jobs += [job("transcript", t) for t in transcripts]
     return sorted(jobs, key=lambda j: (j.path, j.kind))
+
+
+def unjudged(config: Config, path: str) -> str | None:
+    """Why the drift-note guard could not judge baseline ``path`` (from the config's folder), or None.
+
+    The guard judges what git stores: a regular file's blob. A symlink (the file, or a folder on
+    its way) is stored as the name it points to, and a file inside a submodule (a folder with its
+    own ``.git``) as the submodule's commit, so an edit behind either would pass the guard.
+    """
+    from toolreplay.hooks.drift_note import is_baseline
+    from toolreplay.hooks.settings import glob_patterns
+
+    parts = Path(path).parts
+    here = config.root
+    for depth, part in enumerate(parts):
+        here = here / part
+        last = depth == len(parts) - 1
+        folder = quote("/".join(parts[: depth + 1]))
+        if here.is_symlink():
+            where = "is a symlink" if last else f"lies under a symlink ({folder})"
+            return f"{where}: {_NOT_JUDGED}"
+        if not last and (here / ".git").exists():
+            return f"lies in another git repository ({folder}, a submodule, has its own .git): {_NOT_JUDGED}"
+    if not is_baseline(path, glob_patterns(config.baselines, "")):
+        return f"is not matched by the drift-note guard's patterns: {_NOT_JUDGED}"
+    return None
+
+
+_NOT_JUDGED = (
+    "a baseline must be a regular file of this repository, since the drift-note guard judges only"
+    " what git stores as a file"
+)
 
 
 def source_explanations(

@@ -146,7 +146,7 @@ def load_config(
         root=path.parent,
         source=source,
         transcripts=tuple(table.get("transcripts", ())),
-        baselines=tuple(table.get("baselines", ())),
+        baselines=_baseline_globs(table.get("baselines", ()), source),
         scope=table.get("scope"),
         tools_lock=table.get("tools_lock"),
         tools_source=_source(table.get("tools_source")),
@@ -158,6 +158,40 @@ def load_config(
         fail_on=frozenset(table["fail_on"]) if "fail_on" in table else None,
         declared=frozenset(table),
     )
+
+
+def _baseline_globs(globs: list[str], source: str) -> tuple[str, ...]:
+    """The ``baselines`` globs in the one form the guard and ``check`` both match (:func:`normal_glob`)."""
+    out = []
+    for number, glob in enumerate(globs):
+        try:
+            out.append(normal_glob(glob))
+        except ValueError as err:
+            raise InputError(
+                f"baselines glob {_shown(glob)} {err}", path=source, pointer=f"/baselines/{number}"
+            ) from err
+    return tuple(out)
+
+
+def normal_glob(glob: str) -> str:
+    """A baseline glob as every matcher takes it: ``.`` parts and duplicate or trailing slashes dropped.
+
+    ValueError (saying why) for a glob the drift-note guard could not hold to the same files
+    as ``check``: an absolute one, one that climbs out of its configuration's folder with
+    ``..`` (the guard matches paths inside the repository, from the configuration's folder),
+    and one that names the folder itself.
+    """
+    if os.path.isabs(glob):
+        raise ValueError("must be relative to its folder")
+    parts = [part for part in glob.split("/") if part not in ("", ".")]
+    if ".." in parts:
+        raise ValueError(
+            "climbs out of its configuration's folder ('..'); a baseline must lie inside it"
+            " (move the configuration up instead)"
+        )
+    if not parts:
+        raise ValueError("names the config's folder, not files")
+    return "/".join(parts)
 
 
 def _schema_errors(table: dict[str, Any]) -> list[Any]:

@@ -62,12 +62,36 @@ def commit_time(path: str) -> int:
 
 
 def committed_blob(path: str, rev: str = "HEAD") -> bytes | None:
-    """The bytes of ``path`` as committed in ``rev``; None when it is not there (a new file)."""
+    """The bytes of ``path`` as committed in ``rev``; None when it is not there (a new file), or
+    not as a regular file: a symlink's blob is the name it points to, and the drift-note guard
+    counts it as no baseline, so a note's ``from`` is the genesis value as the guard's is."""
     root = repo_root(path)
     name = repo_path(path)
     if _git(["rev-parse", "--verify", "--quiet", rev + "^{commit}"], root).returncode != 0:
         return None  # no commits yet
-    done = _git(["cat-file", "blob", f"{rev}:{name}"], root)
+    listed = _git(["ls-tree", "-z", "--full-tree", rev, "--", name], root)
+    meta, _, listed_name = listed.stdout.partition(b"\t")
+    fields = meta.decode("ascii", "replace").split(" ")
+    if listed.returncode != 0 or listed_name.rstrip(b"\0") != os.fsencode(name) or len(fields) != 3:
+        return None
+    if fields[0] not in REGULAR_MODES:
+        return None
+    done = _git(["cat-file", "blob", fields[2]], root)
     if done.returncode != 0:
         return None
     return done.stdout
+
+
+#: the modes of a regular file in a git tree: what a baseline is
+REGULAR_MODES = frozenset({"100644", "100755"})
+
+
+def regular_baseline(path: str) -> None:
+    """Refuse a baseline given as a symlink: git stores the name it points to, not the file,
+    so the drift-note guard never judges what the symlink leads to."""
+    if os.path.islink(path):
+        raise InputError(
+            "is a symlink: a baseline must be a regular file (git stores a symlink as the name it"
+            " points to, so the drift-note guard cannot judge the file behind it)",
+            path=path,
+        )

@@ -215,6 +215,9 @@ def diff_cmd(
     --tools, --mutator and --max-age-days default to the config's tools_lock, mutators
     and max_baseline_age_days (the nearest config, or --config).
     """
+    from toolreplay.gitinfo import regular_baseline
+
+    regular_baseline(baseline)
     tools, chosen, max_age_days, explain = _configured_with_source(config_file, tools, mutators, max_age_days)
     behaviour = _behaviour(tools)
     with Store() as store:
@@ -340,8 +343,9 @@ def note_cmd(
     baseline as it is now. The reason is left for you to write.
     --tools and --mutator default to the config's, as check reads them.
     """
-    from toolreplay.gitinfo import committed_blob, repo_path
+    from toolreplay.gitinfo import committed_blob, regular_baseline, repo_path
 
+    regular_baseline(baseline)
     if output and output != "-" and not force and os.path.isfile(output):
         # before the work: an earlier note's reasoning is never replaced by a template
         raise InputError(EXISTS, path=output)

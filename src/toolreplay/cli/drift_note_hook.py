@@ -10,6 +10,8 @@ import click
 
 from toolreplay.cli.base import EXIT_CLEAN, EXIT_FINDINGS
 from toolreplay.cli.hooks import hook
+from toolreplay.config import normal_glob
+from toolreplay.errors import InputError
 from toolreplay.escape import inert, one_line, quote
 from toolreplay.hooks.drift_note import (
     DEFAULT_BASELINES,
@@ -26,6 +28,7 @@ from toolreplay.hooks.drift_note import (
 from toolreplay.hooks.settings import (
     GuardSettings,
     config_folders,
+    judged_patterns,
     recorded_config,
     settings_change,
     settings_of,
@@ -106,6 +109,8 @@ def drift_note_hook(
             warnings.append(change)
     amended = None
     if base is not None:
+        # what the head names as a baseline is judged too: it cannot take one away, only add
+        settings = replace(settings, patterns=judged_patterns(settings, after))
         result = check_range(git, base, head, patterns=settings.patterns, notes_dir=settings.notes_dir)
     elif rewrite == "amend":
         amended = _amended(git)
@@ -145,10 +150,21 @@ def _settings(git: Git, rev: str | None, patterns: tuple[str, ...], notes_dir: s
         source = f"the defaults (no configuration {'staged' if rev is None else 'in ' + rev})"
     settings = settings_of(config, prefix=prefix, source=source)
     if patterns:
-        settings = replace(settings, patterns=patterns, source=f"--baselines ({where})")
+        settings = replace(settings, patterns=_normal(patterns), source=f"--baselines ({where})")
     if notes_dir is not None:
         settings = replace(settings, notes_dir=normalize_dir(notes_dir))
     return settings
+
+
+def _normal(patterns: tuple[str, ...]) -> tuple[str, ...]:
+    """``--baselines`` as the guard matches them (``./`` and doubled slashes dropped); ``..`` refused."""
+    out = []
+    for pattern in patterns:
+        try:
+            out.append(normal_glob(pattern))
+        except ValueError as err:
+            raise InputError(f"--baselines {quote(pattern)} {err}") from err
+    return tuple(out)
 
 
 class _Amend(NamedTuple):  # (a tuple: a dataclass costs a millisecond of every commit's start-up)

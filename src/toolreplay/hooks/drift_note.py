@@ -8,8 +8,10 @@ carries the same status letters as ``--name-status`` plus the object id of both
 sides, so the committed and the staged content are read by id, not looked up again
 by a path that could be misparsed.
 
-A baseline is a path matching one of the patterns (``fnmatch`` on the path from the
-repository root, where ``*`` also matches ``/``). Each change of one is:
+A baseline is a regular file whose path matches one of the patterns (``fnmatch`` on the
+path from the repository root, where ``*`` also matches ``/``; ``hooks/settings.py`` makes
+them from the configuration). A symlink or a submodule a pattern matches or reaches into is
+refused whatever the note (git stores no file of this repository there). Each change of one is:
 
 * added: ``from`` is the genesis value, ``to`` the staged head;
 * modified (or its file type changed): ``from`` is the head committed at HEAD, ``to``
@@ -193,6 +195,8 @@ class BaselineChange:
     broken: str | None = None
     #: heads this baseline passed through before ``to``: a note naming one of them is stale
     older_heads: frozenset[str] = frozenset()
+    #: why the staged entry is not a file the guard can judge (a symlink, a submodule): no note accepts it
+    refused: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -288,10 +292,15 @@ def _added_or_modified(git: Git, path: str, oid: str, action: str, before: _Chai
 
 
 def baseline_changes(git: Git, entries: Iterable[Entry], patterns: Sequence[str]) -> list[BaselineChange]:
-    """The sealed baselines the entries add, modify or delete, with the heads on both sides."""
+    """The sealed baselines the entries add, modify or delete, with the heads on both sides.
+
+    Only a regular file is a baseline's content: a symlink or a submodule where a baseline
+    pattern reaches is a change no note can accept (``refused``), and one on the old side
+    counts as no baseline (``from`` is the genesis value).
+    """
 
     def baseline(path: str | None, mode: str) -> str | None:
-        return path if path is not None and mode != _GITLINK and is_baseline(path, patterns) else None
+        return path if path is not None and mode in _REGULAR and is_baseline(path, patterns) else None
 
     changes = []
     for entry in entries:
@@ -299,6 +308,11 @@ def baseline_changes(git: Git, entries: Iterable[Entry], patterns: Sequence[str]
         old = baseline(entry.old_path, entry.old_mode) if entry.status != "C" else None
         new = baseline(entry.new_path, entry.new_mode) if entry.new_oid is not None else None
         before = _chain(git.blob(entry.old_oid), old) if old and entry.old_oid else None
+        refused = _refused(entry, before if old == entry.new_path else None, patterns)
+        if refused is not None:
+            changes.append(refused)
+            if old is None or old == entry.new_path:
+                continue
         if old is not None and old == new:
             change = _added_or_modified(git, new, entry.new_oid or "", "modified", before)
             if change.to_head is None or change.to_head != change.from_head:
@@ -311,10 +325,58 @@ def baseline_changes(git: Git, entries: Iterable[Entry], patterns: Sequence[str]
             head = before.head if before is not None else _genesis()
             changes.append(BaselineChange(baseline=old, action=action, from_head=head, to_head=None))
         if new is not None:
-            renamed = entry.status == "R" and entry.old_path is not None
-            action = f"renamed from {quote(entry.old_path or '')}" if renamed else "added"
-            changes.append(_added_or_modified(git, new, entry.new_oid or "", action, None))
+            changes.append(_added_or_modified(git, new, entry.new_oid or "", _arrival(entry), None))
     return changes
+
+
+def _arrival(entry: Entry) -> str:
+    """How the new side of an entry came to be: added, or renamed from its old path."""
+    renamed = entry.status == "R" and entry.old_path is not None
+    return f"renamed from {quote(entry.old_path or '')}" if renamed else "added"
+
+
+#: what git stores at a path that is not a regular file, by mode
+_NOT_FILES = {"120000": "a symlink", _GITLINK: "a submodule"}
+
+
+def _refused(entry: Entry, before: _Chain | None, patterns: Sequence[str]) -> BaselineChange | None:
+    """The change of an entry whose new side is no regular file where a baseline pattern reaches."""
+    path, mode = entry.new_path, entry.new_mode
+    if path is None or entry.new_oid is None or mode in _REGULAR:
+        return None
+    if not (is_baseline(path, patterns) or reaches_into(path, patterns)):
+        return None
+    what = _NOT_FILES.get(mode, "not a regular file")
+    reason = (
+        f"{quote(path)} is {what} (mode {mode}), where a baseline pattern reaches: git stores"
+        f" {'the name it points to' if mode == '120000' else 'no file of this repository'} there,"
+        " so the guard cannot judge the baseline behind it"
+    )
+    return BaselineChange(
+        baseline=path,
+        action="modified" if entry.status in "MT" else _arrival(entry),
+        from_head=before.head if before is not None else _genesis(),
+        to_head=None,
+        refused=reason,
+    )
+
+
+def reaches_into(folder: str, patterns: Sequence[str]) -> bool:
+    """Whether a pattern, read one folder at a time as ``check``'s glob reads it, could match a file
+    under ``folder`` (a submodule or a symlink there hides that file from the guard)."""
+    names = folder.split("/")
+    return any(_could_reach(names, pattern.split("/")) for pattern in patterns)
+
+
+def _could_reach(names: Sequence[str], parts: Sequence[str]) -> bool:
+    for depth, name in enumerate(names):
+        if depth >= len(parts):
+            return False
+        if parts[depth] == "**":
+            return True
+        if not fnmatch.fnmatchcase(name, parts[depth]):
+            return False
+    return len(parts) > len(names)
 
 
 def staged_notes(git: Git, entries: Iterable[Entry], notes_dir: str) -> tuple[list[DriftNote], list[Problem]]:
@@ -429,10 +491,15 @@ def judge(
         name = quote(change.baseline)
         genesis = "  (genesis: new baseline)" if change.from_head == _genesis() else ""
         lines = [f"from: {change.from_head}{genesis}"]
-        if change.broken is not None:
-            lines.append("to:   none: the staged file is not an intact sealed chain")
-            lines.append(change.broken)
-            lines.append("no note can accept a broken chain; seal the transcript again (toolreplay seal)")
+        if change.refused is not None or change.broken is not None:
+            if change.refused is not None:
+                lines.append("to:   none: not a regular file")
+                lines.append(change.refused)
+                lines.append("no note can accept it; a baseline is a regular file of this repository")
+            else:
+                lines.append("to:   none: the staged file is not an intact sealed chain")
+                lines.append(change.broken or "")
+                lines.append("no note can accept a broken chain; seal the transcript again (toolreplay seal)")
             problems.append(
                 Problem(
                     subject=f"baseline {name} ({change.action})", lines=tuple(lines), baseline=change.baseline

@@ -29,6 +29,7 @@ from toolreplay.hooks.drift_note import (
 )
 from toolreplay.hooks.settings import (
     GuardSettings,
+    judged_patterns,
     recorded_config,
     settings_change,
     settings_of,
@@ -99,13 +100,15 @@ def check_pull_request(config: Config, pull: PullRange | None, *, workspace: str
     before = settings_of(recorded, prefix=prefix, source=base_source, default=recorded is None)
     after = settings_of(config, prefix=prefix, source=f"{config_file} (this pull request)", default=False)
     warnings = _settings_findings(before, after, recorded, config, config_file)
-    if not before.patterns:
+    # every file this configuration's check reads as a baseline is judged: the head may add patterns
+    patterns = judged_patterns(before, after)
+    if not patterns:
         return DriftOutcome(
             reports=_warning_reports(warnings),
             status=f"drift notes: no baselines configured in {base_source}, nothing to check",
         )
     try:
-        result = check_range(git, pull.base, pull.head, patterns=before.patterns, notes_dir=before.notes_dir)
+        result = check_range(git, pull.base, pull.head, patterns=patterns, notes_dir=before.notes_dir)
     except GitError as err:
         return _unchecked(config_file, f"git could not diff {span}: {err}")
 
@@ -118,7 +121,7 @@ def check_pull_request(config: Config, pull: PullRange | None, *, workspace: str
             index=None,
             tool="",
             path=where(path),
-            message=one_line(unguarded_warning(path, before.patterns)),
+            message=one_line(unguarded_warning(path, patterns)),
         )
         for path in result.unguarded
     ]

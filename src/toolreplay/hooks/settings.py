@@ -100,20 +100,35 @@ def config_folders(git: Git, rev: str | None, *, staged: Mapping[str, str] | Non
 
 
 def glob_patterns(globs: Sequence[str], prefix: str) -> tuple[str, ...]:
-    """The config's baseline globs (relative to its folder) as fnmatch patterns from the repo root.
+    """The config's baseline globs (relative to its folder, as :func:`~toolreplay.config.normal_glob`
+    leaves them) as fnmatch patterns from the repo root: the one matcher of what a baseline is.
 
-    fnmatch's ``*`` also matches ``/``; pathlib's ``**/`` may match no folder at all, so a
-    variant without it is added.
+    fnmatch's ``*`` also matches ``/``, so a pattern covers every file pathlib's glob finds for
+    ``check``, and more; pathlib's ``**/`` may match no folder at all, so a variant without it is
+    added. The folder ``prefix`` is a name, not a pattern: its ``*``, ``?`` and ``[`` are escaped.
     """
-    from pathlib import PurePosixPath
-
+    folder = prefix.translate(_FNMATCH_SPECIAL) + "/" if prefix else ""
     out: list[str] = []
     for glob in globs:
         for variant in (glob, glob.replace("**/", "")):
-            pattern = str(PurePosixPath(prefix, variant)) if prefix else variant
+            pattern = folder + variant
             if pattern not in out:
                 out.append(pattern)
     return tuple(out)
+
+
+#: fnmatch has no escape character: a special character is matched as the set holding only it
+_FNMATCH_SPECIAL = str.maketrans({"*": "[*]", "?": "[?]", "[": "[[]"})
+
+
+def judged_patterns(before: GuardSettings, after: GuardSettings) -> tuple[str, ...]:
+    """The patterns a range is judged with: the base's, and any the head adds.
+
+    The head's configuration cannot take a baseline away from the guard, but whatever it names
+    as a baseline (what ``check`` reads as one) is judged too, so a file ``check`` treats as a
+    baseline is never one the guard lets through without a note.
+    """
+    return before.patterns + tuple(p for p in after.patterns if p not in before.patterns)
 
 
 def settings_of(
