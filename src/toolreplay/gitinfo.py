@@ -71,3 +71,19 @@ def committed_blob(path: str, rev: str = "HEAD") -> bytes | None:
     if done.returncode != 0:
         return None
     return done.stdout
+
+
+def head_commit(folder: str) -> str | None:
+    """The commit checked out in the work tree holding ``folder``; None outside a work tree,
+    before the first commit, or without git (a shard report then says it judged no commit)."""
+    try:
+        done = subprocess.run(
+            ["git", "rev-parse", "--verify", "--quiet", "HEAD^{commit}"],
+            cwd=folder,
+            capture_output=True,
+            check=False,
+        )
+    except OSError:  # no git, or the folder is gone: no commit to name
+        return None
+    text = done.stdout.decode("ascii", "replace").strip()
+    return text if done.returncode == 0 and text else None
