@@ -362,7 +362,8 @@ def _bind(first: ShardReport, config: Config) -> None:
     here = checkout_commit(config)
     if first.info.commit != here:
         raise InputError(
-            f"judged {_commit(first.info.commit)}, but {quote(config.source)} is checked out at {_commit(here)}",
+            f"judged {_commit(first.info.commit)}, "
+            f"but {quote(config.source)} is checked out at {_commit(here)}",
             path=first.path,
         )
     if first.info.inputs != inputs_digest(config):
