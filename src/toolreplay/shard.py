@@ -31,6 +31,8 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import os
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -119,6 +121,9 @@ def inputs_digest(config: Config) -> str:
 
 def _file_digest(location: Path) -> str | None:
     try:
+        # a device or a pipe (/dev/zero, a FIFO as the scope) is not opened, nor read to its end
+        if not stat.S_ISREG(os.stat(location).st_mode):
+            return None
         with open(location, "rb") as stream:
             return hashlib.file_digest(stream, "sha256").hexdigest()
     except OSError:

@@ -206,3 +206,30 @@ def test_action_merge_job_refuses_a_shard_of_another_commit_without_the_config_i
     assert (merged.exit_code, outputs["exit-code"]) == (2, "2")
     config = pr.path / "toolreplay.toml"  # found from the workspace, as the shard jobs found it
     assert f"judged commit {old}, but '{config}' is checked out at commit {new}\n" in merged.stderr
+
+
+def test_merge_with_config_refuses_a_whole_runs_report(runner: CliRunner, repo: Repo) -> None:
+    """A whole run's report (no --shard) says nothing of what it read: merged alone as before, but
+    --config, which binds reports to the checkout, refuses it."""
+    _, whole, _ = invoke(runner, repo.path, "check", "--format", "json")
+    path = repo.path.parent / "whole.json"
+    path.write_text(whole, encoding="utf-8")
+    assert invoke(runner, repo.path, "merge", str(path))[0] == 1
+    code, out, err = invoke(runner, repo.path, "merge", str(path), "--config", "toolreplay.toml")
+    assert (code, out) == (2, "")
+    assert err == (
+        f"toolreplay: error: {path}: a whole run's report says nothing of what it read, so it cannot be "
+        "checked against 'toolreplay.toml': merge the reports of check --shard\n"
+    )
+
+
+def test_a_commit_that_is_no_commit_id_is_refused_as_data(runner: CliRunner, repo: Repo) -> None:
+    """A commit that is no commit id (a workflow command) is refused by the schema, never echoed raw."""
+    path = shard(runner, repo, 1, "s1.json")
+    data = json.loads(path.read_text())
+    data["check"]["commit"] = "::error::pwned"
+    path.write_text(json.dumps(data))
+    code, out, err = invoke(runner, repo.path, "merge", str(path))
+    assert (code, out) == (2, "") and err.count("\n") == 1
+    assert err.startswith(f"toolreplay: error: {path}: not a toolreplay JSON report: ")
+    assert "does not match" in err and "/check/commit" in err, err
