@@ -1,4 +1,4 @@
-"""The few facts about a baseline that only git knows: its commit date and its committed bytes."""
+"""The few facts only git knows: a baseline's commit date and committed bytes, the checked-out commit."""
 
 from __future__ import annotations
 
