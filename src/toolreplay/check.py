@@ -294,8 +294,7 @@ def plan(config: Config, *, now: int | None = None, explain: tuple[tuple[str, st
         notes=config.drift_notes,
         explain=explain,
     )
-    baselines = [p for p in expand(config, config.baselines) if p.endswith(SEALED_SUFFIX)]
-    transcripts = [p for p in expand(config, config.transcripts) if not p.endswith(SEALED_SUFFIX)]
+    baselines, transcripts = covered_files(config)
     pairs = pair_runs(baselines, transcripts)
 
     def job(kind: str, path: str, runs: tuple[tuple[str, str], ...] = ()) -> Job:
@@ -337,6 +336,30 @@ _NOT_JUDGED = (
     "a baseline must be a regular file of this repository, since the drift-note guard judges only"
     " what git stores as a file"
 )
+
+
+def covered_files(config: Config) -> tuple[list[str], list[str]]:
+    """(baselines, transcripts) the configuration checks, as paths relative to its folder, sorted."""
+    baselines = [p for p in expand(config, config.baselines) if p.endswith(SEALED_SUFFIX)]
+    transcripts = [p for p in expand(config, config.transcripts) if not p.endswith(SEALED_SUFFIX)]
+    return baselines, transcripts
+
+
+def input_files(config: Config) -> list[tuple[str, str, Path]]:
+    """Every file a whole ``check`` of ``config`` reads, as (role, name, location): the baselines
+    and transcripts, the scope, the tools lock, and the ``tools_source`` when it is a file that
+    check reads (with a lock). A module or a server's command line is no file: the commit binds it."""
+    baselines, transcripts = covered_files(config)
+    found = [("baseline", b, config.root / b) for b in baselines]
+    found += [("transcript", t, config.root / t) for t in transcripts]
+    if config.scope:
+        found.append(("scope", config.scope, config.root / config.scope))
+    if config.tools_lock:
+        found.append(("tools_lock", config.tools_lock, config.root / config.tools_lock))
+        source = config.tools_source
+        if isinstance(source, str) and (config.root / source).is_file():
+            found.append(("tools_source", source, config.root / source))
+    return found
 
 
 def source_explanations(

@@ -1,4 +1,4 @@
-"""The few facts about a baseline that only git knows: its commit date and its committed bytes."""
+"""The few facts only git knows: a baseline's commit date and committed bytes, the checked-out commit."""
 
 from __future__ import annotations
 
@@ -95,3 +95,19 @@ def regular_baseline(path: str) -> None:
             " points to, so the drift-note guard cannot judge the file behind it)",
             path=path,
         )
+
+
+def head_commit(folder: str) -> str | None:
+    """The commit checked out in the work tree holding ``folder``; None outside a work tree,
+    before the first commit, or without git (a shard report then says it judged no commit)."""
+    try:
+        done = subprocess.run(
+            ["git", "rev-parse", "--verify", "--quiet", "HEAD^{commit}"],
+            cwd=folder,
+            capture_output=True,
+            check=False,
+        )
+    except OSError:  # no git, or the folder is gone: no commit to name
+        return None
+    text = done.stdout.decode("ascii", "replace").strip()
+    return text if done.returncode == 0 and text else None

@@ -9,15 +9,21 @@ lands in exactly one shard, the same one on every machine.
 The drift-note rule (``check --base REF``) is about the pull request, not about one file:
 shard 1 runs it, the other shards leave it out, and the merge takes it from shard 1.
 
+Every shard report names the commit it judged and a digest of every file the whole check
+reads (not only the shard's own), so all shards of one checkout agree on both and a shard of
+another commit, or of a checkout with an uncommitted edit, does not.
+
 Merging refuses, with one line, anything that is not one whole run split in N: reports
-of another toolreplay version, of another configuration or ``--base``, reports that are
-not from ``check --shard``, two reports of one shard or one file, a missing shard, a file
-reported by a shard it does not hash to, and the drift-note rule's reports or verdict from
-another shard than 1. With the configuration (``merge --config``, the Action's ``config``)
-it also refuses shards that leave out a file the configuration checks, or whose ``fail_on``
-differs from the configuration's in a kind other than the drift-note rule's. A shard's
-findings themselves are not re-checked: a report edited to drop one finding of a file is
-merged as written (merge only ever reads the reports; keep them as the CI's own artifacts).
+of another toolreplay version, of another configuration, ``--base``, commit or inputs,
+reports that are not from ``check --shard``, two reports of one shard or one file, a missing
+shard, a file reported by a shard it does not hash to, and the drift-note rule's reports or
+verdict from another shard than 1. With the configuration (``merge --config``; the Action's
+merge job always has it) it recomputes the commit and the inputs' digest from the checkout
+and refuses shards that differ, shards that leave out a file the configuration checks or
+report one it does not, and a ``fail_on`` that differs from the configuration's in a kind
+other than the drift-note rule's. A shard's findings themselves are not re-checked: a report
+edited to drop one finding of a file is merged as written (merge only ever reads the
+reports; keep them as the CI's own artifacts).
 """
 
 from __future__ import annotations
@@ -25,9 +31,11 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import os
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 
 from toolreplay import __version__
 from toolreplay.config import Config
@@ -100,6 +108,35 @@ def config_digest(config: Config) -> str:
     return "sha256:" + hashlib.sha256(text.encode("ascii")).hexdigest()
 
 
+def inputs_digest(config: Config) -> str:
+    """A digest of every file a whole ``check`` of ``config`` reads: each one's role, its name as
+    the configuration gives it, and the SHA-256 of its bytes (null when it cannot be read; check
+    then reports it unreadable). Read in pieces, so a large transcript costs no memory."""
+    from toolreplay.check import input_files
+
+    entries = [[role, name, _file_digest(location)] for role, name, location in input_files(config)]
+    text = json.dumps(entries, separators=(",", ":"), ensure_ascii=True)
+    return "sha256:" + hashlib.sha256(text.encode("ascii")).hexdigest()
+
+
+def _file_digest(location: Path) -> str | None:
+    try:
+        # a device or a pipe (/dev/zero, a FIFO as the scope) is not opened, nor read to its end
+        if not stat.S_ISREG(os.stat(location).st_mode):
+            return None
+        with open(location, "rb") as stream:
+            return hashlib.file_digest(stream, "sha256").hexdigest()
+    except OSError:
+        return None
+
+
+def checkout_commit(config: Config) -> str | None:
+    """The commit checked out where the configuration lives (None outside git)."""
+    from toolreplay.gitinfo import head_commit
+
+    return head_commit(str(config.root))
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CheckInfo:
     """What a ``check`` run was, beyond its reports: enough for ``merge`` to render shards as one.
@@ -109,7 +146,9 @@ class CheckInfo:
 
     ``config`` is a digest of the configuration's settings (not of its folder), so shards
     run on different machines from the same commit agree; ``fail_on`` is the config's
-    (None: every kind fails); ``shard`` is ``(K, N)`` or None for a whole run.
+    (None: every kind fails); ``shard`` is ``(K, N)`` or None for a whole run. A shard also
+    carries ``commit`` (what it judged; None outside git) and ``inputs`` (:func:`inputs_digest`);
+    a whole run, and the merge of shards, carry neither, so both print the same bytes.
     """
 
     toolreplay: str
@@ -119,6 +158,8 @@ class CheckInfo:
     shard: tuple[int, int] | None = None
     #: with ``base``: the drift-note rule's verdict line (the shard that ran the rule has it)
     drift: str | None = None
+    commit: str | None = None
+    inputs: str | None = None
 
     def fails(self, kind: str) -> bool:
         return kind_fails(kind, self.fail_on)
@@ -141,6 +182,8 @@ def check_info(
         base=base,
         shard=None if shard is None else (shard.index, shard.count),
         drift=drift,
+        commit=None if shard is None else checkout_commit(config),
+        inputs=None if shard is None else inputs_digest(config),
     )
 
 
@@ -194,6 +237,8 @@ def read_shard_report(path: str) -> ShardReport:
         base=check["base"],
         shard=None if shard is None else (shard["index"], shard["count"]),
         drift=check.get("drift"),
+        commit=check.get("commit"),
+        inputs=check.get("inputs"),
     )
     return ShardReport(path=path, info=info, reports=tuple(reports_from_data(data)))
 
@@ -235,23 +280,32 @@ def _home_prefixes(shards: Sequence[ShardReport], count: int) -> list[str]:
     )
 
 
-def _check_against(config: Config, first: ShardReport, readings: Sequence[set[str]]) -> None:
-    """What ``merge --config`` can check of the shards' contents without re-running them: every
-    file the configuration checks is reported, and ``fail_on`` is the configuration's except for
-    the drift-note rule's kinds (which the base commit's configuration decides)."""
-    from toolreplay.check import plan
+def _check_against(config: Config, first: ShardReport, files: dict[str, str], prefixes: list[str]) -> None:
+    """What ``merge --config`` can check of the shards' contents without re-running them: the
+    files reported are the files the configuration checks, and ``fail_on`` is the configuration's
+    except for the drift-note rule's kinds (which the base commit's configuration decides).
+
+    ``files`` maps each reported file to the shard report naming it; since every file is in the
+    shard it hashes to, the same files overall are the plan's files in every shard."""
+    from toolreplay.check import covered_files
     from toolreplay.hooks.drift_range import GUARD_KINDS
     from toolreplay.report.kinds import KINDS
 
-    paths = [job.path for job in plan(config)]
+    paths = sorted(itertools.chain(*covered_files(config)))
     # the files as named under one of the possible folder prefixes (see _home_prefixes)
-    files = next((f for f in readings if all(p in f for p in paths)), readings[0])
+    named = [{path[len(prefix) :]: shard for path, shard in files.items()} for prefix in prefixes]
+    reported = next((n for n in named if all(p in n for p in paths)), named[0])
     for path in paths:
-        if path not in files:
+        if path not in reported:
             raise InputError(
                 f"no shard reports {quote(path)}, a file of {quote(config.source)}: "
                 "merge needs every file the configuration checks"
             )
+    extra = sorted(set(reported) - set(paths))
+    if extra:
+        raise InputError(
+            f"reports {quote(extra[0])}, which {quote(config.source)} does not check", path=reported[extra[0]]
+        )
     kinds = None if first.info.fail_on is None else frozenset(first.info.fail_on)
     if any(kind_fails(k, kinds) != config.fails(k) for k in KINDS if k not in GUARD_KINDS):
         raise InputError(
@@ -261,14 +315,12 @@ def _check_against(config: Config, first: ShardReport, readings: Sequence[set[st
         )
 
 
-def merge_shards(
-    shards: Sequence[ShardReport], *, config: Config | None = None
-) -> tuple[CheckInfo, list[Report]]:
-    """The reports and run of one unsharded ``check``, from the reports of all its shards.
+def _commit(commit: str | None) -> str:
+    return "no commit (outside git)" if commit is None else f"commit {commit}"
 
-    Reports come in the order ``check`` prints them: by path, a file's own report before
-    the drift-note rule's report about it.
-    """
+
+def _one_run(shards: Sequence[ShardReport]) -> None:
+    """Refuse shards that are not of one run: another version, configuration, --base, commit or inputs."""
     first = shards[0]
     for shard in shards:
         info = shard.info
@@ -286,8 +338,59 @@ def merge_shards(
             raise InputError(
                 "a whole run's report (no --shard) cannot be merged with others", path=shard.path
             )
-    if config is not None and config_digest(config) != first.info.config:
+        if info.shard is not None and info.inputs is None:
+            raise InputError("a shard report without the digest of what it read", path=shard.path)
+        if info.commit != first.info.commit:
+            raise InputError(
+                f"judged {_commit(info.commit)}, {quote(first.path)} judged {_commit(first.info.commit)}: "
+                "merge the shards of one commit",
+                path=shard.path,
+            )
+        if info.inputs != first.info.inputs:
+            raise InputError(
+                f"read other files than {quote(first.path)} (another checkout, or an uncommitted edit): "
+                "merge the shards of one checkout",
+                path=shard.path,
+            )
+
+
+def _bind(first: ShardReport, config: Config) -> None:
+    """With the configuration: the shards (which agree) judged this checkout as it is now."""
+    if config_digest(config) != first.info.config:
         raise InputError(f"made with another configuration than {quote(config.source)}", path=first.path)
+    if first.info.inputs is None:
+        raise InputError(
+            f"a whole run's report says nothing of what it read, so it cannot be checked against "
+            f"{quote(config.source)}: merge the reports of check --shard",
+            path=first.path,
+        )
+    here = checkout_commit(config)
+    if first.info.commit != here:
+        raise InputError(
+            f"judged {_commit(first.info.commit)}, "
+            f"but {quote(config.source)} is checked out at {_commit(here)}",
+            path=first.path,
+        )
+    if first.info.inputs != inputs_digest(config):
+        raise InputError(
+            f"read other files than the checkout of {quote(config.source)} holds "
+            "(an uncommitted edit, or another checkout)",
+            path=first.path,
+        )
+
+
+def merge_shards(
+    shards: Sequence[ShardReport], *, config: Config | None = None
+) -> tuple[CheckInfo, list[Report]]:
+    """The reports and run of one unsharded ``check``, from the reports of all its shards.
+
+    Reports come in the order ``check`` prints them: by path, a file's own report before
+    the drift-note rule's report about it.
+    """
+    first = shards[0]
+    _one_run(shards)
+    if config is not None:
+        _bind(first, config)
     count = first.info.shard[1] if first.info.shard is not None else 1
     seen: dict[int, str] = {}
     files: dict[str, str] = {}
@@ -332,7 +435,7 @@ def merge_shards(
         )
     prefixes = _home_prefixes(shards, count)
     if config is not None:
-        _check_against(config, first, [{path[len(p) :] for path in files} for p in prefixes])
+        _check_against(config, first, files, prefixes)
     reports = [r for shard in sorted(shards, key=lambda s: s.info.shard or (1, 1)) for r in shard.reports]
     reports.sort(key=lambda r: (r.path, r.command != "check"))
     info = CheckInfo(

@@ -152,8 +152,10 @@ def shard_files(target: str) -> list[str]:
 
 
 def _merge_and_publish(settings: Settings) -> int:
-    config = load_config(Path(settings.config)) if settings.config else None
+    """The merge job: the shards bound to this workflow's checkout (its commit, its files and its
+    configuration, the ``config`` input's or the one found from here, as the shard jobs found it)."""
     shards = [read_shard_report(path) for path in shard_files(settings.merge or "")]
+    config = load_config(Path(settings.config) if settings.config else None)
     info, reports = merge_shards(shards, config=config)
     default = None if info.fail_on is None else frozenset(info.fail_on)
     policy = parse_fail_on(settings.fail_on, default)

@@ -93,7 +93,7 @@ def finish(reports: Sequence[Report], info: CheckInfo, fmt: str) -> int:
     "--config",
     "config_path",
     type=click.Path(path_type=Path),
-    help="Also refuse reports made with another configuration than this one.",
+    help="Also hold the reports to this configuration and to the checkout it is in (commit, files).",
 )
 @format_option
 @click.pass_context
@@ -101,8 +101,9 @@ def merge_cmd(ctx: click.Context, paths: tuple[str, ...], config_path: Path | No
     """Render the JSON reports of check --shard K/N, every shard once, as one check.
 
     The output and exit code are those of one unsharded check with the same configuration.
-    Reports of another toolreplay version, configuration or --base, a shard given twice,
-    overlapping files or a missing shard are refused (exit 2).
+    Reports of another toolreplay version, configuration, --base, commit or inputs, a shard
+    given twice, overlapping files or a missing shard are refused (exit 2). With --config the
+    shards must also have judged this checkout: its commit, its files, that configuration.
     """
     config = load_config(config_path) if config_path is not None else None
     info, reports = merge_shards([read_shard_report(p) for p in paths], config=config)

@@ -35,7 +35,7 @@ def _finding(f: Finding) -> dict[str, Any]:
 
 def check_data(info: CheckInfo) -> dict[str, Any]:
     shard = None if info.shard is None else {"index": info.shard[0], "count": info.shard[1]}
-    return {
+    data: dict[str, Any] = {
         "toolreplay": info.toolreplay,
         "config": info.config,
         "fail_on": None if info.fail_on is None else list(info.fail_on),
@@ -43,6 +43,11 @@ def check_data(info: CheckInfo) -> dict[str, Any]:
         "shard": shard,
         "drift": info.drift,
     }
+    if info.inputs is not None:
+        # a shard's: what merge binds it by (a whole run, and a merge, leave both out)
+        data["commit"] = info.commit
+        data["inputs"] = info.inputs
+    return data
 
 
 def report_data(reports: Sequence[Report], *, check: CheckInfo | None = None) -> dict[str, Any]:
