@@ -16,11 +16,20 @@ from toolreplay.config import config_path
 from toolreplay.contracts.definitions import import_definitions, read_definitions
 from toolreplay.contracts.lock import ToolLock, dump_lock, load_lock
 from toolreplay.errors import InputError
-from toolreplay.findings import Finding, one_line, sort_findings
+from toolreplay.findings import Finding, one_line, quote, sort_findings
 from toolreplay.report import Line, Report
 from toolreplay.transcript import Record, read_links, read_transcript
 
 _PYTHON_SOURCE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
+
+
+def _version_text(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    # an argument that is not UTF-8 arrives with lone surrogates, which no fingerprint or lock can hold
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise click.BadParameter(f"{quote(value)} is not UTF-8 text") from None
+    return value
 
 
 @cli.command(name="fingerprint")
@@ -32,6 +41,7 @@ _PYTHON_SOURCE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
     "--version",
     "tool_version",
     default="",
+    callback=_version_text,
     metavar="VERSION",
     help="The version pinned for every tool that does not declare its own (default: none).",
 )
