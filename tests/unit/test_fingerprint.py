@@ -140,7 +140,7 @@ def test_non_ascii_version_hashes_its_utf8() -> None:
 
 
 def test_lone_surrogate_version_is_an_input_error() -> None:
-    """A version with no UTF-8 form is refused by name, as an InputError (exit 2), not a UnicodeEncodeError."""
+    """A version with no UTF-8 form is refused by name (InputError, exit 2), not a UnicodeEncodeError."""
     import pytest
 
     from toolreplay.errors import InputError
