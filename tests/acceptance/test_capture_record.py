@@ -371,7 +371,8 @@ async def _echo_session(argv: list[str], env: dict[str, str]) -> dict[str, Any]:
 
     params = StdioServerParameters(command=argv[0], args=argv[1:], env=env)
     with anyio.fail_after(TIMEOUT):
-        async with Client(stdio_client(params)) as client:
+        # errlog given: its default is the sys.stderr of the first import, maybe a finished CliRunner's
+        async with Client(stdio_client(params, errlog=sys.stderr)) as client:
             await client.list_tools()
             return dump(await client.call_tool("echo", {"text": "é"}))
 
