@@ -23,6 +23,11 @@ escape:
 So a line we print is safe when it holds no line break, does not start (after leading
 whitespace) with ``::``, and contains no ``##[``. :func:`inert` makes any text so; only the
 commands built by :func:`workflow_command` start with ``::``, and their values are escaped.
+
+Both also spell out every other non-printable character (:func:`one_line`): an ANSI escape in
+a file name (``runs/a\x1b[31m.jsonl``) would colour or hide text in a log or a terminal, and
+click strips such sequences when it prints to a pipe, which turned that name into
+``runs/a.jsonl``, another file. Spelled out, a name stays distinguishable and inert.
 """
 
 from __future__ import annotations
@@ -110,10 +115,11 @@ def inert(text: str) -> str:
 
     Every line of the result (split at ``\\n``, ``\\r`` or any other line boundary) is a
     line of ``text`` that cannot start a workflow command: a leading ``::`` becomes
-    ``%3A:`` and any ``##[`` becomes ``##%5B``. Line breaks are normalised to ``\\n``.
-    Text that needs no change is returned as it is.
+    ``%3A:`` and any ``##[`` becomes ``##%5B``; other non-printable characters are spelled
+    out (:func:`one_line`). Line breaks are normalised to ``\\n``. Text that needs no change
+    is returned as it is.
     """
-    return "\n".join(_inert_line(line) for line in _LINE_BREAK.split(text))
+    return "\n".join(_inert_line(one_line(line)) for line in _LINE_BREAK.split(text))
 
 
 def workflow_command(
@@ -124,14 +130,19 @@ def workflow_command(
     line: int | None = None,
     title: str | None = None,
 ) -> str:
-    """One workflow command line, every value escaped (``::error file=F,line=N,title=T::M``)."""
+    """One workflow command line, every value escaped (``::error file=F,line=N,title=T::M``).
+
+    Each value is first made one line (:func:`one_line`: a control character in a file name
+    is spelled out, never sent raw), then percent-encoded as @actions/core does.
+    """
+    message = one_line(message)
     props = []
     if file:
-        props.append(f"file={escape_property(file)}")
+        props.append(f"file={escape_property(one_line(file))}")
     if line:
         props.append(f"line={line}")
     if title:
-        props.append(f"title={escape_property(title)}")
+        props.append(f"title={escape_property(one_line(title))}")
     head = f"::{command} {','.join(props)}" if props else f"::{command}"
     # The message may hold "::" or "##[" as they are: the runner parses this line as our
     # command first (TryParseV2) and only tries the legacy "##[" form when that fails.

@@ -36,6 +36,11 @@ _CALL_PASSED = pytest.StashKey[bool]()
 #: characters kept as they are in a cassette file name; everything else is %XX-escaped
 _SAFE = re.compile(r"[A-Za-z0-9_.\-\[\]]")
 _NAME_LIMIT = 120
+#: the one opt-in to recording under CI: the job's environment, which no ini file, addopts or
+#: PYTEST_ADDOPTS can set (read before any conftest or ini-driven plugin, such as pytest-env, runs)
+RECORD_IN_CI = "TOOLREPLAY_RECORD_IN_CI"
+_ENVIRONMENT = pytest.StashKey[tuple[bool, bool]]()
+_WORKER_KEY = "toolreplay_environment"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -48,7 +53,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help=(
             "what the toolreplay fixture does with cassettes: none (replay only), once (record a"
             " missing cassette, else replay), new_episodes (replay, record and append the rest),"
-            " all (record anew). Default: once, or none when the CI environment variable is set."
+            " all (record anew). Default: once, or none when the CI environment variable is set;"
+            f" under CI only none, unless the environment sets {RECORD_IN_CI}=1."
         ),
     )
     parser.addini(
@@ -67,14 +73,49 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(_Summary(config), "toolreplay-summary")
 
 
-def record_mode(config: pytest.Config) -> tuple[str, str]:
-    """The record mode and why it is that one (for messages)."""
-    given: str | None = config.getoption("toolreplay_record_mode")
+@pytest.hookimpl(wrapper=True)
+def pytest_load_initial_conftests(early_config: pytest.Config) -> Generator[None, None, None]:
+    # a wrapper runs before every plain implementation, pytest-env's (tryfirst) included
+    early_config.stash[_ENVIRONMENT] = (bool(os.environ.get("CI")), os.environ.get(RECORD_IN_CI) == "1")
+    return (yield)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: object) -> None:
+    # an xdist worker inherits the environment as the session changed it: it takes the session's view
+    config: pytest.Config = node.config  # type: ignore[attr-defined]
+    node.workerinput[_WORKER_KEY] = list(environment(config))  # type: ignore[attr-defined]
+
+
+def environment(config: pytest.Config) -> tuple[bool, bool]:
+    """(CI is set, recording in CI is opted into) as the pytest process was started."""
+    given = getattr(config, "workerinput", {}).get(_WORKER_KEY)
     if given is not None:
-        return given, f"--toolreplay-record-mode={given}"
-    if os.environ.get("CI"):
-        return "none", "CI is set"
-    return "once", "the default"
+        return bool(given[0]), bool(given[1])
+    if _ENVIRONMENT not in config.stash:  # pragma: no cover - a config pytest did not parse
+        return bool(os.environ.get("CI")), os.environ.get(RECORD_IN_CI) == "1"
+    return config.stash[_ENVIRONMENT]
+
+
+def record_mode(config: pytest.Config) -> tuple[str, str]:
+    """The record mode and why it is that one (for messages).
+
+    Under CI a mode that records (any but ``none``) needs ``TOOLREPLAY_RECORD_IN_CI=1`` too:
+    a ``UsageError`` says so rather than record, or replay instead, silently.
+    """
+    given: str | None = config.getoption("toolreplay_record_mode")
+    ci, opted_in = environment(config)
+    if given is None:
+        return ("none", "CI is set") if ci else ("once", "the default")
+    why = f"--toolreplay-record-mode={given}"
+    if not ci or given == "none":
+        return given, why
+    if not opted_in:
+        raise pytest.UsageError(
+            f"{why} records cassettes, and CI is set: recording in CI needs {RECORD_IN_CI}=1 in the"
+            " job's environment (an ini file, addopts or PYTEST_ADDOPTS cannot give it)"
+        )
+    return given, f"{why}, CI is set and {RECORD_IN_CI}=1"
 
 
 def safe_name(name: str) -> str:
@@ -157,7 +198,10 @@ def toolreplay(request: pytest.FixtureRequest) -> Iterator[CassetteRegistry]:
 
     item = request.node
     path = cassette_path(item)
-    mode, why = record_mode(request.config)
+    try:
+        mode, why = record_mode(request.config)
+    except pytest.UsageError as err:
+        raise pytest.UsageError(f"{item.nodeid}: {err}") from None
     try:
         label = path.relative_to(request.config.rootpath).as_posix()
     except ValueError:
@@ -209,7 +253,9 @@ class _Summary:
         if not any(self.counts.values()):
             return
         mode, why = record_mode(self.config)
-        line = f"toolreplay cassettes: {self.counts['replayed']} replayed, {self.counts['recorded']} recorded"
+        recorded = self.counts["recorded"]
+        where = " in CI" if recorded and environment(self.config)[0] else ""
+        line = f"toolreplay cassettes: {self.counts['replayed']} replayed, {recorded} recorded{where}"
         if self.counts["unsaved"]:
             line += f", {self.counts['unsaved']} not saved (their tests failed)"
         terminalreporter.write_line(f"{line} (record mode {mode}: {why})")

@@ -363,3 +363,41 @@ def test_a_lock_that_cannot_be_rewritten_is_a_warning_not_the_end_of_the_session
     assert warnings == [
         f"server message 1: {folder / 'tools.lock.json'}: cannot write the lock: No such file or directory"
     ]
+
+
+async def _echo_session(argv: list[str], env: dict[str, str]) -> dict[str, Any]:
+    from mcp import Client, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    params = StdioServerParameters(command=argv[0], args=argv[1:], env=env)
+    with anyio.fail_after(TIMEOUT):
+        # errlog given: its default is the sys.stderr of the first import, maybe a finished CliRunner's
+        async with Client(stdio_client(params, errlog=sys.stderr)) as client:
+            await client.list_tools()
+            return dump(await client.call_tool("echo", {"text": "é"}))
+
+
+@pytest.mark.slow
+def test_a_non_ascii_server_version_is_recorded_and_probed(runner: CliRunner, tmp_path: Path) -> None:
+    """A server whose serverInfo.version is "1.0-é" is recorded past its tools/list (the proxy died there
+    with a UnicodeEncodeError), the lock keeps the version, and probe fingerprints it the same way."""
+    out, lock = tmp_path / "run.sealed.jsonl", tmp_path / "recorded.lock.json"
+    env = server_env(SERVER_VERSION="1.0-é")
+    argv = [*TOOLREPLAY, "record", "-o", str(out), "--seal", "--lock", str(lock), "--", *SERVER_CMD]
+    answer = anyio.run(_echo_session, argv, env)
+
+    assert answer["content"][0]["text"] == "é"
+    records = [json.loads(line) for line in out.read_text(encoding="ascii").splitlines()]
+    assert [r["tool"] for r in records] == ["echo"]
+    contract = json.loads(lock.read_text(encoding="ascii"))["tools"]["echo"]
+    assert contract["version"] == "1.0-é"
+    assert records[0]["fingerprint"] == contract["fingerprint"]
+    probed = subprocess.run(
+        [*TOOLREPLAY, "probe", str(out), "--lock", str(lock), "--", *SERVER_CMD],
+        env=env,
+        capture_output=True,
+        timeout=TIMEOUT,
+        check=False,
+    )
+    assert (probed.returncode, probed.stderr) == (0, b"")
+    assert b"tool 'echo': stable\n" in probed.stdout

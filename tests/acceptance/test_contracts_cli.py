@@ -106,6 +106,21 @@ def test_fingerprint_is_byte_stable_and_valid(runner: CliRunner, tmp_path: Path)
     assert run(runner, "validate", str(lock)).output == f"{lock}: valid\n"
 
 
+def test_a_non_ascii_version_is_fingerprinted(runner: CliRunner, tmp_path: Path) -> None:
+    """`--version β` writes a lock that reads back and validates (it was an internal error, exit 3);
+    a --version that is not UTF-8 text (an undecodable argument) is refused by name, exit 2."""
+    lock = tmp_path / "tools.lock.json"
+    source = str(DATA / "anthropic_MailCli_tools.json")
+    result = runner.invoke(cli, ["fingerprint", source, "--version", "β", "-o", str(lock)])
+    assert result.exit_code == 0, result.output
+    assert {c.version for c in load_lock(lock).tools.values()} == {"β"}
+    assert run(runner, "fingerprint-diff", str(lock), str(lock)).exit_code == 0
+    assert run(runner, "validate", str(lock)).output == f"{lock}: valid\n"
+    bad = runner.invoke(cli, ["fingerprint", source, "--version", "1\udcff"])
+    assert bad.exit_code == 2
+    assert bad.output.endswith("Error: Invalid value for '--version': '1\\udcff' is not UTF-8 text\n")
+
+
 def test_bfcl_warns_per_tool_and_succeeds(tmp_path: Path) -> None:
     """Definitions that are not JSON Schema warn on stderr, one line per tool, and still fingerprint."""
     runner = CliRunner()

@@ -163,3 +163,40 @@ def test_hook_verify_lines_start_no_command(tmp_path: Path, monkeypatch: pytest.
     assert result.exit_code == 2
     assert "chain intact" in result.output and "missing field" in result.output
     assert commands(result.output) == []
+
+
+@pytest.mark.parametrize("command", ["replay", "check"])
+def test_a_control_character_in_a_file_name_is_spelled_out_never_stripped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    """`runs/a\\x1b[31m.jsonl` is annotated as that name with the escape spelled out (click stripped the
+    raw ANSI sequence, annotating `runs/a.jsonl`, another file); its errors' messages, the text report,
+    the Markdown and SARIF's message texts spell it out too, and no raw ESC is printed anywhere."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "runs").mkdir()
+    same = {"tool": "t", "args": {}}
+    bad = tmp_path / "runs" / "a\x1b[31m.jsonl"
+    bad.write_text(
+        "".join(record_line(make_record(index=i, **same, response={"n": i})) + "\n" for i in (0, 1))
+    )
+    broken = tmp_path / "runs" / "b\x1b[32m.jsonl"
+    broken.write_text("not json\n")
+    (tmp_path / "toolreplay.toml").write_text('transcripts = ["runs/*.jsonl"]\n')
+    args = [command] if command == "check" else [command, "runs/a\x1b[31m.jsonl"]
+    outputs = {
+        fmt: _run([*args, "--format", fmt], tmp_path) for fmt in ("github", "text", "markdown", "sarif")
+    }
+    assert not any("\x1b" in out for out in outputs.values())
+    found = commands(outputs["github"])
+    assert {c.properties["file"] for c in found} == (
+        {"runs/a\\x1b[31m.jsonl", "runs/b\\x1b[32m.jsonl"}
+        if command == "check"
+        else {"runs/a\\x1b[31m.jsonl"}
+    )
+    if command == "check":
+        (error,) = [c for c in found if c.properties["title"] == "toolreplay report-error"]
+        assert error.data == "runs/b\\x1b[32m.jsonl:1: invalid JSON: Expecting value at column 1"
+        assert "runs/b\\x1b[32m.jsonl:1: invalid JSON" in outputs["text"]
+        messages = [r["message"]["text"] for r in json.loads(outputs["sarif"])["runs"][0]["results"]]
+        assert "runs/b\\x1b[32m.jsonl:1: invalid JSON: Expecting value at column 1" in messages
+    assert "runs/a\\x1b[31m.jsonl" in outputs["markdown"]

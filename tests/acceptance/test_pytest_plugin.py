@@ -70,6 +70,7 @@ def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytes
     """An inner project with its own rootdir, outside any CI (the outer run may be in CI)."""
     monkeypatch.delenv("CI", raising=False)
     monkeypatch.delenv("PYTEST_ADDOPTS", raising=False)
+    monkeypatch.delenv("TOOLREPLAY_RECORD_IN_CI", raising=False)
     pytester.makeini("[pytest]\naddopts = -p no:cacheprovider\n")
     return pytester
 
@@ -177,12 +178,80 @@ def test_ci_never_records_and_a_missing_cassette_fails(
     assert live_calls(project) == []
     assert not (project.path / "tests").exists()
     assert summary(result) == []
-    # an explicit mode is a decision and wins over CI
-    project.runpytest("--toolreplay-record-mode=once").assert_outcomes(passed=1)
+    # recording in CI takes the mode and the job environment's opt-in
+    monkeypatch.setenv("TOOLREPLAY_RECORD_IN_CI", "1")
+    recorded = project.runpytest("--toolreplay-record-mode=once")
+    recorded.assert_outcomes(passed=1)
+    assert summary(recorded) == [
+        "toolreplay cassettes: 0 replayed, 1 recorded in CI (record mode once:"
+        " --toolreplay-record-mode=once, CI is set and TOOLREPLAY_RECORD_IN_CI=1)"
+    ]
     assert (project.path / CASSETTE).exists()
+    monkeypatch.delenv("TOOLREPLAY_RECORD_IN_CI")
     replayed = project.runpytest()
     replayed.assert_outcomes(passed=1)
     assert summary(replayed) == ["toolreplay cassettes: 1 replayed, 0 recorded (record mode none: CI is set)"]
+
+
+REFUSED = (
+    "*::test_search: --toolreplay-record-mode=all records cassettes, and CI is set: recording in CI"
+    " needs TOOLREPLAY_RECORD_IN_CI=1 in the job's environment (an ini file, addopts or PYTEST_ADDOPTS"
+    " cannot give it)*"
+)
+
+
+@pytest.mark.parametrize("where", ["addopts", "PYTEST_ADDOPTS", "command line"])
+def test_a_recording_mode_in_ci_needs_the_environment_opt_in(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    """Under CI, a recording mode from a committed ini, PYTEST_ADDOPTS or the command line is refused by
+    name (it re-recorded every cassette); TOOLREPLAY_RECORD_IN_CI=1 allows it, and the summary says so."""
+    project.makepyfile(test_agent=agent())
+    project.runpytest().assert_outcomes(passed=1)
+    before = (project.path / CASSETTE).read_bytes()
+    (project.path / "live.log").unlink()
+    monkeypatch.setenv("CI", "true")
+    args: list[str] = []
+    if where == "addopts":
+        project.makeini("[pytest]\naddopts = -p no:cacheprovider --toolreplay-record-mode=all\n")
+    elif where == "PYTEST_ADDOPTS":
+        monkeypatch.setenv("PYTEST_ADDOPTS", "--toolreplay-record-mode=all")
+    else:
+        args = ["--toolreplay-record-mode=all"]
+    refused = project.runpytest(*args)
+    refused.assert_outcomes(errors=1)
+    refused.stdout.fnmatch_lines([REFUSED])
+    assert summary(refused) == []
+    assert live_calls(project) == []
+    assert (project.path / CASSETTE).read_bytes() == before
+
+    monkeypatch.setenv("TOOLREPLAY_RECORD_IN_CI", "1")
+    allowed = project.runpytest(*args)
+    allowed.assert_outcomes(passed=1)
+    assert summary(allowed) == [
+        "toolreplay cassettes: 0 replayed, 1 recorded in CI (record mode all:"
+        " --toolreplay-record-mode=all, CI is set and TOOLREPLAY_RECORD_IN_CI=1)"
+    ]
+    assert live_calls(project) == [{"query": "pytest", "limit": 2}]
+
+
+def test_the_opt_in_is_read_before_the_project_can_set_it(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A conftest (or an ini-driven plugin such as pytest-env) that sets TOOLREPLAY_RECORD_IN_CI or
+    clears CI does not opt in: the environment counts as the process got it, on xdist workers too."""
+    pytest.importorskip("xdist")
+    project.makepyfile(test_agent=agent())
+    project.makeconftest(
+        "import os\nos.environ['TOOLREPLAY_RECORD_IN_CI'] = '1'\nos.environ.pop('CI', None)\n"
+    )
+    monkeypatch.setenv("CI", "true")
+    for args in ([], ["-n", "2"]):
+        refused = project.runpytest_subprocess("--toolreplay-record-mode=all", *args)
+        refused.assert_outcomes(errors=1)
+        refused.stdout.fnmatch_lines([REFUSED])
+        assert not (project.path / CASSETTE).exists()
+    assert live_calls(project) == []
 
 
 def test_new_episodes_appends_and_reseals(project: pytest.Pytester) -> None:

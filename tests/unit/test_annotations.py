@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.runner_sim import commands, parse_v2, runner_lines
-from toolreplay.escape import escape_data, escape_property, inert, starts_command, workflow_command
+from toolreplay.escape import escape_data, escape_property, inert, one_line, starts_command, workflow_command
 from toolreplay.findings import Finding
 from toolreplay.github.annotations import PER_STEP_LIMIT, plan_annotations
 from toolreplay.report import Report
@@ -37,14 +37,27 @@ _titles = st.text().filter(lambda t: t == t.strip())
 
 @given(st.text(), _titles, st.text())
 def test_command_round_trips_through_the_runner(file: str, title: str, message: str) -> None:
-    """Whatever the values, the runner reads back exactly one command with exactly those values."""
+    """Whatever the values, the runner reads back exactly one command with exactly those values, each
+    made one line (non-printable characters spelled out, as everywhere we print untrusted text)."""
     line = workflow_command("error", message, file=file, line=3, title=title)
     parsed = commands(line)
     assert len(parsed) == 1
-    expected = {"line": "3"} | ({"file": file} if file else {}) | ({"title": title} if title else {})
+    expected = (
+        {"line": "3"}
+        | ({"file": one_line(file)} if file else {})
+        | ({"title": one_line(title)} if title else {})
+    )
     assert parsed[0].name == "error"
     assert parsed[0].properties == expected
-    assert parsed[0].data == message
+    assert parsed[0].data == one_line(message)
+
+
+def test_a_control_character_in_a_value_is_spelled_out() -> None:
+    """An ANSI escape in a file name or message reaches the command spelled out, never raw (a terminal
+    or click would hide it: `runs/a\x1b[31m.jsonl` read as `runs/a.jsonl`, another file)."""
+    line = workflow_command("error", "runs/a\x1b[31m.jsonl: bad\u202e", file="runs/a\x1b[31m.jsonl", line=2)
+    assert line == "::error file=runs/a\\x1b[31m.jsonl,line=2::runs/a\\x1b[31m.jsonl: bad\\u202e"
+    assert inert("index 1: runs/a\x1b[31m.jsonl\nnext\x00") == "index 1: runs/a\\x1b[31m.jsonl\nnext\\x00"
 
 
 NASTY = [

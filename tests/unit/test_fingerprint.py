@@ -131,3 +131,19 @@ def test_version_must_be_a_string() -> None:
 
     with pytest.raises(TypeError):
         fingerprint_of({"name": "x", "params": []}, {}, 1)  # type: ignore[arg-type]
+
+
+def test_non_ascii_version_hashes_its_utf8() -> None:
+    """A version beyond ASCII (a server's "1.0-é") is fingerprinted as UTF-8, never a crash."""
+    assert tool_fingerprint(search, SCHEMA, "1.0-é") == sha16(f"{SIG_TEXT}|{SCHEMA_TEXT}|1.0-é")
+    assert tool_fingerprint(search, SCHEMA, "1.0-é") != tool_fingerprint(search, SCHEMA, "1.0-e")
+
+
+def test_lone_surrogate_version_is_an_input_error() -> None:
+    """A version with no UTF-8 form is refused by name (InputError, exit 2), not a UnicodeEncodeError."""
+    import pytest
+
+    from toolreplay.errors import InputError
+
+    with pytest.raises(InputError, match=r"version '1\\udcff' holds a lone surrogate \(U\+DCFF\)"):
+        fingerprint_of({"name": "x", "params": []}, {}, "1\udcff")

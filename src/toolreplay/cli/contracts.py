@@ -16,9 +16,18 @@ from toolreplay.contracts.definitions import import_definitions, read_definition
 from toolreplay.contracts.lock import ToolLock, dump_lock, load_lock
 from toolreplay.contracts.source import is_python_source, source_lock
 from toolreplay.errors import InputError
-from toolreplay.findings import Finding, one_line, sort_findings
+from toolreplay.findings import Finding, one_line, quote, sort_findings
 from toolreplay.report import Line, Report
 from toolreplay.transcript import Record, read_links, read_transcript
+
+
+def _version_text(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    # an argument that is not UTF-8 arrives with lone surrogates, which no fingerprint or lock can hold
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise click.BadParameter(f"{quote(value)} is not UTF-8 text") from None
+    return value
 
 
 @cli.command(name="fingerprint")
@@ -30,6 +39,7 @@ from toolreplay.transcript import Record, read_links, read_transcript
     "--version",
     "tool_version",
     default="",
+    callback=_version_text,
     metavar="VERSION",
     help="The version pinned for every tool that does not declare its own (default: none).",
 )

@@ -7,6 +7,9 @@ the pinned version::
     schema_c    = canonical(schema)
     fingerprint = sha256_hex(f"{sig}|{schema_c}|{version}")[:16]
 
+The hashed text is UTF-8: ``sig`` and ``schema_c`` are ASCII, the version is any text (a
+server's ``serverInfo.version`` is untrusted), so ASCII versions hash as they always did.
+
 For a Python callable the signature is ``{"name": fn.__name__, "params": [[name,
 str(annotation), str(default)], ...]}`` in ``inspect.signature`` order, with the raw
 annotation and default objects (an absent one is ``inspect.Parameter.empty``). For a
@@ -22,6 +25,8 @@ from collections.abc import Callable
 from typing import Any
 
 from toolreplay.canonical import canonical
+from toolreplay.errors import InputError
+from toolreplay.escape import quote
 
 #: A signature as stored in a lock: ``{"name": str, "params": [[name, type, default], ...]}``.
 Signature = dict[str, Any]
@@ -47,7 +52,14 @@ def fingerprint_of(signature: Signature, schema: Any, version: str) -> str:
     if not isinstance(version, str):
         raise TypeError(f"version must be a string, not {type(version).__name__}")
     text = f"{canonical(signature)}|{canonical(schema)}|{version}"
-    return hashlib.sha256(text.encode("ascii")).hexdigest()[:16]
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError as err:  # only the version can hold one: the canonical parts are ASCII
+        raise InputError(
+            f"version {quote(version)} holds a lone surrogate (U+{ord(err.object[err.start]):04X}),"
+            " which has no UTF-8 form to fingerprint"
+        ) from err
+    return hashlib.sha256(data).hexdigest()[:16]
 
 
 def tool_fingerprint(fn: Callable[..., Any], schema: Any, version: str) -> str:

@@ -2,7 +2,9 @@
 
 One rule per finding kind, its ``ruleId`` the kind itself (the kind names are part of
 the report contract, so they are stable); locations are repository-relative URIs under
-the ``%SRCROOT%`` base, the region's start line the record's line in the file.
+the ``%SRCROOT%`` base, the region's start line the record's line in the file. URIs
+percent-encode a file name's every other character; message texts spell out control
+characters (an error names its file), as the text report does.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote as uri_quote
 
 from toolreplay import __version__
+from toolreplay.escape import one_line
 from toolreplay.findings import KIND_ORDER
 from toolreplay.report.json import dump_inert
 from toolreplay.report.kinds import REPORT_ERROR, kind_info
@@ -67,7 +70,8 @@ def sarif_log(reports: Sequence[Report], *, root: str | None = None) -> dict[str
             "ruleId": kind,
             "ruleIndex": index[kind],
             "level": kind_info(kind).level,
-            "message": {"text": message},
+            # a viewer shows the text as it is: a file name's control characters spelled out
+            "message": {"text": one_line(message)},
             "locations": [_location(path, line, root)],
         }
         for kind, path, line, message in entries
