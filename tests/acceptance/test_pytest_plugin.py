@@ -435,7 +435,7 @@ def test_xdist_workers_never_collide(project: pytest.Pytester) -> None:
 def test_docs_example_records_then_replays_in_ci(
     project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The complete example test file of docs/pytest.md records locally and replays in CI with the tool unreachable."""
+    """docs/pytest.md's complete example records locally and replays in CI with the tool unreachable."""
     from tests.conftest import ROOT
 
     text = (ROOT / "docs" / "pytest.md").read_text(encoding="utf-8")

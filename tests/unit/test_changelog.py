@@ -1,4 +1,4 @@
-"""CHANGELOG.md stays readable: Keep a Changelog sections, short lines, and the newest release is the version."""
+"""CHANGELOG.md stays readable: Keep a Changelog sections, short lines, the newest release the version."""
 
 from __future__ import annotations
 

@@ -92,7 +92,7 @@ def shown_output(text: str, marker: str) -> str:
 
 
 def test_brief_reexecute_example(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The page's brief re-execution example (moved from the README) prints exactly the effect divergence it shows."""
+    """The brief re-execution example (moved from the README) prints exactly the divergence it shows."""
     monkeypatch.chdir(tmp_path)
     printed = run_example(PAGE, "<!-- example: reexecute-brief -->", "docs/contracts.md")
     assert printed == shown_output(PAGE, "<!-- output: reexecute-brief -->")
