@@ -117,7 +117,7 @@ def load_config(
         if path is None:
             raise InputError(
                 "no configuration found: add [tool.toolreplay] to pyproject.toml or write a "
-                "toolreplay.toml (see README, 'toolreplay check')"
+                "toolreplay.toml (see docs/cli.md, 'toolreplay check')"
             )
     source = label or str(path)
     data = _read_toml(path) if raw is None else parse_toml(raw, source)

@@ -170,8 +170,8 @@ def test_validate_tells_a_drift_note_by_its_folder(tmp_path: Path, runner: CliRu
     assert run(runner, "validate", str(elsewhere))[0] == 2
 
 
-def test_readme_refusal_is_real(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, git_isolated: None) -> None:
-    """The refusal pasted in README.md and docs/hooks.md is what the guard prints for that change."""
+def test_pasted_refusal_is_real(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, git_isolated: None) -> None:
+    """The refusal pasted in docs/hooks.md is what the guard prints for that change."""
     from tests.conftest import ROOT, SAMPLES
 
     repo = Repo.create(tmp_path / "demo")
@@ -188,7 +188,7 @@ def test_readme_refusal_is_real(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     repo.git("add", "-A")
     code, out = run(runner, "hook", "drift-note")
     assert code == 1
-    for doc in ("README.md", "docs/hooks.md"):
+    for doc in ("docs/hooks.md",):
         text = (ROOT / doc).read_text()
         start = text.index("toolreplay: commit refused")
         pasted = text[start : text.index("See docs/hooks.md.", start) + len("See docs/hooks.md.")] + "\n"

@@ -501,13 +501,13 @@ def test_xdist_workers_never_collide(project: pytest.Pytester) -> None:
     ]
 
 
-def test_readme_example_records_then_replays_in_ci(
+def test_docs_example_records_then_replays_in_ci(
     project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The README's complete example test file records locally and replays in CI with the tool unreachable."""
+    """docs/pytest.md's complete example records locally and replays in CI with the tool unreachable."""
     from tests.conftest import ROOT
 
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    text = (ROOT / "docs" / "pytest.md").read_text(encoding="utf-8")
     start = text.index("```python\n# tests/test_weather_agent.py\n") + len("```python\n")
     example = text[start : text.index("```", start)]
     (project.path / "tests").mkdir()
@@ -526,7 +526,7 @@ def test_readme_example_records_then_replays_in_ci(
     assert summary(result) == ["toolreplay cassettes: 3 replayed, 0 recorded (record mode none: CI is set)"]
     for cassette in folder.glob("*.sealed.jsonl"):
         verify(cassette)
-    # the drift the README quotes
+    # the drift the page quotes
     changed = example.replace('"maximum": 7', '"maximum": 5')
     assert changed != example
     (project.path / "tests/test_weather_agent.py").write_text(textwrap.dedent(changed))

@@ -1,4 +1,4 @@
-"""The README's Quickstart, followed step by step in a fresh repository: real git, the real
+"""The Quickstart (docs/quickstart.md), followed step by step in a fresh repository: real git, the real
 pre-commit framework (hooks from a snapshot of this checkout) and the installed toolreplay.
 
 The Quickstart is the ``shell-session`` block between ``<!-- quickstart:start -->`` and
@@ -36,7 +36,7 @@ class Step:
 
 
 def quickstart() -> list[Step]:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    text = (ROOT / "docs" / "quickstart.md").read_text(encoding="utf-8")
     block = text.split("<!-- quickstart:start -->\n```shell-session\n", 1)[1].split(
         "```\n<!-- quickstart:end -->", 1
     )[0]
@@ -69,7 +69,7 @@ def _appears_in_order(expected: list[str], actual: str) -> bool:
     return True
 
 
-def test_readme_quickstart_has_the_adoption_steps() -> None:
+def test_quickstart_has_the_adoption_steps() -> None:
     """The Quickstart installs, seals, configures, adds hooks and the Action, and gates a change."""
     commands = [s.command for s in quickstart()]
     assert commands[0] == 'pip install "toolreplay @ git+https://github.com/OWNER/toolreplay@COMMIT"'
@@ -89,7 +89,7 @@ def test_readme_quickstart_has_the_adoption_steps() -> None:
     ).is_file()  # so `uses: OWNER/toolreplay@COMMIT` names this repository's Action
 
 
-def test_readme_quickstart_runs_in_a_fresh_repository(tmp_path: Path, hook_repo: HookRepo) -> None:  # noqa: F811
+def test_quickstart_runs_in_a_fresh_repository(tmp_path: Path, hook_repo: HookRepo) -> None:  # noqa: F811
     """Each Quickstart command, run in order in a new repository, exits and prints as shown."""
     project = tmp_path / "support-agent"
     project.mkdir()
@@ -118,8 +118,8 @@ def test_readme_quickstart_runs_in_a_fresh_repository(tmp_path: Path, hook_repo:
     assert re.search(r"^Refunds now carry", (project / "drift-notes" / "refund-reason.md").read_text(), re.M)
 
 
-def test_readme_config_example_is_valid_and_its_fail_on_is_complete(tmp_path: Path) -> None:
-    """The README's config example validates, and its fail_on names every kind but redundant-call
+def test_config_example_is_valid_and_its_fail_on_is_complete(tmp_path: Path) -> None:
+    """The config example of docs/cli.md validates, and its fail_on names every kind but redundant-call
     (and the advisory kinds)."""
     import json
 
@@ -127,7 +127,7 @@ def test_readme_config_example_is_valid_and_its_fail_on_is_complete(tmp_path: Pa
     from toolreplay.findings import ADVISORY_KINDS
     from toolreplay.schemas import schema_text
 
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    text = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
     example = re.search(r"```toml\n(\[tool\.toolreplay\]\n.*?)```", text, re.S)
     assert example is not None
     (tmp_path / "pyproject.toml").write_text(example.group(1))

@@ -1,9 +1,10 @@
-"""Every `$ toolreplay ...` example in README.md prints what the README shows."""
+"""Every `$ toolreplay ...` example in README.md and docs/*.md prints what the page shows."""
 
 from __future__ import annotations
 
 import re
 import shlex
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -11,11 +12,24 @@ from click.testing import CliRunner
 from tests.conftest import ROOT
 from toolreplay.cli import cli
 
+#: the pages whose ``console`` blocks are run, from the repository root
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
-def examples() -> list[tuple[str, str]]:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+#: put on the line before a ``console`` block that shows a session in a folder of its own
+#: (files the repository does not hold), so it is an illustration and not run here
+NOT_RUN = "<!-- console: not run -->"
+
+#: a ``console`` block, and whether the line before it says not to run it
+BLOCK = re.compile(r"(^[^\n]*\n)?```console\n(.*?)```", flags=re.DOTALL | re.MULTILINE)
+
+
+def examples(path: Path) -> list[tuple[str, str]]:
+    """The (command, expected output) pairs of the page's console blocks, in order."""
+    text = path.read_text(encoding="utf-8")
     found = []
-    for block in re.findall(r"```console\n(.*?)```", text, flags=re.DOTALL):
+    for before, block in BLOCK.findall(text):
+        if before.strip() == NOT_RUN:
+            continue
         command, expected = None, []
         for line in block.splitlines():
             if line.startswith("$ "):
@@ -29,19 +43,23 @@ def examples() -> list[tuple[str, str]]:
     return found
 
 
-EXAMPLES = examples()
+EXAMPLES = [(path.relative_to(ROOT).as_posix(), *example) for path in PAGES for example in examples(path)]
 
 
-def test_readme_has_examples() -> None:
-    """The README shows real commands (the parser below found them)."""
-    assert len(EXAMPLES) >= 6
+def test_pages_have_examples() -> None:
+    """The README and docs show real commands (the parser below found them where they were moved)."""
+    pages = {page for page, _, _ in EXAMPLES}
+    assert len(EXAMPLES) >= 11
+    assert {"docs/cli.md", "docs/github.md"} <= pages
 
 
-@pytest.mark.parametrize(("command", "expected"), EXAMPLES, ids=[c for c, _ in EXAMPLES])
-def test_readme_example(
-    command: str, expected: str, runner: CliRunner, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    ("page", "command", "expected"), EXAMPLES, ids=[f"{page}: {c}" for page, c, _ in EXAMPLES]
+)
+def test_page_example(
+    page: str, command: str, expected: str, runner: CliRunner, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Running the README's command prints exactly the README's output."""
+    """Running the page's command from the repository root prints exactly the page's output."""
     monkeypatch.chdir(ROOT)
     argv = shlex.split(command)
     assert argv[0] == "toolreplay"
@@ -49,14 +67,8 @@ def test_readme_example(
     assert result.output == expected
 
 
-def test_readme_markdown_and_annotation_examples(runner: CliRunner, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The Markdown body and the annotation line pasted in the README are what the renderers print."""
-    monkeypatch.chdir(ROOT)
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    start = text.index("```markdown\n### toolreplay report\n\n**Fails the build**: 2") + len("```markdown\n")
-    pasted = text[start : text.index("```", start)]
-    args = ["replay", "samples/session-dirty.jsonl", "--format"]
-    assert runner.invoke(cli, [*args, "markdown"], catch_exceptions=False).output == pasted
-    github = runner.invoke(cli, [*args, "github"], catch_exceptions=False).output
-    line = next(x for x in text.splitlines() if x.startswith("::error file=samples/session-dirty.jsonl"))
-    assert line in github.splitlines()
+def test_markdown_and_annotation_examples_are_compared() -> None:
+    """The Markdown report and the annotations pasted in docs/github.md are among the compared examples."""
+    commands = {(page, command) for page, command, _ in EXAMPLES}
+    for fmt in ("github", "markdown"):
+        assert ("docs/github.md", f"toolreplay replay samples/session-dirty.jsonl --format {fmt}") in commands

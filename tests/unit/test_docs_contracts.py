@@ -91,12 +91,11 @@ def shown_output(text: str, marker: str) -> str:
     return match.group(1)
 
 
-def test_readme_reexecute_example(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The README's re-execution example runs and prints exactly the effect divergence it shows."""
-    readme = (DOCS.parent / "README.md").read_text(encoding="utf-8")
+def test_brief_reexecute_example(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The brief re-execution example (moved from the README) prints exactly the divergence it shows."""
     monkeypatch.chdir(tmp_path)
-    printed = run_example(readme, "<!-- example: reexecute -->", "README.md")
-    assert printed == shown_output(readme, "<!-- output: reexecute -->")
+    printed = run_example(PAGE, "<!-- example: reexecute-brief -->", "docs/contracts.md")
+    assert printed == shown_output(PAGE, "<!-- output: reexecute-brief -->")
 
 
 def test_reexecute_example(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

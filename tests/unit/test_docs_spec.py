@@ -17,6 +17,15 @@ CITING = [
     *sorted((ROOT / "bench").rglob("*.py")),
     ROOT / "README.md",
     ROOT / "CHANGELOG.md",
+    ROOT / "CONTRIBUTING.md",
+    *sorted((ROOT / "docs").glob("*.md")),
+]
+
+#: the Markdown pages of the project, whose links are checked
+PAGES = [
+    ROOT / "README.md",
+    ROOT / "CHANGELOG.md",
+    ROOT / "CONTRIBUTING.md",
     *sorted((ROOT / "docs").glob("*.md")),
 ]
 
@@ -49,7 +58,11 @@ def _slug(heading: str) -> str:
 
 
 def _spec_anchors() -> set[str]:
-    lines = CONTRACT.read_text(encoding="utf-8").splitlines()
+    return _anchors(CONTRACT)
+
+
+def _anchors(page: Path) -> set[str]:
+    lines = page.read_text(encoding="utf-8").splitlines()
     return {_slug(line.lstrip("#")) for line in lines if line.startswith("#")}
 
 
@@ -95,7 +108,7 @@ def test_links_into_the_spec_name_its_headings() -> None:
     """A Markdown link to spec.md#anchor lands on a heading of docs/spec.md."""
     anchors = _spec_anchors()
     broken = []
-    for path in [ROOT / "README.md", ROOT / "CHANGELOG.md", *sorted((ROOT / "docs").glob("*.md"))]:
+    for path in PAGES:
         for target in LINK.findall(path.read_text(encoding="utf-8")):
             file, _, anchor = target.partition("#")
             if anchor and file and (path.parent / file).resolve() == CONTRACT and anchor not in anchors:
@@ -103,10 +116,24 @@ def test_links_into_the_spec_name_its_headings() -> None:
     assert broken == []
 
 
+def test_links_to_a_section_land_on_a_heading() -> None:
+    """A link to page.md#anchor or #anchor, in any page, names a heading of that page (moved sections too)."""
+    broken = []
+    for path in PAGES:
+        for target in LINK.findall(path.read_text(encoding="utf-8")):
+            file, _, anchor = target.partition("#")
+            if not anchor or re.match(r"^[a-z][a-z0-9+.-]*:", file) or (file and not file.endswith(".md")):
+                continue
+            page = (path.parent / file).resolve() if file else path
+            if page.exists() and anchor not in _anchors(page):
+                broken.append(f"{path.relative_to(ROOT)}: {target}")
+    assert broken == []
+
+
 def test_markdown_links_stay_inside_the_repository() -> None:
     """No relative Markdown link in the README or docs leaves the repository."""
     outside = []
-    for path in [ROOT / "README.md", ROOT / "CHANGELOG.md", *sorted((ROOT / "docs").glob("*.md"))]:
+    for path in PAGES:
         for target in LINK.findall(path.read_text(encoding="utf-8")):
             file = target.partition("#")[0]
             if not file or re.match(r"^[a-z][a-z0-9+.-]*:", file):
