@@ -5,6 +5,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+# The MCP SDK's stdio_client takes sys.stderr as its errlog default when its module is first
+# imported. Imported here, before any CliRunner swaps sys.stderr for a buffer without a file
+# descriptor, every test's SDK client logs to the real stderr (otherwise a worker that first
+# imported it under CliRunner fails later SDK tests with "fileno").
+import mcp.client.stdio  # noqa: F401
 import pytest
 from click.testing import CliRunner
 from hypothesis import settings

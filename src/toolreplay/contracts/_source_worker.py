@@ -17,14 +17,22 @@ import sys
 from typing import Any
 
 from toolreplay.errors import InputError
+from toolreplay.limits import room_for_depth
 
 
 def _answer(request: dict[str, Any]) -> dict[str, Any]:
-    if "mcp" in request:
-        from toolreplay.contracts.mcp import list_mcp_tools
+    from toolreplay.contracts.lock import ToolLock, dump_lock
 
-        return {"tools": list_mcp_tools(request["mcp"], timeout=float(request["timeout"]))}
-    from toolreplay.contracts.lock import dump_lock
+    if "mcp" in request:
+        from toolreplay.contracts.definitions import import_definitions
+        from toolreplay.contracts.mcp import list_mcp_tools, listed_definitions
+
+        tools = list_mcp_tools(request["mcp"], timeout=float(request["timeout"]))
+        # the parent checks the answer again; checking here too names the tool whose schema it
+        # cannot take (a schema nested near the decoder's limit is too deep once wrapped in the answer)
+        imported = import_definitions(listed_definitions(tools, path=""), version="", path="")
+        dump_lock(ToolLock.of(imported.contracts))
+        return {"tools": tools}
     from toolreplay.contracts.python import load_object, python_lock
 
     root = request["root"]
@@ -41,7 +49,8 @@ def main() -> int:
     answer = os.fdopen(os.dup(1), "w", encoding="ascii")
     os.dup2(2, 1)  # the project's prints land on stderr, not in the answer
     try:
-        result = _answer(json.loads(sys.argv[1]))
+        with room_for_depth():  # as the command line gives every command (cli.base)
+            result = _answer(json.loads(sys.argv[1]))
         code = 0
     except InputError as err:
         result, code = {"error": err.problem, "pointer": err.pointer}, 2

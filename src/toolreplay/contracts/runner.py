@@ -102,7 +102,9 @@ def _run(request: dict[str, Any], *, label: str, timeout: float, watch: Path | N
         if code is None:
             problems.insert(0, f"it did not finish within {timeout:g} s and was stopped")
         elif isinstance(answer, dict) and code == 2 and isinstance(answer.get("error"), str):
-            problems.insert(0, one_line(answer["error"]))
+            pointer = answer.get("pointer")
+            at = f" (at {one_line(pointer) or '/'})" if isinstance(pointer, str) else ""
+            problems.insert(0, one_line(answer["error"]) + at)
         elif code != 0:
             problems.insert(0, _status(code) + _last_words(err))
         elif isinstance(answer, str):
