@@ -27,6 +27,7 @@ import select
 import subprocess
 import sys
 import time
+import types
 from collections.abc import Callable, Iterator
 from functools import lru_cache
 from pathlib import Path
@@ -34,7 +35,7 @@ from typing import Any
 
 import attrs
 import regress
-from jsonschema import Draft202012Validator, FormatChecker, ValidationError
+from jsonschema import Draft202012Validator, FormatChecker, ValidationError, _keywords, _utils
 from jsonschema.validators import extend
 
 from toolreplay.errors import ToolreplayError
@@ -92,116 +93,73 @@ FORMAT_CHECKER = FormatChecker()
 FORMAT_CHECKER.checkers = {**Draft202012Validator.FORMAT_CHECKER.checkers, "regex": (_is_regex, ())}
 
 
+class _Engine:
+    """What jsonschema's keyword functions see as ``re``: a ``search`` that asks ``search``."""
+
+    def __init__(self, search: Search) -> None:
+        self.search = search
+
+
+def _with_globals(function: Any, **names: Any) -> Any:
+    """jsonschema's own ``function`` (its code, not a copy of it) with the global ``names`` replaced.
+
+    The library's module stays as it is (other validators in this process keep Python's
+    ``re``); a name the function no longer uses means jsonschema changed inside, and
+    toolreplay stops rather than let Python's ``re`` decide unseen.
+    """
+    unused = sorted(set(names) - set(function.__code__.co_names))
+    if unused:
+        raise RuntimeError(f"jsonschema's {function.__name__} no longer uses {', '.join(unused)}")
+    scope = {**function.__globals__, **names}
+    clone = types.FunctionType(function.__code__, scope, function.__name__, function.__defaults__)
+    if function.__name__ in scope:  # a recursive helper calls itself by its global name
+        scope[function.__name__] = clone
+    return clone
+
+
+def _pattern_keywords(search: Search) -> dict[str, Callable[..., Iterator[ValidationError]]]:
+    """jsonschema's keywords that match regular expressions, matching them with ``search``.
+
+    ``find_additional_properties`` is the one helper not taken as it is: it joins the
+    ``patternProperties`` keys into one alternation, which renumbers backreferences
+    (``(a)\\1|(b)\\1`` then matches ``"b"``); each pattern is searched on its own, as
+    draft 2020-12 defines ``additionalProperties``.
+    """
+    engine = _Engine(search)
+
+    def find_additional_properties(instance: dict[str, Any], schema: Any) -> Iterator[str]:
+        properties = schema.get("properties", {})
+        patterns = list(schema.get("patternProperties", {}))
+        for key in instance:
+            if key not in properties and not any(search(p, key) for p in patterns):
+                yield key
+
+    evaluated = _with_globals(_utils.find_evaluated_property_keys_by_schema, re=engine)
+    return {
+        "pattern": _with_globals(_keywords.pattern, re=engine),
+        "patternProperties": _with_globals(_keywords.patternProperties, re=engine),
+        "additionalProperties": _with_globals(
+            _keywords.additionalProperties, find_additional_properties=find_additional_properties
+        ),
+        "unevaluatedProperties": _with_globals(
+            _keywords.unevaluatedProperties, find_evaluated_property_keys_by_schema=evaluated
+        ),
+    }
+
+
 def validator_class(search: Search) -> Any:
-    """Draft 2020-12 whose ``pattern`` and ``patternProperties`` ask ``search``.
+    """Draft 2020-12 whose regular expressions are matched by ``search`` (ECMA-262).
+
+    Every keyword is jsonschema's own function; the four that match regular expressions
+    (``pattern``, ``patternProperties``, ``additionalProperties``, and
+    ``unevaluatedProperties`` through the library's evaluated-keys helper) run with
+    ``search`` in place of Python's ``re``. So which keys a subschema evaluates, what
+    ``$ref``, ``if``/``then``/``else`` and boolean subschemas mean, is the library's call.
 
     ``search`` may raise :class:`Unjudged`; it propagates out of validation so that no
     keyword (``not``, ``anyOf``, ``if``) can turn an unjudged value into a pass.
     """
-
-    def pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator[ValidationError]:
-        if validator.is_type(instance, "string") and not search(pattern, instance):
-            yield ValidationError(f"{instance!r} does not match {pattern!r}")
-
-    def pattern_properties(
-        validator: Any, properties: dict[str, Any], instance: Any, schema: Any
-    ) -> Iterator[ValidationError]:
-        if not validator.is_type(instance, "object"):
-            return
-        for regex, subschema in properties.items():
-            for key, value in instance.items():
-                if search(regex, key):
-                    yield from validator.descend(value, subschema, path=key, schema_path=regex)
-
-    def matched(instance: dict[str, Any], schema: Any) -> set[str]:
-        """The keys of ``instance`` that ``properties`` or ``patternProperties`` (ECMA) cover."""
-        named = schema.get("properties", {})
-        patterns = list(schema.get("patternProperties", {}))
-        return {key for key in instance if key in named or any(search(p, key) for p in patterns)}
-
-    def additional_properties(
-        validator: Any, extra: Any, instance: Any, schema: Any
-    ) -> Iterator[ValidationError]:
-        if not validator.is_type(instance, "object"):
-            return
-        extras = sorted(set(instance) - matched(instance, schema))
-        if validator.is_type(extra, "object"):
-            for key in extras:
-                yield from validator.descend(instance[key], extra, path=key)
-        elif extra is False and extras:
-            # jsonschema's own wording, so that reports read the same as before
-            names = ", ".join(map(repr, extras))
-            if "patternProperties" in schema:
-                verb = "does" if len(extras) == 1 else "do"
-                regexes = ", ".join(map(repr, sorted(schema["patternProperties"])))
-                yield ValidationError(f"{names} {verb} not match any of the regexes: {regexes}")
-            else:
-                verb = "was" if len(extras) == 1 else "were"
-                yield ValidationError(f"Additional properties are not allowed ({names} {verb} unexpected)")
-
-    def evaluated(validator: Any, instance: dict[str, Any], schema: Any) -> set[str]:
-        """The keys some successful part of ``schema`` evaluates (for ``unevaluatedProperties``)."""
-        if not isinstance(schema, dict):
-            return set(instance) if schema is True else set()
-        keys = matched(instance, schema)
-        for keyword in ("$ref", "$dynamicRef"):
-            if isinstance(schema.get(keyword), str):
-                resolved = validator._resolver.lookup(schema[keyword])
-                inner = validator.evolve(schema=resolved.contents, _resolver=resolved.resolver)
-                keys |= evaluated(inner, instance, resolved.contents)
-        for keyword in ("additionalProperties", "unevaluatedProperties"):
-            if keyword in schema:
-                sub = schema[keyword]
-                keys |= {key for key in instance if validator.evolve(schema=sub).is_valid(instance[key])}
-        for key, sub in schema.get("dependentSchemas", {}).items():
-            if key in instance:
-                keys |= evaluated(validator, instance, sub)
-        for keyword in ("allOf", "anyOf", "oneOf"):
-            for sub in schema.get(keyword, []):
-                if validator.evolve(schema=sub).is_valid(instance):
-                    keys |= evaluated(validator, instance, sub)
-        if "if" in schema:
-            branch = "then" if validator.evolve(schema=schema["if"]).is_valid(instance) else "else"
-            if branch == "then":
-                keys |= evaluated(validator, instance, schema["if"])
-            if branch in schema:
-                keys |= evaluated(validator, instance, schema[branch])
-        return keys
-
-    def unevaluated_properties(
-        validator: Any, rest: Any, instance: Any, schema: Any
-    ) -> Iterator[ValidationError]:
-        if not validator.is_type(instance, "object"):
-            return
-        seen = evaluated(
-            validator, instance, {k: v for k, v in schema.items() if k != "unevaluatedProperties"}
-        )
-        failing = [
-            key
-            for key in sorted(set(instance) - seen)
-            if not validator.evolve(schema=rest).is_valid(instance[key])
-        ]
-        if failing:
-            names = ", ".join(map(repr, failing))
-            if rest is False:
-                verb = "was" if len(failing) == 1 else "were"
-                yield ValidationError(f"Unevaluated properties are not allowed ({names} {verb} unexpected)")
-            else:
-                verb = "was" if len(failing) == 1 else "were"
-                yield ValidationError(
-                    f"Unevaluated properties are not valid under the given schema ({names} {verb}"
-                    " unevaluated and invalid)"
-                )
-
-    cls = extend(  # type: ignore[no-untyped-call]
-        Draft202012Validator,
-        validators={
-            "pattern": pattern,
-            "patternProperties": pattern_properties,
-            "additionalProperties": additional_properties,
-            "unevaluatedProperties": unevaluated_properties,
-        },
-    )
+    cls = extend(Draft202012Validator, validators=_pattern_keywords(search))  # type: ignore[no-untyped-call]
 
     # jsonschema picks the class of every subschema it descends into (a $ref included) from
     # that subschema's "$schema", and its own classes match patterns with Python's re: one
