@@ -189,28 +189,46 @@ def schema_errors(schema: Any) -> Iterator[ValidationError]:
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 #: why a schema that declares another dialect is refused
 DIALECT_PROBLEM = f"$schema must be '{DIALECT}' (scope schemas are draft 2020-12)"
+#: why a schema that uses "format" is refused
+FORMAT_PROBLEM = (
+    "format is not checked in scope schemas (it would let any value through): restrict the value with"
+    " pattern or enum"
+)
 #: keywords whose values are data, not schemas
 _DATA_KEYWORDS = frozenset({"const", "enum", "default", "examples"})
 
+Parts = tuple[str | int, ...]
 
-def foreign_dialect(schema: Any, parts: tuple[str | int, ...] = ()) -> tuple[str | int, ...] | None:
-    """Where ``schema`` declares a ``$schema`` other than draft 2020-12, if anywhere.
 
-    Every subschema is evaluated as 2020-12 whatever it declares, so a declaration of
-    another draft (whose keywords mean other things) is refused rather than ignored.
+def _refusal(keyword: str, value: Any) -> str | None:
+    if keyword == "$schema" and isinstance(value, str) and value.rstrip("#") != DIALECT:
+        return DIALECT_PROBLEM
+    if keyword == "format" and isinstance(value, str):
+        return FORMAT_PROBLEM
+    return None
+
+
+def refused_keyword(schema: Any, parts: Parts = ()) -> tuple[Parts, str] | None:
+    """Where ``schema`` first uses a keyword a scope may not hold, and why (None when nowhere).
+
+    Every subschema is evaluated as 2020-12 whatever it declares, so a ``$schema`` naming
+    another draft (whose keywords mean other things) is refused rather than ignored. A
+    ``format`` would restrict nothing (draft 2020-12 makes it an annotation) or, asserted,
+    depend on which optional checkers are installed: it is refused rather than let any
+    value through unseen.
     """
     if isinstance(schema, dict):
-        declared = schema.get("$schema")
-        if isinstance(declared, str) and declared.rstrip("#") != DIALECT:
-            return (*parts, "$schema")
         for key, value in schema.items():
+            problem = _refusal(key, value)
+            if problem is not None:
+                return (*parts, key), problem
             if key not in _DATA_KEYWORDS:
-                found = foreign_dialect(value, (*parts, key))
+                found = refused_keyword(value, (*parts, key))
                 if found is not None:
                     return found
     elif isinstance(schema, list):
         for position, value in enumerate(schema):
-            found = foreign_dialect(value, (*parts, position))
+            found = refused_keyword(value, (*parts, position))
             if found is not None:
                 return found
     return None

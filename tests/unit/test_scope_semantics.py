@@ -156,9 +156,7 @@ class Corpus:
 def corpus(seed: int = 24) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
     """The schemas and, per schema, its instances (deterministic for a seed)."""
     drawn = Corpus(seed)
-    return [
-        (drawn.schema(), [drawn.instance() for _ in range(INSTANCES_PER_SCHEMA)]) for _ in range(SCHEMAS)
-    ]
+    return [(drawn.schema(), [drawn.instance() for _ in range(INSTANCES_PER_SCHEMA)]) for _ in range(SCHEMAS)]
 
 
 def our_verdicts(tmp_path: Path, cases: list[tuple[dict[str, Any], list[dict[str, Any]]]]) -> list[bool]:
@@ -167,13 +165,17 @@ def our_verdicts(tmp_path: Path, cases: list[tuple[dict[str, Any], list[dict[str
     scope = tmp_path / "scope.json"
     scope.write_text(
         json.dumps(
-            {"agent": "a", "allowed_tools": tools, "arguments": {t: s for t, (s, _) in zip(tools, cases)}}
+            {
+                "agent": "a",
+                "allowed_tools": tools,
+                "arguments": {t: s for t, (s, _) in zip(tools, cases, strict=True)},
+            }
         )
     )
     records = [
         make_record(index=len(tools) * j + n, tool=tool, args=args, response={})
         for j in range(INSTANCES_PER_SCHEMA)
-        for n, (tool, (_, instances)) in enumerate(zip(tools, cases))
+        for n, (tool, (_, instances)) in enumerate(zip(tools, cases, strict=True))
         for args in [instances[j]]
     ]
     overreach = {f.index for f in check_scope(records, load_scope(str(scope))).findings}
@@ -200,7 +202,9 @@ def their_verdicts(tmp_path: Path, cases: list[tuple[dict[str, Any], list[dict[s
         (error["filename"], error["path"].split(".")[1].split("[")[0])
         for error in check_jsonschema("--schemafile", "wrapper.json", *names, cwd=tmp_path)
     }
-    return [(f"i{j}.json", f"s{n}") not in failed for j in range(INSTANCES_PER_SCHEMA) for n in range(len(cases))]
+    return [
+        (f"i{j}.json", f"s{n}") not in failed for j in range(INSTANCES_PER_SCHEMA) for n in range(len(cases))
+    ]
 
 
 @pytest.mark.slow
@@ -242,18 +246,57 @@ def run_scope(tmp_path: Path, schema: object, *args: dict[str, Any]) -> list[str
     """The finding kinds of one call per ``args`` to a tool whose arguments' schema is ``schema``."""
     path = tmp_path / "scope.json"
     path.write_text(json.dumps({"agent": "a", "allowed_tools": ["run"], "arguments": {"run": schema}}))
-    records: list[Record] = [make_record(index=i, tool="run", args=a, response={}) for i, a in enumerate(args)]
+    records: list[Record] = [
+        make_record(index=i, tool="run", args=a, response={}) for i, a in enumerate(args)
+    ]
     return [f.kind for f in check_scope(records, load_scope(str(path))).findings]
 
 
 @pytest.mark.parametrize(
     "schema",
     [
-        {**CLOSED, "allOf": [{"$ref": "#/$defs/common"}], "$defs": {"common": True}, "unevaluatedProperties": False},
-        {**CLOSED, "if": {"required": ["path"]}, "then": True, "unevaluatedProperties": False},
+        {
+            **CLOSED,
+            "allOf": [{"$ref": "#/$defs/common"}],
+            "$defs": {"common": True},
+            "unevaluatedProperties": False,
+        },
+        {**CLOSED, "if": {"required": ["path"]}, "then": True},
     ],
     ids=["ref-to-true", "then-true"],
 )
 def test_a_true_subschema_evaluates_no_key(tmp_path: Path, schema: dict[str, Any]) -> None:
-    """The issue's example: a 'true' subschema does not undo unevaluatedProperties: false ('command' is out)."""
-    assert run_scope(tmp_path, schema, {"path": "docs/a.md"}, SNEAKY) == ["argument-overreach"]
+    """The issue's example: a 'true' subschema keeps unevaluatedProperties: false closed ("command" fails)."""
+    closed = {**schema, "unevaluatedProperties": False}
+    assert run_scope(tmp_path, closed, {"path": "docs/a.md"}, SNEAKY) == ["argument-overreach"]
+
+
+@pytest.mark.parametrize(
+    ("schema", "pointer"),
+    [
+        ({"properties": {"url": {"type": "string", "format": "uri"}}}, "/properties/url/format"),
+        ({"$defs": {"d": {"format": "email"}}, "allOf": [{"$ref": "#/$defs/d"}]}, "/$defs/d/format"),
+        ({"not": {"format": "regex"}}, "/not/format"),
+    ],
+)
+def test_format_is_refused_at_its_pointer(tmp_path: Path, schema: dict[str, Any], pointer: str) -> None:
+    """A scope schema using format (which let "not a uri" through) is a usage error naming its pointer."""
+    path = tmp_path / "scope.json"
+    path.write_text(json.dumps({"agent": "a", "allowed_tools": ["run"], "arguments": {"run": schema}}))
+    with pytest.raises(InputError) as caught:
+        load_scope(str(path))
+    assert str(caught.value) == (
+        f"{path}:1: format is not checked in scope schemas (it would let any value through): restrict the"
+        f" value with pattern or enum (at /arguments/run{pointer})"
+    )
+
+
+def test_format_as_a_name_or_as_data_is_not_refused(tmp_path: Path) -> None:
+    """A property called "format", or "format" inside const/enum/default/examples, is no format keyword."""
+    schema = {
+        "properties": {"format": {"enum": ["json", "text"]}},
+        "required": ["format"],
+        "default": {"format": "uri"},
+        "const": {"format": "json"},
+    }
+    assert run_scope(tmp_path, schema, {"format": "json"}, {"format": "xml"}) == ["argument-overreach"]
