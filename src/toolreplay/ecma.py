@@ -9,6 +9,11 @@ with the ``u`` flag (code points, ``\\p{...}`` property escapes) and searched an
 the string, unanchored, as the specification says. A pattern regress refuses is not a
 valid JSON Schema pattern.
 
+The engine is the only part of JSON Schema written here. Every keyword is jsonschema's own
+function, the ones that match regular expressions included (:func:`validator_class` runs
+them with regress in place of ``re``), so what ``$ref``, ``if``/``then``/``else``, a
+boolean subschema or ``unevaluatedProperties`` mean is the library's decision.
+
 regress backtracks, so a pattern such as ``(a+)+$`` or even ``a+$`` can take exponential
 or quadratic time, and it holds the interpreter's lock while it runs: it cannot be
 interrupted from inside the process. Patterns from an untrusted place (a scope file can be
