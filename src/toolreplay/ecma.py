@@ -40,7 +40,7 @@ from typing import Any
 
 import attrs
 import regress
-from jsonschema import Draft202012Validator, FormatChecker, ValidationError, _keywords, _utils
+from jsonschema import Draft202012Validator, FormatChecker, ValidationError
 from jsonschema.validators import extend
 
 from toolreplay.errors import ToolreplayError
@@ -139,16 +139,17 @@ def _pattern_keywords(search: Search) -> dict[str, Callable[..., Iterator[Valida
             if key not in properties and not any(search(p, key) for p in patterns):
                 yield key
 
-    evaluated = _with_globals(_utils.find_evaluated_property_keys_by_schema, re=engine)
+    # the draft's own table (its module was renamed between jsonschema releases)
+    library = Draft202012Validator.VALIDATORS
+    unevaluated = library["unevaluatedProperties"]
+    evaluated = _with_globals(unevaluated.__globals__["find_evaluated_property_keys_by_schema"], re=engine)
     return {
-        "pattern": _with_globals(_keywords.pattern, re=engine),
-        "patternProperties": _with_globals(_keywords.patternProperties, re=engine),
+        "pattern": _with_globals(library["pattern"], re=engine),
+        "patternProperties": _with_globals(library["patternProperties"], re=engine),
         "additionalProperties": _with_globals(
-            _keywords.additionalProperties, find_additional_properties=find_additional_properties
+            library["additionalProperties"], find_additional_properties=find_additional_properties
         ),
-        "unevaluatedProperties": _with_globals(
-            _keywords.unevaluatedProperties, find_evaluated_property_keys_by_schema=evaluated
-        ),
+        "unevaluatedProperties": _with_globals(unevaluated, find_evaluated_property_keys_by_schema=evaluated),
     }
 
 
