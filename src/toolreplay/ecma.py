@@ -9,6 +9,11 @@ with the ``u`` flag (code points, ``\\p{...}`` property escapes) and searched an
 the string, unanchored, as the specification says. A pattern regress refuses is not a
 valid JSON Schema pattern.
 
+The engine is the only part of JSON Schema written here. Every keyword is jsonschema's own
+function, the ones that match regular expressions included (:func:`validator_class` runs
+them with regress in place of ``re``), so what ``$ref``, ``if``/``then``/``else``, a
+boolean subschema or ``unevaluatedProperties`` mean is the library's decision.
+
 regress backtracks, so a pattern such as ``(a+)+$`` or even ``a+$`` can take exponential
 or quadratic time, and it holds the interpreter's lock while it runs: it cannot be
 interrupted from inside the process. Patterns from an untrusted place (a scope file can be
@@ -27,6 +32,7 @@ import select
 import subprocess
 import sys
 import time
+import types
 from collections.abc import Callable, Iterator
 from functools import lru_cache
 from pathlib import Path
@@ -92,116 +98,74 @@ FORMAT_CHECKER = FormatChecker()
 FORMAT_CHECKER.checkers = {**Draft202012Validator.FORMAT_CHECKER.checkers, "regex": (_is_regex, ())}
 
 
+class _Engine:
+    """What jsonschema's keyword functions see as ``re``: a ``search`` that asks ``search``."""
+
+    def __init__(self, search: Search) -> None:
+        self.search = search
+
+
+def _with_globals(function: Any, **names: Any) -> Any:
+    """jsonschema's own ``function`` (its code, not a copy of it) with the global ``names`` replaced.
+
+    The library's module stays as it is (other validators in this process keep Python's
+    ``re``); a name the function no longer uses means jsonschema changed inside, and
+    toolreplay stops rather than let Python's ``re`` decide unseen.
+    """
+    unused = sorted(set(names) - set(function.__code__.co_names))
+    if unused:
+        raise RuntimeError(f"jsonschema's {function.__name__} no longer uses {', '.join(unused)}")
+    scope = {**function.__globals__, **names}
+    clone = types.FunctionType(function.__code__, scope, function.__name__, function.__defaults__)
+    if function.__name__ in scope:  # a recursive helper calls itself by its global name
+        scope[function.__name__] = clone
+    return clone
+
+
+def _pattern_keywords(search: Search) -> dict[str, Callable[..., Iterator[ValidationError]]]:
+    """jsonschema's keywords that match regular expressions, matching them with ``search``.
+
+    ``find_additional_properties`` is the one helper not taken as it is: it joins the
+    ``patternProperties`` keys into one alternation, which renumbers backreferences
+    (``(a)\\1|(b)\\1`` then matches ``"b"``); each pattern is searched on its own, as
+    draft 2020-12 defines ``additionalProperties``.
+    """
+    engine = _Engine(search)
+
+    def find_additional_properties(instance: dict[str, Any], schema: Any) -> Iterator[str]:
+        properties = schema.get("properties", {})
+        patterns = list(schema.get("patternProperties", {}))
+        for key in instance:
+            if key not in properties and not any(search(p, key) for p in patterns):
+                yield key
+
+    # the draft's own table (its module was renamed between jsonschema releases)
+    library = Draft202012Validator.VALIDATORS
+    unevaluated = library["unevaluatedProperties"]
+    evaluated = _with_globals(unevaluated.__globals__["find_evaluated_property_keys_by_schema"], re=engine)
+    return {
+        "pattern": _with_globals(library["pattern"], re=engine),
+        "patternProperties": _with_globals(library["patternProperties"], re=engine),
+        "additionalProperties": _with_globals(
+            library["additionalProperties"], find_additional_properties=find_additional_properties
+        ),
+        "unevaluatedProperties": _with_globals(unevaluated, find_evaluated_property_keys_by_schema=evaluated),
+    }
+
+
 def validator_class(search: Search) -> Any:
-    """Draft 2020-12 whose ``pattern`` and ``patternProperties`` ask ``search``.
+    """Draft 2020-12 whose regular expressions are matched by ``search`` (ECMA-262).
+
+    Every keyword is jsonschema's own function; the four that match regular expressions
+    (``pattern``, ``patternProperties``, ``additionalProperties``, and
+    ``unevaluatedProperties`` through the library's evaluated-keys helper) run with
+    ``search`` in place of Python's ``re``. So which keys a subschema evaluates, what
+    ``$ref``, ``if``/``then``/``else`` and boolean subschemas mean, is the library's call.
 
     ``search`` may raise :class:`Unjudged`; it propagates out of validation so that no
     keyword (``not``, ``anyOf``, ``if``) can turn an unjudged value into a pass.
     """
-
-    def pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator[ValidationError]:
-        if validator.is_type(instance, "string") and not search(pattern, instance):
-            yield ValidationError(f"{instance!r} does not match {pattern!r}")
-
-    def pattern_properties(
-        validator: Any, properties: dict[str, Any], instance: Any, schema: Any
-    ) -> Iterator[ValidationError]:
-        if not validator.is_type(instance, "object"):
-            return
-        for regex, subschema in properties.items():
-            for key, value in instance.items():
-                if search(regex, key):
-                    yield from validator.descend(value, subschema, path=key, schema_path=regex)
-
-    def matched(instance: dict[str, Any], schema: Any) -> set[str]:
-        """The keys of ``instance`` that ``properties`` or ``patternProperties`` (ECMA) cover."""
-        named = schema.get("properties", {})
-        patterns = list(schema.get("patternProperties", {}))
-        return {key for key in instance if key in named or any(search(p, key) for p in patterns)}
-
-    def additional_properties(
-        validator: Any, extra: Any, instance: Any, schema: Any
-    ) -> Iterator[ValidationError]:
-        if not validator.is_type(instance, "object"):
-            return
-        extras = sorted(set(instance) - matched(instance, schema))
-        if validator.is_type(extra, "object"):
-            for key in extras:
-                yield from validator.descend(instance[key], extra, path=key)
-        elif extra is False and extras:
-            # jsonschema's own wording, so that reports read the same as before
-            names = ", ".join(map(repr, extras))
-            if "patternProperties" in schema:
-                verb = "does" if len(extras) == 1 else "do"
-                regexes = ", ".join(map(repr, sorted(schema["patternProperties"])))
-                yield ValidationError(f"{names} {verb} not match any of the regexes: {regexes}")
-            else:
-                verb = "was" if len(extras) == 1 else "were"
-                yield ValidationError(f"Additional properties are not allowed ({names} {verb} unexpected)")
-
-    def evaluated(validator: Any, instance: dict[str, Any], schema: Any) -> set[str]:
-        """The keys some successful part of ``schema`` evaluates (for ``unevaluatedProperties``)."""
-        if not isinstance(schema, dict):
-            return set(instance) if schema is True else set()
-        keys = matched(instance, schema)
-        for keyword in ("$ref", "$dynamicRef"):
-            if isinstance(schema.get(keyword), str):
-                resolved = validator._resolver.lookup(schema[keyword])
-                inner = validator.evolve(schema=resolved.contents, _resolver=resolved.resolver)
-                keys |= evaluated(inner, instance, resolved.contents)
-        for keyword in ("additionalProperties", "unevaluatedProperties"):
-            if keyword in schema:
-                sub = schema[keyword]
-                keys |= {key for key in instance if validator.evolve(schema=sub).is_valid(instance[key])}
-        for key, sub in schema.get("dependentSchemas", {}).items():
-            if key in instance:
-                keys |= evaluated(validator, instance, sub)
-        for keyword in ("allOf", "anyOf", "oneOf"):
-            for sub in schema.get(keyword, []):
-                if validator.evolve(schema=sub).is_valid(instance):
-                    keys |= evaluated(validator, instance, sub)
-        if "if" in schema:
-            branch = "then" if validator.evolve(schema=schema["if"]).is_valid(instance) else "else"
-            if branch == "then":
-                keys |= evaluated(validator, instance, schema["if"])
-            if branch in schema:
-                keys |= evaluated(validator, instance, schema[branch])
-        return keys
-
-    def unevaluated_properties(
-        validator: Any, rest: Any, instance: Any, schema: Any
-    ) -> Iterator[ValidationError]:
-        if not validator.is_type(instance, "object"):
-            return
-        seen = evaluated(
-            validator, instance, {k: v for k, v in schema.items() if k != "unevaluatedProperties"}
-        )
-        failing = [
-            key
-            for key in sorted(set(instance) - seen)
-            if not validator.evolve(schema=rest).is_valid(instance[key])
-        ]
-        if failing:
-            names = ", ".join(map(repr, failing))
-            if rest is False:
-                verb = "was" if len(failing) == 1 else "were"
-                yield ValidationError(f"Unevaluated properties are not allowed ({names} {verb} unexpected)")
-            else:
-                verb = "was" if len(failing) == 1 else "were"
-                yield ValidationError(
-                    f"Unevaluated properties are not valid under the given schema ({names} {verb}"
-                    " unevaluated and invalid)"
-                )
-
-    cls = extend(  # type: ignore[no-untyped-call]
-        Draft202012Validator,
-        validators={
-            "pattern": pattern,
-            "patternProperties": pattern_properties,
-            "additionalProperties": additional_properties,
-            "unevaluatedProperties": unevaluated_properties,
-        },
-    )
+    cls = extend(Draft202012Validator, validators=_pattern_keywords(search))  # type: ignore[no-untyped-call]
 
     # jsonschema picks the class of every subschema it descends into (a $ref included) from
     # that subschema's "$schema", and its own classes match patterns with Python's re: one
@@ -231,28 +195,46 @@ def schema_errors(schema: Any) -> Iterator[ValidationError]:
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 #: why a schema that declares another dialect is refused
 DIALECT_PROBLEM = f"$schema must be '{DIALECT}' (scope schemas are draft 2020-12)"
+#: why a schema that uses "format" is refused
+FORMAT_PROBLEM = (
+    "format is not checked in scope schemas (it would let any value through): restrict the value with"
+    " pattern or enum"
+)
 #: keywords whose values are data, not schemas
 _DATA_KEYWORDS = frozenset({"const", "enum", "default", "examples"})
 
+Parts = tuple[str | int, ...]
 
-def foreign_dialect(schema: Any, parts: tuple[str | int, ...] = ()) -> tuple[str | int, ...] | None:
-    """Where ``schema`` declares a ``$schema`` other than draft 2020-12, if anywhere.
 
-    Every subschema is evaluated as 2020-12 whatever it declares, so a declaration of
-    another draft (whose keywords mean other things) is refused rather than ignored.
+def _refusal(keyword: str, value: Any) -> str | None:
+    if keyword == "$schema" and isinstance(value, str) and value.rstrip("#") != DIALECT:
+        return DIALECT_PROBLEM
+    if keyword == "format" and isinstance(value, str):
+        return FORMAT_PROBLEM
+    return None
+
+
+def refused_keyword(schema: Any, parts: Parts = ()) -> tuple[Parts, str] | None:
+    """Where ``schema`` first uses a keyword a scope may not hold, and why (None when nowhere).
+
+    Every subschema is evaluated as 2020-12 whatever it declares, so a ``$schema`` naming
+    another draft (whose keywords mean other things) is refused rather than ignored. A
+    ``format`` would restrict nothing (draft 2020-12 makes it an annotation) or, asserted,
+    depend on which optional checkers are installed: it is refused rather than let any
+    value through unseen.
     """
     if isinstance(schema, dict):
-        declared = schema.get("$schema")
-        if isinstance(declared, str) and declared.rstrip("#") != DIALECT:
-            return (*parts, "$schema")
         for key, value in schema.items():
+            problem = _refusal(key, value)
+            if problem is not None:
+                return (*parts, key), problem
             if key not in _DATA_KEYWORDS:
-                found = foreign_dialect(value, (*parts, key))
+                found = refused_keyword(value, (*parts, key))
                 if found is not None:
                     return found
     elif isinstance(schema, list):
         for position, value in enumerate(schema):
-            found = foreign_dialect(value, (*parts, position))
+            found = refused_keyword(value, (*parts, position))
             if found is not None:
                 return found
     return None

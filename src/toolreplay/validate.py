@@ -154,7 +154,7 @@ def _document_errors(kind: str, raw: bytes, path: str) -> Iterator[str]:
 
 
 def _scope_errors(value: Any, path: str, raw: bytes) -> Iterator[str]:
-    """What ``toolreplay scope`` refuses beyond the published schema (unlisted tools, other drafts)."""
+    """What ``toolreplay scope`` refuses beyond the published schema (unlisted tools, drafts, format)."""
     from toolreplay.analyses.scope import scope_problems
 
     for pointer, problem in scope_problems(value):

@@ -254,6 +254,19 @@ def test_validate_and_scope_agree_on_a_foreign_dialect(runner: CliRunner, tmp_pa
     assert (result.exit_code, result.output) == (1, f"{scope}: invalid\n{scope}:1: {problem}\n")
 
 
+def test_validate_and_scope_agree_on_format(runner: CliRunner, tmp_path: Path) -> None:
+    """format in a scope schema (it passed any value) is exit 2 for scope and invalid for validate."""
+    transcript, scope = write(tmp_path, {"properties": {"path": {"format": "uri"}}}, ["not a uri"])
+    problem = (
+        "format is not checked in scope schemas (it would let any value through): restrict the value with"
+        " pattern or enum (at /arguments/read_file/properties/path/format)"
+    )
+    result = runner.invoke(cli, ["scope", transcript, scope])
+    assert (result.exit_code, result.output) == (2, f"toolreplay: error: {scope}:1: {problem}\n")
+    result = runner.invoke(cli, ["validate", scope], catch_exceptions=False)
+    assert (result.exit_code, result.output) == (1, f"{scope}: invalid\n{scope}:1: {problem}\n")
+
+
 def test_spending_the_budget_cannot_hide_an_overreach_from_fail_on(runner: CliRunner, tmp_path: Path) -> None:
     """fail_on naming argument-overreach fails unjudged calls too: slow values first cannot buy a pass."""
     values = [SLOW_VALUE] * 3 + ["/etc/passwd"]

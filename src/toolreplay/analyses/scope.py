@@ -11,13 +11,12 @@ from referencing.exceptions import Unresolvable
 
 from toolreplay.canonical import decode
 from toolreplay.ecma import (
-    DIALECT_PROBLEM,
     PATTERN_SECONDS,
     BoundedSearch,
     Unjudged,
     error_message,
     error_pointer_parts,
-    foreign_dialect,
+    refused_keyword,
     schema_errors,
     validator_class,
 )
@@ -111,10 +110,10 @@ def _scope_of(value: Any, path: str) -> Scope:
             raise InputError(
                 f"not a valid JSON Schema: {error_message(first)}", path=path, pointer=pointer + sub
             )
-        foreign = foreign_dialect(schema)
-        if foreign is not None:
-            sub = "".join("/" + pointer_token(p) for p in foreign)
-            raise InputError(DIALECT_PROBLEM, path=path, pointer=pointer + sub)
+        refused = refused_keyword(schema)
+        if refused is not None:
+            sub = "".join("/" + pointer_token(p) for p in refused[0])
+            raise InputError(refused[1], path=path, pointer=pointer + sub)
     return Scope(agent=agent, allowed_tools=frozenset(tools), arguments=dict(arguments), path=path)
 
 
@@ -143,9 +142,9 @@ def scope_problems(value: Any) -> list[tuple[str, str]]:
     for tool, schema in sorted(arguments.items()):
         if tool not in listed:
             found.append((pointer_of(("arguments", tool)), unlisted_problem(tool)))
-        foreign = foreign_dialect(schema)
-        if foreign is not None:
-            found.append((pointer_of(("arguments", tool, *foreign)), DIALECT_PROBLEM))
+        refused = refused_keyword(schema)
+        if refused is not None:
+            found.append((pointer_of(("arguments", tool, *refused[0])), refused[1]))
     return found
 
 
