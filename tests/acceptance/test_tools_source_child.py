@@ -157,3 +157,21 @@ def test_a_pull_request_that_changes_tools_source_or_tools_lock_is_a_guard_chang
         in (finding["message"])
     )
     assert code == 0  # advisory, as the guard's other settings
+
+
+@pytest.mark.slow
+def test_a_pull_request_cannot_take_its_failing_tools_source_out_of_fail_on(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, git_isolated: None
+) -> None:
+    """Over a range, whether tools-source-failed fails is the base commit's fail_on: a pull request
+    whose own code fails cannot leave the kind out of its fail_on and pass."""
+    monkeypatch.setattr(check_module, "SOURCE_TIMEOUT", 60.0)
+    repo, base = _project(tmp_path)
+    repo.write("agent_tools.py", MODULES["exits"])
+    config = CONFIG.format(source='"agent_tools:TOOLS"') + 'fail_on = ["chain-broken"]\n'
+    repo.write("toolreplay.toml", config)
+    repo.commit_all("a failing tools_source, and fail_on without its kind")
+    code, found = _invoke(runner, repo, "--base", base)
+    assert code == 1
+    kinds = sorted(f["kind"] for f in found["toolreplay.toml"])
+    assert kinds == ["drift-guard-changed", "tools-source-failed"]

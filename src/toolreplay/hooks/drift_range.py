@@ -147,8 +147,10 @@ def _prefix(config: Config, top: str) -> str | None:
     return PurePosixPath(Path(prefix)).as_posix()
 
 
-#: the kinds of the drift-note rule itself: whether they fail is the base commit's decision
-GUARD_KINDS = (MISSING, INVALID, UNCHECKED)
+#: the kinds of the drift-note rule itself, and the failure of the child that runs the pull
+#: request's tools_source: whether they fail is the base commit's decision (a pull request
+#: must not switch off the finding its own code caused)
+GUARD_KINDS = (MISSING, INVALID, UNCHECKED, "tools-source-failed")
 
 
 def judged_fail_on(
