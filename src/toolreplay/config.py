@@ -209,7 +209,7 @@ def _texts(value: Any) -> bool:
 
 
 def _kinds(value: Any) -> bool:
-    from toolreplay.report.kinds import KINDS
+    from toolreplay.kinds import KINDS
 
     return type(value) is list and all(type(item) is str and item in KINDS for item in value)
 

@@ -9,28 +9,11 @@ from typing import IO, Any
 
 from toolreplay.canonical import check_shape, decode_reference
 from toolreplay.errors import InputError
+from toolreplay.files import LINE_KINDS, NAME_PATTERNS, NOTES_FOLDER
 from toolreplay.locate import line_of, pointer_of
 from toolreplay.schemas import SCHEMA_FILES, validator
 from toolreplay.transcript import check_fields, iter_lines, open_input, read_input
 
-#: kinds whose files are JSON Lines, one instance a line
-LINE_KINDS = frozenset({"transcript", "sealed"})
-#: how a kind is told from a file name, first match wins
-NAME_PATTERNS: tuple[tuple[str, str], ...] = (
-    ("*.sealed.jsonl.sig", "signature"),
-    ("*.sealed.jsonl", "sealed"),
-    ("*.jsonl", "transcript"),
-    ("scope.json", "scope"),
-    ("*.scope.json", "scope"),
-    ("*-scope.json", "scope"),
-    ("*.report.json", "report"),
-    ("toolreplay.toml", "config"),
-    ("pyproject.toml", "config"),  # its [tool.toolreplay] table
-    ("tools.lock.json", "tool-lock"),
-    ("*.tools.lock.json", "tool-lock"),
-)
-#: a Markdown file inside a folder of this name is a drift note (docs/spec.md §1.6, docs/hooks.md)
-NOTES_FOLDER = "drift-notes"
 #: most errors listed per file before the rest are counted
 MAX_ERRORS = 50
 

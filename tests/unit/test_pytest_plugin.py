@@ -37,7 +37,6 @@ def test_the_package_still_exports_its_api() -> None:
 def test_record_modes_agree() -> None:
     """The plugin's option choices are the cassette module's modes (copied: the plugin imports cheaply)."""
     assert pytest_plugin.RECORD_MODES == cassette.RECORD_MODES
-    assert pytest_plugin.CASSETTE_SUFFIX == cassette.CASSETTE_SUFFIX
 
 
 def test_safe_name_escapes_without_merging_names() -> None:

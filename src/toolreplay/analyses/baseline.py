@@ -34,7 +34,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from toolreplay.analyses.calltable import DIGEST_SIZE, HAS_STATE, ROW, CallTable, Column, Store, table_of
 from toolreplay.analyses.replay import DEFAULT_MUTATORS
 from toolreplay.canonical import canonical
-from toolreplay.findings import Change, Finding, quote
+from toolreplay.escape import quote
+from toolreplay.findings import Change, Finding
 from toolreplay.locate import pointer_token
 from toolreplay.transcript import Record
 

@@ -22,7 +22,8 @@ from typing import Any
 
 from toolreplay.canonical import canonical
 from toolreplay.contracts.lock import ToolContract, ToolLock
-from toolreplay.findings import Finding, quote
+from toolreplay.escape import quote
+from toolreplay.findings import Finding
 from toolreplay.locate import pointer_token
 from toolreplay.transcript import Record
 

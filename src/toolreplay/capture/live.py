@@ -12,7 +12,7 @@ from toolreplay.capture.probe import Answer, Failure
 from toolreplay.contracts.definitions import ToolDefinition, import_definitions
 from toolreplay.contracts.mcp import _leaf, _said, describe
 from toolreplay.errors import InputError
-from toolreplay.findings import one_line
+from toolreplay.escape import one_line
 from toolreplay.transcript import Record
 
 

@@ -20,7 +20,7 @@ from pathlib import Path, PurePosixPath
 
 import click
 
-from toolreplay.check import run_check
+from toolreplay.check import DRIFT_SHARD, check_info, parse_shard, run_check
 from toolreplay.cli.base import EXIT_CLEAN, EXIT_FINDINGS, EXIT_INTERNAL, EXIT_USAGE, atomic_output, cli
 from toolreplay.config import Config, load_config, unmatched_globs
 from toolreplay.errors import InputError, ToolreplayError
@@ -39,12 +39,12 @@ from toolreplay.github.action import (
 from toolreplay.github.annotations import echo, plan_annotations
 from toolreplay.github.summary import write_summary
 from toolreplay.hooks.drift_range import check_pull_request, judged_fail_on
-from toolreplay.report import Report
+from toolreplay.kinds import REPORT_ERROR, Level, kind_info
 from toolreplay.report.json import render_json
-from toolreplay.report.kinds import REPORT_ERROR, Level, kind_info
+from toolreplay.report.merge import merge_shards, read_shard_report
 from toolreplay.report.sarif import render_sarif
 from toolreplay.report.text import render_text
-from toolreplay.shard import DRIFT_SHARD, CheckInfo, check_info, merge_shards, parse_shard, read_shard_report
+from toolreplay.reports import CheckInfo, Report
 
 
 @cli.command(name="action")

@@ -26,7 +26,7 @@ from toolreplay.errors import InputError, ToolreplayError
 from toolreplay.outputs import STDOUT, NamedOutput, is_write_error, write_error
 
 if TYPE_CHECKING:
-    from toolreplay.report import Report
+    from toolreplay.reports import Report
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 

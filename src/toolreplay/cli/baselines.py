@@ -37,8 +37,9 @@ from toolreplay.cli.base import (
 from toolreplay.cli.defaults import announce, config_option, read_config
 from toolreplay.config import config_path
 from toolreplay.errors import InputError
-from toolreplay.findings import Finding, one_line, quote, sort_findings
-from toolreplay.report import Line, Report
+from toolreplay.escape import one_line, quote
+from toolreplay.findings import Finding, sort_findings
+from toolreplay.reports import Line, Report
 from toolreplay.transcript import GENESIS, Record, parse_links, read_input, read_links, read_transcript, slim
 
 #: drift-note ``kinds`` (docs/spec.md §1.6) for each finding kind that names one

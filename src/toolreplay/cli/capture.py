@@ -14,8 +14,8 @@ import click
 from toolreplay.cli.base import EXISTS, EXIT_FINDINGS, Seconds, cli, emit, force_option, format_option
 from toolreplay.cli.defaults import announce, config_option, mutators_and_lock, read_config
 from toolreplay.errors import InputError
-from toolreplay.findings import one_line, quote
-from toolreplay.report import Line, Report
+from toolreplay.escape import one_line, quote
+from toolreplay.reports import Line, Report
 
 INSTALL_HINT = "needs the MCP SDK: pip install 'toolreplay[mcp]'"
 

@@ -7,12 +7,13 @@ from pathlib import Path
 
 import click
 
-from toolreplay.check import run_check_with_status
+from toolreplay.check import check_info, parse_shard, run_check_with_status
 from toolreplay.cli.base import EXIT_CLEAN, EXIT_FINDINGS, cli, format_option
 from toolreplay.config import load_config, unmatched_globs
-from toolreplay.findings import one_line
-from toolreplay.report import RENDERERS, Report
-from toolreplay.shard import CheckInfo, check_info, merge_shards, parse_shard, read_shard_report
+from toolreplay.escape import one_line
+from toolreplay.report import RENDERERS
+from toolreplay.report.merge import merge_shards, read_shard_report
+from toolreplay.reports import CheckInfo, Report
 
 
 @cli.command(name="check")

@@ -16,8 +16,10 @@ from toolreplay.contracts.definitions import import_definitions, read_definition
 from toolreplay.contracts.lock import ToolLock, dump_lock, load_lock
 from toolreplay.contracts.source import is_python_source, source_lock
 from toolreplay.errors import InputError
-from toolreplay.findings import Finding, one_line, quote, sort_findings
-from toolreplay.report import Line, Report
+from toolreplay.escape import one_line, quote
+from toolreplay.files import SEALED_SUFFIX
+from toolreplay.findings import Finding, sort_findings
+from toolreplay.reports import Line, Report
 from toolreplay.transcript import Record, read_links, read_transcript
 
 
@@ -155,7 +157,7 @@ def fingerprint_diff_cmd(
     if _is_transcript(recorded):
         records = (
             (link.record for link in read_links(recorded))
-            if recorded.endswith(".sealed.jsonl")
+            if recorded.endswith(SEALED_SUFFIX)
             else read_transcript(recorded)
         )
         report = _transcript_report(recorded, records, live_lock)

@@ -14,7 +14,7 @@ from toolreplay.chain import ChainState, seal_lines, verify_stream
 from toolreplay.cli.base import atomic_output, cli, emit, force_option, format_option
 from toolreplay.cli.defaults import announce, config_option, mutators_and_lock, read_config
 from toolreplay.findings import Finding, sort_findings
-from toolreplay.report import Line, Report, replay_header
+from toolreplay.reports import Line, Report, replay_header
 from toolreplay.transcript import open_input
 
 
@@ -107,8 +107,8 @@ def verify_cmd(
             )
         if expect_head is not None or expect_count is not None or key is not None or signature is not None:
             raise click.UsageError("anchors (--expect-head, --expect-count, --key) need one SEALED")
-        from toolreplay.check import SEALED_SUFFIX
         from toolreplay.config import config_path, expand
+        from toolreplay.files import SEALED_SUFFIX
 
         announce(config, ["baselines"])
         found = expand(config, config.baselines)

@@ -14,8 +14,8 @@ from toolreplay.analyses.replay import DEFAULT_MUTATORS
 from toolreplay.cli.base import EXISTS, EXIT_USAGE, cli, force_option
 from toolreplay.cli.defaults import announce, config_option, read_config
 from toolreplay.errors import InputError
+from toolreplay.escape import one_line
 from toolreplay.files import place, temp_beside
-from toolreplay.findings import one_line
 from toolreplay.importers import FORMATS, Session, import_stream
 from toolreplay.outputs import write_error
 from toolreplay.transcript import make_record, open_input, record_line

@@ -10,7 +10,7 @@ from toolreplay.cli.defaults import announce, config_option, read_config
 from toolreplay.config import config_path
 from toolreplay.findings import sort_findings
 from toolreplay.limits import DEFAULT_BUDGET_SECONDS
-from toolreplay.report import Line, Report
+from toolreplay.reports import Line, Report
 from toolreplay.transcript import read_transcript
 
 

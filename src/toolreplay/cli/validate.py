@@ -6,8 +6,8 @@ import click
 
 from toolreplay.cli.base import EXIT_CLEAN, EXIT_USAGE, cli, emit, format_option
 from toolreplay.errors import InputError
-from toolreplay.findings import one_line
-from toolreplay.report import Line, Report
+from toolreplay.escape import one_line
+from toolreplay.reports import Line, Report
 from toolreplay.schemas import SCHEMA_FILES
 from toolreplay.validate import validate_file
 

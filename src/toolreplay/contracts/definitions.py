@@ -34,7 +34,7 @@ from toolreplay.contracts.fingerprint import Signature
 from toolreplay.contracts.lock import ToolContract, make_contract
 from toolreplay.ecma import EcmaValidator
 from toolreplay.errors import InputError
-from toolreplay.findings import quote
+from toolreplay.escape import quote
 from toolreplay.locate import pointer_token
 from toolreplay.transcript import iter_lines, read_input
 

@@ -14,7 +14,7 @@ from typing import IO, Any
 
 from toolreplay.contracts.definitions import ToolDefinition
 from toolreplay.errors import InputError
-from toolreplay.findings import one_line
+from toolreplay.escape import one_line
 
 #: Seconds allowed for starting the server and listing its tools.
 DEFAULT_TIMEOUT = 30.0

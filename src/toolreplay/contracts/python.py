@@ -12,7 +12,7 @@ from toolreplay.analyses.replay import DEFAULT_MUTATORS
 from toolreplay.contracts.fingerprint import Signature, python_signature
 from toolreplay.contracts.lock import ToolContract, ToolLock, make_contract
 from toolreplay.errors import InputError
-from toolreplay.findings import one_line
+from toolreplay.escape import one_line
 
 
 def load_object(spec: str) -> Any:

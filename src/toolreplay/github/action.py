@@ -17,10 +17,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from toolreplay.errors import InputError
-from toolreplay.findings import KIND_ORDER, kind_fails, quote
+from toolreplay.escape import quote
+from toolreplay.findings import KIND_ORDER, kind_fails
 from toolreplay.hooks.drift_range import PullRange, is_sha
-from toolreplay.report import Report
-from toolreplay.report.kinds import KINDS, REPORT_ERROR
+from toolreplay.kinds import KINDS, REPORT_ERROR
+from toolreplay.reports import Report
 
 #: environment variable -> the action.yml input it carries
 INPUTS = {

@@ -10,6 +10,7 @@ from typing import Any
 from toolreplay.canonical import canonical
 from toolreplay.chain import verify
 from toolreplay.errors import SealError
+from toolreplay.files import SEALED_SUFFIX
 from toolreplay.library.errors import ABSENT, SnapshotMissError, ToolDriftError
 from toolreplay.locate import pointer_token
 from toolreplay.transcript import Record, read_links, read_transcript
@@ -62,7 +63,7 @@ class Snapshot:
         (default ``PATH.sig``, written by ``toolreplay sign``) over its head and length.
         """
         name = os.fspath(path)
-        if not name.endswith(".sealed.jsonl"):
+        if not name.endswith(SEALED_SUFFIX):
             if expect_head is not None or key is not None or signature is not None:
                 raise ValueError("expect_head and key anchor a sealed transcript (*.sealed.jsonl)")
             return cls(read_transcript(name), live=live, path=name)

@@ -9,8 +9,7 @@ from toolreplay.escape import inert
 from toolreplay.report.text import render_text
 
 if TYPE_CHECKING:
-    from toolreplay.report import Report
-    from toolreplay.shard import CheckInfo
+    from toolreplay.reports import CheckInfo, Report
 
 
 def render_github(reports: Sequence[Report], *, check: CheckInfo | None = None) -> str:
