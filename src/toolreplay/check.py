@@ -53,7 +53,7 @@ from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 
-from toolreplay import __version__
+from toolreplay._version import __version__
 from toolreplay.analyses.baseline import ToolBehaviour, behaviour_of, check_freshness, diff_tables
 from toolreplay.analyses.calltable import CallTable, Store, read_table
 from toolreplay.analyses.fingerprint_diff import FingerprintCheck, explain_drift

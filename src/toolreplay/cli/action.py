@@ -21,7 +21,7 @@ from pathlib import Path, PurePosixPath
 import click
 
 from toolreplay.check import DRIFT_SHARD, check_info, parse_shard, run_check
-from toolreplay.cli.base import EXIT_CLEAN, EXIT_FINDINGS, EXIT_INTERNAL, EXIT_USAGE, atomic_output, cli
+from toolreplay.cli.base import EXIT_CLEAN, EXIT_FINDINGS, EXIT_INTERNAL, EXIT_USAGE, atomic_output
 from toolreplay.config import Config, load_config, unmatched_globs
 from toolreplay.errors import InputError, ToolreplayError
 from toolreplay.escape import workflow_command
@@ -47,7 +47,7 @@ from toolreplay.report.text import render_text
 from toolreplay.reports import CheckInfo, Report
 
 
-@cli.command(name="action")
+@click.command(name="action")
 @click.pass_context
 def action_cmd(ctx: click.Context) -> None:
     """What the GitHub Action runs: check, annotate, summarise, comment, set outputs.

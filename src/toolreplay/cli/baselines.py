@@ -25,16 +25,9 @@ from toolreplay.analyses.baseline import (
 from toolreplay.analyses.calltable import CallTable, Store, open_twice, read_table
 from toolreplay.analyses.replay import DEFAULT_MUTATORS
 from toolreplay.chain import ChainState, verify, verify_stream
-from toolreplay.cli.base import (
-    EXISTS,
-    EXIT_FINDINGS,
-    atomic_output,
-    cli,
-    emit,
-    force_option,
-    format_option,
-)
+from toolreplay.cli.base import EXISTS, EXIT_FINDINGS, atomic_output, force_option
 from toolreplay.cli.defaults import announce, config_option, read_config
+from toolreplay.cli.formats import emit, format_option
 from toolreplay.config import config_path
 from toolreplay.errors import InputError
 from toolreplay.escape import one_line, quote
@@ -177,7 +170,7 @@ def _configured_with_source(
     return tools, chosen, max_age_days, explain
 
 
-@cli.command(name="diff")
+@click.command(name="diff")
 @click.argument("baseline")
 @click.argument("runs", metavar="RUN...", nargs=-1, required=True)
 @click.option("--tools", "tools", metavar="LOCK", help="Tool lock: live fingerprints and declared behaviour.")
@@ -304,7 +297,7 @@ def note_text(
     return "\n".join(lines)
 
 
-@cli.command(name="note")
+@click.command(name="note")
 @click.argument("baseline")
 @click.option(
     "--run",
@@ -401,7 +394,7 @@ def note_cmd(
 # --- signatures ------------------------------------------------------------------------
 
 
-@cli.command(name="sign")
+@click.command(name="sign")
 @click.argument("sealed")
 @click.option("--key", "key_path", required=True, metavar="PRIV", help="Ed25519 private key (PEM).")
 @click.option("-o", "--output", metavar="SIG", help="Signature file (default: SEALED.sig; - for stdout).")
@@ -426,7 +419,7 @@ def sign_cmd(ctx: click.Context, sealed: str, key_path: str, output: str | None,
         out.write(envelope)
 
 
-@cli.command(name="keygen")
+@click.command(name="keygen")
 @click.argument("private")
 @click.option("--public", metavar="PUB", help="Where to write the public key (default: PRIVATE.pub).")
 def keygen_cmd(private: str, public: str | None) -> None:

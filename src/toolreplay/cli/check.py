@@ -8,7 +8,8 @@ from pathlib import Path
 import click
 
 from toolreplay.check import check_info, parse_shard, run_check_with_status
-from toolreplay.cli.base import EXIT_CLEAN, EXIT_FINDINGS, cli, format_option
+from toolreplay.cli.base import EXIT_CLEAN, EXIT_FINDINGS
+from toolreplay.cli.formats import format_option
 from toolreplay.config import load_config, unmatched_globs
 from toolreplay.escape import one_line
 from toolreplay.report import RENDERERS
@@ -16,7 +17,7 @@ from toolreplay.report.merge import merge_shards, read_shard_report
 from toolreplay.reports import CheckInfo, Report
 
 
-@cli.command(name="check")
+@click.command(name="check")
 @click.option(
     "--config",
     "config_path",
@@ -88,7 +89,7 @@ def finish(reports: Sequence[Report], info: CheckInfo, fmt: str) -> int:
     return EXIT_FINDINGS if failing or errors else EXIT_CLEAN
 
 
-@cli.command(name="merge")
+@click.command(name="merge")
 @click.argument("paths", metavar="REPORT.json...", nargs=-1, required=True)
 @click.option(
     "--config",

@@ -9,8 +9,9 @@ import click
 
 from toolreplay.analyses.fingerprint_diff import compare_locks, compare_transcript
 from toolreplay.analyses.replay import DEFAULT_MUTATORS
-from toolreplay.cli.base import Seconds, atomic_output, cli, emit, force_option, format_option
+from toolreplay.cli.base import Seconds, atomic_output, force_option
 from toolreplay.cli.defaults import announce, config_option, read_config
+from toolreplay.cli.formats import emit, format_option
 from toolreplay.config import config_path
 from toolreplay.contracts.definitions import import_definitions, read_definitions
 from toolreplay.contracts.lock import ToolLock, dump_lock, load_lock
@@ -32,7 +33,7 @@ def _version_text(ctx: click.Context, param: click.Parameter, value: str) -> str
     return value
 
 
-@cli.command(name="fingerprint")
+@click.command(name="fingerprint")
 @click.argument("source", nargs=-1, required=True)
 @click.option(
     "-o", "--output", metavar="LOCK", help="Write the tool lock here (atomically) instead of stdout."
@@ -110,7 +111,7 @@ def fingerprint_cmd(
         out.write(text)
 
 
-@cli.command(name="fingerprint-diff")
+@click.command(name="fingerprint-diff")
 @click.argument("recorded", required=False)
 @click.argument("live", required=False)
 @config_option

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from toolreplay import __version__
+from toolreplay._version import __version__
 from toolreplay.check import (
     DRIFT_SHARD,
     checkout_commit,

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote as uri_quote
 
-from toolreplay import __version__
+from toolreplay._version import __version__
 from toolreplay.escape import one_line
 from toolreplay.findings import KIND_ORDER
 from toolreplay.kinds import REPORT_ERROR, kind_info
