@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from toolreplay.analyses.calltable import DIGEST_SIZE, HAS_STATE, ROW, CallTable, Column, Store, table_of
 from toolreplay.analyses.replay import DEFAULT_MUTATORS
 from toolreplay.canonical import canonical
+from toolreplay.contracts.lock import load_lock
 from toolreplay.escape import quote
 from toolreplay.findings import Change, Finding
 from toolreplay.locate import pointer_token
@@ -128,7 +129,6 @@ class Freshness:
 
 def lock_behaviour(path: str) -> dict[str, ToolBehaviour]:
     """Per-tool ``fingerprint``, ``deterministic`` and ``mutates`` from a tool lock (docs/spec.md §1.5)."""
-    from toolreplay.contracts.lock import load_lock
 
     return behaviour_of(load_lock(path))
 

@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from toolreplay.analyses.baseline import fingerprint_message
 from toolreplay.canonical import canonical
 from toolreplay.contracts.lock import ToolContract, ToolLock
 from toolreplay.escape import quote
@@ -421,8 +422,6 @@ class FingerprintCheck:
         self._findings: list[Finding] = []
 
     def feed(self, record: Record) -> None:
-        from toolreplay.analyses.baseline import fingerprint_message
-
         self._calls += 1
         if record.fingerprint is None:
             return

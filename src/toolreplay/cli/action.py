@@ -37,6 +37,7 @@ from toolreplay.github.action import (
     write_outputs,
 )
 from toolreplay.github.annotations import echo, plan_annotations
+from toolreplay.github.comment import failure_warning, publish_report, target_from_env
 from toolreplay.github.summary import write_summary
 from toolreplay.hooks.drift_range import check_pull_request, judged_fail_on
 from toolreplay.kinds import REPORT_ERROR, Level, kind_info
@@ -211,7 +212,6 @@ def publish(settings: Settings, reports: Sequence[Report], policy: FailPolicy, s
         _comment(reports, settings, fails)
     except Exception as err:
         # best effort: whatever goes wrong with the comment, the exit code reflects findings only
-        from toolreplay.github.comment import failure_warning
 
         click.echo(failure_warning(err, settings.token))
 
@@ -277,8 +277,6 @@ def _write(path: str, text: str) -> None:
 
 
 def _comment(reports: Sequence[Report], settings: Settings, fails: Callable[[str], bool]) -> None:
-    from toolreplay.github.comment import publish_report, target_from_env
-
     if not settings.comment:
         echo("PR comment: off")
         return

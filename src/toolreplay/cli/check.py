@@ -12,6 +12,7 @@ from toolreplay.cli.base import EXIT_CLEAN, EXIT_FINDINGS
 from toolreplay.cli.formats import format_option
 from toolreplay.config import load_config, unmatched_globs
 from toolreplay.escape import one_line
+from toolreplay.hooks.drift_range import PullRange, judged_fail_on
 from toolreplay.report import RENDERERS
 from toolreplay.report.merge import merge_shards, read_shard_report
 from toolreplay.reports import CheckInfo, Report
@@ -61,8 +62,6 @@ def check_cmd(
         click.echo(f"toolreplay: warning: {one_line(warning)}", err=True)
     fail_on = config.fail_on
     if base is not None:
-        from toolreplay.hooks.drift_range import PullRange, judged_fail_on
-
         # whether the drift-note rule's findings fail is the base commit's decision, not the PR's
         pull = PullRange(base=base, head="HEAD")
         fail_on = judged_fail_on(config, fail_on, pull, workspace=str(config.root))

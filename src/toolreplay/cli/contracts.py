@@ -15,6 +15,7 @@ from toolreplay.cli.formats import emit, format_option
 from toolreplay.config import config_path
 from toolreplay.contracts.definitions import import_definitions, read_definitions
 from toolreplay.contracts.lock import ToolLock, dump_lock, load_lock
+from toolreplay.contracts.mcp import describe
 from toolreplay.contracts.source import is_python_source, source_lock
 from toolreplay.errors import InputError
 from toolreplay.escape import one_line, quote
@@ -104,8 +105,6 @@ def fingerprint_cmd(
     try:
         text = dump_lock(lock)
     except InputError as err:  # a schema too deep for a lock to hold
-        from toolreplay.contracts.mcp import describe
-
         raise InputError(err.problem, path=describe(source) if mcp else source[0]) from err
     with atomic_output(output, replace=force) as out:
         out.write(text)
@@ -140,7 +139,6 @@ def fingerprint_diff_cmd(
     if live is None:
         if config is None or config.tools_source is None:
             raise click.UsageError("give LIVE, or set tools_source in the config")
-        from toolreplay.contracts.mcp import describe
 
         used.append("tools_source")
         announce(config, used)

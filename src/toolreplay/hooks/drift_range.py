@@ -18,7 +18,7 @@ from pathlib import Path, PurePosixPath
 from toolreplay.config import Config
 from toolreplay.errors import InputError
 from toolreplay.escape import one_line, quote
-from toolreplay.findings import Finding
+from toolreplay.findings import Finding, kind_fails
 from toolreplay.hooks.drift_note import (
     Git,
     GitError,
@@ -35,6 +35,7 @@ from toolreplay.hooks.settings import (
     settings_change,
     settings_of,
 )
+from toolreplay.kinds import KINDS
 from toolreplay.reports import Line, Report
 
 MISSING = "missing-drift-note"
@@ -164,8 +165,6 @@ def judged_fail_on(
     """
     if pull is None:
         return fail_on
-    from toolreplay.findings import kind_fails
-    from toolreplay.kinds import KINDS
 
     base: Config | None = None
     try:

@@ -19,6 +19,7 @@ from toolreplay.analyses.baseline import (
     first_difference,
     stop_drift,
 )
+from toolreplay.analyses.fingerprint_diff import compare_contracts
 from toolreplay.analyses.replay import DEFAULT_MUTATORS
 from toolreplay.canonical import canonical
 from toolreplay.contracts.fingerprint import python_signature
@@ -359,7 +360,6 @@ class ToolRegistry:
         old = self._pinned_lock.tools.get(name) if self._pinned_lock is not None else None
         if old is None or old.fingerprint != recorded:
             return ()
-        from toolreplay.analyses.fingerprint_diff import compare_contracts
 
         return tuple(d.text() for d in compare_contracts(old, self._tools[name].contract))
 

@@ -7,6 +7,7 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from toolreplay import signing
 from toolreplay.canonical import canonical
 from toolreplay.chain import verify
 from toolreplay.errors import SealError
@@ -83,8 +84,6 @@ class Snapshot:
         if expect_head is not None and expect_head.lower() != state.head:
             raise SealError(f"the chain ends on head {state.head}, expected {expect_head.lower()}", path=name)
         if key is not None:
-            from toolreplay import signing
-
             check = signing.check(
                 os.fspath(signature) if signature is not None else name + ".sig",
                 signing.load_public_key(os.fspath(key)),
