@@ -147,10 +147,10 @@ def _scope_errors(value: Any, path: str, raw: bytes) -> Iterator[str]:
 def _config_errors(path: str) -> Iterator[str]:
     from pathlib import Path
 
-    from toolreplay.config import _read_toml, toolreplay_table
+    from toolreplay.config import read_toml, toolreplay_table
 
     try:
-        data = _read_toml(Path(path))
+        data = read_toml(Path(path))
     except InputError as err:
         if isinstance(err.__cause__, ValueError) and not isinstance(err.__cause__, UnicodeDecodeError):
             # the file's own problem (invalid TOML, an integer past the digit limit), not an unreadable file

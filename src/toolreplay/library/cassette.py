@@ -28,7 +28,7 @@ from toolreplay.files import SEALED_SUFFIX, temp_beside
 from toolreplay.findings import Finding
 from toolreplay.library.errors import SnapshotMissError, ToolDriftError
 from toolreplay.library.recorder import Recorder
-from toolreplay.library.registry import ToolRegistry, _as_json
+from toolreplay.library.registry import ToolRegistry, as_json
 from toolreplay.library.snapshot import Snapshot
 from toolreplay.transcript import GENESIS, Record, make_record
 
@@ -132,7 +132,7 @@ class CassetteRegistry(ToolRegistry):
         if self._replay is not None:
             try:
                 response = self._replay.serve(
-                    name, _as_json(args, f"arguments of tool {name!r}"), live=contract.fingerprint
+                    name, as_json(args, f"arguments of tool {name!r}"), live=contract.fingerprint
                 )
             except SnapshotMissError as miss:
                 if not self.recording:
