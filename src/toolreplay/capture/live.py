@@ -10,7 +10,7 @@ from typing import Any
 
 from toolreplay.capture.probe import Answer, Failure
 from toolreplay.contracts.definitions import ToolDefinition, import_definitions
-from toolreplay.contracts.mcp import innermost_error, server_said, describe
+from toolreplay.contracts.mcp import describe, innermost_error, server_said
 from toolreplay.errors import InputError
 from toolreplay.escape import one_line
 from toolreplay.transcript import Record
