@@ -21,43 +21,65 @@ What runs, by configuration:
   fails is a ``tools-source-failed`` finding (:func:`source_explanations`).
 
 With ``shard`` (``check --shard K/N``) only the jobs of shard K run, and the drift-note rule
-only in shard 1 (``shard.py``); ``toolreplay merge`` puts the shards' reports back together.
+only in shard 1; ``toolreplay merge`` puts the shards' reports back together
+(:mod:`toolreplay.report.merge`).
+
+A job (a transcript, or a baseline with the runs paired with it) goes to shard
+``1 + int(sha256(PATH)[:16], 16) % N``, where PATH is the job's path as reports name it:
+relative to the config file's folder, in POSIX form (``runs/checkout.jsonl``), encoded as
+UTF-8. The checkout's location and the operating system do not enter it, so every job
+lands in exactly one shard, the same one on every machine.
+
+The drift-note rule (``check --base REF``) is about the pull request, not about one file:
+shard 1 runs it, the other shards leave it out, and the merge takes it from shard 1.
+
+Every shard report names the commit it judged and a digest of every file the whole check
+reads (not only the shard's own), so all shards of one checkout agree on both and a shard of
+another commit, or of a checkout with an uncommitted edit, does not.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import multiprocessing
 import os
+import stat
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from toolreplay._version import __version__
 from toolreplay.analyses.baseline import ToolBehaviour, behaviour_of, check_freshness, diff_tables
+from toolreplay.analyses.calltable import CallTable, Store, read_table
+from toolreplay.analyses.fingerprint_diff import FingerprintCheck, explain_drift
 from toolreplay.analyses.integrity import chain_broken, stale_baseline
 from toolreplay.analyses.replay import replay
 from toolreplay.analyses.scope import Scope, ScopeJudge, load_scope
 from toolreplay.canonical import room_for_depth
 from toolreplay.chain import verify
 from toolreplay.config import Config, expand
+from toolreplay.contracts.lock import ToolLock, declared_mutators, declared_nondeterministic, load_lock
+from toolreplay.contracts.runner import SourceRunError, work_tree
+from toolreplay.contracts.source import source_lock
 from toolreplay.errors import InputError
-from toolreplay.findings import Finding, one_line, quote, sort_findings
+from toolreplay.escape import one_line, quote
+from toolreplay.files import SEALED_SUFFIX
+from toolreplay.findings import Finding, sort_findings
+from toolreplay.gitinfo import head_commit, last_commit_time
+from toolreplay.hooks.drift_note import is_baseline
+from toolreplay.hooks.drift_range import PullRange, check_pull_request
+from toolreplay.hooks.settings import glob_patterns
 from toolreplay.limits import DEFAULT_BUDGET_SECONDS
-from toolreplay.report import Line, Report, replay_header
+from toolreplay.reports import CheckInfo, Line, Report, replay_header
 from toolreplay.transcript import Record, read_links, read_transcript
-
-if TYPE_CHECKING:
-    from toolreplay.analyses.calltable import CallTable
-    from toolreplay.contracts.lock import ToolLock
-    from toolreplay.shard import Shard
 
 #: with fewer files than this, starting worker processes costs more than it saves
 PARALLEL_MIN_FILES = 16
-SEALED_SUFFIX = ".sealed.jsonl"
 #: seconds the tools_source's child process may take
 SOURCE_TIMEOUT = 30.0
 #: the finding, and the report's command, of a tools_source that failed in its child process
@@ -102,8 +124,6 @@ def _scope(path: str) -> Scope:
 
 @cache
 def _lock(path: str) -> ToolLock:
-    from toolreplay.contracts.lock import load_lock
-
     return load_lock(path)
 
 
@@ -117,8 +137,6 @@ def check_transcript(job: Job) -> Report:
     try:
         mutators, nondeterministic = settings.mutators, frozenset[str]()
         if settings.lock is not None:
-            from toolreplay.contracts.lock import declared_mutators, declared_nondeterministic
-
             mutators = declared_mutators(_lock(settings.lock), mutators)
             nondeterministic = declared_nondeterministic(_lock(settings.lock))
         # one pass over the file: scope and fingerprints are fed each record as replay reads it
@@ -132,8 +150,6 @@ def check_transcript(job: Job) -> Report:
                 sinks.append(judge.feed)
             fingerprints = None
             if settings.lock is not None:
-                from toolreplay.analyses.fingerprint_diff import FingerprintCheck
-
                 fingerprints = FingerprintCheck(
                     _lock(settings.lock), path=job.path, explain=dict(settings.explain)
                 )
@@ -191,8 +207,6 @@ def check_baseline(job: Job) -> Report:
         findings.append(chain_broken(state.broken, path=job.path))
     if settings.max_age_days is not None:
         try:
-            from toolreplay.gitinfo import last_commit_time
-
             fresh = check_freshness(
                 last_commit_time(job.absolute), now=settings.now, max_age_days=settings.max_age_days
             )
@@ -221,8 +235,6 @@ def check_baseline(job: Job) -> Report:
 
 def _diff_runs(job: Job) -> list[Finding]:
     # calls as digests, as `diff` holds them: memory stays flat whatever the files' size
-    from toolreplay.analyses.calltable import Store, read_table
-
     settings = job.settings
     with Store() as store:
         baseline = read_table(store, job.absolute, sealed=True)
@@ -313,8 +325,6 @@ def unjudged(config: Config, path: str) -> str | None:
     its way) is stored as the name it points to, and a file inside a submodule (a folder with its
     own ``.git``) as the submodule's commit, so an edit behind either would pass the guard.
     """
-    from toolreplay.hooks.drift_note import is_baseline
-    from toolreplay.hooks.settings import glob_patterns
 
     parts = Path(path).parts
     here = config.root
@@ -375,10 +385,6 @@ def source_explanations(
     lock = str(config.root / config.tools_lock) if config.tools_lock else None
     if lock is None or config.tools_source is None:
         return (), ()
-    from toolreplay.analyses.fingerprint_diff import explain_drift
-    from toolreplay.contracts.runner import SourceRunError, work_tree
-    from toolreplay.contracts.source import source_lock
-
     recorded = _lock(lock)  # a bad lock is the user's usage error, before any child runs
     try:
         source, _ = source_lock(
@@ -420,15 +426,11 @@ def run_check_with_status(
     """:func:`run_check`, and with ``base`` the drift-note rule's verdict line (None without)."""
     status: str | None = None
     first: list[Report] = []
-    from toolreplay.shard import DRIFT_SHARD, shard_of
-
     if shard is not None and shard.index != DRIFT_SHARD:
         base = None
     if base is not None:
         # judged before any of the project's code runs (the tools_source, below), with the
         # same rule and findings as the GitHub Action applies to a pull request
-        from toolreplay.hooks.drift_range import PullRange, check_pull_request
-
         outcome = check_pull_request(config, PullRange(base=base, head="HEAD"), workspace=str(config.root))
         first += outcome.reports
         status = outcome.status
@@ -456,3 +458,111 @@ def _cores() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - not Linux
         return os.cpu_count() or 1
+
+
+#: The shard that runs the drift-note rule of ``--base``.
+DRIFT_SHARD = 1
+#: digits of a shard number: more shards than that would leave nearly all of them empty
+_SHARD_DIGITS = 18
+
+
+@dataclass(frozen=True, slots=True)
+class Shard:
+    """Shard ``index`` of ``count`` (1-based)."""
+
+    index: int
+    count: int
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
+
+
+def parse_shard(spec: str) -> Shard:
+    """``K/N`` with 1 <= K <= N, as decimal numbers; anything else is a usage error."""
+    parts = spec.strip().split("/")
+    if len(parts) != 2 or not all(p.isascii() and p.isdigit() for p in parts):
+        raise InputError(f"--shard {quote(spec)}: expected K/N, two whole numbers such as 2/4")
+    if any(len(p) > _SHARD_DIGITS for p in parts):  # (and int() stops at 4300 digits)
+        raise InputError(f"--shard {quote(spec)}: K and N have at most {_SHARD_DIGITS} digits")
+    index, count = int(parts[0]), int(parts[1])
+    if count < 1 or not 1 <= index <= count:
+        raise InputError(f"--shard {quote(spec)}: K must be between 1 and N (N at least 1)")
+    return Shard(index, count)
+
+
+def shard_of(path: str, count: int) -> int:
+    """The shard (1..count) of the job with this path (see the module docstring)."""
+    digest = hashlib.sha256(path.encode("utf-8")).hexdigest()
+    return 1 + int(digest[:16], 16) % count
+
+
+def config_digest(config: Config) -> str:
+    """A digest of what the configuration asks for; not of where it lives, nor of its formatting."""
+    settings: dict[str, object] = {
+        "transcripts": list(config.transcripts),
+        "baselines": list(config.baselines),
+        "scope": config.scope,
+        "tools_lock": config.tools_lock,
+        "mutators": sorted(config.mutators),
+        "state_aware": config.state_aware,
+        "drift_notes": config.drift_notes,
+        "max_baseline_age_days": config.max_baseline_age_days,
+        "fail_on": None if config.fail_on is None else sorted(config.fail_on),
+    }
+    # settings added after the digest's first release enter it only when set, so the digests
+    # of configurations without them stay the same
+    if config.tools_source is not None:
+        settings["tools_source"] = (
+            config.tools_source if isinstance(config.tools_source, str) else list(config.tools_source)
+        )
+    if config.pattern_budget_seconds != DEFAULT_BUDGET_SECONDS:
+        settings["pattern_budget_seconds"] = config.pattern_budget_seconds
+    text = json.dumps(settings, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return "sha256:" + hashlib.sha256(text.encode("ascii")).hexdigest()
+
+
+def inputs_digest(config: Config) -> str:
+    """A digest of every file a whole ``check`` of ``config`` reads: each one's role, its name as
+    the configuration gives it, and the SHA-256 of its bytes (null when it cannot be read; check
+    then reports it unreadable). Read in pieces, so a large transcript costs no memory."""
+    entries = [[role, name, _file_digest(location)] for role, name, location in input_files(config)]
+    text = json.dumps(entries, separators=(",", ":"), ensure_ascii=True)
+    return "sha256:" + hashlib.sha256(text.encode("ascii")).hexdigest()
+
+
+def _file_digest(location: Path) -> str | None:
+    try:
+        # a device or a pipe (/dev/zero, a FIFO as the scope) is not opened, nor read to its end
+        if not stat.S_ISREG(os.stat(location).st_mode):
+            return None
+        with open(location, "rb") as stream:
+            return hashlib.file_digest(stream, "sha256").hexdigest()
+    except OSError:
+        return None
+
+
+def checkout_commit(config: Config) -> str | None:
+    """The commit checked out where the configuration lives (None outside git)."""
+    return head_commit(str(config.root))
+
+
+def check_info(
+    config: Config,
+    *,
+    base: str | None,
+    shard: Shard | None,
+    fail_on: frozenset[str] | None,
+    drift: str | None = None,
+) -> CheckInfo:
+    """What the run was; ``fail_on`` is the run's (the config's, or over a range what
+    :func:`toolreplay.hooks.drift_range.judged_fail_on` decided)."""
+    return CheckInfo(
+        toolreplay=__version__,
+        config=config_digest(config),
+        fail_on=None if fail_on is None else tuple(sorted(fail_on)),
+        base=base,
+        shard=None if shard is None else (shard.index, shard.count),
+        drift=drift,
+        commit=None if shard is None else checkout_commit(config),
+        inputs=None if shard is None else inputs_digest(config),
+    )

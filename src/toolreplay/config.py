@@ -67,12 +67,13 @@ def find_config(start: Path) -> Path | None:
         if candidate.is_file():
             return candidate
         candidate = folder / "pyproject.toml"
-        if candidate.is_file() and toolreplay_table(_read_toml(candidate)) is not None:
+        if candidate.is_file() and toolreplay_table(read_toml(candidate)) is not None:
             return candidate
     return None
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
+def read_toml(path: Path) -> dict[str, Any]:
+    """The TOML file at ``path`` as a table; errors name the file (and the line TOML gives)."""
     from toolreplay.transcript import read_input  # (its errors name the file, whatever fails)
 
     return parse_toml(read_input(str(path)), str(path))
@@ -120,7 +121,7 @@ def load_config(
                 "toolreplay.toml (see docs/cli.md, 'toolreplay check')"
             )
     source = label or str(path)
-    data = _read_toml(path) if raw is None else parse_toml(raw, source)
+    data = read_toml(path) if raw is None else parse_toml(raw, source)
     if path.name == "pyproject.toml":
         table = toolreplay_table(data)
         if table is None:
@@ -209,7 +210,7 @@ def _texts(value: Any) -> bool:
 
 
 def _kinds(value: Any) -> bool:
-    from toolreplay.report.kinds import KINDS
+    from toolreplay.kinds import KINDS
 
     return type(value) is list and all(type(item) is str and item in KINDS for item in value)
 

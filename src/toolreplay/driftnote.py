@@ -22,7 +22,10 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from toolreplay.canonical import MAX_DEPTH
 from toolreplay.errors import InputError
+from toolreplay.limits import MAX_INT_DIGITS, long_integer_line
 from toolreplay.locate import pointer_token
+from toolreplay.schemas import validator
+from toolreplay.transcript import read_input
 
 #: Largest drift note accepted, in bytes.
 MAX_NOTE_BYTES = 1024 * 1024
@@ -123,7 +126,6 @@ def _reader_error(err: yaml.reader.ReaderError, front: str, path: str) -> InputE
 
 def _long_integer(front: str, path: str) -> InputError:
     """The error for an integer the int constructor refused: past Python's digit limit."""
-    from toolreplay.limits import MAX_INT_DIGITS, long_integer_line
 
     line = long_integer_line(front)
     return InputError(
@@ -193,8 +195,6 @@ def _front_matter(raw: bytes, path: str) -> _FrontMatter:
 
 
 def _schema_problems(front: _FrontMatter, path: str) -> list[InputError]:
-    from toolreplay.schemas import validator
-
     out = []
     errors = sorted(
         validator("drift-note").iter_errors(front.value),
@@ -266,7 +266,6 @@ def parse_note(raw: bytes, path: str) -> DriftNote:
 
 def read_note(path: str) -> DriftNote:
     """Read and parse a drift note file."""
-    from toolreplay.transcript import read_input
 
     raw = read_input(path, MAX_NOTE_BYTES + 1)
     return parse_note(raw, path)

@@ -1,10 +1,35 @@
-"""Output files written whole: a temp file beside the target, renamed into place on success."""
+"""The files toolreplay knows by name (the sealed suffix, each kind's name patterns), and output
+files written whole: a temp file beside the target, renamed into place on success.
+
+Light (the standard library only): the hooks, the CLI and the library take these names from here.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import os
 import tempfile
+
+#: a sealed transcript's name ends so (a baseline, a cassette)
+SEALED_SUFFIX = ".sealed.jsonl"
+#: kinds whose files are JSON Lines, one instance a line
+LINE_KINDS = frozenset({"transcript", "sealed"})
+#: how a kind is told from a file name, first match wins
+NAME_PATTERNS: tuple[tuple[str, str], ...] = (
+    (f"*{SEALED_SUFFIX}.sig", "signature"),
+    (f"*{SEALED_SUFFIX}", "sealed"),
+    ("*.jsonl", "transcript"),
+    ("scope.json", "scope"),
+    ("*.scope.json", "scope"),
+    ("*-scope.json", "scope"),
+    ("*.report.json", "report"),
+    ("toolreplay.toml", "config"),
+    ("pyproject.toml", "config"),  # its [tool.toolreplay] table
+    ("tools.lock.json", "tool-lock"),
+    ("*.tools.lock.json", "tool-lock"),
+)
+#: a Markdown file inside a folder of this name is a drift note (docs/spec.md §1.6, docs/hooks.md)
+NOTES_FOLDER = "drift-notes"
 
 
 def new_file_mode() -> int:

@@ -1,13 +1,11 @@
-"""The Finding value, its fixed ordering, and safe quoting of untrusted text (defined in
-:mod:`toolreplay.escape`, which the hooks import without this module's dataclasses)."""
+"""The Finding value and its fixed ordering."""
 
 from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from toolreplay.escape import one_line as one_line
-from toolreplay.escape import quote as quote
+from toolreplay.escape import one_line
 
 #: Kinds in the order a report lists them when several share an index.
 KIND_ORDER: tuple[str, ...] = (

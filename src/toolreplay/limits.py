@@ -4,6 +4,7 @@ needs ``room_for_depth`` before any command runs, without the decoders' imports.
 from __future__ import annotations
 
 import contextlib
+import re
 import sys
 from collections.abc import Iterator
 from types import FrameType
@@ -45,7 +46,6 @@ def long_integer_line(text: str) -> int | None:
     """The line (from 1) of the first integer in ``text`` with more than :data:`MAX_INT_DIGITS`
     digits (``_`` separators, as TOML and YAML allow, not counted), which ``int()`` refuses;
     None when there is none. For naming the line where a TOML or YAML reader gave up."""
-    import re  # here: the CLI's error boundary imports this module before any command runs
 
     for found in re.finditer(r"[0-9][0-9_]*", text):
         if len(found[0]) > MAX_INT_DIGITS and len(found[0].replace("_", "")) > MAX_INT_DIGITS:

@@ -8,9 +8,11 @@ so the cost is one pass over the text.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable
 from functools import cache
+from json.decoder import scanstring  # type: ignore[attr-defined]
 from typing import Any
 
 _SPACE = re.compile(r"[ \t\n\r]*")
@@ -51,14 +53,11 @@ def position_of(text: str, pointer: str) -> int | None:
 
 @cache
 def _decoder() -> Any:
-    import json  # here: the configuration's readers (every hook) need pointers, not positions
-
     return json.JSONDecoder()
 
 
 def _member(text: str, at: int, key: str) -> tuple[int, int]:
     """(start of the value, start of the key) of member ``key`` in the object whose body starts at ``at``."""
-    from json.decoder import scanstring  # type: ignore[attr-defined]
 
     decoder = _decoder()
     while True:

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from toolreplay.files import SEALED_SUFFIX
+
 if TYPE_CHECKING:
     import pluggy
 
@@ -26,7 +28,6 @@ if TYPE_CHECKING:
 
 #: pytest-recording's names (the same tuple as toolreplay.library.cassette.RECORD_MODES)
 RECORD_MODES = ("none", "once", "new_episodes", "all")
-CASSETTE_SUFFIX = ".sealed.jsonl"
 DEFAULT_CASSETTE_DIR = "tests/cassettes"
 #: what happened to a test's cassette; the teardown report carries it (also across xdist)
 OUTCOMES = ("replayed", "recorded", "unsaved")
@@ -148,9 +149,9 @@ def cassette_path(item: pytest.Item) -> Path:
         if len(marker.args) > 1 or marker.kwargs:
             raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.toolreplay takes one cassette path")
         given = Path(os.fspath(marker.args[0]))
-        if not given.name.endswith(CASSETTE_SUFFIX):
+        if not given.name.endswith(SEALED_SUFFIX):
             raise pytest.UsageError(
-                f"{item.nodeid}: a cassette is a sealed transcript: its name must end in {CASSETTE_SUFFIX}"
+                f"{item.nodeid}: a cassette is a sealed transcript: its name must end in {SEALED_SUFFIX}"
             )
         path = Path(os.path.normpath(root / given))
         if not given.is_absolute() and not path.is_relative_to(root):
@@ -176,7 +177,7 @@ def cassette_path(item: pytest.Item) -> Path:
         raise pytest.UsageError(
             f"{item.nodeid}: a relative toolreplay_cassette_dir stays inside the rootdir, not {given_dir!r}"
         )
-    return folder.joinpath(*map(safe_name, module), safe_name(".".join(names)) + CASSETTE_SUFFIX)
+    return folder.joinpath(*map(safe_name, module), safe_name(".".join(names)) + SEALED_SUFFIX)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

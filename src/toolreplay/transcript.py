@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import IO, Any
@@ -282,8 +283,6 @@ def parse_line(raw: bytes, *, sealed: bool = False, line: int = 0) -> tuple[Reco
 def open_input(path: str) -> IO[bytes]:
     """Open a file for reading, turning OS errors into one-line usage errors."""
     if path == "-":
-        import sys
-
         return sys.stdin.buffer
     try:
         if os.path.isdir(path):
@@ -422,8 +421,6 @@ def parse_links(stream: IO[bytes], path: str) -> Iterator[Link]:
 
 
 def _stdin() -> IO[bytes]:
-    import sys
-
     return sys.stdin.buffer
 
 

@@ -9,28 +9,11 @@ from typing import IO, Any
 
 from toolreplay.canonical import check_shape, decode_reference
 from toolreplay.errors import InputError
+from toolreplay.files import LINE_KINDS, NAME_PATTERNS, NOTES_FOLDER
 from toolreplay.locate import line_of, pointer_of
 from toolreplay.schemas import SCHEMA_FILES, validator
 from toolreplay.transcript import check_fields, iter_lines, open_input, read_input
 
-#: kinds whose files are JSON Lines, one instance a line
-LINE_KINDS = frozenset({"transcript", "sealed"})
-#: how a kind is told from a file name, first match wins
-NAME_PATTERNS: tuple[tuple[str, str], ...] = (
-    ("*.sealed.jsonl.sig", "signature"),
-    ("*.sealed.jsonl", "sealed"),
-    ("*.jsonl", "transcript"),
-    ("scope.json", "scope"),
-    ("*.scope.json", "scope"),
-    ("*-scope.json", "scope"),
-    ("*.report.json", "report"),
-    ("toolreplay.toml", "config"),
-    ("pyproject.toml", "config"),  # its [tool.toolreplay] table
-    ("tools.lock.json", "tool-lock"),
-    ("*.tools.lock.json", "tool-lock"),
-)
-#: a Markdown file inside a folder of this name is a drift note (docs/spec.md §1.6, docs/hooks.md)
-NOTES_FOLDER = "drift-notes"
 #: most errors listed per file before the rest are counted
 MAX_ERRORS = 50
 
@@ -164,10 +147,10 @@ def _scope_errors(value: Any, path: str, raw: bytes) -> Iterator[str]:
 def _config_errors(path: str) -> Iterator[str]:
     from pathlib import Path
 
-    from toolreplay.config import _read_toml, toolreplay_table
+    from toolreplay.config import read_toml, toolreplay_table
 
     try:
-        data = _read_toml(Path(path))
+        data = read_toml(Path(path))
     except InputError as err:
         if isinstance(err.__cause__, ValueError) and not isinstance(err.__cause__, UnicodeDecodeError):
             # the file's own problem (invalid TOML, an integer past the digit limit), not an unreadable file

@@ -21,8 +21,8 @@ from click.testing import CliRunner
 
 from tests.conftest import ROOT, SAMPLES
 from toolreplay.cli import cli
+from toolreplay.kinds import kind_info
 from toolreplay.report import RENDERERS
-from toolreplay.report.kinds import kind_info
 from toolreplay.schemas import validator
 
 SARIF_SCHEMA = json.loads((ROOT / "tests" / "data" / "sarif" / "sarif-schema-2.1.0.json").read_text())

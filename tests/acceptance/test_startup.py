@@ -15,7 +15,7 @@ import pytest
 from tests.conftest import SAMPLES
 from tests.gitrepo import Repo, git_env
 from toolreplay.cli import cli
-from toolreplay.cli.base import COMMANDS
+from toolreplay.cli.group import COMMANDS
 
 #: modules (and packages) a light command must not load; a prefix covers the submodules
 HEAVY = (

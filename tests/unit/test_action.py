@@ -21,7 +21,7 @@ from toolreplay.github.action import (
 from toolreplay.github.annotations import plan_annotations
 from toolreplay.hooks.drift_range import PullRange
 from toolreplay.hooks.settings import glob_patterns
-from toolreplay.report import Line, Report
+from toolreplay.reports import Line, Report
 
 BASE, HEAD, MERGE = "1" * 40, "2" * 40, "3" * 40
 
@@ -149,7 +149,7 @@ def test_annotation_level_override() -> None:
 def test_schemas_list_exactly_the_kinds_the_code_knows() -> None:
     """The config schema's fail_on enum, the report schema's kind enum and the kind table agree."""
     from toolreplay.findings import KIND_ORDER
-    from toolreplay.report.kinds import KINDS, REPORT_ERROR
+    from toolreplay.kinds import KINDS, REPORT_ERROR
     from toolreplay.schemas import schema_text
 
     config = json.loads(schema_text("config.schema.json"))

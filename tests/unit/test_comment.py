@@ -23,7 +23,7 @@ from toolreplay.github.comment import (
     publish_report,
     target_from_env,
 )
-from toolreplay.report import Report
+from toolreplay.reports import Report
 
 TOKEN = "ghp_s3cretTOKENvalue0123456789"
 APP_TOKEN = "ghs_installationTOKEN987654321"

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from tests.conftest import examples
 from toolreplay.config import _PLAIN, plainly_valid
-from toolreplay.report.kinds import KINDS
+from toolreplay.kinds import KINDS
 from toolreplay.schemas import schema_text, validator
 
 SCHEMA = json.loads(schema_text("config.schema.json"))

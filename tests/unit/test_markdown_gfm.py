@@ -11,8 +11,8 @@ import cmarkgfm
 from cmarkgfm.cmark import Options
 
 from toolreplay.findings import Change, Finding
-from toolreplay.report import Line, Report
 from toolreplay.report.markdown import links_from_env, render_markdown
+from toolreplay.reports import Line, Report
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 GITHUB = {"GITHUB_SERVER_URL": "https://github.com", "GITHUB_REPOSITORY": "octo/agents", "GITHUB_SHA": SHA}

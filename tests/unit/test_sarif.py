@@ -10,8 +10,8 @@ import jsonschema
 
 from tests.conftest import SAMPLES
 from toolreplay.findings import KIND_ORDER, Finding
-from toolreplay.report import Report
 from toolreplay.report.sarif import SRCROOT, render_sarif, sarif_log
+from toolreplay.reports import Report
 
 SCHEMA = json.loads((Path(__file__).parent.parent / "data" / "sarif" / "sarif-schema-2.1.0.json").read_text())
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from toolreplay.findings import Finding
 from toolreplay.github.summary import SUMMARY_LIMIT, write_summary
-from toolreplay.report import Report
+from toolreplay.reports import Report
 
 
 def _report(n: int, width: int = 50) -> Report:

@@ -34,7 +34,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 from toolreplay.analyses.calltable import DIGEST_SIZE, HAS_STATE, ROW, CallTable, Column, Store, table_of
 from toolreplay.analyses.replay import DEFAULT_MUTATORS
 from toolreplay.canonical import canonical
-from toolreplay.findings import Change, Finding, quote
+from toolreplay.contracts.lock import load_lock
+from toolreplay.escape import quote
+from toolreplay.findings import Change, Finding
 from toolreplay.locate import pointer_token
 from toolreplay.transcript import Record
 
@@ -127,7 +129,6 @@ class Freshness:
 
 def lock_behaviour(path: str) -> dict[str, ToolBehaviour]:
     """Per-tool ``fingerprint``, ``deterministic`` and ``mutates`` from a tool lock (docs/spec.md §1.5)."""
-    from toolreplay.contracts.lock import load_lock
 
     return behaviour_of(load_lock(path))
 

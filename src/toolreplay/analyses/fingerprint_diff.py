@@ -20,9 +20,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from toolreplay.analyses.baseline import fingerprint_message
 from toolreplay.canonical import canonical
 from toolreplay.contracts.lock import ToolContract, ToolLock
-from toolreplay.findings import Finding, quote
+from toolreplay.escape import quote
+from toolreplay.findings import Finding
 from toolreplay.locate import pointer_token
 from toolreplay.transcript import Record
 
@@ -420,8 +422,6 @@ class FingerprintCheck:
         self._findings: list[Finding] = []
 
     def feed(self, record: Record) -> None:
-        from toolreplay.analyses.baseline import fingerprint_message
-
         self._calls += 1
         if record.fingerprint is None:
             return

@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from toolreplay.chain import Break
-from toolreplay.findings import Finding, quote
+from toolreplay.escape import quote
+from toolreplay.findings import Finding
 
 if TYPE_CHECKING:  # the baseline module (difflib, datetime) is not needed to verify a chain
     from toolreplay.analyses.baseline import Freshness

@@ -12,7 +12,8 @@ import orjson
 
 from toolreplay.canonical import canonical
 from toolreplay.errors import InputError
-from toolreplay.findings import Finding, quote
+from toolreplay.escape import quote
+from toolreplay.findings import Finding
 from toolreplay.mutators import DEFAULT_MUTATORS as DEFAULT_MUTATORS
 from toolreplay.transcript import (
     Record,

@@ -21,7 +21,8 @@ from toolreplay.ecma import (
     validator_class,
 )
 from toolreplay.errors import InputError
-from toolreplay.findings import Finding, quote
+from toolreplay.escape import quote
+from toolreplay.findings import Finding
 from toolreplay.limits import DEFAULT_BUDGET_SECONDS
 from toolreplay.locate import line_of, pointer_of, pointer_token
 from toolreplay.transcript import Record, read_input

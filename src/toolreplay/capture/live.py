@@ -10,9 +10,9 @@ from typing import Any
 
 from toolreplay.capture.probe import Answer, Failure
 from toolreplay.contracts.definitions import ToolDefinition, import_definitions
-from toolreplay.contracts.mcp import _leaf, _said, describe
+from toolreplay.contracts.mcp import describe, innermost_error, server_said
 from toolreplay.errors import InputError
-from toolreplay.findings import one_line
+from toolreplay.escape import one_line
 from toolreplay.transcript import Record
 
 
@@ -89,11 +89,11 @@ def ask_live(
             return anyio.run(run)
         except TimeoutError as err:
             problem = f"the MCP server did not list its tools within {timeout:g} s"
-            raise InputError(problem + _said(errlog), path=name) from err
+            raise InputError(problem + server_said(errlog), path=name) from err
         except Exception as err:  # the SDK and the OS raise many kinds; all mean the same here
-            cause = _leaf(err)
+            cause = innermost_error(err)
             problem = f"cannot talk to the MCP server: {type(cause).__name__}: {one_line(str(cause))}"
-            raise InputError(problem + _said(errlog), path=name) from err
+            raise InputError(problem + server_said(errlog), path=name) from err
 
 
 def says_destructive(annotations: dict[str, Any] | None) -> bool:

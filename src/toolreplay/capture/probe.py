@@ -26,7 +26,8 @@ from typing import Any
 from toolreplay.analyses.baseline import first_difference
 from toolreplay.canonical import canonical
 from toolreplay.capture.redact import MASK
-from toolreplay.findings import Finding, quote, sort_findings
+from toolreplay.escape import quote
+from toolreplay.findings import Finding, sort_findings
 from toolreplay.library.errors import ABSENT
 from toolreplay.transcript import Record
 

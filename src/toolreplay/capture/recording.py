@@ -16,8 +16,8 @@ from toolreplay.capture.redact import Redactor
 from toolreplay.capture.session import Call, Session
 from toolreplay.contracts.lock import save_lock
 from toolreplay.errors import InputError
+from toolreplay.escape import quote
 from toolreplay.files import temp_beside
-from toolreplay.findings import quote
 from toolreplay.library.recorder import Recorder
 from toolreplay.transcript import make_record
 

@@ -19,7 +19,7 @@ from toolreplay.canonical import MAX_RECORD_BYTES, canonical, decode
 from toolreplay.contracts.definitions import ToolDefinition, import_definitions
 from toolreplay.contracts.lock import ToolContract, ToolLock
 from toolreplay.errors import InputError
-from toolreplay.findings import quote
+from toolreplay.escape import quote
 
 #: Where the 2026 protocol revision stamps the server's identity on a result.
 SERVER_INFO_META = "io.modelcontextprotocol/serverInfo"

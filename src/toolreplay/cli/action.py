@@ -20,8 +20,8 @@ from pathlib import Path, PurePosixPath
 
 import click
 
-from toolreplay.check import run_check
-from toolreplay.cli.base import EXIT_CLEAN, EXIT_FINDINGS, EXIT_INTERNAL, EXIT_USAGE, atomic_output, cli
+from toolreplay.check import DRIFT_SHARD, check_info, parse_shard, run_check
+from toolreplay.cli.base import EXIT_CLEAN, EXIT_FINDINGS, EXIT_INTERNAL, EXIT_USAGE, atomic_output
 from toolreplay.config import Config, load_config, unmatched_globs
 from toolreplay.errors import InputError, ToolreplayError
 from toolreplay.escape import workflow_command
@@ -37,17 +37,18 @@ from toolreplay.github.action import (
     write_outputs,
 )
 from toolreplay.github.annotations import echo, plan_annotations
+from toolreplay.github.comment import failure_warning, publish_report, target_from_env
 from toolreplay.github.summary import write_summary
 from toolreplay.hooks.drift_range import check_pull_request, judged_fail_on
-from toolreplay.report import Report
+from toolreplay.kinds import REPORT_ERROR, Level, kind_info
 from toolreplay.report.json import render_json
-from toolreplay.report.kinds import REPORT_ERROR, Level, kind_info
+from toolreplay.report.merge import merge_shards, read_shard_report
 from toolreplay.report.sarif import render_sarif
 from toolreplay.report.text import render_text
-from toolreplay.shard import DRIFT_SHARD, CheckInfo, check_info, merge_shards, parse_shard, read_shard_report
+from toolreplay.reports import CheckInfo, Report
 
 
-@cli.command(name="action")
+@click.command(name="action")
 @click.pass_context
 def action_cmd(ctx: click.Context) -> None:
     """What the GitHub Action runs: check, annotate, summarise, comment, set outputs.
@@ -211,7 +212,6 @@ def publish(settings: Settings, reports: Sequence[Report], policy: FailPolicy, s
         _comment(reports, settings, fails)
     except Exception as err:
         # best effort: whatever goes wrong with the comment, the exit code reflects findings only
-        from toolreplay.github.comment import failure_warning
 
         click.echo(failure_warning(err, settings.token))
 
@@ -277,8 +277,6 @@ def _write(path: str, text: str) -> None:
 
 
 def _comment(reports: Sequence[Report], settings: Settings, fails: Callable[[str], bool]) -> None:
-    from toolreplay.github.comment import publish_report, target_from_env
-
     if not settings.comment:
         echo("PR comment: off")
         return

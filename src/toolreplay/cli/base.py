@@ -1,12 +1,11 @@
-"""The ``toolreplay`` command group, its error boundary and what every command module shares.
+"""What every command module shares: the exit codes, the lazy group, the report and output options.
 
 Exit codes: 0 clean, 1 findings (or a broken chain), 2 usage error, 3 internal error.
-This module is the only place that knows about them.
+This module and the error boundary (:mod:`toolreplay.cli.group`) are the only places that
+know about them.
 
 Start-up is paid by every pre-commit hook and CI step, so this module imports only click
-and a few small modules of ours: a command's module (and whatever it needs: jsonschema,
-PyGithub, the MCP SDK ...) is imported when that command runs, or when ``--help`` lists
-every command (``COMMANDS``).
+and a few small modules of ours.
 """
 
 from __future__ import annotations
@@ -14,19 +13,20 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import shutil
 import stat
 import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
+import tempfile
+from collections.abc import Callable, Iterator, Mapping
 from importlib import import_module
-from typing import IO, TYPE_CHECKING, Any, cast
+from typing import IO, Any, cast
 
 import click
 
-from toolreplay.errors import InputError, ToolreplayError
-from toolreplay.outputs import STDOUT, NamedOutput, is_write_error, write_error
-
-if TYPE_CHECKING:
-    from toolreplay.report import Report
+from toolreplay.cli.loading import loading
+from toolreplay.errors import InputError
+from toolreplay.files import new_file_mode, place, temp_beside
+from toolreplay.outputs import STDOUT, NamedOutput, write_error
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
@@ -45,41 +45,9 @@ class Seconds(click.FloatRange):
         return seconds
 
 
-#: every command, and the module under ``toolreplay.cli`` that registers it on :data:`cli`
-#: (``toolreplay.cli`` itself stays small: this is the one list of them)
-COMMANDS: dict[str, str] = {
-    "action": "action",
-    "check": "check",
-    "diff": "baselines",
-    "fingerprint": "contracts",
-    "fingerprint-diff": "contracts",
-    "hook": "hooks",
-    "import": "importers",
-    "keygen": "baselines",
-    "merge": "check",
-    "note": "baselines",
-    "probe": "capture",
-    "record": "capture",
-    "replay": "core",
-    "scope": "scope",
-    "seal": "core",
-    "serve": "capture",
-    "sign": "baselines",
-    "validate": "validate",
-    "verify": "core",
-}
-
-
-def _drop_stdout() -> None:
-    """Point stdout at /dev/null once writing to it failed, so the interpreter's final
-    flush of what is left in its buffer does not fail again at exit."""
-    with contextlib.suppress(OSError):
-        sys.stdout = open(os.devnull, "w")  # noqa: SIM115
-
-
 class LazyGroup(click.Group):
-    """A group whose commands are registered by modules imported on first use: ``lazy``
-    maps each command's name to its module under ``toolreplay.cli``."""
+    """A group whose commands are imported on first use, as click's documentation shows: ``lazy``
+    maps each command's name to ``"module:attr"``, the command object itself."""
 
     def __init__(self, *args: Any, lazy: Mapping[str, str] | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -89,98 +57,19 @@ class LazyGroup(click.Group):
         return sorted({*super().list_commands(ctx), *self.lazy})
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        if cmd_name not in self.commands and cmd_name in self.lazy:
-            from toolreplay.cli import loading
-
+        if cmd_name in self.lazy:
+            module, _, attr = self.lazy[cmd_name].partition(":")
             with loading():
-                import_module(f"toolreplay.cli.{self.lazy[cmd_name]}")  # registers it on this group
+                command = getattr(import_module(module), attr)
+            if not isinstance(command, click.Command):  # pragma: no cover - a wrong table entry
+                raise TypeError(f"{self.lazy[cmd_name]} is not a click command")
+            return command
         return super().get_command(ctx, cmd_name)
-
-
-class ToolreplayGroup(LazyGroup):
-    """The error boundary: our errors become one line and exit 2, anything else exit 3."""
-
-    def invoke(self, ctx: click.Context) -> Any:
-        from toolreplay.limits import room_for_depth
-
-        try:
-            with room_for_depth():  # jsonschema walks a 128-deep value in more than 1000 frames
-                return super().invoke(ctx)
-        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
-            raise
-        except ToolreplayError as err:
-            from toolreplay.escape import one_line
-
-            if isinstance(err, InputError) and err.path == STDOUT:
-                _drop_stdout()
-            click.echo(f"toolreplay: error: {one_line(str(err))}", err=True)
-            ctx.exit(EXIT_USAGE)
-        except Exception as err:
-            if ctx.find_root().params.get("traceback"):
-                raise
-            from toolreplay.escape import one_line
-
-            if isinstance(err, OSError) and is_write_error(err):
-                # every named output turns its own write errors into InputErrors: what is left
-                # is a click.echo to stdout (a closed pipe: | head; a full disk: > file)
-                _drop_stdout()
-                click.echo(f"toolreplay: error: {write_error(err, STDOUT)}", err=True)
-                ctx.exit(EXIT_USAGE)
-            click.echo(
-                f"toolreplay: internal error: {type(err).__name__}: {one_line(str(err))}"
-                " (please report this; rerun with --traceback for details)",
-                err=True,
-            )
-            ctx.exit(EXIT_INTERNAL)
-
-
-@click.group(cls=ToolreplayGroup, lazy=COMMANDS, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(
-    None,
-    "-V",
-    "--version",
-    package_name="toolreplay",
-    message="toolreplay %(version)s",
-    help="Print the version.",
-)
-@click.option("--traceback", is_flag=True, hidden=True, help="Show the traceback of an internal error.")
-def cli(traceback: bool) -> None:
-    """Seal, verify, replay and scope-check recorded tool calls of AI agents."""
-
-
-@cli.command()
-def version() -> None:
-    """Print the version."""
-    from toolreplay._version import __version__
-
-    click.echo(f"toolreplay {__version__}")
-
-
-def format_option(func: Callable[..., Any]) -> Callable[..., Any]:
-    from toolreplay.report import RENDERERS
-
-    return click.option(
-        "--format",
-        "fmt",
-        type=click.Choice(sorted(RENDERERS)),
-        default="text",
-        show_default=True,
-        help="Report format.",
-    )(func)
-
-
-def emit(reports: Sequence[Report], fmt: str) -> int:
-    from toolreplay.report import RENDERERS
-
-    click.echo(RENDERERS[fmt](reports), nl=False)
-    return EXIT_FINDINGS if any(r.failed for r in reports) else EXIT_CLEAN
 
 
 @contextlib.contextmanager
 def _spooled(sink: Callable[[IO[str]], None], name: str) -> Iterator[IO[str]]:
     # Spool first so a refusal on a late line writes nothing rather than half the output.
-    import tempfile
-
     with tempfile.SpooledTemporaryFile(max_size=8 * 1024 * 1024, mode="w+", encoding="utf-8") as spool:
         # past 8 MiB the spool is a file in the temp folder, which can be full too
         yield cast(IO[str], NamedOutput(spool, f"{name} (spooled in {tempfile.gettempdir()})"))
@@ -189,8 +78,6 @@ def _spooled(sink: Callable[[IO[str]], None], name: str) -> Iterator[IO[str]]:
 
 
 def _to_stdout(spool: IO[str]) -> None:
-    import shutil
-
     try:
         shutil.copyfileobj(spool, sys.stdout)
         sys.stdout.flush()
@@ -218,8 +105,6 @@ def atomic_output(path: str | None, *, private: bool = False, replace: bool = Fa
     (``/dev/stdout``) is written into, once the content is complete. A new file gets the
     mode ``open()`` would give it, or 0600 when ``private``; a replaced file keeps its mode.
     """
-    from toolreplay.files import new_file_mode, place, temp_beside
-
     if path is None or path == "-":
         with _spooled(_to_stdout, STDOUT) as spool:
             yield spool
@@ -234,8 +119,6 @@ def atomic_output(path: str | None, *, private: bool = False, replace: bool = Fa
     if os.path.exists(target) and not os.path.isfile(target):
 
         def into_special(spool: IO[str]) -> None:
-            import shutil
-
             try:
                 with open(target, "w", encoding="utf-8", newline="\n") as out:
                     shutil.copyfileobj(spool, out)

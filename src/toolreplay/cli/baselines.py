@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 import click
 
+from toolreplay import signing
 from toolreplay.analyses import integrity
 from toolreplay.analyses.baseline import (
     DiffResult,
@@ -23,22 +24,20 @@ from toolreplay.analyses.baseline import (
     lock_behaviour,
 )
 from toolreplay.analyses.calltable import CallTable, Store, open_twice, read_table
+from toolreplay.analyses.fingerprint_diff import explain_drift
 from toolreplay.analyses.replay import DEFAULT_MUTATORS
 from toolreplay.chain import ChainState, verify, verify_stream
-from toolreplay.cli.base import (
-    EXISTS,
-    EXIT_FINDINGS,
-    atomic_output,
-    cli,
-    emit,
-    force_option,
-    format_option,
-)
+from toolreplay.cli.base import EXISTS, EXIT_FINDINGS, atomic_output, force_option
 from toolreplay.cli.defaults import announce, config_option, read_config
+from toolreplay.cli.formats import emit, format_option
 from toolreplay.config import config_path
+from toolreplay.contracts.lock import load_lock
+from toolreplay.contracts.source import source_lock
 from toolreplay.errors import InputError
-from toolreplay.findings import Finding, one_line, quote, sort_findings
-from toolreplay.report import Line, Report
+from toolreplay.escape import one_line, quote
+from toolreplay.findings import Finding, sort_findings
+from toolreplay.gitinfo import committed_blob, last_commit_time, regular_baseline, repo_path
+from toolreplay.reports import Line, Report
 from toolreplay.transcript import GENESIS, Record, parse_links, read_input, read_links, read_transcript, slim
 
 #: drift-note ``kinds`` (docs/spec.md §1.6) for each finding kind that names one
@@ -165,10 +164,6 @@ def _configured_with_source(
             used.append("max_baseline_age_days")
     explain: dict[str, str] = {}
     if config is not None and config.tools_source is not None and tools is not None:
-        from toolreplay.analyses.fingerprint_diff import explain_drift
-        from toolreplay.contracts.lock import load_lock
-        from toolreplay.contracts.source import source_lock
-
         source, _ = source_lock(config.tools_source, root=config.root, mutators=chosen)
         explain = explain_drift(load_lock(tools), source)
         used.append("tools_source")
@@ -176,7 +171,7 @@ def _configured_with_source(
     return tools, chosen, max_age_days, explain
 
 
-@cli.command(name="diff")
+@click.command(name="diff")
 @click.argument("baseline")
 @click.argument("runs", metavar="RUN...", nargs=-1, required=True)
 @click.option("--tools", "tools", metavar="LOCK", help="Tool lock: live fingerprints and declared behaviour.")
@@ -215,7 +210,6 @@ def diff_cmd(
     --tools, --mutator and --max-age-days default to the config's tools_lock, mutators
     and max_baseline_age_days (the nearest config, or --config).
     """
-    from toolreplay.gitinfo import regular_baseline
 
     regular_baseline(baseline)
     tools, chosen, max_age_days, explain = _configured_with_source(config_file, tools, mutators, max_age_days)
@@ -228,8 +222,6 @@ def diff_cmd(
             ctx.exit(emit([_broken_report(baseline, state)], fmt))
         freshness = None
         if max_age_days is not None:
-            from toolreplay.gitinfo import last_commit_time
-
             freshness = check_freshness(
                 last_commit_time(baseline), now=int(time.time()), max_age_days=max_age_days
             )
@@ -303,7 +295,7 @@ def note_text(
     return "\n".join(lines)
 
 
-@cli.command(name="note")
+@click.command(name="note")
 @click.argument("baseline")
 @click.option(
     "--run",
@@ -343,7 +335,6 @@ def note_cmd(
     baseline as it is now. The reason is left for you to write.
     --tools and --mutator default to the config's, as check reads them.
     """
-    from toolreplay.gitinfo import committed_blob, regular_baseline, repo_path
 
     regular_baseline(baseline)
     if output and output != "-" and not force and os.path.isfile(output):
@@ -400,7 +391,7 @@ def note_cmd(
 # --- signatures ------------------------------------------------------------------------
 
 
-@cli.command(name="sign")
+@click.command(name="sign")
 @click.argument("sealed")
 @click.option("--key", "key_path", required=True, metavar="PRIV", help="Ed25519 private key (PEM).")
 @click.option("-o", "--output", metavar="SIG", help="Signature file (default: SEALED.sig; - for stdout).")
@@ -408,7 +399,6 @@ def note_cmd(
 @click.pass_context
 def sign_cmd(ctx: click.Context, sealed: str, key_path: str, output: str | None, force: bool) -> None:
     """Write a detached signature (DSSE, Ed25519) over SEALED's head digest and link count."""
-    from toolreplay import signing
 
     key = signing.load_private_key(key_path)
     state = verify(read_links(sealed))
@@ -425,7 +415,7 @@ def sign_cmd(ctx: click.Context, sealed: str, key_path: str, output: str | None,
         out.write(envelope)
 
 
-@cli.command(name="keygen")
+@click.command(name="keygen")
 @click.argument("private")
 @click.option("--public", metavar="PUB", help="Where to write the public key (default: PRIVATE.pub).")
 def keygen_cmd(private: str, public: str | None) -> None:
@@ -433,7 +423,6 @@ def keygen_cmd(private: str, public: str | None) -> None:
 
     Existing files are never overwritten. The private key is written readable by you only.
     """
-    from toolreplay import signing
 
     public = public or private + ".pub"
     if os.path.abspath(private) == os.path.abspath(public):

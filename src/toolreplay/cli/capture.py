@@ -11,11 +11,12 @@ from typing import Any
 
 import click
 
-from toolreplay.cli.base import EXISTS, EXIT_FINDINGS, Seconds, cli, emit, force_option, format_option
+from toolreplay.cli.base import EXISTS, EXIT_FINDINGS, Seconds, force_option
 from toolreplay.cli.defaults import announce, config_option, mutators_and_lock, read_config
+from toolreplay.cli.formats import emit, format_option
 from toolreplay.errors import InputError
-from toolreplay.findings import one_line, quote
-from toolreplay.report import Line, Report
+from toolreplay.escape import one_line, quote
+from toolreplay.reports import Line, Report
 
 INSTALL_HINT = "needs the MCP SDK: pip install 'toolreplay[mcp]'"
 
@@ -45,7 +46,7 @@ def _check_result(result: dict[str, Any]) -> str | None:
     return None
 
 
-@cli.command(name="record")
+@click.command(name="record")
 @click.argument("command", nargs=-1)
 @click.option("-o", "--output", required=True, metavar="OUT", help="The transcript to write.")
 @click.option("--seal", is_flag=True, help="Write a sealed transcript, chained link by link as calls finish.")
@@ -123,7 +124,7 @@ def record_cmd(
     ctx.exit(status)
 
 
-@cli.command(name="serve")
+@click.command(name="serve")
 @click.argument("transcript")
 @click.option(
     "--lock", "lock_path", metavar="LOCK", help="Refuse to start unless the recording matches this lock."
@@ -168,7 +169,7 @@ def serve_cmd(ctx: click.Context, transcript: str, lock_path: str | None, listen
         serve_http(server, *address)
 
 
-@cli.command(name="probe")
+@click.command(name="probe")
 @click.argument("transcript")
 @click.argument("command", nargs=-1)
 @click.option("--target", metavar="URL", help="A Streamable HTTP server to ask instead of starting COMMAND.")

@@ -7,15 +7,18 @@ from pathlib import Path
 
 import click
 
-from toolreplay.check import run_check_with_status
-from toolreplay.cli.base import EXIT_CLEAN, EXIT_FINDINGS, cli, format_option
+from toolreplay.check import check_info, parse_shard, run_check_with_status
+from toolreplay.cli.base import EXIT_CLEAN, EXIT_FINDINGS
+from toolreplay.cli.formats import format_option
 from toolreplay.config import load_config, unmatched_globs
-from toolreplay.findings import one_line
-from toolreplay.report import RENDERERS, Report
-from toolreplay.shard import CheckInfo, check_info, merge_shards, parse_shard, read_shard_report
+from toolreplay.escape import one_line
+from toolreplay.hooks.drift_range import PullRange, judged_fail_on
+from toolreplay.report import RENDERERS
+from toolreplay.report.merge import merge_shards, read_shard_report
+from toolreplay.reports import CheckInfo, Report
 
 
-@cli.command(name="check")
+@click.command(name="check")
 @click.option(
     "--config",
     "config_path",
@@ -59,8 +62,6 @@ def check_cmd(
         click.echo(f"toolreplay: warning: {one_line(warning)}", err=True)
     fail_on = config.fail_on
     if base is not None:
-        from toolreplay.hooks.drift_range import PullRange, judged_fail_on
-
         # whether the drift-note rule's findings fail is the base commit's decision, not the PR's
         pull = PullRange(base=base, head="HEAD")
         fail_on = judged_fail_on(config, fail_on, pull, workspace=str(config.root))
@@ -87,7 +88,7 @@ def finish(reports: Sequence[Report], info: CheckInfo, fmt: str) -> int:
     return EXIT_FINDINGS if failing or errors else EXIT_CLEAN
 
 
-@cli.command(name="merge")
+@click.command(name="merge")
 @click.argument("paths", metavar="REPORT.json...", nargs=-1, required=True)
 @click.option(
     "--config",

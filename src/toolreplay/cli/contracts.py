@@ -9,15 +9,19 @@ import click
 
 from toolreplay.analyses.fingerprint_diff import compare_locks, compare_transcript
 from toolreplay.analyses.replay import DEFAULT_MUTATORS
-from toolreplay.cli.base import Seconds, atomic_output, cli, emit, force_option, format_option
+from toolreplay.cli.base import Seconds, atomic_output, force_option
 from toolreplay.cli.defaults import announce, config_option, read_config
+from toolreplay.cli.formats import emit, format_option
 from toolreplay.config import config_path
 from toolreplay.contracts.definitions import import_definitions, read_definitions
 from toolreplay.contracts.lock import ToolLock, dump_lock, load_lock
+from toolreplay.contracts.mcp import describe
 from toolreplay.contracts.source import is_python_source, source_lock
 from toolreplay.errors import InputError
-from toolreplay.findings import Finding, one_line, quote, sort_findings
-from toolreplay.report import Line, Report
+from toolreplay.escape import one_line, quote
+from toolreplay.files import SEALED_SUFFIX
+from toolreplay.findings import Finding, sort_findings
+from toolreplay.reports import Line, Report
 from toolreplay.transcript import Record, read_links, read_transcript
 
 
@@ -30,7 +34,7 @@ def _version_text(ctx: click.Context, param: click.Parameter, value: str) -> str
     return value
 
 
-@cli.command(name="fingerprint")
+@click.command(name="fingerprint")
 @click.argument("source", nargs=-1, required=True)
 @click.option(
     "-o", "--output", metavar="LOCK", help="Write the tool lock here (atomically) instead of stdout."
@@ -101,14 +105,12 @@ def fingerprint_cmd(
     try:
         text = dump_lock(lock)
     except InputError as err:  # a schema too deep for a lock to hold
-        from toolreplay.contracts.mcp import describe
-
         raise InputError(err.problem, path=describe(source) if mcp else source[0]) from err
     with atomic_output(output, replace=force) as out:
         out.write(text)
 
 
-@cli.command(name="fingerprint-diff")
+@click.command(name="fingerprint-diff")
 @click.argument("recorded", required=False)
 @click.argument("live", required=False)
 @config_option
@@ -137,7 +139,6 @@ def fingerprint_diff_cmd(
     if live is None:
         if config is None or config.tools_source is None:
             raise click.UsageError("give LIVE, or set tools_source in the config")
-        from toolreplay.contracts.mcp import describe
 
         used.append("tools_source")
         announce(config, used)
@@ -155,7 +156,7 @@ def fingerprint_diff_cmd(
     if _is_transcript(recorded):
         records = (
             (link.record for link in read_links(recorded))
-            if recorded.endswith(".sealed.jsonl")
+            if recorded.endswith(SEALED_SUFFIX)
             else read_transcript(recorded)
         )
         report = _transcript_report(recorded, records, live_lock)

@@ -11,14 +11,15 @@ import click
 from toolreplay import parallel
 from toolreplay.analyses import integrity
 from toolreplay.chain import ChainState, seal_lines, verify_stream
-from toolreplay.cli.base import atomic_output, cli, emit, force_option, format_option
+from toolreplay.cli.base import atomic_output, force_option
 from toolreplay.cli.defaults import announce, config_option, mutators_and_lock, read_config
+from toolreplay.cli.formats import emit, format_option
 from toolreplay.findings import Finding, sort_findings
-from toolreplay.report import Line, Report, replay_header
+from toolreplay.reports import Line, Report, replay_header
 from toolreplay.transcript import open_input
 
 
-@cli.command(name="seal")
+@click.command(name="seal")
 @click.argument("transcript")
 @click.option("-o", "--output", help="Write here (atomically) instead of stdout.")
 @force_option
@@ -66,7 +67,7 @@ def _digest(ctx: click.Context, param: click.Parameter, value: str | None) -> st
     return value.lower()
 
 
-@cli.command(name="verify")
+@click.command(name="verify")
 @click.argument("sealed", required=False)
 @click.option(
     "--expect-head",
@@ -107,8 +108,8 @@ def verify_cmd(
             )
         if expect_head is not None or expect_count is not None or key is not None or signature is not None:
             raise click.UsageError("anchors (--expect-head, --expect-count, --key) need one SEALED")
-        from toolreplay.check import SEALED_SUFFIX
         from toolreplay.config import config_path, expand
+        from toolreplay.files import SEALED_SUFFIX
 
         announce(config, ["baselines"])
         found = expand(config, config.baselines)
@@ -198,7 +199,7 @@ def _verify_report(
     )
 
 
-@cli.command(name="replay")
+@click.command(name="replay")
 @click.argument("transcript")
 @click.option(
     "--mutator",

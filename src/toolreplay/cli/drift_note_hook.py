@@ -9,7 +9,6 @@ from typing import NamedTuple
 import click
 
 from toolreplay.cli.base import EXIT_CLEAN, EXIT_FINDINGS
-from toolreplay.cli.hooks import hook
 from toolreplay.config import normal_glob
 from toolreplay.errors import InputError
 from toolreplay.escape import inert, one_line, quote
@@ -36,7 +35,7 @@ from toolreplay.hooks.settings import (
 )
 
 
-@hook.command(name="drift-note")
+@click.command(name="drift-note")
 @click.option(
     "--baselines",
     "patterns",

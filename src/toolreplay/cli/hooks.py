@@ -1,54 +1,22 @@
-"""``toolreplay hook ...``: the commands the pre-commit hooks run (.pre-commit-hooks.yaml).
+"""``toolreplay hook ...``: the group of the commands the pre-commit hooks run (.pre-commit-hooks.yaml).
 
-``hook verify`` lives here; ``hook drift-note`` in ``drift_note_hook``."""
+Each hook's command is its own module, imported when it runs: ``hook verify`` reads chains,
+``hook drift-note`` asks git (and reads YAML only for a staged note).
+"""
 
 from __future__ import annotations
 
 import click
 
-from toolreplay.cli.base import EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, LazyGroup, cli
-from toolreplay.errors import InputError
-from toolreplay.escape import inert, one_line
+from toolreplay.cli.base import LazyGroup
+
+#: each hook's command, as ``"module:attr"``
+HOOKS: dict[str, str] = {
+    "drift-note": "toolreplay.cli.drift_note_hook:drift_note_hook",
+    "verify": "toolreplay.cli.hook_verify:verify_hook",
+}
 
 
-def echo(text: str) -> None:
-    """Print a line of the hook's output; file names in it are data, never a workflow command."""
-    click.echo(inert(text))
-
-
-# drift-note's module (git, YAML, the drift-note rules) loads only for that hook
-@cli.group(name="hook", cls=LazyGroup, lazy={"drift-note": "drift_note_hook"})
+@click.group(name="hook", cls=LazyGroup, lazy=HOOKS)
 def hook() -> None:
     """Commands the pre-commit hooks run."""
-
-
-@hook.command(name="verify")
-@click.argument("files", nargs=-1)
-@click.pass_context
-def verify_hook(ctx: click.Context, files: tuple[str, ...]) -> None:
-    """Recompute the hash chain of every sealed FILE; print one line for each.
-
-    Exit 1 when a chain is broken, 2 when a file is not a sealed transcript at all.
-    """
-    from toolreplay.chain import verify  # here: ``hook drift-note`` shares this module's imports
-    from toolreplay.transcript import read_links
-
-    code = EXIT_CLEAN
-    for path in files:
-        try:
-            state = verify(read_links(path))
-        except InputError as err:
-            echo(one_line(str(err)))
-            code = EXIT_USAGE
-            continue
-        name = one_line(path)
-        if state.broken is None:
-            echo(f"{name}: chain intact, {state.links} links, head {state.head}")
-            continue
-        b = state.broken
-        echo(
-            f"{name}:{b.line}: chain broken at index {b.position}: {b.reason};"
-            f" expected {b.expected}, found {b.found}"
-        )
-        code = max(code, EXIT_FINDINGS)
-    ctx.exit(code)

@@ -11,11 +11,11 @@ from hashlib import sha256
 import click
 
 from toolreplay.analyses.replay import DEFAULT_MUTATORS
-from toolreplay.cli.base import EXISTS, EXIT_USAGE, cli, force_option
+from toolreplay.cli.base import EXISTS, EXIT_USAGE, force_option
 from toolreplay.cli.defaults import announce, config_option, read_config
 from toolreplay.errors import InputError
+from toolreplay.escape import one_line
 from toolreplay.files import place, temp_beside
-from toolreplay.findings import one_line
 from toolreplay.importers import FORMATS, Session, import_stream
 from toolreplay.outputs import write_error
 from toolreplay.transcript import make_record, open_input, record_line
@@ -76,7 +76,7 @@ def session_names(stem: str, count: int, labels: Sequence[str | None] = ()) -> l
     return [f"{stem}-{n:0{width}d}.jsonl" for n in range(count)]
 
 
-@cli.command(name="import")
+@click.command(name="import")
 @click.argument("files", nargs=-1, required=True, metavar="FILE...")
 @click.option(
     "--from",

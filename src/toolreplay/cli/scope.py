@@ -5,16 +5,17 @@ from __future__ import annotations
 import click
 
 from toolreplay.analyses.scope import check_scope, load_scope
-from toolreplay.cli.base import Seconds, cli, emit, format_option
+from toolreplay.cli.base import Seconds
 from toolreplay.cli.defaults import announce, config_option, read_config
+from toolreplay.cli.formats import emit, format_option
 from toolreplay.config import config_path
 from toolreplay.findings import sort_findings
 from toolreplay.limits import DEFAULT_BUDGET_SECONDS
-from toolreplay.report import Line, Report
+from toolreplay.reports import Line, Report
 from toolreplay.transcript import read_transcript
 
 
-@cli.command(name="scope")
+@click.command(name="scope")
 @click.argument("transcript")
 @click.argument("scope_file", metavar="[SCOPE]", required=False)
 @click.option(

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import click
 
-from toolreplay.cli.base import EXIT_CLEAN, EXIT_USAGE, cli, emit, format_option
+from toolreplay.cli.base import EXIT_CLEAN, EXIT_USAGE
+from toolreplay.cli.formats import emit, format_option
 from toolreplay.errors import InputError
-from toolreplay.findings import one_line
-from toolreplay.report import Line, Report
+from toolreplay.escape import one_line
+from toolreplay.reports import Line, Report
 from toolreplay.schemas import SCHEMA_FILES
 from toolreplay.validate import validate_file
 
 
-@cli.command(name="validate")
+@click.command(name="validate")
 @click.argument("files", nargs=-1, required=True)
 @click.option(
     "--kind", type=click.Choice(sorted(SCHEMA_FILES)), help="Kind of every FILE (default: from its name)."

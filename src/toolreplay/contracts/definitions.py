@@ -22,6 +22,7 @@ derived from its input schema by :func:`json_signature`.
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -34,7 +35,7 @@ from toolreplay.contracts.fingerprint import Signature
 from toolreplay.contracts.lock import ToolContract, make_contract
 from toolreplay.ecma import EcmaValidator
 from toolreplay.errors import InputError
-from toolreplay.findings import quote
+from toolreplay.escape import quote
 from toolreplay.locate import pointer_token
 from toolreplay.transcript import iter_lines, read_input
 
@@ -178,8 +179,6 @@ def read_definitions(path: str) -> list[ToolDefinition]:
 
 
 def _lines(raw: bytes, path: str) -> Iterator[tuple[Any, int]]:
-    import io
-
     for number, line in iter_lines(io.BytesIO(raw), path):
         try:
             yield decode(line), number

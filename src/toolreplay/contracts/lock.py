@@ -26,6 +26,7 @@ from types import MappingProxyType
 from typing import Any
 
 from toolreplay.analyses.replay import DEFAULT_MUTATORS
+from toolreplay.analyses.scope import located
 from toolreplay.canonical import MAX_DEPTH, decode, nesting_depth, too_deep
 from toolreplay.contracts.fingerprint import Signature, fingerprint_of
 from toolreplay.errors import InputError
@@ -190,8 +191,6 @@ def load_lock(path: str | os.PathLike[str]) -> ToolLock:
     try:
         return parse_lock(value, path=name)
     except InputError as err:
-        from toolreplay.analyses.scope import located
-
         raise located(err, raw) from err
 
 

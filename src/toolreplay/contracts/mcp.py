@@ -14,7 +14,7 @@ from typing import IO, Any
 
 from toolreplay.contracts.definitions import ToolDefinition
 from toolreplay.errors import InputError
-from toolreplay.findings import one_line
+from toolreplay.escape import one_line
 
 #: Seconds allowed for starting the server and listing its tools.
 DEFAULT_TIMEOUT = 30.0
@@ -61,23 +61,23 @@ def list_mcp_tools(argv: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT) -> 
             return anyio.run(fetch)
         except TimeoutError as err:
             problem = f"the MCP server did not list its tools within {timeout:g} s"
-            raise InputError(problem + _said(errlog), path=describe(argv)) from err
+            raise InputError(problem + server_said(errlog), path=describe(argv)) from err
         except Exception as err:  # the SDK and the OS raise many kinds; all mean the same here
-            cause = _leaf(err)
+            cause = innermost_error(err)
             problem = (
                 f"cannot list the tools of the MCP server: {type(cause).__name__}: {one_line(str(cause))}"
             )
-            raise InputError(problem + _said(errlog), path=describe(argv)) from err
+            raise InputError(problem + server_said(errlog), path=describe(argv)) from err
 
 
-def _leaf(err: BaseException) -> BaseException:
+def innermost_error(err: BaseException) -> BaseException:
     """The first real error inside (nested) exception groups from the SDK's task groups."""
     while isinstance(err, BaseExceptionGroup) and err.exceptions:
         err = err.exceptions[0]
     return err
 
 
-def _said(errlog: IO[str]) -> str:
+def server_said(errlog: IO[str]) -> str:
     """The last line the server wrote to stderr, as a clause for an error message."""
     errlog.seek(0)
     lines = [line.strip() for line in errlog.read()[-4000:].splitlines() if line.strip()]

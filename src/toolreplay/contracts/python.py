@@ -12,7 +12,8 @@ from toolreplay.analyses.replay import DEFAULT_MUTATORS
 from toolreplay.contracts.fingerprint import Signature, python_signature
 from toolreplay.contracts.lock import ToolContract, ToolLock, make_contract
 from toolreplay.errors import InputError
-from toolreplay.findings import one_line
+from toolreplay.escape import one_line
+from toolreplay.library.registry import ToolRegistry
 
 
 def load_object(spec: str) -> Any:
@@ -45,7 +46,6 @@ def python_lock(
     a callable, a list or tuple of callables, or a mapping of names to callables is
     fingerprinted with the empty schema ``{}`` and ``version``.
     """
-    from toolreplay.library.registry import ToolRegistry
 
     if isinstance(obj, ToolRegistry):
         return obj.lock()

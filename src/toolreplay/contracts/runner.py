@@ -24,7 +24,7 @@ from typing import IO, Any
 
 from toolreplay.canonical import decode
 from toolreplay.errors import InputError
-from toolreplay.findings import one_line, quote
+from toolreplay.escape import one_line, quote
 
 #: Seconds the child may take, from its start to its answer.
 DEFAULT_TIMEOUT = 30.0

@@ -17,6 +17,7 @@ from typing import TypeVar
 from toolreplay.analyses.replay import DEFAULT_MUTATORS
 from toolreplay.contracts.definitions import import_definitions, read_definitions
 from toolreplay.contracts.lock import ToolLock, parse_lock
+from toolreplay.contracts.mcp import describe, listed_definitions
 from toolreplay.contracts.runner import DEFAULT_TIMEOUT, SourceRunError, run_mcp, run_python
 from toolreplay.errors import InputError
 
@@ -45,8 +46,6 @@ def source_lock(
     (:class:`~toolreplay.contracts.runner.SourceRunError`).
     """
     if not isinstance(source, str):
-        from toolreplay.contracts.mcp import describe, listed_definitions
-
         label = describe(source)
         answer = run_mcp(source, label=label, timeout=timeout, watch=watch)
         tools = answer.get("tools") if isinstance(answer, dict) else None

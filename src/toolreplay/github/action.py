@@ -17,10 +17,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from toolreplay.errors import InputError
-from toolreplay.findings import KIND_ORDER, kind_fails, quote
+from toolreplay.escape import quote
+from toolreplay.findings import KIND_ORDER, kind_fails
 from toolreplay.hooks.drift_range import PullRange, is_sha
-from toolreplay.report import Report
-from toolreplay.report.kinds import KINDS, REPORT_ERROR
+from toolreplay.kinds import KINDS, REPORT_ERROR
+from toolreplay.outputs import write_error
+from toolreplay.reports import Report
 
 #: environment variable -> the action.yml input it carries
 INPUTS = {
@@ -191,6 +193,4 @@ def write_outputs(path: str, values: Mapping[str, str]) -> None:
         with open(path, "a", encoding="utf-8", newline="\n") as out:
             out.write("".join(blocks))
     except OSError as err:
-        from toolreplay.outputs import write_error
-
         raise write_error(err, path) from err

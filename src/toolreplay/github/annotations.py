@@ -13,11 +13,11 @@ import click
 
 from toolreplay.escape import inert, workflow_command
 from toolreplay.findings import KIND_ORDER
-from toolreplay.report.kinds import REPORT_ERROR, Level, kind_info
+from toolreplay.kinds import REPORT_ERROR, Level, kind_info
 from toolreplay.report.paths import repo_relative
 
 if TYPE_CHECKING:
-    from toolreplay.report import Report
+    from toolreplay.reports import Report
 
 #: GitHub shows at most this many annotations of one type (error, warning, notice) per step ...
 PER_STEP_LIMIT = 10

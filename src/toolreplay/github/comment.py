@@ -28,14 +28,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from toolreplay.escape import workflow_command
-from toolreplay.findings import one_line
+from toolreplay.escape import one_line, workflow_command
 from toolreplay.report.markdown import render_markdown
 
 if TYPE_CHECKING:
     from github import Github
 
-    from toolreplay.report import Report
+    from toolreplay.reports import Report
 
 #: The hidden first line that marks our comment. Rendered report text can never contain
 #: it: the Markdown renderer breaks every ``<`` that comes from data.

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from toolreplay.errors import InputError, ToolreplayError
 from toolreplay.escape import one_line, quote
+from toolreplay.files import SEALED_SUFFIX
 
 # The chain and the reader are imported where a sealed file changed: most commits change none,
 # and the hook's start-up is paid on every commit.
@@ -50,13 +51,11 @@ if TYPE_CHECKING:
     from toolreplay.driftnote import DriftNote
     from toolreplay.transcript import Link
 
-DEFAULT_BASELINES: tuple[str, ...] = ("*.sealed.jsonl",)
+DEFAULT_BASELINES: tuple[str, ...] = (f"*{SEALED_SUFFIX}",)
 DEFAULT_NOTES_DIR = "drift-notes"
 _NULL_OID = frozenset("0")
 _GITLINK = "160000"
 _REGULAR = frozenset({"100644", "100755"})
-#: the name sealed transcripts carry: one outside the baseline patterns is worth a warning
-SEALED_SUFFIX = ".sealed.jsonl"
 
 
 class GitError(ToolreplayError):

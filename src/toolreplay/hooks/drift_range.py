@@ -17,7 +17,8 @@ from pathlib import Path, PurePosixPath
 
 from toolreplay.config import Config
 from toolreplay.errors import InputError
-from toolreplay.findings import Finding, one_line, quote
+from toolreplay.escape import one_line, quote
+from toolreplay.findings import Finding, kind_fails
 from toolreplay.hooks.drift_note import (
     Git,
     GitError,
@@ -34,7 +35,8 @@ from toolreplay.hooks.settings import (
     settings_change,
     settings_of,
 )
-from toolreplay.report import Line, Report
+from toolreplay.kinds import KINDS
+from toolreplay.reports import Line, Report
 
 MISSING = "missing-drift-note"
 INVALID = "invalid-drift-note"
@@ -165,8 +167,6 @@ def judged_fail_on(
     """
     if pull is None:
         return fail_on
-    from toolreplay.findings import kind_fails
-    from toolreplay.report.kinds import KINDS
 
     base: Config | None = None
     try:

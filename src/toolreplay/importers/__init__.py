@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from typing import IO, Any
 
 from toolreplay.errors import InputError
-from toolreplay.findings import quote
+from toolreplay.escape import quote
 from toolreplay.importers.anthropic import Anthropic
 from toolreplay.importers.base import Importer, Item, Location, Session
 from toolreplay.importers.detect import detect

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from typing import Any
 
-from toolreplay.findings import quote
+from toolreplay.escape import quote
 from toolreplay.importers.base import (
     ABSENT,
     Item,

@@ -24,23 +24,22 @@ from toolreplay.analyses.fingerprint_diff import compare_contracts
 from toolreplay.analyses.replay import DEFAULT_MUTATORS
 from toolreplay.contracts.lock import ToolContract, ToolLock, load_lock, save_lock
 from toolreplay.errors import ToolreplayError
-from toolreplay.files import temp_beside
+from toolreplay.files import SEALED_SUFFIX, temp_beside
 from toolreplay.findings import Finding
 from toolreplay.library.errors import SnapshotMissError, ToolDriftError
 from toolreplay.library.recorder import Recorder
-from toolreplay.library.registry import ToolRegistry, _as_json
+from toolreplay.library.registry import ToolRegistry, as_json
 from toolreplay.library.snapshot import Snapshot
 from toolreplay.transcript import GENESIS, Record, make_record
 
 #: the record modes, in pytest-recording's names and meanings
 RECORD_MODES = ("none", "once", "new_episodes", "all")
-CASSETTE_SUFFIX = ".sealed.jsonl"
 LOCK_SUFFIX = ".lock.json"
 
 
 def lock_path(cassette: str) -> str:
     """The tool lock that goes with a cassette: ``x.sealed.jsonl`` -> ``x.lock.json``."""
-    return cassette.removesuffix(CASSETTE_SUFFIX) + LOCK_SUFFIX
+    return cassette.removesuffix(SEALED_SUFFIX) + LOCK_SUFFIX
 
 
 class _Buffer(Recorder):
@@ -99,8 +98,8 @@ class CassetteRegistry(ToolRegistry):
         self.cassette = os.fspath(path)
         self._new = _Buffer(self.cassette)
         super().__init__(mutators=mutators, recorder=self._new)
-        if not self.cassette.endswith(CASSETTE_SUFFIX):
-            raise ValueError(f"a cassette is a sealed transcript: its name ends in {CASSETTE_SUFFIX}")
+        if not self.cassette.endswith(SEALED_SUFFIX):
+            raise ValueError(f"a cassette is a sealed transcript: its name ends in {SEALED_SUFFIX}")
         self.mode = mode
         self.why = why
         self.label = label or self.cassette
@@ -133,7 +132,7 @@ class CassetteRegistry(ToolRegistry):
         if self._replay is not None:
             try:
                 response = self._replay.serve(
-                    name, _as_json(args, f"arguments of tool {name!r}"), live=contract.fingerprint
+                    name, as_json(args, f"arguments of tool {name!r}"), live=contract.fingerprint
                 )
             except SnapshotMissError as miss:
                 if not self.recording:

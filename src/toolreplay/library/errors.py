@@ -8,7 +8,8 @@ from typing import Any
 from toolreplay.analyses.baseline import ABSENT as BASELINE_ABSENT
 from toolreplay.canonical import canonical
 from toolreplay.errors import DriftError, ToolreplayError
-from toolreplay.findings import Finding, one_line, quote
+from toolreplay.escape import one_line, quote
+from toolreplay.findings import Finding
 
 #: stands for a value absent on one side of a snapshot miss or a divergence
 ABSENT: Any = BASELINE_ABSENT

@@ -19,6 +19,7 @@ from toolreplay.analyses.baseline import (
     first_difference,
     stop_drift,
 )
+from toolreplay.analyses.fingerprint_diff import compare_contracts
 from toolreplay.analyses.replay import DEFAULT_MUTATORS
 from toolreplay.canonical import canonical
 from toolreplay.contracts.fingerprint import python_signature
@@ -213,7 +214,7 @@ class ToolRegistry:
         if name not in self._tools:
             raise KeyError(f"no tool named {name!r} is registered")
         contract = self._tools[name].contract
-        args = _as_json(args, f"arguments of tool {name!r}")
+        args = as_json(args, f"arguments of tool {name!r}")
         self._check_pin(name)
         if self._recording is not None:
             self._check_call(self._recording, name, args, contract.fingerprint)
@@ -238,7 +239,7 @@ class ToolRegistry:
         """Run the real tool once, without recording; return its response as a JSON object."""
         value = self._tools[name].fn(**args)
         response = value if isinstance(value, dict) else {"result": value}
-        return _as_json(response, f"response of tool {name!r}")
+        return as_json(response, f"response of tool {name!r}")
 
     # -- re-execution ---------------------------------------------------------------------------
 
@@ -359,7 +360,6 @@ class ToolRegistry:
         old = self._pinned_lock.tools.get(name) if self._pinned_lock is not None else None
         if old is None or old.fingerprint != recorded:
             return ()
-        from toolreplay.analyses.fingerprint_diff import compare_contracts
 
         return tuple(d.text() for d in compare_contracts(old, self._tools[name].contract))
 
@@ -370,7 +370,7 @@ def _load(recording: Snapshot | str | os.PathLike[str] | None) -> Snapshot | Non
     return Snapshot.from_file(recording)
 
 
-def _as_json(value: dict[str, Any], what: str) -> dict[str, Any]:
+def as_json(value: dict[str, Any], what: str) -> dict[str, Any]:
     """``value`` as it reads back from its canonical JSON, so recorded and returned agree."""
     try:
         text = canonical(value)

@@ -7,9 +7,11 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from toolreplay import signing
 from toolreplay.canonical import canonical
 from toolreplay.chain import verify
 from toolreplay.errors import SealError
+from toolreplay.files import SEALED_SUFFIX
 from toolreplay.library.errors import ABSENT, SnapshotMissError, ToolDriftError
 from toolreplay.locate import pointer_token
 from toolreplay.transcript import Record, read_links, read_transcript
@@ -62,7 +64,7 @@ class Snapshot:
         (default ``PATH.sig``, written by ``toolreplay sign``) over its head and length.
         """
         name = os.fspath(path)
-        if not name.endswith(".sealed.jsonl"):
+        if not name.endswith(SEALED_SUFFIX):
             if expect_head is not None or key is not None or signature is not None:
                 raise ValueError("expect_head and key anchor a sealed transcript (*.sealed.jsonl)")
             return cls(read_transcript(name), live=live, path=name)
@@ -82,8 +84,6 @@ class Snapshot:
         if expect_head is not None and expect_head.lower() != state.head:
             raise SealError(f"the chain ends on head {state.head}, expected {expect_head.lower()}", path=name)
         if key is not None:
-            from toolreplay import signing
-
             check = signing.check(
                 os.fspath(signature) if signature is not None else name + ".sig",
                 signing.load_public_key(os.fspath(key)),

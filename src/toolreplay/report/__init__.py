@@ -3,63 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from importlib import import_module
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
 if TYPE_CHECKING:
-    from toolreplay.findings import Finding
-    from toolreplay.shard import CheckInfo
-
-#: Version of the JSON report shape (schemas/report.schema.json).
-REPORT_VERSION = 1
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Line:
-    """A header line of a report: ``label: text`` in text form, ``key: value`` in JSON."""
-
-    key: str
-    value: Any
-    text: str
-    label: str = ""
-
-    @property
-    def shown_label(self) -> str:
-        return self.label or self.key
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Report:
-    """What one command found in one file."""
-
-    command: str
-    path: str
-    header: tuple[Line, ...] = ()
-    findings: tuple[Finding, ...] = ()
-    errors: tuple[str, ...] = field(default=())
-    #: for a baseline checked by ``check``: the drift-notes folder, as the paths are relative
-    #: (where a note accepting its drift goes)
-    notes: str | None = None
-
-    @property
-    def failed(self) -> bool:
-        return bool(self.findings or self.errors)
-
-
-def replay_header(calls: int, divergence: int | None, findings: int) -> tuple[Line, ...]:
-    """The three header lines of a replay report (docs/spec.md §2.1): calls, divergence, findings."""
-    return (
-        Line(key="calls", value=calls, text=str(calls)),
-        Line(
-            key="divergence", value=divergence, text="none" if divergence is None else f"index {divergence}"
-        ),
-        Line(key="findings", value=findings, text=str(findings)),
-    )
-
-
-def _divergence(index: int | None) -> str:
-    return "none" if index is None else f"index {index}"
+    from toolreplay.reports import CheckInfo, Report
 
 
 class Renderer(Protocol):

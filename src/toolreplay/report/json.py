@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from toolreplay.findings import Change, Finding
+from toolreplay.reports import CheckInfo, Line, Report
 
-if TYPE_CHECKING:
-    from toolreplay.report import Report
-    from toolreplay.shard import CheckInfo
+#: Version of the JSON report shape (schemas/report.schema.json).
+REPORT_VERSION = 1
 
 
 def _finding(f: Finding) -> dict[str, Any]:
@@ -51,8 +51,6 @@ def check_data(info: CheckInfo) -> dict[str, Any]:
 
 
 def report_data(reports: Sequence[Report], *, check: CheckInfo | None = None) -> dict[str, Any]:
-    from toolreplay.report import REPORT_VERSION
-
     data: dict[str, Any] = {
         "version": REPORT_VERSION,
         "reports": [
@@ -82,8 +80,6 @@ def reports_from_data(data: dict[str, Any]) -> list[Report]:
     A report without ``header`` (written before it existed) gets its lines from ``summary``
     with the values as text.
     """
-    from toolreplay.report import Line, Report
-
     out = []
     for r in data["reports"]:
         if "header" in r:

@@ -20,13 +20,14 @@ from typing import TYPE_CHECKING
 from urllib.parse import quote as url_quote
 from urllib.parse import urlsplit
 
-from toolreplay.findings import KIND_ORDER, Finding, one_line
-from toolreplay.report.kinds import REPORT_ERROR, kind_info
+from toolreplay.escape import one_line
+from toolreplay.files import SEALED_SUFFIX
+from toolreplay.findings import KIND_ORDER, Finding
+from toolreplay.kinds import REPORT_ERROR, kind_info
 from toolreplay.report.paths import repo_relative
 
 if TYPE_CHECKING:
-    from toolreplay.report import Report
-    from toolreplay.shard import CheckInfo
+    from toolreplay.reports import CheckInfo, Report
 
 #: Longest untrusted text shown in one cell; the full text is in the text and JSON reports.
 MAX_CELL = 400
@@ -128,7 +129,6 @@ def links_from_env(environ: Mapping[str, str] | None = None) -> Links | None:
 
 #: finding kinds a drift note accepts (see ``toolreplay note``)
 DRIFT_KINDS = frozenset({"agent-drift", "tool-drift", "behavior-drift", "effect-drift", "silent-drift"})
-SEALED = ".sealed.jsonl"
 #: with more failing files than this, their blocks start folded
 OPEN_BLOCKS = 3
 
@@ -229,7 +229,7 @@ def shell_word(word: str) -> str:
 
 def _accept(report: Report, findings: Sequence[Finding]) -> list[str]:
     """How to accept a baseline's drift: the exact ``toolreplay note`` command and the note's place."""
-    if not report.path.endswith(SEALED) or not any(f.kind in DRIFT_KINDS for f in findings):
+    if not report.path.endswith(SEALED_SUFFIX) or not any(f.kind in DRIFT_KINDS for f in findings):
         return []
     runs = sorted({f.path for f in findings if f.kind in DRIFT_KINDS and f.path and f.path != report.path})
     words = ["toolreplay", "note", report.path]
@@ -237,7 +237,7 @@ def _accept(report: Report, findings: Sequence[Finding]) -> list[str]:
         words += ["--run", run]
     where = ""
     if report.notes is not None:
-        name = PurePosixPath(report.path).name[: -len(SEALED)] + ".md"
+        name = PurePosixPath(report.path).name[: -len(SEALED_SUFFIX)] + ".md"
         note = str(PurePosixPath(report.notes, name))
         words += ["-o", note]
         where = f" The note goes to {md_code(note, in_table=False)}."

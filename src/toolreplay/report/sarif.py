@@ -14,16 +14,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote as uri_quote
 
-from toolreplay import __version__
+from toolreplay._version import __version__
 from toolreplay.escape import one_line
 from toolreplay.findings import KIND_ORDER
+from toolreplay.kinds import REPORT_ERROR, kind_info
 from toolreplay.report.json import dump_inert
-from toolreplay.report.kinds import REPORT_ERROR, kind_info
 from toolreplay.report.paths import repo_relative
 
 if TYPE_CHECKING:
-    from toolreplay.report import Report
-    from toolreplay.shard import CheckInfo
+    from toolreplay.reports import CheckInfo, Report
 
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 SRCROOT = "%SRCROOT%"

@@ -5,12 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from toolreplay.escape import inert
-from toolreplay.findings import one_line
+from toolreplay.escape import inert, one_line
 
 if TYPE_CHECKING:
-    from toolreplay.report import Report
-    from toolreplay.shard import CheckInfo
+    from toolreplay.reports import CheckInfo, Report
 
 
 def render_text(reports: Sequence[Report], *, check: CheckInfo | None = None) -> str:

@@ -1,17 +1,7 @@
-"""Shards of ``toolreplay check`` over a CI matrix, and merging their JSON reports back (docs/spec.md §10).
+"""Merging the JSON reports of ``toolreplay check --shard K/N`` back into one run (docs/spec.md §10).
 
-A job (a transcript, or a baseline with the runs paired with it) goes to shard
-``1 + int(sha256(PATH)[:16], 16) % N``, where PATH is the job's path as reports name it:
-relative to the config file's folder, in POSIX form (``runs/checkout.jsonl``), encoded as
-UTF-8. The checkout's location and the operating system do not enter it, so every job
-lands in exactly one shard, the same one on every machine.
-
-The drift-note rule (``check --base REF``) is about the pull request, not about one file:
-shard 1 runs it, the other shards leave it out, and the merge takes it from shard 1.
-
-Every shard report names the commit it judged and a digest of every file the whole check
-reads (not only the shard's own), so all shards of one checkout agree on both and a shard of
-another commit, or of a checkout with an uncommitted edit, does not.
+Which job goes to which shard, and the commit and inputs digest that bind a shard to one
+checkout, are :mod:`toolreplay.check`'s (shard planning).
 
 Merging refuses, with one line, anything that is not one whole run split in N: reports
 of another toolreplay version, of another configuration, ``--base``, commit or inputs,
@@ -28,163 +18,34 @@ reports; keep them as the CI's own artifacts).
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import json
-import os
-import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 
-from toolreplay import __version__
+from toolreplay._version import __version__
+from toolreplay.check import (
+    DRIFT_SHARD,
+    checkout_commit,
+    config_digest,
+    covered_files,
+    inputs_digest,
+    shard_of,
+)
 from toolreplay.config import Config
 from toolreplay.errors import InputError
-from toolreplay.findings import kind_fails, quote
-from toolreplay.limits import DEFAULT_BUDGET_SECONDS
+from toolreplay.escape import quote
+from toolreplay.findings import kind_fails
+from toolreplay.hooks.drift_range import GUARD_KINDS
+from toolreplay.kinds import KINDS
 from toolreplay.locate import pointer_of
-from toolreplay.report import Report
+from toolreplay.report.json import reports_from_data
+from toolreplay.reports import CheckInfo, Report
+from toolreplay.schemas import validator
 
-#: The shard that runs the drift-note rule of ``--base``.
-DRIFT_SHARD = 1
-#: digits of a shard number: more shards than that would leave nearly all of them empty
-_SHARD_DIGITS = 18
 #: how many missing shards merge names before it says how many more
 _MISSING_SHOWN = 10
-
-
-@dataclass(frozen=True, slots=True)
-class Shard:
-    """Shard ``index`` of ``count`` (1-based)."""
-
-    index: int
-    count: int
-
-    def __str__(self) -> str:
-        return f"{self.index}/{self.count}"
-
-
-def parse_shard(spec: str) -> Shard:
-    """``K/N`` with 1 <= K <= N, as decimal numbers; anything else is a usage error."""
-    parts = spec.strip().split("/")
-    if len(parts) != 2 or not all(p.isascii() and p.isdigit() for p in parts):
-        raise InputError(f"--shard {quote(spec)}: expected K/N, two whole numbers such as 2/4")
-    if any(len(p) > _SHARD_DIGITS for p in parts):  # (and int() stops at 4300 digits)
-        raise InputError(f"--shard {quote(spec)}: K and N have at most {_SHARD_DIGITS} digits")
-    index, count = int(parts[0]), int(parts[1])
-    if count < 1 or not 1 <= index <= count:
-        raise InputError(f"--shard {quote(spec)}: K must be between 1 and N (N at least 1)")
-    return Shard(index, count)
-
-
-def shard_of(path: str, count: int) -> int:
-    """The shard (1..count) of the job with this path (see the module docstring)."""
-    digest = hashlib.sha256(path.encode("utf-8")).hexdigest()
-    return 1 + int(digest[:16], 16) % count
-
-
-def config_digest(config: Config) -> str:
-    """A digest of what the configuration asks for; not of where it lives, nor of its formatting."""
-    settings: dict[str, object] = {
-        "transcripts": list(config.transcripts),
-        "baselines": list(config.baselines),
-        "scope": config.scope,
-        "tools_lock": config.tools_lock,
-        "mutators": sorted(config.mutators),
-        "state_aware": config.state_aware,
-        "drift_notes": config.drift_notes,
-        "max_baseline_age_days": config.max_baseline_age_days,
-        "fail_on": None if config.fail_on is None else sorted(config.fail_on),
-    }
-    # settings added after the digest's first release enter it only when set, so the digests
-    # of configurations without them stay the same
-    if config.tools_source is not None:
-        settings["tools_source"] = (
-            config.tools_source if isinstance(config.tools_source, str) else list(config.tools_source)
-        )
-    if config.pattern_budget_seconds != DEFAULT_BUDGET_SECONDS:
-        settings["pattern_budget_seconds"] = config.pattern_budget_seconds
-    text = json.dumps(settings, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-    return "sha256:" + hashlib.sha256(text.encode("ascii")).hexdigest()
-
-
-def inputs_digest(config: Config) -> str:
-    """A digest of every file a whole ``check`` of ``config`` reads: each one's role, its name as
-    the configuration gives it, and the SHA-256 of its bytes (null when it cannot be read; check
-    then reports it unreadable). Read in pieces, so a large transcript costs no memory."""
-    from toolreplay.check import input_files
-
-    entries = [[role, name, _file_digest(location)] for role, name, location in input_files(config)]
-    text = json.dumps(entries, separators=(",", ":"), ensure_ascii=True)
-    return "sha256:" + hashlib.sha256(text.encode("ascii")).hexdigest()
-
-
-def _file_digest(location: Path) -> str | None:
-    try:
-        # a device or a pipe (/dev/zero, a FIFO as the scope) is not opened, nor read to its end
-        if not stat.S_ISREG(os.stat(location).st_mode):
-            return None
-        with open(location, "rb") as stream:
-            return hashlib.file_digest(stream, "sha256").hexdigest()
-    except OSError:
-        return None
-
-
-def checkout_commit(config: Config) -> str | None:
-    """The commit checked out where the configuration lives (None outside git)."""
-    from toolreplay.gitinfo import head_commit
-
-    return head_commit(str(config.root))
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CheckInfo:
-    """What a ``check`` run was, beyond its reports: enough for ``merge`` to render shards as one.
-
-    Here, beside the one function that makes it, not in :mod:`toolreplay.report`, whose
-    values every command builds: a dataclass costs the start-up of every command importing it.
-
-    ``config`` is a digest of the configuration's settings (not of its folder), so shards
-    run on different machines from the same commit agree; ``fail_on`` is the config's
-    (None: every kind fails); ``shard`` is ``(K, N)`` or None for a whole run. A shard also
-    carries ``commit`` (what it judged; None outside git) and ``inputs`` (:func:`inputs_digest`);
-    a whole run, and the merge of shards, carry neither, so both print the same bytes.
-    """
-
-    toolreplay: str
-    config: str
-    fail_on: tuple[str, ...] | None
-    base: str | None = None
-    shard: tuple[int, int] | None = None
-    #: with ``base``: the drift-note rule's verdict line (the shard that ran the rule has it)
-    drift: str | None = None
-    commit: str | None = None
-    inputs: str | None = None
-
-    def fails(self, kind: str) -> bool:
-        return kind_fails(kind, self.fail_on)
-
-
-def check_info(
-    config: Config,
-    *,
-    base: str | None,
-    shard: Shard | None,
-    fail_on: frozenset[str] | None,
-    drift: str | None = None,
-) -> CheckInfo:
-    """What the run was; ``fail_on`` is the run's (the config's, or over a range what
-    :func:`toolreplay.hooks.drift_range.judged_fail_on` decided)."""
-    return CheckInfo(
-        toolreplay=__version__,
-        config=config_digest(config),
-        fail_on=None if fail_on is None else tuple(sorted(fail_on)),
-        base=base,
-        shard=None if shard is None else (shard.index, shard.count),
-        drift=drift,
-        commit=None if shard is None else checkout_commit(config),
-        inputs=None if shard is None else inputs_digest(config),
-    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -198,9 +59,6 @@ class ShardReport:
 
 def read_shard_report(path: str) -> ShardReport:
     """Read and check one JSON report written by ``check --format json``."""
-    from toolreplay.report.json import reports_from_data
-    from toolreplay.schemas import validator
-
     try:
         with open(path, encoding="utf-8") as stream:
             data = json.load(stream)
@@ -287,10 +145,6 @@ def _check_against(config: Config, first: ShardReport, files: dict[str, str], pr
 
     ``files`` maps each reported file to the shard report naming it; since every file is in the
     shard it hashes to, the same files overall are the plan's files in every shard."""
-    from toolreplay.check import covered_files
-    from toolreplay.hooks.drift_range import GUARD_KINDS
-    from toolreplay.report.kinds import KINDS
-
     paths = sorted(itertools.chain(*covered_files(config)))
     # the files as named under one of the possible folder prefixes (see _home_prefixes)
     named = [{path[len(prefix) :]: shard for path, shard in files.items()} for prefix in prefixes]

@@ -1,0 +1,82 @@
+"""What a command found, as the renderers take it: :class:`Report` (one file's findings and
+header :class:`Line` values) and :class:`CheckInfo` (what a ``check`` run was).
+
+Light (dataclasses and the findings' fixed rules), so every command and analysis can build its
+reports without loading the renderers (:mod:`toolreplay.report`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from toolreplay.findings import Finding, kind_fails
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Line:
+    """A header line of a report: ``label: text`` in text form, ``key: value`` in JSON."""
+
+    key: str
+    value: Any
+    text: str
+    label: str = ""
+
+    @property
+    def shown_label(self) -> str:
+        return self.label or self.key
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Report:
+    """What one command found in one file."""
+
+    command: str
+    path: str
+    header: tuple[Line, ...] = ()
+    findings: tuple[Finding, ...] = ()
+    errors: tuple[str, ...] = field(default=())
+    #: for a baseline checked by ``check``: the drift-notes folder, as the paths are relative
+    #: (where a note accepting its drift goes)
+    notes: str | None = None
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.findings or self.errors)
+
+
+def replay_header(calls: int, divergence: int | None, findings: int) -> tuple[Line, ...]:
+    """The three header lines of a replay report (docs/spec.md §2.1): calls, divergence, findings."""
+    return (
+        Line(key="calls", value=calls, text=str(calls)),
+        Line(
+            key="divergence", value=divergence, text="none" if divergence is None else f"index {divergence}"
+        ),
+        Line(key="findings", value=findings, text=str(findings)),
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CheckInfo:
+    """What a ``check`` run was, beyond its reports: enough for ``merge`` to render shards as one.
+
+    ``config`` is a digest of the configuration's settings (not of its folder), so shards
+    run on different machines from the same commit agree; ``fail_on`` is the config's
+    (None: every kind fails); ``shard`` is ``(K, N)`` or None for a whole run. A shard also
+    carries ``commit`` (what it judged; None outside git) and ``inputs``
+    (:func:`toolreplay.check.inputs_digest`); a whole run, and the merge of shards, carry
+    neither, so both print the same bytes.
+    """
+
+    toolreplay: str
+    config: str
+    fail_on: tuple[str, ...] | None
+    base: str | None = None
+    shard: tuple[int, int] | None = None
+    #: with ``base``: the drift-note rule's verdict line (the shard that ran the rule has it)
+    drift: str | None = None
+    commit: str | None = None
+    inputs: str | None = None
+
+    def fails(self, kind: str) -> bool:
+        return kind_fails(kind, self.fail_on)
