@@ -85,7 +85,9 @@ def test_a_server_request_is_not_an_answer_and_errors_are_recorded() -> None:
         " not recorded); passed on, not looked at",
     )
     assert session.from_server(result(4.0, {"content": []})).calls == ()
-    session.from_client(line({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 3}}))
+    session.from_client(
+        line({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 3}})
+    )
     assert session.from_server(result(3, {"content": []})).calls == ()
     assert session.unanswered() == ("'t' (id 2)",)
 

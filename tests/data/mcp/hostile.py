@@ -1,0 +1,80 @@
+"""A hostile MCP server for the capture tests: it writes raw JSON-RPC lines that a real client
+may take otherwise than a naive recorder would (it is the peer under test, not a stub).
+
+It answers ``initialize`` and ``tools/list`` properly; each ``tools/call`` is answered as the
+tool's name says (see ``ANSWERS``). Run: ``python hostile.py [ignore-eof]``: with
+``ignore-eof`` it goes on running after its input closes, and ignores SIGTERM too.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import time
+from typing import Any
+
+ERROR = {"code": -32000, "message": "no", "data": {"why": [1]}}
+TEXT = {"content": [{"type": "text", "text": "first"}], "isError": False}
+OTHER = {"content": [{"type": "text", "text": "second"}], "isError": False}
+
+
+def out(*lines: str) -> None:
+    sys.stdout.write("".join(line + "\n" for line in lines))
+    sys.stdout.flush()
+
+
+def answer(ident: Any, result: Any) -> str:
+    return json.dumps({"jsonrpc": "2.0", "id": ident, "result": result})
+
+
+def text_result(raw_value: str) -> str:
+    """A result whose structuredContent holds a raw JSON value text (NaN, 1e400, ...)."""
+    return '{"content":[{"type":"text","text":"odd"}],"structuredContent":{"v":' + raw_value + "}}"
+
+
+# what each tool's call is answered with: the lines written, given the request's id
+ANSWERS = {
+    "string_id": lambda i: [answer(str(i), TEXT)],
+    "string_then_int": lambda i: [answer(str(i), TEXT), answer(i, OTHER)],
+    "batch_then_plain": lambda i: ["[" + answer(i, TEXT) + "]", answer(i, OTHER)],
+    "duplicate_key": lambda i: [f'{{"jsonrpc":"2.0","id":{i},"result":{{"content":[],"content":[]}}}}'],
+    "nan": lambda i: [f'{{"jsonrpc":"2.0","id":{i},"result":{text_result("NaN")}}}'],
+    "huge_number": lambda i: [f'{{"jsonrpc":"2.0","id":{i},"result":{text_result("1e400")}}}'],
+    "error_data": lambda i: [json.dumps({"jsonrpc": "2.0", "id": i, "error": ERROR})],
+    "float_id": lambda i: [answer(int(i), TEXT)],
+    "hang": lambda i: [],
+}
+TOOLS = [{"name": name, "inputSchema": {"type": "object"}} for name in [*ANSWERS, "die"]]
+
+
+def main() -> None:
+    ignore_eof = sys.argv[1:] == ["ignore-eof"]
+    if ignore_eof:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    for line in sys.stdin:
+        message = json.loads(line)
+        method, ident = message.get("method"), message.get("id")
+        if method == "initialize":
+            info = {"name": "hostile", "version": "1.0.0"}
+            out(
+                answer(
+                    ident,
+                    {"protocolVersion": "2025-06-18", "capabilities": {"tools": {}}, "serverInfo": info},
+                )
+            )
+        elif method == "tools/list":
+            out(answer(ident, {"tools": TOOLS}))
+        elif method == "tools/call":
+            name = message["params"]["name"]
+            if name == "die":
+                sys.exit(1)
+            out(*ANSWERS[name](ident))
+        elif ident is not None:
+            out(answer(ident, {}))
+    while ignore_eof:
+        time.sleep(1)
+
+
+if __name__ == "__main__":
+    main()
