@@ -3,8 +3,11 @@ SDK's own client: the recording holds what the client was answered, or an error 
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
+import signal
 import sys
 import time
 from pathlib import Path
@@ -126,16 +129,18 @@ def test_a_request_id_no_mcp_peer_accepts_is_a_warning(tmp_path: Path) -> None:
 def test_a_server_that_ignores_eof_is_stopped(tmp_path: Path) -> None:
     """A server that outlives the client's EOF (and ignores SIGTERM) is killed within a bound, with
     one warning line (record hung for good)."""
-    out = tmp_path / "run.jsonl"
-    agent = PipeAgent([*TOOLREPLAY, "record", "-o", str(out), "--", *HOSTILE, "ignore-eof"], env=server_env())
+    out, pidfile = tmp_path / "run.jsonl", tmp_path / "server.pid"
+    argv = [*TOOLREPLAY, "record", "-o", str(out), "--", *HOSTILE, "ignore-eof", str(pidfile)]
+    agent = PipeAgent(argv, env=server_env())
     agent.ask(INITIALIZE)
     began = time.monotonic()
     try:
         _, err = agent.process.communicate(timeout=10)  # closes the proxy's input
     finally:
-        if agent.process.poll() is None:
-            agent.process.kill()
-            agent.process.communicate()
+        with contextlib.suppress(ProcessLookupError):  # the server must not outlive a failed test
+            os.kill(int(pidfile.read_text(encoding="ascii")), signal.SIGKILL)
+        agent.process.kill()
+        agent.process.communicate(timeout=TIMEOUT)
     assert time.monotonic() - began < 10
     assert agent.process.returncode == 128 + 9
     assert err.decode().splitlines() == [

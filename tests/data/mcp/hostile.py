@@ -2,13 +2,15 @@
 may take otherwise than a naive recorder would (it is the peer under test, not a stub).
 
 It answers ``initialize`` and ``tools/list`` properly; each ``tools/call`` is answered as the
-tool's name says (see ``ANSWERS``). Run: ``python hostile.py [ignore-eof]``: with
-``ignore-eof`` it goes on running after its input closes, and ignores SIGTERM too.
+tool's name says (see ``ANSWERS``). Run: ``python hostile.py [ignore-eof PIDFILE]``: with
+``ignore-eof`` it goes on running after its input closes, ignores SIGTERM too, and writes its
+process id to PIDFILE (so that a test can end it whatever happens).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sys
 import time
@@ -49,9 +51,11 @@ TOOLS = [{"name": name, "inputSchema": {"type": "object"}} for name in [*ANSWERS
 
 
 def main() -> None:
-    ignore_eof = sys.argv[1:] == ["ignore-eof"]
+    ignore_eof = sys.argv[1:2] == ["ignore-eof"]
     if ignore_eof:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        with open(sys.argv[2], "w", encoding="ascii") as pidfile:
+            pidfile.write(str(os.getpid()))
     for line in sys.stdin:
         message = json.loads(line)
         method, ident = message.get("method"), message.get("id")
