@@ -8,6 +8,7 @@ import json
 import os
 import re
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -16,7 +17,19 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.mcp_agent import INITIALIZE, INITIALIZED, TIMEOUT, TOOLREPLAY, PipeAgent, dump, request, server_env
+from tests.mcp_agent import (
+    INITIALIZE,
+    INITIALIZED,
+    TIMEOUT,
+    TOOLREPLAY,
+    PipeAgent,
+    dump,
+    free_port,
+    request,
+    server_env,
+    stop,
+    wait_for_port,
+)
 from toolreplay.capture.recording import UNKEPT_CODE, UNKEPT_MESSAGE
 
 HOSTILE = [sys.executable, str(Path(__file__).resolve().parent.parent / "data" / "mcp" / "hostile.py")]
@@ -187,3 +200,49 @@ def test_a_server_that_dies_mid_call_names_the_calls_left_unanswered(tmp_path: P
         r" 'hang' \(id \d+\), 'die' \(id \d+\); not recorded",
         lines[0],
     )
+
+
+@pytest.mark.slow
+def test_over_streamable_http_the_recording_holds_what_the_client_was_answered(tmp_path: Path) -> None:
+    """Through the HTTP proxy (server-sent events) the first of two answers is the one recorded, a
+    NaN result reaches client and record as the same error, and error data is kept."""
+    from mcp import Client
+    from mcp.shared.exceptions import MCPError
+
+    out = tmp_path / "run.jsonl"
+    server_port, proxy_port = free_port(), free_port()
+    server = subprocess.Popen([*HOSTILE, "http", str(server_port)], env=server_env())
+    proxy = None
+    try:
+        wait_for_port(server_port, server)
+        argv = [*TOOLREPLAY, "record", "-o", str(out), "--listen", f"127.0.0.1:{proxy_port}"]
+        target = f"http://127.0.0.1:{server_port}/mcp"
+        proxy = subprocess.Popen([*argv, "--target", target], stderr=subprocess.PIPE, env=server_env())
+        wait_for_port(proxy_port, proxy)
+
+        async def session() -> list[dict[str, Any]]:
+            saw: list[dict[str, Any]] = []
+            with anyio.fail_after(TIMEOUT):
+                async with Client(f"http://127.0.0.1:{proxy_port}/mcp") as client:
+                    for tool in ("string_then_int", "nan", "error_data"):
+                        try:
+                            saw.append(dump(await client.call_tool(tool, {})))
+                        except MCPError as error:
+                            saw.append({"error": error.error.model_dump(exclude_none=True)})
+            return saw
+
+        saw = anyio.run(session)
+        _, err = stop(proxy)
+    finally:
+        if proxy is not None and proxy.poll() is None:
+            stop(proxy)
+        stop(server)
+    records = [json.loads(line) for line in out.read_text(encoding="ascii").splitlines()]
+    assert [r["response"] for r in records] == saw
+    problem = "NaN is not valid JSON (NaN and Infinity are refused)"
+    assert saw == [
+        FIRST,
+        {"error": {"code": UNKEPT_CODE, "message": f"{UNKEPT_MESSAGE} ({problem})"}},
+        {"error": {"code": -32000, "message": "no", "data": {"why": [1]}}},
+    ]
+    assert f"tools/call of 'nan': {problem}; the client is answered with an error instead" in err.decode()
