@@ -175,7 +175,11 @@ class Session:
         tool, args = _called(pending.params)
         if not tool or args is None:
             return Observed(warnings=(f"unreadable: {problem}; passed on, not looked at",))
-        call = Call(tool=tool, args=args, response={}, fingerprint=None, ident=pending.ident, unkept=problem)
+        contract = self.contracts.get(tool)
+        fingerprint = contract.fingerprint if contract is not None else None
+        call = Call(
+            tool=tool, args=args, response={}, fingerprint=fingerprint, ident=pending.ident, unkept=problem
+        )
         return Observed(calls=(call,))
 
     def _batch(self, items: list[Any], channel: str) -> str:
