@@ -36,17 +36,19 @@ TOOL = {"name": "search", "inputSchema": {"type": "object", "properties": {"q": 
 
 
 def test_calls_are_paired_by_id_and_fingerprinted_with_the_server_version() -> None:
-    """Answers pair with requests by id (1 and "1" are different ids), in answer order, with the
-    fingerprint of the last tools/list under serverInfo.version."""
+    """Answers pair with requests by id as the MCP SDK's client pairs them ("1" answers 1, a second
+    answer is dropped), in answer order, with the fingerprint of the last tools/list under
+    serverInfo.version."""
     session = Session()
     session.from_client(line({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}}))
     session.from_server(result(0, {"serverInfo": {"name": "s", "version": "2.1"}}))
     session.from_client(line({"jsonrpc": "2.0", "id": 9, "method": "tools/list"}))
     assert session.from_server(result(9, {"tools": [TOOL]})).tools_listed
     session.from_client(call(1, "search", {"q": "a"}))
-    session.from_client(call("1", "search"))
-    second = session.from_server(result("1", {"content": []}))
-    first = session.from_server(result(1, {"content": [{"type": "text", "text": "A"}]}))
+    session.from_client(call("x", "search"))
+    second = session.from_server(result("x", {"content": []}))
+    first = session.from_server(result("1", {"content": [{"type": "text", "text": "A"}]}))
+    assert session.from_server(result(1, {"content": []})).calls == ()  # the client dropped it
     expected = import_definitions(
         [ToolDefinition(name="search", schema=TOOL["inputSchema"], shape="mcp")], version="2.1"
     ).contracts[0]
@@ -54,23 +56,40 @@ def test_calls_are_paired_by_id_and_fingerprinted_with_the_server_version() -> N
         ({}, {"content": []}, expected.fingerprint),
         ({"q": "a"}, {"content": [{"type": "text", "text": "A"}]}, expected.fingerprint),
     ]
+    session.from_client(call(2, "search"))
+    assert session.from_client(call("2", "search")).warnings == (
+        "request id '\"2\"' is used again before its answer; neither request is recorded",
+    )
 
 
 def test_a_server_request_is_not_an_answer_and_errors_are_recorded() -> None:
     """A server's own request reusing a pending id answers nothing; a JSON-RPC error becomes
-    {"error": {code, message}}; an input_required result is not an answer yet; batches are read."""
+    {"error": {code, message, data}}; an input_required result is not an answer yet; a batch,
+    an id 4.0 and a cancelled request's late answer answer nothing (the SDK's client drops them)."""
     session = Session()
     session.from_client(call(1, "t", {}))
     sampling = line({"jsonrpc": "2.0", "id": 1, "method": "sampling/createMessage", "params": {}})
     assert session.from_server(sampling).calls == ()
     assert session.from_server(result(1, {"resultType": "input_required", "inputRequests": {}})).calls == ()
-    session.from_client(line([json.loads(call(2, "t")), json.loads(call(3, "u"))]))
-    error = {"jsonrpc": "2.0", "id": 2, "error": {"code": -32602, "message": "bad", "data": {"x": 1}}}
-    observed = session.from_server(line([error, json.loads(result(3, {"content": []}))]))
-    assert [(c.tool, c.response) for c in observed.calls] == [
-        ("t", {"error": {"code": -32602, "message": "bad"}}),
-        ("u", {"content": []}),
+    session.from_client(call(5, "t"))
+    error = {"jsonrpc": "2.0", "id": 5, "error": {"code": -32602, "message": "bad", "data": {"x": 1}}}
+    assert [(c.tool, c.response) for c in session.from_server(line(error)).calls] == [
+        ("t", {"error": {"code": -32602, "message": "bad", "data": {"x": 1}}})
     ]
+    session.from_client(call(2, "t"))
+    session.from_client(call(3, "u"))
+    batch = session.from_server(line([json.loads(result(2, {"content": []}))]))
+    assert batch.calls == ()
+    assert batch.warnings == (
+        "a JSON-RPC batch, which an MCP client refuses (it meant to answer tools/call 't' (id 2):"
+        " not recorded); passed on, not looked at",
+    )
+    assert session.from_server(result(4.0, {"content": []})).calls == ()
+    session.from_client(
+        line({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 3}})
+    )
+    assert session.from_server(result(3, {"content": []})).calls == ()
+    assert session.unanswered() == ("'t' (id 2)",)
 
 
 def test_unreadable_lines_are_warned_about_not_recorded() -> None:
@@ -170,32 +189,37 @@ def test_probe_verdicts() -> None:
     ]
 
 
-def test_recording_writes_redacted_records_and_skips_what_a_transcript_cannot_hold(tmp_path: Any) -> None:
-    """Secrets are masked before the line is written; a record over the line cap is not written
-    (one warning), and the next call still gets the next index."""
-    from toolreplay.capture.recording import Recording
+def test_recording_writes_redacted_records_and_replaces_what_a_transcript_cannot_hold(tmp_path: Any) -> None:
+    """Secrets are masked before the line is written; an answer over the line cap is replaced by an
+    error for the client, and that error is the record (one warning); the next call gets the next index."""
+    from toolreplay.capture.recording import UNKEPT_CODE, UNKEPT_MESSAGE, Recording
     from toolreplay.transcript import read_transcript
 
     warnings: list[str] = []
     out = tmp_path / "run.jsonl"
     with Recording(str(out), redact=[r"sk-\w+"], warn=warnings.append) as recording:
         recording.from_client(call(1, "login", {"key": "sk-abc"}))
-        recording.from_server(result(1, {"content": [{"type": "text", "text": "ok sk-abc"}]}))
+        assert recording.from_server(result(1, {"content": [{"type": "text", "text": "ok sk-abc"}]})) is None
         recording.from_client(call(2, "dump"))
         huge = result(2, {"content": [{"type": "text", "text": "x" * (8 * 1024 * 1024)}]})
-        recording.from_server(huge)
+        replacement = recording.from_server(huge)
         recording.from_client(call(3, "after"))
         recording.from_server(result(3, {"content": []}))
     records = list(read_transcript(str(out)))
     assert [(r.index, r.tool, r.args) for r in records] == [
         (0, "login", {"key": "[REDACTED]"}),
-        (1, "after", {}),
+        (1, "dump", {}),
+        (2, "after", {}),
     ]
     assert records[0].response == {"content": [{"type": "text", "text": "ok [REDACTED]"}]}
+    problem = f"message is {len(huge)} bytes, over the 8388608-byte limit"
+    error = {"code": UNKEPT_CODE, "message": f"{UNKEPT_MESSAGE} ({problem})"}
+    assert records[1].response == {"error": error}
+    assert replacement is not None and json.loads(replacement) == {"jsonrpc": "2.0", "id": 2, "error": error}
     assert recording.redactor.count == 2
     assert warnings == [
-        f"server message 2: unreadable: message is {len(huge)} bytes, over the 8388608-byte limit;"
-        " passed on, not looked at"
+        f"server message 2: tools/call of 'dump': {problem}; the client is answered with an error instead,"
+        " and that is recorded"
     ]
 
 

@@ -2,7 +2,8 @@
 
 Every HTTP request is sent on to the target (same method, path, query, headers and
 body, less the hop-by-hop headers and ``Accept-Encoding``, so that the answer arrives
-readable) and its response streams back byte for byte. A POST body is a JSON-RPC message
+readable) and its response streams back byte for byte, event by event (an answer the
+recording cannot keep as sent is replaced by the error it recorded). A POST body is a JSON-RPC message
 (or batch) from the client; the answer comes on that POST's own response, as one JSON
 body or as a stream of server-sent events, each ``data`` one message. Each POST is its own
 channel, so ids that several clients reuse never pair across requests.
@@ -45,23 +46,40 @@ _HOP_BY_HOP = frozenset(
 
 
 class EventSplitter:
-    """Split a ``text/event-stream`` body into the ``data`` of each event, whatever the chunking."""
+    """Split a ``text/event-stream`` body into its events, whatever the chunking."""
 
     def __init__(self) -> None:
         self._lines = LineSplitter()
         self._data: list[bytes] = []
+        self._block = bytearray()
 
     def feed(self, chunk: bytes) -> Iterator[bytes]:
         """The data of every event ``chunk`` completes."""
+        for _, data in self.blocks(chunk):
+            if data is not None:
+                yield data
+
+    def blocks(self, chunk: bytes) -> Iterator[tuple[bytes, bytes | None]]:
+        """Each block (the bytes up to a blank line) ``chunk`` completes, with its event's data
+        (None for a block without data: comments, ids, retry times)."""
         for raw in self._lines.feed(chunk):
+            self._block += raw
             line = raw.removesuffix(b"\n").removesuffix(b"\r")
             if not line:
-                if self._data:
-                    yield b"\n".join(self._data)
-                    self._data = []
+                block, data = bytes(self._block), b"\n".join(self._data) if self._data else None
+                self._block.clear()
+                self._data = []
+                yield block, data
             elif line.startswith(b"data:"):
                 data = line[5:]
                 self._data.append(data[1:] if data.startswith(b" ") else data)
+
+    def rest(self) -> bytes:
+        """The bytes of an event the stream ended before finishing."""
+        rest = bytes(self._block) + self._lines.rest()
+        self._block.clear()
+        self._data = []
+        return rest
 
 
 def check_target(target: str) -> str:
@@ -103,24 +121,47 @@ def serve_proxy(host: str, port: int, target: str, recording: Recording) -> None
         events = "text/event-stream" in upstream.headers.get("content-type", "")
 
         async def relay() -> AsyncIterator[bytes]:
+            # each event (or a whole JSON body) goes on once it is recorded, so that an answer
+            # the recording cannot keep can still be replaced by the error it recorded
             splitter = EventSplitter()
             whole = bytearray()
             try:
                 async for chunk in upstream.aiter_raw():
                     if events:
-                        for data in splitter.feed(chunk):
-                            with lock:
-                                recording.from_server(data, channel)
+                        out = bytearray()
+                        for block, data in splitter.blocks(chunk):
+                            out += block if data is None else _event(block, data)
+                        if out:
+                            yield bytes(out)
                     else:
                         whole += chunk
-                    yield chunk
                 if whole.strip():
                     with lock:
-                        recording.from_server(bytes(whole), channel)
+                        replacement = recording.from_server(bytes(whole), channel)
+                    whole = bytearray(replacement) if replacement is not None else whole
+                tail = bytes(whole) + splitter.rest()
+                if tail:
+                    yield tail
             except httpx.HTTPError as err:  # the target broke off mid-answer: the client's answer ends there
                 recording.warn(f"the target {target} broke off its answer: {type(err).__name__}: {err}")
             finally:
                 await upstream.aclose()
+                _unanswered(channel)
+
+        def _event(block: bytes, data: bytes) -> bytes:
+            with lock:
+                # the SDK's client takes the first answer on a request's event stream as its answer
+                replacement = recording.from_server(data, channel, first_answers=True)
+            return block if replacement is None else b"event: message\ndata: " + replacement + b"\n\n"
+
+        def _unanswered(channel: str) -> None:
+            with lock:
+                unanswered = recording.unanswered(channel)
+            if unanswered:
+                recording.warn(
+                    f"the target's response to {request.method} {request.url.path} ended before it answered"
+                    f" tools/call {', '.join(unanswered)}; not recorded"
+                )
 
         response = StreamingResponse(relay(), status_code=upstream.status_code)
         # raw, so repeated headers (several Set-Cookie) stay as the server sent them

@@ -75,7 +75,8 @@ def ask_live(
                             by_alias=True, exclude_unset=True, mode="json"
                         )
                     except MCPError as err:
-                        answers[record.call_key] = {"error": {"code": err.code, "message": err.message}}
+                        # as record keeps an error: its data too, when it has some
+                        answers[record.call_key] = {"error": err.error.model_dump(exclude_none=True)}
                     except TimeoutError:
                         answers[record.call_key] = Failure(problem=f"no answer within {timeout:g} s")
                 return Live(

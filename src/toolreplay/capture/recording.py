@@ -7,8 +7,10 @@ proxy killed at any moment leaves a file whose complete lines read (and verify).
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from toolreplay.canonical import MAX_RECORD_BYTES
@@ -22,6 +24,9 @@ from toolreplay.library.recorder import Recorder
 from toolreplay.transcript import make_record
 
 _LOCK_PROBLEM = "cannot write the lock: "
+#: The JSON-RPC error (internal error) a client gets for an answer that could not be recorded as sent.
+UNKEPT_CODE = -32603
+UNKEPT_MESSAGE = "toolreplay record could not keep the server's answer as sent, so it answers with this error"
 
 
 def _check_writable(lock_path: str) -> None:
@@ -75,14 +80,20 @@ class Recording:
         for problem in observed.warnings:
             self.warn(f"client message {self.lines['client']}: {problem}")
 
-    def from_server(self, raw: bytes, channel: str = "") -> None:
-        """A line the server sent: record the calls it answers."""
+    def from_server(self, raw: bytes, channel: str = "", *, first_answers: bool = False) -> bytes | None:
+        """A line the server sent: record the call it answers for the client.
+
+        Returns None to pass the line on as it is, or the message the client must get
+        instead (a JSON-RPC error, no newline): the answer the client would have taken
+        could not be recorded as sent, and the error is what was recorded.
+        """
         self.lines["server"] += 1
-        observed = self.session.from_server(raw, channel)
+        observed = self.session.from_server(raw, channel, first_answers=first_answers)
         for problem in observed.warnings:
             self.warn(f"server message {self.lines['server']}: {problem}")
+        replacement = None
         for call in observed.calls:
-            self._record(call)
+            replacement = self._record(call) or replacement
         if observed.tools_listed and self.lock_path is not None:
             try:
                 save_lock(self.session.lock(), self.lock_path)
@@ -90,26 +101,42 @@ class Recording:
                 self.warn(
                     f"server message {self.lines['server']}: {self.lock_path}: {_LOCK_PROBLEM}{err.strerror}"
                 )
+        return replacement
 
-    def _record(self, call: Call) -> None:
+    def unanswered(self, channel: str = "") -> tuple[str, ...]:
+        """The calls on ``channel`` still waiting for an answer, named (``'tool' (id N)``); forgotten now."""
+        return self.session.unanswered(channel)
+
+    def _record(self, call: Call) -> bytes | None:
+        """Record ``call``; when its answer cannot be kept, record (and return) the error that replaces it."""
+        problem = call.unkept or self._write(call)
+        if not problem:
+            return None
+        where = f"server message {self.lines['server']}: tools/call of {quote(call.tool)}"
+        error = {"code": UNKEPT_CODE, "message": f"{UNKEPT_MESSAGE} ({problem})"}
+        if self._write(replace(call, response={"error": error})):
+            self.warn(f"{where}: {problem}; not recorded")  # not even the error fits: the answer goes on
+            return None
+        self.warn(f"{where}: {problem}; the client is answered with an error instead, and that is recorded")
+        message = {"jsonrpc": "2.0", "id": call.ident, "error": error}
+        return json.dumps(message, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+
+    def _write(self, call: Call) -> str:
+        """Write ``call`` as the next record; what prevents that ("" when written)."""
         args, response = self.redactor(call.args), self.redactor(call.response)
         try:
             record = make_record(
                 index=self.count, tool=call.tool, args=args, response=response, fingerprint=call.fingerprint
             )
         except InputError as err:
-            self.warn(f"tools/call of {quote(call.tool)}: {err.problem}; not recorded")
-            return
+            return err.problem
         size = len(record.canon_args) + len(record.canon_response) + len(record.tool) + 300
         if size > MAX_RECORD_BYTES:
-            self.warn(
-                f"tools/call of {quote(call.tool)}: the record would be over the {MAX_RECORD_BYTES}-byte"
-                " limit of a transcript line; not recorded"
-            )
-            return
+            return f"the record would be over the {MAX_RECORD_BYTES}-byte limit of a transcript line"
         self.recorder.record(
             tool=record.tool, args=record.args, response=record.response, fingerprint=record.fingerprint
         )
+        return ""
 
     def close(self) -> None:
         self.recorder.close()

@@ -103,6 +103,7 @@ def answer(snapshot: Snapshot, tool: str, args: dict[str, Any]) -> dict[str, Any
         raise MCPError(
             code=code if isinstance(code, int) else -32603,
             message=message if isinstance(message, str) else "",
+            data=error.get("data"),
         )
     return response
 

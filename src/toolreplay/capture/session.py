@@ -1,9 +1,12 @@
 """What a recording proxy learns from watching one MCP session's messages go by.
 
-The proxy forwards every message unchanged and hands a copy of each to a :class:`Session`,
-which pairs each ``tools/call`` request with its answer and keeps the tools' contracts from
-the last ``tools/list`` answer. It never decides what is forwarded: a message it cannot
-read is still passed on, and only a warning says it was not looked at.
+The proxy hands a copy of each message to a :class:`Session`, which pairs each
+``tools/call`` request with the answer the *client* will take for it, and keeps the tools'
+contracts from the last ``tools/list`` answer. The client's reading is the MCP SDK's
+(:mod:`toolreplay.capture.wire`): an answer it refuses (a batch, an id ``4.0``) answers
+nothing, a second answer to the same request is dropped, ``"1"`` answers ``1``, and a
+request the client cancelled takes no answer. A message the session cannot read is
+still passed on, and a warning says it was not looked at.
 
 JSON-RPC ids are per direction: a request from the client and one from the server (a
 sampling request) may share an id, so only client requests are paired with server answers.
@@ -16,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolreplay.canonical import MAX_RECORD_BYTES, canonical, decode
+from toolreplay.capture import wire
 from toolreplay.contracts.definitions import ToolDefinition, import_definitions
 from toolreplay.contracts.lock import ToolContract, ToolLock
 from toolreplay.errors import InputError
@@ -27,12 +31,19 @@ SERVER_INFO_META = "io.modelcontextprotocol/serverInfo"
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Call:
-    """One answered ``tools/call``: what becomes a transcript record."""
+    """One answered ``tools/call``: what becomes a transcript record.
+
+    ``ident`` is the request's id as the client sent it. ``unkept`` says why the answer the
+    client would take cannot be recorded as sent (then ``response`` is empty): the proxy
+    answers the client with an error instead, and records that.
+    """
 
     tool: str
     args: dict[str, Any]
     response: dict[str, Any]
     fingerprint: str | None
+    ident: Any = None
+    unkept: str = ""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -48,6 +59,7 @@ class Observed:
 class _Pending:
     method: str
     params: dict[str, Any]
+    ident: Any = None
 
 
 @dataclass(slots=True)
@@ -77,48 +89,120 @@ class Session:
         warnings: list[str] = []
         for message in messages:
             method = message.get("method")
-            if "id" in message and method in ("tools/call", "tools/list"):
-                key = channel + canonical(message["id"])
-                if key in self._pending:
-                    # which request an answer is for cannot be told: neither is recorded
-                    warnings.append(
-                        f"request id {quote(canonical(message['id']))} is used again before its answer;"
-                        " neither request is recorded"
-                    )
-                    self._pending[key] = _Pending(method="", params={})
-                    continue
-                params = message.get("params")
-                self._pending[key] = _Pending(
-                    method=method, params=params if isinstance(params, dict) else {}
-                )
+            if method == "notifications/cancelled":
+                self._cancel(message, channel)
+            elif "id" in message and method in ("tools/call", "tools/list"):
+                problem = self._ask(message, channel)
+                if problem:
+                    warnings.append(problem)
         return Observed(warnings=tuple(warnings))
 
-    def from_server(self, raw: bytes, channel: str = "") -> Observed:
-        """Look at a line the server sent to the client; answered calls come back in order."""
-        messages, problem = _messages(raw)
-        if problem:
-            return Observed(warnings=(problem,))
-        calls: list[Call] = []
-        warnings: list[str] = []
-        listed = False
-        for message in messages:
-            self._remember_version(message)
-            if "method" in message or "id" not in message:
-                continue  # a notification or a request of the server's own
-            pending = self._pending.pop(channel + canonical(message["id"]), None)
-            if pending is None or not pending.method:
-                continue
-            if pending.method == "tools/list":
-                took, problems = self._take_tools(pending.params, message)
-                listed = took or listed
-                warnings.extend(problems)
-                continue
-            call, problem = self._call(pending.params, message)
-            if call is not None:
-                calls.append(call)
-            if problem:
-                warnings.append(problem)
-        return Observed(calls=tuple(calls), tools_listed=listed, warnings=tuple(warnings))
+    def _ask(self, message: dict[str, Any], channel: str) -> str:
+        """Remember a request until its answer; a problem when it cannot be paired."""
+        method, ident = message["method"], message["id"]
+        if not isinstance(wire.read_decoded(message), wire.JSONRPCRequest):
+            # no MCP peer takes it (an id 4.0, true or null): nothing can answer it for the client
+            return (
+                f"{method} with id {quote(canonical(ident))} is not a request an MCP peer accepts"
+                " (ids are integers or strings); passed on, not recorded"
+            )
+        key = channel + wire.correlation(ident)
+        if key in self._pending:
+            # which request an answer is for cannot be told: neither is recorded
+            self._pending[key] = _Pending(method="", params={})
+            return (
+                f"request id {quote(canonical(ident))} is used again before its answer;"
+                " neither request is recorded"
+            )
+        params = message.get("params")
+        self._pending[key] = _Pending(
+            method=method, params=params if isinstance(params, dict) else {}, ident=ident
+        )
+        return ""
+
+    def _cancel(self, message: dict[str, Any], channel: str) -> None:
+        """A cancelled request takes no answer: its sender ignores one that comes after."""
+        params = message.get("params")
+        ident = wire.as_request_id(params.get("requestId") if isinstance(params, dict) else None)
+        if ident is not None:
+            self._pending.pop(channel + wire.correlation(ident), None)
+
+    def from_server(self, raw: bytes, channel: str = "", *, first_answers: bool = False) -> Observed:
+        """Look at a line the server sent to the client; answered calls come back in order.
+
+        With ``first_answers`` the first answer on ``channel`` answers its request whatever
+        its id (the SDK's client takes an HTTP request's event stream so).
+        """
+        if not raw.strip():
+            return Observed()
+        try:
+            value = decode(raw, max_bytes=MAX_RECORD_BYTES, what="message")
+        except InputError as err:
+            return self._unreadable(raw, err.problem, channel, first_answers)
+        if isinstance(value, list) and value and all(_is_jsonrpc(item) for item in value):
+            return Observed(warnings=(self._batch(value, channel),))
+        message = wire.read_decoded(value)
+        if message is None:
+            return Observed(warnings=(_NOT_JSONRPC,))
+        self._remember_version(value)
+        if not isinstance(message, wire.JSONRPCResponse | wire.JSONRPCError):
+            return Observed()  # a notification or a request of the server's own
+        pending = self._answered(message.id, channel, first_answers)
+        if pending is None or not pending.method:
+            return Observed()
+        if pending.method == "tools/list":
+            took, problems = self._take_tools(pending.params, value)
+            return Observed(tools_listed=took, warnings=problems)
+        call, problem = self._call(pending, message)
+        return Observed(calls=(call,) if call is not None else (), warnings=(problem,) if problem else ())
+
+    def _answered(self, ident: Any, channel: str, first_answers: bool) -> _Pending | None:
+        """Take the request an answer with ``ident`` answers for the client, if one waits."""
+        if first_answers:
+            key = next((key for key in self._pending if key.startswith(channel)), None)
+        else:
+            key = None if ident is None else channel + wire.correlation(ident)
+        return None if key is None else self._pending.pop(key, None)
+
+    def _unreadable(self, raw: bytes, problem: str, channel: str, first_answers: bool) -> Observed:
+        """A line the strict decoder refuses: does the client take it as an answer all the same?"""
+        message = wire.read_raw(raw)
+        pending = None
+        if isinstance(message, wire.JSONRPCResponse | wire.JSONRPCError):
+            pending = self._answered(message.id, channel, first_answers)
+        if pending is None or pending.method != "tools/call":
+            return Observed(warnings=(f"unreadable: {problem}; passed on, not looked at",))
+        tool, args = _called(pending.params)
+        if not tool or args is None:
+            return Observed(warnings=(f"unreadable: {problem}; passed on, not looked at",))
+        contract = self.contracts.get(tool)
+        fingerprint = contract.fingerprint if contract is not None else None
+        call = Call(
+            tool=tool, args=args, response={}, fingerprint=fingerprint, ident=pending.ident, unkept=problem
+        )
+        return Observed(calls=(call,))
+
+    def _batch(self, items: list[Any], channel: str) -> str:
+        """A batch answers nothing for an MCP client (the SDK's refuses it); say which calls it meant to."""
+        meant = [
+            f"{quote(str(pending.params.get('name')))} (id {canonical(pending.ident)})"
+            for item in items
+            if isinstance(item, dict) and isinstance(item.get("id"), int | str)
+            for pending in [self._pending.get(channel + wire.correlation(item["id"]))]
+            if pending is not None and pending.method == "tools/call"
+        ]
+        said = f" (it meant to answer tools/call {', '.join(meant)}: not recorded)" if meant else ""
+        return f"a JSON-RPC batch, which an MCP client refuses{said}; passed on, not looked at"
+
+    def unanswered(self, channel: str = "") -> tuple[str, ...]:
+        """The ``tools/call`` requests on ``channel`` still waiting for an answer (forgotten now)."""
+        keys = [key for key in self._pending if key.startswith(channel)]
+        waiting = [self._pending.pop(key) for key in keys]
+        return tuple(
+            f"{quote(str(pending.params.get('name')))} (id {canonical(pending.ident)})"
+            for pending in waiting
+            if pending.method == "tools/call"
+        )
 
     def lock(self) -> ToolLock:
         """The contracts of the tools the server listed last."""
@@ -158,25 +242,18 @@ class Session:
         self.contracts = dict(self._page)
         return True, imported.warnings
 
-    def _call(self, params: dict[str, Any], message: dict[str, Any]) -> tuple[Call | None, str]:
-        tool = params.get("name")
-        if not isinstance(tool, str) or not tool:
+    def _call(self, pending: _Pending, message: Any) -> tuple[Call | None, str]:
+        tool, args = _called(pending.params)
+        if not tool:
             return None, "a tools/call without a tool name was answered; not recorded"
-        args = params.get("arguments", {})
         if args is None:
-            args = {}
-        if not isinstance(args, dict):
             return None, f"tools/call of {quote(tool)} has arguments that are not an object; not recorded"
         problem = ""
-        if "error" in message:
-            error = message["error"]
-            if not isinstance(error, dict):
-                return None, f"the error answering tools/call of {quote(tool)} is not an object; not recorded"
-            response: dict[str, Any] = {"error": {"code": error.get("code"), "message": error.get("message")}}
+        if isinstance(message, wire.JSONRPCError):
+            # as the client reads it: the code an integer, the data kept
+            response: dict[str, Any] = {"error": message.error.model_dump(exclude_none=True)}
         else:
-            result = message.get("result")
-            if not isinstance(result, dict):
-                return None, f"the result of tools/call of {quote(tool)} is not an object; not recorded"
+            result = message.result
             if result.get("resultType") == "input_required":
                 return None, ""  # not an answer yet: the client will call again with the input
             response = result
@@ -192,8 +269,25 @@ class Session:
             args=args,
             response=response,
             fingerprint=contract.fingerprint if contract is not None else None,
+            ident=pending.ident,
         )
         return call, problem
+
+
+_NOT_JSONRPC = "not a JSON-RPC 2.0 message; passed on, not looked at"
+
+
+def _is_jsonrpc(item: Any) -> bool:
+    return isinstance(item, dict) and item.get("jsonrpc") == "2.0"
+
+
+def _called(params: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
+    """The tool a ``tools/call`` names ("" when none) and its arguments (None when not an object)."""
+    tool = params.get("name")
+    args = params.get("arguments", {})
+    if args is None:
+        args = {}
+    return (tool if isinstance(tool, str) else ""), (args if isinstance(args, dict) else None)
 
 
 def _messages(raw: bytes) -> tuple[list[dict[str, Any]], str]:
@@ -205,7 +299,7 @@ def _messages(raw: bytes) -> tuple[list[dict[str, Any]], str]:
     except InputError as err:
         return [], f"unreadable: {err.problem}; passed on, not looked at"
     items = value if isinstance(value, list) else [value]
-    messages = [item for item in items if isinstance(item, dict) and item.get("jsonrpc") == "2.0"]
+    messages = [item for item in items if _is_jsonrpc(item)]
     if not messages or len(messages) != len(items):
-        return [], "not a JSON-RPC 2.0 message; passed on, not looked at"
+        return [], _NOT_JSONRPC
     return messages, ""

@@ -1,10 +1,12 @@
 """The stdio proxy: the server's command runs as a child; bytes go both ways unchanged.
 
 The MCP stdio transport is newline-delimited JSON-RPC. Each complete line is shown to the
-recording and forwarded byte for byte; a trailing partial line is forwarded when its side
-closes. Reading uses ``os.read`` on the raw descriptors (no Python buffer, so a thread
-still blocked on the agent's stdin cannot hold a lock at exit). The server's stderr is
-the proxy's own stderr: it passes through untouched.
+recording and forwarded byte for byte, unless it answers a call the recording could not
+keep as sent: the client then gets the error that was recorded instead. A trailing partial
+line is forwarded when its side closes. A server still running after the client closed its
+input is stopped (SIGTERM, then SIGKILL). Reading uses ``os.read`` on the raw descriptors
+(no Python buffer, so a thread still blocked on the agent's stdin cannot hold a lock at
+exit). The server's stderr is the proxy's own stderr: it passes through untouched.
 """
 
 from __future__ import annotations
@@ -23,6 +25,9 @@ from toolreplay.errors import InputError
 
 _CHUNK = 1 << 16
 _FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+#: Seconds a server has to exit after its input closes, then after SIGTERM.
+EOF_GRACE = 5.0
+KILL_GRACE = 2.0
 
 
 class LineSplitter:
@@ -86,6 +91,7 @@ def proxy(
             pass  # the server is gone; its exit ends the session
         finally:
             child.stdin.close()  # type: ignore[union-attr]
+        _stop_after_eof(child, warn)
 
     previous = _forward_signals(child)
     threading.Thread(target=pump_client, name="client-to-server", daemon=True).start()
@@ -97,7 +103,9 @@ def proxy(
             answered = True
             for line in lines.feed(chunk):
                 with lock:
-                    recording.from_server(line)
+                    replacement = recording.from_server(line)
+                if replacement is not None:
+                    line = replacement + b"\n"
                 if not client_gone:
                     try:
                         write_all(stdout_fd, line)
@@ -113,7 +121,35 @@ def proxy(
             signal.signal(signum, handler)
     if not answered and status != 0:
         warn(f"the MCP server exited with status {_exit_status(status)} before it said anything")
+    unanswered = recording.unanswered()
+    if unanswered:
+        warn(
+            f"the MCP server exited (status {_exit_status(status)}) before it answered"
+            f" tools/call {', '.join(unanswered)}; not recorded"
+        )
     return _exit_status(status)
+
+
+def _stop_after_eof(child: subprocess.Popen[bytes], warn: Callable[[str], None]) -> None:
+    """Stop a server that outlives its input: SIGTERM after a grace period, SIGKILL after another.
+
+    (The MCP specification's shutdown for stdio.)
+    """
+    try:
+        child.wait(timeout=EOF_GRACE)
+        return
+    except subprocess.TimeoutExpired:
+        child.terminate()
+    try:
+        child.wait(timeout=KILL_GRACE)
+        how = "SIGTERM"
+    except subprocess.TimeoutExpired:
+        child.kill()
+        how = f"SIGKILL ({KILL_GRACE:g} s after SIGTERM)"
+    warn(
+        f"the MCP server was still running {EOF_GRACE:g} s after the client closed its input;"
+        f" stopped with {how}"
+    )
 
 
 def _exit_status(returncode: int) -> int:
