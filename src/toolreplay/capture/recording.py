@@ -108,7 +108,11 @@ class Recording:
             )
             return
         self.recorder.record(
-            tool=record.tool, args=record.args, response=record.response, fingerprint=record.fingerprint
+            tool=record.tool,
+            args=record.args,
+            response=record.response,
+            fingerprint=record.fingerprint,
+            text_digest=call.text_digest,
         )
 
     def close(self) -> None:

@@ -33,6 +33,8 @@ class Call:
     args: dict[str, Any]
     response: dict[str, Any]
     fingerprint: str | None
+    #: the digest of the tool's contract text as the server last listed it
+    text_digest: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -192,6 +194,7 @@ class Session:
             args=args,
             response=response,
             fingerprint=contract.fingerprint if contract is not None else None,
+            text_digest=contract.text_digest if contract is not None else None,
         )
         return call, problem
 

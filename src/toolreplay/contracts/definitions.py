@@ -32,6 +32,7 @@ from toolreplay.analyses.replay import DEFAULT_MUTATORS
 from toolreplay.canonical import canonical, decode
 from toolreplay.contracts.fingerprint import Signature
 from toolreplay.contracts.lock import ToolContract, make_contract
+from toolreplay.contracts.text import contract_text, text_of_tool
 from toolreplay.ecma import EcmaValidator
 from toolreplay.errors import InputError
 from toolreplay.findings import quote
@@ -54,6 +55,8 @@ class ToolDefinition:
     shape: str
     #: the MCP ``annotations`` object; None for other shapes
     annotations: dict[str, Any] | None = None
+    #: the contract text an agent reads (:mod:`toolreplay.contracts.text`); None: not known
+    text: dict[str, Any] | None = None
     line: int | None = None
     pointer: str = ""
 
@@ -235,11 +238,17 @@ def _definition(item: Any, pointer: str, path: str, line: int | None) -> ToolDef
     else:
         shape, key = shape or "function", "parameters"
     schema = inner.get(key, {})
+    text = (
+        text_of_tool(inner)
+        if shape == "mcp"
+        else contract_text(title=inner.get("title"), description=inner.get("description"), schema=schema)
+    )
     return ToolDefinition(
         name=name,
         schema=schema,
         shape=shape,
         annotations=annotations,
+        text=text,
         line=line,
         pointer=f"{where}/{key}",
     )
@@ -270,7 +279,9 @@ def import_definitions(
     for defn in definitions:
         if defn.name in first:
             earlier = first[defn.name]
-            if canonical([earlier.schema, earlier.annotations]) != canonical([defn.schema, defn.annotations]):
+            if canonical([earlier.schema, earlier.annotations, earlier.text]) != canonical(
+                [defn.schema, defn.annotations, defn.text]
+            ):
                 at = f"line {earlier.line}" if earlier.line is not None else earlier.pointer or "/"
                 warn(defn, f"defined again with a different schema; the first definition ({at}) is kept")
             continue
@@ -290,6 +301,7 @@ def import_definitions(
                 schema=defn.schema,
                 version=version,
                 deterministic=True,
+                text=defn.text,
                 **behaviour,
             )
         except InputError as err:  # a schema nested too deep for a lock to hold

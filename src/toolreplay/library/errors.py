@@ -50,6 +50,53 @@ class ToolDriftError(DriftError):
         )
 
 
+class ContractTextDriftError(ToolDriftError):
+    """A tool's contract text (title, descriptions, annotations, output schema) differs from the
+    one recorded, though its fingerprint may not: the agent would now read another prompt.
+
+    ``recorded`` and ``live`` are the two text digests (``live`` None when the tool is no longer
+    there); ``differences`` the ``fingerprint-diff`` lines when both texts are known. A subclass
+    of :class:`ToolDriftError`, so code that stops on tool drift stops on this too.
+    """
+
+    kind = "contract-text-drift"
+
+    def __init__(
+        self,
+        *,
+        tool: str,
+        recorded: str,
+        live: str | None,
+        index: int | None = None,
+        differences: Sequence[str] = (),
+    ) -> None:
+        self.tool = tool
+        self.recorded = recorded
+        self.live = live
+        self.index = index
+        self.differences = tuple(differences)
+        DriftError.__init__(
+            self, text_drift_message(tool, recorded, live, index=index, differences=self.differences)
+        )
+
+
+def text_drift_message(
+    tool: str, recorded: str, live: str | None, *, index: int | None = None, differences: Sequence[str] = ()
+) -> str:
+    """How a contract-text drift is worded, by the library and by ``check``/``probe``."""
+    at = f" (recorded call at index {index})" if index is not None else ""
+    now = f"is now {live[:16]}" if live is not None else "is not known now"
+    what = (
+        "; ".join(one_line(d) for d in differences)
+        if differences
+        else "the description, annotations or output schema an agent reads changed"
+    )
+    return (
+        f"tool {quote(tool)}: contract text drifted: recorded with text digest {recorded[:16]}{at},"
+        f" {now}; {what}"
+    )
+
+
 class SnapshotMissError(ToolreplayError):
     """A call the recording does not hold, so the snapshot cannot answer it.
 
