@@ -23,6 +23,7 @@ from typing import Any
 from toolreplay.analyses.text_diff import TEXT_CLASSES, diff_text, hint_effect, is_description, marked
 from toolreplay.canonical import canonical
 from toolreplay.contracts.lock import ToolContract, ToolLock
+from toolreplay.contracts.text import text_drift_message
 from toolreplay.findings import Finding, quote
 from toolreplay.locate import pointer_token
 from toolreplay.transcript import Record
@@ -137,8 +138,10 @@ def compare_locks(recorded: ToolLock, live: ToolLock) -> list[Difference]:
             out.append(Difference(tool=name, kind="added", new=new))
         elif new is None and old is not None:
             out.append(Difference(tool=name, kind="removed", old=old))
-        elif old is not None and new is not None and (
-            old.fingerprint != new.fingerprint or text_differs(old, new)
+        elif (
+            old is not None
+            and new is not None
+            and (old.fingerprint != new.fingerprint or text_differs(old, new))
         ):
             out.extend(compare_contracts(old, new))
     return out
@@ -480,6 +483,7 @@ class FingerprintCheck:
         from toolreplay.analyses.baseline import fingerprint_message
 
         self._calls += 1
+        self._text(record)
         if record.fingerprint is None:
             return
         self._fingerprinted += 1
@@ -507,6 +511,30 @@ class FingerprintCheck:
         self._findings.append(
             Finding(
                 kind="tool-drift",
+                index=record.index,
+                tool=record.tool,
+                message=message,
+                path=self._path,
+                line=record.line,
+            )
+        )
+
+    def _text(self, record: Record) -> None:
+        """A recorded contract-text digest the lock's contract does not have: ``contract-text-drift``."""
+        contract = self._live.tools.get(record.tool)
+        recorded, live = record.text_digest, contract.text_digest if contract is not None else None
+        if recorded is None or live is None or recorded == live:
+            return
+        if (record.tool, recorded) in self._reported:
+            return
+        self._reported.add((record.tool, recorded))
+        explain = self._explain.get(record.tool, "")
+        message = text_drift_message(
+            record.tool, recorded, live, against="the lock", differences=(explain,) if explain else ()
+        )
+        self._findings.append(
+            Finding(
+                kind="contract-text-drift",
                 index=record.index,
                 tool=record.tool,
                 message=message,

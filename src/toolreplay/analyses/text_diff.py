@@ -28,7 +28,7 @@ TEXT_CLASSES = ("description", "annotations", "output-schema")
 LONG = 160
 #: words (with the spaces between them) kept on each side of a change in shortened text
 CONTEXT = 8
-_TOKENS = re.compile(r"\s+|[^\s]+")
+_TOKENS = re.compile(r"^\s+|\S+\s*")
 #: a hint's value that is the safe one: losing it weakens the tool's promise
 SAFE_VALUE = {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True, "openWorldHint": False}
 _WEAKENED = {
@@ -84,8 +84,13 @@ def diff_text(old: dict[str, Any], new: dict[str, Any]) -> list[tuple[str, str, 
 
 def is_description(pointer: str) -> bool:
     """Whether an input-schema pointer ends at a ``description`` or ``title`` keyword (text an
-    agent reads, not a constraint)."""
-    return pointer.endswith(("/description", "/title"))
+    agent reads, not a constraint). ``/properties/description`` is a property, not the keyword."""
+    tokens = pointer.split("/")
+    return tokens[-1] in ("description", "title") and (len(tokens) < 3 or tokens[-2] not in _NAME_MAPS)
+
+
+#: keywords whose members are named by the user: a member called "description" is no keyword
+_NAME_MAPS = frozenset({"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"})
 
 
 def hint_effect(pointer: str, old: Any, new: Any) -> str:

@@ -335,6 +335,19 @@ def schema_problems(schema: Any) -> list[tuple[str, str]]:
     return []
 
 
+def definition_contract(
+    definition: Any, *, version: str = "", mutators: frozenset[str] = DEFAULT_MUTATORS
+) -> ToolContract:
+    """The contract of one tool definition (a JSON object), as ``fingerprint`` makes it; a
+    definition that is not one tool is a ``ValueError``."""
+    try:
+        defn = _definition(definition, "", "definition", None)
+    except InputError as err:
+        raise ValueError(err.problem) from err
+    imported = import_definitions([defn], version=version, mutators=mutators, path="definition")
+    return imported.contracts[0]
+
+
 def import_file(path: str, *, version: str = "", mutators: frozenset[str] = DEFAULT_MUTATORS) -> Imported:
     """Read a definitions file and fingerprint every tool in it."""
     return import_definitions(read_definitions(path), version=version, mutators=mutators, path=path)

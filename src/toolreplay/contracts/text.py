@@ -21,9 +21,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from toolreplay.canonical import canonical
+from toolreplay.escape import one_line, quote
 from toolreplay.locate import pointer_token
 
 #: MCP's behaviour hints, the annotations that are contract text
@@ -63,7 +65,9 @@ def contract_text(
         if params:
             text["params"] = params
     if isinstance(annotations, dict):
-        hints = {key: annotations[key] for key in HINTS if key in annotations and annotations[key] is not None}
+        hints = {
+            key: annotations[key] for key in HINTS if key in annotations and annotations[key] is not None
+        }
         if hints:
             text["annotations"] = hints
     if output_schema is not None:
@@ -114,3 +118,28 @@ def text_problem(text: Any) -> tuple[str, str] | None:
     if unknown:
         return f"unknown annotation {json.dumps(unknown[0])}", "/annotations/" + pointer_token(unknown[0])
     return None
+
+
+def text_drift_message(
+    tool: str,
+    recorded: str,
+    live: str | None,
+    *,
+    index: int | None = None,
+    against: str = "",
+    differences: Sequence[str] = (),
+) -> str:
+    """The one wording of a ``contract-text-drift``, whichever check found it (digests shown by
+    their first 16 hex digits; ``differences``: what changed, as ``fingerprint-diff`` words it)."""
+    at = f" (recorded call at index {index})" if index is not None else ""
+    holder = f"{against} has" if against else "is now"
+    now = f"{holder} {live[:16]}" if live is not None else "the tool is gone"
+    what = (
+        "; ".join(one_line(d) for d in differences)
+        if differences
+        else "its title, description, parameter descriptions, annotations or output schema changed"
+    )
+    return (
+        f"tool {quote(tool)}: contract text drifted: recorded with text digest {recorded[:16]}{at},"
+        f" {now}; {what}"
+    )

@@ -7,6 +7,7 @@ from typing import Any
 
 from toolreplay.analyses.baseline import ABSENT as BASELINE_ABSENT
 from toolreplay.canonical import canonical
+from toolreplay.contracts.text import text_drift_message
 from toolreplay.errors import DriftError, ToolreplayError
 from toolreplay.findings import Finding, one_line, quote
 
@@ -78,23 +79,6 @@ class ContractTextDriftError(ToolDriftError):
         DriftError.__init__(
             self, text_drift_message(tool, recorded, live, index=index, differences=self.differences)
         )
-
-
-def text_drift_message(
-    tool: str, recorded: str, live: str | None, *, index: int | None = None, differences: Sequence[str] = ()
-) -> str:
-    """How a contract-text drift is worded, by the library and by ``check``/``probe``."""
-    at = f" (recorded call at index {index})" if index is not None else ""
-    now = f"is now {live[:16]}" if live is not None else "is not known now"
-    what = (
-        "; ".join(one_line(d) for d in differences)
-        if differences
-        else "the description, annotations or output schema an agent reads changed"
-    )
-    return (
-        f"tool {quote(tool)}: contract text drifted: recorded with text digest {recorded[:16]}{at},"
-        f" {now}; {what}"
-    )
 
 
 class SnapshotMissError(ToolreplayError):
