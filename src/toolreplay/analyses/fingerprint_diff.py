@@ -168,6 +168,11 @@ def text_change(kind: str, pointer: str, old: Any, new: Any) -> str:
     return f"{render(old)} -> {render(new)}"
 
 
+def text_differences(old: ToolContract, new: ToolContract) -> list[Difference]:
+    """Every contract-text difference of one tool, parameter descriptions in the input schema included."""
+    return [d for d in compare_contracts(old, new) if d.kind in TEXT_CLASSES]
+
+
 def compare_text(old: ToolContract, new: ToolContract) -> list[Difference]:
     """The title, description, annotation and output-schema differences of one tool (none when
     either side does not know its contract text: a lock written before it was kept)."""

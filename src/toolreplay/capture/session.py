@@ -18,6 +18,7 @@ from typing import Any
 from toolreplay.canonical import MAX_RECORD_BYTES, canonical, decode
 from toolreplay.contracts.definitions import ToolDefinition, import_definitions
 from toolreplay.contracts.lock import ToolContract, ToolLock
+from toolreplay.contracts.text import text_of_tool
 from toolreplay.errors import InputError
 from toolreplay.findings import quote
 
@@ -151,6 +152,7 @@ class Session:
                 schema=tool.get("inputSchema", {}),
                 shape="mcp",
                 annotations=tool["annotations"] if isinstance(tool.get("annotations"), dict) else None,
+                text=text_of_tool(tool),
             )
             for tool in tools
             if isinstance(tool, dict) and isinstance(tool.get("name"), str) and tool["name"]

@@ -179,7 +179,7 @@ def _text_explained(
     """Per tool whose recorded contract text the lock holds: what changed in it live."""
     if lock is None:
         return {}
-    from toolreplay.analyses.fingerprint_diff import compare_text
+    from toolreplay.analyses.fingerprint_diff import text_differences
 
     out: dict[str, str] = {}
     for name, old in lock.tools.items():
@@ -187,7 +187,7 @@ def _text_explained(
         if new is None or old.text_digest is None or old.text_digest == new.text_digest:
             continue
         if any(r.tool == name and r.text_digest == old.text_digest for r in records):
-            out[name] = "; ".join(d.text() for d in compare_text(old, new))
+            out[name] = "; ".join(d.text() for d in text_differences(old, new))
     return out
 
 

@@ -20,7 +20,7 @@ import contextlib
 import os
 from typing import Any
 
-from toolreplay.analyses.fingerprint_diff import compare_contracts, compare_text
+from toolreplay.analyses.fingerprint_diff import compare_contracts, text_differences
 from toolreplay.analyses.replay import DEFAULT_MUTATORS
 from toolreplay.contracts.lock import ToolContract, ToolLock, load_lock, save_lock
 from toolreplay.errors import ToolreplayError
@@ -190,7 +190,7 @@ class CassetteRegistry(ToolRegistry):
             return ()
         if old is None or old.text_digest != recorded:
             return ()
-        return tuple(d.text() for d in compare_text(old, live))
+        return tuple(d.text() for d in text_differences(old, live))
 
     def _drift_notes(self, live: ToolContract, recorded: str) -> list[str]:
         where = lock_path(self.cassette)
