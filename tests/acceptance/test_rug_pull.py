@@ -53,10 +53,12 @@ async def _call(argv: list[str]) -> None:
             await client.call_tool("git_log", {"repo_path": ".", "max_count": 5})
 
 
-def record(tmp_path: Path, change: str) -> tuple[Path, Path]:
-    """A sealed recording of one git_log call (max_count 5) through ``record --lock``, and its lock."""
-    out, lock = tmp_path / f"{change}.sealed.jsonl", tmp_path / f"{change}.lock.json"
-    argv = [*TOOLREPLAY, "record", "-o", str(out), "--seal", "--lock", str(lock), "--", *server(change)]
+def record(tmp_path: Path, change: str, *, seal: bool = True) -> tuple[Path, Path]:
+    """A recording of one git_log call (max_count 5) through ``record --lock``, and its lock."""
+    out = tmp_path / (f"{change}.sealed.jsonl" if seal else f"{change}.jsonl")
+    lock = tmp_path / f"{change}.lock.json"
+    sealing = ["--seal"] if seal else []
+    argv = [*TOOLREPLAY, "record", "-o", str(out), *sealing, "--lock", str(lock), "--", *server(change)]
     anyio.run(_call, argv)
     return out, lock
 
@@ -65,6 +67,13 @@ def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]
     return subprocess.run(
         [*TOOLREPLAY, *args], capture_output=True, text=True, timeout=TIMEOUT, cwd=cwd, env=server_env()
     )
+
+
+def fingerprint(lock: Path, change: str) -> int:
+    """``fingerprint --mcp`` of the server with ``change``, at the version record stamps."""
+    return run(
+        "fingerprint", "-o", str(lock), "--version", "1.0.0", "--mcp", "--", *server(change)
+    ).returncode
 
 
 def kinds(stdout: str) -> list[tuple[str, str]]:
@@ -129,24 +138,30 @@ def test_each_rug_pull_is_caught(change: str, approved: tuple[Path, Path], tmp_p
     found = kinds(probe.stdout)
     assert probe.returncode == 1, probe.stdout + probe.stderr
     # a parameter's description is in the input schema: the fingerprint moves too
-    expected = {"param": ["contract-text-drift", "tool-drift"], "maximum": ["tool-drift"]}
+    # (a refused call and a new output field also change the answers: silent-drift, rightly)
+    expected = {
+        "param": ["contract-text-drift", "tool-drift"],
+        "maximum": ["silent-drift", "tool-drift"],
+        "output": ["contract-text-drift", "silent-drift"],
+    }
     assert sorted(k for k, _ in found) == expected.get(change, ["contract-text-drift"])
     if kind == "contract-text-drift":  # the lock holds the recorded text: what changed is shown
         assert any(words in message for k, message in found if k == kind), found
 
     served = run("serve", str(transcript), "--lock", str(live))
     assert served.returncode == 1
-    assert ("contract text drifted" if kind == "contract-text-drift" else "drifted") in served.stderr
+    # a parameter's description moves the fingerprint, which serve names first
+    assert ("contract text drifted" if change not in ("param", "maximum") else "drifted") in served.stderr
 
     # check: the approved lock, a run recorded against the changed server, its tools_source
     project = tmp_path / "project"
     (project / "runs").mkdir(parents=True)
     (project / "tools.lock.json").write_bytes(lock.read_bytes())
-    run_file, _ = record(project / "runs", change)
+    run_file, _ = record(project / "runs", change, seal=False)
     (project / "runs" / f"{change}.lock.json").unlink()
     source = json.dumps(server(change))
     (project / "toolreplay.toml").write_text(
-        f'transcripts = ["runs/*.sealed.jsonl"]\ntools_lock = "tools.lock.json"\ntools_source = {source}\n'
+        f'transcripts = ["runs/*.jsonl"]\ntools_lock = "tools.lock.json"\ntools_source = {source}\n'
     )
     checked = run("check", "--format", "json", cwd=project)
     found = kinds(checked.stdout)
@@ -198,7 +213,7 @@ def test_a_cassette_and_re_execution_catch_a_rewritten_description(
     from toolreplay.library import ContractTextDriftError, Recorder, ToolRegistry
     from toolreplay.library.cassette import CassetteRegistry
 
-    transcript, lock = approved
+    transcript, _ = approved
     recorded = json.loads(transcript.read_text().splitlines()[0])
     original, poisoned = _tool("none"), _tool("description")
 
