@@ -105,7 +105,7 @@ def marked(old: str, new: str) -> tuple[str, str]:
     a, b = _TOKENS.findall(old), _TOKENS.findall(new)
     old_parts: list[tuple[str, bool]] = []
     new_parts: list[tuple[str, bool]] = []
-    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+    for op, i1, i2, j1, j2 in _matcher(a, b).get_opcodes():
         if op == "equal":
             old_parts.extend((token, False) for token in a[i1:i2])
             new_parts.extend((token, False) for token in b[j1:j2])
@@ -115,6 +115,11 @@ def marked(old: str, new: str) -> tuple[str, str]:
         if j2 > j1:
             new_parts.append(("".join(b[j1:j2]), True))
     return _render(old_parts, "[-", "-]"), _render(new_parts, "{+", "+}")
+
+
+def _matcher(a: list[str], b: list[str]) -> difflib.SequenceMatcher[str]:
+    """Words are compared without the spaces after them: a last word is the same word."""
+    return difflib.SequenceMatcher(None, [t.strip() for t in a], [t.strip() for t in b], autojunk=False)
 
 
 def _render(parts: list[tuple[str, bool]], start: str, end: str) -> str:
