@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from toolreplay.library import (
         AuditIncompleteError,
         AuditIncompleteWarning,
+        ContractTextDriftError,
         ProbeResult,
         Recorder,
         ReplayDivergenceError,
@@ -39,6 +40,7 @@ _EXPORTS = {
     "ToolreplayError": "toolreplay.errors",
     "AuditIncompleteError": "toolreplay.library",
     "AuditIncompleteWarning": "toolreplay.library",
+    "ContractTextDriftError": "toolreplay.library",
     "ReplayDivergenceError": "toolreplay.library",
     "ProbeResult": "toolreplay.library",
     "Recorder": "toolreplay.library",
@@ -71,6 +73,7 @@ def __dir__() -> list[str]:
 __all__ = [
     "AuditIncompleteError",
     "AuditIncompleteWarning",
+    "ContractTextDriftError",
     "DriftError",
     "InputError",
     "ProbeResult",

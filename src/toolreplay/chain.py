@@ -33,7 +33,7 @@ from toolreplay.transcript import (
 def parts_of(record: Record) -> tuple[str, str, str]:
     """The canonical link text of ``record`` around its two chain values.
 
-    Keys sort as args, digest, fingerprint, index, prev, response, state, tool, so with
+    Keys sort as args, digest, fingerprint, index, prev, response, state, text_digest, tool, so with
     ``(head, middle, tail) = parts_of(record)`` the digest input is
     ``head + middle + prev + tail`` and the link line is
     ``head + ',"digest":"' + digest + '"' + middle + prev + tail``.
@@ -44,6 +44,8 @@ def parts_of(record: Record) -> tuple[str, str, str]:
     tail = '","response":' + record.canon_response
     if record.canon_state is not None:
         tail += ',"state":' + record.canon_state
+    if record.text_digest is not None:
+        tail += ',"text_digest":"' + record.text_digest + '"'
     tail += ',"tool":' + canonical_str(record.tool) + "}"
     return head, middle, tail
 

@@ -59,8 +59,9 @@ from toolreplay.analyses.calltable import CallTable, Store, read_table
 from toolreplay.analyses.fingerprint_diff import FingerprintCheck, explain_drift
 from toolreplay.analyses.integrity import chain_broken, stale_baseline
 from toolreplay.analyses.replay import replay
+from toolreplay.analyses.schema_break import SchemaBreaks, changed_schemas
 from toolreplay.analyses.scope import Scope, ScopeJudge, load_scope
-from toolreplay.canonical import room_for_depth
+from toolreplay.canonical import canonical, room_for_depth
 from toolreplay.chain import verify
 from toolreplay.config import Config, expand
 from toolreplay.contracts.lock import ToolLock, declared_mutators, declared_nondeterministic, load_lock
@@ -101,6 +102,8 @@ class Settings:
     notes: str | None = None
     #: tool -> what changed between the lock and the tools_source (fingerprint-diff's words)
     explain: tuple[tuple[str, str], ...] = ()
+    #: tool -> the tools_source's input schema (canonical JSON), where it differs from the lock's
+    changed_schemas: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -154,6 +157,12 @@ def check_transcript(job: Job) -> Report:
                     _lock(settings.lock), path=job.path, explain=dict(settings.explain)
                 )
                 sinks.append(fingerprints.feed)
+            breaks = None
+            if settings.changed_schemas:
+                breaks = stack.enter_context(
+                    SchemaBreaks({t: json.loads(c) for t, c in settings.changed_schemas}, path=job.path)
+                )
+                sinks.append(breaks.feed)
             result = replay(
                 _fed(read_transcript(job.absolute), sinks),
                 mutators=mutators,
@@ -167,6 +176,8 @@ def check_transcript(job: Job) -> Report:
                 findings += judge.result().findings
             if fingerprints is not None:
                 findings += fingerprints.result().findings
+            if breaks is not None:
+                findings += breaks.findings
     except InputError as err:
         return Report(command="check", path=job.path, errors=(_relocate(err, job.path),))
     findings = sort_findings(findings)
@@ -285,9 +296,16 @@ def pair_runs(baselines: Sequence[str], transcripts: Sequence[str]) -> dict[str,
     return pairs
 
 
-def plan(config: Config, *, now: int | None = None, explain: tuple[tuple[str, str], ...] = ()) -> list[Job]:
-    """The jobs ``check`` runs for a configuration, in report order (``explain``: what
-    :func:`source_explanations` found; planning runs none of the project's code)."""
+def plan(
+    config: Config,
+    *,
+    now: int | None = None,
+    explain: tuple[tuple[str, str], ...] = (),
+    changed_schemas: tuple[tuple[str, str], ...] = (),
+) -> list[Job]:
+    """The jobs ``check`` runs for a configuration, in report order (``explain`` and
+    ``changed_schemas``: what :func:`source_contracts` found; planning runs none of the
+    project's code)."""
     scope = str(config.root / config.scope) if config.scope else None
     lock = str(config.root / config.tools_lock) if config.tools_lock else None
     if scope is not None:
@@ -305,6 +323,7 @@ def plan(config: Config, *, now: int | None = None, explain: tuple[tuple[str, st
         pattern_budget=config.pattern_budget_seconds,
         notes=config.drift_notes,
         explain=explain,
+        changed_schemas=changed_schemas,
     )
     baselines, transcripts = covered_files(config)
     pairs = pair_runs(baselines, transcripts)
@@ -375,8 +394,18 @@ def input_files(config: Config) -> list[tuple[str, str, Path]]:
 def source_explanations(
     config: Config, *, report: bool = True
 ) -> tuple[tuple[tuple[str, str], ...], tuple[Report, ...]]:
+    """:func:`source_contracts` without the changed schemas."""
+    explain, _, failed = source_contracts(config, report=report)
+    return explain, failed
+
+
+def source_contracts(
+    config: Config, *, report: bool = True
+) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...], tuple[Report, ...]]:
     """What changed per tool between the lock and the config's tools_source (none without
-    both), and the report of a tools_source that failed in its child process.
+    both), the source's input schemas (canonical JSON) that differ from the lock's, against which
+    the recorded calls are validated (``schema-break``), and the report of a tools_source that
+    failed in its child process.
 
     A module or a server is the project's code (in CI, the pull request's): it runs in a
     child, and a child that dies, hangs, answers garbage or changes the work tree is a
@@ -384,7 +413,7 @@ def source_explanations(
     """
     lock = str(config.root / config.tools_lock) if config.tools_lock else None
     if lock is None or config.tools_source is None:
-        return (), ()
+        return (), (), ()
     recorded = _lock(lock)  # a bad lock is the user's usage error, before any child runs
     try:
         source, _ = source_lock(
@@ -397,8 +426,9 @@ def source_explanations(
     except SourceRunError as err:
         if not report:
             raise
-        return (), (_source_failed(config, err),)
-    return tuple(sorted(explain_drift(recorded, source).items())), ()
+        return (), (), (_source_failed(config, err),)
+    changed = tuple((tool, canonical(schema)) for tool, schema in changed_schemas(recorded, source).items())
+    return tuple(sorted(explain_drift(recorded, source).items())), changed, ()
 
 
 def _source_failed(config: Config, err: InputError) -> Report:
@@ -435,9 +465,9 @@ def run_check_with_status(
         first += outcome.reports
         status = outcome.status
     # one shard reports a failed tools_source (merge takes such reports from it); the others stop
-    explain, failed = source_explanations(config, report=shard is None or shard.index == DRIFT_SHARD)
+    explain, changed, failed = source_contracts(config, report=shard is None or shard.index == DRIFT_SHARD)
     first += failed
-    planned = plan(config, explain=explain)
+    planned = plan(config, explain=explain, changed_schemas=changed)
     if shard is not None:
         planned = [job for job in planned if shard_of(job.path, shard.count) == shard.index]
     # no more workers than files: each starts an interpreter, and a pool cannot take any number

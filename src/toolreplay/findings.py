@@ -21,6 +21,8 @@ KIND_ORDER: tuple[str, ...] = (
     "scope-unjudged",
     "agent-drift",
     "tool-drift",
+    "contract-text-drift",
+    "schema-break",
     "tools-source-failed",
     "behavior-drift",
     "effect-drift",

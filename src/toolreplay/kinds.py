@@ -100,6 +100,22 @@ KINDS: dict[str, KindInfo] = {
         help="The tool's signature, schema or pinned version changed. Review the change, update the tool "
         "lock, and commit a drift note.",
     ),
+    "contract-text-drift": KindInfo(
+        level="error",
+        rank=0,
+        summary="A tool's contract text (title, description, a parameter's description, annotations or "
+        "output schema) differs from the recorded one.",
+        help="What a tool says is part of the agent's prompt: a rewritten description can steer the agent "
+        "(tool poisoning, a rug pull). Read the change; if it is intended, update the tool lock and commit "
+        "a drift note.",
+    ),
+    "schema-break": KindInfo(
+        level="error",
+        rank=0,
+        summary="A recorded call's arguments are refused by the tool's new input schema.",
+        help="The tool's input schema tightened past what the agent was recorded sending. Fix the agent "
+        "or the schema, then re-record and commit a drift note.",
+    ),
     "tools-source-failed": KindInfo(
         level="error",
         rank=0,

@@ -30,7 +30,7 @@ from toolreplay.locate import pointer_token
 
 GENESIS = "0" * 64
 REQUIRED = ("index", "tool", "args", "response")
-OPTIONAL = ("fingerprint", "state")
+OPTIONAL = ("fingerprint", "state", "text_digest")
 LINK_EXTRA = ("prev", "digest")
 _ALLOWED = {False: frozenset(REQUIRED + OPTIONAL), True: frozenset(REQUIRED + OPTIONAL + LINK_EXTRA)}
 _REQUIRED = {False: frozenset(REQUIRED), True: frozenset(REQUIRED + LINK_EXTRA)}
@@ -48,6 +48,8 @@ class Record:
     response: dict[str, Any]
     fingerprint: str | None = None
     state: dict[str, str] | None = None
+    #: the digest of the tool's contract text when the call was made (contracts/text.py)
+    text_digest: str | None = None
     line: int = 0
     canon_args: str = ""
     canon_response: str = ""
@@ -70,6 +72,8 @@ class Record:
             out["fingerprint"] = self.fingerprint
         if self.state is not None:
             out["state"] = self.state
+        if self.text_digest is not None:
+            out["text_digest"] = self.text_digest
         return out
 
 
@@ -145,6 +149,12 @@ def check_fields(value: Any, *, sealed: bool) -> None:
                     f"state values must be strings, not {type_name(item)}",
                     pointer="/state/" + pointer_token(key),
                 )
+    if "text_digest" in value:
+        digest = value["text_digest"]
+        if not isinstance(digest, str):
+            raise _field_error("text_digest", "a string of 64 lowercase hex digits", digest)
+        if not _DIGEST.fullmatch(digest):
+            raise InputError('field "text_digest" must be 64 lowercase hex digits', pointer="/text_digest")
     if sealed:
         for name in LINK_EXTRA:
             if not isinstance(value[name], str) or not _DIGEST.fullmatch(value[name]):
@@ -167,6 +177,7 @@ def _build(value: Any, *, sealed: bool, line: int, decoded: bool = True) -> tupl
         response=value["response"],
         fingerprint=value.get("fingerprint"),
         state=state,
+        text_digest=value.get("text_digest"),
         line=line,
         canon_args=encode(value["args"]),
         canon_response=encode(value["response"]),
@@ -353,6 +364,7 @@ def make_record(
     response: dict[str, Any],
     fingerprint: str | None = None,
     state: dict[str, str] | None = None,
+    text_digest: str | None = None,
 ) -> Record:
     """Build a record from values (an importer, a recorder), under the reader's rules."""
     value: dict[str, Any] = {"index": index, "tool": tool, "args": args, "response": response}
@@ -360,6 +372,8 @@ def make_record(
         value["fingerprint"] = fingerprint
     if state is not None:
         value["state"] = state
+    if text_digest is not None:
+        value["text_digest"] = text_digest
     try:
         return _build(value, sealed=False, line=0, decoded=False)[0]
     except ValueError as err:  # NaN or infinity somewhere in the values

@@ -124,7 +124,8 @@ CASES: list[tuple[str, Callable[[list[dict[str, Any]]], None], list[str]]] = [
         "description only",
         set_key("search_code", ["properties", "sort", "description"], "Sort field"),
         [
-            'search_code: schema (compatible): /properties/sort/description "Sort field (\'indexed\' only)" -> "Sort field"'  # noqa: E501
+            "search_code: description: /inputSchema/properties/sort/description"
+            " 'Sort field [-(\\'indexed\\' only)-]' -> 'Sort field'"
         ],
     ),
     (

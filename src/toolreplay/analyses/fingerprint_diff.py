@@ -21,8 +21,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from toolreplay.analyses.baseline import fingerprint_message
+from toolreplay.analyses.text_diff import TEXT_CLASSES, diff_text, hint_effect, is_description, marked
 from toolreplay.canonical import canonical
 from toolreplay.contracts.lock import ToolContract, ToolLock
+from toolreplay.contracts.text import text_drift_message
 from toolreplay.escape import quote
 from toolreplay.findings import Finding
 from toolreplay.locate import pointer_token
@@ -37,7 +39,7 @@ class _Missing:
 #: Stands for "not there" on one side of a difference.
 MISSING: Any = _Missing()
 #: Order of the drift classes within one tool.
-CLASSES = ("removed", "added", "signature", "schema", "version")
+CLASSES = ("removed", "added", "signature", "schema", "version", *TEXT_CLASSES)
 _CLIP = 80
 
 
@@ -46,7 +48,7 @@ class Difference:
     """One classified difference between a recorded and a live contract."""
 
     tool: str
-    #: added | removed | signature | schema | version
+    #: added | removed | signature | schema | version | description | annotations | output-schema
     kind: str
     #: signature: what changed ("parameter renamed", ...); schema: "breaking" or "compatible"
     detail: str = ""
@@ -71,6 +73,8 @@ class Difference:
             contract = self.new if self.kind == "added" else self.old
             return f"{head}: fingerprint {contract.fingerprint}, version {render(contract.version)}"
         where = f"{self.pointer} " if self.pointer else ""
+        if self.kind in TEXT_CLASSES:
+            return f"{head}: {where}{text_change(self.kind, self.pointer, self.old, self.new)}"
         if self.kind == "signature":
             show = {"default changed": show_default, "parameter retyped": show_type}.get(self.detail)
             old, new = (
@@ -136,8 +140,59 @@ def compare_locks(recorded: ToolLock, live: ToolLock) -> list[Difference]:
             out.append(Difference(tool=name, kind="added", new=new))
         elif new is None and old is not None:
             out.append(Difference(tool=name, kind="removed", old=old))
-        elif old is not None and new is not None and old.fingerprint != new.fingerprint:
+        elif (
+            old is not None
+            and new is not None
+            and (old.fingerprint != new.fingerprint or text_differs(old, new))
+        ):
             out.extend(compare_contracts(old, new))
+    return out
+
+
+def text_differs(old: ToolContract, new: ToolContract) -> bool:
+    """Whether both contracts know their contract text and it differs."""
+    return old.text is not None and new.text is not None and old.text_digest != new.text_digest
+
+
+def text_change(kind: str, pointer: str, old: Any, new: Any) -> str:
+    """A text-class difference's ``old -> new``: text quoted, escaped and marked where it changed."""
+    if kind == "description":
+        a, b = marked(old if isinstance(old, str) else "", new if isinstance(new, str) else "")
+        if not isinstance(old, str):
+            a = render(MISSING if old is None else old)
+        if not isinstance(new, str):
+            b = render(MISSING if new is None else new)
+        return f"{a} -> {b}"
+    if kind == "annotations":
+        effect = hint_effect(pointer, old, new)
+        shown = f"{render(MISSING if old is None else old)} -> {render(MISSING if new is None else new)}"
+        return f"{shown}: {effect}" if effect else shown
+    return f"{render(old)} -> {render(new)}"
+
+
+def text_differences(old: ToolContract, new: ToolContract) -> list[Difference]:
+    """Every contract-text difference of one tool, parameter descriptions in the input schema included."""
+    return [d for d in compare_contracts(old, new) if d.kind in TEXT_CLASSES]
+
+
+def compare_text(old: ToolContract, new: ToolContract) -> list[Difference]:
+    """The title, description, annotation and output-schema differences of one tool (none when
+    either side does not know its contract text: a lock written before it was kept)."""
+    if old.text is None or new.text is None:
+        return []
+    out = [
+        Difference(tool=new.name, kind=kind, detail=detail, pointer=pointer, old=a, new=b)
+        for kind, detail, pointer, a, b in diff_text(old.text, new.text)
+    ]
+    a, b = old.text.get("output_schema", MISSING), new.text.get("output_schema", MISSING)
+    if a is MISSING or b is MISSING:
+        if a is not b:
+            out.append(Difference(tool=new.name, kind="output-schema", old=a, new=b))
+    else:
+        out.extend(
+            Difference(tool=new.name, kind="output-schema", pointer=pointer, old=x, new=y)
+            for _, pointer, x, y in diff_schema(a, b)
+        )
     return out
 
 
@@ -147,19 +202,29 @@ def compare_contracts(old: ToolContract, new: ToolContract) -> list[Difference]:
         Difference(tool=new.name, kind="signature", detail=detail, pointer=pointer, old=a, new=b)
         for detail, pointer, a, b in diff_signature(old.signature, new.signature)
     ]
-    out.extend(
-        Difference(
-            tool=new.name,
-            kind="schema",
-            detail="breaking" if breaking else "compatible",
-            pointer=pointer,
-            old=a,
-            new=b,
+    described: list[Difference] = []
+    for breaking, pointer, a, b in diff_schema(old.schema, new.schema):
+        if is_description(pointer):  # text an agent reads, not a constraint
+            described.append(
+                Difference(tool=new.name, kind="description", pointer="/inputSchema" + pointer, old=a, new=b)
+            )
+            continue
+        out.append(
+            Difference(
+                tool=new.name,
+                kind="schema",
+                detail="breaking" if breaking else "compatible",
+                pointer=pointer,
+                old=a,
+                new=b,
+            )
         )
-        for breaking, pointer, a, b in diff_schema(old.schema, new.schema)
-    )
     if old.version != new.version:
         out.append(Difference(tool=new.name, kind="version", old=old.version, new=new.version))
+    text = compare_text(old, new)
+    out.extend(d for d in text if d.kind == "description")
+    out.extend(described)
+    out.extend(d for d in text if d.kind != "description")
     return out
 
 
@@ -197,9 +262,9 @@ def diff_signature(old: dict[str, Any], new: dict[str, Any]) -> list[tuple[str, 
         k = old_at.get(name)
         if k is None:
             continue
-        if old_params[k][1] != new_params[j][1]:
+        if show_type(old_params[k][1]) != show_type(new_params[j][1]):  # equal in words: no change
             changes.append((j, ("parameter retyped", f"/params/{j}/1", old_params[k][1], new_params[j][1])))
-        if old_params[k][2] != new_params[j][2]:
+        if show_default(old_params[k][2]) != show_default(new_params[j][2]):
             changes.append((j, ("default changed", f"/params/{j}/2", old_params[k][2], new_params[j][2])))
     for i in removed:
         changes.append((i, ("parameter removed", f"/params/{i}", old_params[i], MISSING)))
@@ -423,6 +488,7 @@ class FingerprintCheck:
 
     def feed(self, record: Record) -> None:
         self._calls += 1
+        self._text(record)
         if record.fingerprint is None:
             return
         self._fingerprinted += 1
@@ -450,6 +516,30 @@ class FingerprintCheck:
         self._findings.append(
             Finding(
                 kind="tool-drift",
+                index=record.index,
+                tool=record.tool,
+                message=message,
+                path=self._path,
+                line=record.line,
+            )
+        )
+
+    def _text(self, record: Record) -> None:
+        """A recorded contract-text digest the lock's contract does not have: ``contract-text-drift``."""
+        contract = self._live.tools.get(record.tool)
+        recorded, live = record.text_digest, contract.text_digest if contract is not None else None
+        if recorded is None or live is None or recorded == live:
+            return
+        if (record.tool, recorded) in self._reported:
+            return
+        self._reported.add((record.tool, recorded))
+        explain = self._explain.get(record.tool, "")
+        message = text_drift_message(
+            record.tool, recorded, live, against="the lock", differences=(explain,) if explain else ()
+        )
+        self._findings.append(
+            Finding(
+                kind="contract-text-drift",
                 index=record.index,
                 tool=record.tool,
                 message=message,

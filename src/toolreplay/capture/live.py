@@ -5,12 +5,14 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from toolreplay.capture.probe import Answer, Failure
 from toolreplay.contracts.definitions import ToolDefinition, import_definitions
+from toolreplay.contracts.lock import ToolContract
 from toolreplay.contracts.mcp import describe, innermost_error, server_said
+from toolreplay.contracts.text import text_of_tool
 from toolreplay.errors import InputError
 from toolreplay.escape import one_line
 from toolreplay.transcript import Record
@@ -26,6 +28,8 @@ class Live:
     answers: dict[str, Answer]
     #: what was wrong with the listed definitions (a name listed twice with other schemas, ...)
     warnings: tuple[str, ...] = ()
+    #: the listed tools' contracts (their contract text included), by name
+    contracts: dict[str, ToolContract] = field(default_factory=dict)
 
 
 def ask_live(
@@ -84,6 +88,7 @@ def ask_live(
                     destructive=destructive,
                     answers=answers,
                     warnings=imported.warnings,
+                    contracts={contract.name: contract for contract in imported.contracts},
                 )
 
         try:
@@ -120,6 +125,7 @@ async def _list_tools(client: Any) -> list[ToolDefinition]:
                     schema=data.get("inputSchema", {}),
                     shape="mcp",
                     annotations=annotations if isinstance(annotations, dict) else None,
+                    text=text_of_tool(data),
                 )
             )
         cursor = page.next_cursor

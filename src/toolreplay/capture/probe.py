@@ -26,6 +26,7 @@ from typing import Any
 from toolreplay.analyses.baseline import first_difference
 from toolreplay.canonical import canonical
 from toolreplay.capture.redact import MASK
+from toolreplay.contracts.text import text_drift_message
 from toolreplay.escape import quote
 from toolreplay.findings import Finding, sort_findings
 from toolreplay.library.errors import ABSENT
@@ -75,11 +76,18 @@ def judge(
     answers: Mapping[str, Answer],
     mutators: frozenset[str],
     path: str,
+    texts: Mapping[str, str] | None = None,
+    explain: Mapping[str, str] | None = None,
 ) -> ProbeResult:
-    """Verdicts and findings from the live fingerprints (tool -> fingerprint) and answers (by call key)."""
+    """Verdicts and findings from the live fingerprints (tool -> fingerprint) and answers (by call key).
+
+    ``texts`` (tool -> live contract-text digest) turns a recorded ``text_digest`` the server no
+    longer gives into a ``contract-text-drift``; ``explain`` says what changed, when a lock knows.
+    """
     findings: list[Finding] = []
     verdicts: dict[str, str] = {}
     drifted: set[str] = set()
+    findings += _text_drift(records, texts or {}, explain or {}, path)
     for record in records:
         tool = record.tool
         if record.fingerprint is not None and tool not in drifted and live.get(tool) != record.fingerprint:
@@ -109,6 +117,32 @@ def judge(
         verdicts=verdicts,
         findings=tuple(sort_findings(findings)),
     )
+
+
+def _text_drift(
+    records: Sequence[Record], texts: Mapping[str, str], explain: Mapping[str, str], path: str
+) -> list[Finding]:
+    """The first recorded call of each tool whose recorded contract-text digest the server no longer gives."""
+    out: list[Finding] = []
+    seen: set[str] = set()
+    for record in records:
+        recorded, live = record.text_digest, texts.get(record.tool)
+        if recorded is None or live is None or recorded == live or record.tool in seen:
+            continue
+        seen.add(record.tool)
+        why = explain.get(record.tool, "")
+        message = text_drift_message(record.tool, recorded, live, differences=(why,) if why else ())
+        out.append(
+            Finding(
+                kind="contract-text-drift",
+                index=record.index,
+                tool=record.tool,
+                message=message,
+                path=path,
+                line=record.line or None,
+            )
+        )
+    return out
 
 
 def _verdict(

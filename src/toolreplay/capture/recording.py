@@ -134,7 +134,11 @@ class Recording:
         if size > MAX_RECORD_BYTES:
             return f"the record would be over the {MAX_RECORD_BYTES}-byte limit of a transcript line"
         self.recorder.record(
-            tool=record.tool, args=record.args, response=record.response, fingerprint=record.fingerprint
+            tool=record.tool,
+            args=record.args,
+            response=record.response,
+            fingerprint=record.fingerprint,
+            text_digest=call.text_digest,
         )
         return ""
 

@@ -16,7 +16,7 @@ from toolreplay.capture.session import SERVER_INFO_META
 from toolreplay.chain import verify_stream
 from toolreplay.contracts.lock import ToolLock
 from toolreplay.errors import InputError, ToolreplayError
-from toolreplay.library.errors import SnapshotMissError, ToolDriftError
+from toolreplay.library.errors import ContractTextDriftError, SnapshotMissError, ToolDriftError
 from toolreplay.library.snapshot import Snapshot
 from toolreplay.transcript import Record, open_input, read_links, read_transcript
 
@@ -51,14 +51,21 @@ def load_records(path: str) -> tuple[Record, ...]:
 
 
 def check_lock(records: Sequence[Record], lock: ToolLock) -> None:
-    """Raise :class:`ToolDriftError` for the first recorded call whose fingerprint the lock does not have."""
+    """Raise :class:`ToolDriftError` for the first recorded call whose fingerprint the lock does not
+    have, or :class:`ContractTextDriftError` for one whose contract-text digest it does not have."""
     for record in records:
-        if record.fingerprint is None:
-            continue
         contract = lock.tools.get(record.tool)
-        live = contract.fingerprint if contract is not None else None
-        if live != record.fingerprint:
-            raise ToolDriftError(tool=record.tool, recorded=record.fingerprint, live=live, index=record.index)
+        if record.fingerprint is not None:
+            live = contract.fingerprint if contract is not None else None
+            if live != record.fingerprint:
+                raise ToolDriftError(
+                    tool=record.tool, recorded=record.fingerprint, live=live, index=record.index
+                )
+        text = contract.text_digest if contract is not None else None
+        if record.text_digest is not None and text is not None and text != record.text_digest:
+            raise ContractTextDriftError(
+                tool=record.tool, recorded=record.text_digest, live=text, index=record.index
+            )
 
 
 def tool_list(records: Sequence[Record], lock: ToolLock | None) -> list[dict[str, Any]]:
@@ -74,8 +81,21 @@ def tool_list(records: Sequence[Record], lock: ToolLock | None) -> list[dict[str
                 "destructiveHint": contract.mutates,
                 "idempotentHint": contract.idempotent,
             }
+            tool.update(_said(contract.text))
         tools.append(tool)
     return tools
+
+
+def _said(text: dict[str, Any] | None) -> dict[str, Any]:
+    """The recorded contract text as ``tools/list`` fields: what the agent read when it was recorded."""
+    if text is None:
+        return {}
+    out: dict[str, Any] = {key: text[key] for key in ("title", "description") if key in text}
+    if "annotations" in text:
+        out["annotations"] = dict(text["annotations"])
+    if isinstance(text.get("output_schema"), dict):
+        out["outputSchema"] = text["output_schema"]
+    return out
 
 
 def server_identity(records: Sequence[Record]) -> tuple[str, str]:

@@ -22,6 +22,7 @@ from toolreplay.canonical import MAX_RECORD_BYTES, canonical, decode
 from toolreplay.capture import wire
 from toolreplay.contracts.definitions import ToolDefinition, import_definitions
 from toolreplay.contracts.lock import ToolContract, ToolLock
+from toolreplay.contracts.text import text_of_tool
 from toolreplay.errors import InputError
 from toolreplay.escape import quote
 
@@ -44,6 +45,8 @@ class Call:
     fingerprint: str | None
     ident: Any = None
     unkept: str = ""
+    #: the digest of the tool's contract text as the server last listed it
+    text_digest: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -233,6 +236,7 @@ class Session:
                 schema=tool.get("inputSchema", {}),
                 shape="mcp",
                 annotations=tool["annotations"] if isinstance(tool.get("annotations"), dict) else None,
+                text=text_of_tool(tool),
             )
             for tool in tools
             if isinstance(tool, dict) and isinstance(tool.get("name"), str) and tool["name"]
@@ -270,6 +274,7 @@ class Session:
             response=response,
             fingerprint=contract.fingerprint if contract is not None else None,
             ident=pending.ident,
+            text_digest=contract.text_digest if contract is not None else None,
         )
         return call, problem
 

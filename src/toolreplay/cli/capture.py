@@ -7,16 +7,22 @@ the ``mcp`` extra; these commands then say how to install it (exit 2).
 from __future__ import annotations
 
 import os
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import click
 
+from toolreplay.analyses.fingerprint_diff import text_differences
 from toolreplay.cli.base import EXISTS, EXIT_FINDINGS, Seconds, force_option
 from toolreplay.cli.defaults import announce, config_option, mutators_and_lock, read_config
 from toolreplay.cli.formats import emit, format_option
 from toolreplay.errors import InputError
 from toolreplay.escape import one_line, quote
 from toolreplay.reports import Line, Report
+
+if TYPE_CHECKING:
+    from toolreplay.contracts.lock import ToolContract, ToolLock
+    from toolreplay.transcript import Record
 
 INSTALL_HINT = "needs the MCP SDK: pip install 'toolreplay[mcp]'"
 
@@ -169,6 +175,22 @@ def serve_cmd(ctx: click.Context, transcript: str, lock_path: str | None, listen
         serve_http(server, *address)
 
 
+def _text_explained(
+    records: Sequence[Record], lock: ToolLock | None, live: dict[str, ToolContract]
+) -> dict[str, str]:
+    """Per tool whose recorded contract text the lock holds: what changed in it live."""
+    if lock is None:
+        return {}
+    out: dict[str, str] = {}
+    for name, old in lock.tools.items():
+        new = live.get(name)
+        if new is None or old.text_digest is None or old.text_digest == new.text_digest:
+            continue
+        if any(r.tool == name and r.text_digest == old.text_digest for r in records):
+            out[name] = "; ".join(d.text() for d in text_differences(old, new))
+    return out
+
+
 @click.command(name="probe")
 @click.argument("transcript")
 @click.argument("command", nargs=-1)
@@ -228,8 +250,9 @@ def probe_cmd(
     used: list[str] = []
     configured, lock_path = mutators_and_lock(config, mutators, lock_path, used)
     announce(config, used)
-    if lock_path is not None:
-        configured = declared_mutators(load_lock(lock_path), configured)
+    lock = load_lock(lock_path) if lock_path is not None else None
+    if lock is not None:
+        configured = declared_mutators(lock, configured)
     try:
         records = load_records(transcript)
     except BrokenRecordingError as err:
@@ -248,6 +271,8 @@ def probe_cmd(
         answers=live.answers,
         mutators=configured | live.destructive,
         path=transcript,
+        texts={name: c.text_digest for name, c in live.contracts.items() if c.text_digest is not None},
+        explain=_text_explained(records, lock, live.contracts),
     )
     header = [
         Line(key="calls", value=result.calls, text=str(result.calls)),

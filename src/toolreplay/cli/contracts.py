@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import click
 
 from toolreplay.analyses.fingerprint_diff import compare_locks, compare_transcript
 from toolreplay.analyses.replay import DEFAULT_MUTATORS
+from toolreplay.analyses.schema_break import changed_schemas, schema_breaks
+from toolreplay.analyses.text_diff import TEXT_CLASSES
 from toolreplay.cli.base import Seconds, atomic_output, force_option
 from toolreplay.cli.defaults import announce, config_option, read_config
 from toolreplay.cli.formats import emit, format_option
@@ -113,18 +116,32 @@ def fingerprint_cmd(
 @click.command(name="fingerprint-diff")
 @click.argument("recorded", required=False)
 @click.argument("live", required=False)
+@click.option(
+    "--calls",
+    "calls",
+    multiple=True,
+    metavar="TRANSCRIPT",
+    help="A transcript whose recorded calls are validated against each changed input schema (repeatable).",
+)
 @config_option
 @format_option
 @click.pass_context
 def fingerprint_diff_cmd(
-    ctx: click.Context, recorded: str | None, live: str | None, config_file: str | None, fmt: str
+    ctx: click.Context,
+    recorded: str | None,
+    live: str | None,
+    calls: tuple[str, ...],
+    config_file: str | None,
+    fmt: str,
 ) -> None:
     """Classify how the tools in LIVE (a tool lock) drifted from RECORDED.
 
     RECORDED is a tool lock (every difference: added, removed, signature, schema
     breaking/compatible, version, with JSON pointer and old -> new) or a transcript
     (*.jsonl, *.sealed.jsonl) whose per-call fingerprints are checked against LIVE.
-    Exit 1 when anything drifted. Left out, RECORDED is the config's tools_lock and
+    With --calls, every recorded call of a tool whose input schema changed is validated
+    against the new schema; each one it refuses is a schema-break. Exit 1 when anything
+    drifted. Left out, RECORDED is the config's tools_lock and
     LIVE its tools_source, fingerprinted now (a source without versions is not said to
     change them).
     """
@@ -159,10 +176,43 @@ def fingerprint_diff_cmd(
             if recorded.endswith(SEALED_SUFFIX)
             else read_transcript(recorded)
         )
+        if calls:
+            raise click.UsageError("--calls needs RECORDED to be a tool lock")
         report = _transcript_report(recorded, records, live_lock)
-    else:
-        report = _lock_report(load_lock(recorded), live_lock, live, unversioned=unversioned)
-    ctx.exit(emit([report], fmt))
+        ctx.exit(emit([report], fmt))
+    recorded_lock = load_lock(recorded)
+    reports = [_lock_report(recorded_lock, live_lock, live, unversioned=unversioned)]
+    if calls:
+        schemas = changed_schemas(recorded_lock, live_lock)
+        reports.extend(_calls_report(path, schemas) for path in calls)
+    ctx.exit(emit(reports, fmt))
+
+
+def _calls_report(path: str, schemas: dict[str, Any]) -> Report:
+    """One transcript's recorded calls against the changed input schemas."""
+    records = (
+        (link.record for link in read_links(path))
+        if path.endswith(".sealed.jsonl")
+        else read_transcript(path)
+    )
+    counted = [0]
+
+    def counting() -> Iterable[Record]:
+        for record in records:
+            counted[0] += 1
+            yield record
+
+    findings = sort_findings(schema_breaks(counting(), schemas, path=path))
+    return Report(
+        command="fingerprint-diff",
+        path=path,
+        header=(
+            Line(key="calls", value=counted[0], text=str(counted[0])),
+            Line(key="schemas changed", value=len(schemas), text=str(len(schemas))),
+            Line(key="findings", value=len(findings), text=str(len(findings))),
+        ),
+        findings=tuple(findings),
+    )
 
 
 def _is_transcript(path: str) -> bool:
@@ -174,7 +224,14 @@ def _lock_report(recorded: ToolLock, live: ToolLock, path: str, *, unversioned: 
     if unversioned:  # the source carries no versions: a version "removed" is not drift
         differences = [d for d in differences if not (d.kind == "version" and d.new == "")]
     findings = tuple(
-        Finding(kind="tool-drift", index=None, tool=d.tool, message=d.text(), path=path) for d in differences
+        Finding(
+            kind="contract-text-drift" if d.kind in TEXT_CLASSES else "tool-drift",
+            index=None,
+            tool=d.tool,
+            message=d.text(),
+            path=path,
+        )
+        for d in differences
     )
     drifted = len({d.tool for d in differences})
     breaking = sum(1 for d in differences if d.breaking)

@@ -33,6 +33,7 @@ from toolreplay.analyses.replay import DEFAULT_MUTATORS
 from toolreplay.canonical import canonical, decode
 from toolreplay.contracts.fingerprint import Signature
 from toolreplay.contracts.lock import ToolContract, make_contract
+from toolreplay.contracts.text import contract_text, text_of_tool
 from toolreplay.ecma import EcmaValidator
 from toolreplay.errors import InputError
 from toolreplay.escape import quote
@@ -55,6 +56,8 @@ class ToolDefinition:
     shape: str
     #: the MCP ``annotations`` object; None for other shapes
     annotations: dict[str, Any] | None = None
+    #: the contract text an agent reads (:mod:`toolreplay.contracts.text`); None: not known
+    text: dict[str, Any] | None = None
     line: int | None = None
     pointer: str = ""
 
@@ -234,11 +237,17 @@ def _definition(item: Any, pointer: str, path: str, line: int | None) -> ToolDef
     else:
         shape, key = shape or "function", "parameters"
     schema = inner.get(key, {})
+    text = (
+        text_of_tool(inner)
+        if shape == "mcp"
+        else contract_text(title=inner.get("title"), description=inner.get("description"), schema=schema)
+    )
     return ToolDefinition(
         name=name,
         schema=schema,
         shape=shape,
         annotations=annotations,
+        text=text,
         line=line,
         pointer=f"{where}/{key}",
     )
@@ -269,7 +278,9 @@ def import_definitions(
     for defn in definitions:
         if defn.name in first:
             earlier = first[defn.name]
-            if canonical([earlier.schema, earlier.annotations]) != canonical([defn.schema, defn.annotations]):
+            if canonical([earlier.schema, earlier.annotations, earlier.text]) != canonical(
+                [defn.schema, defn.annotations, defn.text]
+            ):
                 at = f"line {earlier.line}" if earlier.line is not None else earlier.pointer or "/"
                 warn(defn, f"defined again with a different schema; the first definition ({at}) is kept")
             continue
@@ -289,6 +300,7 @@ def import_definitions(
                 schema=defn.schema,
                 version=version,
                 deterministic=True,
+                text=defn.text,
                 **behaviour,
             )
         except InputError as err:  # a schema nested too deep for a lock to hold
@@ -320,6 +332,19 @@ def schema_problems(schema: Any) -> list[tuple[str, str]]:
     if isinstance(schema, dict) and schema.get("type", "object") != "object":
         return [(f'input schema has type {canonical(schema["type"])}, not "object"', "/type")]
     return []
+
+
+def definition_contract(
+    definition: Any, *, version: str = "", mutators: frozenset[str] = DEFAULT_MUTATORS
+) -> ToolContract:
+    """The contract of one tool definition (a JSON object), as ``fingerprint`` makes it; a
+    definition that is not one tool is a ``ValueError``."""
+    try:
+        defn = _definition(definition, "", "definition", None)
+    except InputError as err:
+        raise ValueError(err.problem) from err
+    imported = import_definitions([defn], version=version, mutators=mutators, path="definition")
+    return imported.contracts[0]
 
 
 def import_file(path: str, *, version: str = "", mutators: frozenset[str] = DEFAULT_MUTATORS) -> Imported:

@@ -8,8 +8,9 @@ Other features read it through one call::
 
 The file is a JSON object ``{"lock_version": 1, "tools": {NAME: CONTRACT}}`` where each
 contract holds ``fingerprint``, ``version``, ``signature``, ``schema``,
-``deterministic``, ``mutates`` and ``idempotent`` and nothing else (the three
-behaviour flags may be left out: ``deterministic`` defaults to true, ``mutates`` to
+``deterministic``, ``mutates`` and ``idempotent``, and the contract text with its digest
+(``text``, ``text_digest``: both or neither, a lock written before 0.7 has neither), and
+nothing else (the three behaviour flags may be left out: ``deterministic`` defaults to true, ``mutates`` to
 membership of the default mutator list, ``idempotent`` to false). Loading is
 strict: unknown or missing fields, wrong types, and a fingerprint that does not
 match its own signature, schema and version are refused (``InputError``, exit 2).
@@ -29,6 +30,7 @@ from toolreplay.analyses.replay import DEFAULT_MUTATORS
 from toolreplay.analyses.scope import located
 from toolreplay.canonical import MAX_DEPTH, decode, nesting_depth, too_deep
 from toolreplay.contracts.fingerprint import Signature, fingerprint_of
+from toolreplay.contracts.text import text_digest, text_problem
 from toolreplay.errors import InputError
 from toolreplay.files import temp_beside
 from toolreplay.locate import pointer_token
@@ -36,7 +38,17 @@ from toolreplay.transcript import read_input
 
 #: Version of the lock file shape (schemas/tool-lock.schema.json).
 LOCK_VERSION = 1
-_CONTRACT_FIELDS = ("fingerprint", "version", "signature", "schema", "deterministic", "mutates", "idempotent")
+_CONTRACT_FIELDS = (
+    "fingerprint",
+    "version",
+    "signature",
+    "schema",
+    "deterministic",
+    "mutates",
+    "idempotent",
+    "text",
+    "text_digest",
+)
 _FLAGS = ("deterministic", "mutates", "idempotent")
 
 
@@ -57,10 +69,17 @@ class ToolContract:
     deterministic: bool = True
     mutates: bool = False
     idempotent: bool = False
+    #: the contract text an agent reads (:mod:`toolreplay.contracts.text`); None: not known
+    text: dict[str, Any] | None = None
+
+    @property
+    def text_digest(self) -> str | None:
+        """The digest of :attr:`text`, or None when the contract text is not known."""
+        return None if self.text is None else text_digest(self.text)
 
     def data(self) -> dict[str, Any]:
         """The contract as it is written in the lock (without its name)."""
-        return {
+        out = {
             "fingerprint": self.fingerprint,
             "version": self.version,
             "signature": self.signature,
@@ -69,6 +88,10 @@ class ToolContract:
             "mutates": self.mutates,
             "idempotent": self.idempotent,
         }
+        if self.text is not None:
+            out["text"] = self.text
+            out["text_digest"] = self.text_digest
+        return out
 
 
 def declared_mutators(lock: ToolLock, configured: frozenset[str]) -> frozenset[str]:
@@ -90,6 +113,7 @@ def make_contract(
     deterministic: bool = True,
     mutates: bool = False,
     idempotent: bool = False,
+    text: dict[str, Any] | None = None,
 ) -> ToolContract:
     """Build a contract, computing its fingerprint."""
     return ToolContract(
@@ -101,6 +125,7 @@ def make_contract(
         deterministic=deterministic,
         mutates=mutates,
         idempotent=idempotent,
+        text=text,
     )
 
 
@@ -260,8 +285,33 @@ def _parse_contract(tool: str, data: Any, base: str, fail: Any) -> ToolContract:
         version=version,
         signature=signature,
         schema=data["schema"],
+        text=_parse_text(data, base, fail),
         **flags,
     )
+
+
+def _parse_text(data: dict[str, Any], base: str, fail: Any) -> dict[str, Any] | None:
+    """The contract text of a lock entry (None for a lock written before it was kept)."""
+    if "text" not in data and "text_digest" not in data:
+        return None
+    for key in ("text", "text_digest"):
+        if key not in data:
+            other = "text_digest" if key == "text" else "text"
+            raise fail(f'missing field "{key}" (a contract with "{other}" needs both)', base)
+    text = data["text"]
+    problem = text_problem(text)
+    if problem is not None:
+        raise fail(problem[0], base + "/text" + problem[1])
+    digest = data["text_digest"]
+    expected = text_digest(text)
+    if digest != expected:
+        raise fail(
+            f"text_digest does not match the contract text (it gives {expected}); re-run toolreplay"
+            " fingerprint instead of editing the lock",
+            base + "/text_digest",
+        )
+    result: dict[str, Any] = text
+    return result
 
 
 def _check_signature(signature: Any, pointer: str, fail: Any) -> None:

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import IO, Any
 
 from toolreplay.contracts.definitions import ToolDefinition
+from toolreplay.contracts.text import text_of_tool
 from toolreplay.errors import InputError
 from toolreplay.escape import one_line
 
@@ -109,6 +110,7 @@ def listed_definitions(tools: Any, *, path: str) -> list[ToolDefinition]:
                 schema=tool.get("inputSchema", {}),
                 shape="mcp",
                 annotations=annotations if isinstance(annotations, dict) else None,
+                text=text_of_tool(tool),
                 pointer=f"/tools/{i}/inputSchema",
             )
         )

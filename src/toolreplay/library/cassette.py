@@ -20,13 +20,13 @@ import contextlib
 import os
 from typing import Any
 
-from toolreplay.analyses.fingerprint_diff import compare_contracts
+from toolreplay.analyses.fingerprint_diff import compare_contracts, text_differences
 from toolreplay.analyses.replay import DEFAULT_MUTATORS
 from toolreplay.contracts.lock import ToolContract, ToolLock, load_lock, save_lock
 from toolreplay.errors import ToolreplayError
 from toolreplay.files import SEALED_SUFFIX, temp_beside
 from toolreplay.findings import Finding
-from toolreplay.library.errors import SnapshotMissError, ToolDriftError
+from toolreplay.library.errors import ContractTextDriftError, SnapshotMissError, ToolDriftError
 from toolreplay.library.recorder import Recorder
 from toolreplay.library.registry import ToolRegistry, as_json
 from toolreplay.library.snapshot import Snapshot
@@ -60,9 +60,16 @@ class _Buffer(Recorder):
         response: dict[str, Any],
         fingerprint: str | None = None,
         state: dict[str, str] | None = None,
+        text_digest: str | None = None,
     ) -> Record:
         record = make_record(
-            index=self.count, tool=tool, args=args, response=response, fingerprint=fingerprint, state=state
+            index=self.count,
+            tool=tool,
+            args=args,
+            response=response,
+            fingerprint=fingerprint,
+            state=state,
+            text_digest=text_digest,
         )
         self.records.append(record)
         self.count += 1
@@ -155,6 +162,34 @@ class CassetteRegistry(ToolRegistry):
                 for note in self._drift_notes(contract, recorded):
                     err.add_note(note)
                 raise err
+        live_text = contract.text_digest
+        for record in self._old:
+            said = record.text_digest
+            if (
+                record.tool == contract.name
+                and said is not None
+                and live_text is not None
+                and said != live_text
+            ):
+                text_err = ContractTextDriftError(
+                    tool=contract.name,
+                    recorded=said,
+                    live=live_text,
+                    index=record.index,
+                    differences=self._text_notes(contract, said),
+                )
+                raise text_err
+
+    def _text_notes(self, live: ToolContract, recorded: str) -> tuple[str, ...]:
+        """What changed in the contract text, when the cassette's lock holds the recorded one."""
+        where = lock_path(self.cassette)
+        try:
+            old = load_lock(where).tools.get(live.name) if os.path.exists(where) else None
+        except (OSError, ToolreplayError):
+            return ()
+        if old is None or old.text_digest != recorded:
+            return ()
+        return tuple(d.text() for d in text_differences(old, live))
 
     def _drift_notes(self, live: ToolContract, recorded: str) -> list[str]:
         where = lock_path(self.cassette)
@@ -211,6 +246,7 @@ class CassetteRegistry(ToolRegistry):
                         response=record.response,
                         fingerprint=record.fingerprint,
                         state=record.state,
+                        text_digest=record.text_digest,
                     )
             os.replace(tmp, self.cassette)
         except BaseException:

@@ -7,6 +7,7 @@ from typing import Any
 
 from toolreplay.analyses.baseline import ABSENT as BASELINE_ABSENT
 from toolreplay.canonical import canonical
+from toolreplay.contracts.text import text_drift_message
 from toolreplay.errors import DriftError, ToolreplayError
 from toolreplay.escape import one_line, quote
 from toolreplay.findings import Finding
@@ -48,6 +49,36 @@ class ToolDriftError(DriftError):
         )
         super().__init__(
             f"tool {quote(tool)} drifted: recorded with fingerprint {recorded}{at}, {now}; {what}"
+        )
+
+
+class ContractTextDriftError(ToolDriftError):
+    """A tool's contract text (title, descriptions, annotations, output schema) differs from the
+    one recorded, though its fingerprint may not: the agent would now read another prompt.
+
+    ``recorded`` and ``live`` are the two text digests (``live`` None when the tool is no longer
+    there); ``differences`` the ``fingerprint-diff`` lines when both texts are known. A subclass
+    of :class:`ToolDriftError`, so code that stops on tool drift stops on this too.
+    """
+
+    kind = "contract-text-drift"
+
+    def __init__(
+        self,
+        *,
+        tool: str,
+        recorded: str,
+        live: str | None,
+        index: int | None = None,
+        differences: Sequence[str] = (),
+    ) -> None:
+        self.tool = tool
+        self.recorded = recorded
+        self.live = live
+        self.index = index
+        self.differences = tuple(differences)
+        DriftError.__init__(
+            self, text_drift_message(tool, recorded, live, index=index, differences=self.differences)
         )
 
 

@@ -35,6 +35,7 @@ class Recorder:
         response: dict[str, Any],
         fingerprint: str | None = None,
         state: dict[str, str] | None = None,
+        text_digest: str | None = None,
     ) -> Record:
         """Write one call and return its record (an ``InputError`` if it is not valid JSON)."""
         record = make_record(
@@ -44,6 +45,7 @@ class Recorder:
             response=response,
             fingerprint=fingerprint,
             state=state,
+            text_digest=text_digest,
         )
         if self.sealed:
             digest, line = link_digest(record, self.head)

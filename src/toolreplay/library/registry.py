@@ -8,7 +8,7 @@ import json
 import os
 import warnings
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import ModuleType
 from typing import Any, TypeVar, overload
 
@@ -29,6 +29,7 @@ from toolreplay.library.errors import (
     ABSENT,
     AuditIncompleteError,
     AuditIncompleteWarning,
+    ContractTextDriftError,
     ReplayDivergenceError,
     ToolDriftError,
     audit_message,
@@ -151,6 +152,40 @@ class ToolRegistry:
         self._tools[tool] = RegisteredTool(fn=fn, contract=contract)
         return contract
 
+    def register_definition(
+        self,
+        definition: Mapping[str, Any],
+        fn: Callable[..., Any],
+        *,
+        version: str = "",
+        deterministic: bool = True,
+        mutates: bool | None = None,
+        idempotent: bool | None = None,
+    ) -> ToolContract:
+        """Register ``fn`` under a JSON/MCP tool definition and fingerprint it as the definition.
+
+        ``definition`` is one tool as ``fingerprint`` reads it (an MCP ``tools/list`` tool, an
+        OpenAI or Anthropic tool): its name, input schema, signature (derived from the schema)
+        and contract text are the definition's, so the contract matches what ``fingerprint
+        --mcp`` and ``record`` give for the same tool and version. ``mutates`` and ``idempotent``
+        default to what the MCP annotations say (for other shapes: the mutator list, false).
+        """
+        from toolreplay.contracts.definitions import definition_contract
+
+        if inspect.iscoroutinefunction(fn):
+            raise TypeError("async tools are not supported: register a synchronous wrapper")
+        contract = definition_contract(definition, version=version, mutators=self.mutators)
+        if contract.name in self._tools:
+            raise ValueError(f"tool {contract.name!r} is already registered")
+        contract = replace(
+            contract,
+            deterministic=deterministic,
+            mutates=contract.mutates if mutates is None else mutates,
+            idempotent=contract.idempotent if idempotent is None else idempotent,
+        )
+        self._tools[contract.name] = RegisteredTool(fn=fn, contract=contract)
+        return contract
+
     @overload
     def tool(self, fn: F, /) -> F: ...
     @overload
@@ -229,7 +264,12 @@ class ToolRegistry:
         _set_span_attributes(contract)
         if self.recorder is not None:
             self.recorder.record(
-                tool=name, args=args, response=response, fingerprint=contract.fingerprint, state=state
+                tool=name,
+                args=args,
+                response=response,
+                fingerprint=contract.fingerprint,
+                state=state,
+                text_digest=contract.text_digest,
             )
         if self._recording is not None:
             self._check_outcome(self._recording, name, args, response, contract.fingerprint, state)
@@ -280,6 +320,10 @@ class ToolRegistry:
             if position < len(recorded) and recorded[position].tool == name:
                 pointer, old, new = first_difference(recorded[position].args, args) or (None, ABSENT, ABSENT)
             raise ReplayDivergenceError(finding, pointer=pointer, recorded_value=old, live_value=new)
+        said, text = recorded[position].text_digest, self._tools[name].contract.text_digest
+        if said is not None and text is not None and said != text:
+            self._diverged = True
+            raise ContractTextDriftError(tool=name, recorded=said, live=text, index=position)
         fingerprint = recorded[position].fingerprint
         if fingerprint is not None and fingerprint != live:
             self._diverged = True
