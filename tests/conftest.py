@@ -21,6 +21,20 @@ settings.register_profile("toolreplay", max_examples=100 if FULL_PROPERTIES else
 settings.load_profile("toolreplay")
 
 
+#: the workflow tier (the Action under act, on another Python) runs in CI, or where asked for
+WORKFLOW_TESTS = bool(os.environ.get("CI") or os.environ.get("TOOLREPLAY_WORKFLOW_TESTS"))
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Outside CI, the workflow tier is skipped with the reason saying how to run it."""
+    if WORKFLOW_TESTS:
+        return
+    skip = pytest.mark.skip(reason="workflow tier: runs in CI, or with TOOLREPLAY_WORKFLOW_TESTS=1")
+    for item in items:
+        if item.get_closest_marker("workflow"):
+            item.add_marker(skip)
+
+
 def examples(count: int) -> int:
     """A property test's example count: `count` in CI, a tenth of it (at least 25) elsewhere."""
     return count if FULL_PROPERTIES else max(25, count // 10)
