@@ -18,21 +18,17 @@ from toolreplay.cli.defaults import announce, config_option, mutators_and_lock, 
 from toolreplay.cli.formats import emit, format_option
 from toolreplay.errors import InputError
 from toolreplay.escape import one_line, quote
+from toolreplay.extras import require
 from toolreplay.reports import Line, Report
 
 if TYPE_CHECKING:
     from toolreplay.contracts.lock import ToolContract, ToolLock
     from toolreplay.transcript import Record
 
-INSTALL_HINT = "needs the MCP SDK: pip install 'toolreplay[mcp]'"
-
 
 def require_sdk(command: str) -> None:
     """Refuse (exit 2) with the install hint when the MCP SDK is not installed."""
-    try:
-        import mcp  # noqa: F401
-    except ImportError as err:
-        raise InputError(f"toolreplay {command} {INSTALL_HINT}") from err
+    require("mcp", f"toolreplay {command}")
 
 
 def _warn(text: str) -> None:

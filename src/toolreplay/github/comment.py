@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from toolreplay.escape import one_line, workflow_command
+from toolreplay.extras import install_hint, installed
 from toolreplay.report.markdown import render_markdown
 
 if TYPE_CHECKING:
@@ -211,11 +212,9 @@ def publish_comment(
         raise ValueError("the comment body must start with the marker (use comment_body)")
     if _utf16_len(body) > COMMENT_LIMIT:
         raise ValueError(f"the comment body is over GitHub's {COMMENT_LIMIT}-character limit")
-    try:
-        import github  # noqa: F401
-    except ImportError:
+    if not installed("github"):
         return CommentResult(
-            status="degraded", reason="PyGithub is not installed (pip install 'toolreplay[github]')"
+            status="degraded", reason=f"PyGithub is not installed ({install_hint('github')})"
         )
     try:
         gh = client if client is not None else make_client(token, target.api_url)

@@ -24,6 +24,7 @@ from toolreplay.analyses.replay import DEFAULT_MUTATORS
 from toolreplay.canonical import canonical
 from toolreplay.contracts.fingerprint import python_signature
 from toolreplay.contracts.lock import ToolContract, ToolLock, make_contract
+from toolreplay.extras import installed
 from toolreplay.findings import Finding
 from toolreplay.library.errors import (
     ABSENT,
@@ -426,10 +427,10 @@ def as_json(value: dict[str, Any], what: str) -> dict[str, Any]:
 
 @functools.cache
 def _otel_trace() -> ModuleType | None:
-    try:
-        from opentelemetry import trace
-    except ImportError:
+    if not installed("otel"):  # span attributes are a bonus: without the extra, none are set
         return None
+    from opentelemetry import trace
+
     return trace
 
 
