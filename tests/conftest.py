@@ -14,6 +14,8 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import settings
 
+from toolreplay.cli import cli
+
 # Property tests run their full counts in CI (CI is set there) and a tenth of them on a
 # developer's machine, so the README's test command stays quick; every property still runs.
 FULL_PROPERTIES = bool(os.environ.get("CI"))
@@ -47,6 +49,20 @@ SAMPLES = ROOT / "samples"
 @pytest.fixture
 def runner() -> CliRunner:
     return CliRunner()
+
+
+def invoke(
+    runner: CliRunner, *args: str, cwd: Path | None = None, stdin: bytes | str | None = None
+) -> tuple[int, str, str]:
+    """Run ``toolreplay ARGS`` in-process (in ``cwd`` when given): exit code, stdout, stderr."""
+    old = os.getcwd()
+    if cwd is not None:
+        os.chdir(cwd)
+    try:
+        result = runner.invoke(cli, list(args), input=stdin, catch_exceptions=False)
+    finally:
+        os.chdir(old)
+    return result.exit_code, result.stdout, result.stderr
 
 
 @pytest.fixture
