@@ -250,7 +250,7 @@ def toolreplay_mcp(request: pytest.FixtureRequest) -> Iterator[McpCassettes]:
         if problem is not None:
             if not isinstance(problem, (SnapshotMissError, ToolDriftError)):
                 pytest.fail(f"toolreplay: {problem}", pytrace=False)
-            raise problem
+            raise problem.with_traceback(None)
     finally:
         servers.close()
 
