@@ -17,6 +17,17 @@ from toolreplay.locate import pointer_token
 from toolreplay.transcript import Record, read_links, read_transcript
 
 
+def match_key(tool: str, args: dict[str, Any]) -> str:
+    """The key under which a recorded call answers a given one: the one place it is computed.
+
+    Today the canonical call (tool and arguments, key order irrelevant), as
+    ``Record.call_key``. Rules that make some arguments not count (a request id, a
+    timestamp: the configuration's volatile arguments) belong here, so snapshot replay,
+    ``toolreplay serve`` and the pytest plugin's cassettes all match calls the same way.
+    """
+    return '{"args":' + canonical(args) + ',"tool":' + canonical(tool) + "}"
+
+
 class Snapshot:
     """A recording that answers calls: the stub of snapshot mode (docs/spec.md §4).
 
@@ -41,7 +52,7 @@ class Snapshot:
         self.served = 0
         self._by_key: dict[str, list[Record]] = {}
         for record in self.records:
-            self._by_key.setdefault(record.call_key, []).append(record)
+            self._by_key.setdefault(match_key(record.tool, record.args), []).append(record)
         self._next: dict[str, int] = {}
 
     @classmethod
@@ -104,7 +115,7 @@ class Snapshot:
         self, tool: str, args: dict[str, Any], *, live: str | None, check: bool = True
     ) -> dict[str, Any]:
         """Answer ``tool(args)``; with ``check``, a recorded fingerprint other than ``live`` is drift."""
-        key = '{"args":' + canonical(args) + ',"tool":' + canonical(tool) + "}"
+        key = match_key(tool, args)
         found = self._by_key.get(key)
         if not found:
             raise self._miss(tool, args)
