@@ -428,49 +428,58 @@ def _compare_pair(
     # a tool the lock declares non-deterministic: its responses are not compared, its effects are
     nondeterministic = declared is not None and not declared.deterministic
     if r.canon_response != b.canon_response and not nondeterministic:
-        if not out.wants("behavior-drift"):
+        if out.wants("behavior-drift"):
+            add("behavior-drift", *_behavior_drift(tool, *(full() if full is not None else (b, r))))
+        else:
             out.count("behavior-drift")
-        else:
-            fb, fr = full() if full is not None else (b, r)
-            difference = first_difference(json.loads(fb.canon_response), json.loads(fr.canon_response))
-            where = _where(difference)
-            add(
-                "behavior-drift",
-                f"tool {quote(tool)} returned a different response than at baseline index {b.index}{where}",
-                _change(difference),
-            )
     elif b.canon_state is not None and r.canon_state is not None and b.canon_state != r.canon_state:
-        if not out.wants("effect-drift"):
-            out.count("effect-drift")
+        if out.wants("effect-drift"):
+            add("effect-drift", *_effect_drift(tool, *(full() if full is not None else (b, r))))
         else:
-            fb, fr = full() if full is not None else (b, r)
-            difference = first_difference(fb.state, fr.state)
-            where = _where(difference, _STATE_LIMIT)
-            same = (
-                "returned the same response as" if r.canon_response == b.canon_response else "was called as"
-            )
-            add(
-                "effect-drift",
-                f"tool {quote(tool)} {same} at baseline index {b.index} but left a different state{where}",
-                _change(difference, _STATE_LIMIT),
-            )
-    # A baseline that recorded a call's post-state says its effect matters, whatever the
-    # mutators list or a declaration says: a run that drops it (a re-execution without a
-    # state function) is unaudited, not a pass.
-    dropped = b.state is not None and r.state is None
-    if dropped or (_is_mutator(tool, behaviour, mutators) and (b.state is None or r.state is None)):
-        missing = (
-            "neither side records"
-            if b.state is None and r.state is None
-            else ("the baseline does not record" if b.state is None else "the run does not record")
-        )
+            out.count("effect-drift")
+    unrecorded = _unrecorded_state(b, r, tool, behaviour, mutators)
+    if unrecorded is not None:
         add(
             "audit-incomplete",
             (
-                f"tool {quote(tool)} changes state but {missing} its post-call state"
+                f"tool {quote(tool)} changes state but {unrecorded} its post-call state"
                 f" (baseline index {b.index}): its effect cannot be compared"
             ),
         )
+
+
+def _behavior_drift(tool: str, b: Record, r: Record) -> tuple[str, Change | None]:
+    """The message and change of a response that differs from the baseline's (full records)."""
+    difference = first_difference(json.loads(b.canon_response), json.loads(r.canon_response))
+    where = _where(difference)
+    message = f"tool {quote(tool)} returned a different response than at baseline index {b.index}{where}"
+    return message, _change(difference)
+
+
+def _effect_drift(tool: str, b: Record, r: Record) -> tuple[str, Change | None]:
+    """The message and change of a post-call state that differs from the baseline's (full records)."""
+    difference = first_difference(b.state, r.state)
+    where = _where(difference, _STATE_LIMIT)
+    same = "returned the same response as" if r.canon_response == b.canon_response else "was called as"
+    message = f"tool {quote(tool)} {same} at baseline index {b.index} but left a different state{where}"
+    return message, _change(difference, _STATE_LIMIT)
+
+
+def _unrecorded_state(
+    b: Record, r: Record, tool: str, behaviour: Mapping[str, ToolBehaviour], mutators: frozenset[str]
+) -> str | None:
+    """Which side does not record a post-call state that matters, if any.
+
+    A baseline that recorded a call's post-state says its effect matters, whatever the
+    mutators list or a declaration says: a run that drops it (a re-execution without a
+    state function) is unaudited, not a pass. A mutator's state matters on both sides.
+    """
+    dropped = b.state is not None and r.state is None
+    if not (dropped or ((b.state is None or r.state is None) and _is_mutator(tool, behaviour, mutators))):
+        return None
+    if b.state is None and r.state is None:
+        return "neither side records"
+    return "the baseline does not record" if b.state is None else "the run does not record"
 
 
 def _diff_run(
