@@ -74,11 +74,7 @@ def check_pull_request(config: Config, pull: PullRange | None, *, workspace: str
     change what counts as a baseline for itself; a change of those settings is reported.
     """
     if pull is None:
-        if not config.baselines:
-            return DriftOutcome(reports=(), status="drift notes: no baselines configured, nothing to check")
-        return DriftOutcome(
-            reports=(), status="drift notes: not a pull request, so there is no base...head range to check"
-        )
+        return _outside_pull_request(config)
     config_file = _relative(Path(config.source).resolve(), workspace)
     git = Git(cwd=workspace)
     span = f"{pull.base[:12]}...{pull.head[:12]}"
@@ -126,15 +122,27 @@ def check_pull_request(config: Config, pull: PullRange | None, *, workspace: str
         for path in result.unguarded
     ]
     reports = _reports(result, where=where, notes_dir=before.notes_dir) + list(_warning_reports(warnings))
-    if result.problems:
-        status = f"drift notes: {len(result.problems)} problem(s) in {span}, see the findings"
-    elif result.changes:
-        status = f"drift notes: every baseline change in {span} has its note"
-    else:
-        status = f"drift notes: no sealed baseline changes in {span}"
+    status = _range_status(result, span)
     if any(f.kind == GUARD_CHANGED for f in warnings):
         status += f" (judged with the settings of {base_source}; this pull request changes them)"
     return DriftOutcome(reports=tuple(sorted(reports, key=lambda r: r.path)), status=status)
+
+
+def _outside_pull_request(config: Config) -> DriftOutcome:
+    """No range to judge: the run is not a pull request's."""
+    if not config.baselines:
+        return DriftOutcome(reports=(), status="drift notes: no baselines configured, nothing to check")
+    return DriftOutcome(
+        reports=(), status="drift notes: not a pull request, so there is no base...head range to check"
+    )
+
+
+def _range_status(result: GuardResult, span: str) -> str:
+    if result.problems:
+        return f"drift notes: {len(result.problems)} problem(s) in {span}, see the findings"
+    if result.changes:
+        return f"drift notes: every baseline change in {span} has its note"
+    return f"drift notes: no sealed baseline changes in {span}"
 
 
 def _prefix(config: Config, top: str) -> str | None:
