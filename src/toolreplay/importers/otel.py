@@ -123,24 +123,11 @@ def _trace_id(span: dict[str, Any], at: Location) -> str:
 
 
 def _tool_span(span: dict[str, Any], attributes: dict[str, Any], at: Location) -> _ToolSpan:
-    tool = attributes.get(TOOL_NAME)
-    if tool is None:
-        name = span.get("name")
-        if isinstance(name, str) and name.startswith("execute_tool ") and name[13:].strip():
-            tool = name[13:].strip()
-    if not isinstance(tool, str) or not tool:
-        raise at.error(f'an execute_tool span without a tool name (no "{TOOL_NAME}" attribute)')
     call_id = attributes.get(CALL_ID)
+    tool = _tool_name(span, attributes, at)
     if call_id is not None and not isinstance(call_id, str):
         raise at.error(f'"{CALL_ID}" must be a string, not {type_name(call_id)}')
-    result = next((attributes[key] for key in RESULTS if key in attributes), ABSENT)
-    failed = _failed(span, at)
-    error_type = attributes.get(ERROR_TYPE)
-    response: dict[str, Any] | None = None
-    if failed is not None or error_type is not None:
-        response = make_response(result, is_error=True, error=failed or error_type)
-    elif result is not ABSENT:
-        response = make_response(result)
+    response = _response(span, attributes, at)
     return _ToolSpan(
         start=_start(span, at),
         tool=tool,
@@ -149,6 +136,30 @@ def _tool_span(span: dict[str, Any], attributes: dict[str, Any], at: Location) -
         response=response,
         location=at,
     )
+
+
+def _tool_name(span: dict[str, Any], attributes: dict[str, Any], at: Location) -> str:
+    """The tool's name: its attribute, else what the span's ``execute_tool NAME`` says."""
+    tool = attributes.get(TOOL_NAME)
+    if tool is None:
+        name = span.get("name")
+        if isinstance(name, str) and name.startswith("execute_tool ") and name[13:].strip():
+            tool = name[13:].strip()
+    if not isinstance(tool, str) or not tool:
+        raise at.error(f'an execute_tool span without a tool name (no "{TOOL_NAME}" attribute)')
+    return tool
+
+
+def _response(span: dict[str, Any], attributes: dict[str, Any], at: Location) -> dict[str, Any] | None:
+    """The call's response: an error when the span failed, else its result; None without either."""
+    result = next((attributes[key] for key in RESULTS if key in attributes), ABSENT)
+    failed = _failed(span, at)
+    error_type = attributes.get(ERROR_TYPE)
+    if failed is not None or error_type is not None:
+        return make_response(result, is_error=True, error=failed or error_type)
+    if result is not ABSENT:
+        return make_response(result)
+    return None
 
 
 def _failed(span: dict[str, Any], at: Location) -> str | None:
