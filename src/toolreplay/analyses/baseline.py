@@ -175,23 +175,30 @@ def first_difference(old: Any, new: Any, pointer: str = "") -> tuple[str, Any, A
     A member present on one side only is reported with a private "absent" marker on the other.
     """
     if isinstance(old, dict) and isinstance(new, dict):
-        for key in sorted(old.keys() | new.keys()):
-            found = first_difference(
-                old.get(key, _ABSENT), new.get(key, _ABSENT), pointer + "/" + pointer_token(key)
-            )
-            if found:
-                return found
-        return None
+        return _first_in_object(old, new, pointer)
     if isinstance(old, list) and isinstance(new, list):
-        for i in range(max(len(old), len(new))):
-            a = old[i] if i < len(old) else _ABSENT
-            b = new[i] if i < len(new) else _ABSENT
-            found = first_difference(a, b, f"{pointer}/{i}")
-            if found:
-                return found
-        return None
+        return _first_in_array(old, new, pointer)
     if old is _ABSENT or new is _ABSENT or canonical(old) != canonical(new):
         return pointer, old, new
+    return None
+
+
+def _first_in_object(old: dict[str, Any], new: dict[str, Any], pointer: str) -> tuple[str, Any, Any] | None:
+    for key in sorted(old.keys() | new.keys()):
+        at = pointer + "/" + pointer_token(key)
+        found = first_difference(old.get(key, _ABSENT), new.get(key, _ABSENT), at)
+        if found:
+            return found
+    return None
+
+
+def _first_in_array(old: list[Any], new: list[Any], pointer: str) -> tuple[str, Any, Any] | None:
+    for i in range(max(len(old), len(new))):
+        a = old[i] if i < len(old) else _ABSENT
+        b = new[i] if i < len(new) else _ABSENT
+        found = first_difference(a, b, f"{pointer}/{i}")
+        if found:
+            return found
     return None
 
 
@@ -378,9 +385,6 @@ def _fingerprint_drift(
     """The tool-drift message of a run call (and the baseline call it aligns with, if any)."""
     tool = r.tool
     locked = declared.fingerprint if declared else None
-    shown = locked or ""
-    if locked and declared is not None and declared.version:
-        shown = f"{locked} (version {canonical(declared.version)})"
     why = explain.get(tool, "")
     if b is not None and b.fingerprint and r.fingerprint and b.fingerprint != r.fingerprint:
         if not lock_checks_runs and locked and r.fingerprint != locked:
@@ -393,14 +397,23 @@ def _fingerprint_drift(
             against=f"the baseline (index {b.index})",
             explain=why,
         )
-    if not locked:
+    if not locked or declared is None:
         return None
+    return _lock_drift(b, r, declared, why, lock_checks_runs)
+
+
+def _lock_drift(
+    b: Record | None, r: Record, declared: ToolBehaviour, why: str, lock_checks_runs: bool
+) -> str | None:
+    """The tool-drift message of a call whose fingerprint is not the lock's: the baseline's first."""
+    locked = declared.fingerprint or ""
+    shown = f"{locked} (version {canonical(declared.version)})" if declared.version else locked
     if b is not None and b.fingerprint and b.fingerprint != locked:
         return fingerprint_message(
-            tool, b.fingerprint, shown, side=f"in the baseline (index {b.index})", explain=why
+            r.tool, b.fingerprint, shown, side=f"in the baseline (index {b.index})", explain=why
         )
     if lock_checks_runs and r.fingerprint and r.fingerprint != locked:
-        return fingerprint_message(tool, r.fingerprint, shown, side="in the run", explain=why)
+        return fingerprint_message(r.tool, r.fingerprint, shown, side="in the run", explain=why)
     return None
 
 
