@@ -130,13 +130,18 @@ def compare_locks(recorded: ToolLock, live: ToolLock) -> list[Difference]:
     out: list[Difference] = []
     for name in sorted(set(recorded.tools) | set(live.tools)):
         old, new = recorded.tools.get(name), live.tools.get(name)
-        if old is None and new is not None:
-            out.append(Difference(tool=name, kind="added", new=new))
-        elif new is None and old is not None:
-            out.append(Difference(tool=name, kind="removed", old=old))
-        elif old is not None and new is not None and old.fingerprint != new.fingerprint:
-            out.extend(compare_contracts(old, new))
+        if old is None or new is None or old.fingerprint != new.fingerprint:
+            out.extend(_tool_differences(name, old, new))
     return out
+
+
+def _tool_differences(name: str, old: ToolContract | None, new: ToolContract | None) -> list[Difference]:
+    """A tool added, removed, or its contract's differences (one of the two is there)."""
+    if old is None:
+        return [Difference(tool=name, kind="added", new=new)]
+    if new is None:
+        return [Difference(tool=name, kind="removed", old=old)]
+    return compare_contracts(old, new)
 
 
 def compare_contracts(old: ToolContract, new: ToolContract) -> list[Difference]:
@@ -193,7 +198,7 @@ _ParameterChange = tuple[int, tuple[str, str, Any, Any]]
 def _parameter_changes(old_params: _Params, new_params: _Params) -> list[_ParameterChange]:
     """Each parameter renamed, retyped, given a new default, removed or added, with its position."""
     renames, removed, added = _match_renames(old_params, new_params)
-    changes = [
+    changes: list[_ParameterChange] = [
         (j, ("parameter renamed", f"/params/{j}/0", old_params[i][0], new_params[j][0])) for i, j in renames
     ]
     changes.extend(_kept_parameter_changes(old_params, new_params))
@@ -457,17 +462,13 @@ def explain_drift(lock: ToolLock, source: ToolLock) -> dict[str, str]:
     """
     out: dict[str, str] = {}
     for name in sorted(set(lock.tools) | set(source.tools)):
-        old, new = lock.tools.get(name), source.tools.get(name)
-        if old is None and new is not None:
-            differences = [Difference(tool=name, kind="added", new=new)]
-        elif new is None and old is not None:
-            differences = [Difference(tool=name, kind="removed", old=old)]
-        elif old is not None and new is not None:
-            differences = [
-                d for d in compare_contracts(old, new) if not (d.kind == "version" and new.version == "")
-            ]
-        else:  # pragma: no cover - the name came from one of the two
-            differences = []
+        new = source.tools.get(name)
+        unversioned = new is not None and new.version == ""
+        differences = [
+            d
+            for d in _tool_differences(name, lock.tools.get(name), new)
+            if not (d.kind == "version" and unversioned)
+        ]
         if differences:
             out[name] = "the tool source differs from the lock: " + "; ".join(d.text() for d in differences)
     return out
