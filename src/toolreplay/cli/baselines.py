@@ -36,7 +36,7 @@ from toolreplay.cli.base import (
     format_option,
 )
 from toolreplay.cli.defaults import announce, config_option, read_config
-from toolreplay.config import config_path
+from toolreplay.config import Config, config_path
 from toolreplay.errors import InputError
 from toolreplay.findings import Finding, one_line, quote, sort_findings
 from toolreplay.report import Line, Report
@@ -166,15 +166,22 @@ def _configured_with_source(
             used.append("max_baseline_age_days")
     explain: dict[str, str] = {}
     if config is not None and config.tools_source is not None and tools is not None:
-        from toolreplay.analyses.fingerprint_diff import explain_drift
-        from toolreplay.contracts.lock import load_lock
-        from toolreplay.contracts.source import source_lock
-
-        source, _ = source_lock(config.tools_source, root=config.root, mutators=chosen)
-        explain = explain_drift(load_lock(tools), source)
+        explain = _source_explanations(config, config.tools_source, tools, chosen)
         used.append("tools_source")
     announce(config, used)
     return tools, chosen, max_age_days, explain
+
+
+def _source_explanations(
+    config: Config, tools_source: str | tuple[str, ...], tools: str, mutators: frozenset[str]
+) -> dict[str, str]:
+    """What changed, per tool, between the lock and the config's tools_source as it is now."""
+    from toolreplay.analyses.fingerprint_diff import explain_drift
+    from toolreplay.contracts.lock import load_lock
+    from toolreplay.contracts.source import source_lock
+
+    source, _ = source_lock(tools_source, root=config.root, mutators=mutators)
+    return explain_drift(load_lock(tools), source)
 
 
 @cli.command(name="diff")
