@@ -19,6 +19,7 @@ from toolreplay.config import Config
 from toolreplay.errors import InputError
 from toolreplay.findings import Finding, one_line, quote
 from toolreplay.hooks.drift_note import (
+    BaselineChange,
     Git,
     GitError,
     GuardResult,
@@ -174,18 +175,24 @@ def judged_fail_on(
     from toolreplay.findings import kind_fails
     from toolreplay.report.kinds import KINDS
 
-    base: Config | None = None
-    try:
-        top = Git(cwd=workspace).top()
-        prefix = _prefix(config, top)
-        if prefix is not None:
-            base = recorded_config(Git(cwd=top), check_revision(pull.base), prefix, name=pull.base[:12])
-    except (InputError, GitError):
-        base = None  # unreadable: the drift-note kinds fail, as by default
+    base = _base_config(config, pull, workspace)
     decided = {k: base is None or base.fails(k) for k in GUARD_KINDS}
     if all(decided[k] == kind_fails(k, fail_on) for k in GUARD_KINDS):
         return fail_on
     return frozenset(k for k in KINDS if (decided[k] if k in decided else kind_fails(k, fail_on)))
+
+
+def _base_config(config: Config, pull: PullRange, workspace: str) -> Config | None:
+    """The base commit's configuration in ``config``'s folder; None when it has none or it cannot
+    be read (then the drift-note kinds fail, as by default)."""
+    try:
+        top = Git(cwd=workspace).top()
+        prefix = _prefix(config, top)
+        if prefix is None:
+            return None
+        return recorded_config(Git(cwd=top), check_revision(pull.base), prefix, name=pull.base[:12])
+    except (InputError, GitError):
+        return None
 
 
 def _settings_findings(
@@ -289,26 +296,10 @@ def _accepted_by(result: GuardResult, baseline: str) -> str:
 def _reports(result: GuardResult, *, where: Callable[[str], str], notes_dir: str) -> list[Report]:
     """One report per changed baseline (with its finding when no note accepts it) and per bad note."""
     problems = {p.baseline: p for p in result.problems if p.baseline is not None}
-    reports = []
-    for change in result.changes:
-        problem = problems.get(change.baseline)
-        findings: tuple[Finding, ...] = ()
-        if problem is not None:
-            path = where(change.baseline)
-            findings = (
-                Finding(kind=MISSING, index=None, tool="", path=path, message=_message(problem, notes_dir)),
-            )
-        header = (
-            Line(key="change", value=change.action, text=one_line(change.action)),
-            Line(key="from", value=change.from_head, text=change.from_head),
-            Line(key="to", value=change.to_head, text=change.to_head or "none"),
-            Line(
-                key="note",
-                value="missing" if problem else "accepted",
-                text="missing" if problem else _accepted_by(result, change.baseline),
-            ),
-        )
-        reports.append(Report(command=COMMAND, path=where(change.baseline), header=header, findings=findings))
+    reports = [
+        _change_report(change, problems.get(change.baseline), result, where=where, notes_dir=notes_dir)
+        for change in result.changes
+    ]
     for problem in result.problems:
         if problem.baseline is None:
             path = where(problem.note) if problem.note else ""
@@ -317,3 +308,31 @@ def _reports(result: GuardResult, *, where: Callable[[str], str], notes_dir: str
             )
             reports.append(Report(command=COMMAND, path=path or quote(problem.subject), findings=(finding,)))
     return reports
+
+
+def _change_report(
+    change: BaselineChange,
+    problem: Problem | None,
+    result: GuardResult,
+    *,
+    where: Callable[[str], str],
+    notes_dir: str,
+) -> Report:
+    """A changed baseline's report: the change, and its finding when no note accepts it."""
+    path = where(change.baseline)
+    findings: tuple[Finding, ...] = ()
+    if problem is not None:
+        findings = (
+            Finding(kind=MISSING, index=None, tool="", path=path, message=_message(problem, notes_dir)),
+        )
+    header = (
+        Line(key="change", value=change.action, text=one_line(change.action)),
+        Line(key="from", value=change.from_head, text=change.from_head),
+        Line(key="to", value=change.to_head, text=change.to_head or "none"),
+        Line(
+            key="note",
+            value="missing" if problem else "accepted",
+            text="missing" if problem else _accepted_by(result, change.baseline),
+        ),
+    )
+    return Report(command=COMMAND, path=path, header=header, findings=findings)
