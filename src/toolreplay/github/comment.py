@@ -227,21 +227,25 @@ def publish_comment(
         )
     try:
         gh = client if client is not None else make_client(token, target.api_url)
-        login = author or _identity(gh)
-        issue = gh.get_repo(target.repository).get_issue(target.number)
-        ours = next((c for c in issue.get_comments() if _is_ours(c, login)), None)
-        if ours is None:
-            created = issue.create_comment(body)
-            return CommentResult(status="created", comment_id=created.id, url=created.html_url)
-        if _same(ours.body or "", body):
-            return CommentResult(status="unchanged", comment_id=ours.id, url=ours.html_url)
-        ours.edit(body)
-        return CommentResult(status="updated", comment_id=ours.id, url=ours.html_url)
+        return _create_or_update(gh, body, target=target, login=author or _identity(gh))
     except Exception as err:
         # Not only GithubException and requests' errors: PyGithub also raises AssertionError
         # (URLs on another host), ValueError (a body that is not JSON), TypeError or KeyError
         # (JSON of another shape). A comment that cannot be written is a warning, whatever the cause.
         return CommentResult(status="degraded", reason=_reason(err, token))
+
+
+def _create_or_update(gh: Github, body: str, *, target: CommentTarget, login: str) -> CommentResult:
+    """Write our comment: created when there is none, edited when its body differs."""
+    issue = gh.get_repo(target.repository).get_issue(target.number)
+    ours = next((c for c in issue.get_comments() if _is_ours(c, login)), None)
+    if ours is None:
+        created = issue.create_comment(body)
+        return CommentResult(status="created", comment_id=created.id, url=created.html_url)
+    if _same(ours.body or "", body):
+        return CommentResult(status="unchanged", comment_id=ours.id, url=ours.html_url)
+    ours.edit(body)
+    return CommentResult(status="updated", comment_id=ours.id, url=ours.html_url)
 
 
 def publish_report(
