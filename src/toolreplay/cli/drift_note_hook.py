@@ -229,16 +229,7 @@ def render(result: GuardResult, *, notes_dir: str, mode: str = "staged", warning
     folder = notes_dir + "/"
     out: list[str] = []
     if not result.problems:
-        if not result.changes:
-            out.append("drift notes: no sealed baseline changes")
-        else:
-            accepted = ", ".join(
-                f"{quote(c.baseline)} by "
-                + (" and ".join(quote(n.path) for n in result.notes if n.baseline == c.baseline) or "no note")
-                for c in result.changes
-            )
-            out.append(f"drift notes: every baseline change has its note ({accepted})")
-        out += [f"warning: {w}" for w in warnings]
+        out = [_passed(result), *(f"warning: {w}" for w in warnings)]
         return "\n".join(out) + "\n"
     out.append(
         {
@@ -261,3 +252,15 @@ def render(result: GuardResult, *, notes_dir: str, mode: str = "staged", warning
         out.append("")
         out += [f"warning: {w}" for w in warnings]
     return "\n".join(out) + "\n"
+
+
+def _passed(result: GuardResult) -> str:
+    """The one line of a guard that passes: no change, or each change and the notes that accept it."""
+    if not result.changes:
+        return "drift notes: no sealed baseline changes"
+    accepted = ", ".join(
+        f"{quote(c.baseline)} by "
+        + (" and ".join(quote(n.path) for n in result.notes if n.baseline == c.baseline) or "no note")
+        for c in result.changes
+    )
+    return f"drift notes: every baseline change has its note ({accepted})"
