@@ -147,23 +147,33 @@ def cassette_path(item: pytest.Item) -> Path:
     root = item.config.rootpath
     marker = item.get_closest_marker("toolreplay")
     if marker is not None and marker.args:
-        if len(marker.args) > 1 or marker.kwargs:
-            raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.toolreplay takes one cassette path")
-        given = Path(os.fspath(marker.args[0]))
-        if not given.name.endswith(SEALED_SUFFIX):
-            raise pytest.UsageError(
-                f"{item.nodeid}: a cassette is a sealed transcript: its name must end in {SEALED_SUFFIX}"
-            )
-        path = Path(os.path.normpath(root / given))
-        if not given.is_absolute() and not path.is_relative_to(root):
-            # a relative path climbing out of the rootdir is a slip: the cassette would live
-            # outside the repository it is the baseline of (an absolute path says so openly)
-            raise pytest.UsageError(
-                f"{item.nodeid}: a relative cassette path stays inside the rootdir, not {str(given)!r}"
-            )
-        return path
+        return _marked_cassette(item, marker, root)
     if marker is not None and marker.kwargs:
         raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.toolreplay takes one cassette path")
+    return _default_cassette(item, root)
+
+
+def _marked_cassette(item: pytest.Item, marker: pytest.Mark, root: Path) -> Path:
+    """The path ``@pytest.mark.toolreplay`` gives: a sealed transcript's name, not out of the rootdir."""
+    if len(marker.args) > 1 or marker.kwargs:
+        raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.toolreplay takes one cassette path")
+    given = Path(os.fspath(marker.args[0]))
+    if not given.name.endswith(SEALED_SUFFIX):
+        raise pytest.UsageError(
+            f"{item.nodeid}: a cassette is a sealed transcript: its name must end in {SEALED_SUFFIX}"
+        )
+    path = Path(os.path.normpath(root / given))
+    if not given.is_absolute() and not path.is_relative_to(root):
+        # a relative path climbing out of the rootdir is a slip: the cassette would live
+        # outside the repository it is the baseline of (an absolute path says so openly)
+        raise pytest.UsageError(
+            f"{item.nodeid}: a relative cassette path stays inside the rootdir, not {str(given)!r}"
+        )
+    return path
+
+
+def _default_cassette(item: pytest.Item, root: Path) -> Path:
+    """One file per test under the cassette dir, named after its module, class and test."""
     try:
         module = item.path.relative_to(root).with_suffix("").parts
     except ValueError:  # a test file outside the rootdir
