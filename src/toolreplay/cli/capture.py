@@ -11,8 +11,9 @@ from typing import Any
 
 import click
 
-from toolreplay.cli.base import EXISTS, EXIT_FINDINGS, Seconds, cli, emit, force_option, format_option
+from toolreplay.cli.base import EXISTS, EXIT_FINDINGS, Seconds, cli, force_option, format_option
 from toolreplay.cli.defaults import announce, config_option, mutators_and_lock, read_config
+from toolreplay.cli.gate import emit_gated, fail_on_option, fail_policy
 from toolreplay.errors import InputError
 from toolreplay.findings import one_line, quote
 from toolreplay.report import Line, Report
@@ -188,6 +189,7 @@ def serve_cmd(ctx: click.Context, transcript: str, lock_path: str | None, listen
     show_default=True,
     help="Seconds allowed for listing the tools and for each call.",
 )
+@fail_on_option
 @config_option
 @format_option
 @click.pass_context
@@ -199,10 +201,12 @@ def probe_cmd(
     mutators: tuple[str, ...],
     lock_path: str | None,
     timeout: float,
+    fail_on: str | None,
     config_file: str | None,
     fmt: str,
 ) -> None:
-    """Ask a live MCP server again what TRANSCRIPT recorded; report drift (exit 1).
+    """Ask a live MCP server again what TRANSCRIPT recorded; report drift (exit 1 for a
+    finding of a kind in --fail-on, else the config's fail_on, else every kind).
 
     The server's tools/list fingerprints are compared with the recorded ones
     (tool-drift); each distinct recorded call of a tool that does not change state is
@@ -226,6 +230,7 @@ def probe_cmd(
     config = read_config(config_file)
     used: list[str] = []
     configured, lock_path = mutators_and_lock(config, mutators, lock_path, used)
+    policy = fail_policy(config, fail_on, used)
     announce(config, used)
     if lock_path is not None:
         configured = declared_mutators(load_lock(lock_path), configured)
@@ -258,4 +263,4 @@ def probe_cmd(
     ]
     header.append(Line(key="findings", value=len(result.findings), text=str(len(result.findings))))
     report = Report(command="probe", path=transcript, header=tuple(header), findings=result.findings)
-    ctx.exit(emit([report], fmt))
+    ctx.exit(emit_gated([report], fmt, policy))
