@@ -114,6 +114,8 @@ def record_cmd(
             from toolreplay.capture.stdio import proxy
 
             status = proxy(command, recording, warn=_warn)
+    for kept in recording.kept:
+        click.echo(f"toolreplay: {kept.text(lock_path or '')}", err=True)
     redacted = recording.redactor.count
     note = f", {redacted} value{'s' if redacted != 1 else ''} redacted" if patterns else ""
     click.echo(
