@@ -104,7 +104,8 @@ def test_record_force_keeps_what_the_lock_declared(runner: CliRunner, tmp_path: 
         anyio.run(_ask, record, server_env(), [("clock", {"zone": "utc"})], errlog)
         errlog.seek(0)
         said = errlog.read()
-    assert f"toolreplay: {lock}: kept for tool 'clock': deterministic false (the source says otherwise)\n" in said
+    kept = f"toolreplay: {lock}: kept for tool 'clock': deterministic false (the source says otherwise)\n"
+    assert kept in said
     assert _tools(lock)["clock"]["deterministic"] is False
     assert _tools(lock)["echo"]["deterministic"] is True
     assert len(out.read_text(encoding="utf-8").splitlines()) == 1
@@ -131,7 +132,8 @@ def test_fingerprint_mcp_pins_the_version_record_pins(runner: CliRunner, tmp_pat
     same lock (both pin its serverInfo.version): fingerprint-diff finds nothing."""
     server = python_server("time")
     recorded, live = tmp_path / "recorded.lock.json", tmp_path / "live.lock.json"
-    record = [*TOOLREPLAY, "record", "-o", str(tmp_path / "run.jsonl"), "--lock", str(recorded), "--", *server]
+    out = tmp_path / "run.jsonl"
+    record = [*TOOLREPLAY, "record", "-o", str(out), "--lock", str(recorded), "--", *server]
     anyio.run(_ask, record, dict(os.environ), [("get_current_time", {"timezone": "UTC"})])
     result = runner.invoke(cli, ["fingerprint", "-o", str(live), "--mcp", "--", *server])
     assert result.exit_code == 0, result.output
