@@ -21,7 +21,7 @@ from tests.realservers import python_server
 from toolreplay.cli import cli
 
 
-def _declare(lock: Path, tool: str, **flags: bool) -> None:
+def _declare(lock: Path, tool: str, **flags: bool | str) -> None:
     """Edit the lock by hand, as a person does."""
     data = json.loads(lock.read_text(encoding="ascii"))
     data["tools"][tool].update(flags)
@@ -36,12 +36,12 @@ def _tools(lock: Path) -> dict[str, Any]:
 def test_fingerprint_force_keeps_the_declared_flags_and_names_a_changed_contract(
     runner: CliRunner, tmp_path: Path
 ) -> None:
-    """Re-fingerprinting over a lock keeps deterministic/mutates a person set: an unchanged tool's
-    silently but for one line, a tool whose contract changed with its old and new fingerprint."""
+    """Re-fingerprinting over a lock keeps the flags and the note a person set, one line per tool
+    saying what was kept; a tool whose contract changed is named with its old and new fingerprint."""
     old, new = github_pair(tmp_path)
     lock = tmp_path / "tools.lock.json"
     assert runner.invoke(cli, ["fingerprint", "-o", str(lock), str(old)]).exit_code == 0
-    _declare(lock, "get_file_contents", deterministic=False)
+    _declare(lock, "get_file_contents", deterministic=False, note="answers carry the date")
     _declare(lock, "search_code", mutates=True, idempotent=True)
     was = _tools(lock)["search_code"]["fingerprint"]
 
@@ -49,14 +49,15 @@ def test_fingerprint_force_keeps_the_declared_flags_and_names_a_changed_contract
     assert result.exit_code == 0
     tools = _tools(lock)
     assert tools["get_file_contents"]["deterministic"] is False
+    assert tools["get_file_contents"]["note"] == "answers carry the date"
     assert (tools["search_code"]["mutates"], tools["search_code"]["idempotent"]) == (True, True)
     now = tools["search_code"]["fingerprint"]
     assert now != was
     assert result.stderr == (
-        f"toolreplay: {lock}: kept for tool 'get_file_contents': deterministic false"
-        " (the source says otherwise)\n"
-        f"toolreplay: {lock}: kept for tool 'search_code', whose contract changed ({was} -> {now}):"
-        " mutates true, idempotent true; check that it still holds\n"
+        f"toolreplay: {lock}: kept what it declared for tool 'get_file_contents': deterministic false,"
+        " note 'answers carry the date'\n"
+        f"toolreplay: {lock}: kept what it declared for tool 'search_code', whose contract changed"
+        f" ({was} -> {now}): mutates true, idempotent true; check that it still holds\n"
     )
     # the tools the new source adds take what it says; a lock is still one fingerprint-diff reads
     assert tools["list_tags"]["deterministic"] is True
@@ -104,7 +105,7 @@ def test_record_force_keeps_what_the_lock_declared(runner: CliRunner, tmp_path: 
         anyio.run(_ask, record, server_env(), [("clock", {"zone": "utc"})], errlog)
         errlog.seek(0)
         said = errlog.read()
-    kept = f"toolreplay: {lock}: kept for tool 'clock': deterministic false (the source says otherwise)\n"
+    kept = f"toolreplay: {lock}: kept what it declared for tool 'clock': deterministic false\n"
     assert kept in said
     assert _tools(lock)["clock"]["deterministic"] is False
     assert _tools(lock)["echo"]["deterministic"] is True

@@ -2,7 +2,7 @@
 
 ``record --lock L --force`` and ``fingerprint -o L --force`` write a lock over an existing one.
 The contracts come from the tool source; the behaviour flags (``deterministic``, ``mutates``,
-``idempotent``) are what someone declared, often by editing the lock by hand (a tool whose
+``idempotent``) and the ``note`` are what someone declared, often by editing the lock by hand (a tool whose
 answers carry the time is ``deterministic: false``). For every tool the old lock names, its
 flags win over what the source says now, and each flag kept that differs from the source's is
 said, with the tool named again when its contract changed (the declaration may no longer hold).
@@ -19,29 +19,34 @@ from toolreplay.errors import InputError
 from toolreplay.escape import one_line, quote
 
 #: the fields of a contract a person declares: everything in it but what the source fingerprints
-DECLARED = ("deterministic", "mutates", "idempotent")
+DECLARED = ("deterministic", "mutates", "idempotent", "note")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Kept:
-    """A tool's declared fields taken from the old lock where the source says otherwise."""
+    """A tool's declared fields taken from the old lock where they differ from what the source says."""
 
     tool: str
     #: (field, the value kept) in :data:`DECLARED` order
-    fields: tuple[tuple[str, bool], ...]
+    fields: tuple[tuple[str, bool | str], ...]
     #: the contract's fingerprint changed: the declaration was made for another contract
     was: str | None = None
     now: str | None = None
 
     def text(self, lock: str) -> str:
         """One line for stderr, naming the lock, the tool and each field kept."""
-        shown = ", ".join(f"{name} {str(value).lower()}" for name, value in self.fields)
+        shown = ", ".join(f"{name} {_shown(value)}" for name, value in self.fields)
         if self.was is None:
-            return f"{one_line(lock)}: kept for tool {quote(self.tool)}: {shown} (the source says otherwise)"
+            return f"{one_line(lock)}: kept what it declared for tool {quote(self.tool)}: {shown}"
         return (
-            f"{one_line(lock)}: kept for tool {quote(self.tool)}, whose contract changed"
+            f"{one_line(lock)}: kept what it declared for tool {quote(self.tool)}, whose contract changed"
             f" ({self.was} -> {self.now}): {shown}; check that it still holds"
         )
+
+
+def _shown(value: bool | str) -> str:
+    """A kept value as the lock spells it: ``false``, or a note quoted on one line."""
+    return quote(value) if isinstance(value, str) else str(value).lower()
 
 
 def previous_lock(path: str) -> tuple[ToolLock | None, str]:

@@ -8,9 +8,10 @@ Other features read it through one call::
 
 The file is a JSON object ``{"lock_version": 1, "tools": {NAME: CONTRACT}}`` where each
 contract holds ``fingerprint``, ``version``, ``signature``, ``schema``,
-``deterministic``, ``mutates`` and ``idempotent`` and nothing else (the three
+``deterministic``, ``mutates``, ``idempotent`` and ``note`` and nothing else (the three
 behaviour flags may be left out: ``deterministic`` defaults to true, ``mutates`` to
-membership of the default mutator list, ``idempotent`` to false). Loading is
+membership of the default mutator list, ``idempotent`` to false; ``note``, a person's words
+about the tool, to none). Loading is
 strict: unknown or missing fields, wrong types, and a fingerprint that does not
 match its own signature, schema and version are refused (``InputError``, exit 2).
 """
@@ -35,7 +36,16 @@ from toolreplay.transcript import read_input
 
 #: Version of the lock file shape (schemas/tool-lock.schema.json).
 LOCK_VERSION = 1
-_CONTRACT_FIELDS = ("fingerprint", "version", "signature", "schema", "deterministic", "mutates", "idempotent")
+_CONTRACT_FIELDS = (
+    "fingerprint",
+    "version",
+    "signature",
+    "schema",
+    "deterministic",
+    "mutates",
+    "idempotent",
+    "note",
+)
 _FLAGS = ("deterministic", "mutates", "idempotent")
 
 
@@ -56,10 +66,12 @@ class ToolContract:
     deterministic: bool = True
     mutates: bool = False
     idempotent: bool = False
+    #: a person's words about the tool (why it is not deterministic ...); "" when none
+    note: str = ""
 
     def data(self) -> dict[str, Any]:
-        """The contract as it is written in the lock (without its name)."""
-        return {
+        """The contract as it is written in the lock (without its name; a note only when there is one)."""
+        data = {
             "fingerprint": self.fingerprint,
             "version": self.version,
             "signature": self.signature,
@@ -68,6 +80,9 @@ class ToolContract:
             "mutates": self.mutates,
             "idempotent": self.idempotent,
         }
+        if self.note:
+            data["note"] = self.note
+        return data
 
 
 def declared_mutators(lock: ToolLock, configured: frozenset[str]) -> frozenset[str]:
@@ -248,6 +263,9 @@ def _parse_contract(tool: str, data: Any, base: str, fail: Any) -> ToolContract:
         if not isinstance(flag, bool):
             raise fail(f'field "{key}" must be true or false', f"{base}/{key}")
         flags[key] = flag
+    note = data.get("note", "")
+    if not isinstance(note, str):
+        raise fail('field "note" must be a string', base + "/note")
     expected = fingerprint_of(signature, data["schema"], version)
     if expected != fingerprint:
         raise fail(
@@ -261,6 +279,7 @@ def _parse_contract(tool: str, data: Any, base: str, fail: Any) -> ToolContract:
         version=version,
         signature=signature,
         schema=data["schema"],
+        note=note,
         **flags,
     )
 
