@@ -151,3 +151,11 @@ def test_probe_takes_fail_on_like_check(runner: CliRunner, tmp_path: Path) -> No
         passed = runner.invoke(cli, [*probe[:2], "--fail-on", "all,-silent-drift", *probe[2:]])
     assert (passed.exit_code, passed.stdout) == (0, drifted.stdout)
     assert passed.stderr == "toolreplay: 1 findings, 0 failing (fail-on: all,-silent-drift)\n"
+
+
+def test_a_shard_takes_fail_on_from_the_configuration_only(runner: CliRunner, dirty: Path) -> None:
+    """check --shard with --fail-on is a usage error: merge would refuse a shard judged by another fail_on."""
+    (dirty / "toolreplay.toml").write_text('transcripts = ["*.jsonl"]\n')
+    result = runner.invoke(cli, ["check", "--shard", "1/2", "--fail-on", "all,-redundant-call"])
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert "--fail-on does not go with --shard: set fail_on in the configuration" in result.stderr

@@ -56,6 +56,9 @@ def check_cmd(
     With --shard K/N, only the files of shard K (by a hash of their path) are checked, and
     the drift-note rule of --base runs in shard 1 only.
     """
+    if shard_spec is not None and fail_on:
+        # merge holds every shard to the configuration's fail_on: a shard's own would be refused there
+        raise click.UsageError("--fail-on does not go with --shard: set fail_on in the configuration")
     shard = parse_shard(shard_spec) if shard_spec is not None else None
     config = load_config(config_path)
     for warning in unmatched_globs(config):
