@@ -139,7 +139,7 @@ def load_config(
         drift_notes=table.get("drift_notes", "drift-notes"),
         max_baseline_age_days=table.get("max_baseline_age_days"),
         pattern_budget_seconds=float(budget),
-        fail_on=frozenset(table["fail_on"]) if "fail_on" in table else None,
+        fail_on=_fail_on(table["fail_on"], source) if "fail_on" in table else None,
         declared=frozenset(table),
     )
 
@@ -166,11 +166,29 @@ def _refuse_invalid(table: dict[str, Any], source: str) -> None:
     message = f"invalid configuration: {first.message}"
     if first.validator == "enum" and list(first.absolute_path)[:1] == ["fail_on"]:
         # a typo here would switch the gate off for that kind, so it is named with the choices
-        message = (
-            f"fail_on: unknown finding kind {quote(str(first.instance))}; "
-            f"the kinds are: {', '.join(first.validator_value)}"
-        )
+        kind = str(first.instance).removeprefix("-")
+        message = f"fail_on: unknown finding kind {quote(kind)}; {_kinds_are()}"
     raise InputError(message, path=source, pointer=pointer_of(first.absolute_path))
+
+
+def _fail_on(items: list[str], source: str) -> frozenset[str] | None:
+    """The kinds ``fail_on`` fails (None: the default), its ``all`` and ``-KIND`` read (toolreplay.gate)."""
+    from toolreplay.gate import FailOnError, resolve  # here: the hooks read a config, and judge no finding
+
+    try:
+        return resolve(items)
+    except FailOnError as err:
+        raise InputError(f"fail_on: {err}; {_kinds_are()}", path=source, pointer="/fail_on") from err
+
+
+def _kinds_are() -> str:
+    """The end of every message about a fail_on list: what it may hold."""
+    from toolreplay.gate import ALL, known_kinds
+
+    return (
+        f"the kinds are: {', '.join(sorted(known_kinds()))}"
+        f" ({quote(ALL)} for every kind but the advisory ones, then -KIND to take one out)"
+    )
 
 
 def _baseline_globs(globs: list[str], source: str) -> tuple[str, ...]:
@@ -222,9 +240,10 @@ def _texts(value: Any) -> bool:
 
 
 def _kinds(value: Any) -> bool:
-    from toolreplay.kinds import KINDS
+    from toolreplay.gate import list_words
 
-    return type(value) is list and all(type(item) is str and item in KINDS for item in value)
+    words = frozenset(list_words())
+    return type(value) is list and all(type(item) is str and item in words for item in value)
 
 
 #: each key of the config schema, and a check that accepts only values the schema accepts

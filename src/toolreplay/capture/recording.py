@@ -16,7 +16,8 @@ from typing import Any
 from toolreplay.canonical import MAX_RECORD_BYTES
 from toolreplay.capture.redact import Redactor
 from toolreplay.capture.session import Call, Session
-from toolreplay.contracts.lock import save_lock
+from toolreplay.contracts.keep import Kept, keep_declared, previous_lock
+from toolreplay.contracts.lock import ToolLock, save_lock
 from toolreplay.errors import InputError
 from toolreplay.escape import quote
 from toolreplay.files import temp_beside
@@ -61,8 +62,15 @@ class Recording:
         self.session = Session(check_result=check_result)
         self.warn = warn
         self.lines = {"client": 0, "server": 0}
+        #: the lock being replaced (``--force``): what it declared is kept (toolreplay.contracts.keep)
+        self.previous: ToolLock | None = None
+        #: what the lock last written kept of it
+        self.kept: tuple[Kept, ...] = ()
         if lock_path is not None:
             _check_writable(lock_path)  # before the transcript is created and the server started
+            self.previous, problem = previous_lock(lock_path)
+            if problem:
+                warn(problem)
         try:
             self.recorder = Recorder(path, seal=seal)
         except OSError as err:
@@ -96,7 +104,8 @@ class Recording:
             replacement = self._record(call) or replacement
         if observed.tools_listed and self.lock_path is not None:
             try:
-                save_lock(self.session.lock(), self.lock_path)
+                lock, self.kept = keep_declared(self.previous, self.session.lock())
+                save_lock(lock, self.lock_path)
             except OSError as err:  # the session goes on: the transcript matters more than the lock
                 self.warn(
                     f"server message {self.lines['server']}: {self.lock_path}: {_LOCK_PROBLEM}{err.strerror}"

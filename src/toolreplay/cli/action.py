@@ -27,6 +27,7 @@ from toolreplay.config import Config, load_config, unmatched_globs
 from toolreplay.errors import InputError, ToolreplayError
 from toolreplay.escape import workflow_command
 from toolreplay.findings import Finding
+from toolreplay.gate import describe
 from toolreplay.github.action import (
     REPORT_NAME,
     FailPolicy,
@@ -185,7 +186,7 @@ def publish(settings: Settings, reports: Sequence[Report], policy: FailPolicy, s
         echo(text.rstrip("\n"))
     echo(
         f"total: {len(reports)} reports, {len(findings)} findings, {failing_count} failing"
-        f" (fail-on: {_describe(policy)}), {errors} unreadable"
+        f" (fail-on: {describe(policy)}), {errors} unreadable"
     )
     echo(status)
     fails = functools.partial(_fails, policy)
@@ -248,14 +249,6 @@ def _try_comment(reports: Sequence[Report], settings: Settings, fails: Callable[
 def _level(kind: str, policy: FailPolicy) -> Level:
     """Findings that fail the build keep the kind's level; the others are warnings."""
     return kind_info(kind).level if _fails(policy, kind) else "warning"
-
-
-def _describe(policy: FailPolicy) -> str:
-    if policy.kinds is None:
-        return "any"
-    if not policy.kinds and not policy.errors:
-        return "none"
-    return ",".join(sorted(policy.kinds))
 
 
 def rebase(reports: Sequence[Report], config: Config, workspace: str) -> list[Report]:

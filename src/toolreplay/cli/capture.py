@@ -15,7 +15,8 @@ import click
 from toolreplay.analyses.fingerprint_diff import text_differences
 from toolreplay.cli.base import EXISTS, EXIT_FINDINGS, Seconds, force_option
 from toolreplay.cli.defaults import announce, config_option, mutators_and_lock, read_config
-from toolreplay.cli.formats import emit, format_option
+from toolreplay.cli.formats import format_option
+from toolreplay.cli.gate import emit_gated, fail_on_option, fail_policy
 from toolreplay.errors import InputError
 from toolreplay.escape import one_line, quote
 from toolreplay.extras import require
@@ -116,6 +117,8 @@ def record_cmd(
             from toolreplay.capture.stdio import proxy
 
             status = proxy(command, recording, warn=_warn)
+    for kept in recording.kept:
+        click.echo(f"toolreplay: {kept.text(lock_path or '')}", err=True)
     redacted = recording.redactor.count
     note = f", {redacted} value{'s' if redacted != 1 else ''} redacted" if patterns else ""
     click.echo(
@@ -216,6 +219,7 @@ def _text_explained(
     show_default=True,
     help="Seconds allowed for listing the tools and for each call.",
 )
+@fail_on_option
 @config_option
 @format_option
 @click.pass_context
@@ -227,10 +231,12 @@ def probe_cmd(
     mutators: tuple[str, ...],
     lock_path: str | None,
     timeout: float,
+    fail_on: str | None,
     config_file: str | None,
     fmt: str,
 ) -> None:
-    """Ask a live MCP server again what TRANSCRIPT recorded; report drift (exit 1).
+    """Ask a live MCP server again what TRANSCRIPT recorded; report drift (exit 1 for a
+    finding of a kind in --fail-on, else the config's fail_on, else every kind).
 
     The server's tools/list fingerprints are compared with the recorded ones
     (tool-drift); each distinct recorded call of a tool that does not change state is
@@ -254,6 +260,7 @@ def probe_cmd(
     config = read_config(config_file)
     used: list[str] = []
     configured, lock_path = mutators_and_lock(config, mutators, lock_path, used)
+    policy = fail_policy(config, fail_on, used)
     announce(config, used)
     lock = load_lock(lock_path) if lock_path is not None else None
     if lock is not None:
@@ -289,4 +296,4 @@ def probe_cmd(
     ]
     header.append(Line(key="findings", value=len(result.findings), text=str(len(result.findings))))
     report = Report(command="probe", path=transcript, header=tuple(header), findings=result.findings)
-    ctx.exit(emit([report], fmt))
+    ctx.exit(emit_gated([report], fmt, policy))
