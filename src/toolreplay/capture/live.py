@@ -308,7 +308,7 @@ async def _ask(client: Any, tap: _Tap, record: Record, timeout: float) -> Answer
         problem = one_line(str(innermost_error(err))) or type(err).__name__
     if tap.asked:
         methods = ", ".join(quote(method) for method in sorted(set(tap.asked)))
-        return Unjudged(reason=f"the server asked the client {methods} during the call (probe refuses)")
+        return Unjudged(reason=f"the server asked the client {methods} during the call, which probe refuses")
     if tap.answer is not None:
         return tap.answer
     return Failure(problem=problem or "no answer")
