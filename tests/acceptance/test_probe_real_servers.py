@@ -138,7 +138,7 @@ def test_filesystem_create_directory_is_never_re_run(tmp_path: Path) -> None:
 def test_everything_capabilities_and_the_wire_numbers(tmp_path: Path) -> None:
     """server-everything: probe declares sampling, elicitation and roots (so the tools that need them
     are still listed), and compares the answer as sent: get-annotated-message's priority 1 is not 1.0."""
-    out, lock = _record(
+    out, _ = _record(
         tmp_path,
         node_server("everything"),
         [("get-annotated-message", {"messageType": "error", "includeImage": False}), ("get-roots-list", {})],
@@ -205,8 +205,8 @@ def test_a_server_that_hangs_or_crashes_fails(tmp_path: Path) -> None:
         "tool 'hang': unavailable",
     ]
     assert (
-        "index 1: unavailable: tool 'hang' gave no answer to the call recorded at index 1: no answer within 3 s"
-        in (result.stdout)
+        "index 1: unavailable: tool 'hang' gave no answer to the call recorded at index 1:"
+        " no answer within 3 s" in result.stdout
     )
     assert "index 2: unavailable: tool 'die' gave no answer" in result.stdout
     assert "silent-drift" not in result.stdout
