@@ -208,6 +208,20 @@ def _text_explained(
     help="A tool that changes state and is never re-run (repeatable; replaces the config's"
     " mutators, else the default list).",
 )
+@click.option(
+    "--allow",
+    "allowed",
+    multiple=True,
+    metavar="TOOL",
+    help="Re-run TOOL as if it were declared read-only (repeatable); by default only tools the"
+    ' server annotates readOnlyHint: true, or the lock declares "mutates": false, are re-run.',
+)
+@click.option(
+    "--sequence",
+    is_flag=True,
+    help="Replay the whole recording in order, mutators included, against the server COMMAND"
+    " starts (it must be disposable), and compare every answer.",
+)
 @click.option("--lock", "lock_path", metavar="LOCK", help="A tool lock whose mutates flags decide too.")
 @click.option(
     "--timeout",
@@ -225,6 +239,8 @@ def probe_cmd(
     command: tuple[str, ...],
     target: str | None,
     mutators: tuple[str, ...],
+    allowed: tuple[str, ...],
+    sequence: bool,
     lock_path: str | None,
     timeout: float,
     config_file: str | None,
@@ -233,22 +249,26 @@ def probe_cmd(
     """Ask a live MCP server again what TRANSCRIPT recorded; report drift (exit 1).
 
     The server's tools/list fingerprints are compared with the recorded ones
-    (tool-drift); each distinct recorded call of a tool that does not change state is
-    asked once and its answer compared with the recording (silent-drift). Per tool:
-    stable, silent-drift, unavailable or not-probed.
+    (tool-drift); each distinct recorded call of a tool known not to change state
+    (readOnlyHint, a lock, --allow), made before any call that may have changed state,
+    is asked once and its answer compared with the recording (silent-drift); a call
+    that gets no answer is unavailable. Per tool: stable, silent-drift, unavailable or
+    not-probed (with the reason).
 
     \b
         toolreplay probe run.sealed.jsonl -- python server.py
         toolreplay probe run.sealed.jsonl --target http://127.0.0.1:8000/mcp
+        toolreplay probe run.sealed.jsonl --sequence -- python server.py --db /tmp/scratch.db
     """
     require_sdk("probe")
-    from toolreplay.capture.live import ask_live
-    from toolreplay.capture.probe import judge, plan
+    from toolreplay.capture.live import probe_live
     from toolreplay.capture.serve import BrokenRecordingError, load_records
-    from toolreplay.contracts.lock import declared_mutators, load_lock
+    from toolreplay.contracts.lock import load_lock
 
     if (target is None) == (not command):
         raise click.UsageError("give the server's command line after -- or --target URL (one of them)")
+    if sequence and target is not None:
+        raise click.UsageError("--sequence needs a server it starts afresh: give its command line after --")
     # the config's mutators and lock decide too: a tool it declares as changing state is
     # never asked again on the live server
     config = read_config(config_file)
@@ -256,37 +276,32 @@ def probe_cmd(
     configured, lock_path = mutators_and_lock(config, mutators, lock_path, used)
     announce(config, used)
     lock = load_lock(lock_path) if lock_path is not None else None
-    if lock is not None:
-        configured = declared_mutators(lock, configured)
     try:
         records = load_records(transcript)
     except BrokenRecordingError as err:
         click.echo(f"toolreplay: error: {one_line(str(err))}", err=True)
         ctx.exit(EXIT_FINDINGS)
-    live = ask_live(
+    result, live = probe_live(
+        records,
         target if target is not None else command,
-        lambda listed, destructive: plan(records, configured | destructive, listed),
+        configured=configured,
+        allowed=frozenset(allowed),
+        lock=lock,
+        sequence=sequence,
         timeout=timeout,
+        path=transcript,
+        explain=lambda contracts: _text_explained(records, lock, contracts),
     )
     for problem in live.warnings:
         _warn(problem)
-    result = judge(
-        records,
-        live=live.fingerprints,
-        answers=live.answers,
-        mutators=configured | live.destructive,
-        path=transcript,
-        texts={name: c.text_digest for name, c in live.contracts.items() if c.text_digest is not None},
-        explain=_text_explained(records, lock, live.contracts),
-    )
     header = [
         Line(key="calls", value=result.calls, text=str(result.calls)),
         Line(key="asked", value=result.asked, text=str(result.asked)),
     ]
-    header += [
-        Line(key=f"tool {quote(tool)}", value=verdict, text=verdict)
-        for tool, verdict in result.verdicts.items()
-    ]
+    for tool, verdict in result.verdicts.items():
+        note = result.notes.get(tool)
+        text = f"{verdict} ({one_line(note)})" if note else verdict
+        header.append(Line(key=f"tool {quote(tool)}", value=verdict, text=text))
     header.append(Line(key="findings", value=len(result.findings), text=str(len(result.findings))))
     report = Report(command="probe", path=transcript, header=tuple(header), findings=result.findings)
     ctx.exit(emit([report], fmt))
