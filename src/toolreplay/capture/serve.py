@@ -258,21 +258,18 @@ def build_server(
     ) -> types.ListToolsResult:
         return types.ListToolsResult(tools=tools)
 
-    async def call_tool(
-        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
+    async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> HandlerResult:
         calls = replay(ctx).calls
         calls.last = None
         response = answer(calls, params.name, dict(params.arguments or {}))
         if calls.last is not None:
             await _notify(ctx, recorded.notes.get(calls.last.index, ()))
         try:
-            # a model, so the SDK writes it in the shape the session's protocol revision wants
-            return types.CallToolResult.model_validate(response)
+            types.CallToolResult.model_validate(response)
         except ValueError:
-            return types.CallToolResult.model_validate(
-                tool_error(f"the recorded response of {params.name!r} is not a valid CallToolResult")
-            )
+            return tool_error(f"the recorded response of {params.name!r} is not a valid CallToolResult")
+        # as recorded: the SDK shapes it for the session's protocol revision
+        return response
 
     async def asked(ctx: ServerRequestContext[Any], params: Any) -> HandlerResult:
         """Any other request: the recorded answer to the same method and params."""
@@ -288,7 +285,8 @@ def build_server(
         result = response.get("result")
         return result if isinstance(result, dict) else {}
 
-    server: Server[Any] = Server(name, version=version, on_list_tools=list_tools, on_call_tool=call_tool)
+    server: Server[Any] = Server(name, version=version, on_list_tools=list_tools)
+    server.add_request_handler("tools/call", types.CallToolRequestParams, call_tool)
     if session is not None:
         for method in sorted(recorded.methods()):
             server.add_request_handler(method, _params_model(method), asked)
@@ -382,14 +380,28 @@ async def _notify(ctx: ServerRequestContext[Any], notes: Any) -> None:
             )
 
 
-def serve_stdio(server: Server[Any]) -> None:
+def handshake_only(session: Sequence[Record] | None) -> bool:
+    """Whether the recorded server spoke only the handshake era (the recording holds an
+    ``initialize``): then so does the snapshot, and a client that opens with the 2026
+    revision's ``server/discover`` gets the recorded answer and falls back as it did."""
+    return any(record.tool == "initialize" for record in session or ())
+
+
+def serve_stdio(server: Server[Any], *, handshake: bool = False) -> None:
     """Serve one session over stdin and stdout until the client closes it."""
     import anyio
+    from mcp.server.runner import serve_loop
     from mcp.server.stdio import stdio_server
 
     async def run() -> None:
         async with stdio_server() as (read, write):
-            await server.run(read, write, server.create_initialization_options())
+            if not handshake:
+                await server.run(read, write, server.create_initialization_options())
+                return
+            async with server.lifespan(server) as state:
+                await serve_loop(
+                    server, read, write, lifespan_state=state, init_options=server.create_initialization_options()
+                )
 
     anyio.run(run)
 

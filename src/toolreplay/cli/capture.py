@@ -152,6 +152,7 @@ def serve_cmd(ctx: click.Context, transcript: str, lock_path: str | None, listen
         BrokenRecordingError,
         build_server,
         check_lock,
+        handshake_only,
         load_records,
         load_session,
         parse_listen,
@@ -173,7 +174,7 @@ def serve_cmd(ctx: click.Context, transcript: str, lock_path: str | None, listen
         ctx.exit(EXIT_FINDINGS)
     server = build_server(records, lock, session)
     if address is None:
-        serve_stdio(server)
+        serve_stdio(server, handshake=handshake_only(session))
     else:
         serve_http(server, *address)
 
