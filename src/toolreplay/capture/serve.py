@@ -398,10 +398,9 @@ def serve_stdio(server: Server[Any], *, handshake: bool = False) -> None:
             if not handshake:
                 await server.run(read, write, server.create_initialization_options())
                 return
+            options = server.create_initialization_options()
             async with server.lifespan(server) as state:
-                await serve_loop(
-                    server, read, write, lifespan_state=state, init_options=server.create_initialization_options()
-                )
+                await serve_loop(server, read, write, lifespan_state=state, init_options=options)
 
     anyio.run(run)
 
