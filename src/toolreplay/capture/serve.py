@@ -267,9 +267,8 @@ def build_server(
         try:
             types.CallToolResult.model_validate(response)
         except ValueError:
-            return tool_error(f"the recorded response of {params.name!r} is not a valid CallToolResult")
-        # as recorded: the SDK shapes it for the session's protocol revision
-        return response
+            response = tool_error(f"the recorded response of {params.name!r} is not a valid CallToolResult")
+        return _shaped(ctx, response)
 
     async def asked(ctx: ServerRequestContext[Any], params: Any) -> HandlerResult:
         """Any other request: the recorded answer to the same method and params."""
@@ -283,7 +282,7 @@ def build_server(
         await _notify(ctx, response.get("notifications", ()))
         _raise_recorded(response)
         result = response.get("result")
-        return result if isinstance(result, dict) else {}
+        return _shaped(ctx, result if isinstance(result, dict) else {})
 
     server: Server[Any] = Server(name, version=version, on_list_tools=list_tools)
     server.add_request_handler("tools/call", types.CallToolRequestParams, call_tool)
@@ -307,6 +306,16 @@ class _Initialize:
         if ctx.method != "initialize" or not isinstance(result, dict):
             return result
         return {**self.result, "protocolVersion": result.get("protocolVersion")}
+
+
+def _shaped(ctx: ServerRequestContext[Any], result: dict[str, Any]) -> dict[str, Any]:
+    """A recorded result as the SDK writes it for the session's protocol revision: as recorded,
+    with the ``resultType`` the 2026 revision requires when the recorded server (older) sent none."""
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+    if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS and "resultType" not in result:
+        return {**result, "resultType": "complete"}
+    return result
 
 
 def _params_model(method: str) -> Any:
