@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from toolreplay.analyses.fingerprint_diff import text_differences
+from toolreplay.capture.exchange import session_path
 from toolreplay.cli.base import EXISTS, EXIT_FINDINGS, Seconds, force_option
 from toolreplay.cli.defaults import announce, config_option, mutators_and_lock, read_config
 from toolreplay.cli.formats import emit, format_option
@@ -95,7 +96,7 @@ def record_cmd(
         raise click.UsageError("-o and --lock name the same file; give the lock its own name")
     if not force:
         # an earlier session's recording (a baseline in the making) is never lost by accident
-        for path in (output, lock_path):
+        for path in (output, session_path(output), lock_path):
             if path is not None and os.path.isfile(os.path.realpath(path)):
                 raise InputError(EXISTS, path=path)
     address = None
@@ -155,7 +156,9 @@ def serve_cmd(
         BrokenRecordingError,
         build_server,
         check_lock,
+        handshake_only,
         load_records,
+        load_session,
         miss_log,
         parse_listen,
         serve_http,
@@ -168,14 +171,15 @@ def serve_cmd(
     lock = load_lock(lock_path) if lock_path is not None else None
     try:
         records = load_records(transcript)
+        session = load_session(transcript)
         if lock is not None:
             check_lock(records, lock)
     except (ToolDriftError, BrokenRecordingError) as err:
         click.echo(f"toolreplay: error: {one_line(str(err))}", err=True)
         ctx.exit(EXIT_FINDINGS)
-    server = build_server(records, lock, miss_log(misses_path) if misses_path is not None else None)
+    server = build_server(records, lock, session, miss_log(misses_path) if misses_path is not None else None)
     if address is None:
-        serve_stdio(server)
+        serve_stdio(server, handshake=handshake_only(session))
     else:
         serve_http(server, *address)
 

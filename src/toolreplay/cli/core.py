@@ -116,8 +116,8 @@ def verify_cmd(
 
 def _configured_baselines(config_file: str | None, *, anchored: bool) -> list[str]:
     """The sealed baselines the config names, for verify without SEALED (and so without anchors)."""
-    from toolreplay.files import SEALED_SUFFIX
     from toolreplay.config import config_path, expand
+    from toolreplay.files import SEALED_SUFFIX
 
     config = read_config(config_file)
     if config is None or not config.baselines:
