@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from toolreplay.analyses.fingerprint_diff import text_differences
+from toolreplay.capture.exchange import session_path
 from toolreplay.cli.base import EXISTS, EXIT_FINDINGS, Seconds, force_option
 from toolreplay.cli.defaults import announce, config_option, mutators_and_lock, read_config
 from toolreplay.cli.formats import format_option
@@ -96,7 +97,7 @@ def record_cmd(
         raise click.UsageError("-o and --lock name the same file; give the lock its own name")
     if not force:
         # an earlier session's recording (a baseline in the making) is never lost by accident
-        for path in (output, lock_path):
+        for path in (output, session_path(output), lock_path):
             if path is not None and os.path.isfile(os.path.realpath(path)):
                 raise InputError(EXISTS, path=path)
     address = None
@@ -158,7 +159,9 @@ def serve_cmd(
         BrokenRecordingError,
         build_server,
         check_lock,
+        handshake_only,
         load_records,
+        load_session,
         miss_log,
         parse_listen,
         serve_http,
@@ -171,14 +174,15 @@ def serve_cmd(
     lock = load_lock(lock_path) if lock_path is not None else None
     try:
         records = load_records(transcript)
+        session = load_session(transcript)
         if lock is not None:
             check_lock(records, lock)
     except (ToolDriftError, BrokenRecordingError) as err:
         click.echo(f"toolreplay: error: {one_line(str(err))}", err=True)
         ctx.exit(EXIT_FINDINGS)
-    server = build_server(records, lock, miss_log(misses_path) if misses_path is not None else None)
+    server = build_server(records, lock, session, miss_log(misses_path) if misses_path is not None else None)
     if address is None:
-        serve_stdio(server)
+        serve_stdio(server, handshake=handshake_only(session))
     else:
         serve_http(server, *address)
 
@@ -211,6 +215,20 @@ def _text_explained(
     help="A tool that changes state and is never re-run (repeatable; replaces the config's"
     " mutators, else the default list).",
 )
+@click.option(
+    "--allow",
+    "allowed",
+    multiple=True,
+    metavar="TOOL",
+    help="Re-run TOOL as if it were declared read-only (repeatable); by default only tools the"
+    ' server annotates readOnlyHint: true, or the lock declares "mutates": false, are re-run.',
+)
+@click.option(
+    "--sequence",
+    is_flag=True,
+    help="Replay the whole recording in order, mutators included, against the server COMMAND"
+    " starts (it must be disposable), and compare every answer.",
+)
 @click.option("--lock", "lock_path", metavar="LOCK", help="A tool lock whose mutates flags decide too.")
 @click.option(
     "--timeout",
@@ -229,6 +247,8 @@ def probe_cmd(
     command: tuple[str, ...],
     target: str | None,
     mutators: tuple[str, ...],
+    allowed: tuple[str, ...],
+    sequence: bool,
     lock_path: str | None,
     timeout: float,
     fail_on: str | None,
@@ -239,22 +259,26 @@ def probe_cmd(
     finding of a kind in --fail-on, else the config's fail_on, else every kind).
 
     The server's tools/list fingerprints are compared with the recorded ones
-    (tool-drift); each distinct recorded call of a tool that does not change state is
-    asked once and its answer compared with the recording (silent-drift). Per tool:
-    stable, silent-drift, unavailable or not-probed.
+    (tool-drift); each distinct recorded call of a tool known not to change state
+    (readOnlyHint, a lock, --allow), made before any call that may have changed state,
+    is asked once and its answer compared with the recording (silent-drift); a call
+    that gets no answer is unavailable. Per tool: stable, silent-drift, unavailable or
+    not-probed (with the reason).
 
     \b
         toolreplay probe run.sealed.jsonl -- python server.py
         toolreplay probe run.sealed.jsonl --target http://127.0.0.1:8000/mcp
+        toolreplay probe run.sealed.jsonl --sequence -- python server.py --db /tmp/scratch.db
     """
     require_sdk("probe")
-    from toolreplay.capture.live import ask_live
-    from toolreplay.capture.probe import judge, plan
+    from toolreplay.capture.live import probe_live
     from toolreplay.capture.serve import BrokenRecordingError, load_records
-    from toolreplay.contracts.lock import declared_mutators, load_lock
+    from toolreplay.contracts.lock import load_lock
 
     if (target is None) == (not command):
         raise click.UsageError("give the server's command line after -- or --target URL (one of them)")
+    if sequence and target is not None:
+        raise click.UsageError("--sequence needs a server it starts afresh: give its command line after --")
     # the config's mutators and lock decide too: a tool it declares as changing state is
     # never asked again on the live server
     config = read_config(config_file)
@@ -263,37 +287,32 @@ def probe_cmd(
     policy = fail_policy(config, fail_on, used)
     announce(config, used)
     lock = load_lock(lock_path) if lock_path is not None else None
-    if lock is not None:
-        configured = declared_mutators(lock, configured)
     try:
         records = load_records(transcript)
     except BrokenRecordingError as err:
         click.echo(f"toolreplay: error: {one_line(str(err))}", err=True)
         ctx.exit(EXIT_FINDINGS)
-    live = ask_live(
+    result, live = probe_live(
+        records,
         target if target is not None else command,
-        lambda listed, destructive: plan(records, configured | destructive, listed),
+        configured=configured,
+        allowed=frozenset(allowed),
+        lock=lock,
+        sequence=sequence,
         timeout=timeout,
+        path=transcript,
+        explain=lambda contracts: _text_explained(records, lock, contracts),
     )
     for problem in live.warnings:
         _warn(problem)
-    result = judge(
-        records,
-        live=live.fingerprints,
-        answers=live.answers,
-        mutators=configured | live.destructive,
-        path=transcript,
-        texts={name: c.text_digest for name, c in live.contracts.items() if c.text_digest is not None},
-        explain=_text_explained(records, lock, live.contracts),
-    )
     header = [
         Line(key="calls", value=result.calls, text=str(result.calls)),
         Line(key="asked", value=result.asked, text=str(result.asked)),
     ]
-    header += [
-        Line(key=f"tool {quote(tool)}", value=verdict, text=verdict)
-        for tool, verdict in result.verdicts.items()
-    ]
+    for tool, verdict in result.verdicts.items():
+        note = result.notes.get(tool)
+        text = f"{verdict} ({one_line(note)})" if note else verdict
+        header.append(Line(key=f"tool {quote(tool)}", value=verdict, text=text))
     header.append(Line(key="findings", value=len(result.findings), text=str(len(result.findings))))
     report = Report(command="probe", path=transcript, header=tuple(header), findings=result.findings)
     ctx.exit(emit_gated([report], fmt, policy))

@@ -85,6 +85,8 @@ class Snapshot:
         for record in self.records:
             self._by_key.setdefault(match_key(record.tool, record.args), []).append(record)
         self._next: dict[str, int] = {}
+        #: the record that answered the last call (None before the first)
+        self.last: Record | None = None
 
     @classmethod
     def from_file(
@@ -137,6 +139,7 @@ class Snapshot:
         if check and record.fingerprint is not None and record.fingerprint != live:
             raise ToolDriftError(tool=tool, recorded=record.fingerprint, live=live, index=record.index)
         self.served += 1
+        self.last = record
         return copy.deepcopy(record.response)  # the caller may mutate it; the recording must not change
 
     def _miss(self, tool: str, args: dict[str, Any]) -> SnapshotMissError:
