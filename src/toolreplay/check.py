@@ -41,14 +41,16 @@ from toolreplay.analyses.baseline import ToolBehaviour, behaviour_of, check_fres
 from toolreplay.analyses.integrity import chain_broken, stale_baseline
 from toolreplay.analyses.replay import replay
 from toolreplay.analyses.scope import Scope, ScopeJudge, load_scope
+from toolreplay.analyses.volatile import Volatile
 from toolreplay.canonical import room_for_depth
 from toolreplay.chain import verify
 from toolreplay.config import Config, expand
 from toolreplay.errors import InputError
 from toolreplay.findings import Finding, one_line, quote, sort_findings
 from toolreplay.limits import DEFAULT_BUDGET_SECONDS
-from toolreplay.report import Line, Report, replay_header
+from toolreplay.report import Line, Report, masked_line, replay_header
 from toolreplay.transcript import Record, read_links, read_transcript
+from toolreplay.volatile_rules import Rule
 
 if TYPE_CHECKING:
     from toolreplay.analyses.calltable import CallTable
@@ -79,6 +81,8 @@ class Settings:
     notes: str | None = None
     #: tool -> what changed between the lock and the tools_source (fingerprint-diff's words)
     explain: tuple[tuple[str, str], ...] = ()
+    #: the config's volatile rules
+    volatile: tuple[Rule, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -138,6 +142,7 @@ def check_transcript(job: Job) -> Report:
                     _lock(settings.lock), path=job.path, explain=dict(settings.explain)
                 )
                 sinks.append(fingerprints.feed)
+            volatile = Volatile(settings.volatile)
             result = replay(
                 _fed(read_transcript(job.absolute), sinks),
                 mutators=mutators,
@@ -145,6 +150,7 @@ def check_transcript(job: Job) -> Report:
                 nondeterministic=nondeterministic,
                 path=job.path,
                 hints=True,
+                volatile=volatile,
             )
             findings = list(result.findings)
             if judge is not None:
@@ -154,12 +160,10 @@ def check_transcript(job: Job) -> Report:
     except InputError as err:
         return Report(command="check", path=job.path, errors=(_relocate(err, job.path),))
     findings = sort_findings(findings)
-    return Report(
-        command="check",
-        path=job.path,
-        header=replay_header(result.calls, result.divergence, len(findings)),
-        findings=tuple(findings),
-    )
+    header = replay_header(result.calls, result.divergence, len(findings))
+    if settings.volatile:
+        header += (masked_line(volatile.counts(job.path)),)
+    return Report(command="check", path=job.path, header=header, findings=tuple(findings))
 
 
 def _fed(records: Iterable[Record], sinks: Sequence[Callable[[Record], None]]) -> Iterator[Record]:
@@ -202,13 +206,17 @@ def check_baseline(job: Job) -> Report:
             header.append(Line(key="committed", value=fresh.committed, text=fresh.committed))
             if fresh.stale:
                 findings.append(stale_baseline(fresh, path=job.path))
+    volatile = Volatile(settings.volatile)
     if job.runs and not state.broken:
         try:
-            findings += _diff_runs(job)
+            findings += _diff_runs(job, volatile)
         except InputError as err:
             errors.append(str(err))
         # paths as diff's "baseline:" line shows one: plain, one line each (a renderer quotes if it must)
         header.append(Line(key="runs", value=len(job.runs), text=", ".join(one_line(p) for p, _ in job.runs)))
+    if settings.volatile:
+        # the baseline's masked values; each run's are counted in the run's own report
+        header.append(masked_line(volatile.counts(job.path)))
     return Report(
         command="check",
         path=job.path,
@@ -219,21 +227,22 @@ def check_baseline(job: Job) -> Report:
     )
 
 
-def _diff_runs(job: Job) -> list[Finding]:
+def _diff_runs(job: Job, volatile: Volatile) -> list[Finding]:
     # calls as digests, as `diff` holds them: memory stays flat whatever the files' size
     from toolreplay.analyses.calltable import Store, read_table
 
-    settings = job.settings
-    with Store() as store:
-        baseline = read_table(store, job.absolute, sealed=True)
+    with Store(volatile) as store:
+        baseline = read_table(store, job.absolute, sealed=True, source=job.path)
         runs: list[tuple[str, CallTable]] = []
         for path, absolute in job.runs:
             try:
-                runs.append((path, read_table(store, absolute, sealed=False)))
+                # a run is a transcript too: its own report counts its masked values
+                runs.append((path, read_table(store, absolute, sealed=False, source=None)))
             except InputError as err:
                 raise InputError(err.problem, path=path, line=err.line, pointer=err.pointer) from err
         # every run is also checked as a transcript, against the lock: that check reports a run
         # call whose fingerprint the lock does not have, so the diff does not report it again
+        settings = job.settings
         result = diff_tables(
             baseline,
             runs,
@@ -293,6 +302,7 @@ def plan(config: Config, *, now: int | None = None, explain: tuple[tuple[str, st
         pattern_budget=config.pattern_budget_seconds,
         notes=config.drift_notes,
         explain=explain,
+        volatile=config.volatile,
     )
     baselines, transcripts = covered_files(config)
     pairs = pair_runs(baselines, transcripts)

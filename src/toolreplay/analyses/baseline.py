@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from toolreplay.analyses.calltable import DIGEST_SIZE, HAS_STATE, ROW, CallTable, Column, Store, table_of
 from toolreplay.analyses.replay import DEFAULT_MUTATORS
+from toolreplay.analyses.volatile import Volatile
 from toolreplay.canonical import canonical
 from toolreplay.findings import Change, Finding, quote
 from toolreplay.locate import pointer_token
@@ -816,6 +817,7 @@ def diff_baseline(
     mutators: frozenset[str] = DEFAULT_MUTATORS,
     explain: Mapping[str, str] | None = None,
     lock_checks_runs: bool = True,
+    volatile: Volatile | None = None,
 ) -> DiffResult:
     """Compare each ``(path, records)`` run with the baseline records.
 
@@ -826,12 +828,13 @@ def diff_baseline(
     ``fingerprint-diff`` lines between the lock and the tool source), added to its
     ``tool-drift``. Without ``lock_checks_runs`` a run call whose fingerprint differs from the
     lock is left to that run's own check against the lock (``check`` runs it), so the same
-    call is not reported twice.
+    call is not reported twice. Under ``volatile`` rules calls and responses are compared
+    with their volatile values masked.
     """
-    with Store() as store:
+    with Store(volatile) as store:
         return diff_tables(
             table_of(store, baseline),
-            [(path, table_of(store, records)) for path, records in runs],
+            [(path, table_of(store, records, path)) for path, records in runs],
             behaviour=behaviour,
             mutators=mutators,
             explain=explain,

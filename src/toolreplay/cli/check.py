@@ -11,7 +11,7 @@ from toolreplay.check import run_check_with_status
 from toolreplay.cli.base import EXIT_CLEAN, EXIT_FINDINGS, cli, format_option
 from toolreplay.config import load_config, unmatched_globs
 from toolreplay.findings import one_line
-from toolreplay.report import RENDERERS, Report
+from toolreplay.report import RENDERERS, Report, masked_text, masked_total, stale_rules
 from toolreplay.shard import CheckInfo, check_info, merge_shards, parse_shard, read_shard_report
 
 
@@ -84,6 +84,12 @@ def finish(reports: Sequence[Report], info: CheckInfo, fmt: str) -> int:
         if info.drift is not None:
             # the rule ran even when it found nothing: say what it saw (no baseline change, every note)
             click.echo(info.drift)
+    masked = masked_total(reports)
+    if masked is not None:
+        if fmt == "text":
+            click.echo(f"masked: {masked_text(masked)}")
+        for warning in stale_rules(masked):
+            click.echo(f"toolreplay: warning: {warning}", err=True)
     return EXIT_FINDINGS if failing or errors else EXIT_CLEAN
 
 

@@ -14,7 +14,7 @@ from toolreplay.chain import ChainState, seal_lines, verify_stream
 from toolreplay.cli.base import atomic_output, cli, emit, force_option, format_option
 from toolreplay.cli.defaults import announce, config_option, mutators_and_lock, read_config
 from toolreplay.findings import Finding, sort_findings
-from toolreplay.report import Line, Report, replay_header
+from toolreplay.report import Line, Report, masked_line, replay_header
 from toolreplay.transcript import open_input
 
 
@@ -240,6 +240,7 @@ def replay_cmd(
     """
     # here, not at the top: verify and seal, in the same module, judge no calls
     from toolreplay.analyses.replay import read_calls, replay_calls
+    from toolreplay.analyses.volatile import Volatile
 
     config = read_config(config_file)
     used: list[str] = []
@@ -247,6 +248,9 @@ def replay_cmd(
     if config is not None and state_aware is None and config.state_aware is not None:
         state_aware = config.state_aware
         used.append("state_aware")
+    rules = config.volatile if config is not None else ()
+    if rules:
+        used.append("volatile")
     announce(config, used)
     nondeterministic: frozenset[str] = frozenset()
     if lock_path is not None:
@@ -262,20 +266,20 @@ def replay_cmd(
         nondeterministic=nondeterministic,
         path=transcript,
     )
+    volatile = Volatile(rules)
     result = None
-    if transcript != "-" and parallel.worth_it(transcript):
+    # the parallel reader's workers digest the raw texts: masking needs the sequential one
+    if not rules and transcript != "-" and parallel.worth_it(transcript):
         # a refused line or an index out of order: the sequential reader names it
         with contextlib.suppress(parallel.Fallback):
             result = judge(parallel.file_calls(transcript))
     if result is None:
-        result = judge(read_calls(transcript))
+        result = judge(read_calls(transcript, volatile if rules else None))
     findings = sort_findings(result.findings)
-    report = Report(
-        command="replay",
-        path=transcript,
-        header=replay_header(result.calls, result.divergence, len(findings)),
-        findings=tuple(findings),
-    )
+    header = replay_header(result.calls, result.divergence, len(findings))
+    if rules:
+        header += (masked_line(volatile.counts(transcript)),)
+    report = Report(command="replay", path=transcript, header=header, findings=tuple(findings))
     code = emit([report], fmt)
     if result.across_mutators and fmt == "text":
         # the report keeps 0.6's lines byte for byte; the knob is named beside it, on stderr
