@@ -254,6 +254,15 @@ class Volatile:
                 total[number] += n
         return total
 
+    def compared(self, record: Record, source: str | None = None) -> Record:
+        """The record with its canonical texts replaced by its comparison texts (its values
+        kept): what a comparison of records in memory compares. Not a JSON record any more."""
+        masked = self.texts(record, source)
+        if masked.call_key == record.call_key and not masked.masked:
+            return record
+        args = masked.call_key[len('{"args":') : -len(',"tool":' + canonical_str(record.tool) + "}")]
+        return replace(record, canon_args=args, canon_response=masked.response, canon_state=masked.state)
+
     def shown(self, record: Record) -> Record:
         """The record with each masked value or substring shown as ``<volatile>`` (for messages)."""
         if not self.for_tool(record.tool):

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from toolreplay.analyses.volatile import Volatile
 from toolreplay.capture.session import SERVER_INFO_META
 from toolreplay.chain import verify_stream
 from toolreplay.contracts.lock import ToolLock
@@ -112,13 +113,16 @@ def tool_error(text: str) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": text}], "isError": True}
 
 
-def build_server(records: Sequence[Record], lock: ToolLock | None) -> Server[Any]:
-    """The low-level SDK server that answers from ``records``."""
+def build_server(
+    records: Sequence[Record], lock: ToolLock | None, volatile: Volatile | None = None
+) -> Server[Any]:
+    """The low-level SDK server that answers from ``records`` (a call looked up without what
+    the ``volatile`` rules mask in its arguments)."""
     import mcp.types as types
     from mcp.server.context import ServerRequestContext
     from mcp.server.lowlevel import Server
 
-    snapshot = Snapshot(records)
+    snapshot = Snapshot(records, volatile=volatile or ())
     tools = [types.Tool.model_validate(tool) for tool in tool_list(records, lock)]
     name, version = server_identity(records)
 

@@ -12,10 +12,10 @@ from typing import Any
 import click
 
 from toolreplay.cli.base import EXISTS, EXIT_FINDINGS, Seconds, cli, emit, force_option, format_option
-from toolreplay.cli.defaults import announce, config_option, mutators_and_lock, read_config
+from toolreplay.cli.defaults import announce, config_option, mutators_and_lock, read_config, volatile_of
 from toolreplay.errors import InputError
 from toolreplay.findings import one_line, quote
-from toolreplay.report import Line, Report
+from toolreplay.report import Line, Report, masked_line
 
 INSTALL_HINT = "needs the MCP SDK: pip install 'toolreplay[mcp]'"
 
@@ -131,12 +131,16 @@ def record_cmd(
 @click.option(
     "--listen", metavar="HOST:PORT", help="Serve Streamable HTTP at http://HOST:PORT/mcp, not stdio."
 )
+@config_option
 @click.pass_context
-def serve_cmd(ctx: click.Context, transcript: str, lock_path: str | None, listen: str | None) -> None:
+def serve_cmd(
+    ctx: click.Context, transcript: str, lock_path: str | None, listen: str | None, config_file: str | None
+) -> None:
     """Answer MCP tool calls from TRANSCRIPT, running nothing (stdio by default).
 
     Identical calls get the recorded responses in order (the last one again after
     that); a call that was not recorded gets a tool error starting "snapshot miss:".
+    An argument the config's volatile rules mask does not count for matching.
     With LOCK, a recording whose fingerprints differ from it is refused (exit 1).
     """
     require_sdk("serve")
@@ -154,6 +158,10 @@ def serve_cmd(ctx: click.Context, transcript: str, lock_path: str | None, listen
 
     address = parse_listen(listen) if listen is not None else None
     lock = load_lock(lock_path) if lock_path is not None else None
+    config = read_config(config_file)
+    used: list[str] = []
+    volatile = volatile_of(config, used)
+    announce(config, used)
     try:
         records = load_records(transcript)
         if lock is not None:
@@ -161,7 +169,7 @@ def serve_cmd(ctx: click.Context, transcript: str, lock_path: str | None, listen
     except (ToolDriftError, BrokenRecordingError) as err:
         click.echo(f"toolreplay: error: {one_line(str(err))}", err=True)
         ctx.exit(EXIT_FINDINGS)
-    server = build_server(records, lock)
+    server = build_server(records, lock, volatile)
     if address is None:
         serve_stdio(server)
     else:
@@ -226,6 +234,7 @@ def probe_cmd(
     config = read_config(config_file)
     used: list[str] = []
     configured, lock_path = mutators_and_lock(config, mutators, lock_path, used)
+    volatile = volatile_of(config, used)
     announce(config, used)
     if lock_path is not None:
         configured = declared_mutators(load_lock(lock_path), configured)
@@ -247,6 +256,7 @@ def probe_cmd(
         answers=live.answers,
         mutators=configured | live.destructive,
         path=transcript,
+        volatile=volatile,
     )
     header = [
         Line(key="calls", value=result.calls, text=str(result.calls)),
@@ -256,6 +266,8 @@ def probe_cmd(
         Line(key=f"tool {quote(tool)}", value=verdict, text=verdict)
         for tool, verdict in result.verdicts.items()
     ]
+    if volatile is not None:
+        header.append(masked_line(volatile.counts(transcript)))
     header.append(Line(key="findings", value=len(result.findings), text=str(len(result.findings))))
     report = Report(command="probe", path=transcript, header=tuple(header), findings=result.findings)
     ctx.exit(emit([report], fmt))

@@ -7,12 +7,14 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from toolreplay.analyses.volatile import Volatile
 from toolreplay.canonical import canonical
 from toolreplay.chain import verify
 from toolreplay.errors import SealError
 from toolreplay.library.errors import ABSENT, SnapshotMissError, ToolDriftError
 from toolreplay.locate import pointer_token
-from toolreplay.transcript import Record, read_links, read_transcript
+from toolreplay.transcript import Record, make_record, read_links, read_transcript
+from toolreplay.volatile_rules import Rule
 
 
 class Snapshot:
@@ -27,10 +29,19 @@ class Snapshot:
     """
 
     def __init__(
-        self, records: Iterable[Record], *, live: Mapping[str, str] | None = None, path: str = ""
+        self,
+        records: Iterable[Record],
+        *,
+        live: Mapping[str, str] | None = None,
+        path: str = "",
+        volatile: Iterable[Rule] | Volatile = (),
     ) -> None:
         self.records = tuple(records)
         self.live = live
+        #: the volatile rules (docs/spec.md §3.6) a call is looked up by and a re-execution compared
+        #: by: an argument they mask does not count for matching (None: no rules)
+        rules = volatile if isinstance(volatile, Volatile) else Volatile(volatile)
+        self.volatile: Volatile | None = rules if rules else None
         #: the file the records came from ("" when built from records)
         self.path = path
         #: the head digest of a sealed file, once its chain verified (None otherwise)
@@ -39,7 +50,7 @@ class Snapshot:
         self.served = 0
         self._by_key: dict[str, list[Record]] = {}
         for record in self.records:
-            self._by_key.setdefault(record.call_key, []).append(record)
+            self._by_key.setdefault(self._key(record), []).append(record)
         self._next: dict[str, int] = {}
 
     @classmethod
@@ -48,6 +59,7 @@ class Snapshot:
         path: str | os.PathLike[str],
         *,
         live: Mapping[str, str] | None = None,
+        volatile: Iterable[Rule] | Volatile = (),
         expect_head: str | None = None,
         key: str | os.PathLike[str] | None = None,
         signature: str | os.PathLike[str] | None = None,
@@ -60,12 +72,13 @@ class Snapshot:
         re-sealed file follows too), so anchor it: ``expect_head`` is the head digest it
         must end on; ``key`` an Ed25519 public key (PEM) that must verify ``signature``
         (default ``PATH.sig``, written by ``toolreplay sign``) over its head and length.
+        ``volatile``: the config's volatile rules (:class:`~toolreplay.volatile_rules.Rule`).
         """
         name = os.fspath(path)
         if not name.endswith(".sealed.jsonl"):
             if expect_head is not None or key is not None or signature is not None:
                 raise ValueError("expect_head and key anchor a sealed transcript (*.sealed.jsonl)")
-            return cls(read_transcript(name), live=live, path=name)
+            return cls(read_transcript(name), live=live, path=name, volatile=volatile)
         if signature is not None and key is None:
             raise ValueError("signature needs key: the public key that must verify it")
         links = list(read_links(name))
@@ -91,7 +104,7 @@ class Snapshot:
             )
             if check.problem:
                 raise SealError(f"the signature does not anchor this file: {check.problem}", path=name)
-        snapshot = cls((link.record for link in links), live=live, path=name)
+        snapshot = cls((link.record for link in links), live=live, path=name, volatile=volatile)
         snapshot.head = state.head
         return snapshot
 
@@ -104,7 +117,7 @@ class Snapshot:
         self, tool: str, args: dict[str, Any], *, live: str | None, check: bool = True
     ) -> dict[str, Any]:
         """Answer ``tool(args)``; with ``check``, a recorded fingerprint other than ``live`` is drift."""
-        key = '{"args":' + canonical(args) + ',"tool":' + canonical(tool) + "}"
+        key = self._key(make_record(index=0, tool=tool, args=args, response={}))
         found = self._by_key.get(key)
         if not found:
             raise self._miss(tool, args)
@@ -115,6 +128,10 @@ class Snapshot:
             raise ToolDriftError(tool=tool, recorded=record.fingerprint, live=live, index=record.index)
         self.served += 1
         return copy.deepcopy(record.response)  # the caller may mutate it; the recording must not change
+
+    def _key(self, record: Record) -> str:
+        """What identical calls share: the canonical call, its masked arguments left out."""
+        return record.call_key if self.volatile is None else self.volatile.texts(record, None).call_key
 
     def _miss(self, tool: str, args: dict[str, Any]) -> SnapshotMissError:
         same_tool = [r for r in self.records if r.tool == tool]
