@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     import pluggy
 
     from toolreplay.library.cassette import CassetteRegistry
+    from toolreplay.volatile_rules import Rule
 
 #: pytest-recording's names (the same tuple as toolreplay.library.cassette.RECORD_MODES)
 RECORD_MODES = ("none", "once", "new_episodes", "all")
@@ -207,7 +208,7 @@ def toolreplay(request: pytest.FixtureRequest) -> Iterator[CassetteRegistry]:
     except ValueError:
         label = str(path)
     try:
-        registry = CassetteRegistry(path, mode=mode, why=why, label=label)
+        registry = CassetteRegistry(path, mode=mode, why=why, label=label, volatile=_volatile(request.config))
     except ToolreplayError as err:
         text = str(err)
         if str(path) not in text:
@@ -222,6 +223,15 @@ def toolreplay(request: pytest.FixtureRequest) -> Iterator[CassetteRegistry]:
             item.stash[_OUTCOME] = "unsaved"
     elif registry.existed and mode != "all":
         item.stash[_OUTCOME] = "replayed"
+
+
+def _volatile(config: pytest.Config) -> tuple[Rule, ...]:
+    """The volatile rules of the project's configuration (the nearest from the rootdir up):
+    an argument they mask does not count for finding a call in a cassette."""
+    from toolreplay.config import nearest_config
+
+    found = nearest_config(cwd=config.rootpath)
+    return found.volatile if found is not None else ()
 
 
 @pytest.hookimpl(hookwrapper=True)
