@@ -41,9 +41,10 @@ at = "/response/structuredContent/datetime"
 """
 
 
-def _session(
-    out: Path, server: list[str], calls: list[tuple[str, dict[str, Any]]], env: dict[str, str]
-) -> None:
+Calls = list[tuple[str, dict[str, Any]]]
+
+
+def _session(out: Path, server: list[str], calls: Calls, env: dict[str, str]) -> None:
     """Record one agent session: the SDK client talks to ``server`` through ``toolreplay record``."""
     argv = [*TOOLREPLAY, "record", "-o", str(out), "--", *server]
 
@@ -203,3 +204,55 @@ def test_diff_and_replay_take_the_rules_too(recorded: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "masked: 1 value by 1 rule\n" in result.output
     assert sys.executable  # (the servers ran under this interpreter's environment)
+
+
+def test_probe_asks_the_real_time_server_again_and_masks_the_time(recorded: Path) -> None:
+    """``probe`` of the recorded mcp-server-time session: the live answer's new time is
+    silent-drift without the rules, stable with them (and the report says what was masked)."""
+    run = str(recorded / "runs" / "time.jsonl")
+    argv = ["probe", run, "--config", str(recorded / "toolreplay.toml"), "--", *python_server("time")]
+    _check(recorded, "")
+    time.sleep(1.1)  # the server answers to the second
+    result = CliRunner().invoke(cli, argv)
+    assert result.exit_code == 1, result.output
+    assert "tool 'get_current_time': silent-drift" in result.output
+    _check(recorded, RULES)
+    result = CliRunner().invoke(cli, argv)
+    assert result.exit_code == 0, result.output
+    assert "tool 'get_current_time': stable\nmasked: 4 values by 2 rules\n" in result.output
+
+
+async def _serve(argv: list[str], calls: Calls) -> list[Any]:
+    params = StdioServerParameters(command=argv[0], args=argv[1:], env=git_env())
+    with anyio.fail_after(TIMEOUT):
+        async with Client(stdio_client(params)) as client:
+            answers = []
+            for name, args in calls:
+                result = await client.call_tool(name, args)
+                answers.append(result.model_dump(by_alias=True, exclude_none=True, mode="json"))
+            return answers
+
+
+def test_serve_matches_a_call_without_its_masked_argument(recorded: Path) -> None:
+    """``serve`` looks a call up without what an ``/args`` rule masks: the recorded git_commit
+    answers a commit with another message; an unmasked argument still misses."""
+    _check(recorded, RULES + '\n[[volatile]]\ntool = "git_commit"\nat = "/args/message"\n')
+    argv = [
+        *TOOLREPLAY,
+        "serve",
+        str(recorded / "runs" / "git.jsonl"),
+        "--config",
+        str(recorded / "toolreplay.toml"),
+    ]
+    repo = str(recorded / "repo")
+    answers = anyio.run(
+        _serve,
+        argv,
+        [
+            ("git_commit", {"repo_path": repo, "message": "another"}),
+            ("git_commit", {"repo_path": "/x", "message": "m"}),
+        ],
+    )
+    assert answers[0]["content"][0]["text"].startswith("Changes committed successfully with hash ")
+    assert answers[1]["isError"] is True
+    assert answers[1]["content"][0]["text"].startswith("snapshot miss:")

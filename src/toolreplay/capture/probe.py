@@ -173,7 +173,7 @@ def _masked(
     as a message shows them, each mask as ``<volatile>``."""
     was = make_record(index=record.index, tool=record.tool, args=record.args, response=recorded)
     now = make_record(index=record.index, tool=record.tool, args=record.args, response=answer)
-    same = volatile.texts(was, path).response == volatile.texts(now, None).response
+    same = volatile.texts(was, path).response == volatile.texts(now, path).response
     return volatile.shown(was).response, volatile.shown(now).response, same
 
 
