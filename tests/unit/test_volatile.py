@@ -178,3 +178,47 @@ def test_a_bad_rule_is_a_usage_error(tmp_path: Path, body: str, message: str) ->
     assert message in result.output
     assert "toolreplay.toml" in result.output and "Traceback" not in result.output
     assert len(result.output.strip().splitlines()) == 1
+
+
+def test_snapshot_lookup_leaves_masked_arguments_out() -> None:
+    """A snapshot answers a call whose only difference is an argument an ``/args`` rule masks."""
+    from toolreplay import Snapshot
+    from toolreplay.library.errors import SnapshotMissError
+
+    records = [rec("search", {"hits": [1]}, {"q": "a", "request_id": "r1"})]
+    with pytest.raises(SnapshotMissError):
+        Snapshot(records).call("search", q="a", request_id="r2")
+    snapshot = Snapshot(records, volatile=[Rule(tool="search", at="/args/request_id")])
+    assert snapshot.call("search", q="a", request_id="r2") == {"hits": [1]}
+    with pytest.raises(SnapshotMissError):
+        snapshot.call("search", q="b", request_id="r1")
+
+
+def test_reexecution_compares_with_the_masks(tmp_path: Path) -> None:
+    """Re-executing a recorded clock passes under a rule for its time, fails without it, and
+    still fails when anything else in the answer changed."""
+    from toolreplay import Recorder, ReplayDivergenceError, Snapshot, ToolRegistry
+
+    answers: list[dict[str, Any]] = []
+
+    def now(zone: str) -> dict[str, Any]:
+        return answers.pop(0)
+
+    def session(tools: ToolRegistry, answer: dict[str, Any]) -> None:
+        answers.append(answer)
+        tools.register(now, version="1")
+        tools.call("now", zone="UTC")
+        tools.finish()
+
+    path = tmp_path / "clock.sealed.jsonl"
+    with Recorder(path, seal=True) as recorder:
+        session(ToolRegistry(recorder=recorder), {"zone": "UTC", "time": "10:00"})
+    rules = [Rule(tool="now", at="/response/time")]
+    with pytest.raises(ReplayDivergenceError):
+        session(ToolRegistry(reexecute=Snapshot.from_file(path)), {"zone": "UTC", "time": "10:01"})
+    session(
+        ToolRegistry(reexecute=Snapshot.from_file(path, volatile=rules)), {"zone": "UTC", "time": "10:02"}
+    )
+    with pytest.raises(ReplayDivergenceError, match="'/zone'"):
+        masked = Snapshot.from_file(path, volatile=rules)
+        session(ToolRegistry(reexecute=masked), {"zone": "CET", "time": "10:03"})
