@@ -432,6 +432,13 @@ def run_check_with_status(
     first: list[Report] = []
     from toolreplay.shard import DRIFT_SHARD, shard_of
 
+    judged = config
+    if base is not None:
+        # what the volatile rules hide is the base commit's decision (in every shard); the
+        # drift-note rule below reports the pull request's own change of them
+        from toolreplay.hooks.drift_range import PullRange, judged_volatile
+
+        judged = judged_volatile(config, PullRange(base=base, head="HEAD"), workspace=str(config.root))
     if shard is not None and shard.index != DRIFT_SHARD:
         base = None
     if base is not None:
@@ -445,7 +452,7 @@ def run_check_with_status(
     # one shard reports a failed tools_source (merge takes such reports from it); the others stop
     explain, failed = source_explanations(config, report=shard is None or shard.index == DRIFT_SHARD)
     first += failed
-    planned = plan(config, explain=explain)
+    planned = plan(judged, explain=explain)
     if shard is not None:
         planned = [job for job in planned if shard_of(job.path, shard.count) == shard.index]
     # no more workers than files: each starts an interpreter, and a pool cannot take any number
