@@ -256,3 +256,33 @@ def test_serve_matches_a_call_without_its_masked_argument(recorded: Path) -> Non
     assert answers[0]["content"][0]["text"].startswith("Changes committed successfully with hash ")
     assert answers[1]["isError"] is True
     assert answers[1]["content"][0]["text"].startswith("snapshot miss:")
+
+
+def test_probe_suggests_the_rules_for_the_real_time_server(recorded: Path) -> None:
+    """``probe --repeat 2 --suggest-volatile`` asks mcp-server-time twice and prints TOML rules
+    for the datetime in both places, with the values seen; pasted, they make ``probe`` stable,
+    and the config is never written by it."""
+    import tomllib
+
+    _check(recorded, "")
+    config = recorded / "toolreplay.toml"
+    before = config.read_bytes()
+    run = str(recorded / "runs" / "time.jsonl")
+    argv = ["probe", run, "--config", str(config), "--repeat", "2", "--suggest-volatile", "--"]
+    result = CliRunner().invoke(cli, [*argv, *python_server("time")])
+    assert result.exit_code == 0, result.output
+    assert config.read_bytes() == before
+    suggested = tomllib.loads(result.stdout)["volatile"]
+    assert [(rule["tool"], rule["at"]) for rule in suggested] == [
+        ("get_current_time", "/response/content/*/text#/datetime"),
+        ("get_current_time", "/response/structuredContent/datetime"),
+    ]
+    assert (
+        '"get_current_time": a date and time changes at "/response/structuredContent/datetime": seen "'
+        in (result.stdout)
+    )
+    config.write_text(before.decode() + result.stdout, encoding="utf-8")
+    time.sleep(1.1)
+    result = CliRunner().invoke(cli, ["probe", run, "--config", str(config), "--", *python_server("time")])
+    assert result.exit_code == 0, result.output
+    assert "tool 'get_current_time': stable\n" in result.output

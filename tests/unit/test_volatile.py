@@ -222,3 +222,32 @@ def test_reexecution_compares_with_the_masks(tmp_path: Path) -> None:
     with pytest.raises(ReplayDivergenceError, match="'/zone'"):
         masked = Snapshot.from_file(path, volatile=rules)
         session(ToolRegistry(reexecute=masked), {"zone": "CET", "time": "10:03"})
+
+
+def test_suggestions_are_the_narrowest_rules_that_make_answers_equal() -> None:
+    """A hash inside a text gets a pattern, a changing number a whole-value rule, a JSON text
+    a pointer into it; a member that comes and goes gets no rule, and says so."""
+    from toolreplay.analyses.suggest import suggest, toml
+
+    answers = [
+        {
+            "content": [{"type": "text", "text": f"hash {h}"}],
+            "n": n,
+            "doc": json.dumps({"id": i, "ok": True}),
+        }
+        for h, n, i in ((HASH_A, 1, "x"), (HASH_B, 2, "y"))
+    ]
+    found = suggest("t", answers)
+    assert [(s.at, s.rule.pattern if s.rule else "-") for s in found] == [
+        ("/response/content/*/text", "[0-9a-f]{40}"),
+        ("/response/doc#/id", None),
+        ("/response/n", None),
+    ]
+    assert suggest("t", [{"a": 1}, {"a": 1}]) == []
+    (gone,) = suggest("t", [{"a": {"x": 1}}, {"a": {"y": 1}}])
+    assert gone.rule is None and gone.why == "members come and go"
+    text = toml({"t": found, "u": [gone]}, 2)
+    assert '# "u" at "/response/a": no rule fits (members come and go): {"x":1}, {"y":1}' in text
+    import tomllib
+
+    assert len(tomllib.loads(text)["volatile"]) == 3

@@ -7,15 +7,29 @@ the ``mcp`` extra; these commands then say how to install it (exit 2).
 from __future__ import annotations
 
 import os
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from toolreplay.cli.base import EXISTS, EXIT_FINDINGS, Seconds, cli, emit, force_option, format_option
+from toolreplay.cli.base import (
+    EXISTS,
+    EXIT_CLEAN,
+    EXIT_FINDINGS,
+    Seconds,
+    cli,
+    emit,
+    force_option,
+    format_option,
+)
 from toolreplay.cli.defaults import announce, config_option, mutators_and_lock, read_config, volatile_of
 from toolreplay.errors import InputError
 from toolreplay.findings import one_line, quote
 from toolreplay.report import Line, Report, masked_line
+
+if TYPE_CHECKING:
+    from toolreplay.capture.probe import Answer
+    from toolreplay.transcript import Record
 
 INSTALL_HINT = "needs the MCP SDK: pip install 'toolreplay[mcp]'"
 
@@ -196,6 +210,18 @@ def serve_cmd(
     show_default=True,
     help="Seconds allowed for listing the tools and for each call.",
 )
+@click.option(
+    "--repeat",
+    type=click.IntRange(min=2),
+    metavar="N",
+    help="Ask each read-only call N times (with --suggest-volatile).",
+)
+@click.option(
+    "--suggest-volatile",
+    is_flag=True,
+    help="Print, as TOML to paste into the config, the volatile rules that make the N answers of"
+    " each call compare equal, with the values seen (the config is never written).",
+)
 @config_option
 @format_option
 @click.pass_context
@@ -207,6 +233,8 @@ def probe_cmd(
     mutators: tuple[str, ...],
     lock_path: str | None,
     timeout: float,
+    repeat: int | None,
+    suggest_volatile: bool,
     config_file: str | None,
     fmt: str,
 ) -> None:
@@ -229,6 +257,8 @@ def probe_cmd(
 
     if (target is None) == (not command):
         raise click.UsageError("give the server's command line after -- or --target URL (one of them)")
+    if (repeat is None) != (not suggest_volatile):
+        raise click.UsageError("--repeat N and --suggest-volatile go together (N answers to compare)")
     # the config's mutators and lock decide too: a tool it declares as changing state is
     # never asked again on the live server
     config = read_config(config_file)
@@ -247,9 +277,13 @@ def probe_cmd(
         target if target is not None else command,
         lambda listed, destructive: plan(records, configured | destructive, listed),
         timeout=timeout,
+        repeat=repeat or 1,
     )
     for problem in live.warnings:
         _warn(problem)
+    if repeat is not None:
+        click.echo(_suggestions(records, live.repeated or {}, repeat), nl=False)
+        ctx.exit(EXIT_CLEAN)
     result = judge(
         records,
         live=live.fingerprints,
@@ -271,3 +305,20 @@ def probe_cmd(
     header.append(Line(key="findings", value=len(result.findings), text=str(len(result.findings))))
     report = Report(command="probe", path=transcript, header=tuple(header), findings=result.findings)
     ctx.exit(emit([report], fmt))
+
+
+def _suggestions(records: Sequence[Record], repeated: Mapping[str, Sequence[Answer]], repeat: int) -> str:
+    """``probe --suggest-volatile``'s TOML: per tool, the rules its repeated answers call for."""
+    from toolreplay.analyses.suggest import Suggestion, suggest, toml
+    from toolreplay.capture.probe import Failure, _tool_answer
+
+    found: dict[str, list[Suggestion]] = {}
+    for record in records:
+        answers = repeated.get(record.call_key)
+        if not answers or any(isinstance(answer, Failure) for answer in answers):
+            continue
+        mine = found.setdefault(record.tool, [])
+        for suggestion in suggest(record.tool, [_tool_answer(a) for a in answers if isinstance(a, dict)]):
+            if suggestion not in mine:
+                mine.append(suggestion)
+    return toml(found, repeat)
