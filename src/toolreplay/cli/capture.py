@@ -319,6 +319,7 @@ def _suggestions(records: Sequence[Record], repeated: Mapping[str, Sequence[Answ
             continue
         mine = found.setdefault(record.tool, [])
         for suggestion in suggest(record.tool, [_tool_answer(a) for a in answers if isinstance(a, dict)]):
-            if suggestion not in mine:
+            # one rule per place, with the values of the first call that needed it
+            if all((s.rule, s.at) != (suggestion.rule, suggestion.at) for s in mine):
                 mine.append(suggestion)
     return toml(found, repeat)
