@@ -17,6 +17,9 @@ from toolreplay.errors import InputError
 from toolreplay.escape import one_line
 from toolreplay.transcript import Record
 
+#: seconds between two rounds of the same calls (``repeat``): many servers tell the time to the second
+ROUND_GAP = 1.0
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Live:
@@ -30,6 +33,8 @@ class Live:
     warnings: tuple[str, ...] = ()
     #: the listed tools' contracts (their contract text included), by name
     contracts: dict[str, ToolContract] = field(default_factory=dict)
+    #: with ``repeat``: every answer to each call, in the order they came (the first is in ``answers``)
+    repeated: dict[str, list[Answer]] | None = None
 
 
 def ask_live(
@@ -37,8 +42,10 @@ def ask_live(
     choose: Callable[[frozenset[str], frozenset[str]], Sequence[Record]],
     *,
     timeout: float,
+    repeat: int = 1,
 ) -> Live:
-    """Connect, list the tools (every page), ask the calls ``choose`` picks.
+    """Connect, list the tools (every page), ask the calls ``choose`` picks: ``repeat`` rounds of
+    them, :data:`ROUND_GAP` seconds apart.
 
     ``choose`` gets the listed tool names and those the server declares destructive.
 
@@ -69,26 +76,31 @@ def ask_live(
                 version = info.version if info is not None else ""
                 imported = import_definitions(tools, version=version, path="tools/list")
                 fingerprints = {contract.name: contract.fingerprint for contract in imported.contracts}
-                answers: dict[str, Answer] = {}
+                repeated: dict[str, list[Answer]] = {}
                 destructive = frozenset(t.name for t in tools if says_destructive(t.annotations))
-                for record in choose(frozenset(fingerprints), destructive):
-                    try:
-                        with anyio.fail_after(timeout):
-                            result = await client.call_tool(record.tool, record.args)
-                        answers[record.call_key] = result.model_dump(
-                            by_alias=True, exclude_unset=True, mode="json"
-                        )
-                    except MCPError as err:
-                        # as record keeps an error: its data too, when it has some
-                        answers[record.call_key] = {"error": err.error.model_dump(exclude_none=True)}
-                    except TimeoutError:
-                        answers[record.call_key] = Failure(problem=f"no answer within {timeout:g} s")
+                chosen = list(choose(frozenset(fingerprints), destructive))
+                for round_ in range(repeat):
+                    if round_:
+                        await anyio.sleep(ROUND_GAP)  # a value to the second changes between rounds
+                    for record in chosen:
+                        answer: Answer
+                        try:
+                            with anyio.fail_after(timeout):
+                                result = await client.call_tool(record.tool, record.args)
+                            answer = result.model_dump(by_alias=True, exclude_unset=True, mode="json")
+                        except MCPError as err:
+                            # as record keeps an error: its data too, when it has some
+                            answer = {"error": err.error.model_dump(exclude_none=True)}
+                        except TimeoutError:
+                            answer = Failure(problem=f"no answer within {timeout:g} s")
+                        repeated.setdefault(record.call_key, []).append(answer)
                 return Live(
                     fingerprints=fingerprints,
                     destructive=destructive,
-                    answers=answers,
+                    answers={key: found[0] for key, found in repeated.items()},
                     warnings=imported.warnings,
                     contracts={contract.name: contract for contract in imported.contracts},
+                    repeated=repeated if repeat > 1 else None,
                 )
 
         try:

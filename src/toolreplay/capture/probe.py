@@ -24,13 +24,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from toolreplay.analyses.baseline import first_difference
+from toolreplay.analyses.volatile import Volatile
 from toolreplay.canonical import canonical
 from toolreplay.capture.redact import MASK
 from toolreplay.contracts.text import text_drift_message
 from toolreplay.escape import quote
 from toolreplay.findings import Finding, sort_findings
 from toolreplay.library.errors import ABSENT
-from toolreplay.transcript import Record
+from toolreplay.transcript import Record, make_record
 
 VERDICTS: tuple[str, ...] = ("stable", "silent-drift", "unavailable", "not-probed")
 
@@ -78,11 +79,14 @@ def judge(
     path: str,
     texts: Mapping[str, str] | None = None,
     explain: Mapping[str, str] | None = None,
+    volatile: Volatile | None = None,
 ) -> ProbeResult:
     """Verdicts and findings from the live fingerprints (tool -> fingerprint) and answers (by call key).
 
     ``texts`` (tool -> live contract-text digest) turns a recorded ``text_digest`` the server no
     longer gives into a ``contract-text-drift``; ``explain`` says what changed, when a lock knows.
+    Under ``volatile`` rules a recorded and a live answer are compared with their volatile values
+    masked (counted for ``path``).
     """
     findings: list[Finding] = []
     verdicts: dict[str, str] = {}
@@ -110,7 +114,7 @@ def judge(
         elif tool not in live:
             verdicts[tool] = "unavailable"
         else:
-            verdicts[tool] = _verdict(of_tool, answers, path, findings)
+            verdicts[tool] = _verdict(of_tool, answers, path, findings, volatile)
     return ProbeResult(
         calls=len(records),
         asked=len(answers),
@@ -146,7 +150,11 @@ def _text_drift(
 
 
 def _verdict(
-    records: Sequence[Record], answers: Mapping[str, Answer], path: str, findings: list[Finding]
+    records: Sequence[Record],
+    answers: Mapping[str, Answer],
+    path: str,
+    findings: list[Finding],
+    volatile: Volatile | None = None,
 ) -> str:
     asked = [record for record in records if record.call_key in answers]
     if not asked:
@@ -166,7 +174,11 @@ def _verdict(
         redacted = MASK in record.canon_response
         if redacted:
             answer = _unmask(recorded, answer)
-        if canonical(answer) == canonical(recorded):
+        if volatile:
+            recorded, answer, same = _masked(volatile, record, recorded, answer, path)
+            if same:
+                continue
+        elif canonical(answer) == canonical(recorded):
             continue
         difference = first_difference(recorded, answer)
         pointer, was, now = difference if difference is not None else ("/", recorded, answer)
@@ -187,6 +199,17 @@ def _verdict(
         )
         return "silent-drift"
     return "unavailable" if failed else "stable"
+
+
+def _masked(
+    volatile: Volatile, record: Record, recorded: dict[str, Any], answer: dict[str, Any], path: str
+) -> tuple[Any, Any, bool]:
+    """(recorded, live, whether they compare equal) under the volatile rules; the two values
+    as a message shows them, each mask as ``<volatile>``."""
+    was = make_record(index=record.index, tool=record.tool, args=record.args, response=recorded)
+    now = make_record(index=record.index, tool=record.tool, args=record.args, response=answer)
+    same = volatile.texts(was, path).response == volatile.texts(now, path).response
+    return volatile.shown(was).response, volatile.shown(now).response, same
 
 
 #: the protocol's envelope of a CallToolResult, not the tool's answer: the server's identity

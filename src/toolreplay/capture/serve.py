@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from toolreplay.analyses.volatile import Volatile
 from toolreplay.canonical import canonical
 from toolreplay.capture.session import SERVER_INFO_META
 from toolreplay.chain import verify_stream
@@ -143,14 +144,19 @@ def tool_error(text: str) -> dict[str, Any]:
 
 
 def build_server(
-    records: Sequence[Record], lock: ToolLock | None, on_miss: OnMiss | None = None
+    records: Sequence[Record],
+    lock: ToolLock | None,
+    on_miss: OnMiss | None = None,
+    *,
+    volatile: Volatile | None = None,
 ) -> Server[Any]:
-    """The low-level SDK server that answers from ``records`` (``on_miss`` hears of each miss)."""
+    """The low-level SDK server that answers from ``records`` (``on_miss`` hears of each miss; a
+    call is looked up without what the ``volatile`` rules mask in its arguments)."""
     import mcp.types as types
     from mcp.server.context import ServerRequestContext
     from mcp.server.lowlevel import Server
 
-    snapshot = Snapshot(records)
+    snapshot = Snapshot(records, volatile=volatile or ())
     tools = [types.Tool.model_validate(tool) for tool in tool_list(records, lock)]
     name, version = server_identity(records)
 

@@ -27,6 +27,7 @@ from toolreplay.analyses.baseline import (
 from toolreplay.analyses.calltable import CallTable, Store, open_twice, read_table
 from toolreplay.analyses.fingerprint_diff import explain_drift
 from toolreplay.analyses.replay import DEFAULT_MUTATORS
+from toolreplay.analyses.volatile import Volatile
 from toolreplay.chain import ChainState, verify, verify_stream
 from toolreplay.cli.base import EXISTS, EXIT_FINDINGS, atomic_output, force_option
 from toolreplay.cli.defaults import announce, config_option, read_config
@@ -38,8 +39,9 @@ from toolreplay.errors import InputError
 from toolreplay.escape import one_line, quote
 from toolreplay.findings import Finding, sort_findings
 from toolreplay.gitinfo import committed_blob, last_commit_time, regular_baseline, repo_path
-from toolreplay.reports import Line, Report
+from toolreplay.reports import Line, Report, masked_line
 from toolreplay.transcript import GENESIS, Record, parse_links, read_input, read_links, read_transcript, slim
+from toolreplay.volatile_rules import Rule
 
 #: drift-note ``kinds`` (docs/spec.md §1.6) for each finding kind that names one
 NOTE_KINDS = {
@@ -98,6 +100,7 @@ def _run_report(
     run: RunDiff,
     result: DiffResult,
     extra: Sequence[Finding] = (),
+    masked: Sequence[int] | None = None,
 ) -> Report:
     counts = ", ".join(f"{kind} {n}" for kind, n in run.counts) or "none"
     header = [
@@ -113,6 +116,8 @@ def _run_report(
         Line(key=f"tool {quote(tool)}", value=result.verdicts[tool], text=result.verdicts[tool])
         for tool in run.tools
     ]
+    if masked is not None:  # the values masked in the baseline and this run
+        header.append(masked_line(masked))
     findings = sort_findings([*extra, *run.findings])
     header.append(Line(key="findings", value=len(findings), text=str(len(findings))))
     return Report(command="diff", path=run.path, header=tuple(header), findings=tuple(findings))
@@ -141,15 +146,15 @@ def _configured(
     config_file: str | None, tools: str | None, mutators: tuple[str, ...], max_age_days: int | None = None
 ) -> tuple[str | None, frozenset[str], int | None]:
     """The lock, mutators and age limit: the flags, else the config's, else the defaults."""
-    tools, chosen, max_age_days, _ = _configured_with_source(config_file, tools, mutators, max_age_days)
+    tools, chosen, max_age_days, _, _ = _configured_with_source(config_file, tools, mutators, max_age_days)
     return tools, chosen, max_age_days
 
 
 def _configured_with_source(
     config_file: str | None, tools: str | None, mutators: tuple[str, ...], max_age_days: int | None = None
-) -> tuple[str | None, frozenset[str], int | None, dict[str, str]]:
-    """:func:`_configured`, and what changed per tool between the lock and the config's
-    tools_source (empty without both)."""
+) -> tuple[str | None, frozenset[str], int | None, dict[str, str], tuple[Rule, ...]]:
+    """:func:`_configured`, what changed per tool between the lock and the config's
+    tools_source (empty without both), and the config's volatile rules."""
     config = read_config(config_file)
     chosen = frozenset(mutators) if mutators else DEFAULT_MUTATORS
     used: list[str] = []
@@ -167,8 +172,12 @@ def _configured_with_source(
     if config is not None and config.tools_source is not None and tools is not None:
         explain = _source_explanations(config, config.tools_source, tools, chosen)
         used.append("tools_source")
+    volatile: tuple[Rule, ...] = ()
+    if config is not None and config.volatile:
+        volatile = config.volatile
+        used.append("volatile")
     announce(config, used)
-    return tools, chosen, max_age_days, explain
+    return tools, chosen, max_age_days, explain, volatile
 
 
 def _source_explanations(
@@ -221,9 +230,12 @@ def diff_cmd(
     """
 
     regular_baseline(baseline)
-    tools, chosen, max_age_days, explain = _configured_with_source(config_file, tools, mutators, max_age_days)
+    tools, chosen, max_age_days, explain, rules = _configured_with_source(
+        config_file, tools, mutators, max_age_days
+    )
     behaviour = _behaviour(tools)
-    with Store() as store:
+    volatile = Volatile(rules)
+    with Store(volatile) as store:
         # calls as digests (docs/spec.md §3.4 compares canonical texts): memory stays the same
         # whatever the size of the baseline and the runs
         table, state = _baseline_table(store, baseline)
@@ -239,7 +251,15 @@ def diff_cmd(
     # a stale baseline is a finding, told once: in the first run's block, located at the baseline
     stale = [integrity.stale_baseline(freshness, path=baseline)] if freshness and freshness.stale else []
     reports = [
-        _run_report(baseline, state, freshness, run, result, stale if n == 0 else ())
+        _run_report(
+            baseline,
+            state,
+            freshness,
+            run,
+            result,
+            stale if n == 0 else (),
+            volatile.counts(baseline, run.path) if rules else None,
+        )
         for n, run in enumerate(result.runs)
     ]
     # the exit code follows the findings: every reason to fail is one the reports show
