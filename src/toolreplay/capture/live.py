@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from toolreplay.analyses.volatile import Volatile
 from toolreplay.capture.probe import Answer, Failure, Plan, ProbeResult, Rules, Unjudged, judge, plan
 from toolreplay.contracts.definitions import ToolDefinition, import_definitions
 from toolreplay.contracts.lock import ToolContract, ToolLock, declared_mutators, declared_nondeterministic
@@ -25,6 +26,10 @@ from toolreplay.contracts.text import text_of_tool
 from toolreplay.errors import InputError
 from toolreplay.escape import one_line, quote
 from toolreplay.transcript import Record
+
+#: seconds between two rounds of the same calls (``repeat``): many servers tell the time to the second
+ROUND_GAP = 1.0
+
 
 #: what probe answers a server's own requests with: a refusal (JSON-RPC "method not found"
 #: would say the client cannot; this says it will not), so no made-up answer reaches a tool
@@ -60,6 +65,8 @@ class Live:
     #: the listed tools' contracts (their contract text included), by name
     contracts: dict[str, ToolContract] = field(default_factory=dict)
     version: str = ""
+    #: with ``repeat``: every answer to each call, by its call key, in the order they came
+    repeated: dict[str, list[Answer]] | None = None
 
 
 @dataclass(slots=True)
@@ -204,7 +211,8 @@ def ask_live(
     timeout: float,
     repeat: int = 1,
 ) -> Live:
-    """Connect, list the tools (every page), ask the calls ``choose`` picks, in its order.
+    """Connect, list the tools (every page), ask the calls ``choose`` picks, in its order:
+    ``repeat`` rounds of them, :data:`ROUND_GAP` seconds apart.
 
     ``target`` is a server command line (started over stdio) or a URL. Not getting the
     tool list is an ``InputError`` naming the target. Each call is asked ``repeat`` times;
@@ -249,9 +257,14 @@ def ask_live(
                     readonly=frozenset(t["name"] for t in raw if _says_read_only(t.get("annotations"))),
                 )
                 answers: dict[int, tuple[Answer, ...]] = {}
-                for record in choose(listing):
-                    got = [await _ask(client, tap, record, timeout) for _ in range(repeat)]
-                    answers[record.index] = tuple(got)
+                chosen = list(choose(listing))
+                for round_ in range(repeat):
+                    if round_:
+                        await anyio.sleep(ROUND_GAP)  # a value to the second changes between rounds
+                    for record in chosen:
+                        got = await _ask(client, tap, record, timeout)
+                        answers[record.index] = (*answers.get(record.index, ()), got)
+                repeated = {r.call_key: list(answers[r.index]) for r in chosen} if repeat > 1 else None
                 return Live(
                     fingerprints=fingerprints,
                     destructive=listing.destructive,
@@ -260,6 +273,7 @@ def ask_live(
                     warnings=imported.warnings,
                     contracts={contract.name: contract for contract in imported.contracts},
                     version=version,
+                    repeated=repeated,
                 )
 
         try:
@@ -362,8 +376,11 @@ def probe_live(
     timeout: float,
     path: str,
     explain: Callable[[dict[str, ToolContract]], dict[str, str]],
+    repeat: int = 1,
+    volatile: Volatile | None = None,
 ) -> tuple[ProbeResult, Live]:
-    """``toolreplay probe``: plan by the rules, ask the live server, judge (docs/capture.md)."""
+    """``toolreplay probe``: plan by the rules, ask the live server (``repeat`` rounds), judge
+    with the ``volatile`` rules' values masked (docs/capture.md)."""
     mutators = declared_mutators(lock, configured) if lock is not None else configured
     declared_readonly = frozenset(n for n, c in lock.tools.items() if not c.mutates) if lock else frozenset()
     base = Rules(
@@ -385,7 +402,7 @@ def probe_live(
         planned.append(plan(records, now, listing.listed))
         return planned[0].ask
 
-    live = ask_live(target, choose, timeout=timeout)
+    live = ask_live(target, choose, timeout=timeout, repeat=repeat)
     result = judge(
         records,
         live=live.fingerprints,
@@ -395,5 +412,6 @@ def probe_live(
         path=path,
         texts={name: c.text_digest for name, c in live.contracts.items() if c.text_digest is not None},
         explain=explain(live.contracts),
+        volatile=volatile,
     )
     return result, live

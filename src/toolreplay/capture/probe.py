@@ -24,13 +24,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolreplay.analyses.baseline import first_difference
+from toolreplay.analyses.volatile import Volatile
 from toolreplay.canonical import canonical
 from toolreplay.capture.redact import MASK
 from toolreplay.contracts.text import text_drift_message
 from toolreplay.escape import one_line, quote
 from toolreplay.findings import Finding, sort_findings
 from toolreplay.library.errors import ABSENT
-from toolreplay.transcript import Record
+from toolreplay.transcript import Record, make_record
 
 VERDICTS: tuple[str, ...] = ("stable", "silent-drift", "unavailable", "not-probed")
 
@@ -156,11 +157,14 @@ def judge(
     path: str,
     texts: Mapping[str, str] | None = None,
     explain: Mapping[str, str] | None = None,
+    volatile: Volatile | None = None,
 ) -> ProbeResult:
     """Verdicts and findings from the live fingerprints (tool -> fingerprint) and answers (by index).
 
     ``texts`` (tool -> live contract-text digest) turns a recorded ``text_digest`` the server no
     longer gives into a ``contract-text-drift``; ``explain`` says what changed, when a lock knows.
+    Under ``volatile`` rules a recorded and a live answer are compared with their volatile values
+    masked (counted for ``path``).
     """
     findings: list[Finding] = []
     verdicts: dict[str, str] = {}
@@ -192,7 +196,7 @@ def judge(
                     _unavailable(of_tool[0], Failure(problem="the server no longer lists it"), path)
                 )
             continue
-        verdict, note = _verdict(of_tool, answers, tool in rules.shape_only, path, findings)
+        verdict, note = _verdict(of_tool, answers, tool in rules.shape_only, path, findings, volatile)
         if verdict == "not-probed":
             note = note or next((skipped[r.index] for r in of_tool if r.index in skipped), "")
         elif tool in rules.shape_only:
@@ -241,6 +245,7 @@ def _verdict(
     shape_only: bool,
     path: str,
     findings: list[Finding],
+    volatile: Volatile | None = None,
 ) -> tuple[str, str]:
     """The tool's verdict from its asked calls (each compared with its own recorded response)."""
     asked = [record for record in records if record.index in answers]
@@ -254,7 +259,7 @@ def _verdict(
                 findings.append(_unavailable(record, answer, path))
                 verdict = "unavailable"
                 break
-            drift = _drift(record, answer, shape_only, path)
+            drift = _drift(record, answer, shape_only, path, volatile)
             if drift is not None:
                 findings.append(drift)
                 return "silent-drift", ""
@@ -276,8 +281,11 @@ def _unavailable(record: Record, failure: Failure, path: str) -> Finding:
     )
 
 
-def _drift(record: Record, answer: dict[str, Any], shape_only: bool, path: str) -> Finding | None:
-    """A ``silent-drift`` finding when the live answer is not the recorded one (``shape_only``: its shape)."""
+def _drift(
+    record: Record, answer: dict[str, Any], shape_only: bool, path: str, volatile: Volatile | None = None
+) -> Finding | None:
+    """A ``silent-drift`` finding when the live answer is not the recorded one (``shape_only``: its
+    shape; under ``volatile`` rules, with the volatile values masked)."""
     recorded = _tool_answer(record.response)
     answer = _tool_answer(answer)
     redacted = MASK in record.canon_response
@@ -286,6 +294,10 @@ def _drift(record: Record, answer: dict[str, Any], shape_only: bool, path: str) 
     what = "differently"
     if shape_only:
         recorded, answer, what = shape(recorded), shape(answer), "with a different shape"
+    elif volatile:
+        recorded, answer, same = _masked(volatile, record, recorded, answer, path)
+        if same:
+            return None
     if canonical(answer) == canonical(recorded):
         return None
     difference = first_difference(recorded, answer)
@@ -324,6 +336,17 @@ def shape(value: Any, key: str = "") -> Any:
     if isinstance(value, int | float):
         return "number"
     return "null" if value is None else "string"
+
+
+def _masked(
+    volatile: Volatile, record: Record, recorded: dict[str, Any], answer: dict[str, Any], path: str
+) -> tuple[Any, Any, bool]:
+    """(recorded, live, whether they compare equal) under the volatile rules; the two values
+    as a message shows them, each mask as ``<volatile>``."""
+    was = make_record(index=record.index, tool=record.tool, args=record.args, response=recorded)
+    now = make_record(index=record.index, tool=record.tool, args=record.args, response=answer)
+    same = volatile.texts(was, path).response == volatile.texts(now, path).response
+    return volatile.shown(was).response, volatile.shown(now).response, same
 
 
 #: the protocol's envelope of a CallToolResult, not the tool's answer: the server's identity

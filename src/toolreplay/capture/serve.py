@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from toolreplay.analyses.volatile import Volatile
 from toolreplay.canonical import canonical
 from toolreplay.capture.exchange import (
     CAPABILITY_METHODS,
@@ -189,6 +190,8 @@ class Recorded:
     notes: dict[int, list[Any]] = field(default_factory=dict)
     asked: list[Record] = field(default_factory=list)
     initialize: dict[str, Any] | None = None
+    #: the config's volatile rules: a tool call is looked up without what they mask in its arguments
+    volatile: Any = ()
 
     def __post_init__(self) -> None:
         for record in self.session or ():
@@ -243,13 +246,16 @@ def build_server(
     lock: ToolLock | None,
     session: Sequence[Record] | None = None,
     on_miss: OnMiss | None = None,
+    *,
+    volatile: Volatile | None = None,
 ) -> Server[Any]:
     """The low-level SDK server that answers from ``records`` (and the session file's ``session``);
-    ``on_miss`` hears of each tool call the recording does not hold."""
+    ``on_miss`` hears of each tool call the recording does not hold, and a call is looked up
+    without what the ``volatile`` rules mask in its arguments."""
     import mcp.types as types
     from mcp.server.lowlevel import Server
 
-    recorded = Recorded(records=records, session=session)
+    recorded = Recorded(records=records, session=session, volatile=volatile or ())
     tools = [types.Tool.model_validate(tool) for tool in tool_list(records, lock)]
     name, version = server_identity(records)
     if recorded.initialize is not None and isinstance(recorded.initialize.get("serverInfo"), dict):
@@ -262,7 +268,9 @@ def build_server(
         headers = getattr(ctx.request, "headers", None)
         key = str(headers.get("mcp-session-id", "")) if headers is not None else ""
         if key not in replays:
-            replays[key] = _Replay(calls=Snapshot(recorded.records), asked=Snapshot(recorded.asked))
+            replays[key] = _Replay(
+                calls=Snapshot(recorded.records, volatile=recorded.volatile), asked=Snapshot(recorded.asked)
+            )
         return replays[key]
 
     async def list_tools(

@@ -41,7 +41,7 @@ from toolreplay.github.action import (
 from toolreplay.github.annotations import echo, plan_annotations
 from toolreplay.github.comment import publish_report, target_from_env
 from toolreplay.github.summary import write_summary
-from toolreplay.hooks.drift_range import check_pull_request, judged_fail_on
+from toolreplay.hooks.drift_range import check_pull_request, judged_fail_on, judged_volatile
 from toolreplay.kinds import REPORT_ERROR, Level, kind_info
 from toolreplay.report.json import render_json
 from toolreplay.report.merge import merge_shards, read_shard_report
@@ -104,7 +104,10 @@ def run_action(settings: Settings) -> int:
     if shard is None or shard.index == DRIFT_SHARD:
         # judged before check runs any of the project's code (its tools_source)
         drift = check_pull_request(config, pull, workspace=settings.workspace)
-    reports = rebase(run_check(config, shard=shard), config, settings.workspace)
+    # what the volatile rules hide is the base commit's decision too (the drift-note rule above
+    # reports the pull request's change of them)
+    judged = judged_volatile(config, pull, workspace=settings.workspace)
+    reports = rebase(run_check(judged, shard=shard), config, settings.workspace)
     if drift is not None:
         # in the order check and merge print them: by path, a file's own report first
         reports = sorted([*reports, *drift.reports], key=lambda r: (r.path, r.command != "check"))

@@ -27,6 +27,7 @@ from toolreplay.analyses.baseline import (
 from toolreplay.analyses.calltable import CallTable, Store, open_twice, read_table
 from toolreplay.analyses.fingerprint_diff import explain_drift
 from toolreplay.analyses.replay import DEFAULT_MUTATORS
+from toolreplay.analyses.volatile import Volatile
 from toolreplay.chain import ChainState, verify, verify_stream
 from toolreplay.cli.base import EXISTS, EXIT_FINDINGS, atomic_output, force_option
 from toolreplay.cli.defaults import announce, config_option, read_config
@@ -40,8 +41,9 @@ from toolreplay.escape import one_line, quote
 from toolreplay.findings import Finding, sort_findings
 from toolreplay.gate import FailPolicy
 from toolreplay.gitinfo import committed_blob, last_commit_time, regular_baseline, repo_path
-from toolreplay.reports import Line, Report
+from toolreplay.reports import Line, Report, masked_line
 from toolreplay.transcript import GENESIS, Record, parse_links, read_input, read_links, read_transcript, slim
+from toolreplay.volatile_rules import Rule
 
 #: drift-note ``kinds`` (docs/spec.md §1.6) for each finding kind that names one
 NOTE_KINDS = {
@@ -100,6 +102,7 @@ def _run_report(
     run: RunDiff,
     result: DiffResult,
     extra: Sequence[Finding] = (),
+    masked: Sequence[int] | None = None,
 ) -> Report:
     counts = ", ".join(f"{kind} {n}" for kind, n in run.counts) or "none"
     header = [
@@ -115,6 +118,8 @@ def _run_report(
         Line(key=f"tool {quote(tool)}", value=result.verdicts[tool], text=result.verdicts[tool])
         for tool in run.tools
     ]
+    if masked is not None:  # the values masked in the baseline and this run
+        header.append(masked_line(masked))
     findings = sort_findings([*extra, *run.findings])
     # differences: counts every one and a finding line shows the first of each kind: where the
     # two numbers part, the line says so
@@ -148,7 +153,7 @@ def _configured(
     config_file: str | None, tools: str | None, mutators: tuple[str, ...], max_age_days: int | None = None
 ) -> tuple[str | None, frozenset[str], int | None]:
     """The lock, mutators and age limit: the flags, else the config's, else the defaults."""
-    tools, chosen, max_age_days, _, _ = _configured_with_source(config_file, tools, mutators, max_age_days)
+    tools, chosen, max_age_days, _, _, _ = _configured_with_source(config_file, tools, mutators, max_age_days)
     return tools, chosen, max_age_days
 
 
@@ -160,10 +165,11 @@ def _configured_with_source(
     fail_on: str | None = None,
     *,
     gated: bool = False,
-) -> tuple[str | None, frozenset[str], int | None, dict[str, str], FailPolicy]:
+) -> tuple[str | None, frozenset[str], int | None, dict[str, str], FailPolicy, tuple[Rule, ...]]:
     """:func:`_configured`, what changed per tool between the lock and the config's
-    tools_source (empty without both), and which findings fail (``--fail-on``, else ``fail_on``;
-    the config's is said to be used only for a ``gated`` command, one that exits by it)."""
+    tools_source (empty without both), which findings fail (``--fail-on``, else ``fail_on``;
+    the config's is said to be used only for a ``gated`` command, one that exits by it), and
+    the config's volatile rules."""
     config = read_config(config_file)
     chosen = frozenset(mutators) if mutators else DEFAULT_MUTATORS
     used: list[str] = []
@@ -182,8 +188,12 @@ def _configured_with_source(
     if config is not None and config.tools_source is not None and tools is not None:
         explain = _source_explanations(config, config.tools_source, tools, chosen)
         used.append("tools_source")
+    volatile: tuple[Rule, ...] = ()
+    if config is not None and config.volatile:
+        volatile = config.volatile
+        used.append("volatile")
     announce(config, used)
-    return tools, chosen, max_age_days, explain, policy
+    return tools, chosen, max_age_days, explain, policy, volatile
 
 
 def _source_explanations(
@@ -239,11 +249,12 @@ def diff_cmd(
     """
 
     regular_baseline(baseline)
-    tools, chosen, max_age_days, explain, policy = _configured_with_source(
+    tools, chosen, max_age_days, explain, policy, rules = _configured_with_source(
         config_file, tools, mutators, max_age_days, fail_on, gated=True
     )
     behaviour = _behaviour(tools)
-    with Store() as store:
+    volatile = Volatile(rules)
+    with Store(volatile) as store:
         # calls as digests (docs/spec.md §3.4 compares canonical texts): memory stays the same
         # whatever the size of the baseline and the runs
         table, state = _baseline_table(store, baseline)
@@ -259,7 +270,15 @@ def diff_cmd(
     # a stale baseline is a finding, told once: in the first run's block, located at the baseline
     stale = [integrity.stale_baseline(freshness, path=baseline)] if freshness and freshness.stale else []
     reports = [
-        _run_report(baseline, state, freshness, run, result, stale if n == 0 else ())
+        _run_report(
+            baseline,
+            state,
+            freshness,
+            run,
+            result,
+            stale if n == 0 else (),
+            volatile.counts(baseline, run.path) if rules else None,
+        )
         for n, run in enumerate(result.runs)
     ]
     # the exit code follows the findings: every reason to fail is one the reports show

@@ -7,23 +7,24 @@ the ``mcp`` extra; these commands then say how to install it (exit 2).
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from toolreplay.analyses.fingerprint_diff import text_differences
 from toolreplay.capture.exchange import session_path
-from toolreplay.cli.base import EXISTS, EXIT_FINDINGS, Seconds, force_option
-from toolreplay.cli.defaults import announce, config_option, mutators_and_lock, read_config
+from toolreplay.cli.base import EXISTS, EXIT_CLEAN, EXIT_FINDINGS, Seconds, force_option
+from toolreplay.cli.defaults import announce, config_option, mutators_and_lock, read_config, volatile_of
 from toolreplay.cli.formats import format_option
 from toolreplay.cli.gate import emit_gated, fail_on_option, fail_policy
 from toolreplay.errors import InputError
 from toolreplay.escape import one_line, quote
 from toolreplay.extras import require
-from toolreplay.reports import Line, Report
+from toolreplay.reports import Line, Report, masked_line
 
 if TYPE_CHECKING:
+    from toolreplay.capture.probe import Answer
     from toolreplay.contracts.lock import ToolContract, ToolLock
     from toolreplay.transcript import Record
 
@@ -144,14 +145,21 @@ def record_cmd(
     metavar="FILE",
     help="Also append each call that misses to FILE, one JSON line {tool, args} each.",
 )
+@config_option
 @click.pass_context
 def serve_cmd(
-    ctx: click.Context, transcript: str, lock_path: str | None, listen: str | None, misses_path: str | None
+    ctx: click.Context,
+    transcript: str,
+    lock_path: str | None,
+    listen: str | None,
+    misses_path: str | None,
+    config_file: str | None,
 ) -> None:
     """Answer MCP tool calls from TRANSCRIPT, running nothing (stdio by default).
 
     Identical calls get the recorded responses in order (the last one again after
     that); a call that was not recorded gets a tool error starting "snapshot miss:".
+    An argument the config's volatile rules mask does not count for matching.
     With LOCK, a recording whose fingerprints differ from it is refused (exit 1).
     """
     require_sdk("serve")
@@ -172,6 +180,10 @@ def serve_cmd(
 
     address = parse_listen(listen) if listen is not None else None
     lock = load_lock(lock_path) if lock_path is not None else None
+    config = read_config(config_file)
+    used: list[str] = []
+    volatile = volatile_of(config, used)
+    announce(config, used)
     try:
         records = load_records(transcript)
         session = load_session(transcript)
@@ -180,7 +192,13 @@ def serve_cmd(
     except (ToolDriftError, BrokenRecordingError) as err:
         click.echo(f"toolreplay: error: {one_line(str(err))}", err=True)
         ctx.exit(EXIT_FINDINGS)
-    server = build_server(records, lock, session, miss_log(misses_path) if misses_path is not None else None)
+    server = build_server(
+        records,
+        lock,
+        session,
+        miss_log(misses_path) if misses_path is not None else None,
+        volatile=volatile,
+    )
     if address is None:
         serve_stdio(server, handshake=handshake_only(session))
     else:
@@ -238,6 +256,18 @@ def _text_explained(
     help="Seconds allowed for listing the tools and for each call.",
 )
 @fail_on_option
+@click.option(
+    "--repeat",
+    type=click.IntRange(min=2),
+    metavar="N",
+    help="Ask each read-only call N times (with --suggest-volatile).",
+)
+@click.option(
+    "--suggest-volatile",
+    is_flag=True,
+    help="Print, as TOML to paste into the config, the volatile rules that make the N answers of"
+    " each call compare equal, with the values seen (the config is never written).",
+)
 @config_option
 @format_option
 @click.pass_context
@@ -252,6 +282,8 @@ def probe_cmd(
     lock_path: str | None,
     timeout: float,
     fail_on: str | None,
+    repeat: int | None,
+    suggest_volatile: bool,
     config_file: str | None,
     fmt: str,
 ) -> None:
@@ -279,12 +311,15 @@ def probe_cmd(
         raise click.UsageError("give the server's command line after -- or --target URL (one of them)")
     if sequence and target is not None:
         raise click.UsageError("--sequence needs a server it starts afresh: give its command line after --")
+    if (repeat is None) != (not suggest_volatile):
+        raise click.UsageError("--repeat N and --suggest-volatile go together (N answers to compare)")
     # the config's mutators and lock decide too: a tool it declares as changing state is
     # never asked again on the live server
     config = read_config(config_file)
     used: list[str] = []
     configured, lock_path = mutators_and_lock(config, mutators, lock_path, used)
     policy = fail_policy(config, fail_on, used)
+    volatile = volatile_of(config, used)
     announce(config, used)
     lock = load_lock(lock_path) if lock_path is not None else None
     try:
@@ -302,9 +337,14 @@ def probe_cmd(
         timeout=timeout,
         path=transcript,
         explain=lambda contracts: _text_explained(records, lock, contracts),
+        repeat=repeat or 1,
+        volatile=volatile,
     )
     for problem in live.warnings:
         _warn(problem)
+    if repeat is not None:
+        click.echo(_suggestions(records, live.repeated or {}, repeat), nl=False)
+        ctx.exit(EXIT_CLEAN)
     header = [
         Line(key="calls", value=result.calls, text=str(result.calls)),
         Line(key="asked", value=result.asked, text=str(result.asked)),
@@ -313,6 +353,26 @@ def probe_cmd(
         note = result.notes.get(tool)
         text = f"{verdict} ({one_line(note)})" if note else verdict
         header.append(Line(key=f"tool {quote(tool)}", value=verdict, text=text))
+    if volatile is not None:
+        header.append(masked_line(volatile.counts(transcript)))
     header.append(Line(key="findings", value=len(result.findings), text=str(len(result.findings))))
     report = Report(command="probe", path=transcript, header=tuple(header), findings=result.findings)
     ctx.exit(emit_gated([report], fmt, policy))
+
+
+def _suggestions(records: Sequence[Record], repeated: Mapping[str, Sequence[Answer]], repeat: int) -> str:
+    """``probe --suggest-volatile``'s TOML: per tool, the rules its repeated answers call for."""
+    from toolreplay.analyses.suggest import Suggestion, suggest, toml
+    from toolreplay.capture.probe import Failure, _tool_answer
+
+    found: dict[str, list[Suggestion]] = {}
+    for record in records:
+        answers = repeated.get(record.call_key)
+        if not answers or any(isinstance(answer, Failure) for answer in answers):
+            continue
+        mine = found.setdefault(record.tool, [])
+        for suggestion in suggest(record.tool, [_tool_answer(a) for a in answers if isinstance(a, dict)]):
+            # one rule per place, with the values of the first call that needed it
+            if all((s.rule, s.at) != (suggestion.rule, suggestion.at) for s in mine):
+                mine.append(suggestion)
+    return toml(found, repeat)

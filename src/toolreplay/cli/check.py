@@ -16,7 +16,7 @@ from toolreplay.escape import one_line
 from toolreplay.hooks.drift_range import PullRange, judged_fail_on
 from toolreplay.report import RENDERERS
 from toolreplay.report.merge import merge_shards, read_shard_report
-from toolreplay.reports import CheckInfo, Report
+from toolreplay.reports import CheckInfo, Report, masked_text, masked_total, stale_rules
 
 
 @click.command(name="check")
@@ -91,6 +91,12 @@ def finish(reports: Sequence[Report], info: CheckInfo, fmt: str) -> int:
         if info.drift is not None:
             # the rule ran even when it found nothing: say what it saw (no baseline change, every note)
             click.echo(info.drift)
+    masked = masked_total(reports)
+    if masked is not None:
+        if fmt == "text":
+            click.echo(f"masked: {masked_text(masked)}")
+        for warning in stale_rules(masked):
+            click.echo(f"toolreplay: warning: {warning}", err=True)
     return EXIT_FINDINGS if failing or errors else EXIT_CLEAN
 
 
