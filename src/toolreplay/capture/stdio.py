@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from toolreplay.errors import InputError
 
 if TYPE_CHECKING:  # this module stays light: the server starts before the recording's modules load
+    from toolreplay.capture.early import Early
     from toolreplay.capture.recording import Recording
 
 _CHUNK = 1 << 16
@@ -80,24 +81,29 @@ def stop_server(child: subprocess.Popen[bytes]) -> None:
     except subprocess.TimeoutExpired:
         child.kill()
         child.wait()
-    with contextlib.suppress(OSError):
-        child.stdout.close()  # type: ignore[union-attr]
 
 
 def proxy(
     server: Sequence[str] | subprocess.Popen[bytes],
-    recording: Recording,
+    recording: Recording | Early,
     *,
     stdin_fd: int = 0,
     stdout_fd: int = 1,
     warn: Callable[[str], None],
+    meanwhile: Callable[[], None] | None = None,
 ) -> int:
     """Run ``server`` (a command line, or a server :func:`start_server` started) behind the proxy
-    until it exits; return its exit status (128+N for signal N)."""
+    until it exits; return its exit status (128+N for signal N).
+
+    ``meanwhile`` runs in this thread while lines already pass both ways (``record`` loads
+    the recording so, and attaches it to the :class:`Early` it gave as ``recording``); when it
+    raises, the server is stopped and the error goes on.
+    """
     child = server if isinstance(server, subprocess.Popen) else start_server(server)
     assert child.stdin is not None and child.stdout is not None
     to_server, from_server = child.stdin.fileno(), child.stdout.fileno()
     lock = threading.Lock()
+    answered = False
 
     def pump_client() -> None:
         lines = LineSplitter()
@@ -114,11 +120,9 @@ def proxy(
             child.stdin.close()  # type: ignore[union-attr]
         _stop_after_eof(child, warn)
 
-    previous = _forward_signals(child)
-    threading.Thread(target=pump_client, name="client-to-server", daemon=True).start()
-    answered = False
-    client_gone = False
-    try:
+    def pump_server() -> None:
+        nonlocal answered
+        client_gone = False
         lines = LineSplitter()
         while chunk := os.read(from_server, _CHUNK):
             answered = True
@@ -137,8 +141,23 @@ def proxy(
                 elif replacement is not None:  # a server answering a call before it was sent
                     warn("an answer to a call came before the call; passed on as sent")
         if not client_gone:
-            with contextlib.suppress(OSError):
-                write_all(stdout_fd, lines.rest())
+            _write(stdout_fd, lines.rest())
+
+    previous = _forward_signals(child)
+    threading.Thread(target=pump_client, name="client-to-server", daemon=True).start()
+    try:
+        if meanwhile is None:
+            pump_server()
+        else:
+            server_side = threading.Thread(target=pump_server, name="server-to-client", daemon=True)
+            server_side.start()
+            try:
+                meanwhile()
+            except BaseException:
+                stop_server(child)
+                server_side.join(KILL_GRACE)  # its output ends with it
+                raise
+            server_side.join()
         status = child.wait()
     finally:
         child.stdout.close()

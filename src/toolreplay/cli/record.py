@@ -10,13 +10,16 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from toolreplay.cli.base import EXISTS, force_option
 from toolreplay.errors import InputError
 from toolreplay.escape import one_line
+
+if TYPE_CHECKING:
+    from toolreplay.capture.recording import Recording
 
 INSTALL_HINT = "needs the MCP SDK: pip install 'toolreplay[mcp]'"
 
@@ -115,22 +118,53 @@ def _record_stdio(
 ) -> tuple[int, tuple[int, int]]:
     """Start the server, then load the recording while it boots; (exit status, (calls, redacted))."""
     from toolreplay.capture import wire
-    from toolreplay.capture.stdio import proxy, start_server, stop_server
+    from toolreplay.capture.early import Early
+    from toolreplay.capture.redact import Redactor
+    from toolreplay.capture.stdio import proxy, start_server
 
-    child = start_server(command)
-    wire.preload()
-    try:
+    Redactor(patterns)  # a bad pattern is refused before anything starts
+    if not _plainly_writable(output, lock_path):
         from toolreplay.capture.recording import Recording
 
-        recording = Recording(
+        # the recording says why it cannot be written (exit 2), before the server starts
+        with Recording(
             output, seal=seal, lock_path=lock_path, redact=patterns, warn=warn, check_result=check_result
+        ) as recording:
+            return proxy(command, recording, warn=warn), (recording.count, recording.redactor.count)
+    child = start_server(command)
+    wire.preload()
+    early = Early()
+    opened: list[Recording] = []
+
+    def load() -> None:  # while the server starts and the first lines pass
+        from toolreplay.capture.recording import Recording
+
+        opened.append(
+            Recording(
+                output, seal=seal, lock_path=lock_path, redact=patterns, warn=warn, check_result=check_result
+            )
         )
-    except BaseException:
-        stop_server(child)
-        raise
-    with recording:
-        status = proxy(child, recording, warn=warn)
-    return status, (recording.count, recording.redactor.count)
+        early.attach(opened[0])
+
+    try:
+        status = proxy(child, early, warn=warn, meanwhile=load)
+    finally:
+        for recording in opened:
+            recording.close()
+    return status, (opened[0].count, opened[0].redactor.count)
+
+
+def _plainly_writable(*paths: str | None) -> bool:
+    """Whether each path's folder plainly takes a new file (else the recording is opened first)."""
+    for path in paths:
+        if path is None:
+            continue
+        folder = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(folder) or not os.access(folder, os.W_OK | os.X_OK) or os.path.isdir(path):
+            return False
+        if os.path.lexists(path) and not os.access(path, os.W_OK):
+            return False
+    return True
 
 
 def _record_http(
