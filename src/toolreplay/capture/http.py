@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import logging
 import signal
 import threading
 from collections.abc import AsyncIterator, Iterator
@@ -82,6 +83,20 @@ class EventSplitter:
         return rest
 
 
+class BrokeOff(Exception):
+    """The target broke off its answer: the client's response is cut off too, not ended cleanly."""
+
+
+class _QuietBrokeOff(logging.Filter):
+    """Keeps uvicorn from logging a traceback for a response cut off on purpose (the proxy warned)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
+            error = error.exceptions[0]
+        return not isinstance(error, BrokeOff)
+
+
 def check_target(target: str) -> str:
     """The target URL, refused unless it is an http(s) URL with a host."""
     parts = urlsplit(target)
@@ -142,8 +157,12 @@ def serve_proxy(host: str, port: int, target: str, recording: Recording) -> None
                 tail = bytes(whole) + splitter.rest()
                 if tail:
                     yield tail
-            except httpx.HTTPError as err:  # the target broke off mid-answer: the client's answer ends there
+            except httpx.HTTPError as err:  # the target broke off mid-answer: so does the client's answer
                 recording.warn(f"the target {target} broke off its answer: {type(err).__name__}: {err}")
+                tail = bytes(whole) + splitter.rest()
+                if tail:
+                    yield tail  # what the target did send, as it sent it
+                raise BrokeOff from None  # the server drops the connection: no clean end of the body
             finally:
                 await upstream.aclose()
                 _unanswered(channel)
@@ -169,7 +188,12 @@ def serve_proxy(host: str, port: int, target: str, recording: Recording) -> None
         return response
 
     methods = ["GET", "POST", "DELETE", "PUT", "PATCH", "OPTIONS", "HEAD"]
-    run_until_stopped(Starlette(routes=[Route("/{path:path}", forward, methods=methods)]), host, port)
+    quiet = _QuietBrokeOff()
+    logging.getLogger("uvicorn.error").addFilter(quiet)
+    try:
+        run_until_stopped(Starlette(routes=[Route("/{path:path}", forward, methods=methods)]), host, port)
+    finally:
+        logging.getLogger("uvicorn.error").removeFilter(quiet)
 
 
 def run_until_stopped(app: Any, host: str, port: int) -> None:
