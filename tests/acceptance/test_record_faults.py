@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import http.client
+import json
+import re
 import socket
 import subprocess
+import sys
 import threading
 from pathlib import Path
+from typing import Any
 
+import anyio
 import pytest
 
-from tests.mcp_agent import TIMEOUT, TOOLREPLAY, free_port, server_env, stop, wait_for_port
+from tests.conftest import ROOT
+from tests.mcp_agent import SERVER, TIMEOUT, TOOLREPLAY, dump, free_port, server_env, stop, wait_for_port
 
 #: what a target that breaks off sends before it closes the connection, per kind of body
 BROKEN = {
@@ -73,3 +79,62 @@ def _start(argv: list[str], port: int) -> subprocess.Popen[bytes]:
     process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=server_env())
     wait_for_port(port, process)
     return process
+
+
+def _documented_configs() -> list[tuple[str, dict[str, Any]]]:
+    """Each client config (``"command": "toolreplay"``) in the README and docs/capture.md."""
+    found = []
+    for doc in ("README.md", "docs/capture.md"):
+        text = (ROOT / doc).read_text(encoding="utf-8")
+        for block in re.findall(r"```json\n(.*?)```", text, flags=re.S):
+            if '"command": "toolreplay"' in block:
+                for name, server in json.loads(block)["mcpServers"].items():
+                    found.append((f"{doc}:{name}", server))
+    return found
+
+
+def _session(command: str, args: list[str]) -> dict[str, Any]:
+    """A real SDK client session over stdio: list the tools, call echo once."""
+    from mcp import Client, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    async def run() -> dict[str, Any]:
+        params = StdioServerParameters(command=command, args=args, env=server_env())
+        with anyio.fail_after(TIMEOUT):
+            async with Client(stdio_client(params)) as client:
+                await client.list_tools()
+                return dump(await client.call_tool("echo", {"text": "hi"}))
+
+    return anyio.run(run)
+
+
+def _recorded(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("where", "config"), _documented_configs(), ids=lambda v: str(v).split(":")[0])
+def test_the_documented_client_config_records_as_written(
+    tmp_path: Path, where: str, config: dict[str, Any]
+) -> None:
+    """The client configs the docs give, run with exactly their args by the SDK's client (paths
+    pointed at this machine), record the session; none puts "--" in args."""
+    assert config["command"] == "toolreplay"
+    assert "--" not in config["args"], where
+    here = {"python": sys.executable, "/home/me/servers/docs_server.py": str(SERVER)}
+    args = [here.get(a, a.replace("/home/me/runs/", f"{tmp_path}/")) for a in config["args"]]
+    answer = _session(str(Path(sys.executable).parent / "toolreplay"), args)
+    assert answer["content"][0]["text"] == "hi"
+    out = Path(args[args.index("-o") + 1])
+    assert [(r["tool"], r["args"]) for r in _recorded(out)] == [("echo", {"text": "hi"})]
+
+
+@pytest.mark.slow
+def test_the_servers_own_options_follow_records_without_a_double_dash(tmp_path: Path) -> None:
+    """After record's options, the server's command line is the server's, its options included
+    (here python's -u and an -o that record also has), with no "--" before it."""
+    out = tmp_path / "run.jsonl"
+    args = ["record", "-o", str(out), sys.executable, "-u", str(SERVER), "stdio", "-o", "its-own"]
+    answer = _session(str(Path(sys.executable).parent / "toolreplay"), args)
+    assert answer["content"][0]["text"] == "hi"
+    assert [r["tool"] for r in _recorded(out)] == ["echo"]

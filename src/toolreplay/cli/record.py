@@ -84,11 +84,12 @@ def record_cmd(
 
     Put this where your MCP client starts the server; every message passes both ways
     unchanged, and each tools/call with its answer is written to OUT as it finishes.
+    Give record's options first: from COMMAND on, every argument is the server's (no -- needed).
     Exits with the server's exit status. Over Streamable HTTP, point the client at
     http://HOST:PORT with the target URL's path; stop the proxy with Ctrl-C (exit 0).
 
     \b
-        toolreplay record -o run.sealed.jsonl --seal -- python server.py
+        toolreplay record -o run.sealed.jsonl --seal python server.py
         toolreplay record -o run.jsonl --listen 127.0.0.1:8001 --target http://127.0.0.1:8000/mcp
     """
     require_sdk("record")
