@@ -4,7 +4,8 @@
 
 Start-up: the time from starting the server (directly, or ``toolreplay record -o OUT -- SERVER``)
 to the first ``initialize`` answer on its stdout, for server-everything (npm, from
-``tests/servers/node_modules/.bin``) and mcp-server-time (PyPI, beside this interpreter);
+``tests/servers/node_modules/.bin``), mcp-server-time (PyPI, beside this interpreter) and a
+shell script that answers at once (what is left is the proxy's own path to the answer);
 direct and recorded starts alternate, round after round.
 
 HTTP: server-everything in Streamable HTTP mode, asked directly and through
@@ -45,6 +46,13 @@ INITIALIZE = {
         "clientInfo": {"name": "bench", "version": "0"},
     },
 }
+INSTANT = json.dumps(
+    {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "result": {"protocolVersion": "2025-06-18", "capabilities": {}, "serverInfo": {}},
+    }
+)
 ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 
@@ -74,9 +82,13 @@ def first_answer(argv: list[str]) -> float:
 
 
 def startup(rounds: int, folder: Path) -> None:
+    instant = folder / "instant.sh"  # answers at once: what is left is the proxy's own path
+    instant.write_text(f"#!/bin/sh\nread line\necho '{INSTANT}'\nread line\n", encoding="utf-8")
+    instant.chmod(0o755)
     servers = {
         "server-everything": [str(NODE_BIN / "mcp-server-everything")],
         "mcp-server-time": [str(BIN / "mcp-server-time")],
+        "instant (sh)": [str(instant)],
     }
     print(f"start-up: time to the first initialize answer, median (best) of {rounds}, alternating")
     for name, server in servers.items():
