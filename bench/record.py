@@ -8,12 +8,14 @@ to the first ``initialize`` answer on its stdout, for server-everything (npm, fr
 shell script that answers at once (what is left is the proxy's own path to the answer);
 direct and recorded starts alternate, round after round.
 
-HTTP: server-everything in Streamable HTTP mode, asked directly and through
-``toolreplay record --listen ... --target ...`` (and through mcp-recorder and mcp-vcr when
-they are installed beside this interpreter), one ``tools/call`` of ``echo`` at a time on a
+The other recorders run side by side when installed (beside this interpreter or on PATH):
+mcp-vcr's stdio proxy in the start-up rows, mcp-recorder's HTTP proxy in the HTTP rows (each
+has only the one). HTTP: server-everything in Streamable HTTP mode, asked directly and through
+``toolreplay record --listen ... --target ...``, one ``tools/call`` of ``echo`` at a time on a
 kept-alive connection, the endpoints taking turns call after call, so all see the same
 machine. Prints the median and the 99th percentile of each, the difference from direct and
-the ratio to it. Not part of the test run.
+the ratio to it. With ``PYTHONPATH=OTHER/src`` it runs another copy of toolreplay (the code
+before a change). Not part of the test run.
 """
 
 from __future__ import annotations
@@ -96,18 +98,25 @@ def startup(rounds: int, folder: Path) -> None:
             print(f"  {name}: not installed, skipped")
             continue
         out = folder / f"{name}.jsonl"
-        recorded = [*toolreplay(), "record", "--force", "-o", str(out), "--", *server]
-        times: dict[str, list[float]] = {"direct": [], "record": []}
-        first_answer(server), first_answer(recorded)  # warm the caches; not timed
+        plans = {
+            "direct": server,
+            "toolreplay record": [*toolreplay(), "record", "--force", "-o", str(out), *server],
+        }
+        plans.update((other, [*argv, *server]) for other, argv in other_stdio_proxies(folder).items())
+        times: dict[str, list[float]] = {key: [] for key in plans}
+        for argv in plans.values():  # warm the caches; not timed
+            first_answer(argv)
         for _ in range(rounds):
-            times["direct"].append(first_answer(server))
-            times["record"].append(first_answer(recorded))
-        direct, through = (statistics.median(times[k]) for k in ("direct", "record"))
-        print(
-            f"  {name:18} direct {direct * 1000:7.1f} ms ({min(times['direct']) * 1000:.1f})"
-            f"   record {through * 1000:7.1f} ms ({min(times['record']) * 1000:.1f})"
-            f"   +{(through - direct) * 1000:.1f} ms  {through / direct:.2f}x"
-        )
+            for key, argv in plans.items():
+                times[key].append(first_answer(argv))
+        direct = statistics.median(times["direct"])
+        print(f"  {name}: direct {direct * 1000:.1f} ms (best {min(times['direct']) * 1000:.1f})")
+        for key in list(plans)[1:]:
+            through = statistics.median(times[key])
+            print(
+                f"    {key:18} {through * 1000:7.1f} ms (best {min(times[key]) * 1000:.1f})"
+                f"   +{(through - direct) * 1000:.1f} ms  {through / direct:.2f}x"
+            )
 
 
 def free_port() -> int:
@@ -168,34 +177,35 @@ def p99(values: list[float]) -> float:
     return ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))]
 
 
-def others(target: str, folder: Path) -> dict[str, Callable[[int], list[str]]]:
-    """The other recorders' HTTP proxies, when installed beside this interpreter."""
+def installed(name: str) -> str | None:
+    """Another recorder's command, beside this interpreter or on PATH."""
+    here = BIN / name
+    return str(here) if here.exists() else shutil.which(name)
+
+
+def other_http_proxies(target: str, folder: Path) -> dict[str, Callable[[int], list[str]]]:
+    """The other recorders' Streamable HTTP proxies, when installed (mcp-vcr has none)."""
     found: dict[str, Callable[[int], list[str]]] = {}
-    if (BIN / "mcp-recorder").exists():
+    recorder = installed("mcp-recorder")
+    if recorder is not None:
         cassette = str(folder / "mcp-recorder.json")
         found["mcp-recorder"] = lambda port: [
-            str(BIN / "mcp-recorder"),
+            recorder,
             "record",
             "--target",
             target,
             "--port",
             str(port),
-            "-o",
+            "--output",
             cassette,
         ]
-    if (BIN / "mcp-vcr").exists():
-        tape = str(folder / "mcp-vcr.jsonl")
-        found["mcp-vcr"] = lambda port: [
-            str(BIN / "mcp-vcr"),
-            "record",
-            "--target",
-            target,
-            "--port",
-            str(port),
-            "-o",
-            tape,
-        ]
     return found
+
+
+def other_stdio_proxies(folder: Path) -> dict[str, list[str]]:
+    """The other recorders' stdio proxies, when installed (mcp-recorder has none)."""
+    vcr = installed("mcp-vcr")
+    return {} if vcr is None else {"mcp-vcr": [vcr, "record", "-o", str(folder / "mcp-vcr"), "--"]}
 
 
 def http(calls: int, folder: Path) -> None:
@@ -220,7 +230,7 @@ def http(calls: int, folder: Path) -> None:
         listen = f"127.0.0.1:{port}"
         start([*toolreplay(), "record", "--force", "-o", out, "--listen", listen, "--target", target], port)
         urls["toolreplay record"] = f"http://127.0.0.1:{port}/mcp"
-        for name, argv in others(target, folder).items():
+        for name, argv in other_http_proxies(target, folder).items():
             port = free_port()
             try:
                 start(argv(port), port)
