@@ -100,7 +100,7 @@ def startup(rounds: int, folder: Path) -> None:
         out = folder / f"{name}.jsonl"
         plans = {
             "direct": server,
-            "toolreplay record": [*toolreplay(), "record", "--force", "-o", str(out), *server],
+            "toolreplay record": [*toolreplay(), "record", "--force", "-o", str(out), "--", *server],
         }
         plans.update((other, [*argv, *server]) for other, argv in other_stdio_proxies(folder).items())
         times: dict[str, list[float]] = {key: [] for key in plans}

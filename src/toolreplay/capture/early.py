@@ -1,8 +1,9 @@
 """The recording's stand-in while it loads, so that a client's first messages need not wait.
 
 A client waits for ``record`` to answer ``initialize``; loading the recording's modules (and
-the MCP SDK) takes longer than most servers take to start. So ``record`` starts the server,
-starts passing lines both ways, and loads the recording meanwhile. Until it is attached,
+the MCP SDK) takes longer than most servers take to start, and the CPU it takes is taken from
+the starting server. So ``record`` starts the server, starts passing lines both ways, and
+loads the recording once the server has said something (:attr:`Early.first`). Until it is attached,
 :class:`Early` keeps the lines that no recording needs at once (everything but a client's
 ``tools/call``, ``tools/list`` or cancellation), in order, and hands them to the recording
 when it is attached; a line that needs it waits for it. No ``tools/call`` can wait for its
@@ -42,6 +43,8 @@ class Early:
         self._attached = threading.Event()
         self._recording: Recording | None = None
         self._backlog: list[tuple[str, bytes]] = []
+        #: set by the first line from the server, or the first client line that needs the recording
+        self.first = threading.Event()
 
     def attach(self, recording: Recording) -> None:
         """Hand the lines kept so far to ``recording``, in order, then let everything through."""
@@ -65,12 +68,14 @@ class Early:
             if self._recording is None and not needs_recording(raw):
                 self._backlog.append(("client", raw))
                 return
+        self.first.set()
         self._wait().from_client(raw)
 
     def from_server(self, raw: bytes) -> bytes | None:
         with self._mutex:
             if self._recording is None:
                 self._backlog.append(("server", raw))
+                self.first.set()
                 return None
         return self._recording.from_server(raw)
 

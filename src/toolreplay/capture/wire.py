@@ -8,8 +8,7 @@ a result that is not an object: the SDK's client refuses the message, so it answ
 
 Importing the SDK takes longer than a server takes to answer ``initialize``, and the first
 messages of a session (``initialize`` and its answer, which no recording can replace) need
-none of it: the SDK is imported on first use, and :func:`preload` starts that import in the
-background as the server starts, so both happen at once.
+none of it: the SDK is imported on first use (:mod:`toolreplay.capture.early`).
 """
 
 from __future__ import annotations
@@ -29,7 +28,6 @@ __all__ = [
     "JSONRPCResponse",
     "as_request_id",
     "correlation",
-    "preload",
     "read_decoded",
     "read_raw",
 ]
@@ -59,11 +57,6 @@ def _sdk() -> dict[str, Any]:
                     invalid=ValidationError,
                 )
     return _loaded
-
-
-def preload() -> None:
-    """Start importing the SDK in the background (the next use waits only for what is left)."""
-    threading.Thread(target=_sdk, name="import-mcp-sdk", daemon=True).start()
 
 
 def __getattr__(name: str) -> Any:

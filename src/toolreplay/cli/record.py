@@ -1,8 +1,8 @@
 """``record``: the recording proxy's command, and what the capture commands share.
 
 This module stays light (click and a few small modules of ours): a client waits for
-``record`` to start its server, so the server is started first and the recording's
-machinery (and the MCP SDK, in the background) is imported while the server boots.
+``record`` to start its server, so the server is started first, and the recording's
+machinery (and the MCP SDK) is imported once the server has said something.
 """
 
 from __future__ import annotations
@@ -118,7 +118,6 @@ def _record_stdio(
     command: tuple[str, ...], output: str, seal: bool, lock_path: str | None, patterns: tuple[str, ...]
 ) -> tuple[int, tuple[int, int]]:
     """Start the server, then load the recording while it boots; (exit status, (calls, redacted))."""
-    from toolreplay.capture import wire
     from toolreplay.capture.early import Early
     from toolreplay.capture.redact import Redactor
     from toolreplay.capture.stdio import proxy, start_server
@@ -133,11 +132,12 @@ def _record_stdio(
         ) as recording:
             return proxy(command, recording, warn=warn), (recording.count, recording.redactor.count)
     child = start_server(command)
-    wire.preload()
     early = Early()
     opened: list[Recording] = []
 
-    def load() -> None:  # while the server starts and the first lines pass
+    def load() -> None:  # once the server has said something (its CPU is its own until then)
+        while not early.first.wait(0.05) and child.poll() is None:
+            pass
         from toolreplay.capture.recording import Recording
 
         opened.append(
