@@ -189,6 +189,7 @@ def other_http_proxies(target: str, folder: Path) -> dict[str, Callable[[int], l
     recorder = installed("mcp-recorder")
     if recorder is not None:
         cassette = str(folder / "mcp-recorder.json")
+        origin = target.rsplit("/mcp", 1)[0]  # it appends the client's path to its target
         found["mcp-recorder"] = lambda port: [
             recorder,
             "record",

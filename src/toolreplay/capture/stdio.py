@@ -138,8 +138,11 @@ def proxy(
                 if held:
                     line = line if replacement is None else replacement + b"\n"
                     client_gone = client_gone or not _write(stdout_fd, line)
-                elif replacement is not None:  # a server answering a call before it was sent
-                    warn("an answer to a call came before the call; passed on as sent")
+                elif replacement is not None:  # the server answered a call before it was sent it
+                    warn(
+                        "the server answered a tools/call before the client sent it; the client got the"
+                        " answer as sent, the recording has the error that would have replaced it"
+                    )
         if not client_gone:
             _write(stdout_fd, lines.rest())
 
