@@ -194,7 +194,7 @@ def other_http_proxies(target: str, folder: Path) -> dict[str, Callable[[int], l
             recorder,
             "record",
             "--target",
-            target,
+            origin,
             "--port",
             str(port),
             "--output",
