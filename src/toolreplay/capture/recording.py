@@ -123,6 +123,11 @@ class Recording:
                 )
         return replacement
 
+    def awaits_call(self, channel: str = "") -> bool:
+        """Whether a ``tools/call`` on ``channel`` waits for its answer: only such an answer may be
+        replaced, so any other line can go on to the client before :meth:`from_server` sees it."""
+        return self.session.awaits_call(channel)
+
     def unanswered(self, channel: str = "") -> tuple[str, ...]:
         """The calls on ``channel`` still waiting for an answer, named (``'tool' (id N)``); forgotten now."""
         return self.session.unanswered(channel)

@@ -220,6 +220,10 @@ class Session:
         said = f" (it meant to answer tools/call {', '.join(meant)}: not recorded)" if meant else ""
         return f"a JSON-RPC batch, which an MCP client refuses{said}; passed on, not looked at"
 
+    def awaits_call(self, channel: str = "") -> bool:
+        """Whether a ``tools/call`` on ``channel`` waits for its answer (no SDK needed to tell)."""
+        return any(key.startswith(channel) and p.method == "tools/call" for key, p in self._pending.items())
+
     def unanswered(self, channel: str = "") -> tuple[str, ...]:
         """The ``tools/call`` requests on ``channel`` still waiting for an answer (forgotten now)."""
         keys = [key for key in self._pending if key.startswith(channel)]

@@ -18,10 +18,13 @@ import subprocess
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from toolreplay.capture.recording import Recording
 from toolreplay.errors import InputError
+
+if TYPE_CHECKING:  # this module stays light: the server starts before the recording's modules load
+    from toolreplay.capture.early import Early
+    from toolreplay.capture.recording import Recording
 
 _CHUNK = 1 << 16
 _FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
@@ -61,22 +64,46 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
+def start_server(argv: Sequence[str]) -> subprocess.Popen[bytes]:
+    """Start the MCP server ``argv`` with its stdin and stdout piped to this process."""
+    try:
+        return subprocess.Popen(list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
+    except OSError as err:
+        raise InputError(f"cannot start the MCP server {argv[0]!r}: {err.strerror or err}") from err
+
+
+def stop_server(child: subprocess.Popen[bytes]) -> None:
+    """Stop a server the proxy will not run after all (closing its input first, as a client would)."""
+    with contextlib.suppress(OSError):
+        child.stdin.close()  # type: ignore[union-attr]
+    try:
+        child.wait(timeout=KILL_GRACE)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        child.wait()
+
+
 def proxy(
-    argv: Sequence[str],
-    recording: Recording,
+    server: Sequence[str] | subprocess.Popen[bytes],
+    recording: Recording | Early,
     *,
     stdin_fd: int = 0,
     stdout_fd: int = 1,
     warn: Callable[[str], None],
+    meanwhile: Callable[[], None] | None = None,
 ) -> int:
-    """Run ``argv`` behind the proxy until it exits; return its exit status (128+N for signal N)."""
-    try:
-        child = subprocess.Popen(list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
-    except OSError as err:
-        raise InputError(f"cannot start the MCP server {argv[0]!r}: {err.strerror or err}") from err
+    """Run ``server`` (a command line, or a server :func:`start_server` started) behind the proxy
+    until it exits; return its exit status (128+N for signal N).
+
+    ``meanwhile`` runs in this thread while lines already pass both ways (``record`` loads
+    the recording so, and attaches it to the :class:`Early` it gave as ``recording``); when it
+    raises, the server is stopped and the error goes on.
+    """
+    child = server if isinstance(server, subprocess.Popen) else start_server(server)
     assert child.stdin is not None and child.stdout is not None
     to_server, from_server = child.stdin.fileno(), child.stdout.fileno()
     lock = threading.Lock()
+    answered = False
 
     def pump_client() -> None:
         lines = LineSplitter()
@@ -93,27 +120,47 @@ def proxy(
             child.stdin.close()  # type: ignore[union-attr]
         _stop_after_eof(child, warn)
 
-    previous = _forward_signals(child)
-    threading.Thread(target=pump_client, name="client-to-server", daemon=True).start()
-    answered = False
-    client_gone = False
-    try:
+    def pump_server() -> None:
+        nonlocal answered
+        client_gone = False
         lines = LineSplitter()
         while chunk := os.read(from_server, _CHUNK):
             answered = True
             for line in lines.feed(chunk):
                 with lock:
+                    held = recording.awaits_call()
+                if not held:
+                    # no answer the recording might replace can be on this line (initialize's
+                    # answer, a list, a notification): the client gets it before it is looked at
+                    client_gone = client_gone or not _write(stdout_fd, line)
+                with lock:
                     replacement = recording.from_server(line)
-                if replacement is not None:
-                    line = replacement + b"\n"
-                if not client_gone:
-                    try:
-                        write_all(stdout_fd, line)
-                    except OSError:
-                        client_gone = True
+                if held:
+                    line = line if replacement is None else replacement + b"\n"
+                    client_gone = client_gone or not _write(stdout_fd, line)
+                elif replacement is not None:  # the server answered a call before it was sent it
+                    warn(
+                        "the server answered a tools/call before the client sent it; the client got the"
+                        " answer as sent, the recording has the error that would have replaced it"
+                    )
         if not client_gone:
-            with contextlib.suppress(OSError):
-                write_all(stdout_fd, lines.rest())
+            _write(stdout_fd, lines.rest())
+
+    previous = _forward_signals(child)
+    threading.Thread(target=pump_client, name="client-to-server", daemon=True).start()
+    try:
+        if meanwhile is None:
+            pump_server()
+        else:
+            server_side = threading.Thread(target=pump_server, name="server-to-client", daemon=True)
+            server_side.start()
+            try:
+                meanwhile()
+            except BaseException:
+                stop_server(child)
+                server_side.join(KILL_GRACE)  # its output ends with it
+                raise
+            server_side.join()
         status = child.wait()
     finally:
         child.stdout.close()
@@ -128,6 +175,15 @@ def proxy(
             f" tools/call {', '.join(unanswered)}; not recorded"
         )
     return _exit_status(status)
+
+
+def _write(fd: int, data: bytes) -> bool:
+    """Write every byte; False when the reader is gone."""
+    try:
+        write_all(fd, data)
+    except OSError:
+        return False
+    return True
 
 
 def _stop_after_eof(child: subprocess.Popen[bytes], warn: Callable[[str], None]) -> None:

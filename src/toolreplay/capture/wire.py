@@ -5,24 +5,22 @@ SDK's client reads it (``mcp_types.jsonrpc_message_adapter``) and pairs answers 
 requests as its dispatcher does (``coerce_request_id``: the string ``"7"`` answers the
 request ``7``). A batch, an id that is neither an integer nor a string (``4.0``, ``true``),
 a result that is not an object: the SDK's client refuses the message, so it answers nothing.
+
+Importing the SDK takes longer than a server takes to answer ``initialize``, and the first
+messages of a session (``initialize`` and its answer, which no recording can replace) need
+none of it: the SDK is imported on first use (:mod:`toolreplay.capture.early`).
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-from mcp.shared.dispatcher import as_request_id, coerce_request_id
-from mcp_types import (
-    JSONRPCError,
-    JSONRPCMessage,
-    JSONRPCNotification,
-    JSONRPCRequest,
-    JSONRPCResponse,
-    jsonrpc_message_adapter,
-)
-from pydantic import ValidationError
+import threading
+from typing import TYPE_CHECKING, Any
 
 from toolreplay.canonical import canonical
+
+if TYPE_CHECKING:
+    from mcp.shared.dispatcher import as_request_id
+    from mcp_types import JSONRPCError, JSONRPCMessage, JSONRPCNotification, JSONRPCRequest, JSONRPCResponse
 
 __all__ = [
     "JSONRPCError",
@@ -35,6 +33,47 @@ __all__ = [
     "read_raw",
 ]
 
+#: the SDK's names this module gives, imported on first use
+_LAZY = frozenset(
+    {"JSONRPCError", "JSONRPCNotification", "JSONRPCRequest", "JSONRPCResponse", "as_request_id"}
+)
+_loaded: dict[str, Any] = {}
+_loading = threading.Lock()
+
+
+def _sdk() -> dict[str, Any]:
+    """The SDK's parts this module uses, imported once (a second caller waits for the first)."""
+    if not _loaded:
+        with _loading:
+            if not _loaded:
+                from mcp.shared.dispatcher import as_request_id, coerce_request_id
+                from mcp_types import (
+                    JSONRPCError,
+                    JSONRPCNotification,
+                    JSONRPCRequest,
+                    JSONRPCResponse,
+                    jsonrpc_message_adapter,
+                )
+                from pydantic import ValidationError
+
+                _loaded.update(
+                    JSONRPCError=JSONRPCError,
+                    JSONRPCNotification=JSONRPCNotification,
+                    JSONRPCRequest=JSONRPCRequest,
+                    JSONRPCResponse=JSONRPCResponse,
+                    as_request_id=as_request_id,
+                    coerce=coerce_request_id,
+                    adapter=jsonrpc_message_adapter,
+                    invalid=ValidationError,
+                )
+    return _loaded
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return _sdk()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 def read_decoded(value: Any) -> JSONRPCMessage | None:
     """The message a client reads from a value the strict decoder gave (None: it refuses it).
@@ -43,20 +82,24 @@ def read_decoded(value: Any) -> JSONRPCMessage | None:
     keys, ``NaN`` and overflowing numbers, where the two could differ), so validating the
     decoded value is validating the line, without parsing it twice.
     """
+    sdk = _sdk()
     try:
-        return jsonrpc_message_adapter.validate_python(value, by_name=False)
-    except ValidationError:
+        message: JSONRPCMessage = sdk["adapter"].validate_python(value, by_name=False)
+    except sdk["invalid"]:
         return None
+    return message
 
 
 def read_raw(raw: bytes) -> JSONRPCMessage | None:
     """The message a client reads from a line the strict decoder refused (None: it refuses it too)."""
+    sdk = _sdk()
     try:
-        return jsonrpc_message_adapter.validate_json(raw, by_name=False)
-    except ValidationError:
+        message: JSONRPCMessage = sdk["adapter"].validate_json(raw, by_name=False)
+    except sdk["invalid"]:
         return None
+    return message
 
 
 def correlation(ident: int | str) -> str:
     """The key under which a client pairs an answer with its request (``"7"`` and ``7`` are one)."""
-    return canonical(coerce_request_id(ident))
+    return canonical(_sdk()["coerce"](ident))

@@ -1,4 +1,4 @@
-"""Live capture over MCP: ``record``, ``serve`` and ``probe`` (docs/capture.md).
+"""Live capture over MCP: ``serve`` and ``probe`` (docs/capture.md; ``record``: :mod:`toolreplay.cli.record`).
 
 The MCP SDK is imported inside the commands, so the CLI starts fast and works without
 the ``mcp`` extra; these commands then say how to install it (exit 2).
@@ -6,129 +6,25 @@ the ``mcp`` extra; these commands then say how to install it (exit 2).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
 from toolreplay.analyses.fingerprint_diff import text_differences
-from toolreplay.capture.exchange import session_path
-from toolreplay.cli.base import EXISTS, EXIT_CLEAN, EXIT_FINDINGS, Seconds, force_option
+from toolreplay.cli.base import EXIT_CLEAN, EXIT_FINDINGS, Seconds
 from toolreplay.cli.defaults import announce, config_option, mutators_and_lock, read_config, volatile_of
 from toolreplay.cli.formats import format_option
 from toolreplay.cli.gate import emit_gated, fail_on_option, fail_policy
-from toolreplay.errors import InputError
+from toolreplay.cli.record import require_sdk
+from toolreplay.cli.record import warn as _warn
 from toolreplay.escape import one_line, quote
-from toolreplay.extras import require
 from toolreplay.reports import Line, Report, masked_line
 
 if TYPE_CHECKING:
     from toolreplay.capture.probe import Answer
     from toolreplay.contracts.lock import ToolContract, ToolLock
     from toolreplay.transcript import Record
-
-
-def require_sdk(command: str) -> None:
-    """Refuse (exit 2) with the install hint when the MCP SDK is not installed."""
-    require("mcp", f"toolreplay {command}")
-
-
-def _warn(text: str) -> None:
-    click.echo(f"toolreplay: warning: {one_line(text)}", err=True)
-
-
-def _check_result(result: dict[str, Any]) -> str | None:
-    from mcp.types import CallToolResult
-    from pydantic import ValidationError
-
-    try:
-        CallToolResult.model_validate(result)
-    except ValidationError as err:
-        first = err.errors()[0]
-        where = "/".join(str(part) for part in first["loc"])
-        return f"{where}: {first['msg']}" if where else first["msg"]
-    return None
-
-
-@click.command(name="record")
-@click.argument("command", nargs=-1)
-@click.option("-o", "--output", required=True, metavar="OUT", help="The transcript to write.")
-@click.option("--seal", is_flag=True, help="Write a sealed transcript, chained link by link as calls finish.")
-@click.option("--lock", "lock_path", metavar="LOCK", help="Also write the listed tools as a tool lock.")
-@click.option(
-    "--redact",
-    "patterns",
-    multiple=True,
-    metavar="REGEX",
-    help="Replace matches with [REDACTED] in args and responses before writing (repeatable).",
-)
-@click.option("--listen", metavar="HOST:PORT", help="Proxy Streamable HTTP: listen here (with --target).")
-@click.option("--target", metavar="URL", help="The MCP server's Streamable HTTP URL (with --listen).")
-@force_option
-@click.pass_context
-def record_cmd(
-    ctx: click.Context,
-    command: tuple[str, ...],
-    output: str,
-    seal: bool,
-    lock_path: str | None,
-    patterns: tuple[str, ...],
-    listen: str | None,
-    target: str | None,
-    force: bool,
-) -> None:
-    """Run the MCP server COMMAND behind a recording proxy (stdio), or proxy a URL.
-
-    Put this where your MCP client starts the server; every message passes both ways
-    unchanged, and each tools/call with its answer is written to OUT as it finishes.
-    Exits with the server's exit status. Over Streamable HTTP, point the client at
-    http://HOST:PORT with the target URL's path; stop the proxy with Ctrl-C (exit 0).
-
-    \b
-        toolreplay record -o run.sealed.jsonl --seal -- python server.py
-        toolreplay record -o run.jsonl --listen 127.0.0.1:8001 --target http://127.0.0.1:8000/mcp
-    """
-    require_sdk("record")
-    from toolreplay.capture.recording import Recording
-
-    if (listen is None) != (target is None) or (listen is not None) == bool(command):
-        raise click.UsageError("give the server's command line after --, or --listen and --target")
-    if lock_path is not None and os.path.realpath(lock_path) == os.path.realpath(output):
-        raise click.UsageError("-o and --lock name the same file; give the lock its own name")
-    if not force:
-        # an earlier session's recording (a baseline in the making) is never lost by accident
-        for path in (output, session_path(output), lock_path):
-            if path is not None and os.path.isfile(os.path.realpath(path)):
-                raise InputError(EXISTS, path=path)
-    address = None
-    if listen is not None and target is not None:
-        from toolreplay.capture.http import check_target
-        from toolreplay.capture.serve import parse_listen
-
-        address, target = parse_listen(listen), check_target(target)
-    with Recording(
-        output, seal=seal, lock_path=lock_path, redact=patterns, warn=_warn, check_result=_check_result
-    ) as recording:
-        if address is not None and target is not None:
-            from toolreplay.capture.http import serve_proxy
-
-            serve_proxy(*address, target, recording)
-            status = 0
-        else:
-            from toolreplay.capture.stdio import proxy
-
-            status = proxy(command, recording, warn=_warn)
-    for kept in recording.kept:
-        click.echo(f"toolreplay: {kept.text(lock_path or '')}", err=True)
-    redacted = recording.redactor.count
-    note = f", {redacted} value{'s' if redacted != 1 else ''} redacted" if patterns else ""
-    click.echo(
-        f"toolreplay: recorded {recording.count} call{'s' if recording.count != 1 else ''}"
-        f" to {one_line(output)}{note}",
-        err=True,
-    )
-    ctx.exit(status)
 
 
 @click.command(name="serve")

@@ -36,7 +36,7 @@ COMMANDS: dict[str, str] = {
     "merge": "toolreplay.cli.check:merge_cmd",
     "note": "toolreplay.cli.baselines:note_cmd",
     "probe": "toolreplay.cli.capture:probe_cmd",
-    "record": "toolreplay.cli.capture:record_cmd",
+    "record": "toolreplay.cli.record:record_cmd",
     "replay": "toolreplay.cli.core:replay_cmd",
     "scope": "toolreplay.cli.scope:scope_cmd",
     "seal": "toolreplay.cli.core:seal_cmd",

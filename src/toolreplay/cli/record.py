@@ -1,0 +1,179 @@
+"""``record``: the recording proxy's command, and what the capture commands share.
+
+This module stays light (click and a few small modules of ours): a client waits for
+``record`` to start its server, so the server is started first, and the recording's
+machinery (and the MCP SDK) is imported once the server has said something.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from toolreplay.capture.exchange import session_path
+from toolreplay.cli.base import EXISTS, force_option
+from toolreplay.errors import InputError
+from toolreplay.escape import one_line
+from toolreplay.extras import require
+
+if TYPE_CHECKING:
+    from toolreplay.capture.recording import Recording
+
+
+def require_sdk(command: str) -> None:
+    """Refuse (exit 2) with the install hint when the MCP SDK is not installed (found, not imported)."""
+    require("mcp", f"toolreplay {command}")
+
+
+def warn(text: str) -> None:
+    click.echo(f"toolreplay: warning: {one_line(text)}", err=True)
+
+
+def check_result(result: dict[str, Any]) -> str | None:
+    """Why ``result`` is not a valid ``CallToolResult`` as the SDK reads it (None: it is)."""
+    from mcp.types import CallToolResult
+    from pydantic import ValidationError
+
+    try:
+        CallToolResult.model_validate(result)
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = "/".join(str(part) for part in first["loc"])
+        return f"{where}: {first['msg']}" if where else first["msg"]
+    return None
+
+
+# the server's command line is the first argument on: its options are its own, with or without "--"
+@click.command(name="record", context_settings={"allow_interspersed_args": False})
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
+@click.option("-o", "--output", required=True, metavar="OUT", help="The transcript to write.")
+@click.option("--seal", is_flag=True, help="Write a sealed transcript, chained link by link as calls finish.")
+@click.option("--lock", "lock_path", metavar="LOCK", help="Also write the listed tools as a tool lock.")
+@click.option(
+    "--redact",
+    "patterns",
+    multiple=True,
+    metavar="REGEX",
+    help="Replace matches with [REDACTED] in args and responses before writing (repeatable).",
+)
+@click.option("--listen", metavar="HOST:PORT", help="Proxy Streamable HTTP: listen here (with --target).")
+@click.option("--target", metavar="URL", help="The MCP server's Streamable HTTP URL (with --listen).")
+@force_option
+@click.pass_context
+def record_cmd(
+    ctx: click.Context,
+    command: tuple[str, ...],
+    output: str,
+    seal: bool,
+    lock_path: str | None,
+    patterns: tuple[str, ...],
+    listen: str | None,
+    target: str | None,
+    force: bool,
+) -> None:
+    """Run the MCP server COMMAND behind a recording proxy (stdio), or proxy a URL.
+
+    Put this where your MCP client starts the server; every message passes both ways
+    unchanged, and each tools/call with its answer is written to OUT as it finishes.
+    Give record's options first: from COMMAND on, every argument is the server's (no -- needed).
+    Exits with the server's exit status. Over Streamable HTTP, point the client at
+    http://HOST:PORT with the target URL's path; stop the proxy with Ctrl-C (exit 0).
+
+    \b
+        toolreplay record -o run.sealed.jsonl --seal python server.py
+        toolreplay record -o run.jsonl --listen 127.0.0.1:8001 --target http://127.0.0.1:8000/mcp
+    """
+    require_sdk("record")
+    if (listen is None) != (target is None) or (listen is not None) == bool(command):
+        raise click.UsageError("give the server's command line after --, or --listen and --target")
+    if lock_path is not None and os.path.realpath(lock_path) == os.path.realpath(output):
+        raise click.UsageError("-o and --lock name the same file; give the lock its own name")
+    if not force:
+        # an earlier session's recording (a baseline in the making) is never lost by accident
+        for path in (output, session_path(output), lock_path):
+            if path is not None and os.path.isfile(os.path.realpath(path)):
+                raise InputError(EXISTS, path=path)
+    if listen is not None and target is not None:
+        status, recording = _record_http(output, seal, lock_path, patterns, listen, target)
+    else:
+        status, recording = _record_stdio(command, output, seal, lock_path, patterns)
+    for kept in recording.kept:
+        click.echo(f"toolreplay: {kept.text(lock_path or '')}", err=True)
+    redacted, calls = recording.redactor.count, recording.count
+    note = f", {redacted} value{'s' if redacted != 1 else ''} redacted" if patterns else ""
+    click.echo(
+        f"toolreplay: recorded {calls} call{'s' if calls != 1 else ''} to {one_line(output)}{note}",
+        err=True,
+    )
+    ctx.exit(status)
+
+
+def _record_stdio(
+    command: tuple[str, ...], output: str, seal: bool, lock_path: str | None, patterns: tuple[str, ...]
+) -> tuple[int, Recording]:
+    """Start the server, then load the recording while it boots; (exit status, the recording)."""
+    from toolreplay.capture.early import Early
+    from toolreplay.capture.redact import Redactor
+    from toolreplay.capture.stdio import proxy, start_server
+
+    Redactor(patterns)  # a bad pattern is refused before anything starts
+    if not _plainly_writable(output, lock_path):
+        from toolreplay.capture.recording import Recording
+
+        # the recording says why it cannot be written (exit 2), before the server starts
+        with Recording(
+            output, seal=seal, lock_path=lock_path, redact=patterns, warn=warn, check_result=check_result
+        ) as recording:
+            return proxy(command, recording, warn=warn), recording
+    child = start_server(command)
+    early = Early()
+    opened: list[Recording] = []
+
+    def load() -> None:  # once the server has said something (its CPU is its own until then)
+        while not early.first.wait(0.05) and child.poll() is None:
+            pass
+        from toolreplay.capture.recording import Recording
+
+        opened.append(
+            Recording(
+                output, seal=seal, lock_path=lock_path, redact=patterns, warn=warn, check_result=check_result
+            )
+        )
+        early.attach(opened[0])
+
+    try:
+        status = proxy(child, early, warn=warn, meanwhile=load)
+    finally:
+        for recording in opened:
+            recording.close()
+    return status, opened[0]
+
+
+def _plainly_writable(*paths: str | None) -> bool:
+    """Whether each path's folder plainly takes a new file (else the recording is opened first)."""
+    for path in paths:
+        if path is None:
+            continue
+        folder = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(folder) or not os.access(folder, os.W_OK | os.X_OK) or os.path.isdir(path):
+            return False
+        if os.path.lexists(path) and not os.access(path, os.W_OK):
+            return False
+    return True
+
+
+def _record_http(
+    output: str, seal: bool, lock_path: str | None, patterns: tuple[str, ...], listen: str, target: str
+) -> tuple[int, Recording]:
+    from toolreplay.capture.http import check_target, serve_proxy
+    from toolreplay.capture.recording import Recording
+    from toolreplay.capture.serve import parse_listen
+
+    address, target = parse_listen(listen), check_target(target)
+    with Recording(
+        output, seal=seal, lock_path=lock_path, redact=patterns, warn=warn, check_result=check_result
+    ) as recording:
+        serve_proxy(*address, target, recording)
+    return 0, recording
