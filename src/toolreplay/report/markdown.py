@@ -252,12 +252,8 @@ def _accept(report: Report, findings: Sequence[Finding]) -> list[str]:
 
 
 def _verdict(reports: Sequence[Report], fails: Callable[[str], bool]) -> list[str]:
-    counts: dict[str, int] = {}
-    for r in reports:
-        for f in r.findings:
-            counts[f.kind] = counts.get(f.kind, 0) + 1
-        if r.errors:
-            counts[REPORT_ERROR] = counts.get(REPORT_ERROR, 0) + len(r.errors)
+    """The verdict line and, when anything was found, the findings by kind."""
+    counts = _kind_counts(reports)
     total = sum(counts.values())
     # a file can have two reports (a baseline's check and its drift-note rule): count it once
     files = _plural(len({r.path for r in reports}), "file")
@@ -271,13 +267,29 @@ def _verdict(reports: Sequence[Report], fails: Callable[[str], bool]) -> list[st
         verdict += f" ({rest} more reported)" if rest else ""
     else:
         verdict = f"**Passes**: {_plural(total, 'finding')}, none of a kind that fails the build"
-    order = {kind: n for n, kind in enumerate((*KIND_ORDER, REPORT_ERROR))}
     levels = [kind_info(k).level for k, n in counts.items() for _ in range(n)]
     by_level = ", ".join(
         f"{levels.count(level)} {level}" for level in ("error", "warning") if levels.count(level)
     )
     out = [f"{verdict}, in {failed} of {files} (by level: {by_level}).", ""]
-    out += ["| kind | level | findings | fails the build |", "| --- | --- | ---: | --- |"]
+    return out + _kind_table(counts, fails)
+
+
+def _kind_counts(reports: Sequence[Report]) -> dict[str, int]:
+    """How many findings of each kind (a report's errors as ``report-error``)."""
+    counts: dict[str, int] = {}
+    for r in reports:
+        for f in r.findings:
+            counts[f.kind] = counts.get(f.kind, 0) + 1
+        if r.errors:
+            counts[REPORT_ERROR] = counts.get(REPORT_ERROR, 0) + len(r.errors)
+    return counts
+
+
+def _kind_table(counts: dict[str, int], fails: Callable[[str], bool]) -> list[str]:
+    """The findings by kind, in the kinds' fixed order."""
+    order = {kind: n for n, kind in enumerate((*KIND_ORDER, REPORT_ERROR))}
+    out = ["| kind | level | findings | fails the build |", "| --- | --- | ---: | --- |"]
     for kind in sorted(counts, key=lambda k: (order.get(k, len(order)), k)):
         out.append(
             f"| {_word(kind)} | {kind_info(kind).level} | {counts[kind]} | {'yes' if fails(kind) else 'no'} |"
@@ -288,52 +300,62 @@ def _verdict(reports: Sequence[Report], fails: Callable[[str], bool]) -> list[st
 def _render(
     reports: Sequence[Report], keep: int | None, fails: Callable[[str], bool], links: Links | None
 ) -> str:
+    """The whole report, with at most ``keep`` finding rows (all with None)."""
     failed = [r for r in reports if r.failed]
     clean = [r for r in reports if not r.failed]
     out = ["### toolreplay report", "", *_verdict(reports, fails)]
     budget = keep
     hidden_rows = 0
-    hidden_files = 0
-    opened = " open" if len(failed) <= OPEN_BLOCKS else ""
+    opened = len(failed) <= OPEN_BLOCKS
     for report in failed:
         rows = _rows(report, links)
         findings = list(report.findings)
-        if budget is not None and budget <= 0:
-            hidden_rows += len(rows)
-            continue
         if budget is not None:
-            hidden_rows += max(0, len(rows) - budget)
-            rows = rows[:budget]
-            findings = findings[:budget]
+            hidden_rows += max(0, len(rows) - max(budget, 0))
+            if budget <= 0:
+                continue
+            rows, findings = rows[:budget], findings[:budget]
             budget -= len(rows)
-        what = ", ".join(
-            _plural(n, word)
-            for n, word in ((len(report.findings), "finding"), (len(report.errors), "error"))
-            if n
-        )
-        summary = f"<code>{html_text(report.path)}</code> ({html.escape(report.command)}): {what}"
-        out += ["", f"<details{opened}>", f"<summary>{summary}</summary>", ""]
-        if report.header:
-            out += [_pairs(report), ""]
-        out += ["| where | level | kind | message |", "| --- | --- | --- | --- |", *rows]
-        out += _changes(report, findings, links)
-        out += _accept(report, findings)
-        out += ["", "</details>"]
-    if clean and (budget is None or budget > 0):
+        out += _failed_block(report, rows, findings, links, opened=opened)
+    clean_shown = budget is None or budget > 0
+    if clean and clean_shown:
         out += ["", f"<details><summary>{_plural(len(clean), 'file')} without findings</summary>", ""]
         out += [f"- {md_code(r.path, in_table=False)} ({_word(r.command)}){_pairs(r, ': ')}" for r in clean]
         out += ["", "</details>"]
-    elif clean:
-        hidden_files += len(clean)
-    if hidden_rows or hidden_files:
-        parts = [f"{hidden_rows} more findings"] if hidden_rows else []
-        parts += [_plural(hidden_files, "more file") + " without findings"] if hidden_files else []
-        out += [
-            "",
-            f"{' and '.join(parts)} not shown here (GitHub's size limit). "
-            "The text, JSON and SARIF reports hold everything.",
-        ]
+    out += _hidden_note(hidden_rows, 0 if clean_shown else len(clean))
     return "\n".join(out) + "\n"
+
+
+def _failed_block(
+    report: Report, rows: list[str], findings: Sequence[Finding], links: Links | None, *, opened: bool
+) -> list[str]:
+    """A file's folded block: its header, its findings' rows, what changed and how to accept it."""
+    what = ", ".join(
+        _plural(n, word)
+        for n, word in ((len(report.findings), "finding"), (len(report.errors), "error"))
+        if n
+    )
+    summary = f"<code>{html_text(report.path)}</code> ({html.escape(report.command)}): {what}"
+    out = ["", f"<details{' open' if opened else ''}>", f"<summary>{summary}</summary>", ""]
+    if report.header:
+        out += [_pairs(report), ""]
+    out += ["| where | level | kind | message |", "| --- | --- | --- | --- |", *rows]
+    out += _changes(report, findings, links)
+    out += _accept(report, findings)
+    return [*out, "", "</details>"]
+
+
+def _hidden_note(hidden_rows: int, hidden_files: int) -> list[str]:
+    """What the size limit left out, if anything."""
+    if not (hidden_rows or hidden_files):
+        return []
+    parts = [f"{hidden_rows} more findings"] if hidden_rows else []
+    parts += [_plural(hidden_files, "more file") + " without findings"] if hidden_files else []
+    return [
+        "",
+        f"{' and '.join(parts)} not shown here (GitHub's size limit). "
+        "The text, JSON and SARIF reports hold everything.",
+    ]
 
 
 def render_markdown(
