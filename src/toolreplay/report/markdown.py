@@ -106,12 +106,21 @@ def links_from_env(environ: Mapping[str, str] | None = None) -> Links | None:
     server = env.get("GITHUB_SERVER_URL", "").rstrip("/")
     repository = env.get("GITHUB_REPOSITORY", "")
     sha = env.get("GITHUB_SHA", "")
+    if not _plain_origin(server):
+        return None
+    if not _REPOSITORY.match(repository) or repository.split("/")[1] in (".", "..") or not _SHA.match(sha):
+        return None
+    return Links(server=server, repository=repository, sha=sha)
+
+
+def _plain_origin(server: str) -> bool:
+    """Whether ``server`` is an http(s) origin and nothing more: no user, path, query or fragment."""
     try:
         url = urlsplit(server)
         url.port  # noqa: B018  (raises ValueError on a port that is not a number)
     except ValueError:
-        return None
-    if (
+        return False
+    return not (
         url.scheme not in ("http", "https")
         or not url.hostname
         or url.username is not None
@@ -120,11 +129,7 @@ def links_from_env(environ: Mapping[str, str] | None = None) -> Links | None:
         or url.query
         or url.fragment
         or not re.fullmatch(r"[A-Za-z0-9.:\[\]-]+", url.netloc)
-    ):
-        return None
-    if not _REPOSITORY.match(repository) or repository.split("/")[1] in (".", "..") or not _SHA.match(sha):
-        return None
-    return Links(server=server, repository=repository, sha=sha)
+    )
 
 
 #: finding kinds a drift note accepts (see ``toolreplay note``)
@@ -145,21 +150,21 @@ def _pairs(report: Report, lead: str = "") -> str:
 def _where(report: Report, f: Finding, links: Links | None) -> str:
     """Which file, record and line a finding is about; the line linked to the head commit."""
     file = f.path or report.path
-    parts = []
-    if file != report.path:
-        parts.append(f"run {md_code(file)}")
+    parts = [f"run {md_code(file)}"] if file != report.path else []
     if f.index is not None:
         parts.append(f"index {f.index}")
     if f.line:
-        url = links.line(file, f.line) if links is not None else None
-        parts.append(f"[line {f.line}]({url})" if url else f"line {f.line}")
+        parts.append(_linked(f"line {f.line}", links.line(file, f.line) if links is not None else None))
     if file != report.path and f.related is not None:
         parts.append(f"baseline index {f.related}")
     if f.index is None and not f.line:
         # about the file as a whole (a drift note, a contract): link the file itself
-        url = links.file(file) if links is not None else None
-        parts.append(f"[whole file]({url})" if url else "whole file")
+        parts.append(_linked("whole file", links.file(file) if links is not None else None))
     return " · ".join(parts)
+
+
+def _linked(text: str, url: str | None) -> str:
+    return f"[{text}]({url})" if url else text
 
 
 def _rows(report: Report, links: Links | None) -> list[str]:
