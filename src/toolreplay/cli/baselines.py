@@ -8,6 +8,7 @@ import os
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import click
 
@@ -341,14 +342,47 @@ def note_cmd(
         # before the work: an earlier note's reasoning is never replaced by a template
         raise InputError(EXISTS, path=output)
     tools, chosen, _ = _configured(config_file, tools, mutators)
+    heads = _baseline_heads(baseline)
+    compared = _compared_runs(heads, runs)
+    drift = _drift_found(heads.before_records, compared, tools, chosen) if compared else _NoteDrift()
+    text = note_text(
+        baseline=heads.name,
+        before=heads.before,
+        after=heads.after,
+        kinds=sorted(drift.kinds),
+        tools=sorted(drift.tools),
+        found=drift.found,
+    )
+    if output and output != "-" and os.path.dirname(output):
+        os.makedirs(os.path.dirname(output), exist_ok=True)  # the notes folder may not exist yet
+    with atomic_output(output, replace=force) as out:
+        out.write(text)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _BaselineHeads:
+    """A baseline as committed in git HEAD and as it is now."""
+
+    path: str
+    #: its path in the repository, as a note names it
+    name: str
+    committed: bool
+    before_records: list[Record]
+    before: str
+    #: None when the baseline is deleted
+    after_records: list[Record] | None
+    after: str | None
+
+
+def _baseline_heads(baseline: str) -> _BaselineHeads:
+    """A baseline's head in HEAD (the genesis value when new) and now; refused when unchanged."""
     name = repo_path(baseline)
     blob = committed_blob(baseline)
     before_records, before = _head_of(blob, f"HEAD:{name}") if blob is not None else ([], GENESIS)
     after_records: list[Record] | None = None
     after = None
     if os.path.exists(baseline):
-        data = read_input(baseline)
-        after_records, after = _head_of(data, baseline)
+        after_records, after = _head_of(read_input(baseline), baseline)
     elif blob is None:
         raise InputError("no such file, and not in git HEAD either", path=baseline)
     if after is not None and after == before:
@@ -357,35 +391,55 @@ def note_cmd(
             " re-seal the baseline first, then write its note",
             path=baseline,
         )
-    if blob is None:
-        compared = []  # a new baseline: nothing drifted from anything
-    elif runs:
-        compared = [(path, _read_run(path)) for path in runs]
-    elif after_records is not None:
-        compared = [(baseline, after_records)]
-    else:
-        compared = []
-    kinds: set[str] = set()
-    tool_names: set[str] = set()
-    found: list[str] = []
-    if compared:
-        result = diff_baseline(before_records, compared, behaviour=_behaviour(tools), mutators=chosen)
-        for run in result.runs:
-            for finding in sort_findings(list(run.findings)):
-                tool_names.add(finding.tool)
-                if finding.kind in NOTE_KINDS:
-                    kinds.add(NOTE_KINDS[finding.kind])
-                where = f"{run.path} " if len(result.runs) > 1 else ""
-                found.append(f"{where}index {finding.index}: {finding.kind}: {finding.message}")
-        if any(f.kind == "tool-drift" for run in result.runs for f in run.findings):
-            found.append("tool-drift: run toolreplay fingerprint-diff to tell signature, schema or version")
-    text = note_text(
-        baseline=name, before=before, after=after, kinds=sorted(kinds), tools=sorted(tool_names), found=found
+    return _BaselineHeads(
+        path=baseline,
+        name=name,
+        committed=blob is not None,
+        before_records=before_records,
+        before=before,
+        after_records=after_records,
+        after=after,
     )
-    if output and output != "-" and os.path.dirname(output):
-        os.makedirs(os.path.dirname(output), exist_ok=True)  # the notes folder may not exist yet
-    with atomic_output(output, replace=force) as out:
-        out.write(text)
+
+
+def _compared_runs(heads: _BaselineHeads, runs: Sequence[str]) -> list[tuple[str, list[Record]]]:
+    """What the committed baseline is compared with: the runs given, else the baseline as it is now."""
+    if not heads.committed:
+        return []  # a new baseline: nothing drifted from anything
+    if runs:
+        return [(path, _read_run(path)) for path in runs]
+    if heads.after_records is not None:
+        return [(heads.path, heads.after_records)]
+    return []
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _NoteDrift:
+    """What a comparison found, for a note's kinds, tools and summary."""
+
+    kinds: frozenset[str] = frozenset()
+    tools: frozenset[str] = frozenset()
+    found: tuple[str, ...] = ()
+
+
+def _drift_found(
+    before: list[Record],
+    compared: list[tuple[str, list[Record]]],
+    tools: str | None,
+    mutators: frozenset[str],
+) -> _NoteDrift:
+    """The comparison of the committed baseline with the runs, as a note words it."""
+    result = diff_baseline(before, compared, behaviour=_behaviour(tools), mutators=mutators)
+    findings = [(run.path, f) for run in result.runs for f in sort_findings(list(run.findings))]
+    named = len(result.runs) > 1  # which run found it, when there are several
+    found = [f"{path + ' ' if named else ''}index {f.index}: {f.kind}: {f.message}" for path, f in findings]
+    if any(f.kind == "tool-drift" for _, f in findings):
+        found.append("tool-drift: run toolreplay fingerprint-diff to tell signature, schema or version")
+    return _NoteDrift(
+        kinds=frozenset(NOTE_KINDS[f.kind] for _, f in findings if f.kind in NOTE_KINDS),
+        tools=frozenset(f.tool for _, f in findings),
+        found=tuple(found),
+    )
 
 
 # --- signatures ------------------------------------------------------------------------
