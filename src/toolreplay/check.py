@@ -72,7 +72,7 @@ from toolreplay.escape import one_line, quote
 from toolreplay.files import SEALED_SUFFIX
 from toolreplay.findings import Finding, sort_findings
 from toolreplay.gitinfo import head_commit, last_commit_time
-from toolreplay.hooks.drift_note import is_baseline
+from toolreplay.hooks.drift_note import is_baseline, note_name
 from toolreplay.hooks.drift_range import PullRange, check_pull_request
 from toolreplay.hooks.settings import glob_patterns
 from toolreplay.limits import DEFAULT_BUDGET_SECONDS
@@ -241,7 +241,26 @@ def check_baseline(job: Job) -> Report:
         findings=tuple(sort_findings(findings)),
         errors=tuple(errors),
         notes=settings.notes,
+        note=free_note(job) if any(f.kind in NOTE_KINDS for f in findings) else None,
     )
+
+
+#: the finding kinds a drift note accepts (the comment prints how to write one)
+NOTE_KINDS = frozenset({"agent-drift", "tool-drift", "behavior-drift", "effect-drift", "silent-drift"})
+
+
+def free_note(job: Job) -> str | None:
+    """Where a note accepting this baseline's drift can go: a file of the notes folder that does
+    not exist in the checkout (an earlier note keeps its reasoning), relative like the paths."""
+    notes = job.settings.notes
+    if notes is None:
+        return None
+    root = Path(job.absolute[: len(job.absolute) - len(job.path)] or ".")
+    folder = root / notes
+    taken = (
+        {f"{notes}/{p.relative_to(folder).as_posix()}" for p in folder.rglob("*")} if folder.is_dir() else ()
+    )
+    return note_name(job.path, notes, taken)
 
 
 def _diff_runs(job: Job) -> list[Finding]:

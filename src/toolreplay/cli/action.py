@@ -264,6 +264,7 @@ def rebase(reports: Sequence[Report], config: Config, workspace: str) -> list[Re
             path=moved(r.path),
             findings=tuple(finding(f) for f in r.findings),
             notes=None if r.notes is None else moved(r.notes),
+            note=None if r.note is None else moved(r.note),
         )
         for r in reports
     ]

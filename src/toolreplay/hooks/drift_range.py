@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
 from toolreplay.config import Config
@@ -26,8 +26,12 @@ from toolreplay.hooks.drift_note import (
     Problem,
     check_range,
     check_revision,
+    existing_notes,
+    note_command,
+    note_name,
     unguarded_warning,
 )
+from toolreplay.hooks.review import commits, review_of
 from toolreplay.hooks.settings import (
     GuardSettings,
     judged_patterns,
@@ -127,7 +131,15 @@ def check_pull_request(config: Config, pull: PullRange | None, *, workspace: str
         )
         for path in result.unguarded
     ]
-    reports = _reports(result, where=where, notes_dir=before.notes_dir) + list(_warning_reports(warnings))
+    try:
+        start, end = commits(git, pull.base, pull.head)
+        taken = existing_notes(git, before.notes_dir, [pull.head]) if result.problems else frozenset()
+    except GitError as err:
+        return _unchecked(config_file, f"git could not read {span}: {err}")
+    context = _Context(
+        where=where, notes_dir=before.notes_dir, base=pull.base, commits=(start, end), taken=taken, git=git
+    )
+    reports = _reports(result, context, mutators=config.mutators) + list(_warning_reports(warnings))
     if result.problems:
         status = f"drift notes: {len(result.problems)} problem(s) in {span}, see the findings"
     elif result.changes:
@@ -252,11 +264,12 @@ def _unchecked(config_file: str, reason: str) -> DriftOutcome:
     return DriftOutcome(reports=(report,), status="drift notes: NOT checked (see the finding)")
 
 
-def _message(problem: Problem, notes_dir: str) -> str:
+def _message(problem: Problem, notes_dir: str, command: str | None = None) -> str:
     """The guard's refusal as one line for a pull request.
 
     The heads are left out (the report's header carries them), and the hook's advice to
-    stage the note "in this same commit" becomes adding it to the pull request.
+    stage the note "in this same commit" becomes adding it to the pull request; ``command``
+    replaces the hook's (which measures from HEAD) with one that works from the pull request's head.
     """
     details = [
         line.strip()
@@ -266,6 +279,8 @@ def _message(problem: Problem, notes_dir: str) -> str:
     if any(line.startswith("fix it, or unstage it") for line in problem.lines):
         details.append("fix it in this pull request")
     writes = [line for line in problem.lines if line.startswith("write the note:")]
+    if writes and command is not None:
+        writes = [f"write the note: {command}"]
     if writes:
         details += [
             *writes,
@@ -280,17 +295,42 @@ def _accepted_by(result: GuardResult, baseline: str) -> str:
     return f"accepted by {notes}" if notes else "accepted"
 
 
-def _reports(result: GuardResult, *, where: Callable[[str], str], notes_dir: str) -> list[Report]:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Context:
+    """What the reports of a range need beside the guard's result."""
+
+    where: Callable[[str], str]
+    notes_dir: str
+    #: the base as given (what the printed commands name) and the two commits (merge base, head)
+    base: str
+    commits: tuple[str, str]
+    #: the note files that exist at the head, from the repository root
+    taken: frozenset[str]
+    git: Git
+
+
+def _reports(result: GuardResult, context: _Context, *, mutators: frozenset[str]) -> list[Report]:
     """One report per changed baseline (with its finding when no note accepts it) and per bad note."""
     problems = {p.baseline: p for p in result.problems if p.baseline is not None}
     reports = []
+    where, notes_dir = context.where, context.notes_dir
     for change in result.changes:
         problem = problems.get(change.baseline)
         findings: tuple[Finding, ...] = ()
+        note = None
         if problem is not None:
             path = where(change.baseline)
+            name = note_name(change.baseline, notes_dir, context.taken)
+            command = note_command(change.baseline, notes_dir, context.taken, base=context.base)
+            note = where(name)
             findings = (
-                Finding(kind=MISSING, index=None, tool="", path=path, message=_message(problem, notes_dir)),
+                Finding(
+                    kind=MISSING,
+                    index=None,
+                    tool="",
+                    path=path,
+                    message=_message(problem, notes_dir, command),
+                ),
             )
         header = (
             Line(key="change", value=change.action, text=one_line(change.action)),
@@ -302,7 +342,21 @@ def _reports(result: GuardResult, *, where: Callable[[str], str], notes_dir: str
                 text="missing" if problem else _accepted_by(result, change.baseline),
             ),
         )
-        reports.append(Report(command=COMMAND, path=where(change.baseline), header=header, findings=findings))
+        review = None
+        if change.refused is None and change.broken is None:
+            start, end = context.commits
+            review = review_of(context.git, change, result, base=start, head=end, mutators=mutators)
+            review = replace(review, note=None if review.note is None else where(review.note))
+        reports.append(
+            Report(
+                command=COMMAND,
+                path=where(change.baseline),
+                header=header,
+                findings=findings,
+                note=note,
+                review=review,
+            )
+        )
     for problem in result.problems:
         if problem.baseline is None:
             path = where(problem.note) if problem.note else ""
