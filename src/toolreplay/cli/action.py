@@ -113,7 +113,7 @@ def run_action(settings: Settings) -> int:
         return _write_shard(
             settings, reports, check_info(config, base=None, shard=shard, fail_on=fail_on), status
         )
-    return publish(settings, reports, policy, status)
+    return publish(settings, reports, policy, status, base=pull.base if pull else None)
 
 
 def _write_shard(settings: Settings, reports: Sequence[Report], info: CheckInfo, status: str) -> int:
@@ -161,15 +161,20 @@ def _merge_and_publish(settings: Settings) -> int:
     default = None if info.fail_on is None else frozenset(info.fail_on)
     policy = parse_fail_on(settings.fail_on, default)
     count = shards[0].info.shard[1] if shards[0].info.shard else 1
-    return publish(settings, reports, policy, f"merged {_plural(count, 'shard')}; drift notes: see shard 1")
+    pull = pull_range_from_env()
+    status = f"merged {_plural(count, 'shard')}; drift notes: see shard 1"
+    return publish(settings, reports, policy, status, base=pull.base if pull else None)
 
 
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
-def publish(settings: Settings, reports: Sequence[Report], policy: FailPolicy, status: str) -> int:
-    """Annotations, log, job summary, SARIF, JSON report, PR comment and outputs; the exit code."""
+def publish(
+    settings: Settings, reports: Sequence[Report], policy: FailPolicy, status: str, *, base: str | None = None
+) -> int:
+    """Annotations, log, job summary, SARIF, JSON report, PR comment and outputs; the exit code
+    (``base``: the pull request's, which the accept commands name)."""
     reports = list(reports)
 
     findings = [f for r in reports for f in r.findings]
@@ -196,7 +201,7 @@ def publish(settings: Settings, reports: Sequence[Report], policy: FailPolicy, s
     def fails(kind: str) -> bool:
         return policy.errors if kind == REPORT_ERROR else policy.fails(kind)
 
-    summary = write_summary(reports, fails=fails)
+    summary = write_summary(reports, fails=fails, base=base)
     if summary.written:
         echo(f"job summary: {summary.size} bytes{' (trimmed to fit 1 MiB)' if summary.trimmed else ''}")
     else:
@@ -209,7 +214,7 @@ def publish(settings: Settings, reports: Sequence[Report], policy: FailPolicy, s
     _write(report_path, render_json(reports))
 
     try:
-        _comment(reports, settings, fails)
+        _comment(reports, settings, fails, base)
     except Exception as err:
         # best effort: whatever goes wrong with the comment, the exit code reflects findings only
 
@@ -277,7 +282,9 @@ def _write(path: str, text: str) -> None:
         out.write(text)
 
 
-def _comment(reports: Sequence[Report], settings: Settings, fails: Callable[[str], bool]) -> None:
+def _comment(
+    reports: Sequence[Report], settings: Settings, fails: Callable[[str], bool], base: str | None
+) -> None:
     if not settings.comment:
         echo("PR comment: off")
         return
@@ -297,7 +304,7 @@ def _comment(reports: Sequence[Report], settings: Settings, fails: Callable[[str
         return
     _route_pygithub_log(settings.token)
     result = publish_report(
-        reports, target=target, token=settings.token, author=settings.comment_author, fails=fails
+        reports, target=target, token=settings.token, author=settings.comment_author, fails=fails, base=base
     )
     warning = result.warning()
     if warning is not None:
