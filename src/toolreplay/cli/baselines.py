@@ -396,7 +396,9 @@ def _baseline_heads(baseline: str, base: str | None = None) -> _BaselineHeads:
     if os.path.exists(baseline):
         after_records, after = _head_of(read_input(baseline), baseline)
     elif blob is None:
-        raise InputError(f"no such file, and not in {since} either", path=baseline)
+        raise InputError(
+            f"no such file, and not in {'git HEAD' if base is None else since} either", path=baseline
+        )
     if after is not None and after == before:
         raise InputError(
             f"is unchanged since {since} (from == to, head {before}): there is no drift to accept;"
