@@ -58,7 +58,7 @@ def pull_request(path: Path) -> tuple[Repo, str]:
     repo.write("toolreplay.toml", CONFIG)
     sealed_run(repo, 3, BASELINE)
     repo.write(RUN, run_text(3))
-    text, v3 = sealed(3)
+    text, _ = sealed(3)
     repo.write(OTHER, text)
     repo.write("drift-notes/gitbot.md", "first note, not a drift note of this change\n")
     repo.commit_all("base")
