@@ -28,10 +28,10 @@ drift_notes = "drift-notes"
 BIN = str(Path(sys.executable).parent)
 
 
-def run_text(max_count: int) -> str:
-    """A run of the git agent: git_log with ``max_count`` (the value that drifts)."""
+def run_text(max_count: int, status: str = "clean") -> str:
+    """A run of the git agent: git_status answering ``status``, git_log with ``max_count``."""
     calls = [
-        ("git_status", {"repo_path": "."}, {"text": "clean"}),
+        ("git_status", {"repo_path": "."}, {"text": status}),
         ("git_log", {"repo_path": ".", "max_count": max_count}, {"text": "commit 1"}),
     ]
     return "".join(
@@ -40,9 +40,9 @@ def run_text(max_count: int) -> str:
     )
 
 
-def sealed_run(repo: Repo, max_count: int, rel: str) -> str:
+def sealed_run(repo: Repo, max_count: int, rel: str, status: str = "clean") -> str:
     """Seal a run into ``rel`` with toolreplay itself; its head."""
-    repo.write("tmp-run.jsonl", run_text(max_count))
+    repo.write("tmp-run.jsonl", run_text(max_count, status))
     (repo.path / rel).parent.mkdir(parents=True, exist_ok=True)
     result = CliRunner().invoke(cli, ["seal", str(repo.path / "tmp-run.jsonl"), "-o", str(repo.path / rel)])
     assert result.exit_code == 0, result.output
@@ -50,21 +50,21 @@ def sealed_run(repo: Repo, max_count: int, rel: str) -> str:
     return (repo.path / rel).read_text().splitlines()[-1]
 
 
-def pull_request(path: Path) -> tuple[Repo, str]:
+def pull_request(path: Path, status: str = "clean") -> tuple[Repo, str]:
     """Base: the git agent's baseline (max_count 3) with its first note, a search baseline, a
     matching run. Head: the run re-recorded (max_count 5, not re-sealed), and the search baseline
     re-sealed without a note."""
     repo = Repo.create(path)
     repo.write("toolreplay.toml", CONFIG)
-    sealed_run(repo, 3, BASELINE)
-    repo.write(RUN, run_text(3))
+    sealed_run(repo, 3, BASELINE, status)
+    repo.write(RUN, run_text(3, status))
     text, _ = sealed(3)
     repo.write(OTHER, text)
     repo.write("drift-notes/gitbot.md", "first note, not a drift note of this change\n")
     repo.commit_all("base")
     base = repo.head()
     repo.git("checkout", "-q", "-b", "feature")
-    repo.write(RUN, run_text(5))
+    repo.write(RUN, run_text(5, status))
     repo.write_baseline(OTHER, 4)
     repo.commit_all("re-record the git agent's run; re-seal the search baseline")
     return repo, base

@@ -14,7 +14,7 @@ import os
 import re
 import shlex
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 from urllib.parse import quote as url_quote
@@ -224,7 +224,7 @@ def _changes(report: Report, findings: Sequence[Finding], links: Links | None) -
         where = _where(report, group[0], links)
         if len(group) > 1:
             where = f"runs {', '.join(md_code(g.path) for g in group)} · " + where.split(" · ", 1)[-1]
-        out += change_item(replace(group[0], message=_without_run(group[0])), where)
+        out += change_item(group[0], where, message=False)
     return out
 
 
@@ -389,7 +389,7 @@ def _render(
     if blocks[1]:
         summary = f"{_plural(len(advisory), 'file')} with advisory findings only (they do not fail the build)"
         out += ["", f"<details><summary>{summary}</summary>", *blocks[1], "", "</details>"]
-    clean = [r for r in reports if not r.failed]
+    clean = [r for r in reports if not r.failed and r.review is None]
     clean_shown = budget is None or budget > 0
     if clean and clean_shown:
         out += ["", f"<details><summary>{_plural(len(clean), 'file')} without findings</summary>", ""]

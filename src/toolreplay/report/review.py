@@ -84,10 +84,14 @@ def values(baseline: str, run: str, *, old: str, new: str, indent: str = "  ") -
     return ["", *fenced([f"{old}: {baseline}", f"{new}: {run}"], indent=indent)]
 
 
-def change_item(f: Finding, where: str, *, old: str = "baseline", new: str = "run") -> list[str]:
-    """One difference as a list item: where, kind, tool, message, then both values."""
+def change_item(
+    f: Finding, where: str, *, old: str = "baseline", new: str = "run", message: bool = True
+) -> list[str]:
+    """One difference as a list item: where, kind, tool, the message (unless a table above has
+    it), then both values."""
     tool = f" · {code(f.tool, max_len=80)}" if f.tool else ""
-    head = f"- {where} · {f.kind}{tool}: {code(f.message, max_len=300)}"
+    said = f": {code(f.message, max_len=300)}" if message else ""
+    head = f"- {where} · {f.kind}{tool}{said}"
     if f.change is None:
         return [head]
     c = f.change
