@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from tests.acceptance.test_rug_pull import record as rug_record
 from tests.gitrepo import Repo, git_env, note, sealed
 from toolreplay.cli import cli
 from toolreplay.transcript import make_record, record_line
@@ -163,3 +164,33 @@ def test_a_changed_baseline_shows_its_reason_and_what_differs(
     assert "> `Index @\u200drebuilt <\u200db>nightly<\u200d/b>.`" in markdown
     assert "What differs, base → head" in markdown
     assert "- index 3 · agent-drift" in markdown
+
+
+@pytest.mark.slow
+def test_tool_drift_is_explained_by_the_base_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A PR that re-records a run against a server whose max_count maximum fell from 10 to 3 and
+    updates the lock: the tool-drift says what changed (the base's lock holds the old contract)."""
+    recorded, again, later = tmp_path / "recorded", tmp_path / "again", tmp_path / "changed"
+    for folder in (recorded, again, later):
+        folder.mkdir()
+    approved, approved_lock = rug_record(recorded, "none")
+    run_file, _ = rug_record(again, "none", seal=False)
+    changed, changed_lock = rug_record(later, "maximum", seal=False)
+    repo = Repo.create(tmp_path / "ws")
+    repo.write("toolreplay.toml", CONFIG + 'tools_lock = "tools.lock.json"\n')
+    repo.write("baselines/git.sealed.jsonl", approved.read_text())
+    repo.write("tools.lock.json", approved_lock.read_text())
+    repo.write("runs/git.jsonl", run_file.read_text())
+    repo.commit_all("base")
+    base = repo.head()
+    repo.git("checkout", "-q", "-b", "feature")
+    repo.write("runs/git.jsonl", changed.read_text())
+    repo.write("tools.lock.json", changed_lock.read_text())
+    repo.commit_all("the server changed")
+    monkeypatch.chdir(repo.path)
+    result = CliRunner().invoke(
+        cli, ["check", "--base", base, "--format", "markdown"], catch_exceptions=False
+    )
+    drift = [line for line in result.stdout.splitlines() if "| error | tool-drift |" in line]
+    assert len(drift) == 1, result.stdout
+    assert "schema (breaking): /properties/max_count/maximum 10 -> 3" in drift[0], drift

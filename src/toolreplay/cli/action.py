@@ -102,7 +102,8 @@ def run_action(settings: Settings) -> int:
     if shard is None or shard.index == DRIFT_SHARD:
         # judged before check runs any of the project's code (its tools_source)
         drift = check_pull_request(config, pull, workspace=settings.workspace)
-    reports = rebase(run_check(config, shard=shard), config, settings.workspace)
+    lock_base = pull.base if pull else None
+    reports = rebase(run_check(config, shard=shard, lock_base=lock_base), config, settings.workspace)
     if drift is not None:
         # in the order check and merge print them: by path, a file's own report first
         reports = sorted([*reports, *drift.reports], key=lambda r: (r.path, r.command != "check"))

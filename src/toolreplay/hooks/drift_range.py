@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
@@ -31,7 +31,7 @@ from toolreplay.hooks.drift_note import (
     note_name,
     unguarded_warning,
 )
-from toolreplay.hooks.review import commits, review_of
+from toolreplay.hooks.review import commits, lock_change, review_of
 from toolreplay.hooks.settings import (
     GuardSettings,
     judged_patterns,
@@ -139,7 +139,9 @@ def check_pull_request(config: Config, pull: PullRange | None, *, workspace: str
     context = _Context(
         where=where, notes_dir=before.notes_dir, base=pull.base, commits=(start, end), taken=taken, git=git
     )
-    reports = _reports(result, context, mutators=config.mutators) + list(_warning_reports(warnings))
+    explain = lock_change(config, pull.base) if result.changes else {}
+    reports = _reports(result, context, mutators=config.mutators, explain=explain)
+    reports += list(_warning_reports(warnings))
     if result.problems:
         status = f"drift notes: {len(result.problems)} problem(s) in {span}, see the findings"
     elif result.changes:
@@ -309,7 +311,9 @@ class _Context:
     git: Git
 
 
-def _reports(result: GuardResult, context: _Context, *, mutators: frozenset[str]) -> list[Report]:
+def _reports(
+    result: GuardResult, context: _Context, *, mutators: frozenset[str], explain: Mapping[str, str]
+) -> list[Report]:
     """One report per changed baseline (with its finding when no note accepts it) and per bad note."""
     problems = {p.baseline: p for p in result.problems if p.baseline is not None}
     reports = []
@@ -345,7 +349,9 @@ def _reports(result: GuardResult, context: _Context, *, mutators: frozenset[str]
         review = None
         if change.refused is None and change.broken is None:
             start, end = context.commits
-            review = review_of(context.git, change, result, base=start, head=end, mutators=mutators)
+            review = review_of(
+                context.git, change, result, base=start, head=end, mutators=mutators, explain=explain
+            )
             review = replace(review, note=None if review.note is None else where(review.note))
         reports.append(
             Report(

@@ -8,10 +8,16 @@ git diff of a sealed file is canonical JSON nobody reads.
 from __future__ import annotations
 
 import io
-from collections.abc import Sequence
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 from toolreplay.analyses.baseline import diff_baseline
+from toolreplay.analyses.fingerprint_diff import explain_drift
+from toolreplay.canonical import decode
 from toolreplay.chain import verify
+from toolreplay.config import Config
+from toolreplay.contracts.lock import load_lock, parse_lock
 from toolreplay.errors import InputError
 from toolreplay.findings import Finding, sort_findings
 from toolreplay.hooks.drift_note import BaselineChange, Git, GitError, GuardResult
@@ -38,6 +44,7 @@ def review_of(
     base: str,
     head: str,
     mutators: frozenset[str] = DEFAULT_MUTATORS,
+    explain: Mapping[str, str] | None = None,
 ) -> Review:
     """The change to one baseline between ``base`` and ``head`` (commits), with the notes that accept it."""
     notes = [n for n in result.notes if n.baseline == change.baseline]
@@ -51,19 +58,25 @@ def review_of(
         note=" and ".join(n.path for n in notes) or None,
         reason=reason,
         kinds=tuple(kinds),
-        changes=tuple(_changes(git, change, base=base, head=head, mutators=mutators)),
+        changes=tuple(_changes(git, change, base=base, head=head, mutators=mutators, explain=explain)),
     )
 
 
 def _changes(
-    git: Git, change: BaselineChange, *, base: str, head: str, mutators: frozenset[str]
+    git: Git,
+    change: BaselineChange,
+    *,
+    base: str,
+    head: str,
+    mutators: frozenset[str],
+    explain: Mapping[str, str] | None,
 ) -> list[Finding]:
     """``diff`` of the head's baseline against the base's; none for a new, deleted or broken one."""
     old = _records(git, base, change.baseline)
     new = _records(git, head, change.baseline)
     if old is None or new is None:
         return []
-    result = diff_baseline(old, [(change.baseline, new)], mutators=mutators)
+    result = diff_baseline(old, [(change.baseline, new)], mutators=mutators, explain=explain)
     return sort_findings([f for run in result.runs for f in run.findings])
 
 
@@ -79,3 +92,25 @@ def _records(git: Git, rev: str, path: str) -> Sequence[Record] | None:
     if verify(links).broken:
         return None
     return [slim(link.record) for link in links]
+
+
+def lock_change(config: Config, base: str) -> dict[str, str]:
+    """What changed per tool between the config's tools_lock where a pull request against ``base``
+    starts and the lock as it is now, as ``fingerprint-diff`` words it (the explanation of a
+    ``tool-drift`` whose old contract only the base's lock still holds). Empty without a lock, or
+    when git or either lock cannot tell: an explanation is never a reason to fail."""
+    if config.tools_lock is None:
+        return {}
+    lock = Path(config.root, config.tools_lock)
+    try:
+        git = Git(cwd=str(config.root))
+        top = git.top()
+        name = Path(os.path.relpath(os.path.realpath(lock), os.path.realpath(top))).as_posix()
+        start = git.run("merge-base", base, "HEAD").decode("ascii", "replace").strip()
+        oid = git.file_oid(start, name)
+        if oid is None or name.startswith(".."):
+            return {}
+        before = parse_lock(decode(git.blob(oid), what="tool lock"), path=f"{start[:12]}:{name}")
+        return explain_drift(before, load_lock(lock))
+    except (GitError, InputError):
+        return {}
