@@ -139,6 +139,9 @@ def test_the_comment_fits_1000_px_and_carries_reason_and_values(
     assert "baseline 3 → run 5" in text
     assert LONG[:50] in text
     assert "fail_on" in text
+    assert re.search(
+        r"The drift guard's settings change in toolreplay.toml \(base version [0-9a-f]{12} → head", text
+    )
     # the same drift from six runs is one row naming them
     assert markdown.count("behavior-drift | `") == 1, markdown
 

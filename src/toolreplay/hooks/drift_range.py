@@ -40,7 +40,7 @@ from toolreplay.hooks.settings import (
     settings_of,
 )
 from toolreplay.kinds import KINDS
-from toolreplay.reports import Line, Report
+from toolreplay.reports import Line, Report, Review
 
 MISSING = "missing-drift-note"
 INVALID = "invalid-drift-note"
@@ -92,6 +92,7 @@ def check_pull_request(config: Config, pull: PullRange | None, *, workspace: str
         top = git.top()
         for rev in (pull.base, pull.head):
             git.run("cat-file", "-e", f"{check_revision(rev)}^{{commit}}")
+        span_commits = commits(git, pull.base, pull.head)
     except GitError as err:
         return _unchecked(config_file, f"git cannot compare {span}: {err}")
     prefix = _prefix(config, top)
@@ -110,7 +111,7 @@ def check_pull_request(config: Config, pull: PullRange | None, *, workspace: str
     patterns = judged_patterns(before, after)
     if not patterns:
         return DriftOutcome(
-            reports=_warning_reports(warnings),
+            reports=_warning_reports(warnings, span_commits),
             status=f"drift notes: no baselines configured in {base_source}, nothing to check",
         )
     try:
@@ -132,16 +133,15 @@ def check_pull_request(config: Config, pull: PullRange | None, *, workspace: str
         for path in result.unguarded
     ]
     try:
-        start, end = commits(git, pull.base, pull.head)
         taken = existing_notes(git, before.notes_dir, [pull.head]) if result.problems else frozenset()
     except GitError as err:
         return _unchecked(config_file, f"git could not read {span}: {err}")
     context = _Context(
-        where=where, notes_dir=before.notes_dir, base=pull.base, commits=(start, end), taken=taken, git=git
+        where=where, notes_dir=before.notes_dir, base=pull.base, commits=span_commits, taken=taken, git=git
     )
     explain = lock_change(config, pull.base) if result.changes else {}
     reports = _reports(result, context, mutators=config.mutators, explain=explain)
-    reports += list(_warning_reports(warnings))
+    reports += list(_warning_reports(warnings, span_commits))
     if result.problems:
         status = f"drift notes: {len(result.problems)} problem(s) in {span}, see the findings"
     elif result.changes:
@@ -245,8 +245,18 @@ def _setting(value: str | tuple[str, ...] | None) -> str:
     return "[" + ", ".join(quote(v) for v in value) + "]"
 
 
-def _warning_reports(findings: Sequence[Finding]) -> tuple[Report, ...]:
-    return tuple(Report(command=COMMAND, path=f.path, findings=(f,)) for f in findings)
+def _warning_reports(findings: Sequence[Finding], span: tuple[str, str]) -> tuple[Report, ...]:
+    """A report per warning; a change of the guard's settings with both commits (the comment links
+    the configuration as it was and as the pull request has it)."""
+    return tuple(
+        Report(
+            command=COMMAND,
+            path=f.path,
+            findings=(f,),
+            review=Review(base=span[0], head=span[1]) if f.kind == GUARD_CHANGED else None,
+        )
+        for f in findings
+    )
 
 
 def _relative(path: Path, workspace: str) -> str:

@@ -32,6 +32,7 @@ from toolreplay.report.review import (
     accept_commands,
     change_item,
     guard_block,
+    is_guard_change,
     review_block,
 )
 
@@ -410,7 +411,7 @@ def _told_above(report: Report) -> bool:
 
 def _reviews(reports: Sequence[Report], view: View) -> list[str]:
     """Each baseline the pull request changes, accepted or not: the first few open."""
-    reviewed = [r for r in reports if r.review is not None]
+    reviewed = [r for r in reports if r.review is not None and not is_guard_change(r)]
     if not reviewed:
         return []
     out = ["", f"#### {_plural(len(reviewed), 'baseline')} changed by this pull request"]

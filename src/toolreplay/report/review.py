@@ -103,9 +103,20 @@ def guard_block(report: Report, view: View) -> list[str]:
     parts = [p for f in report.findings if f.kind == GUARD_CHANGED for p in f.message.split("; ")]
     if not parts:
         return []
-    out = ["", f"**The drift guard's settings change** in {code(report.path)}:", ""]
+    versions = ""
+    if report.review is not None:
+        base, head = report.review.base, report.review.head
+        old = _link("base version", view.blob(base, report.path), base)
+        new = _link("head version", view.blob(head, report.path), head)
+        versions = f" ({old} → {new})"
+    out = ["", f"**The drift guard's settings change** in {code(report.path)}{versions}:", ""]
     out += [f"- {code(part)}" for part in parts]
     return out
+
+
+def is_guard_change(report: Report) -> bool:
+    """A report of the guard's own settings changing (shown first, never folded)."""
+    return any(f.kind == GUARD_CHANGED for f in report.findings)
 
 
 def review_block(report: Report, review: Review, view: View, *, opened: bool) -> list[str]:
