@@ -166,16 +166,33 @@ def test_a_changed_baseline_shows_its_reason_and_what_differs(
     assert "- index 3 · agent-drift" in markdown
 
 
+#: a change of the real server's contract -> the finding kind in the comment and what it must say
+LOCK_CHANGES = {
+    "maximum": ("tool-drift", "schema (breaking): /properties/max_count/maximum 10 -> 3"),
+    "description": (
+        "contract-text-drift",
+        "description: /description 'Shows the commit logs of a repository.'",
+    ),
+}
+
+
 @pytest.mark.slow
-def test_tool_drift_is_explained_by_the_base_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A PR that re-records a run against a server whose max_count maximum fell from 10 to 3 and
-    updates the lock: the tool-drift says what changed (the base's lock holds the old contract)."""
+@pytest.mark.parametrize(
+    ("change", "rerecord"), [("maximum", True), ("maximum", False), ("description", False)]
+)
+def test_contract_drift_is_explained_by_the_base_lock(
+    change: str, rerecord: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A PR that updates the lock to a changed server (max_count's maximum 10 -> 3, or a new
+    description), re-recording the run against it or not: the drift says what changed, since the
+    base's lock holds the old contract, not only two fingerprints or digests."""
+    kind, words = LOCK_CHANGES[change]
     recorded, again, later = tmp_path / "recorded", tmp_path / "again", tmp_path / "changed"
     for folder in (recorded, again, later):
         folder.mkdir()
     approved, approved_lock = rug_record(recorded, "none")
     run_file, _ = rug_record(again, "none", seal=False)
-    changed, changed_lock = rug_record(later, "maximum", seal=False)
+    changed, changed_lock = rug_record(later, change, seal=False)
     repo = Repo.create(tmp_path / "ws")
     repo.write("toolreplay.toml", CONFIG + 'tools_lock = "tools.lock.json"\n')
     repo.write("baselines/git.sealed.jsonl", approved.read_text())
@@ -184,13 +201,14 @@ def test_tool_drift_is_explained_by_the_base_lock(tmp_path: Path, monkeypatch: p
     repo.commit_all("base")
     base = repo.head()
     repo.git("checkout", "-q", "-b", "feature")
-    repo.write("runs/git.jsonl", changed.read_text())
+    if rerecord:  # the baseline's calls now drift from the run's (the issue's case)
+        repo.write("runs/git.jsonl", changed.read_text())
     repo.write("tools.lock.json", changed_lock.read_text())
     repo.commit_all("the server changed")
     monkeypatch.chdir(repo.path)
     result = CliRunner().invoke(
         cli, ["check", "--base", base, "--format", "markdown"], catch_exceptions=False
     )
-    drift = [line for line in result.stdout.splitlines() if "| error | tool-drift |" in line]
-    assert len(drift) == 1, result.stdout
-    assert "schema (breaking): /properties/max_count/maximum 10 -> 3" in drift[0], drift
+    drift = [line for line in result.stdout.splitlines() if f"| error | {kind} |" in line]
+    assert drift, result.stdout
+    assert any(f"the lock changed since {base[:12]}: " in row and words in row for row in drift), drift

@@ -25,6 +25,8 @@ from toolreplay.mutators import DEFAULT_MUTATORS
 from toolreplay.reports import Review
 from toolreplay.transcript import Record, parse_links, slim
 
+#: how :func:`~toolreplay.analyses.fingerprint_diff.explain_drift` leads what changed
+SOURCE_LEAD = "the tool source differs from the lock: "
 #: a note's reason longer than this is shortened in a review (the note itself holds all of it)
 MAX_REASON = 600
 
@@ -111,6 +113,8 @@ def lock_change(config: Config, base: str) -> dict[str, str]:
         if oid is None or name.startswith(".."):
             return {}
         before = parse_lock(decode(git.blob(oid), what="tool lock"), path=f"{start[:12]}:{name}")
-        return explain_drift(before, load_lock(lock))
+        changed = explain_drift(before, load_lock(lock))
     except (GitError, InputError):
         return {}
+    lead = f"the lock changed since {start[:12]}: "
+    return {tool: lead + text.removeprefix(SOURCE_LEAD) for tool, text in changed.items()}
