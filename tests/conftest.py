@@ -14,11 +14,27 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import settings
 
+from toolreplay.cli import cli
+
 # Property tests run their full counts in CI (CI is set there) and a tenth of them on a
 # developer's machine, so the README's test command stays quick; every property still runs.
 FULL_PROPERTIES = bool(os.environ.get("CI"))
 settings.register_profile("toolreplay", max_examples=100 if FULL_PROPERTIES else 25, deadline=None)
 settings.load_profile("toolreplay")
+
+
+#: the workflow tier (the Action under act, on another Python) runs in CI, or where asked for
+WORKFLOW_TESTS = bool(os.environ.get("CI") or os.environ.get("TOOLREPLAY_WORKFLOW_TESTS"))
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Outside CI, the workflow tier is skipped with the reason saying how to run it."""
+    if WORKFLOW_TESTS:
+        return
+    skip = pytest.mark.skip(reason="workflow tier: runs in CI, or with TOOLREPLAY_WORKFLOW_TESTS=1")
+    for item in items:
+        if item.get_closest_marker("workflow"):
+            item.add_marker(skip)
 
 
 def examples(count: int) -> int:
@@ -33,6 +49,20 @@ SAMPLES = ROOT / "samples"
 @pytest.fixture
 def runner() -> CliRunner:
     return CliRunner()
+
+
+def invoke(
+    runner: CliRunner, *args: str, cwd: Path | None = None, stdin: bytes | str | None = None
+) -> tuple[int, str, str]:
+    """Run ``toolreplay ARGS`` in-process (in ``cwd`` when given): exit code, stdout, stderr."""
+    old = os.getcwd()
+    if cwd is not None:
+        os.chdir(cwd)
+    try:
+        result = runner.invoke(cli, list(args), input=stdin, catch_exceptions=False)
+    finally:
+        os.chdir(old)
+    return result.exit_code, result.stdout, result.stderr
 
 
 @pytest.fixture

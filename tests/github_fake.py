@@ -173,128 +173,151 @@ def _handler(fake: FakeGitHub) -> type[BaseHTTPRequestHandler]:
         ("POST", re.compile(rf"^{repo_path}/issues/(\d+)/comments$"), "create"),
         ("PATCH", re.compile(r"^" + repo_path + r"/issues/comments/(\d+)$"), "edit"),
     ]
+    return type("Handler", (_Handler,), {"fake": fake, "routes": routes})
 
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
 
-        def log_message(self, format: str, *args: Any) -> None:  # quiet
-            pass
+#: the faults that replace a route's answer
+_ROUTE_FAULTS = ("malformed-json", "reset", "500", "wrong-shape")
 
-        def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
-            text = json.dumps(payload)
-            if self._faulty("other-host"):
-                text = text.replace(fake.origin, fake.other_host)
-                headers = {k: v.replace(fake.origin, fake.other_host) for k, v in (headers or {}).items()}
-            data = text.encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json; charset=utf-8")
-            self.send_header("Content-Length", str(len(data)))
-            for key, value in (headers or {}).items():
-                self.send_header(key, value)
-            self.end_headers()
-            self.wfile.write(data)
 
-        def _handle(self) -> None:
-            split = urlsplit(self.path)
-            query = parse_qs(split.query)
-            length = int(self.headers.get("Content-Length") or 0)
-            raw = self.rfile.read(length) if length else b""
-            body = json.loads(raw) if raw else None
-            auth = self.headers.get("Authorization", "")
-            with fake._lock:
-                fake.requests.append(Recorded(self.command, split.path, query, auth, body))
-            path = split.path
-            if fake.prefix:
-                if not path.startswith(fake.prefix + "/"):
-                    return self._send(404, {"message": "Not Found"})
-                path = path[len(fake.prefix) :]
-            token = auth.partition(" ")[2]
-            account = fake.tokens.get(token)
-            if account is None:
-                return self._send(401, {"message": "Bad credentials"})
-            if fake.forbid_all:
+class _Handler(BaseHTTPRequestHandler):
+    """Answers for one FakeGitHub (set on a subclass by :func:`_handler`)."""
+
+    protocol_version = "HTTP/1.1"
+    fake: FakeGitHub
+    routes: list[tuple[str, re.Pattern[str], str]]
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet
+        pass
+
+    def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
+        text = json.dumps(payload)
+        fake = self.fake
+        if self._faulty("other-host"):
+            text = text.replace(fake.origin, fake.other_host)
+            headers = {k: v.replace(fake.origin, fake.other_host) for k, v in (headers or {}).items()}
+        data = text.encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json; charset=utf-8")
+        self.send_header("Content-Length", str(len(data)))
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _handle(self) -> None:
+        split = urlsplit(self.path)
+        query = parse_qs(split.query)
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        body = json.loads(raw) if raw else None
+        auth = self.headers.get("Authorization", "")
+        with self.fake._lock:
+            self.fake.requests.append(Recorded(self.command, split.path, query, auth, body))
+        path = split.path
+        if self.fake.prefix:
+            if not path.startswith(self.fake.prefix + "/"):
+                return self._send(404, {"message": "Not Found"})
+            path = path[len(self.fake.prefix) :]
+        token = auth.partition(" ")[2]
+        account = self.fake.tokens.get(token)
+        if account is None:
+            return self._send(401, {"message": "Bad credentials"})
+        if self.fake.forbid_all:
+            return self._send(403, {"message": "Resource not accessible by integration"})
+        for method, pattern, name in self.routes:
+            match = pattern.match(path)
+            if method == self.command and match:
+                return self._route(name, match, query, body, account)
+        return self._send(404, {"message": "Not Found"})
+
+    def _faulty(self, fault: str) -> bool:
+        route = getattr(self, "route_name", "")
+        return self.fake.fault == fault and (not self.fake.fault_routes or route in self.fake.fault_routes)
+
+    def _send_raw(self, status: int, data: bytes, length: int | None = None) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json; charset=utf-8")
+        self.send_header("Content-Length", str(len(data) if length is None else length))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _reset(self) -> None:
+        """Start a long answer, then reset the connection (RST, not a clean close)."""
+        self._send_raw(200, b'{"id": 1, "na', length=4096)
+        self.wfile.flush()
+        self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self.connection.close()
+        self.close_connection = True
+
+    def _route(
+        self, name: str, match: re.Match[str], query: dict[str, list[str]], body: Any, account: Account
+    ) -> None:
+        self.route_name = name
+        if self.fake.fault in _ROUTE_FAULTS and self._faulty(self.fake.fault):
+            return self._fault(name)
+        fake = self.fake
+        if name == "user":
+            if account.installation:
                 return self._send(403, {"message": "Resource not accessible by integration"})
-            for method, pattern, name in routes:
-                match = pattern.match(path)
-                if method == self.command and match:
-                    return self._route(name, match, query, body, account)
+            return self._send(200, fake._user(account.login))
+        if name == "repo":
+            return self._send(200, fake._repo_json())
+        if int(match.group(1)) != fake.number and name in ("issue", "list", "create"):
             return self._send(404, {"message": "Not Found"})
+        if name == "issue":
+            return self._send(200, fake._issue_json())
+        if name == "list":
+            return self._list(query)
+        return self._write(name, match, body, account)
 
-        def _faulty(self, fault: str) -> bool:
-            route = getattr(self, "route_name", "")
-            return fake.fault == fault and (not fake.fault_routes or route in fake.fault_routes)
+    def _fault(self, name: str) -> None:
+        """Answer badly as one of ``_ROUTE_FAULTS`` says (``other-host`` is :meth:`_send`'s)."""
+        fault = self.fake.fault
+        if fault == "malformed-json":
+            return self._send_raw(200, b'{"id": 1, "url": "')
+        if fault == "reset":
+            return self._reset()
+        if fault == "500":
+            return self._send(500, {"message": "Server Error"})
+        # wrong-shape
+        return self._send(200, {"message": "not a list"} if name == "list" else [["not", "an object"]])
 
-        def _send_raw(self, status: int, data: bytes, length: int | None = None) -> None:
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json; charset=utf-8")
-            self.send_header("Content-Length", str(len(data) if length is None else length))
-            self.end_headers()
-            self.wfile.write(data)
+    def _list(self, query: dict[str, list[str]]) -> None:
+        """One page of the issue's comments, with GitHub's ``Link`` header."""
+        fake = self.fake
+        per_page = min(int(query.get("per_page", ["30"])[0]), 100)
+        page = int(query.get("page", ["1"])[0])
+        with fake._lock:
+            items = list(fake.comments)
+        last = max(1, -(-len(items) // per_page))
+        chunk = items[(page - 1) * per_page : page * per_page]
+        base = f"{fake.api_url}/repos/{fake.owner}/{fake.repo}/issues/{fake.number}/comments"
+        links = []
+        if page < last:
+            links.append(f'<{base}?per_page={per_page}&page={page + 1}>; rel="next"')
+            links.append(f'<{base}?per_page={per_page}&page={last}>; rel="last"')
+        if page > 1:
+            links.append(f'<{base}?per_page={per_page}&page=1>; rel="first"')
+            links.append(f'<{base}?per_page={per_page}&page={page - 1}>; rel="prev"')
+        headers = {"Link": ", ".join(links)} if links else {}
+        return self._send(200, [fake._comment_json(c) for c in chunk], headers)
 
-        def _reset(self) -> None:
-            """Start a long answer, then reset the connection (RST, not a clean close)."""
-            self._send_raw(200, b'{"id": 1, "na', length=4096)
-            self.wfile.flush()
-            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-            self.connection.close()
-            self.close_connection = True
+    def _write(self, name: str, match: re.Match[str], body: Any, account: Account) -> None:
+        """Create or edit a comment; like GitHub, write access may edit anyone's comment."""
+        fake = self.fake
+        if account.read_only:
+            return self._send(403, {"message": "Resource not accessible by integration"})
+        if not isinstance(body, dict) or not isinstance(body.get("body"), str):
+            return self._send(422, {"message": "Validation Failed"})
+        if name == "create":
+            new_id = fake.add_comment(account.login, body["body"])
+            return self._send(201, fake._comment_json(fake.comment(new_id)))
+        try:
+            comment = fake.comment(int(match.group(1)))
+        except StopIteration:
+            return self._send(404, {"message": "Not Found"})
+        comment["body"] = body["body"]
+        return self._send(200, fake._comment_json(comment))
 
-        def _route(
-            self, name: str, match: re.Match[str], query: dict[str, list[str]], body: Any, account: Account
-        ) -> None:
-            self.route_name = name
-            if self._faulty("malformed-json"):
-                return self._send_raw(200, b'{"id": 1, "url": "')
-            if self._faulty("reset"):
-                return self._reset()
-            if self._faulty("500"):
-                return self._send(500, {"message": "Server Error"})
-            if self._faulty("wrong-shape"):
-                return self._send(
-                    200, {"message": "not a list"} if name == "list" else [["not", "an object"]]
-                )
-            if name == "user":
-                if account.installation:
-                    return self._send(403, {"message": "Resource not accessible by integration"})
-                return self._send(200, fake._user(account.login))
-            if name == "repo":
-                return self._send(200, fake._repo_json())
-            if int(match.group(1)) != fake.number and name in ("issue", "list", "create"):
-                return self._send(404, {"message": "Not Found"})
-            if name == "issue":
-                return self._send(200, fake._issue_json())
-            if name == "list":
-                per_page = min(int(query.get("per_page", ["30"])[0]), 100)
-                page = int(query.get("page", ["1"])[0])
-                with fake._lock:
-                    items = list(fake.comments)
-                last = max(1, -(-len(items) // per_page))
-                chunk = items[(page - 1) * per_page : page * per_page]
-                base = f"{fake.api_url}/repos/{fake.owner}/{fake.repo}/issues/{fake.number}/comments"
-                links = []
-                if page < last:
-                    links.append(f'<{base}?per_page={per_page}&page={page + 1}>; rel="next"')
-                    links.append(f'<{base}?per_page={per_page}&page={last}>; rel="last"')
-                if page > 1:
-                    links.append(f'<{base}?per_page={per_page}&page=1>; rel="first"')
-                    links.append(f'<{base}?per_page={per_page}&page={page - 1}>; rel="prev"')
-                headers = {"Link": ", ".join(links)} if links else {}
-                return self._send(200, [fake._comment_json(c) for c in chunk], headers)
-            if account.read_only:
-                return self._send(403, {"message": "Resource not accessible by integration"})
-            if not isinstance(body, dict) or not isinstance(body.get("body"), str):
-                return self._send(422, {"message": "Validation Failed"})
-            if name == "create":
-                new_id = fake.add_comment(account.login, body["body"])
-                return self._send(201, fake._comment_json(fake.comment(new_id)))
-            # edit: like GitHub, write access may edit anyone's comment
-            try:
-                comment = fake.comment(int(match.group(1)))
-            except StopIteration:
-                return self._send(404, {"message": "Not Found"})
-            comment["body"] = body["body"]
-            return self._send(200, fake._comment_json(comment))
-
-        do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = _handle
-
-    return Handler
+    do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = _handle

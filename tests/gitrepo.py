@@ -31,6 +31,18 @@ def git_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+def git(folder: Path, *args: str, date: str | None = None) -> str:
+    """Run git in ``folder`` with the test identity, the commit dated ``date`` (or now); its stdout."""
+    env = git_env()
+    for key in ("GIT_AUTHOR_DATE", "GIT_COMMITTER_DATE"):
+        if date:
+            env[key] = date
+        else:
+            env.pop(key)
+    done = subprocess.run(["git", *args], cwd=folder, env=env, capture_output=True, text=True, check=True)
+    return done.stdout
+
+
 def sealed(calls: int) -> tuple[str, str]:
     """(sealed file text, head) of a baseline with ``calls`` calls; each is a prefix of the next."""
     records = [

@@ -218,16 +218,10 @@ def check_baseline(job: Job) -> Report:
     if state.broken:
         findings.append(chain_broken(state.broken, path=job.path))
     if settings.max_age_days is not None:
-        try:
-            fresh = check_freshness(
-                last_commit_time(job.absolute), now=settings.now, max_age_days=settings.max_age_days
-            )
-        except InputError as err:
-            errors.append(_relocate(err, job.path))
-        else:
-            header.append(Line(key="committed", value=fresh.committed, text=fresh.committed))
-            if fresh.stale:
-                findings.append(stale_baseline(fresh, path=job.path))
+        age, stale, error = _age(job, settings.max_age_days)
+        header += age
+        findings += stale
+        errors += error
     if job.runs and not state.broken:
         try:
             findings += _diff_runs(job)
@@ -262,6 +256,19 @@ def free_note(job: Job) -> str | None:
         {f"{notes}/{p.relative_to(folder).as_posix()}" for p in folder.rglob("*")} if folder.is_dir() else ()
     )
     return note_name(job.path, notes, taken)
+
+
+def _age(job: Job, max_age_days: int) -> tuple[list[Line], list[Finding], list[str]]:
+    """(the committed line, a stale-baseline finding, the error) of a baseline's age, each if any."""
+
+    try:
+        fresh = check_freshness(
+            last_commit_time(job.absolute), now=job.settings.now, max_age_days=max_age_days
+        )
+    except InputError as err:
+        return [], [], [_relocate(err, job.path)]
+    line = Line(key="committed", value=fresh.committed, text=fresh.committed)
+    return [line], [stale_baseline(fresh, path=job.path)] if fresh.stale else [], []
 
 
 def _diff_runs(job: Job) -> list[Finding]:
@@ -507,17 +514,21 @@ def run_check_with_status(
     planned = plan(config, explain=explain, changed_schemas=changed)
     if shard is not None:
         planned = [job for job in planned if shard_of(job.path, shard.count) == shard.index]
+    reports = _run_jobs(planned, jobs)
+    if first:
+        reports = sorted([*reports, *first], key=lambda r: r.path)
+    return reports, status
+
+
+def _run_jobs(planned: list[Job], jobs: int | None) -> list[Report]:
+    """Each job's report, on worker processes when there are enough files."""
     # no more workers than files: each starts an interpreter, and a pool cannot take any number
     workers = min(jobs if jobs is not None else _cores(), len(planned))
     if workers > 1 and len(planned) >= PARALLEL_MIN_FILES:
         context = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-            reports = list(pool.map(run_job, planned, chunksize=4))
-    else:
-        reports = [run_job(job) for job in planned]
-    if first:
-        reports = sorted([*reports, *first], key=lambda r: r.path)
-    return reports, status
+            return list(pool.map(run_job, planned, chunksize=4))
+    return [run_job(job) for job in planned]
 
 
 def _cores() -> int:

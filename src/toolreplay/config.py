@@ -112,14 +112,7 @@ def load_config(
     named ``label`` in errors and as the config's ``source``.
     """
     if path is None:
-        from pathlib import Path
-
-        path = find_config(cwd or Path.cwd())
-        if path is None:
-            raise InputError(
-                "no configuration found: add [tool.toolreplay] to pyproject.toml or write a "
-                "toolreplay.toml (see docs/cli.md, 'toolreplay check')"
-            )
+        path = _found_config(cwd)
     source = label or str(path)
     data = read_toml(path) if raw is None else parse_toml(raw, source)
     if path.name == "pyproject.toml":
@@ -128,18 +121,8 @@ def load_config(
             raise InputError("has no [tool.toolreplay] table", path=source)
     else:
         table = data
-    errors = [] if plainly_valid(table) else _schema_errors(table)
-    if errors:
-        first = errors[0]
-        pointer = pointer_of(first.absolute_path)
-        message = f"invalid configuration: {first.message}"
-        if first.validator == "enum" and list(first.absolute_path)[:1] == ["fail_on"]:
-            # a typo here would switch the gate off for that kind, so it is named with the choices
-            message = (
-                f"fail_on: unknown finding kind {quote(str(first.instance))}; "
-                f"the kinds are: {', '.join(first.validator_value)}"
-            )
-        raise InputError(message, path=source, pointer=pointer)
+    if not plainly_valid(table):
+        _refuse_invalid(table, source)
     budget = table.get("pattern_budget_seconds", DEFAULT_BUDGET_SECONDS)
     if not finite_budget(budget):
         raise InputError(BUDGET_PROBLEM, path=source, pointer="/pattern_budget_seconds")
@@ -159,6 +142,35 @@ def load_config(
         fail_on=frozenset(table["fail_on"]) if "fail_on" in table else None,
         declared=frozenset(table),
     )
+
+
+def _found_config(cwd: Path | None) -> Path:
+    """The config file found from ``cwd`` (default: the current folder) upwards."""
+    from pathlib import Path
+
+    path = find_config(cwd or Path.cwd())
+    if path is None:
+        raise InputError(
+            "no configuration found: add [tool.toolreplay] to pyproject.toml or write a "
+            "toolreplay.toml (see docs/cli.md, 'toolreplay check')"
+        )
+    return path
+
+
+def _refuse_invalid(table: dict[str, Any], source: str) -> None:
+    """Name the first schema error of a configuration table, if it has one."""
+    errors = _schema_errors(table)
+    if not errors:
+        return
+    first = errors[0]
+    message = f"invalid configuration: {first.message}"
+    if first.validator == "enum" and list(first.absolute_path)[:1] == ["fail_on"]:
+        # a typo here would switch the gate off for that kind, so it is named with the choices
+        message = (
+            f"fail_on: unknown finding kind {quote(str(first.instance))}; "
+            f"the kinds are: {', '.join(first.validator_value)}"
+        )
+    raise InputError(message, path=source, pointer=pointer_of(first.absolute_path))
 
 
 def _baseline_globs(globs: list[str], source: str) -> tuple[str, ...]:

@@ -203,21 +203,28 @@ def _schema_problems(front: _FrontMatter, path: str) -> list[InputError]:
     for error in errors:
         pointer = "".join("/" + pointer_token(str(p)) for p in error.absolute_path)
         line, node = front.nodes.get(pointer, (1, None))
-        if error.validator == "additionalProperties" and isinstance(error.instance, dict):
-            known = error.schema.get("properties", {}) if isinstance(error.schema, dict) else {}
-            extra = [key for key in error.instance if key not in known]
-            if extra:
-                line = front.nodes.get(pointer + "/" + pointer_token(str(extra[0])), (line, None))[0]
+        line = _extra_key_line(error, front, pointer, line)
         message = error.message
-        if (
-            error.validator in ("type", "$ref", "pattern")
-            and isinstance(node, ScalarNode)
-            and node.style is None
-            and node.tag != _STR_TAG
-        ):
+        if error.validator in ("type", "$ref", "pattern") and _unquoted_non_string(node):
             message += "; YAML read the unquoted value as a non-string: put it in double quotes"
         out.append(InputError(message, path=path, line=line, pointer=pointer or "/"))
     return out
+
+
+def _extra_key_line(error: Any, front: _FrontMatter, pointer: str, line: int) -> int:
+    """For a key the schema does not know, the line of that key rather than of its object."""
+    if error.validator != "additionalProperties" or not isinstance(error.instance, dict):
+        return line
+    known = error.schema.get("properties", {}) if isinstance(error.schema, dict) else {}
+    extra = [key for key in error.instance if key not in known]
+    if not extra:
+        return line
+    return front.nodes.get(pointer + "/" + pointer_token(str(extra[0])), (line, None))[0]
+
+
+def _unquoted_non_string(node: Any) -> bool:
+    """Whether YAML read a plain (unquoted) scalar as something other than a string."""
+    return isinstance(node, ScalarNode) and node.style is None and node.tag != _STR_TAG
 
 
 def _prose_problem(front: _FrontMatter, path: str) -> InputError | None:

@@ -93,20 +93,9 @@ class RangeLines:
         self.lines = 0
 
     def __iter__(self) -> Iterator[tuple[int, bytes]]:
-        stream, position = self.stream, self.start
-        stream.seek(max(position - 1, 0))
-        if position and stream.read(1) != b"\n":  # inside a line: it belongs to the range before
-            rest = stream.readline(MAX_RECORD_BYTES + 2)
-            if not rest.endswith(b"\n") and len(rest) > MAX_RECORD_BYTES:
-                raise Fallback
-            position += len(rest)
-        if position >= self.end:
-            return
-        data = stream.read(self.end - position)
+        data = self._read()
         if not data:
             return
-        if not data.endswith(b"\n"):  # the last line goes on past the range
-            data += stream.readline(MAX_RECORD_BYTES + 2)
         lines = data.split(b"\n")
         ended = data.endswith(b"\n")
         if ended:
@@ -121,18 +110,40 @@ class RangeLines:
             self.lines = last
             yield from enumerate(lines, 1)
             return
-        for number, raw in enumerate(lines, 1):
-            if len(raw) > MAX_RECORD_BYTES:
-                raise Fallback
-            if raw[:1] != b"{":  # not the usual line: blank, CR LF, white space first
-                if raw.endswith(b"\r") and (ended or number < last):
-                    raw = raw[:-1]
-                if not raw.strip(b" \t\r"):
-                    continue
-            elif raw.endswith(b"\r") and (ended or number < last):
-                raw = raw[:-1]
-            yield number, raw
+        yield from _unusual_lines(lines, ended)
         self.lines = last
+
+    def _read(self) -> bytes:
+        """The range's bytes: from its first whole line to the end of the line it ends in."""
+        stream, position = self.stream, self.start
+        stream.seek(max(position - 1, 0))
+        if position and stream.read(1) != b"\n":  # inside a line: it belongs to the range before
+            rest = stream.readline(MAX_RECORD_BYTES + 2)
+            if not rest.endswith(b"\n") and len(rest) > MAX_RECORD_BYTES:
+                raise Fallback
+            position += len(rest)
+        if position >= self.end:
+            return b""
+        data = stream.read(self.end - position)
+        if data and not data.endswith(b"\n"):  # the last line goes on past the range
+            data += stream.readline(MAX_RECORD_BYTES + 2)
+        return data
+
+
+def _unusual_lines(lines: list[bytes], ended: bool) -> Iterator[tuple[int, bytes]]:
+    """A range's lines when some end in CR or are blank: (number, line without its CR) of each non-blank."""
+    last = len(lines)
+    for number, raw in enumerate(lines, 1):
+        if len(raw) > MAX_RECORD_BYTES:
+            raise Fallback
+        if raw[:1] != b"{":  # not the usual line: blank, CR LF, white space first
+            if raw.endswith(b"\r") and (ended or number < last):
+                raw = raw[:-1]
+            if not raw.strip(b" \t\r"):
+                continue
+        elif raw.endswith(b"\r") and (ended or number < last):
+            raw = raw[:-1]
+        yield number, raw
 
 
 # --- what each worker computes over its range ------------------------------------------------

@@ -15,7 +15,7 @@ import os
 import re
 from collections.abc import Generator, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 import pytest
 
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     import pluggy
 
     from toolreplay.library.cassette import CassetteRegistry
+    from toolreplay.library.mcp_cassette import McpCassettes
 
 #: pytest-recording's names (the same tuple as toolreplay.library.cassette.RECORD_MODES)
 RECORD_MODES = ("none", "once", "new_episodes", "all")
@@ -32,7 +33,7 @@ DEFAULT_CASSETTE_DIR = "tests/cassettes"
 #: what happened to a test's cassette; the teardown report carries it (also across xdist)
 OUTCOMES = ("replayed", "recorded", "unsaved")
 _REPORT_ATTR = "toolreplay_cassette"
-_OUTCOME = pytest.StashKey[str]()
+_OUTCOME = pytest.StashKey[list[str]]()
 _CALL_PASSED = pytest.StashKey[bool]()
 #: characters kept as they are in a cassette file name; everything else is %XX-escaped
 _SAFE = re.compile(r"[A-Za-z0-9_.\-\[\]]")
@@ -68,8 +69,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "toolreplay(path=None): bind the test's toolreplay registry to a cassette"
-        " (a *.sealed.jsonl path relative to the rootdir; default: one per test)",
+        "toolreplay(path=None): bind the test's toolreplay registry (or toolreplay_mcp's first server)"
+        " to a cassette (a *.sealed.jsonl path relative to the rootdir; default: one per test)",
     )
     config.pluginmanager.register(_Summary(config), "toolreplay-summary")
 
@@ -146,23 +147,33 @@ def cassette_path(item: pytest.Item) -> Path:
     root = item.config.rootpath
     marker = item.get_closest_marker("toolreplay")
     if marker is not None and marker.args:
-        if len(marker.args) > 1 or marker.kwargs:
-            raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.toolreplay takes one cassette path")
-        given = Path(os.fspath(marker.args[0]))
-        if not given.name.endswith(SEALED_SUFFIX):
-            raise pytest.UsageError(
-                f"{item.nodeid}: a cassette is a sealed transcript: its name must end in {SEALED_SUFFIX}"
-            )
-        path = Path(os.path.normpath(root / given))
-        if not given.is_absolute() and not path.is_relative_to(root):
-            # a relative path climbing out of the rootdir is a slip: the cassette would live
-            # outside the repository it is the baseline of (an absolute path says so openly)
-            raise pytest.UsageError(
-                f"{item.nodeid}: a relative cassette path stays inside the rootdir, not {str(given)!r}"
-            )
-        return path
+        return _marked_cassette(item, marker, root)
     if marker is not None and marker.kwargs:
         raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.toolreplay takes one cassette path")
+    return _default_cassette(item, root)
+
+
+def _marked_cassette(item: pytest.Item, marker: pytest.Mark, root: Path) -> Path:
+    """The path ``@pytest.mark.toolreplay`` gives: a sealed transcript's name, not out of the rootdir."""
+    if len(marker.args) > 1 or marker.kwargs:
+        raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.toolreplay takes one cassette path")
+    given = Path(os.fspath(marker.args[0]))
+    if not given.name.endswith(SEALED_SUFFIX):
+        raise pytest.UsageError(
+            f"{item.nodeid}: a cassette is a sealed transcript: its name must end in {SEALED_SUFFIX}"
+        )
+    path = Path(os.path.normpath(root / given))
+    if not given.is_absolute() and not path.is_relative_to(root):
+        # a relative path climbing out of the rootdir is a slip: the cassette would live
+        # outside the repository it is the baseline of (an absolute path says so openly)
+        raise pytest.UsageError(
+            f"{item.nodeid}: a relative cassette path stays inside the rootdir, not {str(given)!r}"
+        )
+    return path
+
+
+def _default_cassette(item: pytest.Item, root: Path) -> Path:
+    """One file per test under the cassette dir, named after its module, class and test."""
     try:
         module = item.path.relative_to(root).with_suffix("").parts
     except ValueError:  # a test file outside the rootdir
@@ -181,11 +192,13 @@ def cassette_path(item: pytest.Item) -> Path:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    # a marked test gets the fixture even when it does not name it (like usefixtures)
+    # a marked test gets the fixture even when it does not name it (like usefixtures); the
+    # marker of a test that reaches its tools over MCP names toolreplay_mcp's cassette instead
     for item in items:
         if (
             isinstance(item, pytest.Function)
             and "toolreplay" not in item.fixturenames
+            and "toolreplay_mcp" not in item.fixturenames
             and item.get_closest_marker("toolreplay") is not None
         ):
             item.fixturenames.append("toolreplay")
@@ -199,14 +212,8 @@ def toolreplay(request: pytest.FixtureRequest) -> Iterator[CassetteRegistry]:
 
     item = request.node
     path = cassette_path(item)
-    try:
-        mode, why = record_mode(request.config)
-    except pytest.UsageError as err:
-        raise pytest.UsageError(f"{item.nodeid}: {err}") from None
-    try:
-        label = path.relative_to(request.config.rootpath).as_posix()
-    except ValueError:
-        label = str(path)
+    mode, why = _test_mode(item)
+    label = _label(item.config, path)
     try:
         registry = CassetteRegistry(path, mode=mode, why=why, label=label)
     except ToolreplayError as err:
@@ -215,14 +222,67 @@ def toolreplay(request: pytest.FixtureRequest) -> Iterator[CassetteRegistry]:
             text = f"cassette {label}: {text}"
         pytest.fail(f"toolreplay: {text}", pytrace=False)
     yield registry
+    outcomes = item.stash.setdefault(_OUTCOME, [])
     if registry.recording and registry.recorded:
         if item.stash.get(_CALL_PASSED, False):
             registry.save()
-            item.stash[_OUTCOME] = "recorded"
+            outcomes.append("recorded")
         else:  # a failed test's calls are no baseline
-            item.stash[_OUTCOME] = "unsaved"
+            outcomes.append("unsaved")
     elif registry.existed and mode != "all":
-        item.stash[_OUTCOME] = "replayed"
+        outcomes.append("replayed")
+
+
+@pytest.fixture
+def toolreplay_mcp(request: pytest.FixtureRequest) -> Iterator[McpCassettes]:
+    """MCP servers bound to this test's cassettes: ``.stdio(command, args, env, cwd)`` gives the
+    ``StdioServerParameters`` and ``.http(url)`` the URL the agent's client should use."""
+    from toolreplay.library.errors import SnapshotMissError, ToolDriftError
+    from toolreplay.library.mcp_cassette import McpCassettes
+
+    item = request.node
+    base = cassette_path(item)
+    mode, why = _test_mode(item)
+    # the toolreplay fixture, when the test also takes it, owns the test's own cassette
+    shared = "toolreplay" in item.fixturenames
+
+    def cassette_for(name: str | None) -> tuple[str, str]:
+        path = base
+        if name is not None or shared:
+            stem = base.name.removesuffix(SEALED_SUFFIX)
+            path = base.with_name(f"{stem}.{safe_name(name or 'mcp')}{SEALED_SUFFIX}")
+        return str(path), _label(item.config, path)
+
+    servers = McpCassettes(cassette_for, mode=mode, why=why, fail=_fail)
+    try:
+        yield servers
+        outcomes, problem = servers.finish(item.stash.get(_CALL_PASSED, False))
+        item.stash.setdefault(_OUTCOME, []).extend(outcomes)
+        if problem is not None:
+            if not isinstance(problem, (SnapshotMissError, ToolDriftError)):
+                pytest.fail(f"toolreplay: {problem}", pytrace=False)
+            raise problem.with_traceback(None)
+    finally:
+        servers.close()
+
+
+def _fail(text: str) -> NoReturn:
+    pytest.fail(text, pytrace=False)
+
+
+def _test_mode(item: pytest.Item) -> tuple[str, str]:
+    try:
+        return record_mode(item.config)
+    except pytest.UsageError as err:
+        raise pytest.UsageError(f"{item.nodeid}: {err}") from None
+
+
+def _label(config: pytest.Config, path: Path) -> str:
+    """A cassette as messages name it: relative to the rootdir when it is inside."""
+    try:
+        return path.relative_to(config.rootpath).as_posix()
+    except ValueError:
+        return str(path)
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -233,8 +293,8 @@ def pytest_runtest_makereport(
     report: pytest.TestReport = outcome.get_result()
     if report.when == "call":
         item.stash[_CALL_PASSED] = report.passed
-    elif report.when == "teardown" and _OUTCOME in item.stash:
-        setattr(report, _REPORT_ATTR, item.stash[_OUTCOME])
+    elif report.when == "teardown" and (outcomes := item.stash.get(_OUTCOME, None)):
+        setattr(report, _REPORT_ATTR, list(outcomes))
 
 
 class _Summary:
@@ -246,9 +306,10 @@ class _Summary:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         # runs where the summary is printed: in the main process, also for xdist workers' reports
-        outcome = getattr(report, _REPORT_ATTR, None)
-        if outcome in self.counts:
-            self.counts[outcome] += 1
+        outcomes = getattr(report, _REPORT_ATTR, None)
+        for outcome in outcomes if isinstance(outcomes, list) else ():
+            if outcome in self.counts:
+                self.counts[outcome] += 1
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         if not any(self.counts.values()):

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from toolreplay.canonical import canonical, decode
 from toolreplay.errors import InputError, ToolreplayError
 from toolreplay.escape import one_line
+from toolreplay.extras import require
 from toolreplay.transcript import read_input
 
 if TYPE_CHECKING:
@@ -58,12 +59,9 @@ class SignatureCheck:
 
 
 def _crypto() -> Any:
-    try:
-        from cryptography.hazmat.primitives import serialization
-    except ImportError as err:
-        raise ToolreplayError(
-            "signing needs the optional 'cryptography' package: pip install 'toolreplay[sign]'"
-        ) from err
+    require("sign", "signing", error=ToolreplayError)
+    from cryptography.hazmat.primitives import serialization
+
     return serialization
 
 

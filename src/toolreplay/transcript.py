@@ -112,53 +112,73 @@ def check_fields(value: Any, *, sealed: bool) -> None:
     """Refuse a decoded line whose fields break docs/spec.md §1.1 (or §1.3 for a sealed link)."""
     if not isinstance(value, dict):
         raise InputError(f"a record must be a JSON object, not {type_name(value)}")
-    if not value.keys() <= _ALLOWED[sealed]:
-        unknown = sorted(k for k in value if k not in _ALLOWED[sealed])
-        raise InputError(f"unknown field {canonical(unknown[0])}", pointer="/" + pointer_token(unknown[0]))
-    if not _REQUIRED[sealed] <= value.keys():
-        for name in REQUIRED + (LINK_EXTRA if sealed else ()):
-            if name not in value:
-                raise InputError(f'missing field "{name}"')
-    index = value["index"]
-    if type(index) is not int:  # bool is an int subclass, and 1.0 is not an integer here
-        raise _field_error("index", "an integer", index)
-    if index < 0:
-        raise InputError('field "index" must not be negative', pointer="/index")
-    tool = value["tool"]
-    if not isinstance(tool, str):
-        raise _field_error("tool", "a string", tool)
-    if not tool:
-        raise InputError('field "tool" must not be empty', pointer="/tool")
+    if not (value.keys() <= _ALLOWED[sealed] and _REQUIRED[sealed] <= value.keys()):
+        _refuse_field_names(value, sealed=sealed)
+    _check_index_and_tool(value["index"], value["tool"])
     if not isinstance(value["args"], dict):
         raise _field_error("args", "an object", value["args"])
     if not isinstance(value["response"], dict):
         raise _field_error("response", "an object", value["response"])
     if "fingerprint" in value:
-        fingerprint = value["fingerprint"]
-        if not isinstance(fingerprint, str):
-            raise _field_error("fingerprint", "a string of 16 lowercase hex digits", fingerprint)
-        if not _FINGERPRINT.fullmatch(fingerprint):
-            raise InputError('field "fingerprint" must be 16 lowercase hex digits', pointer="/fingerprint")
+        _check_fingerprint(value["fingerprint"])
     if "state" in value:
-        state = value["state"]
-        if not isinstance(state, dict):
-            raise _field_error("state", "an object of strings", state)
-        for key, item in state.items():
-            if not isinstance(item, str):
-                raise InputError(
-                    f"state values must be strings, not {type_name(item)}",
-                    pointer="/state/" + pointer_token(key),
-                )
+        _check_state(value["state"])
     if "text_digest" in value:
-        digest = value["text_digest"]
-        if not isinstance(digest, str):
-            raise _field_error("text_digest", "a string of 64 lowercase hex digits", digest)
-        if not _DIGEST.fullmatch(digest):
-            raise InputError('field "text_digest" must be 64 lowercase hex digits', pointer="/text_digest")
+        _check_text_digest(value["text_digest"])
     if sealed:
-        for name in LINK_EXTRA:
-            if not isinstance(value[name], str) or not _DIGEST.fullmatch(value[name]):
-                raise InputError(f'field "{name}" must be 64 lowercase hex digits', pointer=f"/{name}")
+        _check_chain_fields(value)
+
+
+def _check_text_digest(digest: Any) -> None:
+    if not isinstance(digest, str):
+        raise _field_error("text_digest", "a string of 64 lowercase hex digits", digest)
+    if not _DIGEST.fullmatch(digest):
+        raise InputError('field "text_digest" must be 64 lowercase hex digits', pointer="/text_digest")
+
+
+def _refuse_field_names(value: dict[str, Any], *, sealed: bool) -> None:
+    """The first unknown field, else the first missing one."""
+    unknown = sorted(k for k in value if k not in _ALLOWED[sealed])
+    if unknown:
+        raise InputError(f"unknown field {canonical(unknown[0])}", pointer="/" + pointer_token(unknown[0]))
+    missing = next(name for name in REQUIRED + LINK_EXTRA if name not in value)
+    raise InputError(f'missing field "{missing}"')
+
+
+def _check_index_and_tool(index: Any, tool: Any) -> None:
+    if type(index) is not int:  # bool is an int subclass, and 1.0 is not an integer here
+        raise _field_error("index", "an integer", index)
+    if index < 0:
+        raise InputError('field "index" must not be negative', pointer="/index")
+    if not isinstance(tool, str):
+        raise _field_error("tool", "a string", tool)
+    if not tool:
+        raise InputError('field "tool" must not be empty', pointer="/tool")
+
+
+def _check_fingerprint(fingerprint: Any) -> None:
+    if not isinstance(fingerprint, str):
+        raise _field_error("fingerprint", "a string of 16 lowercase hex digits", fingerprint)
+    if not _FINGERPRINT.fullmatch(fingerprint):
+        raise InputError('field "fingerprint" must be 16 lowercase hex digits', pointer="/fingerprint")
+
+
+def _check_state(state: Any) -> None:
+    if not isinstance(state, dict):
+        raise _field_error("state", "an object of strings", state)
+    for key, item in state.items():
+        if not isinstance(item, str):
+            raise InputError(
+                f"state values must be strings, not {type_name(item)}",
+                pointer="/state/" + pointer_token(key),
+            )
+
+
+def _check_chain_fields(value: dict[str, Any]) -> None:
+    """A sealed link's ``prev`` and ``digest``."""
+    for name in LINK_EXTRA:
+        if not isinstance(value[name], str) or not _DIGEST.fullmatch(value[name]):
+            raise InputError(f'field "{name}" must be 64 lowercase hex digits', pointer=f"/{name}")
 
 
 def _build(value: Any, *, sealed: bool, line: int, decoded: bool = True) -> tuple[Record, dict[str, Any]]:

@@ -252,6 +252,7 @@ def fake() -> Iterator[FakeGitHub]:
 
 
 @pytest.mark.slow
+@pytest.mark.workflow
 def test_action_steps_run_on_a_pull_request(tmp_path: Path, fake: FakeGitHub) -> None:
     """The steps install toolreplay from the action's folder and report a PR that re-seals a baseline
     without a note: outputs, annotations, summary, SARIF, exactly one comment; a rerun edits nothing."""
@@ -404,6 +405,7 @@ def test_a_python_path_that_cannot_be_used_is_one_error(
 
 
 @pytest.mark.slow
+@pytest.mark.workflow
 def test_a_second_use_with_another_python_runs_on_that_python(tmp_path: Path) -> None:
     """Two uses in one job (one RUNNER_TEMP) with different interpreters: the second venv is rebuilt
     on the second interpreter (python -m venv over a venv keeps the old interpreter's links)."""

@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from tests.conftest import ROOT, SAMPLES
+from tests.gitrepo import git
 from toolreplay import check as check_module
 from toolreplay.cli import cli
 from toolreplay.contracts.lock import ToolLock, make_contract, save_lock
@@ -26,15 +27,6 @@ def run(runner: CliRunner, project: Path, *args: str) -> tuple[int, str]:
     finally:
         os.chdir(old)
     return result.exit_code, result.output
-
-
-def git(project: Path, *args: str, date: str | None = None) -> str:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com"}
-    env |= {"GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
-    if date:
-        env |= {"GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date}
-    done = subprocess.run(["git", *args], cwd=project, env=env, capture_output=True, text=True, check=True)
-    return done.stdout
 
 
 @pytest.fixture

@@ -12,8 +12,8 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from tests.conftest import invoke as _invoke
 from tests.gitrepo import git_env
-from toolreplay.cli import cli
 from toolreplay.contracts.lock import ToolLock, make_contract, save_lock
 
 LOOKUP = {"tool": "lookup_order", "args": {"order": "A1"}}
@@ -51,11 +51,6 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     )
     monkeypatch.chdir(root)
     return root
-
-
-def _invoke(runner: CliRunner, *args: str) -> tuple[int, str, str]:
-    result = runner.invoke(cli, list(args), catch_exceptions=False)
-    return result.exit_code, result.stdout, result.stderr
 
 
 def test_replay_takes_mutators_state_aware_and_lock_from_the_config(runner: CliRunner, project: Path) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from toolreplay.cli import cli
+from tests.conftest import invoke as _invoke
 from toolreplay.contracts.lock import load_lock
 
 READ_ONLY = {"readOnlyHint": True}
@@ -42,11 +42,6 @@ WHAT = (
     ' string (required); schema (compatible): /properties/reason (absent) -> {"type":"string"};'
     ' schema (breaking): /required ["order"] -> ["order","reason"]'
 )
-
-
-def _invoke(runner: CliRunner, *args: str) -> tuple[int, str, str]:
-    result = runner.invoke(cli, list(args), catch_exceptions=False)
-    return result.exit_code, result.stdout, result.stderr
 
 
 @pytest.fixture

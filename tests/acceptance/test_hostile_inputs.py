@@ -10,15 +10,11 @@ import pytest
 from click.testing import CliRunner
 
 from tests.conftest import SAMPLES
+from tests.conftest import invoke as run
 from toolreplay.cli import cli
 
 TRANSCRIPT = SAMPLES / "session-dirty.jsonl"
 TOOLS = Path(__file__).resolve().parent.parent / "data" / "tools" / "openai_MailCli_tools.json"
-
-
-def run(runner: CliRunner, *args: str) -> tuple[int, str, str]:
-    result = runner.invoke(cli, list(args), catch_exceptions=False)
-    return result.exit_code, result.stdout, result.stderr
 
 
 @pytest.fixture

@@ -10,18 +10,13 @@ import pytest
 from click.testing import CliRunner
 
 from tests.conftest import ROOT
-from toolreplay.cli import cli
+from tests.conftest import invoke as _run
 from toolreplay.importers import import_file
 from toolreplay.transcript import read_transcript
 
 TRACES = ROOT / "tests" / "data" / "traces"
 TAU = TRACES / "tau-bench" / "gpt-4o-airline-sample.json"
 SWE = sorted((TRACES / "swe-agent").glob("*.traj"))
-
-
-def _run(runner: CliRunner, *args: str) -> tuple[int, str, str]:
-    result = runner.invoke(cli, list(args), catch_exceptions=False)
-    return result.exit_code, result.stdout, result.stderr
 
 
 def _tau_episodes() -> list[dict[str, object]]:

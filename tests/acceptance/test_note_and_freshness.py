@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -11,25 +9,13 @@ import pytest
 import yaml
 from click.testing import CliRunner, Result
 
+from tests.gitrepo import git
 from toolreplay.cli import cli
 from toolreplay.transcript import GENESIS
 
 pytestmark = pytest.mark.slow
 
 CASES = Path(__file__).resolve().parent.parent / "cases" / "diff"
-
-
-def git(repo: Path, *args: str, date: str | None = None) -> None:
-    env = {
-        **os.environ,
-        "GIT_AUTHOR_NAME": "t",
-        "GIT_AUTHOR_EMAIL": "t@example.com",
-        "GIT_COMMITTER_NAME": "t",
-        "GIT_COMMITTER_EMAIL": "t@example.com",
-    }
-    if date:
-        env["GIT_COMMITTER_DATE"] = env["GIT_AUTHOR_DATE"] = date
-    subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True)
 
 
 @pytest.fixture

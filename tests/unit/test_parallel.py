@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from tests.conftest import invoke as run
 from toolreplay import parallel
-from toolreplay.cli import cli
 
 
 def write_transcript(path: Path, count: int) -> None:
@@ -27,11 +27,6 @@ def force_parallel(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", 0)
     monkeypatch.setattr(parallel, "CHUNK_BYTES", 4096)
     monkeypatch.setattr(parallel, "workers", lambda: 2)
-
-
-def run(runner: CliRunner, *args: str) -> tuple[int, str, str]:
-    result = runner.invoke(cli, list(args), catch_exceptions=False)
-    return result.exit_code, result.stdout, result.stderr
 
 
 @pytest.mark.slow

@@ -176,23 +176,30 @@ def first_difference(old: Any, new: Any, pointer: str = "") -> tuple[str, Any, A
     A member present on one side only is reported with a private "absent" marker on the other.
     """
     if isinstance(old, dict) and isinstance(new, dict):
-        for key in sorted(old.keys() | new.keys()):
-            found = first_difference(
-                old.get(key, _ABSENT), new.get(key, _ABSENT), pointer + "/" + pointer_token(key)
-            )
-            if found:
-                return found
-        return None
+        return _first_in_object(old, new, pointer)
     if isinstance(old, list) and isinstance(new, list):
-        for i in range(max(len(old), len(new))):
-            a = old[i] if i < len(old) else _ABSENT
-            b = new[i] if i < len(new) else _ABSENT
-            found = first_difference(a, b, f"{pointer}/{i}")
-            if found:
-                return found
-        return None
+        return _first_in_array(old, new, pointer)
     if old is _ABSENT or new is _ABSENT or canonical(old) != canonical(new):
         return pointer, old, new
+    return None
+
+
+def _first_in_object(old: dict[str, Any], new: dict[str, Any], pointer: str) -> tuple[str, Any, Any] | None:
+    for key in sorted(old.keys() | new.keys()):
+        at = pointer + "/" + pointer_token(key)
+        found = first_difference(old.get(key, _ABSENT), new.get(key, _ABSENT), at)
+        if found:
+            return found
+    return None
+
+
+def _first_in_array(old: list[Any], new: list[Any], pointer: str) -> tuple[str, Any, Any] | None:
+    for i in range(max(len(old), len(new))):
+        a = old[i] if i < len(old) else _ABSENT
+        b = new[i] if i < len(new) else _ABSENT
+        found = first_difference(a, b, f"{pointer}/{i}")
+        if found:
+            return found
     return None
 
 
@@ -379,9 +386,6 @@ def _fingerprint_drift(
     """The tool-drift message of a run call (and the baseline call it aligns with, if any)."""
     tool = r.tool
     locked = declared.fingerprint if declared else None
-    shown = locked or ""
-    if locked and declared is not None and declared.version:
-        shown = f"{locked} (version {canonical(declared.version)})"
     why = explain.get(tool, "")
     if b is not None and b.fingerprint and r.fingerprint and b.fingerprint != r.fingerprint:
         if not lock_checks_runs and locked and r.fingerprint != locked:
@@ -394,14 +398,23 @@ def _fingerprint_drift(
             against=f"the baseline (index {b.index})",
             explain=why,
         )
-    if not locked:
+    if not locked or declared is None:
         return None
+    return _lock_drift(b, r, declared, why, lock_checks_runs)
+
+
+def _lock_drift(
+    b: Record | None, r: Record, declared: ToolBehaviour, why: str, lock_checks_runs: bool
+) -> str | None:
+    """The tool-drift message of a call whose fingerprint is not the lock's: the baseline's first."""
+    locked = declared.fingerprint or ""
+    shown = f"{locked} (version {canonical(declared.version)})" if declared.version else locked
     if b is not None and b.fingerprint and b.fingerprint != locked:
         return fingerprint_message(
-            tool, b.fingerprint, shown, side=f"in the baseline (index {b.index})", explain=why
+            r.tool, b.fingerprint, shown, side=f"in the baseline (index {b.index})", explain=why
         )
     if lock_checks_runs and r.fingerprint and r.fingerprint != locked:
-        return fingerprint_message(tool, r.fingerprint, shown, side="in the run", explain=why)
+        return fingerprint_message(r.tool, r.fingerprint, shown, side="in the run", explain=why)
     return None
 
 
@@ -429,49 +442,58 @@ def _compare_pair(
     # a tool the lock declares non-deterministic: its responses are not compared, its effects are
     nondeterministic = declared is not None and not declared.deterministic
     if r.canon_response != b.canon_response and not nondeterministic:
-        if not out.wants("behavior-drift"):
+        if out.wants("behavior-drift"):
+            add("behavior-drift", *_behavior_drift(tool, *(full() if full is not None else (b, r))))
+        else:
             out.count("behavior-drift")
-        else:
-            fb, fr = full() if full is not None else (b, r)
-            difference = first_difference(json.loads(fb.canon_response), json.loads(fr.canon_response))
-            where = _where(difference)
-            add(
-                "behavior-drift",
-                f"tool {quote(tool)} returned a different response than at baseline index {b.index}{where}",
-                _change(difference),
-            )
     elif b.canon_state is not None and r.canon_state is not None and b.canon_state != r.canon_state:
-        if not out.wants("effect-drift"):
-            out.count("effect-drift")
+        if out.wants("effect-drift"):
+            add("effect-drift", *_effect_drift(tool, *(full() if full is not None else (b, r))))
         else:
-            fb, fr = full() if full is not None else (b, r)
-            difference = first_difference(fb.state, fr.state)
-            where = _where(difference, _STATE_LIMIT)
-            same = (
-                "returned the same response as" if r.canon_response == b.canon_response else "was called as"
-            )
-            add(
-                "effect-drift",
-                f"tool {quote(tool)} {same} at baseline index {b.index} but left a different state{where}",
-                _change(difference, _STATE_LIMIT),
-            )
-    # A baseline that recorded a call's post-state says its effect matters, whatever the
-    # mutators list or a declaration says: a run that drops it (a re-execution without a
-    # state function) is unaudited, not a pass.
-    dropped = b.state is not None and r.state is None
-    if dropped or (_is_mutator(tool, behaviour, mutators) and (b.state is None or r.state is None)):
-        missing = (
-            "neither side records"
-            if b.state is None and r.state is None
-            else ("the baseline does not record" if b.state is None else "the run does not record")
-        )
+            out.count("effect-drift")
+    unrecorded = _unrecorded_state(b, r, tool, behaviour, mutators)
+    if unrecorded is not None:
         add(
             "audit-incomplete",
             (
-                f"tool {quote(tool)} changes state but {missing} its post-call state"
+                f"tool {quote(tool)} changes state but {unrecorded} its post-call state"
                 f" (baseline index {b.index}): its effect cannot be compared"
             ),
         )
+
+
+def _behavior_drift(tool: str, b: Record, r: Record) -> tuple[str, Change | None]:
+    """The message and change of a response that differs from the baseline's (full records)."""
+    difference = first_difference(json.loads(b.canon_response), json.loads(r.canon_response))
+    where = _where(difference)
+    message = f"tool {quote(tool)} returned a different response than at baseline index {b.index}{where}"
+    return message, _change(difference)
+
+
+def _effect_drift(tool: str, b: Record, r: Record) -> tuple[str, Change | None]:
+    """The message and change of a post-call state that differs from the baseline's (full records)."""
+    difference = first_difference(b.state, r.state)
+    where = _where(difference, _STATE_LIMIT)
+    same = "returned the same response as" if r.canon_response == b.canon_response else "was called as"
+    message = f"tool {quote(tool)} {same} at baseline index {b.index} but left a different state{where}"
+    return message, _change(difference, _STATE_LIMIT)
+
+
+def _unrecorded_state(
+    b: Record, r: Record, tool: str, behaviour: Mapping[str, ToolBehaviour], mutators: frozenset[str]
+) -> str | None:
+    """Which side does not record a post-call state that matters, if any.
+
+    A baseline that recorded a call's post-state says its effect matters, whatever the
+    mutators list or a declaration says: a run that drops it (a re-execution without a
+    state function) is unaudited, not a pass. A mutator's state matters on both sides.
+    """
+    dropped = b.state is not None and r.state is None
+    if not (dropped or ((b.state is None or r.state is None) and _is_mutator(tool, behaviour, mutators))):
+        return None
+    if b.state is None and r.state is None:
+        return "neither side records"
+    return "the baseline does not record" if b.state is None else "the run does not record"
 
 
 def _diff_run(

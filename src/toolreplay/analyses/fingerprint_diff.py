@@ -16,7 +16,7 @@ the old schema accepted may be refused now.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -136,16 +136,8 @@ def compare_locks(recorded: ToolLock, live: ToolLock) -> list[Difference]:
     out: list[Difference] = []
     for name in sorted(set(recorded.tools) | set(live.tools)):
         old, new = recorded.tools.get(name), live.tools.get(name)
-        if old is None and new is not None:
-            out.append(Difference(tool=name, kind="added", new=new))
-        elif new is None and old is not None:
-            out.append(Difference(tool=name, kind="removed", old=old))
-        elif (
-            old is not None
-            and new is not None
-            and (old.fingerprint != new.fingerprint or text_differs(old, new))
-        ):
-            out.extend(compare_contracts(old, new))
+        if old is None or new is None or old.fingerprint != new.fingerprint or text_differs(old, new):
+            out.extend(_tool_differences(name, old, new))
     return out
 
 
@@ -196,6 +188,15 @@ def compare_text(old: ToolContract, new: ToolContract) -> list[Difference]:
     return out
 
 
+def _tool_differences(name: str, old: ToolContract | None, new: ToolContract | None) -> list[Difference]:
+    """A tool added, removed, or its contract's differences (one of the two is there)."""
+    if old is None:
+        return [Difference(tool=name, kind="added", new=new)]
+    if new is None:
+        return [Difference(tool=name, kind="removed", old=old)]
+    return compare_contracts(old, new)
+
+
 def compare_contracts(old: ToolContract, new: ToolContract) -> list[Difference]:
     """The signature, schema and version differences of one tool."""
     out = [
@@ -243,21 +244,62 @@ def diff_signature(old: dict[str, Any], new: dict[str, Any]) -> list[tuple[str, 
         out.append(("name changed", "/name", old["name"], new["name"]))
     old_params: list[list[str]] = old["params"]
     new_params: list[list[str]] = new["params"]
+    changes = _parameter_changes(old_params, new_params)
+    out.extend(change for _, change in sorted(changes, key=lambda c: (c[0], c[1][1], c[1][0])))
+    old_names, new_names = {p[0] for p in old_params}, {p[0] for p in new_params}
+    common_old = [p[0] for p in old_params if p[0] in new_names]
+    common_new = [p[0] for p in new_params if p[0] in old_names]
+    if common_old != common_new:
+        out.append(("parameters reordered", "/params", common_old, common_new))
+    return out
+
+
+_Params = list[list[str]]
+_ParameterChange = tuple[int, tuple[str, str, Any, Any]]
+
+
+def _parameter_changes(old_params: _Params, new_params: _Params) -> list[_ParameterChange]:
+    """Each parameter renamed, retyped, given a new default, removed or added, with its position."""
+    renames, removed, added = _match_renames(old_params, new_params)
+    changes: list[_ParameterChange] = [
+        (j, ("parameter renamed", f"/params/{j}/0", old_params[i][0], new_params[j][0])) for i, j in renames
+    ]
+    changes.extend(_kept_parameter_changes(old_params, new_params))
+    changes.extend((i, ("parameter removed", f"/params/{i}", old_params[i], MISSING)) for i in removed)
+    changes.extend((j, ("parameter added", f"/params/{j}", MISSING, new_params[j])) for j in added)
+    return changes
+
+
+def _match_renames(
+    old_params: _Params, new_params: _Params
+) -> tuple[list[tuple[int, int]], list[int], list[int]]:
+    """(renames as (old, new) positions, removed positions, added positions) of two parameter lists."""
+    removed = _positions_missing(old_params, new_params)
+    added = _positions_missing(new_params, old_params)
+    renames = [(i, i) for i in removed if i in added and _same_kind(old_params[i], new_params[i])]
+    removed = [i for i in removed if (i, i) not in renames]
+    added = [j for j in added if (j, j) not in renames]
+    if len(removed) == 1 and len(added) == 1 and _same_kind(old_params[removed[0]], new_params[added[0]]):
+        renames.append((removed.pop(), added.pop()))
+    return renames, removed, added
+
+
+def _positions_missing(params: _Params, others: _Params) -> list[int]:
+    """The positions in ``params`` of the parameters whose names ``others`` lacks."""
+    names = {p[0] for p in others}
+    return [i for i, p in enumerate(params) if p[0] not in names]
+
+
+def _same_kind(old: list[str], new: list[str]) -> bool:
+    """Whether two parameters have the same annotation and default."""
+    return old[1:] == new[1:]
+
+
+def _kept_parameter_changes(old_params: _Params, new_params: _Params) -> list[_ParameterChange]:
+    """The type and default changes of the parameters both signatures have."""
     old_at = {p[0]: i for i, p in enumerate(old_params)}
     new_at = {p[0]: i for i, p in enumerate(new_params)}
-    removed = [i for i, p in enumerate(old_params) if p[0] not in new_at]
-    added = [j for j, p in enumerate(new_params) if p[0] not in old_at]
-    renames: list[tuple[int, int]] = []
-    for i in list(removed):
-        if i in added and old_params[i][1:] == new_params[i][1:]:
-            renames.append((i, i))
-            removed.remove(i)
-            added.remove(i)
-    if len(removed) == 1 and len(added) == 1 and old_params[removed[0]][1:] == new_params[added[0]][1:]:
-        renames.append((removed.pop(), added.pop()))
-    changes: list[tuple[int, tuple[str, str, Any, Any]]] = []
-    for i, j in renames:
-        changes.append((j, ("parameter renamed", f"/params/{j}/0", old_params[i][0], new_params[j][0])))
+    changes: list[_ParameterChange] = []
     for name, j in new_at.items():
         k = old_at.get(name)
         if k is None:
@@ -266,16 +308,7 @@ def diff_signature(old: dict[str, Any], new: dict[str, Any]) -> list[tuple[str, 
             changes.append((j, ("parameter retyped", f"/params/{j}/1", old_params[k][1], new_params[j][1])))
         if show_default(old_params[k][2]) != show_default(new_params[j][2]):
             changes.append((j, ("default changed", f"/params/{j}/2", old_params[k][2], new_params[j][2])))
-    for i in removed:
-        changes.append((i, ("parameter removed", f"/params/{i}", old_params[i], MISSING)))
-    for j in added:
-        changes.append((j, ("parameter added", f"/params/{j}", MISSING, new_params[j])))
-    out.extend(change for _, change in sorted(changes, key=lambda c: (c[0], c[1][1], c[1][0])))
-    common_old = [p[0] for p in old_params if p[0] in new_at]
-    common_new = [p[0] for p in new_params if p[0] in old_at]
-    if common_old != common_new:
-        out.append(("parameters reordered", "/params", common_old, common_new))
-    return out
+    return changes
 
 
 # -- schemas ----------------------------------------------------------------------------------------
@@ -342,41 +375,55 @@ def _walk(old: Any, new: Any, pointer: str, out: list[Change]) -> None:
     if canonical(old) == canonical(new):
         return
     if not (isinstance(old, dict) and isinstance(new, dict)):
-        # boolean schemas: true accepts all, false nothing; anything else is a new constraint
-        loosened = new is True or (old is False and new is not False)
-        out.append((not loosened, pointer, old, new))
+        out.append((not _boolean_loosened(old, new), pointer, old, new))
         return
     for key in sorted(set(old) | set(new)):
         a, b = old.get(key, MISSING), new.get(key, MISSING)
-        if a is not MISSING and b is not MISSING and canonical(a) == canonical(b):
-            continue
-        at = f"{pointer}/{pointer_token(key)}"
-        if key in ANNOTATIONS or key.startswith("x-"):
-            out.append((False, at, a, b))
-        elif key in SCHEMA_MAPS and isinstance(_or_empty(a), dict) and isinstance(_or_empty(b), dict):
-            a, b = _or_empty(a), _or_empty(b)
-            for sub in sorted(set(a) | set(b)):
-                sub_at = f"{at}/{pointer_token(sub)}"
-                if sub not in a:
-                    out.append((False, sub_at, MISSING, b[sub]))
-                elif sub not in b:
-                    out.append((True, sub_at, a[sub], MISSING))
-                else:
-                    _walk(a[sub], b[sub], sub_at, out)
-        elif key in SCHEMA_ONE:
-            _walk(True if a is MISSING else a, True if b is MISSING else b, at, out)
-        elif key == "allOf" and isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
-            for i, (x, y) in enumerate(zip(a, b, strict=True)):
-                _walk(x, y, f"{at}/{i}", out)
-        elif key in ALTERNATIVES and isinstance(a, list) and isinstance(b, list):
-            if len(a) == len(b):
-                for i, (x, y) in enumerate(zip(a, b, strict=True)):
-                    _walk(x, y, f"{at}/{i}", out)
-            else:
-                kept = {canonical(x) for x in b}
-                out.append((any(canonical(x) not in kept for x in a), at, a, b))
+        if a is MISSING or b is MISSING or canonical(a) != canonical(b):
+            _walk_keyword(key, a, b, f"{pointer}/{pointer_token(key)}", out)
+
+
+def _boolean_loosened(old: Any, new: Any) -> bool:
+    """Boolean schemas: true accepts all, false nothing; anything else is a new constraint."""
+    return new is True or (old is False and new is not False)
+
+
+def _walk_keyword(key: str, a: Any, b: Any, at: str, out: list[Change]) -> None:
+    """The differences under one keyword whose values differ (either may be ``MISSING``)."""
+    if key in ANNOTATIONS or key.startswith("x-"):
+        out.append((False, at, a, b))
+    elif key in SCHEMA_MAPS and isinstance(_or_empty(a), dict) and isinstance(_or_empty(b), dict):
+        _walk_map(_or_empty(a), _or_empty(b), at, out)
+    elif key in SCHEMA_ONE:
+        _walk(True if a is MISSING else a, True if b is MISSING else b, at, out)
+    elif key in _PAIRED and _same_length_lists(a, b):
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            _walk(x, y, f"{at}/{i}", out)
+    elif key in ALTERNATIVES and isinstance(a, list) and isinstance(b, list):
+        kept = {canonical(x) for x in b}
+        out.append((any(canonical(x) not in kept for x in a), at, a, b))
+    else:
+        out.append((_breaking(key, a, b), at, a, b))
+
+
+#: keywords whose lists of subschemas are compared position by position when their lengths agree
+_PAIRED = ALTERNATIVES | {"allOf"}
+
+
+def _same_length_lists(a: Any, b: Any) -> bool:
+    return isinstance(a, list) and isinstance(b, list) and len(a) == len(b)
+
+
+def _walk_map(a: dict[str, Any], b: dict[str, Any], at: str, out: list[Change]) -> None:
+    """A map of names to subschemas: a name added is compatible, one removed breaking."""
+    for sub in sorted(set(a) | set(b)):
+        sub_at = f"{at}/{pointer_token(sub)}"
+        if sub not in a:
+            out.append((False, sub_at, MISSING, b[sub]))
+        elif sub not in b:
+            out.append((True, sub_at, a[sub], MISSING))
         else:
-            out.append((_breaking(key, a, b), at, a, b))
+            _walk(a[sub], b[sub], sub_at, out)
 
 
 def _or_empty(value: Any) -> Any:
@@ -384,23 +431,56 @@ def _or_empty(value: Any) -> Any:
 
 
 def _breaking(key: str, old: Any, new: Any) -> bool:
+    """Whether a constraint keyword's change may refuse arguments the old value accepted."""
     if old is MISSING:
         return True  # a new constraint
     if new is MISSING:
         return False  # a constraint dropped
-    if key == "required" and isinstance(old, list) and isinstance(new, list):
-        return bool({canonical(x) for x in new} - {canonical(x) for x in old})
-    if key == "enum" and isinstance(old, list) and isinstance(new, list):
-        return bool({canonical(x) for x in old} - {canonical(x) for x in new})
-    if key == "type":
-        return not _covers(_types(new), _types(old))
-    if key in UPPER or key in LOWER:
-        if _number(old) and _number(new):
-            return bool(new < old) if key in UPPER else bool(new > old)
-        return True
-    if key == "uniqueItems" and isinstance(old, bool) and isinstance(new, bool):
-        return new
+    judge = _JUDGES.get(key)
+    return judge(old, new) if judge is not None else True
+
+
+def _required_added(old: Any, new: Any) -> bool:
+    if isinstance(old, list) and isinstance(new, list):
+        return bool(_canonical_set(new) - _canonical_set(old))
     return True
+
+
+def _enum_value_removed(old: Any, new: Any) -> bool:
+    if isinstance(old, list) and isinstance(new, list):
+        return bool(_canonical_set(old) - _canonical_set(new))
+    return True
+
+
+def _canonical_set(values: list[Any]) -> set[str]:
+    return {canonical(x) for x in values}
+
+
+def _type_narrowed(old: Any, new: Any) -> bool:
+    return not _covers(_types(new), _types(old))
+
+
+def _upper_lowered(old: Any, new: Any) -> bool:
+    return bool(new < old) if _number(old) and _number(new) else True
+
+
+def _lower_raised(old: Any, new: Any) -> bool:
+    return bool(new > old) if _number(old) and _number(new) else True
+
+
+def _unique_items_added(old: Any, new: Any) -> bool:
+    return bool(new) if isinstance(old, bool) and isinstance(new, bool) else True
+
+
+#: how a change of each constraint keyword is judged, when both sides have it; any other is breaking
+_JUDGES: dict[str, Callable[[Any, Any], bool]] = {
+    "required": _required_added,
+    "enum": _enum_value_removed,
+    "type": _type_narrowed,
+    "uniqueItems": _unique_items_added,
+    **dict.fromkeys(UPPER, _upper_lowered),
+    **dict.fromkeys(LOWER, _lower_raised),
+}
 
 
 def _number(value: Any) -> bool:
@@ -445,17 +525,13 @@ def explain_drift(lock: ToolLock, source: ToolLock) -> dict[str, str]:
     """
     out: dict[str, str] = {}
     for name in sorted(set(lock.tools) | set(source.tools)):
-        old, new = lock.tools.get(name), source.tools.get(name)
-        if old is None and new is not None:
-            differences = [Difference(tool=name, kind="added", new=new)]
-        elif new is None and old is not None:
-            differences = [Difference(tool=name, kind="removed", old=old)]
-        elif old is not None and new is not None:
-            differences = [
-                d for d in compare_contracts(old, new) if not (d.kind == "version" and new.version == "")
-            ]
-        else:  # pragma: no cover - the name came from one of the two
-            differences = []
+        new = source.tools.get(name)
+        unversioned = new is not None and new.version == ""
+        differences = [
+            d
+            for d in _tool_differences(name, lock.tools.get(name), new)
+            if not (d.kind == "version" and unversioned)
+        ]
         if differences:
             out[name] = "the tool source differs from the lock: " + "; ".join(d.text() for d in differences)
     return out

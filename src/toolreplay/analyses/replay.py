@@ -254,21 +254,7 @@ def replay_calls(
         key, response = record.key, record.response
         mutator = record.tool in mutators or record.stated
         if key == previous_key and not mutator:
-            findings.append(
-                Finding(
-                    kind="redundant-call",
-                    index=record.position,
-                    tool=record.tool,
-                    related=previous_index,
-                    path=path,
-                    line=record.line,
-                    message=(
-                        f"tool {quote(record.tool)} repeats the identical call at index "
-                        f"{previous_index} with no state change between them"
-                        + (UNDECLARED_MUTATOR if hints else "")
-                    ),
-                )
-            )
+            findings.append(_redundant(record, previous_index, path=path, hints=hints))
         seen = first.get(key)
         if seen is None:
             # a mutator's own state change counts as "in between" for its next identical call
@@ -281,29 +267,46 @@ def replay_calls(
                 first = FirstCalls(first)
         elif seen[16:] != response and record.tool not in nondeterministic:
             earlier, before = _FIRST.unpack_from(seen)
-            if earlier == _WIDE:
-                earlier = wide[key]
             crossed = before != mutations
             across += crossed
             if divergence is None:
                 divergence = record.position
-            findings.append(
-                Finding(
-                    kind="non-determinism",
-                    index=record.position,
-                    tool=record.tool,
-                    related=earlier,
-                    path=path,
-                    line=record.line,
-                    message=(
-                        f"tool {quote(record.tool)} returned a different response than the "
-                        f"identical call at index {earlier}" + (ACROSS_MUTATOR if hints and crossed else "")
-                    ),
-                )
-            )
+            earlier = wide[key] if earlier == _WIDE else earlier
+            findings.append(_nondeterministic(record, earlier, path=path, hint=hints and crossed))
         if mutator:
             mutations += 1
             if state_aware:
                 first, distinct, wide = {}, 0, {}
         previous_key, previous_index = key, record.position
     return ReplayResult(calls=count, divergence=divergence, findings=findings, across_mutators=across)
+
+
+def _redundant(record: Call, previous_index: int, *, path: str, hints: bool) -> Finding:
+    return Finding(
+        kind="redundant-call",
+        index=record.position,
+        tool=record.tool,
+        related=previous_index,
+        path=path,
+        line=record.line,
+        message=(
+            f"tool {quote(record.tool)} repeats the identical call at index "
+            f"{previous_index} with no state change between them" + (UNDECLARED_MUTATOR if hints else "")
+        ),
+    )
+
+
+def _nondeterministic(record: Call, earlier: int, *, path: str, hint: bool) -> Finding:
+    """``hint``: say that a mutator ran between the two calls."""
+    return Finding(
+        kind="non-determinism",
+        index=record.position,
+        tool=record.tool,
+        related=earlier,
+        path=path,
+        line=record.line,
+        message=(
+            f"tool {quote(record.tool)} returned a different response than the "
+            f"identical call at index {earlier}" + (ACROSS_MUTATOR if hint else "")
+        ),
+    )

@@ -9,9 +9,10 @@ starts ``snapshot miss:``; a recorded JSON-RPC error is answered as that error a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from toolreplay.canonical import canonical
 from toolreplay.capture.session import SERVER_INFO_META
 from toolreplay.chain import verify_stream
 from toolreplay.contracts.lock import ToolLock
@@ -109,13 +110,21 @@ def server_identity(records: Sequence[Record]) -> tuple[str, str]:
     return "toolreplay-snapshot", ""
 
 
-def answer(snapshot: Snapshot, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+#: what a miss is told to, besides the client: (tool, arguments)
+OnMiss = Callable[[str, dict[str, Any]], None]
+
+
+def answer(
+    snapshot: Snapshot, tool: str, args: dict[str, Any], on_miss: OnMiss | None = None
+) -> dict[str, Any]:
     """The recorded answer as a ``CallToolResult`` object; ``MCPError`` for a recorded error."""
     from mcp.shared.exceptions import MCPError
 
     try:
         response = snapshot.serve(tool, args, live=None, check=False)
     except SnapshotMissError as miss:
+        if on_miss is not None:
+            on_miss(tool, args)
         return tool_error(MISS_PREFIX + str(miss))
     error = response.get("error")
     if set(response) == {"error"} and isinstance(error, dict):
@@ -133,8 +142,10 @@ def tool_error(text: str) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": text}], "isError": True}
 
 
-def build_server(records: Sequence[Record], lock: ToolLock | None) -> Server[Any]:
-    """The low-level SDK server that answers from ``records``."""
+def build_server(
+    records: Sequence[Record], lock: ToolLock | None, on_miss: OnMiss | None = None
+) -> Server[Any]:
+    """The low-level SDK server that answers from ``records`` (``on_miss`` hears of each miss)."""
     import mcp.types as types
     from mcp.server.context import ServerRequestContext
     from mcp.server.lowlevel import Server
@@ -151,7 +162,7 @@ def build_server(records: Sequence[Record], lock: ToolLock | None) -> Server[Any
     async def call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        response = answer(snapshot, params.name, dict(params.arguments or {}))
+        response = answer(snapshot, params.name, dict(params.arguments or {}), on_miss)
         try:
             # a model, so the SDK writes it in the shape the session's protocol revision wants
             return types.CallToolResult.model_validate(response)
@@ -161,6 +172,25 @@ def build_server(records: Sequence[Record], lock: ToolLock | None) -> Server[Any
             )
 
     return Server(name, version=version, on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+def miss_log(path: str) -> OnMiss:
+    """Append each miss to ``path`` as one canonical JSON line ``{"args": ..., "tool": ...}``.
+
+    The file is opened for each miss (append, flushed on close), so a reader sees whole lines
+    while the server runs, and a file that cannot be written is refused before the server starts.
+    """
+    try:
+        with open(path, "a", encoding="utf-8"):
+            pass
+    except OSError as err:
+        raise InputError(f"cannot write the misses file: {err.strerror}", path=path) from err
+
+    def log(tool: str, args: dict[str, Any]) -> None:
+        with open(path, "a", encoding="utf-8") as out:
+            out.write(canonical({"tool": tool, "args": args}) + "\n")
+
+    return log
 
 
 def serve_stdio(server: Server[Any]) -> None:

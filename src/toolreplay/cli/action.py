@@ -13,6 +13,7 @@ a path or GitHub's answers can start a workflow command. The token is never prin
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import os
 from collections.abc import Callable, Sequence
@@ -37,7 +38,7 @@ from toolreplay.github.action import (
     write_outputs,
 )
 from toolreplay.github.annotations import echo, plan_annotations
-from toolreplay.github.comment import failure_warning, publish_report, target_from_env
+from toolreplay.github.comment import publish_report, target_from_env
 from toolreplay.github.summary import write_summary
 from toolreplay.hooks.drift_range import check_pull_request, judged_fail_on
 from toolreplay.kinds import REPORT_ERROR, Level, kind_info
@@ -184,12 +185,7 @@ def publish(
     failing_count = len(failing) + (errors if policy.errors else 0)
 
     if settings.annotations:
-        plan = plan_annotations(reports, level=lambda kind: _level(kind, policy))
-        for annotation in plan.shown:
-            click.echo(annotation.command(root=settings.workspace))
-        note = plan.note()
-        if note:
-            echo(note)
+        _annotate(reports, policy, settings.workspace)
     text = render_text(reports)
     if text:
         echo(text.rstrip("\n"))
@@ -198,29 +194,14 @@ def publish(
         f" (fail-on: {_describe(policy)}), {errors} unreadable"
     )
     echo(status)
-
-    def fails(kind: str) -> bool:
-        return policy.errors if kind == REPORT_ERROR else policy.fails(kind)
-
-    summary = write_summary(reports, fails=fails, base=base)
-    if summary.written:
-        echo(f"job summary: {summary.size} bytes{' (trimmed to fit 1 MiB)' if summary.trimmed else ''}")
-    else:
-        echo(f"job summary: not written ({summary.reason})")
-
+    fails = functools.partial(_fails, policy)
+    _summarize(reports, fails, base)
     if settings.sarif:
         _write(settings.sarif, render_sarif(reports))
         echo(f"SARIF: {settings.sarif}")
     report_path = os.path.join(settings.runner_temp, REPORT_NAME)
     _write(report_path, render_json(reports))
-
-    try:
-        _comment(reports, settings, fails, base)
-    except Exception as err:
-        # best effort: whatever goes wrong with the comment, the exit code reflects findings only
-
-        click.echo(failure_warning(err, settings.token))
-
+    _try_comment(reports, settings, fails, base)
     code = EXIT_FINDINGS if failing_count else EXIT_CLEAN
     if settings.output:
         first = divergence(reports)
@@ -237,10 +218,44 @@ def publish(
     return code
 
 
+def _fails(policy: FailPolicy, kind: str) -> bool:
+    """Whether findings of ``kind`` fail the build (a report's errors as ``fail-on`` says)."""
+    return policy.errors if kind == REPORT_ERROR else policy.fails(kind)
+
+
+def _annotate(reports: Sequence[Report], policy: FailPolicy, workspace: str) -> None:
+    """The workflow commands that annotate the findings, and a note for those left out."""
+    plan = plan_annotations(reports, level=lambda kind: _level(kind, policy))
+    for annotation in plan.shown:
+        click.echo(annotation.command(root=workspace))
+    note = plan.note()
+    if note:
+        echo(note)
+
+
+def _summarize(reports: Sequence[Report], fails: Callable[[str], bool], base: str | None) -> None:
+    summary = write_summary(reports, fails=fails, base=base)
+    if summary.written:
+        echo(f"job summary: {summary.size} bytes{' (trimmed to fit 1 MiB)' if summary.trimmed else ''}")
+    else:
+        echo(f"job summary: not written ({summary.reason})")
+
+
+def _try_comment(
+    reports: Sequence[Report], settings: Settings, fails: Callable[[str], bool], base: str | None
+) -> None:
+    try:
+        _comment(reports, settings, fails, base)
+    except Exception as err:
+        # best effort: whatever goes wrong with the comment, the exit code reflects findings only
+        from toolreplay.github.comment import failure_warning
+
+        click.echo(failure_warning(err, settings.token))
+
+
 def _level(kind: str, policy: FailPolicy) -> Level:
     """Findings that fail the build keep the kind's level; the others are warnings."""
-    fails = policy.errors if kind == REPORT_ERROR else policy.fails(kind)
-    return kind_info(kind).level if fails else "warning"
+    return kind_info(kind).level if _fails(policy, kind) else "warning"
 
 
 def _describe(policy: FailPolicy) -> str:

@@ -11,6 +11,7 @@ and a few small modules of ours.
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import os
 import shutil
@@ -117,23 +118,36 @@ def atomic_output(path: str | None, *, private: bool = False, replace: bool = Fa
     if not replace and os.path.isfile(target):
         raise InputError(EXISTS, path=path)
     if os.path.exists(target) and not os.path.isfile(target):
-
-        def into_special(spool: IO[str]) -> None:
-            try:
-                with open(target, "w", encoding="utf-8", newline="\n") as out:
-                    shutil.copyfileobj(spool, out)
-            except OSError as err:
-                raise InputError(f"cannot write here: {err.strerror}", path=path) from err
-
-        with _spooled(into_special, path) as spool:
+        with _spooled(functools.partial(_into_special, target, path), path) as spool:
             yield spool
         return
+    with _renamed_into_place(target, path, mode=_output_mode(target, private), replace=replace) as out:
+        yield out
+
+
+def _into_special(target: str, path: str, spool: IO[str]) -> None:
+    """Copy the spooled output into a FIFO or a device."""
+    try:
+        with open(target, "w", encoding="utf-8", newline="\n") as out:
+            shutil.copyfileobj(spool, out)
+    except OSError as err:
+        raise InputError(f"cannot write here: {err.strerror}", path=path) from err
+
+
+def _output_mode(target: str, private: bool) -> int:
+    """0600 when private; a replaced file's own mode; else the mode ``open()`` would give."""
+
     if private:
-        mode = 0o600
-    elif os.path.exists(target):
-        mode = stat.S_IMODE(os.stat(target).st_mode)
-    else:
-        mode = new_file_mode()
+        return 0o600
+    if os.path.exists(target):
+        return stat.S_IMODE(os.stat(target).st_mode)
+    return new_file_mode()
+
+
+@contextlib.contextmanager
+def _renamed_into_place(target: str, path: str, *, mode: int, replace: bool) -> Iterator[IO[str]]:
+    """A temp file beside ``target``, renamed onto it when the block ends without an error."""
+
     try:
         fd, tmp = temp_beside(os.path.dirname(target), mode=mode)
     except OSError as err:

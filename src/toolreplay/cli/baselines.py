@@ -31,7 +31,7 @@ from toolreplay.chain import ChainState, verify, verify_stream
 from toolreplay.cli.base import EXISTS, EXIT_FINDINGS, atomic_output, force_option
 from toolreplay.cli.defaults import announce, config_option, read_config
 from toolreplay.cli.formats import emit, format_option
-from toolreplay.config import config_path
+from toolreplay.config import Config, config_path
 from toolreplay.contracts.lock import load_lock
 from toolreplay.contracts.source import source_lock
 from toolreplay.errors import InputError
@@ -165,11 +165,19 @@ def _configured_with_source(
             used.append("max_baseline_age_days")
     explain: dict[str, str] = {}
     if config is not None and config.tools_source is not None and tools is not None:
-        source, _ = source_lock(config.tools_source, root=config.root, mutators=chosen)
-        explain = explain_drift(load_lock(tools), source)
+        explain = _source_explanations(config, config.tools_source, tools, chosen)
         used.append("tools_source")
     announce(config, used)
     return tools, chosen, max_age_days, explain
+
+
+def _source_explanations(
+    config: Config, tools_source: str | tuple[str, ...], tools: str, mutators: frozenset[str]
+) -> dict[str, str]:
+    """What changed, per tool, between the lock and the config's tools_source as it is now."""
+
+    source, _ = source_lock(tools_source, root=config.root, mutators=mutators)
+    return explain_drift(load_lock(tools), source)
 
 
 @click.command(name="diff")

@@ -18,21 +18,17 @@ from toolreplay.cli.defaults import announce, config_option, mutators_and_lock, 
 from toolreplay.cli.formats import emit, format_option
 from toolreplay.errors import InputError
 from toolreplay.escape import one_line, quote
+from toolreplay.extras import require
 from toolreplay.reports import Line, Report
 
 if TYPE_CHECKING:
     from toolreplay.contracts.lock import ToolContract, ToolLock
     from toolreplay.transcript import Record
 
-INSTALL_HINT = "needs the MCP SDK: pip install 'toolreplay[mcp]'"
-
 
 def require_sdk(command: str) -> None:
     """Refuse (exit 2) with the install hint when the MCP SDK is not installed."""
-    try:
-        import mcp  # noqa: F401
-    except ImportError as err:
-        raise InputError(f"toolreplay {command} {INSTALL_HINT}") from err
+    require("mcp", f"toolreplay {command}")
 
 
 def _warn(text: str) -> None:
@@ -138,8 +134,16 @@ def record_cmd(
 @click.option(
     "--listen", metavar="HOST:PORT", help="Serve Streamable HTTP at http://HOST:PORT/mcp, not stdio."
 )
+@click.option(
+    "--misses",
+    "misses_path",
+    metavar="FILE",
+    help="Also append each call that misses to FILE, one JSON line {tool, args} each.",
+)
 @click.pass_context
-def serve_cmd(ctx: click.Context, transcript: str, lock_path: str | None, listen: str | None) -> None:
+def serve_cmd(
+    ctx: click.Context, transcript: str, lock_path: str | None, listen: str | None, misses_path: str | None
+) -> None:
     """Answer MCP tool calls from TRANSCRIPT, running nothing (stdio by default).
 
     Identical calls get the recorded responses in order (the last one again after
@@ -152,6 +156,7 @@ def serve_cmd(ctx: click.Context, transcript: str, lock_path: str | None, listen
         build_server,
         check_lock,
         load_records,
+        miss_log,
         parse_listen,
         serve_http,
         serve_stdio,
@@ -168,7 +173,7 @@ def serve_cmd(ctx: click.Context, transcript: str, lock_path: str | None, listen
     except (ToolDriftError, BrokenRecordingError) as err:
         click.echo(f"toolreplay: error: {one_line(str(err))}", err=True)
         ctx.exit(EXIT_FINDINGS)
-    server = build_server(records, lock)
+    server = build_server(records, lock, miss_log(misses_path) if misses_path is not None else None)
     if address is None:
         serve_stdio(server)
     else:

@@ -15,14 +15,13 @@ from toolreplay.analyses.text_diff import TEXT_CLASSES
 from toolreplay.cli.base import Seconds, atomic_output, force_option
 from toolreplay.cli.defaults import announce, config_option, read_config
 from toolreplay.cli.formats import emit, format_option
-from toolreplay.config import config_path
+from toolreplay.config import Config, config_path
 from toolreplay.contracts.definitions import import_definitions, read_definitions
 from toolreplay.contracts.lock import ToolLock, dump_lock, load_lock
 from toolreplay.contracts.mcp import describe
 from toolreplay.contracts.source import is_python_source, source_lock
 from toolreplay.errors import InputError
 from toolreplay.escape import one_line, quote
-from toolreplay.files import SEALED_SUFFIX
 from toolreplay.findings import Finding, sort_findings
 from toolreplay.reports import Line, Report
 from toolreplay.transcript import Record, read_links, read_transcript
@@ -152,33 +151,17 @@ def fingerprint_diff_cmd(
         used.append("tools_lock")
     if recorded is None:
         raise click.UsageError("give RECORDED and LIVE, or set tools_lock and tools_source in the config")
-    unversioned = False
     if live is None:
-        if config is None or config.tools_source is None:
-            raise click.UsageError("give LIVE, or set tools_source in the config")
-
-        used.append("tools_source")
-        announce(config, used)
-        live_lock, warnings = source_lock(config.tools_source, root=config.root, mutators=config.mutators)
-        for warning in warnings:
-            click.echo(f"toolreplay: warning: {one_line(warning)}", err=True)
-        source = config.tools_source
-        live = source if isinstance(source, str) else describe(source)
-        unversioned = all(c.version == "" for c in live_lock.tools.values())
+        live, live_lock, unversioned = _configured_source(config, used)
     else:
         announce(config, used)
         if _is_transcript(live):
             raise InputError("LIVE must be a tool lock, not a transcript", path=live)
-        live_lock = load_lock(live)
+        live_lock, unversioned = load_lock(live), False
     if _is_transcript(recorded):
-        records = (
-            (link.record for link in read_links(recorded))
-            if recorded.endswith(SEALED_SUFFIX)
-            else read_transcript(recorded)
-        )
         if calls:
             raise click.UsageError("--calls needs RECORDED to be a tool lock")
-        report = _transcript_report(recorded, records, live_lock)
+        report = _transcript_report(recorded, _records(recorded), live_lock)
         ctx.exit(emit([report], fmt))
     recorded_lock = load_lock(recorded)
     reports = [_lock_report(recorded_lock, live_lock, live, unversioned=unversioned)]
@@ -190,11 +173,7 @@ def fingerprint_diff_cmd(
 
 def _calls_report(path: str, schemas: dict[str, Any]) -> Report:
     """One transcript's recorded calls against the changed input schemas."""
-    records = (
-        (link.record for link in read_links(path))
-        if path.endswith(".sealed.jsonl")
-        else read_transcript(path)
-    )
+    records = _records(path)
     counted = [0]
 
     def counting() -> Iterable[Record]:
@@ -212,6 +191,30 @@ def _calls_report(path: str, schemas: dict[str, Any]) -> Report:
             Line(key="findings", value=len(findings), text=str(len(findings))),
         ),
         findings=tuple(findings),
+    )
+
+
+def _configured_source(config: Config | None, used: list[str]) -> tuple[str, ToolLock, bool]:
+    """(its name, its lock, whether it carries no versions): the config's tools_source, fingerprinted
+    now."""
+    if config is None or config.tools_source is None:
+        raise click.UsageError("give LIVE, or set tools_source in the config")
+    used.append("tools_source")
+    announce(config, used)
+    lock, warnings = source_lock(config.tools_source, root=config.root, mutators=config.mutators)
+    for warning in warnings:
+        click.echo(f"toolreplay: warning: {one_line(warning)}", err=True)
+    source = config.tools_source
+    name = source if isinstance(source, str) else describe(source)
+    return name, lock, all(c.version == "" for c in lock.tools.values())
+
+
+def _records(path: str) -> Iterable[Record]:
+    """A transcript's records, sealed or not."""
+    return (
+        (link.record for link in read_links(path))
+        if path.endswith(".sealed.jsonl")
+        else read_transcript(path)
     )
 
 

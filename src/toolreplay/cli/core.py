@@ -5,18 +5,25 @@ from __future__ import annotations
 import contextlib
 import functools
 import re
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 import click
 
 from toolreplay import parallel
 from toolreplay.analyses import integrity
-from toolreplay.chain import ChainState, seal_lines, verify_stream
+from toolreplay.chain import Break, ChainState, seal_lines, verify_stream
 from toolreplay.cli.base import atomic_output, force_option
 from toolreplay.cli.defaults import announce, config_option, mutators_and_lock, read_config
 from toolreplay.cli.formats import emit, format_option
 from toolreplay.findings import Finding, sort_findings
 from toolreplay.reports import Line, Report, replay_header
 from toolreplay.transcript import open_input
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+    from toolreplay.analyses.replay import Call, ReplayResult
 
 
 @click.command(name="seal")
@@ -101,102 +108,123 @@ def verify_cmd(
     toolreplay sign (--key).
     """
     if sealed is None:
-        config = read_config(config_file)
-        if config is None or not config.baselines:
-            raise click.UsageError(
-                "give SEALED, or set baselines in the config ([tool.toolreplay] or toolreplay.toml)"
-            )
-        if expect_head is not None or expect_count is not None or key is not None or signature is not None:
-            raise click.UsageError("anchors (--expect-head, --expect-count, --key) need one SEALED")
-        from toolreplay.config import config_path, expand
-        from toolreplay.files import SEALED_SUFFIX
-
-        announce(config, ["baselines"])
-        found = expand(config, config.baselines)
-        paths = [config_path(config, p) for p in found if p.endswith(SEALED_SUFFIX)]
-        reports = [_verify_report(path, None, None, None, None) for path in paths]
-        ctx.exit(emit(reports, fmt))
+        anchored = any(v is not None for v in (expect_head, expect_count, key, signature))
+        paths = _configured_baselines(config_file, anchored=anchored)
+        ctx.exit(emit([_verify_report(path, None, None, None, None) for path in paths], fmt))
     ctx.exit(emit([_verify_report(sealed, expect_head, expect_count, key, signature)], fmt))
+
+
+def _configured_baselines(config_file: str | None, *, anchored: bool) -> list[str]:
+    """The sealed baselines the config names, for verify without SEALED (and so without anchors)."""
+    from toolreplay.config import config_path, expand
+    from toolreplay.files import SEALED_SUFFIX
+
+    config = read_config(config_file)
+    if config is None or not config.baselines:
+        raise click.UsageError(
+            "give SEALED, or set baselines in the config ([tool.toolreplay] or toolreplay.toml)"
+        )
+    if anchored:
+        raise click.UsageError("anchors (--expect-head, --expect-count, --key) need one SEALED")
+    announce(config, ["baselines"])
+    found = expand(config, config.baselines)
+    return [config_path(config, p) for p in found if p.endswith(SEALED_SUFFIX)]
 
 
 def _verify_report(
     sealed: str, expect_head: str | None, expect_count: int | None, key: str | None, signature: str | None
 ) -> Report:
-    public = None
-    if key is not None:
-        from toolreplay import signing
-
-        public = signing.load_public_key(key)  # a bad key is a usage error before anything else
-    elif signature is not None:
-        raise click.UsageError("--signature needs --key")
-    if public is not None and signature is None and sealed == "-":
-        raise click.UsageError("--signature is required when SEALED is '-' (stdin)")
+    public = _public_key(sealed, key, signature)
     state = _verify(sealed)
-    header: list[Line] = []
-    findings: list[Finding] = []
     if state.broken:
-        b = state.broken
-        header += [
-            Line(key="chain", value="broken", text="broken"),
-            Line(
-                key="first_broken_link",
-                label="first broken link",
-                value=b.position,
-                text=f"index {b.position}",
-            ),
-            Line(key="expected", value=b.expected, text=b.expected),
-            Line(key="found", value=b.found, text=b.found),
-            Line(key="reason", value=b.reason, text=f"{b.reason} (line {b.line})"),
-        ]
-        findings.append(integrity.chain_broken(b, path=sealed))
+        header = _broken_header(state.broken)
+        findings = [integrity.chain_broken(state.broken, path=sealed)]
     else:
-        header += [
+        header = [
             Line(key="chain", value="intact", text="intact"),
             Line(key="links", value=state.links, text=str(state.links)),
             Line(key="head", value=state.head, text=state.head),
+            _anchor_line(state, expect_head, expect_count, signed=public is not None),
         ]
-        mismatches: list[str] = []
-        if expect_head is not None and expect_head != state.head:
-            mismatches.append(f"head is {state.head}, expected {expect_head}")
-        if expect_count is not None and expect_count != state.links:
-            mismatches.append(f"{state.links} links, expected {expect_count}")
-        findings += integrity.anchor_mismatches(
+        findings = integrity.anchor_mismatches(
             path=sealed,
             head=state.head,
             links=state.links,
             expect_head=expect_head,
             expect_count=expect_count,
         )
-        if mismatches:
-            text = "mismatch: " + "; ".join(mismatches)
-        elif expect_head is None and expect_count is None and public is not None:
-            text = "signature"
-        elif expect_head is None and expect_count is None:
-            text = (
-                "none: the links follow one another, which a cut tail or a re-sealed file"
-                " would too; pin the head with --expect-head/--expect-count or git"
-            )
-        else:
-            anchored = [a for a, v in (("head", expect_head), ("count", expect_count)) if v is not None]
-            text = " and ".join(anchored) + " match"
-        header.append(Line(key="anchor", value=text, text=text))
         if public is not None:
-            signature_path = signature or sealed + ".sig"
-            check = signing.check(
-                signature_path, public, signing.Statement(head=state.head, count=state.links)
-            )
-            if check.problem:
-                text = f"invalid: {check.problem}"
-                findings.append(
-                    integrity.signature_invalid(check.problem, path=sealed, signature=signature_path)
-                )
-            else:
-                text = f"valid: head and count signed by key {check.keyid}"
-            header.append(Line(key="signature", value="valid" if not check.problem else "invalid", text=text))
+            line, problem = _signature_line(sealed, signature or sealed + ".sig", public, state)
+            header.append(line)
+            findings += problem
     # the exit code follows the findings, so a failure is never one the reports leave out
     return Report(
         command="verify", path=sealed, header=tuple(header), findings=tuple(sort_findings(findings))
     )
+
+
+def _public_key(sealed: str, key: str | None, signature: str | None) -> Ed25519PublicKey | None:
+    """The --key to check the signature with; a bad key is a usage error before anything else."""
+    if key is None:
+        if signature is not None:
+            raise click.UsageError("--signature needs --key")
+        return None
+    from toolreplay import signing
+
+    public = signing.load_public_key(key)
+    if signature is None and sealed == "-":
+        raise click.UsageError("--signature is required when SEALED is '-' (stdin)")
+    return public
+
+
+def _broken_header(b: Break) -> list[Line]:
+    return [
+        Line(key="chain", value="broken", text="broken"),
+        Line(
+            key="first_broken_link", label="first broken link", value=b.position, text=f"index {b.position}"
+        ),
+        Line(key="expected", value=b.expected, text=b.expected),
+        Line(key="found", value=b.found, text=b.found),
+        Line(key="reason", value=b.reason, text=f"{b.reason} (line {b.line})"),
+    ]
+
+
+def _anchor_line(
+    state: ChainState, expect_head: str | None, expect_count: int | None, *, signed: bool
+) -> Line:
+    """What an intact chain is anchored by: the anchors that match or do not, a signature, or nothing."""
+    mismatches: list[str] = []
+    if expect_head is not None and expect_head != state.head:
+        mismatches.append(f"head is {state.head}, expected {expect_head}")
+    if expect_count is not None and expect_count != state.links:
+        mismatches.append(f"{state.links} links, expected {expect_count}")
+    anchored = [a for a, v in (("head", expect_head), ("count", expect_count)) if v is not None]
+    if mismatches:
+        text = "mismatch: " + "; ".join(mismatches)
+    elif anchored:
+        text = " and ".join(anchored) + " match"
+    elif signed:
+        text = "signature"
+    else:
+        text = (
+            "none: the links follow one another, which a cut tail or a re-sealed file"
+            " would too; pin the head with --expect-head/--expect-count or git"
+        )
+    return Line(key="anchor", value=text, text=text)
+
+
+def _signature_line(
+    sealed: str, signature_path: str, public: Ed25519PublicKey, state: ChainState
+) -> tuple[Line, list[Finding]]:
+    """The signature's line of the header, and its finding when it does not check."""
+    from toolreplay import signing
+
+    check = signing.check(signature_path, public, signing.Statement(head=state.head, count=state.links))
+    if check.problem:
+        finding = integrity.signature_invalid(check.problem, path=sealed, signature=signature_path)
+        return Line(key="signature", value="invalid", text=f"invalid: {check.problem}"), [finding]
+    text = f"valid: head and count signed by key {check.keyid}"
+    return Line(key="signature", value="valid", text=text), []
 
 
 @click.command(name="replay")
@@ -240,22 +268,9 @@ def replay_cmd(
     reported across mutators unless --state-aware (0.6's default; check is state-aware).
     """
     # here, not at the top: verify and seal, in the same module, judge no calls
-    from toolreplay.analyses.replay import read_calls, replay_calls
+    from toolreplay.analyses.replay import replay_calls
 
-    config = read_config(config_file)
-    used: list[str] = []
-    chosen, lock_path = mutators_and_lock(config, mutators, lock_path, used)
-    if config is not None and state_aware is None and config.state_aware is not None:
-        state_aware = config.state_aware
-        used.append("state_aware")
-    announce(config, used)
-    nondeterministic: frozenset[str] = frozenset()
-    if lock_path is not None:
-        from toolreplay.contracts.lock import declared_mutators, declared_nondeterministic, load_lock
-
-        lock = load_lock(lock_path)
-        chosen = declared_mutators(lock, chosen)
-        nondeterministic = declared_nondeterministic(lock)
+    chosen, state_aware, nondeterministic = _replay_settings(config_file, mutators, lock_path, state_aware)
     judge = functools.partial(
         replay_calls,
         mutators=chosen,
@@ -263,13 +278,7 @@ def replay_cmd(
         nondeterministic=nondeterministic,
         path=transcript,
     )
-    result = None
-    if transcript != "-" and parallel.worth_it(transcript):
-        # a refused line or an index out of order: the sequential reader names it
-        with contextlib.suppress(parallel.Fallback):
-            result = judge(parallel.file_calls(transcript))
-    if result is None:
-        result = judge(read_calls(transcript))
+    result = _replay(transcript, judge)
     findings = sort_findings(result.findings)
     report = Report(
         command="replay",
@@ -287,3 +296,34 @@ def replay_cmd(
             err=True,
         )
     ctx.exit(code)
+
+
+def _replay_settings(
+    config_file: str | None, mutators: tuple[str, ...], lock_path: str | None, state_aware: bool | None
+) -> tuple[frozenset[str], bool | None, frozenset[str]]:
+    """(mutators, state-aware, tools declared not deterministic): the flags, else the config's and its
+    lock's."""
+    config = read_config(config_file)
+    used: list[str] = []
+    chosen, lock_path = mutators_and_lock(config, mutators, lock_path, used)
+    if config is not None and state_aware is None and config.state_aware is not None:
+        state_aware = config.state_aware
+        used.append("state_aware")
+    announce(config, used)
+    if lock_path is None:
+        return chosen, state_aware, frozenset()
+    from toolreplay.contracts.lock import declared_mutators, declared_nondeterministic, load_lock
+
+    lock = load_lock(lock_path)
+    return declared_mutators(lock, chosen), state_aware, declared_nondeterministic(lock)
+
+
+def _replay(transcript: str, judge: Callable[[Iterable[Call]], ReplayResult]) -> ReplayResult:
+    """Judge a transcript's calls, on every core when the file is worth it."""
+    from toolreplay.analyses.replay import read_calls
+
+    if transcript != "-" and parallel.worth_it(transcript):
+        # a refused line or an index out of order: the sequential reader names it
+        with contextlib.suppress(parallel.Fallback):
+            return judge(parallel.file_calls(transcript))
+    return judge(read_calls(transcript))

@@ -9,7 +9,7 @@ from typing import NamedTuple
 import click
 
 from toolreplay.cli.base import EXIT_CLEAN, EXIT_FINDINGS
-from toolreplay.config import normal_glob
+from toolreplay.config import Config, normal_glob
 from toolreplay.errors import InputError
 from toolreplay.escape import inert, one_line, quote
 from toolreplay.hooks.drift_note import (
@@ -82,10 +82,7 @@ def drift_note_hook(
     every added, modified, renamed or deleted baseline has a staged note whose baseline,
     from and to match; 1 otherwise, saying what to do.
     """
-    if base is None and head != "HEAD":
-        raise click.UsageError("--head only applies with --base")
-    if base is not None and rewrite is not None:
-        raise click.UsageError("--base and --post-rewrite judge different things: give one")
+    _check_options(base, head, rewrite)
     if rewrite == "rebase":
         click.echo("drift notes: a rebase is not judged here; the pull request's check (--base) judges it")
         ctx.exit(EXIT_CLEAN)
@@ -101,16 +98,9 @@ def drift_note_hook(
         git.top()
     settings = _settings(git, rev, patterns, notes_dir)
     warnings: list[str] = []
-    if base is not None:
-        after = _settings(git, head, patterns, notes_dir)
-        change = settings_change(settings, after)
-        if change is not None:
-            warnings.append(change)
     amended = None
     if base is not None:
-        # what the head names as a baseline is judged too: it cannot take one away, only add
-        settings = replace(settings, patterns=judged_patterns(settings, after))
-        result = check_range(git, base, head, patterns=settings.patterns, notes_dir=settings.notes_dir)
+        settings, result, warnings = _judge_range(git, settings, base, head, patterns, notes_dir)
     elif rewrite == "amend":
         amended = _amended(git)
         result = check_commit(git, amended.new, patterns=settings.patterns, notes_dir=settings.notes_dir)
@@ -125,23 +115,28 @@ def drift_note_hook(
     ctx.exit(EXIT_FINDINGS if result.problems else EXIT_CLEAN)
 
 
+def _check_options(base: str | None, head: str, rewrite: str | None) -> None:
+    if base is None and head != "HEAD":
+        raise click.UsageError("--head only applies with --base")
+    if base is not None and rewrite is not None:
+        raise click.UsageError("--base and --post-rewrite judge different things: give one")
+
+
+def _judge_range(
+    git: Git, settings: GuardSettings, base: str, head: str, patterns: tuple[str, ...], notes_dir: str | None
+) -> tuple[GuardSettings, GuardResult, list[str]]:
+    """A range judged with the base's settings, what the head names as a baseline judged too (it
+    cannot take one away, only add); a warning when the head's settings differ."""
+    after = _settings(git, head, patterns, notes_dir)
+    change = settings_change(settings, after)
+    settings = replace(settings, patterns=judged_patterns(settings, after))
+    result = check_range(git, base, head, patterns=settings.patterns, notes_dir=settings.notes_dir)
+    return settings, result, [change] if change is not None else []
+
+
 def _settings(git: Git, rev: str | None, patterns: tuple[str, ...], notes_dir: str | None) -> GuardSettings:
     """The guard's settings: the options, else the configuration git records at ``rev`` (None: staged)."""
-    # (every git call here names paths from the root, whatever the folder it runs in)
-    try:
-        staged = staged_configs(git) if rev is None else None
-        config = recorded_config(git, rev, staged=staged)
-        prefix = ""
-        if config is None:
-            # no configuration at the root: the one in a subfolder, when there is exactly one
-            # (as the pull request's check judges the range with it)
-            folders = config_folders(git, rev, staged=staged)
-            found = [(f, c) for f in folders if f and (c := recorded_config(git, rev, f, staged=staged))]
-            if len(found) == 1:
-                prefix, config = found[0]
-    except GitError:
-        git.top()  # outside a work tree, this names it; inside one, git's own error stands
-        raise
+    prefix, config = _recorded(git, rev)
     where = "staged" if rev is None else rev
     if config is not None:
         source = config.source
@@ -153,6 +148,23 @@ def _settings(git: Git, rev: str | None, patterns: tuple[str, ...], notes_dir: s
     if notes_dir is not None:
         settings = replace(settings, notes_dir=normalize_dir(notes_dir))
     return settings
+
+
+def _recorded(git: Git, rev: str | None) -> tuple[str, Config | None]:
+    """(its folder, the configuration) git records at ``rev`` (None: staged): the one at the root,
+    else the only one in a subfolder (as the pull request's check judges the range with it)."""
+    # (every git call here names paths from the root, whatever the folder it runs in)
+    try:
+        staged = staged_configs(git) if rev is None else None
+        config = recorded_config(git, rev, staged=staged)
+        if config is not None:
+            return "", config
+        folders = config_folders(git, rev, staged=staged)
+        found = [(f, c) for f in folders if f and (c := recorded_config(git, rev, f, staged=staged))]
+    except GitError:
+        git.top()  # outside a work tree, this names it; inside one, git's own error stands
+        raise
+    return found[0] if len(found) == 1 else ("", None)
 
 
 def _normal(patterns: tuple[str, ...]) -> tuple[str, ...]:
@@ -216,16 +228,7 @@ def render(result: GuardResult, *, notes_dir: str, mode: str = "staged", warning
     folder = notes_dir + "/"
     out: list[str] = []
     if not result.problems:
-        if not result.changes:
-            out.append("drift notes: no sealed baseline changes")
-        else:
-            accepted = ", ".join(
-                f"{quote(c.baseline)} by "
-                + (" and ".join(quote(n.path) for n in result.notes if n.baseline == c.baseline) or "no note")
-                for c in result.changes
-            )
-            out.append(f"drift notes: every baseline change has its note ({accepted})")
-        out += [f"warning: {w}" for w in warnings]
+        out = [_passed(result), *(f"warning: {w}" for w in warnings)]
         return "\n".join(out) + "\n"
     out.append(
         {
@@ -248,3 +251,15 @@ def render(result: GuardResult, *, notes_dir: str, mode: str = "staged", warning
         out.append("")
         out += [f"warning: {w}" for w in warnings]
     return "\n".join(out) + "\n"
+
+
+def _passed(result: GuardResult) -> str:
+    """The one line of a guard that passes: no change, or each change and the notes that accept it."""
+    if not result.changes:
+        return "drift notes: no sealed baseline changes"
+    accepted = ", ".join(
+        f"{quote(c.baseline)} by "
+        + (" and ".join(quote(n.path) for n in result.notes if n.baseline == c.baseline) or "no note")
+        for c in result.changes
+    )
+    return f"drift notes: every baseline change has its note ({accepted})"

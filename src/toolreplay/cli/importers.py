@@ -130,17 +130,7 @@ def import_cmd(
     A transcript that exists in DIR is not replaced without --force (that input writes
     nothing). Traces record no post-call state: see --state-from-response (docs/importers.md).
     """
-    state_of: frozenset[str] = frozenset()
-    if state_from_response:
-        state_of = frozenset(mutators)
-        if not mutators:
-            config = read_config(config_file)
-            state_of = DEFAULT_MUTATORS
-            if config is not None and "mutators" in config.declared:
-                state_of = config.mutators
-                announce(config, ["mutators"])
-    elif mutators:
-        raise click.UsageError("--mutator is for --state-from-response")
+    state_of = _state_tools(state_from_response, mutators, config_file)
     if files.count("-") > 1:
         raise InputError("stdin ('-') can be read only once")
     if output == "-":
@@ -148,15 +138,7 @@ def import_cmd(
             raise InputError("-o - prints one session: give exactly one FILE")
         _to_stdout(files[0], fmt, state_of)
         return
-    stems: dict[str, str] = {}
-    for path in files:
-        stem = stem_of(path)
-        if stem in stems:
-            raise InputError(
-                f"{stems[stem]} and {path} would both be written as {stem}*.jsonl; import them into"
-                " different directories"
-            )
-        stems[stem] = path
+    _refuse_shared_stems(files)
     _make_directory(output)
     failed = False
     for path in files:
@@ -167,6 +149,37 @@ def import_cmd(
             failed = True
     if failed:
         ctx.exit(EXIT_USAGE)
+
+
+def _state_tools(
+    state_from_response: bool, mutators: tuple[str, ...], config_file: str | None
+) -> frozenset[str]:
+    """The tools whose calls get a state from their response: none without --state-from-response;
+    else the --mutator tools, the config's mutators or the default list."""
+    if not state_from_response:
+        if mutators:
+            raise click.UsageError("--mutator is for --state-from-response")
+        return frozenset()
+    if mutators:
+        return frozenset(mutators)
+    config = read_config(config_file)
+    if config is None or "mutators" not in config.declared:
+        return DEFAULT_MUTATORS
+    announce(config, ["mutators"])
+    return config.mutators
+
+
+def _refuse_shared_stems(files: Sequence[str]) -> None:
+    """Two inputs whose transcripts would have the same names are refused before anything is read."""
+    stems: dict[str, str] = {}
+    for path in files:
+        stem = stem_of(path)
+        if stem in stems:
+            raise InputError(
+                f"{stems[stem]} and {path} would both be written as {stem}*.jsonl; import them into"
+                " different directories"
+            )
+        stems[stem] = path
 
 
 def _make_directory(directory: str) -> None:
@@ -194,25 +207,9 @@ def _import_into(
             tally.add(session)
         names = session_names(stem_of(path), len(temps), labels)
         targets = [os.path.join(directory, n) for n in names]
-        for target in targets:
-            if path != "-" and os.path.exists(target) and os.path.samefile(target, path):
-                raise InputError(f"would overwrite its own input {target}", path=path)
-        for target in targets:  # every name is tried before any file is placed
-            try:
-                os.lstat(target)
-            except FileNotFoundError:
-                continue
-            except OSError as err:  # a name too long for the file system, say
-                raise InputError(f"cannot write here: {err.strerror}", path=target) from err
-            if not replace:
-                raise InputError(EXISTS, path=target)
+        _check_targets(path, targets, replace=replace)
         for temp, target in zip(temps, targets, strict=True):
-            try:
-                place(temp, target, replace=replace)
-            except FileExistsError as err:
-                raise InputError(EXISTS, path=target) from err
-            except OSError as err:
-                raise InputError(f"cannot write here: {err.strerror}", path=target) from err
+            _place(temp, target, replace=replace)
         temps = []
     finally:
         for temp in temps:
@@ -221,6 +218,32 @@ def _import_into(
         if path != "-":
             stream.close()
     click.echo(tally.line(path, chosen, fmt == "auto"), err=True)
+
+
+def _check_targets(path: str, targets: Sequence[str], *, replace: bool) -> None:
+    """Every name is tried before any file is placed: not the input itself, writable, and new
+    unless ``replace``."""
+    for target in targets:
+        if path != "-" and os.path.exists(target) and os.path.samefile(target, path):
+            raise InputError(f"would overwrite its own input {target}", path=path)
+    for target in targets:
+        try:
+            os.lstat(target)
+        except FileNotFoundError:
+            continue
+        except OSError as err:  # a name too long for the file system, say
+            raise InputError(f"cannot write here: {err.strerror}", path=target) from err
+        if not replace:
+            raise InputError(EXISTS, path=target)
+
+
+def _place(temp: str, target: str, *, replace: bool) -> None:
+    try:
+        place(temp, target, replace=replace)
+    except FileExistsError as err:
+        raise InputError(EXISTS, path=target) from err
+    except OSError as err:
+        raise InputError(f"cannot write here: {err.strerror}", path=target) from err
 
 
 #: the resource key of a post-call state taken from the response (``--state-from-response``)

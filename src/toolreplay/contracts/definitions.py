@@ -108,26 +108,29 @@ def type_of(schema: Any) -> str:
         return "never"
     if not isinstance(schema, dict):
         return "invalid"
-    declared = schema.get("type")
-    if isinstance(declared, str):
-        text = declared
-    elif isinstance(declared, list) and declared and all(isinstance(t, str) for t in declared):
-        text = "|".join(sorted(set(declared)))
-    elif "enum" in schema:
-        text = "enum"
-    elif "const" in schema:
-        text = "const"
-    elif isinstance(schema.get("$ref"), str):
-        text = "$ref:" + schema["$ref"]
-    else:
-        members = schema.get("anyOf", schema.get("oneOf"))
-        if isinstance(members, list) and members:
-            text = "|".join(sorted({type_of(member) for member in members}))
-        else:
-            text = "any"
+    text = _named_type(schema)
     if text == "array" and isinstance(schema.get("items"), dict):
         text = f"array[{type_of(schema['items'])}]"
     return text
+
+
+def _named_type(schema: dict[str, Any]) -> str:
+    """An object schema's type: its ``type``, else what ``enum``, ``const``, ``$ref`` or the
+    alternatives of ``anyOf`` / ``oneOf`` say; ``any`` when none does."""
+    declared = schema.get("type")
+    if isinstance(declared, str):
+        return declared
+    if isinstance(declared, list) and declared and all(isinstance(t, str) for t in declared):
+        return "|".join(sorted(set(declared)))
+    for keyword in ("enum", "const"):
+        if keyword in schema:
+            return keyword
+    if isinstance(schema.get("$ref"), str):
+        return "$ref:" + str(schema["$ref"])
+    members = schema.get("anyOf", schema.get("oneOf"))
+    if isinstance(members, list) and members:
+        return "|".join(sorted({type_of(member) for member in members}))
+    return "any"
 
 
 def mcp_behaviour(annotations: dict[str, Any] | None) -> tuple[dict[str, bool], list[str]]:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -256,22 +257,12 @@ def _parse_contract(tool: str, data: Any, base: str, fail: Any) -> ToolContract:
         if key not in data:
             raise fail(f'missing field "{key}"', base)
     fingerprint, version, signature = data["fingerprint"], data["version"], data["signature"]
-    if (
-        not isinstance(fingerprint, str)
-        or len(fingerprint) != 16
-        or set(fingerprint) - set("0123456789abcdef")
-    ):
+    if not isinstance(fingerprint, str) or not _HEX16.fullmatch(fingerprint):
         raise fail('field "fingerprint" must be 16 lowercase hex digits', base + "/fingerprint")
     if not isinstance(version, str):
         raise fail('field "version" must be a string', base + "/version")
     _check_signature(signature, base + "/signature", fail)
-    flags = {}
-    for key in _FLAGS:
-        default = key == "deterministic" or (key == "mutates" and tool in DEFAULT_MUTATORS)
-        flag = data.get(key, default)
-        if not isinstance(flag, bool):
-            raise fail(f'field "{key}" must be true or false', f"{base}/{key}")
-        flags[key] = flag
+    flags = _flags(tool, data, base, fail)
     expected = fingerprint_of(signature, data["schema"], version)
     if expected != fingerprint:
         raise fail(
@@ -312,6 +303,22 @@ def _parse_text(data: dict[str, Any], base: str, fail: Any) -> dict[str, Any] | 
         )
     result: dict[str, Any] = text
     return result
+
+
+#: a fingerprint as a lock holds it
+_HEX16 = re.compile("[0-9a-f]{16}")
+
+
+def _flags(tool: str, data: dict[str, Any], base: str, fail: Any) -> dict[str, bool]:
+    """A contract's behaviour flags, each true or false; a missing one takes its default."""
+    flags = {}
+    for key in _FLAGS:
+        default = key == "deterministic" or (key == "mutates" and tool in DEFAULT_MUTATORS)
+        flag = data.get(key, default)
+        if not isinstance(flag, bool):
+            raise fail(f'field "{key}" must be true or false', f"{base}/{key}")
+        flags[key] = flag
+    return flags
 
 
 def _check_signature(signature: Any, pointer: str, fail: Any) -> None:

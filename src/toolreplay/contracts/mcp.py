@@ -16,6 +16,7 @@ from toolreplay.contracts.definitions import ToolDefinition
 from toolreplay.contracts.text import text_of_tool
 from toolreplay.errors import InputError
 from toolreplay.escape import one_line
+from toolreplay.extras import require
 
 #: Seconds allowed for starting the server and listing its tools.
 DEFAULT_TIMEOUT = 30.0
@@ -30,14 +31,10 @@ def list_mcp_tools(argv: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT) -> 
     """Start ``argv`` as an MCP stdio server and return its tools as ``tools/list`` JSON objects."""
     if not argv:
         raise InputError("no MCP server command given")
-    try:
-        import anyio
-        from mcp import Client, StdioServerParameters
-        from mcp.client.stdio import stdio_client
-    except ImportError as err:
-        raise InputError(
-            "fingerprinting an MCP server needs the MCP SDK: pip install 'toolreplay[mcp]'"
-        ) from err
+    require("mcp", "fingerprinting an MCP server")
+    import anyio
+    from mcp import Client, StdioServerParameters
+    from mcp.client.stdio import stdio_client
 
     # The server's stderr goes to a temp file: quiet on success, quoted on failure.
     with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog:

@@ -49,18 +49,7 @@ def python_lock(
 
     if isinstance(obj, ToolRegistry):
         return obj.lock()
-    named: list[tuple[str, Callable[..., Any]]]
-    if isinstance(obj, Mapping):
-        named = [(str(name), fn) for name, fn in obj.items()]
-    elif isinstance(obj, (list, tuple)):
-        named = [(str(_signature(fn, "", spec)["name"]) if callable(fn) else "", fn) for fn in obj]
-    elif callable(obj):
-        named = [(str(_signature(obj, "", spec)["name"]), obj)]
-    else:
-        raise InputError(
-            f"is a {type(obj).__name__}: expected a ToolRegistry, a callable, or a list or dict of callables",
-            path=spec,
-        )
+    named = _named_tools(obj, spec)
     contracts: list[ToolContract] = []
     seen: set[str] = set()
     for name, fn in named:
@@ -76,6 +65,21 @@ def python_lock(
             )
         )
     return ToolLock.of(contracts)
+
+
+def _named_tools(obj: Any, spec: str) -> list[tuple[str, Any]]:
+    """(name, tool) of a callable, a list or tuple of callables, or a mapping of names to callables;
+    a list's item that is no callable is named "" (refused by the caller)."""
+    if isinstance(obj, Mapping):
+        return [(str(name), fn) for name, fn in obj.items()]
+    if isinstance(obj, (list, tuple)):
+        return [(str(_signature(fn, "", spec)["name"]) if callable(fn) else "", fn) for fn in obj]
+    if callable(obj):
+        return [(str(_signature(obj, "", spec)["name"]), obj)]
+    raise InputError(
+        f"is a {type(obj).__name__}: expected a ToolRegistry, a callable, or a list or dict of callables",
+        path=spec,
+    )
 
 
 def _signature(fn: Callable[..., Any], name: str, spec: str) -> Signature:

@@ -93,25 +93,32 @@ def _run(request: dict[str, Any], *, label: str, timeout: float, watch: Path | N
             code = None
         finally:
             _end_group(process)
-        problems = []
+        wrote = None
         if before is not None and watch is not None:
             changed = _changes(before, snapshot(watch))
             if changed:
-                problems.append(_wrote(changed))
+                wrote = _wrote(changed)
         answer = _answer(out)
-        if code is None:
-            problems.insert(0, f"it did not finish within {timeout:g} s and was stopped")
-        elif isinstance(answer, dict) and code == 2 and isinstance(answer.get("error"), str):
-            pointer = answer.get("pointer")
-            at = f" (at {one_line(pointer) or '/'})" if isinstance(pointer, str) else ""
-            problems.insert(0, one_line(answer["error"]) + at)
-        elif code != 0:
-            problems.insert(0, _status(code) + _last_words(err))
-        elif isinstance(answer, str):
-            problems.insert(0, answer)
+        failure = _failure(code, answer, err, timeout)
+    problems = [problem for problem in (failure, wrote) if problem is not None]
     if problems:
         raise SourceRunError("; ".join(problems), path=label)
     return answer
+
+
+def _failure(code: int | None, answer: Any, err: IO[bytes], timeout: float) -> str | None:
+    """Why the child gave no answer: stopped, an error it reported, its exit status, or its answer's fault."""
+    if code is None:
+        return f"it did not finish within {timeout:g} s and was stopped"
+    if isinstance(answer, dict) and code == 2 and isinstance(answer.get("error"), str):
+        pointer = answer.get("pointer")
+        at = f" (at {one_line(pointer) or '/'})" if isinstance(pointer, str) else ""
+        return one_line(answer["error"]) + at
+    if code != 0:
+        return _status(code) + _last_words(err)
+    if isinstance(answer, str):
+        return answer
+    return None
 
 
 def _answer(out: IO[bytes]) -> Any:

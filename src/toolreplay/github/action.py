@@ -115,19 +115,24 @@ def settings_from_env(environ: Mapping[str, str] | None = None) -> Settings:
     env = os.environ if environ is None else environ
     token = env.get("TOOLREPLAY_TOKEN") or env.get("GITHUB_TOKEN") or ""
     return Settings(
-        config=env.get("TOOLREPLAY_CONFIG", "").strip() or None,
+        config=_text(env, "TOOLREPLAY_CONFIG"),
         fail_on=env.get("TOOLREPLAY_FAIL_ON", ""),
         comment=_flag(env, "TOOLREPLAY_COMMENT", True),
         annotations=_flag(env, "TOOLREPLAY_ANNOTATIONS", True),
-        sarif=env.get("TOOLREPLAY_SARIF", "").strip() or None,
-        comment_author=env.get("TOOLREPLAY_COMMENT_AUTHOR", "").strip() or None,
+        sarif=_text(env, "TOOLREPLAY_SARIF"),
+        comment_author=_text(env, "TOOLREPLAY_COMMENT_AUTHOR"),
         workspace=env.get("GITHUB_WORKSPACE") or os.getcwd(),
         runner_temp=env.get("RUNNER_TEMP") or tempfile.gettempdir(),
         output=env.get("GITHUB_OUTPUT") or None,
         token=token.strip(),
-        shard=env.get("TOOLREPLAY_SHARD", "").strip() or None,
-        merge=env.get("TOOLREPLAY_MERGE", "").strip() or None,
+        shard=_text(env, "TOOLREPLAY_SHARD"),
+        merge=_text(env, "TOOLREPLAY_MERGE"),
     )
+
+
+def _text(env: Mapping[str, str], name: str) -> str | None:
+    """An input's text without surrounding white space; None when empty or unset."""
+    return env.get(name, "").strip() or None
 
 
 def pull_range_from_env(environ: Mapping[str, str] | None = None) -> PullRange | None:

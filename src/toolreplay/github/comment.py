@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from toolreplay.escape import one_line, workflow_command
+from toolreplay.extras import install_hint, installed
 from toolreplay.report.markdown import render_markdown
 
 if TYPE_CHECKING:
@@ -120,21 +121,7 @@ def target_from_env(environ: Mapping[str, str] | None = None) -> CommentTarget |
     repository = env.get("GITHUB_REPOSITORY", "")
     if "/" not in repository:
         return None
-    number: int | None = None
-    event_path = env.get("GITHUB_EVENT_PATH")
-    if event_path:
-        try:
-            with open(event_path, encoding="utf-8") as stream:
-                event = json.load(stream)
-        except (OSError, ValueError, RecursionError):  # RecursionError: nested past json's reach
-            event = None
-        if isinstance(event, dict):
-            pull = event.get("pull_request")
-            issue = event.get("issue")
-            if isinstance(pull, dict) and isinstance(pull.get("number"), int):
-                number = pull["number"]
-            elif isinstance(issue, dict) and issue.get("pull_request"):
-                number = issue.get("number") if isinstance(issue.get("number"), int) else None
+    number = _event_number(env.get("GITHUB_EVENT_PATH"))
     if number is None:
         match = _PULL_REF.match(env.get("GITHUB_REF", ""))
         if match:
@@ -144,6 +131,27 @@ def target_from_env(environ: Mapping[str, str] | None = None) -> CommentTarget |
     return CommentTarget(
         repository=repository, number=number, api_url=env.get("GITHUB_API_URL") or DEFAULT_API_URL
     )
+
+
+def _event_number(event_path: str | None) -> int | None:
+    """The pull request's number in the event payload: its ``pull_request``, or an ``issue`` that is one."""
+    if not event_path:
+        return None
+    try:
+        with open(event_path, encoding="utf-8") as stream:
+            event = json.load(stream)
+    except (OSError, ValueError, RecursionError):  # RecursionError: nested past json's reach
+        return None
+    if not isinstance(event, dict):
+        return None
+    pull = event.get("pull_request")
+    issue = event.get("issue")
+    number: int | None = None
+    if isinstance(pull, dict) and isinstance(pull.get("number"), int):
+        number = pull["number"]
+    elif isinstance(issue, dict) and issue.get("pull_request") and isinstance(issue.get("number"), int):
+        number = issue["number"]
+    return number
 
 
 def make_client(token: str, api_url: str = DEFAULT_API_URL, **options: Any) -> Github:
@@ -214,29 +222,31 @@ def publish_comment(
         raise ValueError("the comment body must start with the marker (use comment_body)")
     if _utf16_len(body) > COMMENT_LIMIT:
         raise ValueError(f"the comment body is over GitHub's {COMMENT_LIMIT}-character limit")
-    try:
-        import github  # noqa: F401
-    except ImportError:
+    if not installed("github"):
         return CommentResult(
-            status="degraded", reason="PyGithub is not installed (pip install 'toolreplay[github]')"
+            status="degraded", reason=f"PyGithub is not installed ({install_hint('github')})"
         )
     try:
         gh = client if client is not None else make_client(token, target.api_url)
-        login = author or _identity(gh)
-        issue = gh.get_repo(target.repository).get_issue(target.number)
-        ours = next((c for c in issue.get_comments() if _is_ours(c, login)), None)
-        if ours is None:
-            created = issue.create_comment(body)
-            return CommentResult(status="created", comment_id=created.id, url=created.html_url)
-        if _same(ours.body or "", body):
-            return CommentResult(status="unchanged", comment_id=ours.id, url=ours.html_url)
-        ours.edit(body)
-        return CommentResult(status="updated", comment_id=ours.id, url=ours.html_url)
+        return _create_or_update(gh, body, target=target, login=author or _identity(gh))
     except Exception as err:
         # Not only GithubException and requests' errors: PyGithub also raises AssertionError
         # (URLs on another host), ValueError (a body that is not JSON), TypeError or KeyError
         # (JSON of another shape). A comment that cannot be written is a warning, whatever the cause.
         return CommentResult(status="degraded", reason=_reason(err, token))
+
+
+def _create_or_update(gh: Github, body: str, *, target: CommentTarget, login: str) -> CommentResult:
+    """Write our comment: created when there is none, edited when its body differs."""
+    issue = gh.get_repo(target.repository).get_issue(target.number)
+    ours = next((c for c in issue.get_comments() if _is_ours(c, login)), None)
+    if ours is None:
+        created = issue.create_comment(body)
+        return CommentResult(status="created", comment_id=created.id, url=created.html_url)
+    if _same(ours.body or "", body):
+        return CommentResult(status="unchanged", comment_id=ours.id, url=ours.html_url)
+    ours.edit(body)
+    return CommentResult(status="updated", comment_id=ours.id, url=ours.html_url)
 
 
 def publish_report(

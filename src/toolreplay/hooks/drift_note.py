@@ -298,34 +298,44 @@ def baseline_changes(git: Git, entries: Iterable[Entry], patterns: Sequence[str]
     counts as no baseline (``from`` is the genesis value).
     """
 
-    def baseline(path: str | None, mode: str) -> str | None:
-        return path if path is not None and mode in _REGULAR and is_baseline(path, patterns) else None
+    return [change for entry in entries for change in _entry_changes(git, entry, patterns)]
 
+
+def _baseline_path(path: str | None, mode: str, patterns: Sequence[str]) -> str | None:
+    """``path`` when a regular file is there and a baseline pattern covers it."""
+    return path if path is not None and mode in _REGULAR and is_baseline(path, patterns) else None
+
+
+def _entry_changes(git: Git, entry: Entry, patterns: Sequence[str]) -> list[BaselineChange]:
+    """The baseline changes of one diff entry: none, its one side, or both sides of a rename."""
+    # a copy leaves its source alone; its target is an addition
+    old = _baseline_path(entry.old_path, entry.old_mode, patterns) if entry.status != "C" else None
+    new = _baseline_path(entry.new_path, entry.new_mode, patterns) if entry.new_oid is not None else None
+    before = _chain(git.blob(entry.old_oid), old) if old and entry.old_oid else None
     changes = []
-    for entry in entries:
-        # a copy leaves its source alone; its target is an addition
-        old = baseline(entry.old_path, entry.old_mode) if entry.status != "C" else None
-        new = baseline(entry.new_path, entry.new_mode) if entry.new_oid is not None else None
-        before = _chain(git.blob(entry.old_oid), old) if old and entry.old_oid else None
-        refused = _refused(entry, before if old == entry.new_path else None, patterns)
-        if refused is not None:
-            changes.append(refused)
-            if old is None or old == entry.new_path:
-                continue
-        if old is not None and old == new:
-            change = _added_or_modified(git, new, entry.new_oid or "", "modified", before)
-            if change.to_head is None or change.to_head != change.from_head:
-                changes.append(change)
-            # else only line endings or blank lines changed: the same chain, nothing drifted
-            continue
-        if old is not None:
-            new_path = entry.new_path
-            action = "deleted" if new_path is None else f"renamed to {quote(new_path)}"
-            head = before.head if before is not None else _genesis()
-            changes.append(BaselineChange(baseline=old, action=action, from_head=head, to_head=None))
-        if new is not None:
-            changes.append(_added_or_modified(git, new, entry.new_oid or "", _arrival(entry), None))
+    refused = _refused(entry, before if old == entry.new_path else None, patterns)
+    if refused is not None:
+        changes.append(refused)
+        if old is None or old == entry.new_path:
+            return changes
+    if old is not None and old == new:
+        change = _added_or_modified(git, new, entry.new_oid or "", "modified", before)
+        if change.to_head is None or change.to_head != change.from_head:
+            changes.append(change)
+        # else only line endings or blank lines changed: the same chain, nothing drifted
+        return changes
+    if old is not None:
+        changes.append(_departure(entry, old, before))
+    if new is not None:
+        changes.append(_added_or_modified(git, new, entry.new_oid or "", _arrival(entry), None))
     return changes
+
+
+def _departure(entry: Entry, old: str, before: _Chain | None) -> BaselineChange:
+    """A baseline deleted, or renamed away from ``old``."""
+    action = "deleted" if entry.new_path is None else f"renamed to {quote(entry.new_path)}"
+    head = before.head if before is not None else _genesis()
+    return BaselineChange(baseline=old, action=action, from_head=head, to_head=None)
 
 
 def _arrival(entry: Entry) -> str:
@@ -494,51 +504,63 @@ def judge(
     change's ``from`` to its ``to`` accept it too: one note per commit that changed it.
     ``taken``: the note files that already exist, which the proposed command must not name.
     """
-    problems = []
     changed = {c.baseline for c in changes}
     strays = [n for n in notes if n.baseline not in changed]
+    problems = []
     for change in changes:
-        name = quote(change.baseline)
         genesis = "  (genesis: new baseline)" if change.from_head == _genesis() else ""
         lines = [f"from: {change.from_head}{genesis}"]
         if change.refused is not None or change.broken is not None:
-            if change.refused is not None:
-                lines.append("to:   none: not a regular file")
-                lines.append(change.refused)
-                lines.append("no note can accept it; a baseline is a regular file of this repository")
-            else:
-                lines.append("to:   none: the staged file is not an intact sealed chain")
-                lines.append(change.broken or "")
-                lines.append("no note can accept a broken chain; seal the transcript again (toolreplay seal)")
-            problems.append(
-                Problem(
-                    subject=f"baseline {name} ({change.action})", lines=tuple(lines), baseline=change.baseline
-                )
-            )
-            continue
-        lines.append("to:   " + (change.to_head or "none (deleted)"))
-        candidates = [n for n in notes if n.baseline == change.baseline]
-        if _accepted(change, candidates, chains=chains):
-            continue
-        for note in candidates:
-            lines.extend(_describe(note, change))
-        if not candidates:
-            lines.append(f"no drift note staged under {notes_dir}/ names this baseline")
-            lines.extend(
-                f"(staged note {quote(n.path)} names {quote(n.baseline)}, which this commit does not change)"
-                for n in strays
-            )
-        lines.append(f"write the note: {note_command(change.baseline, notes_dir, taken)}")
-        if chains:  # a range (a pull request): the note is added to it, not to one commit
-            lines.append(f"then explain the drift in it and add it under {notes_dir}/ in this pull request")
+            lines += _unacceptable(change)
         else:
-            lines.append(f"then explain the drift in it and stage it under {notes_dir}/ in this same commit")
-        problems.append(
-            Problem(
-                subject=f"baseline {name} ({change.action})", lines=tuple(lines), baseline=change.baseline
-            )
-        )
+            lines.append("to:   " + (change.to_head or "none (deleted)"))
+            candidates = [n for n in notes if n.baseline == change.baseline]
+            if _accepted(change, candidates, chains=chains):
+                continue
+            lines += _what_to_do(change, candidates, strays, notes_dir, chains=chains, taken=taken)
+        subject = f"baseline {quote(change.baseline)} ({change.action})"
+        problems.append(Problem(subject=subject, lines=tuple(lines), baseline=change.baseline))
     return problems
+
+
+def _unacceptable(change: BaselineChange) -> list[str]:
+    """Why no note can accept a change: not a regular file, or not an intact chain."""
+    if change.refused is not None:
+        return [
+            "to:   none: not a regular file",
+            change.refused,
+            "no note can accept it; a baseline is a regular file of this repository",
+        ]
+    return [
+        "to:   none: the staged file is not an intact sealed chain",
+        change.broken or "",
+        "no note can accept a broken chain; seal the transcript again (toolreplay seal)",
+    ]
+
+
+def _what_to_do(
+    change: BaselineChange,
+    candidates: Sequence[DriftNote],
+    strays: Sequence[DriftNote],
+    notes_dir: str,
+    *,
+    chains: bool,
+    taken: Collection[str],
+) -> list[str]:
+    """Why the notes there are do not accept a change, and the note to write."""
+    lines = [line for note in candidates for line in _describe(note, change)]
+    if not candidates:
+        lines.append(f"no drift note staged under {notes_dir}/ names this baseline")
+        lines.extend(
+            f"(staged note {quote(n.path)} names {quote(n.baseline)}, which this commit does not change)"
+            for n in strays
+        )
+    lines.append(f"write the note: {note_command(change.baseline, notes_dir, taken)}")
+    if chains:  # a range (a pull request): the note is added to it, not to one commit
+        lines.append(f"then explain the drift in it and add it under {notes_dir}/ in this pull request")
+    else:
+        lines.append(f"then explain the drift in it and stage it under {notes_dir}/ in this same commit")
+    return lines
 
 
 def unguarded(entries: Iterable[Entry], patterns: Sequence[str]) -> list[str]:

@@ -20,6 +20,7 @@ from toolreplay.errors import InputError
 from toolreplay.escape import one_line, quote
 from toolreplay.findings import Finding, kind_fails
 from toolreplay.hooks.drift_note import (
+    BaselineChange,
     Git,
     GitError,
     GuardResult,
@@ -80,11 +81,7 @@ def check_pull_request(config: Config, pull: PullRange | None, *, workspace: str
     change what counts as a baseline for itself; a change of those settings is reported.
     """
     if pull is None:
-        if not config.baselines:
-            return DriftOutcome(reports=(), status="drift notes: no baselines configured, nothing to check")
-        return DriftOutcome(
-            reports=(), status="drift notes: not a pull request, so there is no base...head range to check"
-        )
+        return _outside_pull_request(config)
     config_file = _relative(Path(config.source).resolve(), workspace)
     git = Git(cwd=workspace)
     span = f"{pull.base[:12]}...{pull.head[:12]}"
@@ -142,15 +139,27 @@ def check_pull_request(config: Config, pull: PullRange | None, *, workspace: str
     explain = lock_change(config, pull.base) if result.changes else {}
     reports = _reports(result, context, mutators=config.mutators, explain=explain)
     reports += list(_warning_reports(warnings, span_commits))
-    if result.problems:
-        status = f"drift notes: {len(result.problems)} problem(s) in {span}, see the findings"
-    elif result.changes:
-        status = f"drift notes: every baseline change in {span} has its note"
-    else:
-        status = f"drift notes: no sealed baseline changes in {span}"
+    status = _range_status(result, span)
     if any(f.kind == GUARD_CHANGED for f in warnings):
         status += f" (judged with the settings of {base_source}; this pull request changes them)"
     return DriftOutcome(reports=tuple(sorted(reports, key=lambda r: r.path)), status=status)
+
+
+def _outside_pull_request(config: Config) -> DriftOutcome:
+    """No range to judge: the run is not a pull request's."""
+    if not config.baselines:
+        return DriftOutcome(reports=(), status="drift notes: no baselines configured, nothing to check")
+    return DriftOutcome(
+        reports=(), status="drift notes: not a pull request, so there is no base...head range to check"
+    )
+
+
+def _range_status(result: GuardResult, span: str) -> str:
+    if result.problems:
+        return f"drift notes: {len(result.problems)} problem(s) in {span}, see the findings"
+    if result.changes:
+        return f"drift notes: every baseline change in {span} has its note"
+    return f"drift notes: no sealed baseline changes in {span}"
 
 
 def _prefix(config: Config, top: str) -> str | None:
@@ -182,18 +191,24 @@ def judged_fail_on(
     if pull is None:
         return fail_on
 
-    base: Config | None = None
-    try:
-        top = Git(cwd=workspace).top()
-        prefix = _prefix(config, top)
-        if prefix is not None:
-            base = recorded_config(Git(cwd=top), check_revision(pull.base), prefix, name=pull.base[:12])
-    except (InputError, GitError):
-        base = None  # unreadable: the drift-note kinds fail, as by default
+    base = _base_config(config, pull, workspace)
     decided = {k: base is None or base.fails(k) for k in GUARD_KINDS}
     if all(decided[k] == kind_fails(k, fail_on) for k in GUARD_KINDS):
         return fail_on
     return frozenset(k for k in KINDS if (decided[k] if k in decided else kind_fails(k, fail_on)))
+
+
+def _base_config(config: Config, pull: PullRange, workspace: str) -> Config | None:
+    """The base commit's configuration in ``config``'s folder; None when it has none or it cannot
+    be read (then the drift-note kinds fail, as by default)."""
+    try:
+        top = Git(cwd=workspace).top()
+        prefix = _prefix(config, top)
+        if prefix is None:
+            return None
+        return recorded_config(Git(cwd=top), check_revision(pull.base), prefix, name=pull.base[:12])
+    except (InputError, GitError):
+        return None
 
 
 def _settings_findings(
@@ -326,53 +341,13 @@ def _reports(
 ) -> list[Report]:
     """One report per changed baseline (with its finding when no note accepts it) and per bad note."""
     problems = {p.baseline: p for p in result.problems if p.baseline is not None}
-    reports = []
     where, notes_dir = context.where, context.notes_dir
-    for change in result.changes:
-        problem = problems.get(change.baseline)
-        findings: tuple[Finding, ...] = ()
-        note = None
-        if problem is not None:
-            path = where(change.baseline)
-            name = note_name(change.baseline, notes_dir, context.taken)
-            command = note_command(change.baseline, notes_dir, context.taken, base=context.base)
-            note = where(name)
-            findings = (
-                Finding(
-                    kind=MISSING,
-                    index=None,
-                    tool="",
-                    path=path,
-                    message=_message(problem, notes_dir, command),
-                ),
-            )
-        header = (
-            Line(key="change", value=change.action, text=one_line(change.action)),
-            Line(key="from", value=change.from_head, text=change.from_head),
-            Line(key="to", value=change.to_head, text=change.to_head or "none"),
-            Line(
-                key="note",
-                value="missing" if problem else "accepted",
-                text="missing" if problem else _accepted_by(result, change.baseline),
-            ),
+    reports = [
+        _change_report(
+            change, problems.get(change.baseline), result, context, mutators=mutators, explain=explain
         )
-        review = None
-        if change.refused is None and change.broken is None:
-            start, end = context.commits
-            review = review_of(
-                context.git, change, result, base=start, head=end, mutators=mutators, explain=explain
-            )
-            review = replace(review, note=None if review.note is None else where(review.note))
-        reports.append(
-            Report(
-                command=COMMAND,
-                path=where(change.baseline),
-                header=header,
-                findings=findings,
-                note=note,
-                review=review,
-            )
-        )
+        for change in result.changes
+    ]
     for problem in result.problems:
         if problem.baseline is None:
             path = where(problem.note) if problem.note else ""
@@ -381,3 +356,46 @@ def _reports(
             )
             reports.append(Report(command=COMMAND, path=path or quote(problem.subject), findings=(finding,)))
     return reports
+
+
+def _change_report(
+    change: BaselineChange,
+    problem: Problem | None,
+    result: GuardResult,
+    context: _Context,
+    *,
+    mutators: frozenset[str],
+    explain: Mapping[str, str],
+) -> Report:
+    """A changed baseline's report: the change, its finding and a note name that is free when no
+    note accepts it, and the change as a reviewer approves it."""
+    where, notes_dir = context.where, context.notes_dir
+    path = where(change.baseline)
+    findings: tuple[Finding, ...] = ()
+    note = None
+    if problem is not None:
+        command = note_command(change.baseline, notes_dir, context.taken, base=context.base)
+        note = where(note_name(change.baseline, notes_dir, context.taken))
+        findings = (
+            Finding(
+                kind=MISSING, index=None, tool="", path=path, message=_message(problem, notes_dir, command)
+            ),
+        )
+    header = (
+        Line(key="change", value=change.action, text=one_line(change.action)),
+        Line(key="from", value=change.from_head, text=change.from_head),
+        Line(key="to", value=change.to_head, text=change.to_head or "none"),
+        Line(
+            key="note",
+            value="missing" if problem else "accepted",
+            text="missing" if problem else _accepted_by(result, change.baseline),
+        ),
+    )
+    review = None
+    if change.refused is None and change.broken is None:
+        start, end = context.commits
+        review = review_of(
+            context.git, change, result, base=start, head=end, mutators=mutators, explain=explain
+        )
+        review = replace(review, note=None if review.note is None else where(review.note))
+    return Report(command=COMMAND, path=path, header=header, findings=findings, note=note, review=review)

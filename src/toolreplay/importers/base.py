@@ -190,18 +190,19 @@ def episode_label(value: Any) -> str | None:
     if not isinstance(value, dict):
         return None
     parts: list[str] = []
-    if isinstance(value.get("task_id"), (int, str)) and not isinstance(value.get("task_id"), bool):
+    if _id_like(value.get("task_id")):
         parts.append(f"task-{value['task_id']}")
-        trial = value.get("trial")
-        if isinstance(trial, (int, str)) and not isinstance(trial, bool):
-            parts.append(f"trial-{trial}")
+        if _id_like(value.get("trial")):
+            parts.append(f"trial-{value['trial']}")
     else:
-        for key in ("episode_id", "instance_id"):
-            if isinstance(value.get(key), (int, str)) and not isinstance(value.get(key), bool):
-                parts.append(str(value[key]))
-                break
+        parts += [str(value[key]) for key in ("episode_id", "instance_id") if _id_like(value.get(key))][:1]
     label = "-".join(parts)
     return label if parts and _LABEL.fullmatch(label) else None
+
+
+def _id_like(value: Any) -> bool:
+    """An integer or a string (not a boolean)."""
+    return isinstance(value, (int, str)) and not isinstance(value, bool)
 
 
 def conversations(items: Iterable[Item], entries_of: EntriesOf) -> Iterator[Iterator[Item]]:

@@ -79,10 +79,14 @@ def _sniff_entry(entry: Any) -> str | None:
     ):
         return "openai-chat"
     content = entry.get("content")
-    if isinstance(content, list):
-        for block in content:
-            if isinstance(block, dict):
-                kind = string_member(block, "type")
-                if kind in CALL_BLOCKS or is_result_block(kind):
-                    return "anthropic"
+    if isinstance(content, list) and any(_tool_block(block) for block in content):
+        return "anthropic"
     return None
+
+
+def _tool_block(block: Any) -> bool:
+    """Whether a content block is an Anthropic tool call or tool result."""
+    if not isinstance(block, dict):
+        return False
+    kind = string_member(block, "type")
+    return kind in CALL_BLOCKS or is_result_block(kind)

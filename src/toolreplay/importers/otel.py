@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -123,24 +123,11 @@ def _trace_id(span: dict[str, Any], at: Location) -> str:
 
 
 def _tool_span(span: dict[str, Any], attributes: dict[str, Any], at: Location) -> _ToolSpan:
-    tool = attributes.get(TOOL_NAME)
-    if tool is None:
-        name = span.get("name")
-        if isinstance(name, str) and name.startswith("execute_tool ") and name[13:].strip():
-            tool = name[13:].strip()
-    if not isinstance(tool, str) or not tool:
-        raise at.error(f'an execute_tool span without a tool name (no "{TOOL_NAME}" attribute)')
     call_id = attributes.get(CALL_ID)
+    tool = _tool_name(span, attributes, at)
     if call_id is not None and not isinstance(call_id, str):
         raise at.error(f'"{CALL_ID}" must be a string, not {type_name(call_id)}')
-    result = next((attributes[key] for key in RESULTS if key in attributes), ABSENT)
-    failed = _failed(span, at)
-    error_type = attributes.get(ERROR_TYPE)
-    response: dict[str, Any] | None = None
-    if failed is not None or error_type is not None:
-        response = make_response(result, is_error=True, error=failed or error_type)
-    elif result is not ABSENT:
-        response = make_response(result)
+    response = _response(span, attributes, at)
     return _ToolSpan(
         start=_start(span, at),
         tool=tool,
@@ -149,6 +136,30 @@ def _tool_span(span: dict[str, Any], attributes: dict[str, Any], at: Location) -
         response=response,
         location=at,
     )
+
+
+def _tool_name(span: dict[str, Any], attributes: dict[str, Any], at: Location) -> str:
+    """The tool's name: its attribute, else what the span's ``execute_tool NAME`` says."""
+    tool = attributes.get(TOOL_NAME)
+    if tool is None:
+        name = span.get("name")
+        if isinstance(name, str) and name.startswith("execute_tool ") and name[13:].strip():
+            tool = name[13:].strip()
+    if not isinstance(tool, str) or not tool:
+        raise at.error(f'an execute_tool span without a tool name (no "{TOOL_NAME}" attribute)')
+    return tool
+
+
+def _response(span: dict[str, Any], attributes: dict[str, Any], at: Location) -> dict[str, Any] | None:
+    """The call's response: an error when the span failed, else its result; None without either."""
+    result = next((attributes[key] for key in RESULTS if key in attributes), ABSENT)
+    failed = _failed(span, at)
+    error_type = attributes.get(ERROR_TYPE)
+    if failed is not None or error_type is not None:
+        return make_response(result, is_error=True, error=failed or error_type)
+    if result is not ABSENT:
+        return make_response(result)
+    return None
 
 
 def _failed(span: dict[str, Any], at: Location) -> str | None:
@@ -178,14 +189,19 @@ def _start(span: dict[str, Any], at: Location) -> int:
 
 
 def _attributes(span: dict[str, Any], at: Location) -> dict[str, Any]:
-    out: dict[str, Any] = {}
     if "attributes" not in span:
-        return out
+        return {}
     where = at.at("attributes")
-    for i, pair in enumerate(need_list(span["attributes"], where, '"attributes"')):
-        key, value = _key_value(pair, where.at(i))
+    return _key_values(need_list(span["attributes"], where, '"attributes"'), where, "attribute")
+
+
+def _key_values(pairs: list[Any], at: Location, noun: str) -> dict[str, Any]:
+    """OTLP key-value pairs as a JSON object; a key that appears twice is refused."""
+    out: dict[str, Any] = {}
+    for i, pair in enumerate(pairs):
+        key, value = _key_value(pair, at.at(i))
         if key in out:
-            raise where.at(i).error(f"attribute {quote(key)} appears twice")
+            raise at.at(i).error(f"{noun} {quote(key)} appears twice")
         out[key] = value
     return out
 
@@ -206,36 +222,55 @@ def any_value(value: Any, at: Location) -> Any:
     if len(value) != 1:
         raise at.error(f"an attribute value must have one field, not {len(value)}")
     ((kind, raw),) = value.items()
-    if kind in ("stringValue", "bytesValue"):
-        if not isinstance(raw, str):
-            raise at.at(kind).error(f'"{kind}" must be a string, not {type_name(raw)}')
+    read = _VALUE_READERS.get(kind)
+    if read is None:
+        raise at.error(f"unknown attribute value type {quote(kind)}")
+    return read(kind, raw, at.at(kind))
+
+
+def _string_value(kind: str, raw: Any, at: Location) -> str:
+    if not isinstance(raw, str):
+        raise at.error(f'"{kind}" must be a string, not {type_name(raw)}')
+    return raw
+
+
+def _bool_value(kind: str, raw: Any, at: Location) -> bool:
+    if not isinstance(raw, bool):
+        raise at.error(f'"{kind}" must be a boolean, not {type_name(raw)}')
+    return raw
+
+
+def _int_value(kind: str, raw: Any, at: Location) -> int:
+    if isinstance(raw, int) and not isinstance(raw, bool):
         return raw
-    if kind == "boolValue":
-        if not isinstance(raw, bool):
-            raise at.at(kind).error(f'"boolValue" must be a boolean, not {type_name(raw)}')
+    if isinstance(raw, str) and _DECIMAL.fullmatch(raw):
+        return int(raw)
+    raise at.error(f'"{kind}" must be an integer or a decimal string')
+
+
+def _double_value(kind: str, raw: Any, at: Location) -> int | float:
+    if isinstance(raw, int | float) and not isinstance(raw, bool) and math.isfinite(raw):
         return raw
-    if kind == "intValue":
-        if isinstance(raw, int) and not isinstance(raw, bool):
-            return raw
-        if isinstance(raw, str) and _DECIMAL.fullmatch(raw):
-            return int(raw)
-        raise at.at(kind).error('"intValue" must be an integer or a decimal string')
-    if kind == "doubleValue":
-        if isinstance(raw, int | float) and not isinstance(raw, bool) and math.isfinite(raw):
-            return raw
-        raise at.at(kind).error('"doubleValue" must be a finite number')
-    if kind == "arrayValue":
-        holder = need_object(raw, at.at(kind), '"arrayValue"')
-        values = need_list(holder.get("values", []), at.at(kind, "values"), '"values"')
-        return [any_value(v, at.at(kind, "values", i)) for i, v in enumerate(values)]
-    if kind == "kvlistValue":
-        holder = need_object(raw, at.at(kind), '"kvlistValue"')
-        pairs = need_list(holder.get("values", []), at.at(kind, "values"), '"values"')
-        out: dict[str, Any] = {}
-        for i, pair in enumerate(pairs):
-            key, item = _key_value(pair, at.at(kind, "values", i))
-            if key in out:
-                raise at.at(kind, "values", i).error(f"key {quote(key)} appears twice")
-            out[key] = item
-        return out
-    raise at.error(f"unknown attribute value type {quote(kind)}")
+    raise at.error(f'"{kind}" must be a finite number')
+
+
+def _array_value(kind: str, raw: Any, at: Location) -> list[Any]:
+    values = need_list(need_object(raw, at, f'"{kind}"').get("values", []), at.at("values"), '"values"')
+    return [any_value(v, at.at("values", i)) for i, v in enumerate(values)]
+
+
+def _kvlist_value(kind: str, raw: Any, at: Location) -> dict[str, Any]:
+    pairs = need_list(need_object(raw, at, f'"{kind}"').get("values", []), at.at("values"), '"values"')
+    return _key_values(pairs, at.at("values"), "key")
+
+
+#: how each field of an ``AnyValue`` is read: (field name, its value, where it is)
+_VALUE_READERS: dict[str, Callable[[str, Any, Location], Any]] = {
+    "stringValue": _string_value,
+    "bytesValue": _string_value,
+    "boolValue": _bool_value,
+    "intValue": _int_value,
+    "doubleValue": _double_value,
+    "arrayValue": _array_value,
+    "kvlistValue": _kvlist_value,
+}

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Sequence
 from typing import Any
 
 from toolreplay.analyses.fingerprint_diff import compare_contracts, text_differences
@@ -35,6 +36,13 @@ from toolreplay.transcript import GENESIS, Record, make_record
 #: the record modes, in pytest-recording's names and meanings
 RECORD_MODES = ("none", "once", "new_episodes", "all")
 LOCK_SUFFIX = ".lock.json"
+
+
+#: the last note of a drift: what to do when the change is intended
+REDO = (
+    "if the change is intended, re-record the cassette (--toolreplay-record-mode=all)"
+    " and commit it with a drift note"
+)
 
 
 def lock_path(cassette: str) -> str:
@@ -192,23 +200,9 @@ class CassetteRegistry(ToolRegistry):
         return tuple(d.text() for d in text_differences(old, live))
 
     def _drift_notes(self, live: ToolContract, recorded: str) -> list[str]:
-        where = lock_path(self.cassette)
-        shown = lock_path(self.label)
-        redo = (
-            "if the change is intended, re-record the cassette (--toolreplay-record-mode=all)"
-            " and commit it with a drift note"
+        return explain_drift(
+            lock_path(self.cassette), lock_path(self.label), live, recorded, against="the registered tool"
         )
-        try:
-            old = load_lock(where).tools.get(live.name) if os.path.exists(where) else None
-        except (OSError, ToolreplayError) as err:
-            return [f"cannot explain the drift: {err}", redo]
-        if old is None or old.fingerprint != recorded:
-            return [f"cannot explain the drift: {shown} does not hold the recorded contract", redo]
-        lines = [
-            Finding(kind="tool-drift", index=None, tool=live.name, message=d.text(), path=shown).text
-            for d in compare_contracts(old, live)
-        ]
-        return [f"fingerprint-diff {shown} (recorded) -> the registered tool:", *lines, redo]
 
     def _miss_note(self) -> str:
         why = f" ({self.why})" if self.why else ""
@@ -232,27 +226,7 @@ class CassetteRegistry(ToolRegistry):
         if not self.recording or not self._new.records:
             return False
         keep = self._old if self.mode == "new_episodes" else ()
-        directory = os.path.dirname(os.path.abspath(self.cassette))
-        os.makedirs(directory, exist_ok=True)
-        save_lock(self._lock_for(keep), lock_path(self.cassette))
-        fd, tmp = temp_beside(directory)
-        os.close(fd)
-        try:
-            with Recorder(tmp, seal=True) as recorder:
-                for record in (*keep, *self._new.records):
-                    recorder.record(
-                        tool=record.tool,
-                        args=record.args,
-                        response=record.response,
-                        fingerprint=record.fingerprint,
-                        state=record.state,
-                        text_digest=record.text_digest,
-                    )
-            os.replace(tmp, self.cassette)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        write_cassette(self.cassette, (*keep, *self._new.records), self._lock_for(keep))
         return True
 
     def _lock_for(self, keep: tuple[Record, ...]) -> ToolLock:
@@ -273,6 +247,53 @@ class CassetteRegistry(ToolRegistry):
             if found is not None and found.fingerprint == record.fingerprint:
                 contracts[record.tool] = found
         return ToolLock.of(contracts.values())
+
+
+def explain_drift(
+    lock_file: str, shown: str, live: ToolContract, recorded: str, *, against: str
+) -> list[str]:
+    """The notes of a drift: the fingerprint-diff lines from the cassette's lock (``lock_file``,
+    named ``shown``) to ``live`` (``against`` says what that is), then what to do."""
+    try:
+        old = load_lock(lock_file).tools.get(live.name) if os.path.exists(lock_file) else None
+    except (OSError, ToolreplayError) as err:
+        return [f"cannot explain the drift: {err}", REDO]
+    if old is None or old.fingerprint != recorded:
+        return [f"cannot explain the drift: {shown} does not hold the recorded contract", REDO]
+    lines = [
+        Finding(kind="tool-drift", index=None, tool=live.name, message=d.text(), path=shown).text
+        for d in compare_contracts(old, live)
+    ]
+    return [f"fingerprint-diff {shown} (recorded) -> {against}:", *lines, REDO]
+
+
+def write_cassette(cassette: str, records: Sequence[Record], lock: ToolLock) -> None:
+    """Write a cassette (the records chained afresh from index 0) and its lock, each whole.
+
+    The lock first, then the cassette, each a temp file beside the target renamed into
+    place: a crash, an interrupted run or another process never sees half a file.
+    """
+    directory = os.path.dirname(os.path.abspath(cassette))
+    os.makedirs(directory, exist_ok=True)
+    save_lock(lock, lock_path(cassette))
+    fd, tmp = temp_beside(directory)
+    os.close(fd)
+    try:
+        with Recorder(tmp, seal=True) as recorder:
+            for record in records:
+                recorder.record(
+                    tool=record.tool,
+                    args=record.args,
+                    response=record.response,
+                    fingerprint=record.fingerprint,
+                    state=record.state,
+                    text_digest=record.text_digest,
+                )
+        os.replace(tmp, cassette)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def _read_lock(path: str) -> ToolLock:

@@ -24,6 +24,7 @@ from toolreplay.analyses.replay import DEFAULT_MUTATORS
 from toolreplay.canonical import canonical
 from toolreplay.contracts.fingerprint import python_signature
 from toolreplay.contracts.lock import ToolContract, ToolLock, make_contract
+from toolreplay.extras import installed
 from toolreplay.findings import Finding
 from toolreplay.library.errors import (
     ABSENT,
@@ -368,13 +369,7 @@ class ToolRegistry:
             if kind in findings:
                 self._diverged = True
                 pointer, old_value, new_value = first_difference(old, new) or (None, ABSENT, ABSENT)
-                resource = None
-                if kind == "effect-drift" and recorded.state is not None and live.state is not None:
-                    resource = min(
-                        key
-                        for key in recorded.state.keys() | live.state.keys()
-                        if recorded.state.get(key) != live.state.get(key)
-                    )
+                resource = _first_resource(recorded.state, live.state) if kind == "effect-drift" else None
                 raise ReplayDivergenceError(
                     findings[kind],
                     pointer=pointer,
@@ -426,10 +421,10 @@ def as_json(value: dict[str, Any], what: str) -> dict[str, Any]:
 
 @functools.cache
 def _otel_trace() -> ModuleType | None:
-    try:
-        from opentelemetry import trace
-    except ImportError:
+    if not installed("otel"):  # span attributes are a bonus: without the extra, none are set
         return None
+    from opentelemetry import trace
+
     return trace
 
 
@@ -440,3 +435,10 @@ def _set_span_attributes(contract: ToolContract) -> None:
     span = trace.get_current_span()
     span.set_attribute("tool.fingerprint", contract.fingerprint)
     span.set_attribute("tool.version", contract.version)
+
+
+def _first_resource(recorded: dict[str, str] | None, live: dict[str, str] | None) -> str | None:
+    """The first resource (by name) whose post-call state differs, when both sides record one."""
+    if recorded is None or live is None:
+        return None
+    return min(key for key in recorded.keys() | live.keys() if recorded.get(key) != live.get(key))

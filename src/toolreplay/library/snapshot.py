@@ -9,12 +9,54 @@ from typing import Any
 
 from toolreplay import signing
 from toolreplay.canonical import canonical
-from toolreplay.chain import verify
+from toolreplay.chain import ChainState, verify
 from toolreplay.errors import SealError
 from toolreplay.files import SEALED_SUFFIX
 from toolreplay.library.errors import ABSENT, SnapshotMissError, ToolDriftError
 from toolreplay.locate import pointer_token
-from toolreplay.transcript import Record, read_links, read_transcript
+from toolreplay.transcript import Link, Record, read_links, read_transcript
+
+
+def _anchored(
+    name: str,
+    links: list[Link],
+    expect_head: str | None,
+    key: str | os.PathLike[str] | None,
+    signature: str | os.PathLike[str] | None,
+) -> ChainState:
+    """The chain of a sealed transcript's links, verified and held to its anchors (SealError if not)."""
+    state = verify(links)
+    if state.broken is not None:
+        b = state.broken
+        raise SealError(
+            f"the chain is broken at index {b.position} ({b.reason}): a recording whose seal"
+            " does not verify is never served",
+            path=name,
+            line=b.line,
+            position=b.position,
+        )
+    if expect_head is not None and expect_head.lower() != state.head:
+        raise SealError(f"the chain ends on head {state.head}, expected {expect_head.lower()}", path=name)
+    if key is not None:
+        check = signing.check(
+            os.fspath(signature) if signature is not None else name + ".sig",
+            signing.load_public_key(os.fspath(key)),
+            signing.Statement(head=state.head, count=state.links),
+        )
+        if check.problem:
+            raise SealError(f"the signature does not anchor this file: {check.problem}", path=name)
+    return state
+
+
+def match_key(tool: str, args: dict[str, Any]) -> str:
+    """The key under which a recorded call answers a given one: the one place it is computed.
+
+    Today the canonical call (tool and arguments, key order irrelevant), as
+    ``Record.call_key``. Rules that make some arguments not count (a request id, a
+    timestamp: the configuration's volatile arguments) belong here, so snapshot replay,
+    ``toolreplay serve`` and the pytest plugin's cassettes all match calls the same way.
+    """
+    return '{"args":' + canonical(args) + ',"tool":' + canonical(tool) + "}"
 
 
 class Snapshot:
@@ -41,7 +83,7 @@ class Snapshot:
         self.served = 0
         self._by_key: dict[str, list[Record]] = {}
         for record in self.records:
-            self._by_key.setdefault(record.call_key, []).append(record)
+            self._by_key.setdefault(match_key(record.tool, record.args), []).append(record)
         self._next: dict[str, int] = {}
 
     @classmethod
@@ -71,26 +113,7 @@ class Snapshot:
         if signature is not None and key is None:
             raise ValueError("signature needs key: the public key that must verify it")
         links = list(read_links(name))
-        state = verify(links)
-        if state.broken is not None:
-            b = state.broken
-            raise SealError(
-                f"the chain is broken at index {b.position} ({b.reason}): a recording whose seal"
-                " does not verify is never served",
-                path=name,
-                line=b.line,
-                position=b.position,
-            )
-        if expect_head is not None and expect_head.lower() != state.head:
-            raise SealError(f"the chain ends on head {state.head}, expected {expect_head.lower()}", path=name)
-        if key is not None:
-            check = signing.check(
-                os.fspath(signature) if signature is not None else name + ".sig",
-                signing.load_public_key(os.fspath(key)),
-                signing.Statement(head=state.head, count=state.links),
-            )
-            if check.problem:
-                raise SealError(f"the signature does not anchor this file: {check.problem}", path=name)
+        state = _anchored(name, links, expect_head, key, signature)
         snapshot = cls((link.record for link in links), live=live, path=name)
         snapshot.head = state.head
         return snapshot
@@ -104,7 +127,7 @@ class Snapshot:
         self, tool: str, args: dict[str, Any], *, live: str | None, check: bool = True
     ) -> dict[str, Any]:
         """Answer ``tool(args)``; with ``check``, a recorded fingerprint other than ``live`` is drift."""
-        key = '{"args":' + canonical(args) + ',"tool":' + canonical(tool) + "}"
+        key = match_key(tool, args)
         found = self._by_key.get(key)
         if not found:
             raise self._miss(tool, args)

@@ -233,6 +233,52 @@ def _bind(first: ShardReport, config: Config) -> None:
         )
 
 
+def _shard_index(shard: ShardReport, first: ShardReport, count: int) -> int:
+    """Which of ``count`` shards a report says it is."""
+    index, n = shard.info.shard if shard.info.shard is not None else (1, 1)
+    if n != count:
+        raise InputError(f"is shard {index}/{n}, {quote(first.path)} is of {count} shards", path=shard.path)
+    if index > count:
+        raise InputError(f"is shard {index}/{count}: there is no such shard", path=shard.path)
+    return index
+
+
+def _claim_files(shard: ShardReport, index: int, files: dict[str, str]) -> None:
+    """Record in ``files`` which shard reports each file; a file reported by two shards is refused,
+    and so is the drift-note rule's word from any shard but its own."""
+    if shard.info.drift is not None and index != DRIFT_SHARD:
+        raise InputError(
+            f"carries the drift-note rule's verdict, which only shard {DRIFT_SHARD} runs", path=shard.path
+        )
+    for report in shard.reports:
+        if report.command != "check":
+            if index != DRIFT_SHARD:
+                raise InputError(
+                    f"reports the drift-note rule, which only shard {DRIFT_SHARD} runs "
+                    f"({quote(report.path)})",
+                    path=shard.path,
+                )
+            continue
+        if report.path in files:
+            raise InputError(
+                f"overlaps {quote(files[report.path])}: both report {quote(report.path)}", path=shard.path
+            )
+        files[report.path] = shard.path
+
+
+def _refuse_missing(seen: dict[int, str], count: int) -> None:
+    """Refuse a merge that lacks shards, naming the first few missing."""
+    # the count is the reports' word, and may be huge
+    absent = (str(k) for k in range(1, count + 1) if k not in seen)  # (a range is lazy)
+    missing = list(itertools.islice(absent, _MISSING_SHOWN))
+    more = count - len(seen) - len(missing)
+    listed = ", ".join(missing) + (f" and {more} more" if more else "")
+    raise InputError(
+        f"shard{'s' if count - len(seen) > 1 else ''} {listed} of {count} missing: "
+        "merge needs the reports of every shard"
+    )
+
+
 def merge_shards(
     shards: Sequence[ShardReport], *, config: Config | None = None
 ) -> tuple[CheckInfo, list[Report]]:
@@ -249,44 +295,13 @@ def merge_shards(
     seen: dict[int, str] = {}
     files: dict[str, str] = {}
     for shard in shards:
-        index, n = shard.info.shard if shard.info.shard is not None else (1, 1)
-        if n != count:
-            raise InputError(
-                f"is shard {index}/{n}, {quote(first.path)} is of {count} shards", path=shard.path
-            )
-        if index > count:
-            raise InputError(f"is shard {index}/{count}: there is no such shard", path=shard.path)
+        index = _shard_index(shard, first, count)
         if index in seen:
             raise InputError(f"shard {index}/{count} again (also {quote(seen[index])})", path=shard.path)
         seen[index] = shard.path
-        if shard.info.drift is not None and index != DRIFT_SHARD:
-            raise InputError(
-                f"carries the drift-note rule's verdict, which only shard {DRIFT_SHARD} runs", path=shard.path
-            )
-        for report in shard.reports:
-            if report.command != "check":
-                if index != DRIFT_SHARD:
-                    raise InputError(
-                        f"reports the drift-note rule, which only shard {DRIFT_SHARD} runs "
-                        f"({quote(report.path)})",
-                        path=shard.path,
-                    )
-                continue
-            if report.path in files:
-                raise InputError(
-                    f"overlaps {quote(files[report.path])}: both report {quote(report.path)}", path=shard.path
-                )
-            files[report.path] = shard.path
+        _claim_files(shard, index, files)
     if len(seen) < count:
-        # the first few that are missing: the count is the reports' word, and may be huge
-        absent = (str(k) for k in range(1, count + 1) if k not in seen)  # (a range is lazy)
-        missing = list(itertools.islice(absent, _MISSING_SHOWN))
-        more = count - len(seen) - len(missing)
-        listed = ", ".join(missing) + (f" and {more} more" if more else "")
-        raise InputError(
-            f"shard{'s' if count - len(seen) > 1 else ''} {listed} of {count} missing: "
-            "merge needs the reports of every shard"
-        )
+        _refuse_missing(seen, count)
     prefixes = _home_prefixes(shards, count)
     if config is not None:
         _check_against(config, first, files, prefixes)

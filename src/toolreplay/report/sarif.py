@@ -55,14 +55,26 @@ def _location(path: str, line: int | None, root: str | None) -> dict[str, Any]:
     return {"physicalLocation": physical}
 
 
+_Entry = tuple[str, str, int | None, str]
+
+
+def _entries(report: Report) -> list[_Entry]:
+    """(kind, path, line, message) of each finding and error of a report."""
+    entries: list[_Entry] = [(f.kind, f.path or report.path, f.line or None, f.text) for f in report.findings]
+    entries += [(REPORT_ERROR, report.path, None, error) for error in report.errors]
+    return entries
+
+
+def _kinds(found: set[str]) -> list[str]:
+    """Every known kind and any other found, in the kinds' fixed order (the rules' order)."""
+    order = {kind: n for n, kind in enumerate(KIND_ORDER)}
+    return sorted(found | set(KIND_ORDER), key=lambda k: (order.get(k, len(order)), k))
+
+
 def sarif_log(reports: Sequence[Report], *, root: str | None = None) -> dict[str, Any]:
     """The SARIF log as a JSON-ready dict."""
-    entries: list[tuple[str, str, int | None, str]] = []  # kind, path, line, message
-    for report in reports:
-        entries += [(f.kind, f.path or report.path, f.line or None, f.text) for f in report.findings]
-        entries += [(REPORT_ERROR, report.path, None, error) for error in report.errors]
-    order = {kind: n for n, kind in enumerate(KIND_ORDER)}
-    kinds = sorted({e[0] for e in entries} | set(KIND_ORDER), key=lambda k: (order.get(k, len(order)), k))
+    entries = [entry for report in reports for entry in _entries(report)]
+    kinds = _kinds({e[0] for e in entries})
     index = {kind: n for n, kind in enumerate(kinds)}
     results = [
         {
