@@ -76,6 +76,7 @@ from toolreplay.hooks.drift_note import is_baseline, note_name
 from toolreplay.hooks.drift_range import PullRange, check_pull_request
 from toolreplay.hooks.review import lock_change
 from toolreplay.hooks.settings import glob_patterns
+from toolreplay.kinds import NOTE_ACCEPTS
 from toolreplay.limits import DEFAULT_BUDGET_SECONDS
 from toolreplay.reports import CheckInfo, Line, Report, replay_header
 from toolreplay.transcript import Record, read_links, read_transcript
@@ -236,12 +237,8 @@ def check_baseline(job: Job) -> Report:
         findings=tuple(sort_findings(findings)),
         errors=tuple(errors),
         notes=settings.notes,
-        note=free_note(job) if any(f.kind in NOTE_KINDS for f in findings) else None,
+        note=free_note(job) if any(f.kind in NOTE_ACCEPTS for f in findings) else None,
     )
-
-
-#: the finding kinds a drift note accepts (the comment prints how to write one)
-NOTE_KINDS = frozenset({"agent-drift", "tool-drift", "behavior-drift", "effect-drift", "silent-drift"})
 
 
 def free_note(job: Job) -> str | None:

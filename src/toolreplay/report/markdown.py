@@ -23,7 +23,9 @@ from urllib.parse import urlsplit
 from toolreplay.escape import one_line, quote
 from toolreplay.files import SEALED_SUFFIX
 from toolreplay.findings import KIND_ORDER, Finding
-from toolreplay.kinds import REPORT_ERROR, kind_info
+from toolreplay.kinds import NOTE_ACCEPTS, REPORT_ERROR, kind_info
+from toolreplay.report.inert import MAX_CELL, defuse, fenced, md_code
+from toolreplay.report.inert import ZWJ as ZWJ  # re-exported: what a defused text holds
 from toolreplay.report.paths import repo_relative
 from toolreplay.report.review import (
     GUARD_CHANGED,
@@ -39,34 +41,7 @@ from toolreplay.report.review import (
 if TYPE_CHECKING:
     from toolreplay.reports import CheckInfo, Report
 
-#: Longest untrusted text shown in one cell; the full text is in the text and JSON reports.
-MAX_CELL = 400
-ZWJ = "\u200d"
 _SAFE_WORD = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 _.-]*$")
-_BACKTICKS = re.compile(r"`+")
-
-
-def defuse(text: str) -> str:
-    """Break ``@name`` mentions and ``<`` tags or comments with a zero-width joiner."""
-    return text.replace("@", "@" + ZWJ).replace("<", "<" + ZWJ)
-
-
-def md_code(text: str, *, in_table: bool = True, max_len: int | None = MAX_CELL) -> str:
-    """Untrusted text as an inert inline code span (one line, backtick-safe fence)."""
-    body = one_line(text)
-    if max_len is not None and len(body) > max_len:
-        body = body[: max_len - 1] + "…"
-    body = defuse(body)
-    if in_table:
-        # GFM splits table cells before it parses code spans; an escaped pipe stays in the cell
-        body = body.replace("|", "\\|")
-    if not body:
-        return "` `"
-    longest = max((len(run) for run in _BACKTICKS.findall(body)), default=0)
-    fence = "`" * (longest + 1)
-    if body[0] in "` " or body[-1] in "` ":
-        body = f" {body} "
-    return f"{fence}{body}{fence}"
 
 
 def _word(text: str) -> str:
@@ -142,8 +117,6 @@ def _plain_origin(server: str) -> bool:
     )
 
 
-#: finding kinds a drift note accepts (see ``toolreplay note``)
-DRIFT_KINDS = frozenset({"agent-drift", "tool-drift", "behavior-drift", "effect-drift", "silent-drift"})
 #: with more failing files than this, their blocks start folded
 OPEN_BLOCKS = 3
 
@@ -229,17 +202,6 @@ def _changes(report: Report, findings: Sequence[Finding], links: Links | None) -
     return out
 
 
-def _fenced(text: str) -> list[str]:
-    return _fenced_lines([text])
-
-
-def _fenced_lines(lines: Sequence[str]) -> list[str]:
-    body = [defuse(one_line(text)) for text in lines]
-    longest = max((len(run) for line in body for run in _BACKTICKS.findall(line)), default=0)
-    fence = "`" * max(3, longest + 1)
-    return [f"{fence}sh", *body, fence]
-
-
 def shell_word(word: str) -> str:
     """``word`` for a copied shell command: :func:`shlex.quote`, or ANSI-C ``$'...'`` when it holds
     ``@``, ``<`` (kept out of the raw body, see :func:`defuse`), a control or invisible character,
@@ -279,11 +241,11 @@ def _accept(report: Report, findings: Sequence[Finding], base: str | None) -> li
             " to (a clean checkout of this pull request), write in the note why, and commit both with this"
             f" pull request. The note goes to {md_code(report.note, in_table=False)}.",
             "",
-            *_fenced_lines([" ".join(shell_word(word) for word in words) for words in commands]),
+            *fenced([" ".join(shell_word(word) for word in words) for words in commands], "sh"),
         ]
-    if not report.path.endswith(SEALED_SUFFIX) or not any(f.kind in DRIFT_KINDS for f in findings):
+    if not report.path.endswith(SEALED_SUFFIX) or not any(f.kind in NOTE_ACCEPTS for f in findings):
         return []
-    runs = sorted({f.path for f in findings if f.kind in DRIFT_KINDS and f.path and f.path != report.path})
+    runs = sorted({f.path for f in findings if f.kind in NOTE_ACCEPTS and f.path and f.path != report.path})
     words = ["toolreplay", "note", report.path]
     for run in runs:
         words += ["--run", run]
@@ -299,7 +261,7 @@ def _accept(report: Report, findings: Sequence[Finding], base: str | None) -> li
         "If this drift is intended, accept it with a drift note: run this (from the folder the paths are "
         f"relative to), write in the note why, and commit it with this pull request.{where}",
         "",
-        *_fenced(command),
+        *fenced([command], "sh"),
     ]
 
 

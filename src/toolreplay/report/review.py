@@ -9,13 +9,14 @@ fenced block; nothing is put in a table cell that could make a table wider than 
 from __future__ import annotations
 
 import html
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from urllib.parse import quote as url_quote
 
 from toolreplay.escape import one_line
 from toolreplay.findings import Finding
+from toolreplay.kinds import NOTE_ACCEPTS
+from toolreplay.report.inert import defuse, fenced, md_code
 from toolreplay.reports import Report, Review
 
 #: a value longer than this goes into a fenced block under its line instead of a code span
@@ -27,10 +28,6 @@ CAPPED_REASON = 300
 #: a guard change's finding
 GUARD_CHANGED = "drift-guard-changed"
 MISSING = "missing-drift-note"
-#: finding kinds a drift note accepts (see ``toolreplay note``)
-DRIFT_KINDS = frozenset({"agent-drift", "tool-drift", "behavior-drift", "effect-drift", "silent-drift"})
-_BACKTICKS = re.compile(r"`+")
-ZWJ = "\u200d"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -50,31 +47,9 @@ class View:
         return f"{self.server}/{self.repository}/blob/{commit}/{url_quote(path, safe='/')}"
 
 
-def _defuse(text: str) -> str:
-    return text.replace("@", "@" + ZWJ).replace("<", "<" + ZWJ)
-
-
 def code(text: str, *, max_len: int | None = None) -> str:
-    """Untrusted text as an inert inline code span, out of tables (no pipe escaping needed)."""
-    body = one_line(text)
-    if max_len is not None and len(body) > max_len:
-        body = body[: max_len - 1] + "…"
-    body = _defuse(body)
-    if not body:
-        return "` `"
-    longest = max((len(run) for run in _BACKTICKS.findall(body)), default=0)
-    fence = "`" * (longest + 1)
-    if body[0] in "` " or body[-1] in "` ":
-        body = f" {body} "
-    return f"{fence}{body}{fence}"
-
-
-def fenced(lines: Sequence[str], info: str = "", indent: str = "") -> list[str]:
-    """Lines of untrusted text as a fenced block (each on one line, defused)."""
-    body = [_defuse(one_line(line)) for line in lines]
-    longest = max((len(run) for line in body for run in _BACKTICKS.findall(line)), default=0)
-    fence = "`" * max(3, longest + 1)
-    return [f"{indent}{fence}{info}", *(indent + line for line in body), indent + fence]
+    """Untrusted text as an inert inline code span, out of tables."""
+    return md_code(text, in_table=False, max_len=max_len)
 
 
 def values(baseline: str, run: str, *, old: str, new: str, indent: str = "  ") -> list[str]:
@@ -161,7 +136,7 @@ def accept_commands(report: Report, findings: Sequence[Finding], base: str | Non
     request: re-seal the baseline from the run when the run drifted from it, then write the note."""
     if report.note is None:
         return []
-    drifted = [f for f in findings if f.kind in DRIFT_KINDS and f.path and f.path != report.path]
+    drifted = [f for f in findings if f.kind in NOTE_ACCEPTS and f.path and f.path != report.path]
     runs = sorted({f.path for f in drifted})
     if report.command == "check" and not runs:
         return []
@@ -185,7 +160,7 @@ def _link(text: str, url: str | None, commit: str) -> str:
 
 
 def _html(text: str) -> str:
-    return html.escape(_defuse(one_line(text)), quote=True)
+    return html.escape(defuse(one_line(text)), quote=True)
 
 
 def _plural(n: int, word: str) -> str:
