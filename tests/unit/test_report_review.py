@@ -69,3 +69,32 @@ def test_the_comment_shows_reason_values_and_both_versions() -> None:
     assert f"(https://github.com/octo/agents/blob/{'2' * 40}/{BASELINE})" in md
     assert "  base `3` → head `5`" in md
     assert "kinds: `agent`" in md
+
+
+def finding(kind: str, index: int, path: str = "runs/a.jsonl") -> Finding:
+    return Finding(
+        kind=kind, index=index, tool="search", message=f"{kind} at {index}", path=path, line=index + 1
+    )
+
+
+def test_advisory_findings_fold_below_the_failing_ones() -> None:
+    """Rows of kinds that do not fail the build fold under the failing rows; a file with only
+    advisory findings folds below every failing file; the verdict counts them."""
+    mixed = Report(
+        command="check",
+        path="runs/a.jsonl",
+        findings=(finding("non-determinism", 4), finding("redundant-call", 1)),
+    )
+    quiet = Report(
+        command="check", path="runs/b.jsonl", findings=(finding("redundant-call", 2, "runs/b.jsonl"),)
+    )
+    md = render_markdown([mixed, quiet], fails=lambda kind: kind != "redundant-call")
+    assert "(2 advisory findings, folded below)" in md
+    failing_row = md.index("| non-determinism | `non-determinism at 4` |")
+    fold = md.index("<details><summary>1 advisory finding (they do not fail the build)</summary>")
+    advisory_row = md.index("| redundant-call | `redundant-call at 1` |")
+    assert failing_row < fold < advisory_row
+    only = md.index(
+        "<details><summary>1 file with advisory findings only (they do not fail the build)</summary>"
+    )
+    assert advisory_row < only < md.index("<code>runs/b.jsonl</code>")
