@@ -61,6 +61,7 @@ from toolreplay.analyses.integrity import chain_broken, stale_baseline
 from toolreplay.analyses.replay import replay
 from toolreplay.analyses.schema_break import SchemaBreaks, changed_schemas
 from toolreplay.analyses.scope import Scope, ScopeJudge, load_scope
+from toolreplay.analyses.volatile import Volatile
 from toolreplay.canonical import canonical, room_for_depth
 from toolreplay.chain import verify
 from toolreplay.config import Config, expand
@@ -73,13 +74,14 @@ from toolreplay.files import SEALED_SUFFIX
 from toolreplay.findings import Finding, sort_findings
 from toolreplay.gitinfo import head_commit, last_commit_time
 from toolreplay.hooks.drift_note import is_baseline, note_name
-from toolreplay.hooks.drift_range import PullRange, check_pull_request
+from toolreplay.hooks.drift_range import PullRange, check_pull_request, judged_volatile
 from toolreplay.hooks.review import lock_change
 from toolreplay.hooks.settings import glob_patterns
 from toolreplay.kinds import NOTE_ACCEPTS
 from toolreplay.limits import DEFAULT_BUDGET_SECONDS
-from toolreplay.reports import CheckInfo, Line, Report, replay_header
+from toolreplay.reports import CheckInfo, Line, Report, masked_line, replay_header
 from toolreplay.transcript import Record, read_links, read_transcript
+from toolreplay.volatile_rules import Rule
 
 #: with fewer files than this, starting worker processes costs more than it saves
 PARALLEL_MIN_FILES = 16
@@ -106,6 +108,8 @@ class Settings:
     explain: tuple[tuple[str, str], ...] = ()
     #: tool -> the tools_source's input schema (canonical JSON), where it differs from the lock's
     changed_schemas: tuple[tuple[str, str], ...] = ()
+    #: the config's volatile rules
+    volatile: tuple[Rule, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -165,6 +169,7 @@ def check_transcript(job: Job) -> Report:
                     SchemaBreaks({t: json.loads(c) for t, c in settings.changed_schemas}, path=job.path)
                 )
                 sinks.append(breaks.feed)
+            volatile = Volatile(settings.volatile)
             result = replay(
                 _fed(read_transcript(job.absolute), sinks),
                 mutators=mutators,
@@ -172,6 +177,7 @@ def check_transcript(job: Job) -> Report:
                 nondeterministic=nondeterministic,
                 path=job.path,
                 hints=True,
+                volatile=volatile,
             )
             findings = list(result.findings)
             if judge is not None:
@@ -183,12 +189,10 @@ def check_transcript(job: Job) -> Report:
     except InputError as err:
         return Report(command="check", path=job.path, errors=(_relocate(err, job.path),))
     findings = sort_findings(findings)
-    return Report(
-        command="check",
-        path=job.path,
-        header=replay_header(result.calls, result.divergence, len(findings)),
-        findings=tuple(findings),
-    )
+    header = replay_header(result.calls, result.divergence, len(findings))
+    if settings.volatile:
+        header += (masked_line(volatile.counts(job.path)),)
+    return Report(command="check", path=job.path, header=header, findings=tuple(findings))
 
 
 def _fed(records: Iterable[Record], sinks: Sequence[Callable[[Record], None]]) -> Iterator[Record]:
@@ -223,13 +227,17 @@ def check_baseline(job: Job) -> Report:
         header += age
         findings += stale
         errors += error
+    volatile = Volatile(settings.volatile)
     if job.runs and not state.broken:
         try:
-            findings += _diff_runs(job)
+            findings += _diff_runs(job, volatile)
         except InputError as err:
             errors.append(str(err))
         # paths as diff's "baseline:" line shows one: plain, one line each (a renderer quotes if it must)
         header.append(Line(key="runs", value=len(job.runs), text=", ".join(one_line(p) for p, _ in job.runs)))
+    if settings.volatile:
+        # the baseline's masked values; each run's are counted in the run's own report
+        header.append(masked_line(volatile.counts(job.path)))
     return Report(
         command="check",
         path=job.path,
@@ -268,19 +276,20 @@ def _age(job: Job, max_age_days: int) -> tuple[list[Line], list[Finding], list[s
     return [line], [stale_baseline(fresh, path=job.path)] if fresh.stale else [], []
 
 
-def _diff_runs(job: Job) -> list[Finding]:
+def _diff_runs(job: Job, volatile: Volatile) -> list[Finding]:
     # calls as digests, as `diff` holds them: memory stays flat whatever the files' size
-    settings = job.settings
-    with Store() as store:
-        baseline = read_table(store, job.absolute, sealed=True)
+    with Store(volatile) as store:
+        baseline = read_table(store, job.absolute, sealed=True, source=job.path)
         runs: list[tuple[str, CallTable]] = []
         for path, absolute in job.runs:
             try:
-                runs.append((path, read_table(store, absolute, sealed=False)))
+                # a run is a transcript too: its own report counts its masked values
+                runs.append((path, read_table(store, absolute, sealed=False, source=None)))
             except InputError as err:
                 raise InputError(err.problem, path=path, line=err.line, pointer=err.pointer) from err
         # every run is also checked as a transcript, against the lock: that check reports a run
         # call whose fingerprint the lock does not have, so the diff does not report it again
+        settings = job.settings
         result = diff_tables(
             baseline,
             runs,
@@ -348,6 +357,7 @@ def plan(
         notes=config.drift_notes,
         explain=explain,
         changed_schemas=changed_schemas,
+        volatile=config.volatile,
     )
     baselines, transcripts = covered_files(config)
     pairs = pair_runs(baselines, transcripts)
@@ -495,6 +505,11 @@ def run_check_with_status(
     status: str | None = None
     lock_base = base if lock_base is None else lock_base
     first: list[Report] = []
+    judged = config
+    if base is not None:
+        # what the volatile rules hide is the base commit's decision (in every shard); the
+        # drift-note rule below reports the pull request's own change of them
+        judged = judged_volatile(config, PullRange(base=base, head="HEAD"), workspace=str(config.root))
     if shard is not None and shard.index != DRIFT_SHARD:
         base = None
     if base is not None:
@@ -508,7 +523,7 @@ def run_check_with_status(
     if lock_base is not None:
         explain = tuple(sorted({**lock_change(config, lock_base), **dict(explain)}.items()))
     first += failed
-    planned = plan(config, explain=explain, changed_schemas=changed)
+    planned = plan(judged, explain=explain, changed_schemas=changed)
     if shard is not None:
         planned = [job for job in planned if shard_of(job.path, shard.count) == shard.index]
     reports = _run_jobs(planned, jobs)
@@ -592,6 +607,11 @@ def config_digest(config: Config) -> str:
         )
     if config.pattern_budget_seconds != DEFAULT_BUDGET_SECONDS:
         settings["pattern_budget_seconds"] = config.pattern_budget_seconds
+    if config.volatile:  # shards that mask other values are not one check
+        settings["volatile"] = [
+            {"tool": r.tool, "at": r.at, **({"pattern": r.pattern} if r.pattern is not None else {})}
+            for r in config.volatile
+        ]
     text = json.dumps(settings, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     return "sha256:" + hashlib.sha256(text.encode("ascii")).hexdigest()
 

@@ -12,6 +12,7 @@ from toolreplay.escape import quote
 from toolreplay.limits import DEFAULT_BUDGET_SECONDS
 from toolreplay.locate import pointer_of
 from toolreplay.mutators import DEFAULT_MUTATORS
+from toolreplay.volatile_rules import Rule, rule_problem
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -42,6 +43,8 @@ class Config:
     #: total seconds the scope's patterns may take per transcript (toolreplay.ecma)
     pattern_budget_seconds: float = DEFAULT_BUDGET_SECONDS
     fail_on: frozenset[str] | None = None  # None: every kind fails
+    #: the ``[[volatile]]`` rules, in the file's order (docs/spec.md, "Volatile values")
+    volatile: tuple[Rule, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
     #: the keys the file sets (so a command knows which defaults came from it)
     declared: frozenset[str] = frozenset()
@@ -139,7 +142,8 @@ def load_config(
         drift_notes=table.get("drift_notes", "drift-notes"),
         max_baseline_age_days=table.get("max_baseline_age_days"),
         pattern_budget_seconds=float(budget),
-        fail_on=frozenset(table["fail_on"]) if "fail_on" in table else None,
+        fail_on=_fail_on(table["fail_on"], source) if "fail_on" in table else None,
+        volatile=volatile_rules(table.get("volatile", ()), source),
         declared=frozenset(table),
     )
 
@@ -166,11 +170,45 @@ def _refuse_invalid(table: dict[str, Any], source: str) -> None:
     message = f"invalid configuration: {first.message}"
     if first.validator == "enum" and list(first.absolute_path)[:1] == ["fail_on"]:
         # a typo here would switch the gate off for that kind, so it is named with the choices
-        message = (
-            f"fail_on: unknown finding kind {quote(str(first.instance))}; "
-            f"the kinds are: {', '.join(first.validator_value)}"
-        )
+        kind = str(first.instance).removeprefix("-")
+        message = f"fail_on: unknown finding kind {quote(kind)}; {_kinds_are()}"
     raise InputError(message, path=source, pointer=pointer_of(first.absolute_path))
+
+
+def _fail_on(items: list[str], source: str) -> frozenset[str] | None:
+    """The kinds ``fail_on`` fails (None: the default), its ``all`` and ``-KIND`` read (toolreplay.gate)."""
+    from toolreplay.gate import FailOnError, resolve  # here: the hooks read a config, and judge no finding
+
+    try:
+        return resolve(items)
+    except FailOnError as err:
+        raise InputError(f"fail_on: {err}; {_kinds_are()}", path=source, pointer="/fail_on") from err
+
+
+def _kinds_are() -> str:
+    """The end of every message about a fail_on list: what it may hold."""
+    from toolreplay.gate import ALL, known_kinds
+
+    return (
+        f"the kinds are: {', '.join(sorted(known_kinds()))}"
+        f" ({quote(ALL)} for every kind but the advisory ones, then -KIND to take one out)"
+    )
+
+
+def volatile_rules(tables: list[dict[str, str]], source: str) -> tuple[Rule, ...]:
+    """The ``[[volatile]]`` tables (valid by the schema) as rules; a place or a pattern that
+    cannot be used is an error naming the rule."""
+    rules = []
+    for number, table in enumerate(tables):
+        rule = Rule(tool=table["tool"], at=table["at"], pattern=table.get("pattern"))
+        problem = rule_problem(rule)
+        if problem is not None:
+            key, why = problem
+            raise InputError(
+                f"volatile rule {number + 1}: {why}", path=source, pointer=f"/volatile/{number}/{key}"
+            )
+        rules.append(rule)
+    return tuple(rules)
 
 
 def _baseline_globs(globs: list[str], source: str) -> tuple[str, ...]:
@@ -222,9 +260,10 @@ def _texts(value: Any) -> bool:
 
 
 def _kinds(value: Any) -> bool:
-    from toolreplay.kinds import KINDS
+    from toolreplay.gate import list_words
 
-    return type(value) is list and all(type(item) is str and item in KINDS for item in value)
+    words = frozenset(list_words())
+    return type(value) is list and all(type(item) is str and item in words for item in value)
 
 
 #: each key of the config schema, and a check that accepts only values the schema accepts
@@ -240,7 +279,19 @@ _PLAIN: dict[str, Any] = {
     "max_baseline_age_days": lambda value: type(value) is int and value >= 1,
     "pattern_budget_seconds": lambda value: type(value) in (int, float) and value > 0,
     "fail_on": _kinds,
+    "volatile": lambda value: type(value) is list and all(_volatile_table(item) for item in value),
 }
+
+
+def _volatile_table(value: Any) -> bool:
+    return (
+        type(value) is dict
+        and value.keys() <= {"tool", "at", "pattern"}
+        and _text(value.get("tool"))
+        and type(value.get("at")) is str
+        and value["at"].startswith(("/args/", "/response/", "/state/"))
+        and ("pattern" not in value or _text(value["pattern"]))
+    )
 
 
 BUDGET_PROBLEM = "invalid configuration: pattern_budget_seconds must be a finite number of seconds"

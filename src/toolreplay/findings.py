@@ -27,6 +27,7 @@ KIND_ORDER: tuple[str, ...] = (
     "behavior-drift",
     "effect-drift",
     "silent-drift",
+    "unavailable",
     "audit-incomplete",
     "non-determinism",
     "redundant-call",

@@ -69,6 +69,14 @@ KINDS: dict[str, KindInfo] = {
         help="The tool answers differently from one session to the next. Declare it non-deterministic "
         "in the tool lock if that is expected.",
     ),
+    "unavailable": KindInfo(
+        level="error",
+        rank=0,
+        summary="A live server gave no answer to a recorded call it was asked again (a timeout, a "
+        "closed connection).",
+        help="The server hangs or crashed: probe cannot say its answers still hold. Look at the server's "
+        "stderr, or raise --timeout if the call is only slow.",
+    ),
     "permission-overreach": KindInfo(
         level="error",
         rank=0,

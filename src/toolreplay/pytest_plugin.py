@@ -24,8 +24,10 @@ from toolreplay.files import SEALED_SUFFIX
 if TYPE_CHECKING:
     import pluggy
 
+    from toolreplay.config import Config
     from toolreplay.library.cassette import CassetteRegistry
     from toolreplay.library.mcp_cassette import McpCassettes
+    from toolreplay.volatile_rules import Rule
 
 #: pytest-recording's names (the same tuple as toolreplay.library.cassette.RECORD_MODES)
 RECORD_MODES = ("none", "once", "new_episodes", "all")
@@ -215,7 +217,7 @@ def toolreplay(request: pytest.FixtureRequest) -> Iterator[CassetteRegistry]:
     mode, why = _test_mode(item)
     label = _label(item.config, path)
     try:
-        registry = CassetteRegistry(path, mode=mode, why=why, label=label)
+        registry = CassetteRegistry(path, mode=mode, why=why, label=label, volatile=_volatile(request.config))
     except ToolreplayError as err:
         text = str(err)
         if str(path) not in text:
@@ -253,7 +255,7 @@ def toolreplay_mcp(request: pytest.FixtureRequest) -> Iterator[McpCassettes]:
             path = base.with_name(f"{stem}.{safe_name(name or 'mcp')}{SEALED_SUFFIX}")
         return str(path), _label(item.config, path)
 
-    servers = McpCassettes(cassette_for, mode=mode, why=why, fail=_fail)
+    servers = McpCassettes(cassette_for, mode=mode, why=why, fail=_fail, config=_project_config(item.config))
     try:
         yield servers
         outcomes, problem = servers.finish(item.stash.get(_CALL_PASSED, False))
@@ -283,6 +285,20 @@ def _label(config: pytest.Config, path: Path) -> str:
         return path.relative_to(config.rootpath).as_posix()
     except ValueError:
         return str(path)
+
+
+def _volatile(config: pytest.Config) -> tuple[Rule, ...]:
+    """The volatile rules of the project's configuration (the nearest from the rootdir up):
+    an argument they mask does not count for finding a call in a cassette."""
+    found = _project_config(config)
+    return found.volatile if found is not None else ()
+
+
+def _project_config(config: pytest.Config) -> Config | None:
+    """The project's configuration: the nearest from the rootdir up (None: there is none)."""
+    from toolreplay.config import nearest_config
+
+    return nearest_config(cwd=config.rootpath)
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -7,6 +7,7 @@ reports without loading the renderers (:mod:`toolreplay.report`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,6 +76,42 @@ def replay_header(calls: int, divergence: int | None, findings: int) -> tuple[Li
         ),
         Line(key="findings", value=findings, text=str(findings)),
     )
+
+
+def masked_line(counts: Sequence[int]) -> Line:
+    """The ``masked:`` header line of a comparison under volatile rules: its value is the values
+    masked per rule, in the config's order (so a whole check can add them up), its text
+    ``12 values by 2 rules``."""
+    return Line(key="masked", value=list(counts), text=masked_text(counts))
+
+
+def masked_text(counts: Sequence[int]) -> str:
+    """``12 values by 2 rules``: the values masked, and by how many of the rules."""
+    values, rules = sum(counts), sum(1 for n in counts if n)
+    return f"{values} value{'s' * (values != 1)} by {rules} rule{'s' * (rules != 1)}"
+
+
+def masked_total(reports: Sequence[Report]) -> list[int] | None:
+    """The values masked per rule over every report of a check (None: no volatile rules)."""
+    lines = [line.value for r in reports for line in r.header if line.key == "masked"]
+    if not lines:
+        return None
+    total = [0] * max(len(value) for value in lines)
+    for value in lines:
+        for number, n in enumerate(value):
+            total[number] += n
+    return total
+
+
+def stale_rules(counts: Sequence[int]) -> list[str]:
+    """One warning per volatile rule that masked nothing in a whole check: a stale rule, left
+    behind by a tool that changed (or a place mistyped), which hides nothing and tests nothing."""
+    return [
+        f"volatile rule {n + 1} (the config's [[volatile]] table number {n + 1}) masked no value"
+        " in the whole check: a stale rule?"
+        for n, count in enumerate(counts)
+        if not count
+    ]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -173,3 +173,10 @@ def _config_errors(path: str) -> Iterator[str]:
     if not finite_budget(data.get("pattern_budget_seconds", 1)):
         # what the schema cannot say and loading the configuration refuses
         yield f"{path}: {BUDGET_PROBLEM.removeprefix('invalid configuration: ')} (at /pattern_budget_seconds)"
+    if "fail_on" in data:
+        from toolreplay.gate import FailOnError, resolve
+
+        try:
+            resolve(data["fail_on"])
+        except FailOnError as err:  # a list the schema takes but cannot mean anything (-KIND without all)
+            yield f"{path}: fail_on: {err} (at /fail_on)"

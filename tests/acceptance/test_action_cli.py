@@ -584,3 +584,15 @@ def test_a_pull_request_cannot_switch_off_its_own_drift_rule(
     assert (changed.name, changed.properties["file"]) == ("warning", "toolreplay.toml")
     assert "baselines ['baselines/*.sealed.jsonl'] -> ['nothing/*']" in changed.data
     assert result.exit_code == 1 and outputs["failing"] == "1"
+
+
+def test_fail_on_all_but_some_kinds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """fail-on: all,-redundant-call,-non-determinism: those two are warnings; the missing drift
+    note still fails the job, and the log says the policy the short way."""
+    pr = pull_request(tmp_path / "ws")
+    fail_on = "all,-redundant-call,-non-determinism"
+    result, outputs, _ = run_action(pr.path, tmp_path, monkeypatch, event=pr.event(tmp_path), fail_on=fail_on)
+    assert result.exit_code == 1
+    assert outputs["failing"] == "1" and outputs["findings"] == "3"
+    assert "3 failing" not in result.stdout
+    assert "(fail-on: all,-non-determinism,-redundant-call)" in result.stdout

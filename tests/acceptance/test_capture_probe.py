@@ -16,10 +16,10 @@ from toolreplay.cli import cli
 CALLS: list[tuple[str, dict[str, Any]]] = [
     ("echo", {"text": "x"}),
     ("clock", {"zone": "utc"}),
+    ("fail", {"reason": "r"}),
     ("write_note", {"text": "n"}),
     ("erase_notes", {}),
     ("clock", {"zone": "utc"}),
-    ("fail", {"reason": "r"}),
 ]
 
 
@@ -61,9 +61,9 @@ def test_probe_catches_changed_answers_and_contracts_and_never_reruns_a_mutator(
         "asked: 3\n"
         "tool 'clock': stable\n"
         "tool 'echo': stable\n"
-        "tool 'erase_notes': not-probed\n"
+        "tool 'erase_notes': not-probed (changes state)\n"
         "tool 'fail': stable\n"
-        "tool 'write_note': not-probed\n"
+        "tool 'write_note': not-probed (changes state)\n"
         "findings: 0\n",
     )
 

@@ -119,7 +119,7 @@ aligned: 2298
 differences: agent-drift 3, behavior-drift 1, silent-drift 1
 tool 'poll': silent-drift
 tool 'read_file': stable
-findings: 3
+findings: 3 (the first of each kind; differences: counts every one)
 index 499: agent-drift: the run did not make the call to tool 'poll' at baseline index 499; it went on with\
  the call at baseline index 500
 index 1700: behavior-drift: tool 'poll' returned a different response than at baseline index 1701: at\

@@ -160,8 +160,8 @@ def test_a_description_change_fails_with_drift_when_run_live(
             "E *ToolDriftError: tool 'get_current_time' drifted: recorded with fingerprint *"
             " (recorded call at index 0), is now *",
             f"E * fingerprint-diff {LOCK} (recorded) -> the live server:",
-            "E * get_current_time: schema (compatible): /properties/timezone/description"
-            " *Use 'Europe/... -> *Use 'Asia/To...",
+            "E * get_current_time: description: /inputSchema/properties/timezone/description"
+            " *Use [[]-*Europe/Lisbon* -]*{+*Asia/Tokyo* +}*",
             "E * if the change is intended, re-record the cassette (--toolreplay-record-mode=all)"
             " and commit it with a drift note",
         ]

@@ -35,7 +35,8 @@ def test_check_refuses_a_typo_in_fail_on(runner: CliRunner, project: Path) -> No
     assert result.stdout == ""
     assert result.stderr == (
         "toolreplay: error: toolreplay.toml: fail_on: unknown finding kind 'tool_drift';"
-        f" the kinds are: {KINDS} (at /fail_on/0)\n"
+        f" the kinds are: {KINDS} ('all' for every kind but the advisory ones, then -KIND to take one out)"
+        " (at /fail_on/0)\n"
     )
 
 

@@ -38,11 +38,20 @@ def test_fail_on_forms() -> None:
     assert kinds.fails("non-determinism") and not kinds.fails("redundant-call")
 
 
-@pytest.mark.parametrize("value", ["non-determinsm", "any,redundant-call", ",", "all"])
+@pytest.mark.parametrize("value", ["non-determinsm", "any,redundant-call", ",", "-redundant-call"])
 def test_fail_on_refuses_what_it_does_not_know(value: str) -> None:
     """A typo would silently fail nothing: it is a usage error naming the input and the known kinds."""
-    with pytest.raises(InputError, match=r"input fail-on: unknown finding kind .*redundant-call"):
+    with pytest.raises(InputError, match=r"input fail-on: .*redundant-call"):
         parse_fail_on(value, None)
+
+
+def test_fail_on_all_but_some_kinds() -> None:
+    """all,-KIND is every default kind but KIND (advisory kinds only when named); all alone is any."""
+    policy = parse_fail_on(" all , -audit-incomplete", None)
+    assert not policy.fails("audit-incomplete") and policy.fails("chain-broken") and policy.errors
+    assert not policy.fails("drift-guard-changed")
+    assert parse_fail_on("all", frozenset({"chain-broken"})).kinds is None
+    assert parse_fail_on("all,drift-guard-changed", None).fails("drift-guard-changed")
 
 
 def test_settings_defaults_and_token_fallback(tmp_path: Path) -> None:
@@ -155,7 +164,8 @@ def test_schemas_list_exactly_the_kinds_the_code_knows() -> None:
     config = json.loads(schema_text("config.schema.json"))
     report = json.loads(schema_text("report.schema.json"))
     finding = report["properties"]["reports"]["items"]["properties"]["findings"]["items"]
-    assert set(config["properties"]["fail_on"]["items"]["enum"]) == known_kinds()
+    words = set(config["properties"]["fail_on"]["items"]["enum"])
+    assert words == known_kinds() | {"all"} | {f"-{kind}" for kind in known_kinds()}
     assert set(finding["properties"]["kind"]["enum"]) == set(KINDS)
     assert known_kinds() == set(KINDS) | {REPORT_ERROR}
     assert set(KIND_ORDER) == set(KINDS)  # every kind has its place in a report's order

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from toolreplay.capture.http import EventSplitter
-from toolreplay.capture.probe import Failure, judge, plan
+from toolreplay.capture.probe import Failure, Rules, excerpts, judge, plan
 from toolreplay.capture.redact import Redactor
 from toolreplay.capture.session import Session
 from toolreplay.capture.stdio import LineSplitter
@@ -155,28 +155,44 @@ def test_event_splitter_yields_each_events_data() -> None:
 
 
 def test_probe_verdicts() -> None:
-    """Mutators and redacted calls are not asked; a tool gone is unavailable and tool drift;
-    a failed call is unavailable; a changed answer is silent drift at its first differing pointer."""
+    """Only read-only tools are asked, and only before a call that may change state; redacted calls
+    are not asked; a tool gone is unavailable and tool drift; a failed call is an unavailable
+    finding; a changed answer is silent drift at its first differing pointer."""
     records = [
         make_record(index=0, tool="read", args={"p": "a"}, response={"v": [1, 2]}, fingerprint="0" * 16),
-        make_record(index=1, tool="write", args={}, response={}),
-        make_record(index=2, tool="login", args={"token": "[REDACTED]"}, response={}),
-        make_record(index=3, tool="gone", args={}, response={}, fingerprint="1" * 16),
-        make_record(index=4, tool="flaky", args={}, response={}),
-        make_record(index=5, tool="read", args={"p": "a"}, response={"v": [1, 2]}),
+        make_record(index=1, tool="login", args={"token": "[REDACTED]"}, response={}),
+        make_record(index=2, tool="gone", args={}, response={}, fingerprint="1" * 16),
+        make_record(index=3, tool="flaky", args={}, response={}),
+        make_record(index=4, tool="write", args={}, response={}),
+        make_record(index=5, tool="read", args={"p": "b"}, response={"v": [1, 2]}),
     ]
     listed = frozenset({"read", "write", "login", "flaky"})
-    asked = plan(records, frozenset({"write"}), listed)
-    assert [r.index for r in asked] == [0, 4]
-    answers = {records[0].call_key: {"v": [1, 3]}, records[4].call_key: Failure(problem="timeout")}
+    rules = Rules(
+        readonly=frozenset({"read", "login", "gone", "flaky", "write"}), mutators=frozenset({"write"})
+    )
+    planned = plan(records, rules, listed)
+    assert [r.index for r in planned.ask] == [0, 3]
+    assert dict(planned.skipped) == {
+        1: "arguments redacted",
+        4: "changes state",
+        5: "after index 4 changed state",
+    }
+    answers = {0: ({"v": [1, 3]},), 3: (Failure(problem="no answer within 1 s"),)}
     live = {name: "0" * 16 for name in listed}
-    result = judge(records, live=live, answers=answers, mutators=frozenset({"write"}), path="run.jsonl")
+    result = judge(
+        records, live=live, answers=answers, skipped=planned.skipped, rules=rules, path="run.jsonl"
+    )
     assert dict(result.verdicts) == {
         "flaky": "unavailable",
         "gone": "unavailable",
         "login": "not-probed",
         "read": "silent-drift",
         "write": "not-probed",
+    }
+    assert dict(result.notes) == {
+        "gone": "no longer listed",
+        "login": "arguments redacted",
+        "write": "changes state",
     }
     assert [(f.index, f.kind, f.message) for f in result.findings] == [
         (
@@ -185,8 +201,75 @@ def test_probe_verdicts() -> None:
             "tool 'read' answered the call recorded at index 0 differently live, first at '/v/1':"
             " recorded 2, live 3",
         ),
-        (3, "tool-drift", "tool 'gone' was recorded with fingerprint 1111111111111111, is no longer listed"),
+        (2, "tool-drift", "tool 'gone' was recorded with fingerprint 1111111111111111, is no longer listed"),
+        (
+            3,
+            "unavailable",
+            "tool 'flaky' gave no answer to the call recorded at index 3: no answer within 1 s",
+        ),
     ]
+
+
+def test_probe_asks_only_known_read_only_tools_unless_allowed_and_sequence_asks_all() -> None:
+    """A tool nobody declares read-only is not asked, nor anything after it; --allow asks it; the
+    sequence mode asks every record in order, until one cannot be asked."""
+    records = [
+        make_record(index=0, tool="create", args={"n": 1}, response={}),
+        make_record(index=1, tool="search", args={}, response={}),
+        make_record(index=2, tool="search", args={}, response={}),
+        make_record(index=3, tool="login", args={"token": "[REDACTED]"}, response={}),
+        make_record(index=4, tool="search", args={"q": 1}, response={}),
+    ]
+    listed = frozenset({"create", "search", "login"})
+    readonly = frozenset({"search", "login"})
+    alone = plan(records, Rules(readonly=readonly), listed)
+    assert (alone.ask, dict(alone.skipped)) == (
+        (),
+        {
+            0: "not known read-only",
+            1: "after index 0 changed state",
+            2: "after index 0 changed state",
+            3: "after index 0 changed state",
+            4: "after index 0 changed state",
+        },
+    )
+    allowed = plan(records, Rules(readonly=readonly, allowed=frozenset({"create"})), listed)
+    assert [r.index for r in allowed.ask] == [0, 1, 4]
+    sequence = plan(records, Rules(sequence=True), listed)
+    assert [r.index for r in sequence.ask] == [0, 1, 2]
+    assert dict(sequence.skipped) == {
+        3: "arguments redacted",
+        4: "after index 3 could not be replayed (arguments redacted)",
+    }
+
+
+def test_probe_shape_only_for_a_tool_declared_not_deterministic() -> None:
+    """A tool the lock declares not deterministic is stable when only values change, and silent
+    drift when its answer's shape changes (a member gone, a type changed)."""
+    record = make_record(index=0, tool="now", args={}, response={"content": [{"type": "text", "text": "1"}]})
+    rules = Rules(readonly=frozenset({"now"}), shape_only=frozenset({"now"}))
+    live = {"now": "0" * 16}
+    values = {0: ({"content": [{"type": "text", "text": "2"}]},)}
+    same = judge([record], live=live, answers=values, skipped={}, rules=rules, path="r.jsonl")
+    assert (dict(same.verdicts), dict(same.notes)) == (
+        {"now": "stable"},
+        {"now": "shape only: declared not deterministic"},
+    )
+    other = {0: ({"content": [{"type": "image", "data": "x"}]},)}
+    drift = judge([record], live=live, answers=other, skipped={}, rules=rules, path="r.jsonl")
+    assert dict(drift.verdicts) == {"now": "silent-drift"}
+
+
+def test_excerpts_show_where_long_values_first_differ() -> None:
+    """Two long texts that differ after 80 characters are shown from a little before the first
+    difference, with its position (they used to print as the same excerpt)."""
+    was, now = "x" * 200 + "old tail", "x" * 200 + "new tail"
+    old, new = excerpts(was, now)
+    assert old != new
+    assert old == '...xxxxxxxxxxxxxxxxxxxxold tail"'
+    assert new == '...xxxxxxxxxxxxxxxxxxxxnew tail" (first differs at character 202)'
+    assert excerpts("a", "b") == ('"a"', '"b"')
+    assert excerpts("ab" * 50, "ba" * 50)[0].startswith('"abab') and excerpts("ab" * 50, "ba")[1] == '"ba"'
 
 
 def test_recording_writes_redacted_records_and_replaces_what_a_transcript_cannot_hold(tmp_path: Any) -> None:
@@ -263,9 +346,9 @@ def test_probe_matches_a_redacted_response_and_never_prints_the_live_secret() ->
     the recording masked) is not printed."""
     same = make_record(index=0, tool="whoami", args={}, response={"text": "key [REDACTED] ok"})
     other = make_record(index=1, tool="token", args={"n": 1}, response={"v": ["[REDACTED]"], "w": 1})
-    answers = {same.call_key: {"text": "key sk-secret ok"}, other.call_key: {"v": ["sk-secret"], "w": 2}}
+    answers = {0: ({"text": "key sk-secret ok"},), 1: ({"v": ["sk-secret"], "w": 2},)}
     live = {"whoami": "0" * 16, "token": "0" * 16}
-    result = judge([same, other], live=live, answers=answers, mutators=frozenset(), path="run.jsonl")
+    result = judge([same, other], live=live, answers=answers, skipped={}, rules=Rules(), path="run.jsonl")
     assert dict(result.verdicts) == {"token": "silent-drift", "whoami": "stable"}
     assert [f.message for f in result.findings] == [
         "tool 'token' answered the call recorded at index 1 differently live, first at '/w':"
@@ -295,11 +378,11 @@ def test_probe_compares_the_tool_answer_not_the_protocol_envelope() -> None:
     plain = make_record(index=0, tool="read", args={}, response={"content": []})
     stamped = make_record(index=1, tool="list", args={}, response={"content": [], "_meta": {"trace": "x"}})
     answers = {
-        plain.call_key: {"content": [], "_meta": meta, "resultType": "complete", "isError": False},
-        stamped.call_key: {"content": [1], "_meta": meta},
+        0: ({"content": [], "_meta": meta, "resultType": "complete", "isError": False},),
+        1: ({"content": [1], "_meta": meta},),
     }
     live = {"read": "0" * 16, "list": "0" * 16}
-    result = judge([plain, stamped], live=live, answers=answers, mutators=frozenset(), path="run.jsonl")
+    result = judge([plain, stamped], live=live, answers=answers, skipped={}, rules=Rules(), path="run.jsonl")
     assert dict(result.verdicts) == {"list": "silent-drift", "read": "stable"}
     assert [f.message for f in result.findings] == [
         "tool 'list' answered the call recorded at index 1 differently live, first at '/content/0':"

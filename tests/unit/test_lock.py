@@ -70,8 +70,8 @@ BAD = [
     ("lock version", lambda d: d.update(lock_version=2), 'field "lock_version" must be 1 (at /lock_version)'),
     (
         "unknown contract field",
-        lambda d: d["tools"]["search"].update(note="x"),
-        'unknown field "note" (at /tools/search/note)',
+        lambda d: d["tools"]["search"].update(notes="x"),
+        'unknown field "notes" (at /tools/search/notes)',
     ),
     (
         "missing schema",

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from toolreplay.analyses.calltable import DIGEST_SIZE, HAS_STATE, ROW, CallTable, Column, Store, table_of
 from toolreplay.analyses.replay import DEFAULT_MUTATORS
+from toolreplay.analyses.volatile import Volatile
 from toolreplay.canonical import canonical
 from toolreplay.contracts.lock import load_lock
 from toolreplay.escape import quote
@@ -535,21 +536,28 @@ def _diff_run(
 # --- the same comparison, call by call (re-execution) ------------------------------------
 
 
-def call_drift(recorded: Sequence[Record], run: Sequence[Record], *, path: str = "") -> Finding | None:
+def call_drift(
+    recorded: Sequence[Record], run: Sequence[Record], *, path: str = "", volatile: Volatile | None = None
+) -> Finding | None:
     """The ``agent-drift`` of the run's last call held against the recorded call at its position.
 
     Re-execution does not align: call N must be the recorded call N (same tool, same
-    canonical arguments), and a call past the recording's end is an extra one. None when
-    the call is the recorded one. Only the run's last call's tool and arguments are read.
+    canonical arguments, but for what ``volatile`` rules mask), and a call past the
+    recording's end is an extra one. None when the call is the recorded one. Only the run's
+    last call's tool and arguments are read.
     """
     position = len(run) - 1
     out = _Collector(path)
     old, new = _Listed(recorded), _Listed(run)
     if position >= len(recorded):
         _agent_drift(out, "insert", old, new, len(recorded), len(recorded), position, position + 1)
-    elif recorded[position].call_key != run[position].call_key:
+    elif _key(recorded[position], volatile) != _key(run[position], volatile):
         _agent_drift(out, "replace", old, new, position, position + 1, position, position + 1)
     return out.first.get("agent-drift")
+
+
+def _key(record: Record, volatile: Volatile | None) -> str:
+    return volatile.texts(record, None).call_key if volatile else record.call_key
 
 
 def stop_drift(recorded: Sequence[Record], run: Sequence[Record], *, path: str = "") -> Finding | None:
@@ -568,14 +576,24 @@ def compare_call(
     path: str = "",
     behaviour: Mapping[str, ToolBehaviour] | None = None,
     mutators: frozenset[str] = DEFAULT_MUTATORS,
+    volatile: Volatile | None = None,
 ) -> tuple[Finding, ...]:
     """What ``diff`` finds in one aligned pair: the recorded call and the same call made again.
 
     Findings come in :data:`DRIFT_KINDS` order (``tool-drift``, ``behavior-drift`` or
-    ``effect-drift``, ``audit-incomplete``), worded as the diff report words them.
+    ``effect-drift``, ``audit-incomplete``), worded as the diff report words them; under
+    ``volatile`` rules the two are compared with their volatile values masked.
     """
     out = _Collector(path)
-    _compare_pair(out, recorded, run, behaviour or {}, mutators)
+    if volatile:
+
+        def full() -> tuple[Record, Record]:
+            return volatile.shown(recorded), volatile.shown(run)
+
+        b, r = volatile.compared(recorded), volatile.compared(run)
+        _compare_pair(out, b, r, behaviour or {}, mutators, full=full)
+    else:
+        _compare_pair(out, recorded, run, behaviour or {}, mutators)
     return tuple(out.first[kind] for kind in DRIFT_KINDS if kind in out.first)
 
 
@@ -839,6 +857,7 @@ def diff_baseline(
     mutators: frozenset[str] = DEFAULT_MUTATORS,
     explain: Mapping[str, str] | None = None,
     lock_checks_runs: bool = True,
+    volatile: Volatile | None = None,
 ) -> DiffResult:
     """Compare each ``(path, records)`` run with the baseline records.
 
@@ -849,12 +868,13 @@ def diff_baseline(
     ``fingerprint-diff`` lines between the lock and the tool source), added to its
     ``tool-drift``. Without ``lock_checks_runs`` a run call whose fingerprint differs from the
     lock is left to that run's own check against the lock (``check`` runs it), so the same
-    call is not reported twice.
+    call is not reported twice. Under ``volatile`` rules calls and responses are compared
+    with their volatile values masked.
     """
-    with Store() as store:
+    with Store(volatile) as store:
         return diff_tables(
             table_of(store, baseline),
-            [(path, table_of(store, records)) for path, records in runs],
+            [(path, table_of(store, records, path)) for path, records in runs],
             behaviour=behaviour,
             mutators=mutators,
             explain=explain,

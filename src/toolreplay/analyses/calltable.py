@@ -22,6 +22,7 @@ import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from typing import IO, Any, cast
 
+from toolreplay.analyses.volatile import Volatile
 from toolreplay.limits import MAX_RECORD_BYTES
 from toolreplay.transcript import Record, open_input, parse_line, parse_links, parse_transcript
 
@@ -55,7 +56,9 @@ class Store:
     touches the disk. Use it as a context manager: leaving it removes the file.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, volatile: Volatile | None = None) -> None:
+        #: the volatile rules every table of the comparison masks its calls by (None: none)
+        self.volatile = volatile if volatile else None
         self._file: IO[bytes] | None = None
         self._end = 0
         self.resident = 0
@@ -164,8 +167,10 @@ Loader = Callable[[int, int, int], Record]
 class CallTable:
     """The calls of one transcript, as digests; see the module's docstring."""
 
-    def __init__(self, store: Store, loader: Loader) -> None:
+    def __init__(self, store: Store, loader: Loader, source: str | None = "") -> None:
         self.store = store
+        #: whose count the values masked in this table go to (None: another report counts them)
+        self.source = source
         self.keys = Column(store, DIGEST_SIZE)
         self.rows = Column(store, ROW.size)
         self._loader = loader
@@ -183,9 +188,13 @@ class CallTable:
         tool = record.tool
         flags = 0
         state = _NO_DIGEST
-        if record.canon_state is not None:
+        call_key, response, after = record.call_key, record.canon_response, record.canon_state
+        if self.store.volatile is not None:
+            masked = self.store.volatile.texts(record, self.source)
+            call_key, response, after = masked.call_key, masked.response, masked.state
+        if after is not None:
             flags |= HAS_STATE
-            state = digest(record.canon_state)
+            state = digest(after)
         fingerprint = _NO_FINGERPRINT
         if record.fingerprint is not None:
             flags |= _HAS_FINGERPRINT
@@ -193,9 +202,9 @@ class CallTable:
         if record.index != position:
             flags |= _ODD_INDEX
             self.odd[position] = record.index
-        self.keys.append(digest(record.call_key))
+        self.keys.append(digest(call_key))
         row = ROW.pack(
-            digest(record.canon_response),
+            digest(response),
             state,
             fingerprint,
             flags,
@@ -242,12 +251,14 @@ class CallTable:
     def full(self, position: int) -> Record:
         """The record at ``position`` with its values, read again."""
         _, _, _, _, _, line, offset = ROW.unpack(self.rows.read(position, position + 1))
-        return self._loader(position, line, offset)
+        record = self._loader(position, line, offset)
+        # a message quotes what was compared: each volatile value as <volatile>
+        return record if self.store.volatile is None else self.store.volatile.shown(record)
 
 
-def table_of(store: Store, records: Sequence[Record]) -> CallTable:
+def table_of(store: Store, records: Sequence[Record], source: str | None = "") -> CallTable:
     """The table of records already in memory (their values are read from the sequence)."""
-    table = CallTable(store, lambda position, line, offset: records[position])
+    table = CallTable(store, lambda position, line, offset: records[position], source)
     for record in records:
         table.add(record)
     return table.finish()
@@ -305,12 +316,15 @@ class Tee:
             self._stream.close()
 
 
-def read_table(store: Store, path: str, *, sealed: bool, again: IO[bytes] | None = None) -> CallTable:
+def read_table(
+    store: Store, path: str, *, sealed: bool, again: IO[bytes] | None = None, source: str | None = ""
+) -> CallTable:
     """The table of a transcript file (``sealed``: of its links), read once, streaming.
 
     Refuses what :func:`~toolreplay.transcript.read_transcript` (or ``read_links``) refuses,
     with the same one-line errors. ``again`` is a copy of the file already read (see
-    :func:`open_twice`), read from its start instead.
+    :func:`open_twice`), read from its start instead. Values the store's volatile rules
+    mask count for ``source`` (``""``: for ``path``; None: not counted, another report counts them).
     """
     spool: IO[bytes] | None
     if again is not None:
@@ -320,7 +334,7 @@ def read_table(store: Store, path: str, *, sealed: bool, again: IO[bytes] | None
         stream, spool = open_twice(store, path)
     tracked = Tee(stream)
     try:
-        table = CallTable(store, _reader(path, spool, sealed))
+        table = CallTable(store, _reader(path, spool, sealed), path if source == "" else source)
         if sealed:
             for link in parse_links(cast(IO[bytes], tracked), path):
                 table.add(link.record, tracked.start)

@@ -10,6 +10,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
+from toolreplay.analyses.volatile import Volatile
 from toolreplay.canonical import canonical
 from toolreplay.errors import InputError
 from toolreplay.escape import quote
@@ -68,8 +69,21 @@ def value_digest(value: Any) -> bytes:
     return sha256(text).digest()[:16]
 
 
-def call_of(record: Record) -> Call:
-    """The :class:`Call` of a record (a whole one: ``transcript.slim`` leaves no values)."""
+def call_of(record: Record, volatile: Volatile | None = None, source: str = "") -> Call:
+    """The :class:`Call` of a record (a whole one: ``transcript.slim`` leaves no values).
+
+    Under ``volatile`` rules for its tool, its digests are of its masked texts (counted for ``source``).
+    """
+    if volatile is not None and volatile.for_tool(record.tool):
+        masked = volatile.texts(record, source)
+        return Call(
+            record.index,
+            record.line,
+            record.tool,
+            _text_digest(masked.call_key),
+            _text_digest(masked.response),
+            record.state is not None,
+        )
     return Call(
         record.index,
         record.line,
@@ -78,6 +92,12 @@ def call_of(record: Record) -> Call:
         value_digest(record.response),
         record.state is not None,
     )
+
+
+def _text_digest(text: str) -> bytes:
+    """A 128-bit digest of a masked comparison text (:mod:`toolreplay.analyses.volatile`),
+    behind a byte no orjson text starts with; identical calls always take the same way."""
+    return sha256(b"\x01" + text.encode("utf-8", "surrogatepass")).digest()[:16]
 
 
 def fast_call(raw: bytes, line: int) -> Call | None:
@@ -110,19 +130,20 @@ def fast_call(raw: bytes, line: int) -> Call | None:
     )
 
 
-def read_calls(path: str) -> Iterator[Call]:
+def read_calls(path: str, volatile: Volatile | None = None) -> Iterator[Call]:
     """The calls of a transcript file ("-" for stdin) in order: ``call_of`` of each record
-    ``read_transcript`` reads, with its refusals, fast where :func:`fast_call` can answer."""
+    ``read_transcript`` reads, with its refusals, fast where :func:`fast_call` can answer
+    (and no ``volatile`` rule names the call's tool)."""
     stream = open_input(path)
     try:
         for expected, (number, raw) in enumerate(iter_lines(stream, path)):
             call = fast_call(raw, number)
-            if call is None:
+            if call is None or (volatile is not None and volatile.for_tool(call.tool)):
                 try:
                     record, _ = parse_line(raw, line=number)
                 except InputError as err:
                     raise InputError(err.problem, path=path, line=number, pointer=err.pointer) from err
-                call = call_of(record)
+                call = call_of(record, volatile, path)
             if call.position != expected:
                 raise out_of_order(call.position, expected, path=path, line=number)
             yield call
@@ -148,6 +169,7 @@ def replay(
     nondeterministic: frozenset[str] = frozenset(),
     path: str = "",
     hints: bool = False,
+    volatile: Volatile | None = None,
 ) -> ReplayResult:
     """Find non-determinism and redundant calls in one transcript.
 
@@ -166,9 +188,12 @@ def replay(
     With ``hints`` the messages name the knobs the rule rests on: how to declare a
     mutator, and ``state_aware`` for non-determinism across one. The ``replay`` text
     report keeps the 0.6 wording, so it leaves them out and counts ``across_mutators``.
+
+    Under ``volatile`` rules two calls or two responses are compared with their volatile
+    values masked (the count goes to ``path``).
     """
     return replay_calls(
-        map(call_of, records),
+        (call_of(record, volatile, path) for record in records),
         mutators=mutators,
         state_aware=state_aware,
         nondeterministic=nondeterministic,

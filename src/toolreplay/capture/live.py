@@ -1,98 +1,283 @@
-"""Ask a live MCP server (a command over stdio, or a Streamable HTTP URL) through the MCP SDK's client."""
+"""Ask a live MCP server (a command over stdio, or a Streamable HTTP URL) through the MCP SDK's client.
+
+The SDK's client speaks the protocol; what the server *said* is read off the transport (a tap
+on the SDK's message streams), so a tool's answer is compared as sent (``1`` stays ``1``, not
+the model's ``1.0``), and an answer the server never sent (the SDK's own "Connection closed")
+is a :class:`Failure`, never an answer. The SDK's log records (a traceback for a line that is
+not JSON-RPC) are collected, not printed: each kind becomes one warning line.
+"""
 
 from __future__ import annotations
 
+import logging
 import os
 import tempfile
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from toolreplay.capture.probe import Answer, Failure
+from toolreplay.analyses.volatile import Volatile
+from toolreplay.capture.probe import Answer, Failure, Plan, ProbeResult, Rules, Unjudged, judge, plan
 from toolreplay.contracts.definitions import ToolDefinition, import_definitions
-from toolreplay.contracts.lock import ToolContract
+from toolreplay.contracts.lock import ToolContract, ToolLock, declared_mutators, declared_nondeterministic
 from toolreplay.contracts.mcp import describe, innermost_error, server_said
 from toolreplay.contracts.text import text_of_tool
 from toolreplay.errors import InputError
-from toolreplay.escape import one_line
+from toolreplay.escape import one_line, quote
 from toolreplay.transcript import Record
+
+#: seconds between two rounds of the same calls (``repeat``): many servers tell the time to the second
+ROUND_GAP = 1.0
+
+
+#: what probe answers a server's own requests with: a refusal (JSON-RPC "method not found"
+#: would say the client cannot; this says it will not), so no made-up answer reaches a tool
+REFUSAL_CODE = -32600
+REFUSAL = "toolreplay probe does not answer {method}: the call's answer is not compared"
+#: the server's requests to the client that probe refuses (and declares, so that tools that
+#: need them are listed as they were for the recorded client)
+SERVER_REQUESTS = ("sampling/createMessage", "elicitation/create", "roots/list")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Listing:
+    """What the live ``tools/list`` says: the tool names, and what their annotations declare."""
+
+    listed: frozenset[str]
+    #: ``destructiveHint: true`` (and not ``readOnlyHint: true``)
+    destructive: frozenset[str]
+    #: ``readOnlyHint: true``
+    readonly: frozenset[str]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Live:
-    """What the live server said: its tools' fingerprints and its answers by call key."""
+    """What the live server said: its tools' fingerprints and its answers by record index."""
 
     fingerprints: dict[str, str]
-    #: tools whose live annotations say outright that they destroy (``destructiveHint: true``)
     destructive: frozenset[str]
-    answers: dict[str, Answer]
-    #: what was wrong with the listed definitions (a name listed twice with other schemas, ...)
+    readonly: frozenset[str]
+    #: per asked record index, its answers (one per repeat)
+    answers: dict[int, tuple[Answer, ...]]
+    #: what was wrong with the listed definitions, and lines the client could not read
     warnings: tuple[str, ...] = ()
     #: the listed tools' contracts (their contract text included), by name
     contracts: dict[str, ToolContract] = field(default_factory=dict)
+    version: str = ""
+    #: with ``repeat``: every answer to each call, by its call key, in the order they came
+    repeated: dict[str, list[Answer]] | None = None
+
+
+@dataclass(slots=True)
+class _Tap:
+    """The messages the server sent, read off the transport before the SDK's models touch them."""
+
+    #: the id of the last ``tools/call`` request sent, and the raw answer to it when one came
+    call_id: Any = None
+    answer: dict[str, Any] | None = None
+    #: the methods of the requests the server sent during the current call
+    asked: list[str] = field(default_factory=list)
+    unreadable: int = 0
+
+    def sent(self, item: Any) -> None:
+        message = getattr(getattr(item, "message", None), "method", None)
+        if message == "tools/call":
+            self.call_id = item.message.id
+            self.answer = None
+            self.asked = []
+
+    def received(self, item: Any) -> None:
+        if isinstance(item, Exception):
+            self.unreadable += 1
+            return
+        message = getattr(item, "message", None)
+        ident, method = getattr(message, "id", None), getattr(message, "method", None)
+        if method is not None and ident is not None:
+            self.asked.append(str(method))  # a request of the server's own
+        elif ident is not None and self.call_id is not None and str(ident) == str(self.call_id):
+            data = message.model_dump(by_alias=True, exclude_unset=True) if message is not None else {}
+            if "result" in data and isinstance(data["result"], dict):
+                self.answer = data["result"]
+            elif "error" in data and isinstance(data["error"], dict):
+                self.answer = {"error": {k: v for k, v in data["error"].items() if v is not None}}
+
+
+class _TapRead:
+    def __init__(self, inner: Any, tap: _Tap) -> None:
+        self._inner, self._tap = inner, tap
+
+    async def receive(self) -> Any:
+        item = await self._inner.receive()
+        self._tap.received(item)
+        return item
+
+    def __aiter__(self) -> _TapRead:
+        return self
+
+    async def __anext__(self) -> Any:
+        item = await self._inner.__anext__()
+        self._tap.received(item)
+        return item
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> _TapRead:
+        await self._inner.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> Any:
+        return await self._inner.__aexit__(*exc)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+class _TapWrite:
+    def __init__(self, inner: Any, tap: _Tap) -> None:
+        self._inner, self._tap = inner, tap
+
+    async def send(self, item: Any, /) -> None:
+        self._tap.sent(item)
+        await self._inner.send(item)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> _TapWrite:
+        await self._inner.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> Any:
+        return await self._inner.__aexit__(*exc)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+class _Tapped:
+    """A transport whose streams pass every message by the tap."""
+
+    def __init__(self, inner: Any, tap: _Tap) -> None:
+        self._inner, self._tap = inner, tap
+
+    async def __aenter__(self) -> tuple[_TapRead, _TapWrite]:
+        read, write = await self._inner.__aenter__()
+        return _TapRead(read, self._tap), _TapWrite(write, self._tap)
+
+    async def __aexit__(self, *exc: Any) -> Any:
+        return await self._inner.__aexit__(*exc)
+
+
+class _Collect(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.levelno >= logging.WARNING:
+            self.messages.append(record.getMessage())
+
+
+@contextmanager
+def _sdk_logs_kept() -> Iterator[_Collect]:
+    """The SDK's log records (tracebacks included) collected instead of reaching the terminal."""
+    logger = logging.getLogger("mcp")
+    handler = _Collect()
+    before = logger.propagate
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        yield handler
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = before
+
+
+def _refuser(method: str) -> Callable[..., Any]:
+    async def refuse(*_: Any) -> Any:
+        from mcp.types import ErrorData
+
+        return ErrorData(code=REFUSAL_CODE, message=REFUSAL.format(method=method))
+
+    return refuse
 
 
 def ask_live(
     target: Sequence[str] | str,
-    choose: Callable[[frozenset[str], frozenset[str]], Sequence[Record]],
+    choose: Callable[[Listing], Sequence[Record]],
     *,
     timeout: float,
+    repeat: int = 1,
 ) -> Live:
-    """Connect, list the tools (every page), ask the calls ``choose`` picks.
-
-    ``choose`` gets the listed tool names and those the server declares destructive.
+    """Connect, list the tools (every page), ask the calls ``choose`` picks, in its order:
+    ``repeat`` rounds of them, :data:`ROUND_GAP` seconds apart.
 
     ``target`` is a server command line (started over stdio) or a URL. Not getting the
-    tool list is an ``InputError`` naming the target; a call that gets no answer within
-    ``timeout`` seconds is a :class:`Failure` answer.
+    tool list is an ``InputError`` naming the target. Each call is asked ``repeat`` times;
+    a call that gets no answer from the server (``timeout`` seconds, a closed connection)
+    is a :class:`Failure`; one during which the server asked the client something (probe
+    refuses) is :class:`Unjudged`.
     """
     import anyio
     from mcp import Client, StdioServerParameters
     from mcp.client.stdio import stdio_client
-    from mcp.shared.exceptions import MCPError
+    from mcp.client.streamable_http import streamable_http_client
 
     name = target if isinstance(target, str) else describe(target)
-    with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog:
+    tap = _Tap()
+    with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog, _sdk_logs_kept() as logs:
 
         async def run() -> Live:
-            server: Any
+            inner: Any
             if isinstance(target, str):
-                server = target
+                inner = streamable_http_client(target)
             else:
                 # the server sees this environment, as it would started from a shell
                 params = StdioServerParameters(command=target[0], args=list(target[1:]), env=dict(os.environ))
-                server = stdio_client(params, errlog=errlog)
-            async with Client(server) as client:
+                inner = stdio_client(params, errlog=errlog)
+            client = Client(
+                _Tapped(inner, tap),
+                cache=None,
+                sampling_callback=_refuser("sampling/createMessage"),
+                elicitation_callback=_refuser("elicitation/create"),
+                list_roots_callback=_refuser("roots/list"),
+            )
+            async with client:
                 with anyio.fail_after(timeout):
-                    tools = await _list_tools(client)
+                    tools, raw = await _list_tools(client)
                 info = client.server_info
                 version = info.version if info is not None else ""
                 imported = import_definitions(tools, version=version, path="tools/list")
                 fingerprints = {contract.name: contract.fingerprint for contract in imported.contracts}
-                answers: dict[str, Answer] = {}
-                destructive = frozenset(t.name for t in tools if says_destructive(t.annotations))
-                for record in choose(frozenset(fingerprints), destructive):
-                    try:
-                        with anyio.fail_after(timeout):
-                            result = await client.call_tool(record.tool, record.args)
-                        answers[record.call_key] = result.model_dump(
-                            by_alias=True, exclude_unset=True, mode="json"
-                        )
-                    except MCPError as err:
-                        # as record keeps an error: its data too, when it has some
-                        answers[record.call_key] = {"error": err.error.model_dump(exclude_none=True)}
-                    except TimeoutError:
-                        answers[record.call_key] = Failure(problem=f"no answer within {timeout:g} s")
+                listing = Listing(
+                    listed=frozenset(fingerprints),
+                    destructive=frozenset(t.name for t in tools if says_destructive(t.annotations)),
+                    readonly=frozenset(t["name"] for t in raw if _says_read_only(t.get("annotations"))),
+                )
+                answers: dict[int, tuple[Answer, ...]] = {}
+                chosen = list(choose(listing))
+                for round_ in range(repeat):
+                    if round_:
+                        await anyio.sleep(ROUND_GAP)  # a value to the second changes between rounds
+                    for record in chosen:
+                        got = await _ask(client, tap, record, timeout)
+                        answers[record.index] = (*answers.get(record.index, ()), got)
+                repeated = {r.call_key: list(answers[r.index]) for r in chosen} if repeat > 1 else None
                 return Live(
                     fingerprints=fingerprints,
-                    destructive=destructive,
+                    destructive=listing.destructive,
+                    readonly=listing.readonly,
                     answers=answers,
                     warnings=imported.warnings,
                     contracts={contract.name: contract for contract in imported.contracts},
+                    version=version,
+                    repeated=repeated,
                 )
 
         try:
-            return anyio.run(run)
+            live = anyio.run(run)
         except TimeoutError as err:
             problem = f"the MCP server did not list its tools within {timeout:g} s"
             raise InputError(problem + server_said(errlog), path=name) from err
@@ -100,6 +285,47 @@ def ask_live(
             cause = innermost_error(err)
             problem = f"cannot talk to the MCP server: {type(cause).__name__}: {one_line(str(cause))}"
             raise InputError(problem + server_said(errlog), path=name) from err
+        said = _unreadable_warning(tap.unreadable, logs.messages)
+        return live if not said else _with_warning(live, said)
+
+
+def _unreadable_warning(count: int, messages: list[str]) -> str:
+    if not count:
+        return ""
+    plural = "s" if count != 1 else ""
+    return f"the server sent {count} line{plural} that an MCP client cannot read (not JSON-RPC); ignored"
+
+
+def _with_warning(live: Live, warning: str) -> Live:
+    return Live(
+        fingerprints=live.fingerprints,
+        destructive=live.destructive,
+        readonly=live.readonly,
+        answers=live.answers,
+        warnings=(*live.warnings, warning),
+        contracts=live.contracts,
+        version=live.version,
+    )
+
+
+async def _ask(client: Any, tap: _Tap, record: Record, timeout: float) -> Answer:
+    """One call's answer as the server sent it, or why there is none to compare."""
+    import anyio
+
+    problem = ""
+    try:
+        with anyio.fail_after(timeout):
+            await client.call_tool(record.tool, record.args)
+    except TimeoutError:
+        problem = f"no answer within {timeout:g} s"
+    except Exception as err:  # an error answer, a closed connection, a result the SDK refuses
+        problem = one_line(str(innermost_error(err))) or type(err).__name__
+    if tap.asked:
+        methods = ", ".join(quote(method) for method in sorted(set(tap.asked)))
+        return Unjudged(reason=f"the server asked the client {methods} during the call, which probe refuses")
+    if tap.answer is not None:
+        return tap.answer
+    return Failure(problem=problem or "no answer")
 
 
 def says_destructive(annotations: dict[str, Any] | None) -> bool:
@@ -111,14 +337,20 @@ def says_destructive(annotations: dict[str, Any] | None) -> bool:
     )
 
 
-async def _list_tools(client: Any) -> list[ToolDefinition]:
+def _says_read_only(annotations: Any) -> bool:
+    return isinstance(annotations, dict) and annotations.get("readOnlyHint") is True
+
+
+async def _list_tools(client: Any) -> tuple[list[ToolDefinition], list[dict[str, Any]]]:
     out: list[ToolDefinition] = []
+    raw: list[dict[str, Any]] = []
     cursor: str | None = None
     while True:
         page = await client.list_tools(cursor=cursor)
         for tool in page.tools:
             data = tool.model_dump(by_alias=True, exclude_none=True, mode="json")
             annotations = data.get("annotations")
+            raw.append(data)
             out.append(
                 ToolDefinition(
                     name=data["name"],
@@ -130,4 +362,56 @@ async def _list_tools(client: Any) -> list[ToolDefinition]:
             )
         cursor = page.next_cursor
         if not cursor:
-            return out
+            return out, raw
+
+
+def probe_live(
+    records: Sequence[Record],
+    target: Sequence[str] | str,
+    *,
+    configured: frozenset[str],
+    allowed: frozenset[str],
+    lock: ToolLock | None,
+    sequence: bool,
+    timeout: float,
+    path: str,
+    explain: Callable[[dict[str, ToolContract]], dict[str, str]],
+    repeat: int = 1,
+    volatile: Volatile | None = None,
+) -> tuple[ProbeResult, Live]:
+    """``toolreplay probe``: plan by the rules, ask the live server (``repeat`` rounds), judge
+    with the ``volatile`` rules' values masked (docs/capture.md)."""
+    mutators = declared_mutators(lock, configured) if lock is not None else configured
+    declared_readonly = frozenset(n for n, c in lock.tools.items() if not c.mutates) if lock else frozenset()
+    base = Rules(
+        allowed=allowed,
+        mutators=mutators,
+        shape_only=declared_nondeterministic(lock) if lock is not None else frozenset(),
+        sequence=sequence,
+    )
+    planned: list[Plan] = []
+    rules: list[Rules] = []
+
+    def choose(listing: Listing) -> Sequence[Record]:
+        now = replace(
+            base,
+            readonly=(declared_readonly | listing.readonly) - listing.destructive,
+            mutators=base.mutators | listing.destructive,
+        )
+        rules.append(now)
+        planned.append(plan(records, now, listing.listed))
+        return planned[0].ask
+
+    live = ask_live(target, choose, timeout=timeout, repeat=repeat)
+    result = judge(
+        records,
+        live=live.fingerprints,
+        answers=live.answers,
+        skipped=planned[0].skipped if planned else {},
+        rules=rules[0] if rules else base,
+        path=path,
+        texts={name: c.text_digest for name, c in live.contracts.items() if c.text_digest is not None},
+        explain=explain(live.contracts),
+        volatile=volatile,
+    )
+    return result, live

@@ -2,7 +2,8 @@
 
 Each answered ``tools/call`` is redacted, checked against the transcript rules and
 written as one line, flushed at once (chained to the one before with ``seal``), so a
-proxy killed at any moment leaves a file whose complete lines read (and verify).
+proxy killed at any moment leaves a file whose complete lines read (and verify). The
+session's other answers go the same way to the session file beside it (capture/exchange.py).
 """
 
 from __future__ import annotations
@@ -14,9 +15,11 @@ from dataclasses import replace
 from typing import Any
 
 from toolreplay.canonical import MAX_RECORD_BYTES
+from toolreplay.capture.exchange import Exchange, session_path
 from toolreplay.capture.redact import Redactor
 from toolreplay.capture.session import Call, Session
-from toolreplay.contracts.lock import save_lock
+from toolreplay.contracts.keep import Kept, keep_declared, previous_lock
+from toolreplay.contracts.lock import ToolLock, save_lock
 from toolreplay.errors import InputError
 from toolreplay.escape import quote
 from toolreplay.files import temp_beside
@@ -61,12 +64,26 @@ class Recording:
         self.session = Session(check_result=check_result)
         self.warn = warn
         self.lines = {"client": 0, "server": 0}
+        #: the lock being replaced (``--force``): what it declared is kept (toolreplay.contracts.keep)
+        self.previous: ToolLock | None = None
+        #: what the lock last written kept of it
+        self.kept: tuple[Kept, ...] = ()
         if lock_path is not None:
             _check_writable(lock_path)  # before the transcript is created and the server started
+            self.previous, problem = previous_lock(lock_path)
+            if problem:
+                warn(problem)
         try:
             self.recorder = Recorder(path, seal=seal)
         except OSError as err:
             raise InputError(f"cannot write the transcript: {err.strerror}", path=path) from err
+        try:
+            self.session_file = Recorder(session_path(path), seal=seal)
+        except OSError as err:
+            self.recorder.close()
+            raise InputError(
+                f"cannot write the session file: {err.strerror}", path=session_path(path)
+            ) from err
 
     @property
     def count(self) -> int:
@@ -94,9 +111,12 @@ class Recording:
         replacement = None
         for call in observed.calls:
             replacement = self._record(call) or replacement
+        for exchange in observed.exchanges:
+            self._keep(exchange)
         if observed.tools_listed and self.lock_path is not None:
             try:
-                save_lock(self.session.lock(), self.lock_path)
+                lock, self.kept = keep_declared(self.previous, self.session.lock())
+                save_lock(lock, self.lock_path)
             except OSError as err:  # the session goes on: the transcript matters more than the lock
                 self.warn(
                     f"server message {self.lines['server']}: {self.lock_path}: {_LOCK_PROBLEM}{err.strerror}"
@@ -133,17 +153,37 @@ class Recording:
         size = len(record.canon_args) + len(record.canon_response) + len(record.tool) + 300
         if size > MAX_RECORD_BYTES:
             return f"the record would be over the {MAX_RECORD_BYTES}-byte limit of a transcript line"
-        self.recorder.record(
+        written = self.recorder.record(
             tool=record.tool,
             args=record.args,
             response=record.response,
             fingerprint=record.fingerprint,
             text_digest=call.text_digest,
         )
+        if call.notifications:
+            notes = Exchange(
+                method="tools/call",
+                params={"index": written.index},
+                response={},
+                notifications=call.notifications,
+            )
+            self._keep(notes, f"the notifications of tools/call of {quote(call.tool)}")
         return ""
+
+    def _keep(self, exchange: Exchange, what: str = "") -> None:
+        """Write an exchange to the session file; a warning (and nothing written) when it cannot be."""
+        tool, args, response = exchange.record()
+        try:
+            self.session_file.record(tool=tool, args=self.redactor(args), response=self.redactor(response))
+        except InputError as err:
+            self.warn(
+                f"server message {self.lines['server']}: {what or 'the answer to ' + quote(tool)}:"
+                f" {err.problem}; not kept in the session file"
+            )
 
     def close(self) -> None:
         self.recorder.close()
+        self.session_file.close()
 
     def __enter__(self) -> Recording:
         return self

@@ -1,27 +1,48 @@
 """The snapshot server: an MCP server that answers from a recording and runs nothing.
 
-``tools/list`` names the recorded tools (with their input schemas and behaviour hints
-from a tool lock when one is given). ``tools/call`` is answered by
-:class:`toolreplay.library.snapshot.Snapshot`: the k-th identical call gets the k-th
-recorded response, the last one after that. An unrecorded call is a tool error whose text
-starts ``snapshot miss:``; a recorded JSON-RPC error is answered as that error again.
+With the recording's session file (capture/exchange.py), ``initialize``, ``tools/list``,
+resources, prompts, completions and the logging level are answered as the server
+answered them, and a request's notifications are sent again, in order, before its
+answer. A recording without one (made before) gets a ``tools/list`` of the recorded tools
+(with their input schemas and behaviour hints from a tool lock when one is given).
+``tools/call`` is answered by :class:`toolreplay.library.snapshot.Snapshot`: the k-th
+identical call gets the k-th recorded response, the last one after that, counted per
+session (each session starts at the recording's start). An unrecorded call is a tool
+error whose text starts ``snapshot miss:``; any other unrecorded request is a JSON-RPC
+error whose message starts so; a recorded JSON-RPC error is answered as that error again.
 """
 
 from __future__ import annotations
 
+import os
+import sys
+import warnings
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from toolreplay.analyses.volatile import Volatile
 from toolreplay.canonical import canonical
+from toolreplay.capture.exchange import (
+    CAPABILITY_METHODS,
+    EXCHANGED,
+    SUBSCRIBE_METHODS,
+    progress_token,
+    session_path,
+    without_meta,
+)
 from toolreplay.capture.session import SERVER_INFO_META
 from toolreplay.chain import verify_stream
 from toolreplay.contracts.lock import ToolLock
 from toolreplay.errors import InputError, ToolreplayError
-from toolreplay.library.errors import ContractTextDriftError, SnapshotMissError, ToolDriftError
+from toolreplay.escape import quote
+from toolreplay.files import SEALED_SUFFIX
+from toolreplay.library.errors import ABSENT, ContractTextDriftError, SnapshotMissError, ToolDriftError
 from toolreplay.library.snapshot import Snapshot
 from toolreplay.transcript import Record, open_input, read_links, read_transcript
 
 if TYPE_CHECKING:
+    from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
     from mcp.server.lowlevel import Server
 
 #: What ``tools/call`` answers with when the recording does not hold the call.
@@ -36,7 +57,20 @@ class BrokenRecordingError(ToolreplayError):
 
 def load_records(path: str) -> tuple[Record, ...]:
     """The records of a transcript or sealed transcript; a sealed one must verify."""
-    if path.endswith(".sealed.jsonl"):
+    return _load(path, sealed=path.endswith(SEALED_SUFFIX))
+
+
+def load_session(path: str) -> tuple[Record, ...] | None:
+    """The records of the session file beside recording ``path`` (None when it has none);
+    sealed, and verified, when the recording is."""
+    beside = session_path(path)
+    if path == "-" or not os.path.isfile(beside):
+        return None
+    return _load(beside, sealed=path.endswith(SEALED_SUFFIX))
+
+
+def _load(path: str, *, sealed: bool) -> tuple[Record, ...]:
+    if sealed:
         stream = open_input(path)
         try:
             state = verify_stream(stream, path)
@@ -118,22 +152,14 @@ def answer(
     snapshot: Snapshot, tool: str, args: dict[str, Any], on_miss: OnMiss | None = None
 ) -> dict[str, Any]:
     """The recorded answer as a ``CallToolResult`` object; ``MCPError`` for a recorded error."""
-    from mcp.shared.exceptions import MCPError
-
     try:
         response = snapshot.serve(tool, args, live=None, check=False)
     except SnapshotMissError as miss:
         if on_miss is not None:
             on_miss(tool, args)
         return tool_error(MISS_PREFIX + str(miss))
-    error = response.get("error")
-    if set(response) == {"error"} and isinstance(error, dict):
-        code, message = error.get("code"), error.get("message")
-        raise MCPError(
-            code=code if isinstance(code, int) else -32603,
-            message=message if isinstance(message, str) else "",
-            data=error.get("data"),
-        )
+    if set(response) == {"error"}:
+        _raise_recorded(response)
     return response
 
 
@@ -142,36 +168,252 @@ def tool_error(text: str) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": text}], "isError": True}
 
 
+#: the JSON-RPC error code of a request (other than tools/call) the recording does not hold
+MISS_CODE = -32602
+
+
+@dataclass(slots=True)
+class _Replay:
+    """One session's place in the recording: each session starts at the recording's start."""
+
+    calls: Snapshot
+    asked: Snapshot
+
+
+@dataclass(slots=True)
+class Recorded:
+    """What a snapshot server answers from: the tool calls, and the session file when there is one."""
+
+    records: Sequence[Record]
+    session: Sequence[Record] | None = None
+    #: the notifications sent while a tools/call was answered, by the call's index
+    notes: dict[int, list[Any]] = field(default_factory=dict)
+    asked: list[Record] = field(default_factory=list)
+    initialize: dict[str, Any] | None = None
+    #: the config's volatile rules: a tool call is looked up without what they mask in its arguments
+    volatile: Any = ()
+
+    def __post_init__(self) -> None:
+        for record in self.session or ():
+            if record.tool == "tools/call":
+                index, notes = record.args.get("index"), record.response.get("notifications")
+                if isinstance(index, int) and isinstance(notes, list):
+                    self.notes[index] = notes
+                continue
+            self.asked.append(record)
+            result = record.response.get("result")
+            if record.tool == "initialize" and self.initialize is None and isinstance(result, dict):
+                self.initialize = result
+
+    def methods(self) -> set[str]:
+        """The methods served from the session file: those it holds, and those the server declared."""
+        held = {record.tool for record in self.asked if record.tool in EXCHANGED}
+        capabilities = (self.initialize or {}).get("capabilities")
+        if isinstance(capabilities, dict):
+            for name, methods in CAPABILITY_METHODS.items():
+                if name in capabilities:
+                    held.update(methods)
+            resources = capabilities.get("resources")
+            if isinstance(resources, dict) and resources.get("subscribe"):
+                held.update(SUBSCRIBE_METHODS)
+        held.discard("initialize")
+        return held
+
+
+def miss_message(method: str, params: dict[str, Any], miss: SnapshotMissError) -> str:
+    """The message of the error a request the recording does not hold is answered with."""
+    text = f"{MISS_PREFIX}no recorded {method} request has the params {_clip(canonical(params))}"
+    if miss.nearest_index is None:
+        return text + f"; the recording never asks {method}"
+    if miss.pointer is None:
+        return text
+    return (
+        f"{text}; the nearest recorded one differs at {quote(miss.pointer)}:"
+        f" recorded {_value(miss.recorded_value)}, given {_value(miss.given_value)}"
+    )
+
+
+def _clip(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _value(value: Any) -> str:
+    return "(absent)" if value is ABSENT else _clip(canonical(value), 80)
+
+
 def build_server(
-    records: Sequence[Record], lock: ToolLock | None, on_miss: OnMiss | None = None
+    records: Sequence[Record],
+    lock: ToolLock | None,
+    session: Sequence[Record] | None = None,
+    on_miss: OnMiss | None = None,
+    *,
+    volatile: Volatile | None = None,
 ) -> Server[Any]:
-    """The low-level SDK server that answers from ``records`` (``on_miss`` hears of each miss)."""
+    """The low-level SDK server that answers from ``records`` (and the session file's ``session``);
+    ``on_miss`` hears of each tool call the recording does not hold, and a call is looked up
+    without what the ``volatile`` rules mask in its arguments."""
     import mcp.types as types
-    from mcp.server.context import ServerRequestContext
     from mcp.server.lowlevel import Server
 
-    snapshot = Snapshot(records)
+    recorded = Recorded(records=records, session=session, volatile=volatile or ())
     tools = [types.Tool.model_validate(tool) for tool in tool_list(records, lock)]
     name, version = server_identity(records)
+    if recorded.initialize is not None and isinstance(recorded.initialize.get("serverInfo"), dict):
+        info = recorded.initialize["serverInfo"]
+        name, version = str(info.get("name", name)), str(info.get("version", version))
+    replays: dict[str, _Replay] = {}
+
+    def replay(ctx: ServerRequestContext[Any]) -> _Replay:
+        """The state of the session ``ctx`` belongs to (over HTTP, by its session id)."""
+        headers = getattr(ctx.request, "headers", None)
+        key = str(headers.get("mcp-session-id", "")) if headers is not None else ""
+        if key not in replays:
+            replays[key] = _Replay(
+                calls=Snapshot(recorded.records, volatile=recorded.volatile), asked=Snapshot(recorded.asked)
+            )
+        return replays[key]
 
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         return types.ListToolsResult(tools=tools)
 
-    async def call_tool(
-        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
-        response = answer(snapshot, params.name, dict(params.arguments or {}), on_miss)
+    async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> HandlerResult:
+        calls = replay(ctx).calls
+        calls.last = None
+        response = answer(calls, params.name, dict(params.arguments or {}), on_miss)
+        if calls.last is not None:
+            await _notify(ctx, recorded.notes.get(calls.last.index, ()))
         try:
-            # a model, so the SDK writes it in the shape the session's protocol revision wants
-            return types.CallToolResult.model_validate(response)
+            types.CallToolResult.model_validate(response)
         except ValueError:
-            return types.CallToolResult.model_validate(
-                tool_error(f"the recorded response of {params.name!r} is not a valid CallToolResult")
+            response = tool_error(f"the recorded response of {params.name!r} is not a valid CallToolResult")
+        return _shaped(ctx, response)
+
+    async def asked(ctx: ServerRequestContext[Any], params: Any) -> HandlerResult:
+        """Any other request: the recorded answer to the same method and params."""
+        from mcp.shared.exceptions import MCPError
+
+        given = without_meta(dict(ctx.params or {}))
+        try:
+            response = replay(ctx).asked.serve(ctx.method, given, live=None, check=False)
+        except SnapshotMissError as miss:
+            raise MCPError(code=MISS_CODE, message=miss_message(ctx.method, given, miss)) from None
+        await _notify(ctx, response.get("notifications", ()))
+        _raise_recorded(response)
+        result = response.get("result")
+        return _shaped(ctx, result if isinstance(result, dict) else {})
+
+    server: Server[Any] = Server(name, version=version, on_list_tools=list_tools)
+    server.add_request_handler("tools/call", types.CallToolRequestParams, call_tool)
+    if session is not None:
+        for method in sorted(recorded.methods()):
+            server.add_request_handler(method, _params_model(method), asked)
+    if recorded.initialize is not None:
+        server.middleware.append(_Initialize(recorded.initialize))
+    return server
+
+
+class _Initialize:
+    """Answers ``initialize`` with the recorded result; only the protocol version is the SDK's
+    (it negotiates with this client, and the session goes on in that version)."""
+
+    def __init__(self, result: dict[str, Any]) -> None:
+        self.result = result
+
+    async def __call__(self, ctx: ServerRequestContext[Any], call_next: CallNext) -> HandlerResult:
+        result = await call_next(ctx)
+        if ctx.method != "initialize" or not isinstance(result, dict):
+            return result
+        return {**self.result, "protocolVersion": result.get("protocolVersion")}
+
+
+def _shaped(ctx: ServerRequestContext[Any], result: dict[str, Any]) -> dict[str, Any]:
+    """A recorded result as the SDK writes it for the session's protocol revision: as recorded,
+    with the ``resultType`` the 2026 revision requires when the recorded server (older) sent none."""
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+    if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS and "resultType" not in result:
+        return {**result, "resultType": "complete"}
+    return result
+
+
+def _params_model(method: str) -> Any:
+    """The SDK's model of ``method``'s params (they are validated as the real server's SDK would)."""
+    import mcp.types as types
+
+    models: dict[str, Any] = {
+        "resources/read": types.ReadResourceRequestParams,
+        "resources/subscribe": types.SubscribeRequestParams,
+        "resources/unsubscribe": types.UnsubscribeRequestParams,
+        "prompts/get": types.GetPromptRequestParams,
+        "completion/complete": types.CompleteRequestParams,
+        "logging/setLevel": types.SetLevelRequestParams,
+        "server/discover": types.RequestParams,
+    }
+    return models.get(method, types.PaginatedRequestParams)
+
+
+def _raise_recorded(response: dict[str, Any]) -> None:
+    """Raise the recorded JSON-RPC error (``{"error": ...}``) as it was, ``data`` and all."""
+    from mcp.shared.exceptions import MCPError
+
+    error = response.get("error")
+    if "result" not in response and isinstance(error, dict):
+        code, message = error.get("code"), error.get("message")
+        raise MCPError(
+            code=code if isinstance(code, int) else -32603,
+            message=message if isinstance(message, str) else "",
+            data=error.get("data"),
+        )
+
+
+async def _notify(ctx: ServerRequestContext[Any], notes: Any) -> None:
+    """Send the recorded notifications of a request again, in order, on that request's stream.
+
+    A progress notification goes under the progress token this request asked for (none
+    asked: none sent); a log message goes as the SDK sends one (at the level the session asked for).
+    """
+    import mcp.types as types
+    from pydantic import TypeAdapter, ValidationError
+
+    token = progress_token(dict(ctx.params or {}))
+    for note in notes if isinstance(notes, list | tuple) else ():
+        method = note.get("method") if isinstance(note, dict) else None
+        params = note.get("params") if isinstance(note, dict) else None
+        params = dict(params) if isinstance(params, dict) else {}
+        try:
+            if method == "notifications/message":
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")  # the SDK's deprecation of logging (2026-07-28)
+                    await ctx.session.send_log_message(
+                        params.get("level"),  # type: ignore[arg-type]
+                        params.get("data"),
+                        params.get("logger"),
+                        related_request_id=ctx.request_id,
+                    )
+                continue
+            if method == "notifications/progress":
+                if token is None:
+                    continue
+                params["progressToken"] = token
+            notification = TypeAdapter(types.ServerNotification).validate_python(
+                {"method": method, "params": params}, by_name=False
+            )
+            await ctx.session.send_notification(notification, related_request_id=ctx.request_id)
+        except ValidationError:
+            print(
+                f"toolreplay: warning: a recorded notification {quote(str(method))} is not one the SDK"
+                " can send; not sent",
+                file=sys.stderr,
             )
 
-    return Server(name, version=version, on_list_tools=list_tools, on_call_tool=call_tool)
+
+def handshake_only(session: Sequence[Record] | None) -> bool:
+    """Whether the recorded server spoke only the handshake era (the recording holds an
+    ``initialize``): then so does the snapshot, and a client that opens with the 2026
+    revision's ``server/discover`` gets the recorded answer and falls back as it did."""
+    return any(record.tool == "initialize" for record in session or ())
 
 
 def miss_log(path: str) -> OnMiss:
@@ -193,14 +435,20 @@ def miss_log(path: str) -> OnMiss:
     return log
 
 
-def serve_stdio(server: Server[Any]) -> None:
+def serve_stdio(server: Server[Any], *, handshake: bool = False) -> None:
     """Serve one session over stdin and stdout until the client closes it."""
     import anyio
+    from mcp.server.runner import serve_loop
     from mcp.server.stdio import stdio_server
 
     async def run() -> None:
         async with stdio_server() as (read, write):
-            await server.run(read, write, server.create_initialization_options())
+            if not handshake:
+                await server.run(read, write, server.create_initialization_options())
+                return
+            options = server.create_initialization_options()
+            async with server.lifespan(server) as state:
+                await serve_loop(server, read, write, lifespan_state=state, init_options=options)
 
     anyio.run(run)
 

@@ -20,6 +20,7 @@ from typing import Any
 
 from toolreplay.canonical import MAX_RECORD_BYTES, canonical, decode
 from toolreplay.capture import wire
+from toolreplay.capture.exchange import EXCHANGED, Exchange, notification, progress_token
 from toolreplay.contracts.definitions import ToolDefinition, import_definitions
 from toolreplay.contracts.lock import ToolContract, ToolLock
 from toolreplay.contracts.text import text_of_tool
@@ -47,6 +48,8 @@ class Call:
     unkept: str = ""
     #: the digest of the tool's contract text as the server last listed it
     text_digest: str | None = None
+    #: the notifications the server sent while it answered, in order (capture/exchange.py)
+    notifications: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -55,6 +58,8 @@ class Observed:
 
     calls: tuple[Call, ...] = ()
     tools_listed: bool = False
+    #: answered requests other than tools/call (capture/exchange.py)
+    exchanges: tuple[Exchange, ...] = ()
     warnings: tuple[str, ...] = ()
 
 
@@ -63,6 +68,7 @@ class _Pending:
     method: str
     params: dict[str, Any]
     ident: Any = None
+    notifications: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -94,7 +100,7 @@ class Session:
             method = message.get("method")
             if method == "notifications/cancelled":
                 self._cancel(message, channel)
-            elif "id" in message and method in ("tools/call", "tools/list"):
+            elif "id" in message and (method == "tools/call" or method in EXCHANGED):
                 problem = self._ask(message, channel)
                 if problem:
                     warnings.append(problem)
@@ -148,16 +154,33 @@ class Session:
         if message is None:
             return Observed(warnings=(_NOT_JSONRPC,))
         self._remember_version(value)
+        if isinstance(message, wire.JSONRPCNotification):
+            self._notified(value, channel)
+            return Observed()
         if not isinstance(message, wire.JSONRPCResponse | wire.JSONRPCError):
-            return Observed()  # a notification or a request of the server's own
+            return Observed()  # a request of the server's own
         pending = self._answered(message.id, channel, first_answers)
         if pending is None or not pending.method:
             return Observed()
-        if pending.method == "tools/list":
-            took, problems = self._take_tools(pending.params, value)
-            return Observed(tools_listed=took, warnings=problems)
+        if pending.method != "tools/call":
+            exchanges = (_exchange(pending, value, message),)
+            if pending.method == "tools/list":
+                took, problems = self._take_tools(pending.params, value)
+                return Observed(tools_listed=took, warnings=problems, exchanges=exchanges)
+            return Observed(exchanges=exchanges)
         call, problem = self._call(pending, message)
         return Observed(calls=(call,) if call is not None else (), warnings=(problem,) if problem else ())
+
+    def _notified(self, message: dict[str, Any], channel: str) -> None:
+        """Keep a notification with the request it came with: a progress notification with the
+        request that asked under its token, any other with the one request waiting on ``channel``."""
+        params = message.get("params")
+        waiting = [pending for key, pending in self._pending.items() if key.startswith(channel)]
+        if message.get("method") == "notifications/progress" and isinstance(params, dict):
+            token = canonical(params.get("progressToken"))
+            waiting = [pending for pending in waiting if canonical(progress_token(pending.params)) == token]
+        if len(waiting) == 1 and waiting[0].method:
+            waiting[0].notifications.append(notification(message))
 
     def _answered(self, ident: Any, channel: str, first_answers: bool) -> _Pending | None:
         """Take the request an answer with ``ident`` answers for the client, if one waits."""
@@ -275,11 +298,26 @@ class Session:
             fingerprint=contract.fingerprint if contract is not None else None,
             ident=pending.ident,
             text_digest=contract.text_digest if contract is not None else None,
+            notifications=tuple(pending.notifications),
         )
         return call, problem
 
 
 _NOT_JSONRPC = "not a JSON-RPC 2.0 message; passed on, not looked at"
+
+
+def _exchange(pending: _Pending, value: dict[str, Any], message: Any) -> Exchange:
+    """The answer to a request other than tools/call: the result as sent, the error as read."""
+    if isinstance(message, wire.JSONRPCError):
+        response: dict[str, Any] = {"error": message.error.model_dump(exclude_none=True)}
+    else:
+        response = {"result": value["result"]}
+    return Exchange(
+        method=pending.method,
+        params=pending.params,
+        response=response,
+        notifications=tuple(pending.notifications),
+    )
 
 
 def _is_jsonrpc(item: Any) -> bool:

@@ -12,13 +12,21 @@ from __future__ import annotations
 from typing import Any
 
 from mcp.shared.dispatcher import as_request_id, coerce_request_id
-from mcp_types import JSONRPCError, JSONRPCMessage, JSONRPCRequest, JSONRPCResponse, jsonrpc_message_adapter
+from mcp_types import (
+    JSONRPCError,
+    JSONRPCMessage,
+    JSONRPCNotification,
+    JSONRPCRequest,
+    JSONRPCResponse,
+    jsonrpc_message_adapter,
+)
 from pydantic import ValidationError
 
 from toolreplay.canonical import canonical
 
 __all__ = [
     "JSONRPCError",
+    "JSONRPCNotification",
     "JSONRPCRequest",
     "JSONRPCResponse",
     "as_request_id",

@@ -27,6 +27,7 @@ from toolreplay.config import Config, load_config, unmatched_globs
 from toolreplay.errors import InputError, ToolreplayError
 from toolreplay.escape import workflow_command
 from toolreplay.findings import Finding
+from toolreplay.gate import describe
 from toolreplay.github.action import (
     REPORT_NAME,
     FailPolicy,
@@ -40,7 +41,7 @@ from toolreplay.github.action import (
 from toolreplay.github.annotations import echo, plan_annotations
 from toolreplay.github.comment import publish_report, target_from_env
 from toolreplay.github.summary import write_summary
-from toolreplay.hooks.drift_range import check_pull_request, judged_fail_on
+from toolreplay.hooks.drift_range import check_pull_request, judged_fail_on, judged_volatile
 from toolreplay.kinds import REPORT_ERROR, Level, kind_info
 from toolreplay.report.json import render_json
 from toolreplay.report.merge import merge_shards, read_shard_report
@@ -103,8 +104,11 @@ def run_action(settings: Settings) -> int:
     if shard is None or shard.index == DRIFT_SHARD:
         # judged before check runs any of the project's code (its tools_source)
         drift = check_pull_request(config, pull, workspace=settings.workspace)
+    # what the volatile rules hide is the base commit's decision too (the drift-note rule above
+    # reports the pull request's change of them)
+    judged = judged_volatile(config, pull, workspace=settings.workspace)
     lock_base = pull.base if pull else None
-    reports = rebase(run_check(config, shard=shard, lock_base=lock_base), config, settings.workspace)
+    reports = rebase(run_check(judged, shard=shard, lock_base=lock_base), config, settings.workspace)
     if drift is not None:
         # in the order check and merge print them: by path, a file's own report first
         reports = sorted([*reports, *drift.reports], key=lambda r: (r.path, r.command != "check"))
@@ -191,7 +195,7 @@ def publish(
         echo(text.rstrip("\n"))
     echo(
         f"total: {len(reports)} reports, {len(findings)} findings, {failing_count} failing"
-        f" (fail-on: {_describe(policy)}), {errors} unreadable"
+        f" (fail-on: {describe(policy)}), {errors} unreadable"
     )
     echo(status)
     fails = functools.partial(_fails, policy)
@@ -256,14 +260,6 @@ def _try_comment(
 def _level(kind: str, policy: FailPolicy) -> Level:
     """Findings that fail the build keep the kind's level; the others are warnings."""
     return kind_info(kind).level if _fails(policy, kind) else "warning"
-
-
-def _describe(policy: FailPolicy) -> str:
-    if policy.kinds is None:
-        return "any"
-    if not policy.kinds and not policy.errors:
-        return "none"
-    return ",".join(sorted(policy.kinds))
 
 
 def rebase(reports: Sequence[Report], config: Config, workspace: str) -> list[Report]:

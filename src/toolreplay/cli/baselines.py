@@ -27,19 +27,23 @@ from toolreplay.analyses.baseline import (
 from toolreplay.analyses.calltable import CallTable, Store, open_twice, read_table
 from toolreplay.analyses.fingerprint_diff import explain_drift
 from toolreplay.analyses.replay import DEFAULT_MUTATORS
+from toolreplay.analyses.volatile import Volatile
 from toolreplay.chain import ChainState, verify, verify_stream
 from toolreplay.cli.base import EXISTS, EXIT_FINDINGS, atomic_output, force_option
 from toolreplay.cli.defaults import announce, config_option, read_config
-from toolreplay.cli.formats import emit, format_option
+from toolreplay.cli.formats import format_option
+from toolreplay.cli.gate import emit_gated, fail_on_option, fail_policy
 from toolreplay.config import Config, config_path
 from toolreplay.contracts.lock import load_lock
 from toolreplay.contracts.source import source_lock
 from toolreplay.errors import InputError
 from toolreplay.escape import one_line, quote
 from toolreplay.findings import Finding, sort_findings
+from toolreplay.gate import FailPolicy
 from toolreplay.gitinfo import committed_blob, last_commit_time, merge_base, regular_baseline, repo_path
-from toolreplay.reports import Line, Report
+from toolreplay.reports import Line, Report, masked_line
 from toolreplay.transcript import GENESIS, Record, parse_links, read_input, read_links, read_transcript, slim
+from toolreplay.volatile_rules import Rule
 
 #: drift-note ``kinds`` (docs/spec.md §1.6) for each finding kind that names one
 NOTE_KINDS = {
@@ -98,6 +102,7 @@ def _run_report(
     run: RunDiff,
     result: DiffResult,
     extra: Sequence[Finding] = (),
+    masked: Sequence[int] | None = None,
 ) -> Report:
     counts = ", ".join(f"{kind} {n}" for kind, n in run.counts) or "none"
     header = [
@@ -113,8 +118,15 @@ def _run_report(
         Line(key=f"tool {quote(tool)}", value=result.verdicts[tool], text=result.verdicts[tool])
         for tool in run.tools
     ]
+    if masked is not None:  # the values masked in the baseline and this run
+        header.append(masked_line(masked))
     findings = sort_findings([*extra, *run.findings])
-    header.append(Line(key="findings", value=len(findings), text=str(len(findings))))
+    # differences: counts every one and a finding line shows the first of each kind: where the
+    # two numbers part, the line says so
+    shown = str(len(findings))
+    if sum(n for _, n in run.counts) > len(run.findings):
+        shown += " (the first of each kind; differences: counts every one)"
+    header.append(Line(key="findings", value=len(findings), text=shown))
     return Report(command="diff", path=run.path, header=tuple(header), findings=tuple(findings))
 
 
@@ -141,18 +153,27 @@ def _configured(
     config_file: str | None, tools: str | None, mutators: tuple[str, ...], max_age_days: int | None = None
 ) -> tuple[str | None, frozenset[str], int | None]:
     """The lock, mutators and age limit: the flags, else the config's, else the defaults."""
-    tools, chosen, max_age_days, _ = _configured_with_source(config_file, tools, mutators, max_age_days)
+    tools, chosen, max_age_days, _, _, _ = _configured_with_source(config_file, tools, mutators, max_age_days)
     return tools, chosen, max_age_days
 
 
 def _configured_with_source(
-    config_file: str | None, tools: str | None, mutators: tuple[str, ...], max_age_days: int | None = None
-) -> tuple[str | None, frozenset[str], int | None, dict[str, str]]:
-    """:func:`_configured`, and what changed per tool between the lock and the config's
-    tools_source (empty without both)."""
+    config_file: str | None,
+    tools: str | None,
+    mutators: tuple[str, ...],
+    max_age_days: int | None = None,
+    fail_on: str | None = None,
+    *,
+    gated: bool = False,
+) -> tuple[str | None, frozenset[str], int | None, dict[str, str], FailPolicy, tuple[Rule, ...]]:
+    """:func:`_configured`, what changed per tool between the lock and the config's
+    tools_source (empty without both), which findings fail (``--fail-on``, else ``fail_on``;
+    the config's is said to be used only for a ``gated`` command, one that exits by it), and
+    the config's volatile rules."""
     config = read_config(config_file)
     chosen = frozenset(mutators) if mutators else DEFAULT_MUTATORS
     used: list[str] = []
+    policy = fail_policy(config, fail_on, used if gated else [])
     if config is not None:
         if tools is None and config.tools_lock is not None:
             tools = config_path(config, config.tools_lock)
@@ -167,8 +188,12 @@ def _configured_with_source(
     if config is not None and config.tools_source is not None and tools is not None:
         explain = _source_explanations(config, config.tools_source, tools, chosen)
         used.append("tools_source")
+    volatile: tuple[Rule, ...] = ()
+    if config is not None and config.volatile:
+        volatile = config.volatile
+        used.append("volatile")
     announce(config, used)
-    return tools, chosen, max_age_days, explain
+    return tools, chosen, max_age_days, explain, policy, volatile
 
 
 def _source_explanations(
@@ -197,6 +222,7 @@ def _source_explanations(
     metavar="N",
     help="Report the baseline stale when its last git commit is more than N days old.",
 )
+@fail_on_option
 @config_option
 @format_option
 @click.pass_context
@@ -207,6 +233,7 @@ def diff_cmd(
     tools: str | None,
     mutators: tuple[str, ...],
     max_age_days: int | None,
+    fail_on: str | None,
     config_file: str | None,
     fmt: str,
 ) -> None:
@@ -214,21 +241,25 @@ def diff_cmd(
 
     Reports agent, tool, behavior and effect drift, mutating calls whose effect cannot
     be audited, and a determinism verdict per tool. Several RUNs are also compared with
-    each other. Exit 1 when anything drifted, 0 when every run is faithful.
+    each other. Exit 1 when a finding of a kind in --fail-on (or the config's fail_on;
+    default: every kind but the advisory ones) is reported, 0 when every run is faithful.
 
-    --tools, --mutator and --max-age-days default to the config's tools_lock, mutators
-    and max_baseline_age_days (the nearest config, or --config).
+    --tools, --mutator, --max-age-days and --fail-on default to the config's tools_lock,
+    mutators, max_baseline_age_days and fail_on (the nearest config, or --config).
     """
 
     regular_baseline(baseline)
-    tools, chosen, max_age_days, explain = _configured_with_source(config_file, tools, mutators, max_age_days)
+    tools, chosen, max_age_days, explain, policy, rules = _configured_with_source(
+        config_file, tools, mutators, max_age_days, fail_on, gated=True
+    )
     behaviour = _behaviour(tools)
-    with Store() as store:
+    volatile = Volatile(rules)
+    with Store(volatile) as store:
         # calls as digests (docs/spec.md §3.4 compares canonical texts): memory stays the same
         # whatever the size of the baseline and the runs
         table, state = _baseline_table(store, baseline)
         if state.broken:
-            ctx.exit(emit([_broken_report(baseline, state)], fmt))
+            ctx.exit(emit_gated([_broken_report(baseline, state)], fmt, policy))
         freshness = None
         if max_age_days is not None:
             freshness = check_freshness(
@@ -239,11 +270,19 @@ def diff_cmd(
     # a stale baseline is a finding, told once: in the first run's block, located at the baseline
     stale = [integrity.stale_baseline(freshness, path=baseline)] if freshness and freshness.stale else []
     reports = [
-        _run_report(baseline, state, freshness, run, result, stale if n == 0 else ())
+        _run_report(
+            baseline,
+            state,
+            freshness,
+            run,
+            result,
+            stale if n == 0 else (),
+            volatile.counts(baseline, run.path) if rules else None,
+        )
         for n, run in enumerate(result.runs)
     ]
     # the exit code follows the findings: every reason to fail is one the reports show
-    ctx.exit(emit(reports, fmt))
+    ctx.exit(emit_gated(reports, fmt, policy))
 
 
 # --- note ------------------------------------------------------------------------------

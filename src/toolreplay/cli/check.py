@@ -10,12 +10,13 @@ import click
 from toolreplay.check import check_info, parse_shard, run_check_with_status
 from toolreplay.cli.base import EXIT_CLEAN, EXIT_FINDINGS
 from toolreplay.cli.formats import format_option
+from toolreplay.cli.gate import fail_on_option, fail_policy
 from toolreplay.config import load_config, unmatched_globs
 from toolreplay.escape import one_line
 from toolreplay.hooks.drift_range import PullRange, judged_fail_on
 from toolreplay.report import RENDERERS
 from toolreplay.report.merge import merge_shards, read_shard_report
-from toolreplay.reports import CheckInfo, Report
+from toolreplay.reports import CheckInfo, Report, masked_text, masked_total, stale_rules
 
 
 @click.command(name="check")
@@ -37,6 +38,7 @@ from toolreplay.reports import CheckInfo, Report
     metavar="K/N",
     help="Run only shard K of N (a CI matrix job); toolreplay merge puts the JSON reports together.",
 )
+@fail_on_option
 @format_option
 @click.pass_context
 def check_cmd(
@@ -45,28 +47,32 @@ def check_cmd(
     jobs: int | None,
     base: str | None,
     shard_spec: str | None,
+    fail_on: str | None,
     fmt: str,
 ) -> None:
     """Run every analysis the configuration names over every matching file.
 
     Reads [tool.toolreplay] from pyproject.toml or a toolreplay.toml (the nearest one from
-    here up, or --config). Exit 1 when a finding of a kind in fail_on (default: every kind)
-    or an unreadable file is reported.
+    here up, or --config). Exit 1 when a finding of a kind in fail_on (or --fail-on; default:
+    every kind but the advisory ones) or an unreadable file is reported.
 
     With --shard K/N, only the files of shard K (by a hash of their path) are checked, and
     the drift-note rule of --base runs in shard 1 only.
     """
+    if shard_spec is not None and fail_on:
+        # merge holds every shard to the configuration's fail_on: a shard's own would be refused there
+        raise click.UsageError("--fail-on does not go with --shard: set fail_on in the configuration")
     shard = parse_shard(shard_spec) if shard_spec is not None else None
     config = load_config(config_path)
     for warning in unmatched_globs(config):
         click.echo(f"toolreplay: warning: {one_line(warning)}", err=True)
-    fail_on = config.fail_on
+    kinds = fail_policy(config, fail_on, []).kinds
     if base is not None:
         # whether the drift-note rule's findings fail is the base commit's decision, not the PR's
         pull = PullRange(base=base, head="HEAD")
-        fail_on = judged_fail_on(config, fail_on, pull, workspace=str(config.root))
+        kinds = judged_fail_on(config, kinds, pull, workspace=str(config.root))
     reports, status = run_check_with_status(config, jobs=jobs, base=base, shard=shard)
-    info = check_info(config, base=base, shard=shard, drift=status, fail_on=fail_on)
+    info = check_info(config, base=base, shard=shard, drift=status, fail_on=kinds)
     ctx.exit(finish(reports, info, fmt))
 
 
@@ -85,6 +91,12 @@ def finish(reports: Sequence[Report], info: CheckInfo, fmt: str) -> int:
         if info.drift is not None:
             # the rule ran even when it found nothing: say what it saw (no baseline change, every note)
             click.echo(info.drift)
+    masked = masked_total(reports)
+    if masked is not None:
+        if fmt == "text":
+            click.echo(f"masked: {masked_text(masked)}")
+        for warning in stale_rules(masked):
+            click.echo(f"toolreplay: warning: {warning}", err=True)
     return EXIT_FINDINGS if failing or errors else EXIT_CLEAN
 
 

@@ -17,6 +17,7 @@ from toolreplay.cli.defaults import announce, config_option, read_config
 from toolreplay.cli.formats import emit, format_option
 from toolreplay.config import Config, config_path
 from toolreplay.contracts.definitions import import_definitions, read_definitions
+from toolreplay.contracts.keep import keep_declared, previous_lock
 from toolreplay.contracts.lock import ToolLock, dump_lock, load_lock
 from toolreplay.contracts.mcp import describe
 from toolreplay.contracts.source import is_python_source, source_lock
@@ -27,8 +28,10 @@ from toolreplay.reports import Line, Report
 from toolreplay.transcript import Record, read_links, read_transcript
 
 
-def _version_text(ctx: click.Context, param: click.Parameter, value: str) -> str:
+def _version_text(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     # an argument that is not UTF-8 arrives with lone surrogates, which no fingerprint or lock can hold
+    if value is None:
+        return None
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
@@ -44,10 +47,10 @@ def _version_text(ctx: click.Context, param: click.Parameter, value: str) -> str
 @click.option(
     "--version",
     "tool_version",
-    default="",
     callback=_version_text,
     metavar="VERSION",
-    help="The version pinned for every tool that does not declare its own (default: none).",
+    help="The version pinned for every tool that does not declare its own (default: none; with --mcp,"
+    " the server's serverInfo.version, as record --lock pins it).",
 )
 @force_option
 @click.option("--mcp", is_flag=True, help="SOURCE... is the command line of an MCP stdio server to start.")
@@ -68,7 +71,7 @@ def _version_text(ctx: click.Context, param: click.Parameter, value: str) -> str
 def fingerprint_cmd(
     source: tuple[str, ...],
     output: str | None,
-    tool_version: str,
+    tool_version: str | None,
     mcp: bool,
     mutators: tuple[str, ...],
     timeout: float,
@@ -90,26 +93,41 @@ def fingerprint_cmd(
         raise click.UsageError("give one SOURCE (or --mcp and a server command line)")
     if not mcp and not is_python_source(source[0], root=Path.cwd()):
         imported = import_definitions(
-            read_definitions(source[0]), version=tool_version, mutators=mutator_set, path=source[0]
+            read_definitions(source[0]), version=tool_version or "", mutators=mutator_set, path=source[0]
         )
         lock, warnings = ToolLock.of(imported.contracts), imported.warnings
     else:
-        # a module or a server is code: it runs in a child process, and its answer is data
+        # a module or a server is code: it runs in a child process, and its answer is data; the
+        # user named it, so it gets the user's environment (as record and probe start a server)
         lock, warnings = source_lock(
             source if mcp else source[0],
             root=Path.cwd(),
             mutators=mutator_set,
             version=tool_version,
             timeout=timeout,
+            caller_env=True,
         )
     for warning in warnings:
         click.echo(f"toolreplay: warning: {one_line(warning)}", err=True)
+    if output is not None and force:
+        lock = _keep_declared(output, lock)
     try:
         text = dump_lock(lock)
     except InputError as err:  # a schema too deep for a lock to hold
         raise InputError(err.problem, path=describe(source) if mcp else source[0]) from err
     with atomic_output(output, replace=force) as out:
         out.write(text)
+
+
+def _keep_declared(output: str, lock: ToolLock) -> ToolLock:
+    """``lock`` with what the lock it replaces declared (its flags), each field kept said on stderr."""
+    old, problem = previous_lock(output)
+    if problem:
+        click.echo(f"toolreplay: warning: {one_line(problem)}", err=True)
+    lock, kept = keep_declared(old, lock)
+    for item in kept:
+        click.echo(f"toolreplay: {item.text(output)}", err=True)
+    return lock
 
 
 @click.command(name="fingerprint-diff")

@@ -14,16 +14,17 @@ from toolreplay import parallel
 from toolreplay.analyses import integrity
 from toolreplay.chain import Break, ChainState, seal_lines, verify_stream
 from toolreplay.cli.base import atomic_output, force_option
-from toolreplay.cli.defaults import announce, config_option, mutators_and_lock, read_config
+from toolreplay.cli.defaults import announce, config_option, mutators_and_lock, read_config, volatile_of
 from toolreplay.cli.formats import emit, format_option
 from toolreplay.findings import Finding, sort_findings
-from toolreplay.reports import Line, Report, replay_header
+from toolreplay.reports import Line, Report, masked_line, replay_header
 from toolreplay.transcript import open_input
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
     from toolreplay.analyses.replay import Call, ReplayResult
+    from toolreplay.analyses.volatile import Volatile
 
 
 @click.command(name="seal")
@@ -270,7 +271,9 @@ def replay_cmd(
     # here, not at the top: verify and seal, in the same module, judge no calls
     from toolreplay.analyses.replay import replay_calls
 
-    chosen, state_aware, nondeterministic = _replay_settings(config_file, mutators, lock_path, state_aware)
+    chosen, state_aware, nondeterministic, volatile = _replay_settings(
+        config_file, mutators, lock_path, state_aware
+    )
     judge = functools.partial(
         replay_calls,
         mutators=chosen,
@@ -278,14 +281,12 @@ def replay_cmd(
         nondeterministic=nondeterministic,
         path=transcript,
     )
-    result = _replay(transcript, judge)
+    result = _replay(transcript, judge, volatile)
     findings = sort_findings(result.findings)
-    report = Report(
-        command="replay",
-        path=transcript,
-        header=replay_header(result.calls, result.divergence, len(findings)),
-        findings=tuple(findings),
-    )
+    header = replay_header(result.calls, result.divergence, len(findings))
+    if volatile is not None:
+        header += (masked_line(volatile.counts(transcript)),)
+    report = Report(command="replay", path=transcript, header=header, findings=tuple(findings))
     code = emit([report], fmt)
     if result.across_mutators and fmt == "text":
         # the report keeps 0.6's lines byte for byte; the knob is named beside it, on stderr
@@ -300,30 +301,34 @@ def replay_cmd(
 
 def _replay_settings(
     config_file: str | None, mutators: tuple[str, ...], lock_path: str | None, state_aware: bool | None
-) -> tuple[frozenset[str], bool | None, frozenset[str]]:
-    """(mutators, state-aware, tools declared not deterministic): the flags, else the config's and its
-    lock's."""
+) -> tuple[frozenset[str], bool | None, frozenset[str], Volatile | None]:
+    """(mutators, state-aware, tools declared not deterministic, volatile rules): the flags, else
+    the config's and its lock's."""
     config = read_config(config_file)
     used: list[str] = []
     chosen, lock_path = mutators_and_lock(config, mutators, lock_path, used)
     if config is not None and state_aware is None and config.state_aware is not None:
         state_aware = config.state_aware
         used.append("state_aware")
+    volatile = volatile_of(config, used)
     announce(config, used)
     if lock_path is None:
-        return chosen, state_aware, frozenset()
+        return chosen, state_aware, frozenset(), volatile
     from toolreplay.contracts.lock import declared_mutators, declared_nondeterministic, load_lock
 
     lock = load_lock(lock_path)
-    return declared_mutators(lock, chosen), state_aware, declared_nondeterministic(lock)
+    return declared_mutators(lock, chosen), state_aware, declared_nondeterministic(lock), volatile
 
 
-def _replay(transcript: str, judge: Callable[[Iterable[Call]], ReplayResult]) -> ReplayResult:
-    """Judge a transcript's calls, on every core when the file is worth it."""
+def _replay(
+    transcript: str, judge: Callable[[Iterable[Call]], ReplayResult], volatile: Volatile | None
+) -> ReplayResult:
+    """Judge a transcript's calls, on every core when the file is worth it (and no volatile
+    rule masks: the parallel reader's workers digest the raw texts)."""
     from toolreplay.analyses.replay import read_calls
 
-    if transcript != "-" and parallel.worth_it(transcript):
+    if volatile is None and transcript != "-" and parallel.worth_it(transcript):
         # a refused line or an index out of order: the sequential reader names it
         with contextlib.suppress(parallel.Fallback):
             return judge(parallel.file_calls(transcript))
-    return judge(read_calls(transcript))
+    return judge(read_calls(transcript, volatile))

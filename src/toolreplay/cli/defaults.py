@@ -15,6 +15,7 @@ import click
 from toolreplay.escape import one_line
 
 if TYPE_CHECKING:
+    from toolreplay.analyses.volatile import Volatile
     from toolreplay.config import Config
 
 
@@ -63,3 +64,14 @@ def mutators_and_lock(
             lock_path = config_path(config, config.tools_lock)
             used.append("tools_lock")
     return chosen, lock_path
+
+
+def volatile_of(config: Config | None, used: list[str]) -> Volatile | None:
+    """The config's volatile rules (docs/spec.md §3.6) for a command that compares, or None
+    without any; ``volatile`` is appended to ``used`` (for :func:`announce`) when there are."""
+    if config is None or not config.volatile:
+        return None
+    from toolreplay.analyses.volatile import Volatile
+
+    used.append("volatile")
+    return Volatile(config.volatile)

@@ -4,7 +4,8 @@ Started as ``python -P -B -m toolreplay.contracts._source_worker REQUEST``, wher
 a JSON object: ``{"python": "module:object", "root": FOLDER, "version": V, "mutators": [...]}``
 or ``{"mcp": [ARGV...], "timeout": SECONDS}``. Its one answer is a JSON document written to
 the stdout it started with: ``{"lock": LOCK}`` (a module's tools, fingerprinted here, where
-their code runs), ``{"tools": [...]}`` (an MCP server's ``tools/list``), or ``{"error":
+their code runs), ``{"tools": [...], "version": V}`` (an MCP server's ``tools/list`` and its
+``serverInfo.version``; the server gets this child's environment), or ``{"error":
 PROBLEM}`` with exit status 2. Whatever the project's code prints goes to stderr, so it
 cannot run into the answer by accident; the parent reads the answer as untrusted data anyway.
 """
@@ -25,14 +26,14 @@ def _answer(request: dict[str, Any]) -> dict[str, Any]:
 
     if "mcp" in request:
         from toolreplay.contracts.definitions import import_definitions
-        from toolreplay.contracts.mcp import list_mcp_tools, listed_definitions
+        from toolreplay.contracts.mcp import list_mcp_server, listed_definitions
 
-        tools = list_mcp_tools(request["mcp"], timeout=float(request["timeout"]))
+        tools, version = list_mcp_server(request["mcp"], timeout=float(request["timeout"]))
         # the parent checks the answer again; checking here too names the tool whose schema it
         # cannot take (a schema nested near the decoder's limit is too deep once wrapped in the answer)
         imported = import_definitions(listed_definitions(tools, path=""), version="", path="")
         dump_lock(ToolLock.of(imported.contracts))
-        return {"tools": tools}
+        return {"tools": tools, "version": version}
     from toolreplay.contracts.python import load_object, python_lock
 
     root = request["root"]

@@ -8,10 +8,11 @@ Other features read it through one call::
 
 The file is a JSON object ``{"lock_version": 1, "tools": {NAME: CONTRACT}}`` where each
 contract holds ``fingerprint``, ``version``, ``signature``, ``schema``,
-``deterministic``, ``mutates`` and ``idempotent``, and the contract text with its digest
+``deterministic``, ``mutates``, ``idempotent`` and ``note``, and the contract text with its digest
 (``text``, ``text_digest``: both or neither, a lock written before 0.7 has neither), and
 nothing else (the three behaviour flags may be left out: ``deterministic`` defaults to true, ``mutates`` to
-membership of the default mutator list, ``idempotent`` to false). Loading is
+membership of the default mutator list, ``idempotent`` to false; ``note``, a person's words
+about the tool, to none). Loading is
 strict: unknown or missing fields, wrong types, and a fingerprint that does not
 match its own signature, schema and version are refused (``InputError``, exit 2).
 """
@@ -47,6 +48,7 @@ _CONTRACT_FIELDS = (
     "deterministic",
     "mutates",
     "idempotent",
+    "note",
     "text",
     "text_digest",
 )
@@ -70,6 +72,8 @@ class ToolContract:
     deterministic: bool = True
     mutates: bool = False
     idempotent: bool = False
+    #: a person's words about the tool (why it is not deterministic ...); "" when none
+    note: str = ""
     #: the contract text an agent reads (:mod:`toolreplay.contracts.text`); None: not known
     text: dict[str, Any] | None = None
 
@@ -79,7 +83,7 @@ class ToolContract:
         return None if self.text is None else text_digest(self.text)
 
     def data(self) -> dict[str, Any]:
-        """The contract as it is written in the lock (without its name)."""
+        """The contract as it is written in the lock (without its name; a note only when there is one)."""
         out = {
             "fingerprint": self.fingerprint,
             "version": self.version,
@@ -89,6 +93,8 @@ class ToolContract:
             "mutates": self.mutates,
             "idempotent": self.idempotent,
         }
+        if self.note:
+            out["note"] = self.note
         if self.text is not None:
             out["text"] = self.text
             out["text_digest"] = self.text_digest
@@ -263,6 +269,9 @@ def _parse_contract(tool: str, data: Any, base: str, fail: Any) -> ToolContract:
         raise fail('field "version" must be a string', base + "/version")
     _check_signature(signature, base + "/signature", fail)
     flags = _flags(tool, data, base, fail)
+    note = data.get("note", "")
+    if not isinstance(note, str):
+        raise fail('field "note" must be a string', base + "/note")
     expected = fingerprint_of(signature, data["schema"], version)
     if expected != fingerprint:
         raise fail(
@@ -276,6 +285,7 @@ def _parse_contract(tool: str, data: Any, base: str, fail: Any) -> ToolContract:
         version=version,
         signature=signature,
         schema=data["schema"],
+        note=note,
         text=_parse_text(data, base, fail),
         **flags,
     )

@@ -7,6 +7,7 @@ definition, so a live server and a saved ``tools/list`` give the same lock.
 
 from __future__ import annotations
 
+import os
 import shlex
 import tempfile
 from collections.abc import Sequence
@@ -29,6 +30,18 @@ def describe(argv: Sequence[str]) -> str:
 
 def list_mcp_tools(argv: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT) -> list[dict[str, Any]]:
     """Start ``argv`` as an MCP stdio server and return its tools as ``tools/list`` JSON objects."""
+    return list_mcp_server(argv, timeout=timeout)[0]
+
+
+def list_mcp_server(
+    argv: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT
+) -> tuple[list[dict[str, Any]], str]:
+    """Start ``argv`` as an MCP stdio server: its tools as ``tools/list`` JSON objects, and its
+    ``serverInfo.version`` ("" when it gives none), the version ``record`` and ``probe`` pin too.
+
+    The server gets this process's environment, as it would started from a shell (the SDK's
+    default passes only a few variables, so a server configured through its environment would
+    be fingerprinted as another server)."""
     if not argv:
         raise InputError("no MCP server command given")
     require("mcp", "fingerprinting an MCP server")
@@ -39,11 +52,13 @@ def list_mcp_tools(argv: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT) -> 
     # The server's stderr goes to a temp file: quiet on success, quoted on failure.
     with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog:
 
-        async def fetch() -> list[dict[str, Any]]:
-            params = StdioServerParameters(command=argv[0], args=list(argv[1:]))
+        async def fetch() -> tuple[list[dict[str, Any]], str]:
+            params = StdioServerParameters(command=argv[0], args=list(argv[1:]), env=dict(os.environ))
             tools: list[dict[str, Any]] = []
             with anyio.fail_after(timeout):
                 async with Client(stdio_client(params, errlog=errlog)) as client:
+                    info = client.server_info
+                    version = info.version if info is not None else ""
                     cursor: str | None = None
                     while True:
                         page = await client.list_tools(cursor=cursor)
@@ -53,7 +68,7 @@ def list_mcp_tools(argv: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT) -> 
                         )
                         cursor = page.next_cursor
                         if not cursor:
-                            return tools
+                            return tools, version
 
         try:
             return anyio.run(fetch)

@@ -61,21 +61,34 @@ class SourceRunError(InputError):
 
 
 def run_python(
-    spec: str, *, root: Path, version: str, mutators: frozenset[str], timeout: float, watch: Path | None
+    spec: str,
+    *,
+    root: Path,
+    version: str,
+    mutators: frozenset[str],
+    timeout: float,
+    watch: Path | None,
+    caller_env: bool = False,
 ) -> Any:
     """The child's answer for the Python tool source ``spec``: ``{"lock": ...}``, decoded."""
     request = {"python": spec, "root": str(root), "version": version, "mutators": sorted(mutators)}
-    return _run(request, label=spec, timeout=timeout, watch=watch)
+    return _run(request, label=spec, timeout=timeout, watch=watch, caller_env=caller_env)
 
 
-def run_mcp(argv: Sequence[str], *, label: str, timeout: float, watch: Path | None) -> Any:
-    """The child's answer for the MCP server ``argv``: ``{"tools": [...]}``, decoded."""
+def run_mcp(
+    argv: Sequence[str], *, label: str, timeout: float, watch: Path | None, caller_env: bool = False
+) -> Any:
+    """The child's answer for the MCP server ``argv``: ``{"tools": [...], "version": V}``, decoded
+    (``version``: the server's ``serverInfo.version``)."""
     if not argv:
         raise InputError("no MCP server command given")
-    return _run({"mcp": list(argv), "timeout": timeout}, label=label, timeout=timeout, watch=watch)
+    request = {"mcp": list(argv), "timeout": timeout}
+    return _run(request, label=label, timeout=timeout, watch=watch, caller_env=caller_env)
 
 
-def _run(request: dict[str, Any], *, label: str, timeout: float, watch: Path | None) -> Any:
+def _run(
+    request: dict[str, Any], *, label: str, timeout: float, watch: Path | None, caller_env: bool = False
+) -> Any:
     before = snapshot(watch) if watch is not None else None
     command = [sys.executable, "-P", "-B", "-m", "toolreplay.contracts._source_worker", json.dumps(request)]
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
@@ -84,7 +97,7 @@ def _run(request: dict[str, Any], *, label: str, timeout: float, watch: Path | N
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=err,
-            env=_child_env(),
+            env=_child_env(caller_env),
             start_new_session=True,  # one group: the child and whatever it starts end together
         )
         try:
@@ -156,8 +169,11 @@ def _end_group(process: subprocess.Popen[bytes]) -> None:
     process.wait()
 
 
-def _child_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in _WITHHELD}
+def _child_env(caller_env: bool) -> dict[str, str]:
+    """The child's environment: the caller's whole one for a source the user named on the command
+    line (``fingerprint``, as ``record`` and ``probe`` start a server), else without credentials
+    and the step's files (a configuration's ``tools_source``, which in CI is the pull request's)."""
+    env = {k: v for k, v in os.environ.items() if caller_env or k not in _WITHHELD}
     env["PYTHONDONTWRITEBYTECODE"] = "1"  # importing the project's modules writes no __pycache__
     return env
 

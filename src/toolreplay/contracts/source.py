@@ -35,33 +35,55 @@ def source_lock(
     *,
     root: Path,
     mutators: frozenset[str] = DEFAULT_MUTATORS,
-    version: str = "",
+    version: str | None = None,
     timeout: float = DEFAULT_TIMEOUT,
     watch: Path | None = None,
+    caller_env: bool = False,
 ) -> tuple[ToolLock, tuple[str, ...]]:
     """(the lock of ``source``, warnings). Paths are relative to ``root`` (the config's folder),
     and so is the import path of a module; a sequence is an MCP server's command line.
 
+    ``version`` None: the source's own, which for an MCP server is its ``serverInfo.version``
+    (as ``record`` and ``probe`` pin it) and for the others none (""). ``caller_env``: the code
+    runs with the caller's whole environment (a source the user named, as ``record`` and
+    ``probe`` start a server), not without credentials (a configuration's ``tools_source``).
     With ``watch``, a child that changes anything under that folder fails
     (:class:`~toolreplay.contracts.runner.SourceRunError`).
     """
     if not isinstance(source, str):
         label = describe(source)
-        answer = run_mcp(source, label=label, timeout=timeout, watch=watch)
+        answer = run_mcp(source, label=label, timeout=timeout, watch=watch, caller_env=caller_env)
         tools = answer.get("tools") if isinstance(answer, dict) else None
+        pinned = _server_version(answer, label) if version is None else version
         imported = _checked(
-            lambda: import_definitions(listed_definitions(tools, path=label), version=version, path=label)
+            lambda: import_definitions(listed_definitions(tools, path=label), version=pinned, path=label)
         )
         return ToolLock.of(imported.contracts), imported.warnings
     if not is_python_source(source, root=root):
         path = root / source
         imported = import_definitions(
-            read_definitions(str(path)), version=version, mutators=mutators, path=os.path.relpath(path)
+            read_definitions(str(path)), version=version or "", mutators=mutators, path=os.path.relpath(path)
         )
         return ToolLock.of(imported.contracts), imported.warnings
-    answer = run_python(source, root=root, version=version, mutators=mutators, timeout=timeout, watch=watch)
+    answer = run_python(
+        source,
+        root=root,
+        version=version or "",
+        mutators=mutators,
+        timeout=timeout,
+        watch=watch,
+        caller_env=caller_env,
+    )
     lock = answer.get("lock") if isinstance(answer, dict) else None
     return _checked(lambda: parse_lock(lock, path=source)), ()
+
+
+def _server_version(answer: object, label: str) -> str:
+    """The server's ``serverInfo.version`` the child read (an answer without one is refused)."""
+    version = answer.get("version") if isinstance(answer, dict) else None
+    if not isinstance(version, str):
+        raise SourceRunError('its answer is not valid: "version" must be a string', path=label)
+    return version
 
 
 def _checked(read: Callable[[], _T]) -> _T:

@@ -16,11 +16,12 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from toolreplay import gate
 from toolreplay.errors import InputError
 from toolreplay.escape import quote
-from toolreplay.findings import KIND_ORDER, kind_fails
+from toolreplay.gate import FailPolicy as FailPolicy
+from toolreplay.gate import known_kinds as known_kinds
 from toolreplay.hooks.drift_range import PullRange, is_sha
-from toolreplay.kinds import KINDS, REPORT_ERROR
 from toolreplay.outputs import write_error
 from toolreplay.reports import Report
 
@@ -41,42 +42,13 @@ _FALSE = frozenset({"false", "no", "off", "0"})
 REPORT_NAME = "toolreplay-report.json"
 
 
-def known_kinds() -> frozenset[str]:
-    """Every finding kind ``fail-on`` may name."""
-    return frozenset(KIND_ORDER) | frozenset(KINDS) | {REPORT_ERROR}
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class FailPolicy:
-    """Which findings fail the job: ``kinds`` None means every kind but the advisory ones.
-
-    ``errors``: whether unreadable files fail it.
-    """
-
-    kinds: frozenset[str] | None
-    errors: bool = True
-
-    def fails(self, kind: str) -> bool:
-        return kind_fails(kind, self.kinds)
-
-
 def parse_fail_on(text: str, default: frozenset[str] | None) -> FailPolicy:
-    """``fail-on``: empty (the config's ``fail_on``), ``any``, ``none``, or kinds separated by commas."""
-    value = text.strip()
-    if not value:
-        return FailPolicy(kinds=default)
-    if value.lower() == "any":
-        return FailPolicy(kinds=None)
-    if value.lower() == "none":
-        return FailPolicy(kinds=frozenset(), errors=False)
-    kinds = [k.strip() for k in value.split(",") if k.strip()]
-    unknown = sorted(set(kinds) - known_kinds())
-    if unknown or not kinds:
-        raise InputError(
-            f"input fail-on: unknown finding kind {quote(unknown[0]) if unknown else quote(value)}; "
-            f"use any, none, or kinds separated by commas: {', '.join(sorted(known_kinds()))}"
-        )
-    return FailPolicy(kinds=frozenset(kinds))
+    """``fail-on``: empty (the config's ``fail_on``), ``any``, ``none``, or a list separated by
+    commas, read as the config's list is (``all,-audit-incomplete``; :mod:`toolreplay.gate`)."""
+    try:
+        return gate.parse_fail_on(text, default, name="input fail-on")
+    except gate.FailOnError as err:
+        raise InputError(str(err)) from err
 
 
 def _flag(env: Mapping[str, str], name: str, default: bool) -> bool:

@@ -211,6 +211,37 @@ def _base_config(config: Config, pull: PullRange, workspace: str) -> Config | No
         return None
 
 
+def judged_volatile(config: Config, pull: PullRange | None, *, workspace: str) -> Config:
+    """``config`` for a run that judges ``pull``: with the base commit's volatile rules.
+
+    A rule hides drift (``at = "/response"`` would hide every one), so a pull request cannot
+    add or widen one for itself; the change is reported as ``drift-guard-changed``. Where the
+    base has no configuration, or it cannot be read, nothing is masked.
+    """
+    if pull is None:
+        return config
+    base = _base_config(config, pull, workspace)
+    rules = base.volatile if base is not None else ()
+    return config if rules == config.volatile else replace(config, volatile=rules)
+
+
+def _volatile_change(base: Config | None, head: Config) -> list[str]:
+    """The volatile rules a pull request adds or changes (a removed rule only compares more)."""
+    kept = set(base.volatile) if base is not None else set()
+    added = [(n, rule) for n, rule in enumerate(head.volatile) if rule not in kept]
+    if not added:
+        return []
+    shown = ", ".join(
+        f"rule {n + 1} (tool {quote(rule.tool)}, at {quote(rule.at)}"
+        + (f", pattern {quote(rule.pattern)})" if rule.pattern is not None else ", the whole value)")
+        for n, rule in added
+    )
+    return [
+        f"volatile: this pull request adds or widens {shown}; what a rule masks is never compared"
+        " (over this range the base's rules are used)"
+    ]
+
+
 def _settings_findings(
     before: GuardSettings, after: GuardSettings, base: Config | None, head: Config, config_file: str
 ) -> list[Finding]:
@@ -220,6 +251,7 @@ def _settings_findings(
     if change is not None:
         parts.append(change)
     parts += _code_settings_change(base, head)
+    parts += _volatile_change(base, head)
     for kind in GUARD_KINDS:
         was = base.fails(kind) if base is not None else True
         if was != head.fails(kind):

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from toolreplay.analyses.fingerprint_diff import compare_contracts, text_differences
@@ -32,6 +32,7 @@ from toolreplay.library.recorder import Recorder
 from toolreplay.library.registry import ToolRegistry, as_json
 from toolreplay.library.snapshot import Snapshot
 from toolreplay.transcript import GENESIS, Record, make_record
+from toolreplay.volatile_rules import Rule
 
 #: the record modes, in pytest-recording's names and meanings
 RECORD_MODES = ("none", "once", "new_episodes", "all")
@@ -107,6 +108,7 @@ class CassetteRegistry(ToolRegistry):
         why: str = "",
         label: str | None = None,
         mutators: frozenset[str] = DEFAULT_MUTATORS,
+        volatile: Iterable[Rule] = (),
     ) -> None:
         if mode not in RECORD_MODES:
             raise ValueError(f"record mode must be one of {', '.join(RECORD_MODES)}, not {mode!r}")
@@ -124,7 +126,7 @@ class CassetteRegistry(ToolRegistry):
         self._old: tuple[Record, ...] = ()
         if self.existed and mode != "all":
             # through Snapshot.from_file, so whatever it checks of a sealed file applies here
-            self._replay = Snapshot.from_file(self.cassette)
+            self._replay = Snapshot.from_file(self.cassette, volatile=volatile)
             self._old = self._replay.records
         elif mode == "none":
             self._replay = Snapshot(())  # no cassette: every call misses

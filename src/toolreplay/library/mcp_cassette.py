@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 from urllib.parse import urlsplit, urlunsplit
 
+from toolreplay.analyses.volatile import Volatile
 from toolreplay.capture.serve import check_lock, load_records
 from toolreplay.contracts.lock import ToolContract, ToolLock, load_lock
 from toolreplay.errors import ToolreplayError
@@ -42,6 +43,8 @@ from toolreplay.transcript import Record, read_links
 
 if TYPE_CHECKING:
     from mcp import StdioServerParameters
+
+    from toolreplay.config import Config
 
 #: how the CLI is started: the same interpreter, so the same toolreplay
 TOOLREPLAY = (sys.executable, "-m", "toolreplay")
@@ -97,6 +100,9 @@ class McpCassettes:
     mode: str
     why: str
     fail: Callable[[str], NoReturn]
+    #: the project's configuration, whose volatile rules (docs/spec.md §3.6) match calls as
+    #: ``serve`` does: an argument they mask does not count (None: no configuration)
+    config: Config | None = None
     servers: list[McpCassette] = field(default_factory=list)
 
     def stdio(
@@ -203,6 +209,8 @@ class McpCassettes:
         except ToolreplayError as err:
             self.fail(f"toolreplay serve refuses the cassette {server.label}: {one_line(str(err))}")
         argv = ["serve", server.path, "--misses", server.misses]
+        if self.config is not None and self.config.volatile:
+            argv += ["--config", self.config.source]
         return [*argv, "--lock", lock] if os.path.exists(lock) else argv
 
     def _start(self, server: McpCassette, argv: Callable[[int], list[str]], *, what: str) -> int:
@@ -262,8 +270,9 @@ class McpCassettes:
             old = load_records(server.path)
             if lock is not None:
                 self._check_drift(server, old, lock)
-            held = {match_key(record.tool, record.args) for record in old}
-            new = tuple(record for record in new if match_key(record.tool, record.args) not in held)
+            volatile = self._volatile()
+            held = {match_key(record.tool, record.args, volatile) for record in old}
+            new = tuple(record for record in new if match_key(record.tool, record.args, volatile) not in held)
         if not new:
             return "replayed" if server.existed and server.mode != "all" else ""
         if not passed:  # a failed test's calls are no baseline
@@ -305,7 +314,9 @@ class McpCassettes:
             return
         first: dict[str, Any] = misses[0]
         try:
-            Snapshot(server.records).serve(first["tool"], first["args"], live=None, check=False)
+            Snapshot(server.records, volatile=self._volatile() or ()).serve(
+                first["tool"], first["args"], live=None, check=False
+            )
         except SnapshotMissError as miss:
             miss.add_note(
                 f"cassette {server.label} does not record this call and the record mode is"
@@ -315,6 +326,10 @@ class McpCassettes:
             more = f"; {len(misses) - 1} more call(s) missed too" if len(misses) > 1 else ""
             miss.add_note(f"the agent was answered with a tool error starting 'snapshot miss:'{more}")
             raise miss.with_traceback(None) from None
+
+    def _volatile(self) -> Volatile | None:
+        rules = self.config.volatile if self.config is not None else ()
+        return Volatile(rules) if rules else None
 
     def stop(self) -> None:
         """Stop every process the fixture started (the proxies and ``serve --listen``)."""

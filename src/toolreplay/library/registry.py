@@ -314,7 +314,9 @@ class ToolRegistry:
         position = len(self._replayed)
         recorded = recording.records
         probe = make_record(index=position, tool=name, args=args, response={})
-        finding = call_drift(recorded, [*self._replayed, probe], path=recording.path)
+        finding = call_drift(
+            recorded, [*self._replayed, probe], path=recording.path, volatile=recording.volatile
+        )
         if finding is not None:
             self._diverged = True
             pointer, old, new = None, ABSENT, ABSENT
@@ -359,12 +361,20 @@ class ToolRegistry:
         findings = {
             finding.kind: finding
             for finding in compare_call(
-                recorded, live, path=recording.path, behaviour=behaviour, mutators=self.mutators
+                recorded,
+                live,
+                path=recording.path,
+                behaviour=behaviour,
+                mutators=self.mutators,
+                volatile=recording.volatile,
             )
         }
+        # the error points at what was compared: a masked value shows as <volatile>
+        shown = recording.volatile.shown if recording.volatile is not None else None
+        was, now = (recorded, live) if shown is None else (shown(recorded), shown(live))
         for kind, old, new in (
-            ("behavior-drift", recorded.response, live.response),
-            ("effect-drift", recorded.state, live.state),
+            ("behavior-drift", was.response, now.response),
+            ("effect-drift", was.state, now.state),
         ):
             if kind in findings:
                 self._diverged = True

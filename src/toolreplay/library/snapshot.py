@@ -8,13 +8,15 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from toolreplay import signing
+from toolreplay.analyses.volatile import Volatile
 from toolreplay.canonical import canonical
 from toolreplay.chain import ChainState, verify
 from toolreplay.errors import SealError
 from toolreplay.files import SEALED_SUFFIX
 from toolreplay.library.errors import ABSENT, SnapshotMissError, ToolDriftError
 from toolreplay.locate import pointer_token
-from toolreplay.transcript import Link, Record, read_links, read_transcript
+from toolreplay.transcript import Link, Record, make_record, read_links, read_transcript
+from toolreplay.volatile_rules import Rule
 
 
 def _anchored(
@@ -48,14 +50,16 @@ def _anchored(
     return state
 
 
-def match_key(tool: str, args: dict[str, Any]) -> str:
+def match_key(tool: str, args: dict[str, Any], volatile: Volatile | None = None) -> str:
     """The key under which a recorded call answers a given one: the one place it is computed.
 
-    Today the canonical call (tool and arguments, key order irrelevant), as
-    ``Record.call_key``. Rules that make some arguments not count (a request id, a
-    timestamp: the configuration's volatile arguments) belong here, so snapshot replay,
-    ``toolreplay serve`` and the pytest plugin's cassettes all match calls the same way.
+    The canonical call (tool and arguments, key order irrelevant), as ``Record.call_key``;
+    under ``volatile`` rules (docs/spec.md §3.6) an argument a rule under ``/args`` masks
+    (a request id, a timestamp) does not count, so snapshot replay, ``toolreplay serve`` and
+    the pytest plugin's cassettes all match calls the same way.
     """
+    if volatile is not None and volatile.for_tool(tool):
+        return volatile.texts(make_record(index=0, tool=tool, args=args, response={}), None).call_key
     return '{"args":' + canonical(args) + ',"tool":' + canonical(tool) + "}"
 
 
@@ -71,10 +75,19 @@ class Snapshot:
     """
 
     def __init__(
-        self, records: Iterable[Record], *, live: Mapping[str, str] | None = None, path: str = ""
+        self,
+        records: Iterable[Record],
+        *,
+        live: Mapping[str, str] | None = None,
+        path: str = "",
+        volatile: Iterable[Rule] | Volatile = (),
     ) -> None:
         self.records = tuple(records)
         self.live = live
+        #: the volatile rules (docs/spec.md §3.6) a call is looked up by and a re-execution compared
+        #: by: an argument they mask does not count for matching (None: no rules)
+        rules = volatile if isinstance(volatile, Volatile) else Volatile(volatile)
+        self.volatile: Volatile | None = rules if rules else None
         #: the file the records came from ("" when built from records)
         self.path = path
         #: the head digest of a sealed file, once its chain verified (None otherwise)
@@ -83,8 +96,10 @@ class Snapshot:
         self.served = 0
         self._by_key: dict[str, list[Record]] = {}
         for record in self.records:
-            self._by_key.setdefault(match_key(record.tool, record.args), []).append(record)
+            self._by_key.setdefault(match_key(record.tool, record.args, self.volatile), []).append(record)
         self._next: dict[str, int] = {}
+        #: the record that answered the last call (None before the first)
+        self.last: Record | None = None
 
     @classmethod
     def from_file(
@@ -92,6 +107,7 @@ class Snapshot:
         path: str | os.PathLike[str],
         *,
         live: Mapping[str, str] | None = None,
+        volatile: Iterable[Rule] | Volatile = (),
         expect_head: str | None = None,
         key: str | os.PathLike[str] | None = None,
         signature: str | os.PathLike[str] | None = None,
@@ -104,17 +120,18 @@ class Snapshot:
         re-sealed file follows too), so anchor it: ``expect_head`` is the head digest it
         must end on; ``key`` an Ed25519 public key (PEM) that must verify ``signature``
         (default ``PATH.sig``, written by ``toolreplay sign``) over its head and length.
+        ``volatile``: the config's volatile rules (:class:`~toolreplay.volatile_rules.Rule`).
         """
         name = os.fspath(path)
         if not name.endswith(SEALED_SUFFIX):
             if expect_head is not None or key is not None or signature is not None:
                 raise ValueError("expect_head and key anchor a sealed transcript (*.sealed.jsonl)")
-            return cls(read_transcript(name), live=live, path=name)
+            return cls(read_transcript(name), live=live, path=name, volatile=volatile)
         if signature is not None and key is None:
             raise ValueError("signature needs key: the public key that must verify it")
         links = list(read_links(name))
         state = _anchored(name, links, expect_head, key, signature)
-        snapshot = cls((link.record for link in links), live=live, path=name)
+        snapshot = cls((link.record for link in links), live=live, path=name, volatile=volatile)
         snapshot.head = state.head
         return snapshot
 
@@ -127,7 +144,7 @@ class Snapshot:
         self, tool: str, args: dict[str, Any], *, live: str | None, check: bool = True
     ) -> dict[str, Any]:
         """Answer ``tool(args)``; with ``check``, a recorded fingerprint other than ``live`` is drift."""
-        key = match_key(tool, args)
+        key = match_key(tool, args, self.volatile)
         found = self._by_key.get(key)
         if not found:
             raise self._miss(tool, args)
@@ -137,6 +154,7 @@ class Snapshot:
         if check and record.fingerprint is not None and record.fingerprint != live:
             raise ToolDriftError(tool=tool, recorded=record.fingerprint, live=live, index=record.index)
         self.served += 1
+        self.last = record
         return copy.deepcopy(record.response)  # the caller may mutate it; the recording must not change
 
     def _miss(self, tool: str, args: dict[str, Any]) -> SnapshotMissError:

@@ -1,0 +1,59 @@
+"""``--fail-on`` of ``check``, ``diff`` and ``probe``: which findings set the exit code.
+
+The flag reads as the Action's ``fail-on`` input (:mod:`toolreplay.gate`); without it a
+command takes the config's ``fail_on``, else every kind but the advisory ones fails.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from toolreplay.cli.base import EXIT_CLEAN, EXIT_FINDINGS
+from toolreplay.errors import InputError
+from toolreplay.gate import FailOnError, FailPolicy, describe, parse_fail_on
+from toolreplay.report import RENDERERS
+from toolreplay.reports import Report
+
+if TYPE_CHECKING:
+    from toolreplay.config import Config
+
+
+def fail_on_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option(
+        "--fail-on",
+        "fail_on",
+        metavar="KINDS",
+        help="Kinds that fail (exit 1), separated by commas; 'all,-audit-incomplete' is every kind"
+        " but one; any, none (default: the config's fail_on, else every kind but the advisory ones).",
+    )(func)
+
+
+def fail_policy(config: Config | None, text: str | None, used: list[str]) -> FailPolicy:
+    """The flag's policy, else the config's ``fail_on`` (appended to ``used``), else the default."""
+    default = None
+    if config is not None and config.fail_on is not None:
+        default = config.fail_on
+        if not text:
+            used.append("fail_on")
+    try:
+        return parse_fail_on(text or "", default, name="--fail-on")
+    except FailOnError as err:
+        raise InputError(str(err)) from err
+
+
+def emit_gated(reports: Sequence[Report], fmt: str, policy: FailPolicy) -> int:
+    """Print the reports; exit 1 when a finding of a kind that fails is among them.
+
+    Findings the policy lets pass are still reported, and stderr says how many failed.
+    """
+    click.echo(RENDERERS[fmt](reports), nl=False)
+    findings = [f for r in reports for f in r.findings]
+    failing = sum(1 for f in findings if policy.fails(f.kind))
+    if failing < len(findings):
+        click.echo(
+            f"toolreplay: {len(findings)} findings, {failing} failing (fail-on: {describe(policy)})", err=True
+        )
+    return EXIT_FINDINGS if failing or any(r.errors for r in reports) else EXIT_CLEAN

@@ -1,0 +1,90 @@
+"""The config's volatile rules as values, light enough for the configuration's start-up.
+
+What they mean when two records are compared is :mod:`toolreplay.analyses.volatile`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+#: the parts of a record a rule may address
+PARTS = ("args", "response", "state")
+_START = "must start with /args, /response or /state"
+
+
+def _shown(text: str) -> str:
+    """A string as a TOML basic string (which is also how a message quotes it): JSON's escapes,
+    except that TOML wants DEL escaped and has no surrogate pairs, so the rest stays as it is."""
+    return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007F")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Rule:
+    """One ``[[volatile]]`` table: ``tool`` (or ``*``), ``at`` and an optional ``pattern``."""
+
+    tool: str
+    at: str
+    pattern: str | None = None
+
+    @property
+    def segments(self) -> tuple[tuple[str, ...], ...]:
+        return parse_at(self.at)
+
+    def toml(self) -> str:
+        """The rule as a TOML table to paste into a config."""
+        lines = ["[[volatile]]", f"tool = {_shown(self.tool)}", f"at = {_shown(self.at)}"]
+        if self.pattern is not None:
+            lines.append(f"pattern = {_shown(self.pattern)}")
+        return "\n".join(lines)
+
+
+def json_type(value: Any) -> str:
+    """A JSON value's type as JSON Schema names it (integers and other numbers are both numbers)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object"
+
+
+def parse_at(at: str) -> tuple[tuple[str, ...], ...]:
+    """The tokens of each ``#``-separated segment of a rule's ``at``; ValueError saying why not.
+
+    The first segment starts at the record (``/args``, ``/response`` or ``/state``); each
+    further one is a pointer into the JSON text held by the string the one before names.
+    """
+    segments = []
+    for number, text in enumerate(at.split("#")):
+        if not text.startswith("/"):
+            raise ValueError(_START if number == 0 else "must go on with / after #")
+        tokens = []
+        for token in text[1:].split("/"):
+            if "~" in token.replace("~0", "").replace("~1", ""):
+                raise ValueError(f"has {_shown(token)}: ~ must be written ~0 (and / as ~1)")
+            tokens.append(token.replace("~1", "/").replace("~0", "~"))
+        segments.append(tuple(tokens))
+    if segments[0][0] not in PARTS:
+        raise ValueError(_START)
+    return tuple(segments)
+
+
+def rule_problem(rule: Rule) -> tuple[str, str] | None:
+    """(the rule's key at fault, why) for a rule that cannot be used; None when it can."""
+    try:
+        parse_at(rule.at)
+    except ValueError as err:
+        return "at", f"at {_shown(rule.at)} {err}"
+    if rule.pattern is not None:
+        from toolreplay.ecma import pattern_problem
+
+        problem = pattern_problem(rule.pattern)
+        if problem is not None:
+            why = f"is not an ECMA-262 regular expression: {problem}"
+            return "pattern", f"pattern {_shown(rule.pattern)} {why}"
+    return None

@@ -1,0 +1,216 @@
+"""toolreplay probe against real MCP servers from the registries: a verdict you can act on (issue 26)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from tests.mcp_agent import TIMEOUT, TOOLREPLAY
+from tests.realservers import node_server, python_server
+
+pytestmark = pytest.mark.slow
+
+HOSTILE = Path(__file__).resolve().parent.parent / "data" / "mcp" / "probe_hostile.py"
+
+
+async def _refuse(*_: Any) -> Any:
+    from mcp.types import ErrorData
+
+    return ErrorData(code=-1, message="no")
+
+
+def _record(
+    tmp: Path, server: list[str], calls: list[tuple[str, dict[str, Any]]], *, declare: bool = False
+) -> tuple[Path, Path]:
+    """Record ``calls`` through ``toolreplay record`` with the SDK's client; the transcript and lock."""
+    from mcp import Client, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    out, lock = tmp / "run.jsonl", tmp / "tools.lock.json"
+    argv = [*TOOLREPLAY, "record", "-o", str(out), "--lock", str(lock), "--", *server]
+    extra: dict[str, Any] = {}
+    if declare:  # a client that declares sampling, elicitation and roots
+        extra = {
+            "sampling_callback": _refuse,
+            "elicitation_callback": _refuse,
+            "list_roots_callback": _refuse,
+        }
+
+    async def agent() -> None:
+        params = StdioServerParameters(command=argv[0], args=argv[1:], env=dict(os.environ))
+        with anyio.fail_after(TIMEOUT):
+            async with Client(stdio_client(params), **extra) as client:
+                await client.list_tools()
+                for tool, args in calls:
+                    await client.call_tool(tool, args)
+
+    anyio.run(agent)
+    return out, lock
+
+
+def _probe(*args: str) -> subprocess.CompletedProcess[str]:
+    argv = [*TOOLREPLAY, "probe", *args]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT * 2, check=False)
+
+
+def test_memory_read_after_a_write_is_not_probed_alone_and_sequence_replays_it(tmp_path: Path) -> None:
+    """server-memory: search_nodes recorded after create_entities is not asked of a fresh server
+    (it used to be silent-drift); create_entities is not re-run; --sequence replays both, stable."""
+    store = tmp_path / "memory.jsonl"
+    os.environ["MEMORY_FILE_PATH"] = str(store)
+    try:
+        entity = {"name": "ada", "entityType": "person", "observations": ["wrote notes"]}
+        out, _ = _record(
+            tmp_path,
+            node_server("memory"),
+            [("create_entities", {"entities": [entity]}), ("search_nodes", {"query": "ada"})],
+        )
+        store.unlink()
+        alone = _probe(str(out), "--", *node_server("memory"))
+        assert (alone.returncode, alone.stdout) == (
+            0,
+            "calls: 2\n"
+            "asked: 0\n"
+            "tool 'create_entities': not-probed (not known read-only)\n"
+            "tool 'search_nodes': not-probed (after index 0 changed state)\n"
+            "findings: 0\n",
+        ), alone.stderr
+        assert not store.exists()  # create_entities was not re-run: nothing was written
+        sequence = _probe(str(out), "--sequence", "--", *node_server("memory"))
+        assert (sequence.returncode, sequence.stdout) == (
+            0,
+            "calls: 2\nasked: 2\ntool 'create_entities': stable\ntool 'search_nodes': stable\nfindings: 0\n",
+        ), sequence.stderr
+        refused = _probe(str(out), "--sequence", "--target", "http://127.0.0.1:9/mcp")
+        assert refused.returncode == 2 and "--sequence needs a server it starts afresh" in refused.stderr
+    finally:
+        del os.environ["MEMORY_FILE_PATH"]
+
+
+def test_git_diff_after_git_add_is_not_probed(tmp_path: Path) -> None:
+    """mcp-server-git: git_diff_unstaged after git_add is 'after index 0 changed state', not drift."""
+    repo = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / "a.txt").write_text("one\n", encoding="utf-8")
+    server = [*python_server("git"), "--repository", str(repo)]
+    out, _ = _record(
+        tmp_path,
+        server,
+        [
+            ("git_add", {"repo_path": str(repo), "files": ["a.txt"]}),
+            ("git_diff_unstaged", {"repo_path": str(repo)}),
+        ],
+    )
+    subprocess.run(["git", "-C", str(repo), "reset", "-q"], check=True)
+    (repo / "a.txt").write_text("two\n", encoding="utf-8")
+    result = _probe(str(out), "--", *server)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "tool 'git_diff_unstaged': not-probed (after index 0 changed state)\n" in result.stdout
+    assert "silent-drift" not in result.stdout
+
+
+def test_filesystem_create_directory_is_never_re_run(tmp_path: Path) -> None:
+    """server-filesystem: create_directory (readOnlyHint false) is not re-run unless --allow names it."""
+    root = tmp_path / "root"
+    root.mkdir()
+    server = [*node_server("filesystem"), str(root)]
+    made = root / "made"
+    out, _ = _record(tmp_path, server, [("create_directory", {"path": str(made)})])
+    made.rmdir()
+    result = _probe(str(out), "--", *server)
+    assert (result.returncode, result.stdout) == (
+        0,
+        "calls: 1\nasked: 0\ntool 'create_directory': not-probed (not known read-only)\nfindings: 0\n",
+    ), result.stderr
+    assert not made.exists()
+    allowed = _probe(str(out), "--allow", "create_directory", "--", *server)
+    assert allowed.returncode == 0 and "tool 'create_directory': stable\n" in allowed.stdout
+    assert made.is_dir()  # the user's --allow re-runs it
+
+
+def test_everything_capabilities_and_the_wire_numbers(tmp_path: Path) -> None:
+    """server-everything: probe declares sampling, elicitation and roots (so the tools that need them
+    are still listed), and compares the answer as sent: get-annotated-message's priority 1 is not 1.0."""
+    out, _ = _record(
+        tmp_path,
+        node_server("everything"),
+        [("get-annotated-message", {"messageType": "error", "includeImage": False}), ("get-roots-list", {})],
+        declare=True,
+    )
+    assert '"priority":1}' in out.read_text(encoding="utf-8")
+    result = _probe(str(out), "--", *node_server("everything"))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "tool 'get-annotated-message': stable\n" in result.stdout
+    assert "tool-drift" not in result.stdout
+    # listed again: probe's client declares roots as the recorded one did, and refuses the request;
+    # when the request comes during the call, that call's answer is not compared
+    roots = next(line for line in result.stdout.splitlines() if line.startswith("tool 'get-roots-list'"))
+    assert roots in (
+        "tool 'get-roots-list': stable",
+        "tool 'get-roots-list': not-probed (the server asked the client 'roots/list' during the call,"
+        " which probe refuses)",
+    )
+
+
+def test_time_declared_not_deterministic_is_probed_for_shape(tmp_path: Path) -> None:
+    """mcp-server-time: with the lock's deterministic false, get_current_time is compared for its
+    shape, not its values (it used to fail on the clock); a shape change still fails."""
+    out, lock = _record(tmp_path, python_server("time"), [("get_current_time", {"timezone": "UTC"})])
+    data = json.loads(lock.read_text(encoding="utf-8"))
+    data["tools"]["get_current_time"]["deterministic"] = False
+    lock.write_text(json.dumps(data), encoding="utf-8")
+    result = _probe(str(out), "--lock", str(lock), "--", *python_server("time"))
+    assert (result.returncode, result.stdout) == (
+        0,
+        "calls: 1\nasked: 1\n"
+        "tool 'get_current_time': stable (shape only: declared not deterministic)\nfindings: 0\n",
+    ), result.stderr
+    record = json.loads(out.read_text(encoding="utf-8"))
+    record["response"]["structuredContent"]["is_dst"] = "no"
+    out.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    changed = _probe(str(out), "--lock", str(lock), "--", *python_server("time"))
+    assert changed.returncode == 1, changed.stdout
+    assert "answered the call recorded at index 0 with a different shape live" in changed.stdout
+
+
+def test_a_server_that_hangs_or_crashes_fails(tmp_path: Path) -> None:
+    """A call that hangs and one whose server dies are unavailable findings (exit 1); the SDK's
+    "Connection closed" is not compared as an answer, and a garbage line leaves no traceback."""
+    calls = [
+        {
+            "index": 0,
+            "tool": "garbage",
+            "args": {},
+            "response": {"content": [{"type": "text", "text": "ok"}]},
+        },
+        {"index": 1, "tool": "hang", "args": {}, "response": {"content": []}},
+        {"index": 2, "tool": "die", "args": {}, "response": {"content": []}},
+    ]
+    out = tmp_path / "run.jsonl"
+    out.write_text("".join(json.dumps(c) + "\n" for c in calls), encoding="utf-8")
+    result = _probe(str(out), "--timeout", "3", "--", sys.executable, str(HOSTILE))
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert result.stdout.splitlines()[:5] == [
+        "calls: 3",
+        "asked: 3",
+        "tool 'die': unavailable",
+        "tool 'garbage': stable",
+        "tool 'hang': unavailable",
+    ]
+    assert (
+        "index 1: unavailable: tool 'hang' gave no answer to the call recorded at index 1:"
+        " no answer within 3 s" in result.stdout
+    )
+    assert "index 2: unavailable: tool 'die' gave no answer" in result.stdout
+    assert "silent-drift" not in result.stdout
+    assert "Traceback" not in result.stderr
+    assert result.stderr == (
+        "toolreplay: warning: the server sent 1 line that an MCP client cannot read (not JSON-RPC); ignored\n"
+    )
