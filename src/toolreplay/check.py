@@ -73,9 +73,11 @@ from toolreplay.escape import one_line, quote
 from toolreplay.files import SEALED_SUFFIX
 from toolreplay.findings import Finding, sort_findings
 from toolreplay.gitinfo import head_commit, last_commit_time
-from toolreplay.hooks.drift_note import is_baseline
+from toolreplay.hooks.drift_note import is_baseline, note_name
 from toolreplay.hooks.drift_range import PullRange, check_pull_request, judged_volatile
+from toolreplay.hooks.review import lock_change
 from toolreplay.hooks.settings import glob_patterns
+from toolreplay.kinds import NOTE_ACCEPTS
 from toolreplay.limits import DEFAULT_BUDGET_SECONDS
 from toolreplay.reports import CheckInfo, Line, Report, masked_line, replay_header
 from toolreplay.transcript import Record, read_links, read_transcript
@@ -243,7 +245,22 @@ def check_baseline(job: Job) -> Report:
         findings=tuple(sort_findings(findings)),
         errors=tuple(errors),
         notes=settings.notes,
+        note=free_note(job) if any(f.kind in NOTE_ACCEPTS for f in findings) else None,
     )
+
+
+def free_note(job: Job) -> str | None:
+    """Where a note accepting this baseline's drift can go: a file of the notes folder that does
+    not exist in the checkout (an earlier note keeps its reasoning), relative like the paths."""
+    notes = job.settings.notes
+    if notes is None:
+        return None
+    root = Path(job.absolute[: len(job.absolute) - len(job.path)] or ".")
+    folder = root / notes
+    taken = (
+        {f"{notes}/{p.relative_to(folder).as_posix()}" for p in folder.rglob("*")} if folder.is_dir() else ()
+    )
+    return note_name(job.path, notes, taken)
 
 
 def _age(job: Job, max_age_days: int) -> tuple[list[Line], list[Finding], list[str]]:
@@ -461,17 +478,32 @@ def _source_failed(config: Config, err: InputError) -> Report:
 
 
 def run_check(
-    config: Config, *, jobs: int | None = None, base: str | None = None, shard: Shard | None = None
+    config: Config,
+    *,
+    jobs: int | None = None,
+    base: str | None = None,
+    shard: Shard | None = None,
+    lock_base: str | None = None,
 ) -> list[Report]:
     """Run every job (of ``shard``), on worker processes when there are many files; reports in path order."""
-    return run_check_with_status(config, jobs=jobs, base=base, shard=shard)[0]
+    return run_check_with_status(config, jobs=jobs, base=base, shard=shard, lock_base=lock_base)[0]
 
 
 def run_check_with_status(
-    config: Config, *, jobs: int | None = None, base: str | None = None, shard: Shard | None = None
+    config: Config,
+    *,
+    jobs: int | None = None,
+    base: str | None = None,
+    shard: Shard | None = None,
+    lock_base: str | None = None,
 ) -> tuple[list[Report], str | None]:
-    """:func:`run_check`, and with ``base`` the drift-note rule's verdict line (None without)."""
+    """:func:`run_check`, and with ``base`` the drift-note rule's verdict line (None without).
+
+    With ``lock_base`` (default: ``base``), a ``tool-drift`` is explained by what changed between
+    the tools_lock where a pull request against it starts and the lock now, unless the
+    tools_source explains it."""
     status: str | None = None
+    lock_base = base if lock_base is None else lock_base
     first: list[Report] = []
     judged = config
     if base is not None:
@@ -488,6 +520,8 @@ def run_check_with_status(
         status = outcome.status
     # one shard reports a failed tools_source (merge takes such reports from it); the others stop
     explain, changed, failed = source_contracts(config, report=shard is None or shard.index == DRIFT_SHARD)
+    if lock_base is not None:
+        explain = tuple(sorted({**lock_change(config, lock_base), **dict(explain)}.items()))
     first += failed
     planned = plan(judged, explain=explain, changed_schemas=changed)
     if shard is not None:

@@ -6,6 +6,7 @@ import os
 import subprocess
 
 from toolreplay.errors import InputError
+from toolreplay.escape import quote
 
 
 def _git(args: list[str], cwd: str) -> subprocess.CompletedProcess[bytes]:
@@ -80,6 +81,18 @@ def committed_blob(path: str, rev: str = "HEAD") -> bytes | None:
     if done.returncode != 0:
         return None
     return done.stdout
+
+
+def merge_base(path: str, rev: str) -> str:
+    """The commit a pull request against ``rev`` starts from, as ``check --base`` judges it: the
+    merge base of ``rev`` and HEAD in the work tree holding ``path``."""
+    root = repo_root(path)
+    if rev.startswith("-") or _git(["rev-parse", "--verify", "--quiet", rev + "^{commit}"], root).returncode:
+        raise InputError(f"--base {quote(rev)}: no such commit in this repository")
+    done = _git(["merge-base", rev, "HEAD"], root)
+    if done.returncode != 0:
+        raise InputError(f"--base {quote(rev)}: it shares no history with HEAD")
+    return done.stdout.decode("ascii", "replace").strip()
 
 
 #: the modes of a regular file in a git tree: what a baseline is

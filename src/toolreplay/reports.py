@@ -29,6 +29,22 @@ class Line:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Review:
+    """A baseline a pull request changes, as a reviewer approves it: the note that accepts the
+    change (its path and reason, untrusted text), the commits of both versions, and what differs
+    between them as ``diff`` finds it (the base's baseline against the head's, call by call)."""
+
+    base: str
+    head: str
+    #: the note accepting the change (None: none does)
+    note: str | None = None
+    reason: str = ""
+    kinds: tuple[str, ...] = ()
+    #: ``diff``'s findings of the head's baseline against the base's (empty for a new or deleted one)
+    changes: tuple[Finding, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Report:
     """What one command found in one file."""
 
@@ -40,6 +56,11 @@ class Report:
     #: for a baseline checked by ``check``: the drift-notes folder, as the paths are relative
     #: (where a note accepting its drift goes)
     notes: str | None = None
+    #: for a baseline checked by ``check``, or changed in a pull request without its note: a note
+    #: file that does not exist yet (``NAME.md``, else ``NAME-2.md`` ...), relative like the paths
+    note: str | None = None
+    #: for a baseline a pull request changes: the change as a reviewer approves it
+    review: Review | None = None
 
     @property
     def failed(self) -> bool:

@@ -130,7 +130,7 @@ def test_exact_output_of_a_pull_request_without_a_drift_note(
     drift = (
         f"baseline '{BASELINE}' (modified): "
         "no drift note staged under drift-notes/ names this baseline; "
-        f"write the note: toolreplay note {BASELINE} -o drift-notes/checkout.md; "
+        f"write the note: toolreplay note {BASELINE} --base {pr.base} -o drift-notes/checkout.md; "
         "then explain the drift in it and add it under drift-notes/ in this pull request"
     )
     assert result.stdout == (

@@ -73,6 +73,10 @@ def _record(tmp: Path) -> tuple[list[str], Path]:
     return ["record", "--", sys.executable, "-c", "pass"], tmp / "run.jsonl"
 
 
+def _render(tmp: Path) -> tuple[list[str], Path]:
+    return ["render", str(TRANSCRIPT)], tmp / "chain.svg"
+
+
 CASES: dict[str, Callable[[Path], tuple[list[str], Path]]] = {
     "record": _record,
     "seal": _seal,
@@ -80,6 +84,7 @@ CASES: dict[str, Callable[[Path], tuple[list[str], Path]]] = {
     "sign": _sign,
     "note": _note,
     "import": _import,
+    "render": _render,
 }
 
 

@@ -72,3 +72,25 @@ def test_markdown_and_annotation_examples_are_compared() -> None:
     commands = {(page, command) for page, command, _ in EXAMPLES}
     for fmt in ("github", "markdown"):
         assert ("docs/github.md", f"toolreplay replay samples/session-dirty.jsonl --format {fmt}") in commands
+
+
+#: the picture the README shows, and the command that draws it
+PICTURE = "docs/images/session-dirty.svg"
+DRAW = f"toolreplay render samples/session-dirty.jsonl -o {PICTURE}"
+
+
+def test_the_readme_picture_is_drawn_by_render(
+    tmp_path: Path, runner: CliRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The README shows the dirty sample's chain, and render draws exactly that picture again."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert f"]({PICTURE})" in readme and f"`{DRAW}`" in readme
+    monkeypatch.chdir(ROOT)
+    drawn = tmp_path / "again.svg"
+    argv = shlex.split(DRAW)[1:]
+    result = runner.invoke(cli, [*argv[:-1], str(drawn)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert drawn.read_bytes() == (ROOT / PICTURE).read_bytes()
+    # the sample's real first digest, and both findings marked by kind
+    assert "redundant-call (vs #1)" in drawn.read_text() and "non-determinism (vs #3)" in drawn.read_text()
+    assert "diverges here" in drawn.read_text()

@@ -151,9 +151,9 @@ def test_no_links_without_valid_github_variables() -> None:
 
 
 def test_drift_shows_both_values_and_the_note_command() -> None:
-    """The drift table has pointer, baseline and run values; the note command and path are shown."""
+    """What changed gives pointer, baseline and run values; the note command and path are shown."""
     html = gfm(render_markdown(drift_reports("0.92"), environ=GITHUB))
-    assert "<td><code>/hits/0.92</code></td>\n<td><code>0.92</code></td>\n<td><code>0.5</code></td>" in html
+    assert "at <code>/hits/0.92</code>:\nbaseline <code>0.92</code> → run <code>0.5</code>" in html
     command = (
         "toolreplay note baselines/checkout.sealed.jsonl --run runs/checkout-2.jsonl "
         "-o drift-notes/checkout.md"
@@ -172,7 +172,9 @@ def test_top_summary_counts_kinds_and_says_what_fails() -> None:
     """The verdict and a table of kinds with level, count and whether each fails the build."""
     md = render_markdown(drift_reports("x"), fails=lambda kind: kind == "behavior-drift")
     html = gfm(md)
-    assert "<strong>Fails the build</strong>: 1 finding of kinds that fail it (3 more reported)" in html
+    verdict = "<strong>Fails the build</strong>: 1 finding of kinds that fail it"
+    verdict += " (3 advisory findings, folded below)"
+    assert verdict in html
     assert '<td>behavior-drift</td>\n<td>error</td>\n<td align="right">1</td>\n<td>yes</td>' in html
     assert '<td>non-determinism</td>\n<td>error</td>\n<td align="right">1</td>\n<td>no</td>' in html
     passing = gfm(render_markdown(drift_reports("x"), fails=lambda kind: False))

@@ -107,7 +107,8 @@ def run_action(settings: Settings) -> int:
     # what the volatile rules hide is the base commit's decision too (the drift-note rule above
     # reports the pull request's change of them)
     judged = judged_volatile(config, pull, workspace=settings.workspace)
-    reports = rebase(run_check(judged, shard=shard), config, settings.workspace)
+    lock_base = pull.base if pull else None
+    reports = rebase(run_check(judged, shard=shard, lock_base=lock_base), config, settings.workspace)
     if drift is not None:
         # in the order check and merge print them: by path, a file's own report first
         reports = sorted([*reports, *drift.reports], key=lambda r: (r.path, r.command != "check"))
@@ -118,7 +119,7 @@ def run_action(settings: Settings) -> int:
         return _write_shard(
             settings, reports, check_info(config, base=None, shard=shard, fail_on=fail_on), status
         )
-    return publish(settings, reports, policy, status)
+    return publish(settings, reports, policy, status, base=pull.base if pull else None)
 
 
 def _write_shard(settings: Settings, reports: Sequence[Report], info: CheckInfo, status: str) -> int:
@@ -166,15 +167,20 @@ def _merge_and_publish(settings: Settings) -> int:
     default = None if info.fail_on is None else frozenset(info.fail_on)
     policy = parse_fail_on(settings.fail_on, default)
     count = shards[0].info.shard[1] if shards[0].info.shard else 1
-    return publish(settings, reports, policy, f"merged {_plural(count, 'shard')}; drift notes: see shard 1")
+    pull = pull_range_from_env()
+    status = f"merged {_plural(count, 'shard')}; drift notes: see shard 1"
+    return publish(settings, reports, policy, status, base=pull.base if pull else None)
 
 
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
-def publish(settings: Settings, reports: Sequence[Report], policy: FailPolicy, status: str) -> int:
-    """Annotations, log, job summary, SARIF, JSON report, PR comment and outputs; the exit code."""
+def publish(
+    settings: Settings, reports: Sequence[Report], policy: FailPolicy, status: str, *, base: str | None = None
+) -> int:
+    """Annotations, log, job summary, SARIF, JSON report, PR comment and outputs; the exit code
+    (``base``: the pull request's, which the accept commands name)."""
     reports = list(reports)
 
     findings = [f for r in reports for f in r.findings]
@@ -193,13 +199,13 @@ def publish(settings: Settings, reports: Sequence[Report], policy: FailPolicy, s
     )
     echo(status)
     fails = functools.partial(_fails, policy)
-    _summarize(reports, fails)
+    _summarize(reports, fails, base)
     if settings.sarif:
         _write(settings.sarif, render_sarif(reports))
         echo(f"SARIF: {settings.sarif}")
     report_path = os.path.join(settings.runner_temp, REPORT_NAME)
     _write(report_path, render_json(reports))
-    _try_comment(reports, settings, fails)
+    _try_comment(reports, settings, fails, base)
     code = EXIT_FINDINGS if failing_count else EXIT_CLEAN
     if settings.output:
         first = divergence(reports)
@@ -231,17 +237,19 @@ def _annotate(reports: Sequence[Report], policy: FailPolicy, workspace: str) -> 
         echo(note)
 
 
-def _summarize(reports: Sequence[Report], fails: Callable[[str], bool]) -> None:
-    summary = write_summary(reports, fails=fails)
+def _summarize(reports: Sequence[Report], fails: Callable[[str], bool], base: str | None) -> None:
+    summary = write_summary(reports, fails=fails, base=base)
     if summary.written:
         echo(f"job summary: {summary.size} bytes{' (trimmed to fit 1 MiB)' if summary.trimmed else ''}")
     else:
         echo(f"job summary: not written ({summary.reason})")
 
 
-def _try_comment(reports: Sequence[Report], settings: Settings, fails: Callable[[str], bool]) -> None:
+def _try_comment(
+    reports: Sequence[Report], settings: Settings, fails: Callable[[str], bool], base: str | None
+) -> None:
     try:
-        _comment(reports, settings, fails)
+        _comment(reports, settings, fails, base)
     except Exception as err:
         # best effort: whatever goes wrong with the comment, the exit code reflects findings only
         from toolreplay.github.comment import failure_warning
@@ -273,6 +281,7 @@ def rebase(reports: Sequence[Report], config: Config, workspace: str) -> list[Re
             path=moved(r.path),
             findings=tuple(finding(f) for f in r.findings),
             notes=None if r.notes is None else moved(r.notes),
+            note=None if r.note is None else moved(r.note),
         )
         for r in reports
     ]
@@ -285,7 +294,9 @@ def _write(path: str, text: str) -> None:
         out.write(text)
 
 
-def _comment(reports: Sequence[Report], settings: Settings, fails: Callable[[str], bool]) -> None:
+def _comment(
+    reports: Sequence[Report], settings: Settings, fails: Callable[[str], bool], base: str | None
+) -> None:
     if not settings.comment:
         echo("PR comment: off")
         return
@@ -305,7 +316,7 @@ def _comment(reports: Sequence[Report], settings: Settings, fails: Callable[[str
         return
     _route_pygithub_log(settings.token)
     result = publish_report(
-        reports, target=target, token=settings.token, author=settings.comment_author, fails=fails
+        reports, target=target, token=settings.token, author=settings.comment_author, fails=fails, base=base
     )
     warning = result.warning()
     if warning is not None:

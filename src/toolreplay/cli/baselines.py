@@ -40,7 +40,7 @@ from toolreplay.errors import InputError
 from toolreplay.escape import one_line, quote
 from toolreplay.findings import Finding, sort_findings
 from toolreplay.gate import FailPolicy
-from toolreplay.gitinfo import committed_blob, last_commit_time, regular_baseline, repo_path
+from toolreplay.gitinfo import committed_blob, last_commit_time, merge_base, regular_baseline, repo_path
 from toolreplay.reports import Line, Report, masked_line
 from toolreplay.transcript import GENESIS, Record, parse_links, read_input, read_links, read_transcript, slim
 from toolreplay.volatile_rules import Rule
@@ -361,6 +361,11 @@ def note_text(
     help="A tool that changes state, for the comparison (as in diff).",
 )
 @click.option(
+    "--base",
+    metavar="REF",
+    help="Measure from the baseline as committed where a pull request against REF starts (as check --base).",
+)
+@click.option(
     "-o", "--output", help="Write the note here (atomically) instead of stdout; an existing note is kept."
 )
 @force_option
@@ -370,6 +375,7 @@ def note_cmd(
     runs: tuple[str, ...],
     tools: str | None,
     mutators: tuple[str, ...],
+    base: str | None,
     output: str | None,
     force: bool,
     config_file: str | None,
@@ -378,7 +384,9 @@ def note_cmd(
 
     The note's from is the head of BASELINE as committed in git HEAD (the genesis value
     when it is new), its to the head as it is now (left out when it is deleted); a
-    baseline unchanged since HEAD is refused (exit 2). Its kinds and tools come from
+    baseline unchanged since HEAD is refused (exit 2). With --base REF, from is the head
+    as committed where the pull request starts (the merge base of REF and HEAD), so a
+    baseline re-sealed and committed in the pull request gets its note. Its kinds and tools come from
     comparing the committed baseline with each --run, or, without --run, with the
     baseline as it is now. The reason is left for you to write.
     --tools and --mutator default to the config's, as check reads them.
@@ -389,7 +397,7 @@ def note_cmd(
         # before the work: an earlier note's reasoning is never replaced by a template
         raise InputError(EXISTS, path=output)
     tools, chosen, _ = _configured(config_file, tools, mutators)
-    heads = _baseline_heads(baseline)
+    heads = _baseline_heads(baseline, base)
     compared = _compared_runs(heads, runs)
     drift = _drift_found(heads.before_records, compared, tools, chosen) if compared else _NoteDrift()
     text = note_text(
@@ -408,7 +416,7 @@ def note_cmd(
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class _BaselineHeads:
-    """A baseline as committed in git HEAD and as it is now."""
+    """A baseline as committed in git HEAD (or at a pull request's start) and as it is now."""
 
     path: str
     #: its path in the repository, as a note names it
@@ -421,21 +429,26 @@ class _BaselineHeads:
     after: str | None
 
 
-def _baseline_heads(baseline: str) -> _BaselineHeads:
-    """A baseline's head in HEAD (the genesis value when new) and now; refused when unchanged."""
-
+def _baseline_heads(baseline: str, base: str | None = None) -> _BaselineHeads:
+    """A baseline's head in HEAD, or where a pull request against ``base`` starts (the genesis value
+    when new), and now; refused when unchanged."""
     name = repo_path(baseline)
-    blob = committed_blob(baseline)
-    before_records, before = _head_of(blob, f"HEAD:{name}") if blob is not None else ([], GENESIS)
+    rev = "HEAD" if base is None else merge_base(baseline, base)
+    since = "HEAD" if base is None else f"the merge base of {quote(base)} and HEAD ({rev[:12]})"
+    blob = committed_blob(baseline, rev)
+    label = f"{rev if base is None else rev[:12]}:{name}"
+    before_records, before = _head_of(blob, label) if blob is not None else ([], GENESIS)
     after_records: list[Record] | None = None
     after = None
     if os.path.exists(baseline):
         after_records, after = _head_of(read_input(baseline), baseline)
     elif blob is None:
-        raise InputError("no such file, and not in git HEAD either", path=baseline)
+        raise InputError(
+            f"no such file, and not in {'git HEAD' if base is None else since} either", path=baseline
+        )
     if after is not None and after == before:
         raise InputError(
-            f"is unchanged since HEAD (from == to, head {before}): there is no drift to accept;"
+            f"is unchanged since {since} (from == to, head {before}): there is no drift to accept;"
             " re-seal the baseline first, then write its note",
             path=baseline,
         )

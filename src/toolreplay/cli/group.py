@@ -37,6 +37,7 @@ COMMANDS: dict[str, str] = {
     "note": "toolreplay.cli.baselines:note_cmd",
     "probe": "toolreplay.cli.capture:probe_cmd",
     "record": "toolreplay.cli.record:record_cmd",
+    "render": "toolreplay.cli.render:render_cmd",
     "replay": "toolreplay.cli.core:replay_cmd",
     "scope": "toolreplay.cli.scope:scope_cmd",
     "seal": "toolreplay.cli.core:seal_cmd",

@@ -97,11 +97,14 @@ def _utf16_len(text: str) -> int:
     return len(text.encode("utf-16-le")) // 2
 
 
-def comment_body(reports: Sequence[Report], *, fails: Callable[[str], bool] | None = None) -> str:
-    """The marker line and the Markdown report, trimmed (with a note) to GitHub's limit."""
+def comment_body(
+    reports: Sequence[Report], *, fails: Callable[[str], bool] | None = None, base: str | None = None
+) -> str:
+    """The marker line and the Markdown report, trimmed (with a note) to GitHub's limit; ``base``
+    is the pull request's base, which the accept commands name."""
     head = MARKER + "\n"
     return head + render_markdown(
-        reports, fails=fails, limit=COMMENT_LIMIT - _utf16_len(head), size=_utf16_len
+        reports, fails=fails, limit=COMMENT_LIMIT - _utf16_len(head), size=_utf16_len, base=base
     )
 
 
@@ -254,7 +257,8 @@ def publish_report(
     author: str | None = None,
     client: Github | None = None,
     fails: Callable[[str], bool] | None = None,
+    base: str | None = None,
 ) -> CommentResult:
     """:func:`publish_comment` with :func:`comment_body` of ``reports``."""
-    body = comment_body(reports, fails=fails)
+    body = comment_body(reports, fails=fails, base=base)
     return publish_comment(body, target=target, token=token, author=author, client=client)

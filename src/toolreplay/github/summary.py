@@ -37,11 +37,14 @@ def write_summary(
     path: str | None = None,
     environ: Mapping[str, str] | None = None,
     fails: Callable[[str], bool] | None = None,
+    base: str | None = None,
 ) -> SummaryResult:
     """Append the report to the step summary, trimmed so the whole file stays under 1 MiB.
 
     Without ``path`` the file is ``$GITHUB_STEP_SUMMARY``; when there is none (not on
     GitHub Actions) nothing is written. Earlier content of the file counts against the limit.
+    The summary has none of the comment's caps (long values, reasons and every change of a
+    baseline shown whole); only the file's size limit trims it.
     """
     env = os.environ if environ is None else environ
     target = path or env.get("GITHUB_STEP_SUMMARY")
@@ -55,11 +58,13 @@ def write_summary(
         return SummaryResult(written=False, path=target, reason=f"cannot read it: {err.strerror}")
     separator = "\n" if existing else ""
     budget = SUMMARY_LIMIT - existing - len(separator)
-    full = render_markdown(reports, fails=fails, environ=env)
+    full = render_markdown(reports, fails=fails, environ=env, base=base, caps=False)
     text = (
         full
         if _utf8_len(full) <= budget
-        else render_markdown(reports, fails=fails, environ=env, limit=budget, size=_utf8_len)
+        else render_markdown(
+            reports, fails=fails, environ=env, limit=budget, size=_utf8_len, base=base, caps=False
+        )
     )
     if not text:
         return SummaryResult(written=False, path=target, reason="the summary file is already full")

@@ -421,22 +421,33 @@ def _shell(path: str) -> str:
     return quote(path)
 
 
-def note_command(baseline: str, notes_dir: str | None = None, taken: Collection[str] = ()) -> str:
-    """The command that writes the drift-note template for ``baseline`` (into ``notes_dir``).
+def note_command(
+    baseline: str, notes_dir: str | None = None, taken: Collection[str] = (), *, base: str | None = None
+) -> str:
+    """The command that writes the drift-note template for ``baseline`` (into ``notes_dir``;
+    measured from where a pull request against ``base`` starts, when given).
 
     The proposed file is one that is not ``taken`` (an earlier note keeps its reasoning):
     ``NAME.md``, else ``NAME-2.md``, ``NAME-3.md`` ...
     """
     command = "toolreplay note " + _shell(baseline)
+    if base is not None:
+        command += " --base " + _shell(base)
     if notes_dir is not None:
-        stem = posixpath.basename(baseline).removesuffix(".jsonl").removesuffix(".sealed")
-        name = f"{notes_dir}/{stem}.md"
-        number = 1
-        while name in taken:
-            number += 1
-            name = f"{notes_dir}/{stem}-{number}.md"
-        command += " -o " + _shell(name)
+        command += " -o " + _shell(note_name(baseline, notes_dir, taken))
     return command
+
+
+def note_name(baseline: str, notes_dir: str, taken: Collection[str] = ()) -> str:
+    """The note file for ``baseline`` in ``notes_dir`` that is not ``taken``: ``NAME.md``, else
+    ``NAME-2.md``, ``NAME-3.md`` ..."""
+    stem = posixpath.basename(baseline).removesuffix(".jsonl").removesuffix(".sealed")
+    name = f"{notes_dir}/{stem}.md"
+    number = 1
+    while name in taken:
+        number += 1
+        name = f"{notes_dir}/{stem}-{number}.md"
+    return name
 
 
 def _describe(note: DriftNote, change: BaselineChange) -> list[str]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
@@ -27,8 +27,12 @@ from toolreplay.hooks.drift_note import (
     Problem,
     check_range,
     check_revision,
+    existing_notes,
+    note_command,
+    note_name,
     unguarded_warning,
 )
+from toolreplay.hooks.review import commits, lock_change, review_of
 from toolreplay.hooks.settings import (
     GuardSettings,
     judged_patterns,
@@ -37,7 +41,7 @@ from toolreplay.hooks.settings import (
     settings_of,
 )
 from toolreplay.kinds import KINDS
-from toolreplay.reports import Line, Report
+from toolreplay.reports import Line, Report, Review
 
 MISSING = "missing-drift-note"
 INVALID = "invalid-drift-note"
@@ -85,6 +89,7 @@ def check_pull_request(config: Config, pull: PullRange | None, *, workspace: str
         top = git.top()
         for rev in (pull.base, pull.head):
             git.run("cat-file", "-e", f"{check_revision(rev)}^{{commit}}")
+        span_commits = commits(git, pull.base, pull.head)
     except GitError as err:
         return _unchecked(config_file, f"git cannot compare {span}: {err}")
     prefix = _prefix(config, top)
@@ -103,7 +108,7 @@ def check_pull_request(config: Config, pull: PullRange | None, *, workspace: str
     patterns = judged_patterns(before, after)
     if not patterns:
         return DriftOutcome(
-            reports=_warning_reports(warnings),
+            reports=_warning_reports(warnings, span_commits),
             status=f"drift notes: no baselines configured in {base_source}, nothing to check",
         )
     try:
@@ -124,7 +129,16 @@ def check_pull_request(config: Config, pull: PullRange | None, *, workspace: str
         )
         for path in result.unguarded
     ]
-    reports = _reports(result, where=where, notes_dir=before.notes_dir) + list(_warning_reports(warnings))
+    try:
+        taken = existing_notes(git, before.notes_dir, [pull.head]) if result.problems else frozenset()
+    except GitError as err:
+        return _unchecked(config_file, f"git could not read {span}: {err}")
+    context = _Context(
+        where=where, notes_dir=before.notes_dir, base=pull.base, commits=span_commits, taken=taken, git=git
+    )
+    explain = lock_change(config, pull.base) if result.changes else {}
+    reports = _reports(result, context, mutators=config.mutators, explain=explain)
+    reports += list(_warning_reports(warnings, span_commits))
     status = _range_status(result, span)
     if any(f.kind == GUARD_CHANGED for f in warnings):
         status += f" (judged with the settings of {base_source}; this pull request changes them)"
@@ -278,8 +292,18 @@ def _setting(value: str | tuple[str, ...] | None) -> str:
     return "[" + ", ".join(quote(v) for v in value) + "]"
 
 
-def _warning_reports(findings: Sequence[Finding]) -> tuple[Report, ...]:
-    return tuple(Report(command=COMMAND, path=f.path, findings=(f,)) for f in findings)
+def _warning_reports(findings: Sequence[Finding], span: tuple[str, str]) -> tuple[Report, ...]:
+    """A report per warning; a change of the guard's settings with both commits (the comment links
+    the configuration as it was and as the pull request has it)."""
+    return tuple(
+        Report(
+            command=COMMAND,
+            path=f.path,
+            findings=(f,),
+            review=Review(base=span[0], head=span[1]) if f.kind == GUARD_CHANGED else None,
+        )
+        for f in findings
+    )
 
 
 def _relative(path: Path, workspace: str) -> str:
@@ -299,11 +323,12 @@ def _unchecked(config_file: str, reason: str) -> DriftOutcome:
     return DriftOutcome(reports=(report,), status="drift notes: NOT checked (see the finding)")
 
 
-def _message(problem: Problem, notes_dir: str) -> str:
+def _message(problem: Problem, notes_dir: str, command: str | None = None) -> str:
     """The guard's refusal as one line for a pull request.
 
     The heads are left out (the report's header carries them), and the hook's advice to
-    stage the note "in this same commit" becomes adding it to the pull request.
+    stage the note "in this same commit" becomes adding it to the pull request; ``command``
+    replaces the hook's (which measures from HEAD) with one that works from the pull request's head.
     """
     details = [
         line.strip()
@@ -313,6 +338,8 @@ def _message(problem: Problem, notes_dir: str) -> str:
     if any(line.startswith("fix it, or unstage it") for line in problem.lines):
         details.append("fix it in this pull request")
     writes = [line for line in problem.lines if line.startswith("write the note:")]
+    if writes and command is not None:
+        writes = [f"write the note: {command}"]
     if writes:
         details += [
             *writes,
@@ -327,11 +354,30 @@ def _accepted_by(result: GuardResult, baseline: str) -> str:
     return f"accepted by {notes}" if notes else "accepted"
 
 
-def _reports(result: GuardResult, *, where: Callable[[str], str], notes_dir: str) -> list[Report]:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Context:
+    """What the reports of a range need beside the guard's result."""
+
+    where: Callable[[str], str]
+    notes_dir: str
+    #: the base as given (what the printed commands name) and the two commits (merge base, head)
+    base: str
+    commits: tuple[str, str]
+    #: the note files that exist at the head, from the repository root
+    taken: frozenset[str]
+    git: Git
+
+
+def _reports(
+    result: GuardResult, context: _Context, *, mutators: frozenset[str], explain: Mapping[str, str]
+) -> list[Report]:
     """One report per changed baseline (with its finding when no note accepts it) and per bad note."""
     problems = {p.baseline: p for p in result.problems if p.baseline is not None}
+    where, notes_dir = context.where, context.notes_dir
     reports = [
-        _change_report(change, problems.get(change.baseline), result, where=where, notes_dir=notes_dir)
+        _change_report(
+            change, problems.get(change.baseline), result, context, mutators=mutators, explain=explain
+        )
         for change in result.changes
     ]
     for problem in result.problems:
@@ -348,16 +394,24 @@ def _change_report(
     change: BaselineChange,
     problem: Problem | None,
     result: GuardResult,
+    context: _Context,
     *,
-    where: Callable[[str], str],
-    notes_dir: str,
+    mutators: frozenset[str],
+    explain: Mapping[str, str],
 ) -> Report:
-    """A changed baseline's report: the change, and its finding when no note accepts it."""
+    """A changed baseline's report: the change, its finding and a note name that is free when no
+    note accepts it, and the change as a reviewer approves it."""
+    where, notes_dir = context.where, context.notes_dir
     path = where(change.baseline)
     findings: tuple[Finding, ...] = ()
+    note = None
     if problem is not None:
+        command = note_command(change.baseline, notes_dir, context.taken, base=context.base)
+        note = where(note_name(change.baseline, notes_dir, context.taken))
         findings = (
-            Finding(kind=MISSING, index=None, tool="", path=path, message=_message(problem, notes_dir)),
+            Finding(
+                kind=MISSING, index=None, tool="", path=path, message=_message(problem, notes_dir, command)
+            ),
         )
     header = (
         Line(key="change", value=change.action, text=one_line(change.action)),
@@ -369,4 +423,11 @@ def _change_report(
             text="missing" if problem else _accepted_by(result, change.baseline),
         ),
     )
-    return Report(command=COMMAND, path=path, header=header, findings=findings)
+    review = None
+    if change.refused is None and change.broken is None:
+        start, end = context.commits
+        review = review_of(
+            context.git, change, result, base=start, head=end, mutators=mutators, explain=explain
+        )
+        review = replace(review, note=None if review.note is None else where(review.note))
+    return Report(command=COMMAND, path=path, header=header, findings=findings, note=note, review=review)

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from toolreplay.findings import Change, Finding
-from toolreplay.reports import CheckInfo, Line, Report
+from toolreplay.reports import CheckInfo, Line, Report, Review
 
 #: Version of the JSON report shape (schemas/report.schema.json).
 REPORT_VERSION = 1
@@ -31,6 +31,41 @@ def _finding(f: Finding) -> dict[str, Any]:
     if f.change is not None:
         data["change"] = {"pointer": f.change.pointer, "baseline": f.change.baseline, "run": f.change.run}
     return data
+
+
+def _read_finding(f: dict[str, Any], path: str) -> Finding:
+    return Finding(
+        kind=f["kind"],
+        index=f["index"],
+        tool=f["tool"],
+        message=f["message"],
+        path=f.get("path", path),
+        line=f["line"],
+        related=f["related"],
+        change=Change(**f["change"]) if f.get("change") else None,
+    )
+
+
+def _review(review: Review) -> dict[str, Any]:
+    return {
+        "base": review.base,
+        "head": review.head,
+        "note": review.note,
+        "reason": review.reason,
+        "kinds": list(review.kinds),
+        "changes": [_finding(f) for f in review.changes],
+    }
+
+
+def _read_review(data: dict[str, Any], path: str) -> Review:
+    return Review(
+        base=data["base"],
+        head=data["head"],
+        note=data["note"],
+        reason=data["reason"],
+        kinds=tuple(data["kinds"]),
+        changes=tuple(_read_finding(f, path) for f in data["changes"]),
+    )
 
 
 def check_data(info: CheckInfo) -> dict[str, Any]:
@@ -65,6 +100,8 @@ def report_data(reports: Sequence[Report], *, check: CheckInfo | None = None) ->
                 "findings": [_finding(f) for f in r.findings],
                 "errors": list(r.errors),
                 **({} if r.notes is None else {"notes": r.notes}),
+                **({} if r.note is None else {"note": r.note}),
+                **({} if r.review is None else {"review": _review(r.review)}),
             }
             for r in reports
         ],
@@ -89,19 +126,7 @@ def reports_from_data(data: dict[str, Any]) -> list[Report]:
             )
         else:
             header = tuple(Line(key=k, value=v, text=str(v)) for k, v in r["summary"].items())
-        findings = tuple(
-            Finding(
-                kind=f["kind"],
-                index=f["index"],
-                tool=f["tool"],
-                message=f["message"],
-                path=f.get("path", r["file"]),
-                line=f["line"],
-                related=f["related"],
-                change=Change(**f["change"]) if f.get("change") else None,
-            )
-            for f in r["findings"]
-        )
+        findings = tuple(_read_finding(f, r["file"]) for f in r["findings"])
         out.append(
             Report(
                 command=r["command"],
@@ -110,6 +135,8 @@ def reports_from_data(data: dict[str, Any]) -> list[Report]:
                 findings=findings,
                 errors=tuple(r["errors"]),
                 notes=r.get("notes"),
+                note=r.get("note"),
+                review=_read_review(r["review"], r["file"]) if "review" in r else None,
             )
         )
     return out

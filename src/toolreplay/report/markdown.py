@@ -20,43 +20,28 @@ from typing import TYPE_CHECKING
 from urllib.parse import quote as url_quote
 from urllib.parse import urlsplit
 
-from toolreplay.escape import one_line
+from toolreplay.escape import one_line, quote
 from toolreplay.files import SEALED_SUFFIX
 from toolreplay.findings import KIND_ORDER, Finding
-from toolreplay.kinds import REPORT_ERROR, kind_info
+from toolreplay.kinds import NOTE_ACCEPTS, REPORT_ERROR, kind_info
+from toolreplay.report.inert import MAX_CELL, defuse, fenced, md_code
+from toolreplay.report.inert import ZWJ as ZWJ  # re-exported: what a defused text holds
 from toolreplay.report.paths import repo_relative
+from toolreplay.report.review import (
+    GUARD_CHANGED,
+    MISSING,
+    View,
+    accept_commands,
+    change_item,
+    guard_block,
+    is_guard_change,
+    review_block,
+)
 
 if TYPE_CHECKING:
     from toolreplay.reports import CheckInfo, Report
 
-#: Longest untrusted text shown in one cell; the full text is in the text and JSON reports.
-MAX_CELL = 400
-ZWJ = "\u200d"
 _SAFE_WORD = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 _.-]*$")
-_BACKTICKS = re.compile(r"`+")
-
-
-def defuse(text: str) -> str:
-    """Break ``@name`` mentions and ``<`` tags or comments with a zero-width joiner."""
-    return text.replace("@", "@" + ZWJ).replace("<", "<" + ZWJ)
-
-
-def md_code(text: str, *, in_table: bool = True, max_len: int = MAX_CELL) -> str:
-    """Untrusted text as an inert inline code span (one line, backtick-safe fence)."""
-    body = one_line(text)
-    if len(body) > max_len:
-        body = body[: max_len - 1] + "…"
-    body = defuse(body)
-    if in_table:
-        # GFM splits table cells before it parses code spans; an escaped pipe stays in the cell
-        body = body.replace("|", "\\|")
-    if not body:
-        return "` `"
-    longest = max((len(run) for run in _BACKTICKS.findall(body)), default=0)
-    fence = "`" * (longest + 1)
-    if body[0] in "` " or body[-1] in "` ":
-        body = f" {body} "
-    return f"{fence}{body}{fence}"
 
 
 def _word(text: str) -> str:
@@ -132,8 +117,6 @@ def _plain_origin(server: str) -> bool:
     )
 
 
-#: finding kinds a drift note accepts (see ``toolreplay note``)
-DRIFT_KINDS = frozenset({"agent-drift", "tool-drift", "behavior-drift", "effect-drift", "silent-drift"})
 #: with more failing files than this, their blocks start folded
 OPEN_BLOCKS = 3
 
@@ -167,43 +150,56 @@ def _linked(text: str, url: str | None) -> str:
     return f"[{text}]({url})" if url else text
 
 
-def _rows(report: Report, links: Links | None) -> list[str]:
+def _rows(report: Report, findings: Sequence[Finding], links: Links | None, cell: int | None) -> list[str]:
+    """One row per finding; the same finding from several runs is one row naming the runs."""
     rows = []
-    for f in report.findings:
+    for group in _grouped(report, findings):
+        f = group[0]
         level = kind_info(f.kind).level
-        rows.append(f"| {_where(report, f, links)} | {level} | {_word(f.kind)} | {md_code(f.text)} |")
-    for error in report.errors:
-        rows.append(f"| | error | {_word(REPORT_ERROR)} | {md_code(error)} |")
+        where = _where(report, f, links)
+        if len(group) > 1:
+            runs = ", ".join(md_code(g.path) for g in group)
+            where = f"runs {runs} · " + where.split(" · ", 1)[-1]
+        text = _without_run(f) if len(group) > 1 else f.text
+        rows.append(f"| {where} | {level} | {_word(f.kind)} | {md_code(text, max_len=cell)} |")
     return rows
 
 
+def _error_rows(report: Report, cell: int | None) -> list[str]:
+    return [
+        f"| | error | {_word(REPORT_ERROR)} | {md_code(error, max_len=cell)} |" for error in report.errors
+    ]
+
+
+def _without_run(f: Finding) -> str:
+    """A diff finding's message without its ``in run '...': `` lead (several runs share it)."""
+    lead = f"in run {quote(f.path)}: "
+    return f.text.removeprefix(lead)
+
+
+def _grouped(report: Report, findings: Sequence[Finding]) -> list[list[Finding]]:
+    """Findings that differ only in the run they are about, together (in report order)."""
+    groups: dict[tuple[object, ...], list[Finding]] = {}
+    for f in findings:
+        run = f.path and f.path != report.path
+        key = (f.kind, f.index, f.related, f.tool, _without_run(f), f.change) if run else (id(f),)
+        groups.setdefault(key, []).append(f)
+    return list(groups.values())
+
+
 def _changes(report: Report, findings: Sequence[Finding], links: Links | None) -> list[str]:
-    """Drift side by side: at which JSON pointer, the baseline's value and the run's."""
-    changed = [f for f in findings if f.change is not None]
+    """Drift side by side: at which JSON pointer, the baseline's value and the run's (a long value
+    in a fenced block under its line, so nothing is wider than the page)."""
+    changed = [group for group in _grouped(report, findings) if group[0].change is not None]
     if not changed:
         return []
-    out = [
-        "",
-        "What changed, baseline → run:",
-        "",
-        "| where | kind | at | baseline | run |",
-        "| --- | --- | --- | --- | --- |",
-    ]
-    for f in changed:
-        assert f.change is not None
-        c = f.change
-        out.append(
-            f"| {_where(report, f, links)} | {_word(f.kind)} | {md_code(c.pointer)} | "
-            f"{md_code(c.baseline)} | {md_code(c.run)} |"
-        )
+    out = ["", "What changed, baseline → run:", ""]
+    for group in changed:
+        where = _where(report, group[0], links)
+        if len(group) > 1:
+            where = f"runs {', '.join(md_code(g.path) for g in group)} · " + where.split(" · ", 1)[-1]
+        out += change_item(group[0], where, message=False)
     return out
-
-
-def _fenced(text: str) -> list[str]:
-    body = defuse(one_line(text))
-    longest = max((len(run) for run in _BACKTICKS.findall(body)), default=0)
-    fence = "`" * max(3, longest + 1)
-    return [f"{fence}sh", body, fence]
 
 
 def shell_word(word: str) -> str:
@@ -232,11 +228,24 @@ def shell_word(word: str) -> str:
     return "$'" + "".join(out) + "'"
 
 
-def _accept(report: Report, findings: Sequence[Finding]) -> list[str]:
-    """How to accept a baseline's drift: the exact ``toolreplay note`` command and the note's place."""
-    if not report.path.endswith(SEALED_SUFFIX) or not any(f.kind in DRIFT_KINDS for f in findings):
+def _accept(report: Report, findings: Sequence[Finding], base: str | None) -> list[str]:
+    """How to accept a baseline's drift: the exact commands, run from a clean checkout of the pull
+    request, that re-seal the baseline (when the run drifted from it) and write a note of a new name."""
+    if report.note is not None:
+        commands = accept_commands(report, findings, base)
+        if not commands:
+            return []
+        return [
+            "",
+            "If this change is intended, accept it: run these commands from the folder the paths are relative"
+            " to (a clean checkout of this pull request), write in the note why, and commit both with this"
+            f" pull request. The note goes to {md_code(report.note, in_table=False)}.",
+            "",
+            *fenced([" ".join(shell_word(word) for word in words) for words in commands], "sh"),
+        ]
+    if not report.path.endswith(SEALED_SUFFIX) or not any(f.kind in NOTE_ACCEPTS for f in findings):
         return []
-    runs = sorted({f.path for f in findings if f.kind in DRIFT_KINDS and f.path and f.path != report.path})
+    runs = sorted({f.path for f in findings if f.kind in NOTE_ACCEPTS and f.path and f.path != report.path})
     words = ["toolreplay", "note", report.path]
     for run in runs:
         words += ["--run", run]
@@ -252,7 +261,7 @@ def _accept(report: Report, findings: Sequence[Finding]) -> list[str]:
         "If this drift is intended, accept it with a drift note: run this (from the folder the paths are "
         f"relative to), write in the note why, and commit it with this pull request.{where}",
         "",
-        *_fenced(command),
+        *fenced([command], "sh"),
     ]
 
 
@@ -269,7 +278,7 @@ def _verdict(reports: Sequence[Report], fails: Callable[[str], bool]) -> list[st
     if failing:
         verdict = f"**Fails the build**: {_plural(failing, 'finding')} of kinds that fail it"
         rest = total - failing
-        verdict += f" ({rest} more reported)" if rest else ""
+        verdict += f" ({_plural(rest, 'advisory finding')}, folded below)" if rest else ""
     else:
         verdict = f"**Passes**: {_plural(total, 'finding')}, none of a kind that fails the build"
     levels = [kind_info(k).level for k, n in counts.items() for _ in range(n)]
@@ -303,25 +312,47 @@ def _kind_table(counts: dict[str, int], fails: Callable[[str], bool]) -> list[st
 
 
 def _render(
-    reports: Sequence[Report], keep: int | None, fails: Callable[[str], bool], links: Links | None
+    reports: Sequence[Report],
+    keep: int | None,
+    fails: Callable[[str], bool],
+    links: Links | None,
+    view: View,
 ) -> str:
-    """The whole report, with at most ``keep`` finding rows (all with None)."""
-    failed = [r for r in reports if r.failed]
-    clean = [r for r in reports if not r.failed]
+    """The whole report, with at most ``keep`` finding rows (all with None): the guard's settings
+    changes first, then each baseline the pull request changes, then the files that fail the build,
+    then those with advisory findings only (folded), then the clean ones."""
     out = ["### toolreplay report", "", *_verdict(reports, fails)]
+    for report in reports:
+        out += guard_block(report, view)
+    out += _reviews(reports, view)
+    shown = [r for r in reports if r.failed and not _told_above(r)]
+    failing = [r for r in shown if r.errors or any(fails(f.kind) for f in r.findings)]
+    advisory = [r for r in shown if r not in failing]
     budget = keep
     hidden_rows = 0
-    opened = len(failed) <= OPEN_BLOCKS
-    for report in failed:
-        rows = _rows(report, links)
-        findings = list(report.findings)
-        if budget is not None:
-            hidden_rows += max(0, len(rows) - max(budget, 0))
-            if budget <= 0:
-                continue
-            rows, findings = rows[:budget], findings[:budget]
-            budget -= len(rows)
-        out += _failed_block(report, rows, findings, links, opened=opened)
+    opened = len(failing) <= OPEN_BLOCKS
+    accepted: set[str] = set()
+    blocks: list[list[str]] = [[], []]
+    for n, group in enumerate((failing, advisory)):
+        for report in group:
+            findings = list(report.findings)
+            count = len(findings) + len(report.errors)
+            if budget is not None:
+                hidden_rows += max(0, count - max(budget, 0))
+                if budget <= 0:
+                    continue
+                findings = findings[:budget]
+                budget -= min(count, budget)
+            block = _failed_block(report, findings, links, view, fails, opened=opened and n == 0)
+            if report.path not in accepted:
+                block[-2:-2] = _accept(report, findings, view.base)
+                accepted.add(report.path)
+            blocks[n] += block
+    out += blocks[0]
+    if blocks[1]:
+        summary = f"{_plural(len(advisory), 'file')} with advisory findings only (they do not fail the build)"
+        out += ["", f"<details><summary>{summary}</summary>", *blocks[1], "", "</details>"]
+    clean = [r for r in reports if not r.failed and r.review is None]
     clean_shown = budget is None or budget > 0
     if clean and clean_shown:
         out += ["", f"<details><summary>{_plural(len(clean), 'file')} without findings</summary>", ""]
@@ -331,22 +362,65 @@ def _render(
     return "\n".join(out) + "\n"
 
 
+def _told_above(report: Report) -> bool:
+    """A report the guard and review sections already show whole (a settings change, a baseline
+    change with at most its missing note)."""
+    kinds = {f.kind for f in report.findings}
+    if report.errors or not kinds:
+        return False
+    return kinds == {GUARD_CHANGED} or (report.review is not None and kinds == {MISSING})
+
+
+def _reviews(reports: Sequence[Report], view: View) -> list[str]:
+    """Each baseline the pull request changes, accepted or not: the first few open."""
+    reviewed = [r for r in reports if r.review is not None and not is_guard_change(r)]
+    if not reviewed:
+        return []
+    out = ["", f"#### {_plural(len(reviewed), 'baseline')} changed by this pull request"]
+    for n, report in enumerate(reviewed):
+        assert report.review is not None
+        block = review_block(report, report.review, view, opened=n < OPEN_BLOCKS or not view.caps)
+        extra = [f"- **{_word(f.kind)}**: {md_code(f.text, in_table=False)}" for f in report.findings]
+        extra = ["", *extra] if extra else []
+        block[-2:-2] = [*extra, *_accept(report, report.findings, view.base)]
+        out += block
+    return out
+
+
 def _failed_block(
-    report: Report, rows: list[str], findings: Sequence[Finding], links: Links | None, *, opened: bool
+    report: Report,
+    findings: Sequence[Finding],
+    links: Links | None,
+    view: View,
+    fails: Callable[[str], bool],
+    *,
+    opened: bool,
 ) -> list[str]:
-    """A file's folded block: its header, its findings' rows, what changed and how to accept it."""
+    """A file's folded block: its header, its findings' rows (the advisory ones folded below the
+    failing ones), what changed and how to accept it."""
     what = ", ".join(
         _plural(n, word)
         for n, word in ((len(report.findings), "finding"), (len(report.errors), "error"))
         if n
     )
+    cell = MAX_CELL if view.caps else None
     summary = f"<code>{html_text(report.path)}</code> ({html.escape(report.command)}): {what}"
     out = ["", f"<details{' open' if opened else ''}>", f"<summary>{summary}</summary>", ""]
     if report.header:
         out += [_pairs(report), ""]
-    out += ["| where | level | kind | message |", "| --- | --- | --- | --- |", *rows]
+    table = ["| where | level | kind | message |", "| --- | --- | --- | --- |"]
+    failing = [f for f in findings if fails(f.kind)]
+    advisory = [f for f in findings if not fails(f.kind)]
+    rows = [*_error_rows(report, cell), *_rows(report, failing, links, cell)]
+    if rows:
+        out += [*table, *rows]
+    if advisory and rows:
+        label = _plural(len(advisory), "advisory finding") + " (they do not fail the build)"
+        out += ["", f"<details><summary>{label}</summary>", "", *table, *_rows(report, advisory, links, cell)]
+        out += ["", "</details>"]
+    elif advisory:
+        out += [*table, *_rows(report, advisory, links, cell)]
     out += _changes(report, findings, links)
-    out += _accept(report, findings)
     return [*out, "", "</details>"]
 
 
@@ -371,6 +445,8 @@ def render_markdown(
     environ: Mapping[str, str] | None = None,
     limit: int | None = None,
     size: Callable[[str], int] = len,
+    base: str | None = None,
+    caps: bool = True,
 ) -> str:
     """The Markdown report; with ``limit``, trimmed (with a note) so ``size(result) <= limit``.
 
@@ -378,17 +454,27 @@ def render_markdown(
     kind); lines link to the head commit when ``environ`` (default: the process's) holds
     GitHub's ``GITHUB_SERVER_URL``, ``GITHUB_REPOSITORY`` and ``GITHUB_SHA``. Rows are kept
     in report order, as many as fit; ``size`` measures characters by default (a PR
-    comment's limit) or bytes (``lambda s: len(s.encode())``, the summary's).
+    comment's limit) or bytes (``lambda s: len(s.encode())``, the summary's). ``base`` (default:
+    ``check``'s) is the pull request's base, which the printed accept commands name; without
+    ``caps`` (the job summary) long values, reasons and a baseline's changes are shown whole.
     """
     if fails is None:
         fails = check.fails if check is not None else (lambda kind: True)
     links = links_from_env(environ)
-    full = _render(reports, None, fails, links)
+    if base is None and check is not None:
+        base = check.base
+    view = View(
+        server=links.server if links else None,
+        repository=links.repository if links else None,
+        base=base,
+        caps=caps,
+    )
+    full = _render(reports, None, fails, links, view)
     if limit is None or size(full) <= limit:
         return full
     total = sum(len(r.findings) + len(r.errors) for r in reports)
     lo, hi = 0, total  # the largest keep whose rendering fits
-    if size(_render(reports, 0, fails, links)) > limit:
+    if size(_render(reports, 0, fails, links, view)) > limit:
         note = (
             "### toolreplay report\n\n"
             f"{total} more findings not shown here (GitHub's size limit). "
@@ -397,8 +483,8 @@ def render_markdown(
         return note if size(note) <= limit else ""
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        if size(_render(reports, mid, fails, links)) <= limit:
+        if size(_render(reports, mid, fails, links, view)) <= limit:
             lo = mid
         else:
             hi = mid - 1
-    return _render(reports, lo, fails, links)
+    return _render(reports, lo, fails, links, view)

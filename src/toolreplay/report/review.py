@@ -1,0 +1,167 @@
+"""The parts of the Markdown report a reviewer approves a change from: the guard's own settings
+changing, each changed baseline (its note's reason, both versions, what differs), drift side by
+side, and the exact commands that accept a baseline's drift.
+
+Every value here is untrusted and goes through :func:`~toolreplay.report.markdown.md_code` or a
+fenced block; nothing is put in a table cell that could make a table wider than the page.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from dataclasses import dataclass
+from urllib.parse import quote as url_quote
+
+from toolreplay.escape import one_line
+from toolreplay.findings import Finding
+from toolreplay.kinds import NOTE_ACCEPTS
+from toolreplay.report.inert import defuse, fenced, md_code
+from toolreplay.reports import Report, Review
+
+#: a value longer than this goes into a fenced block under its line instead of a code span
+INLINE_VALUE = 60
+#: with caps (the PR comment): the first this many changes of a baseline are shown
+OPEN_CHANGES = 5
+#: with caps: a note's reason is shortened to this many characters
+CAPPED_REASON = 300
+#: a guard change's finding
+GUARD_CHANGED = "drift-guard-changed"
+MISSING = "missing-drift-note"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class View:
+    """How the report is drawn: where links go, the pull request's base, and whether it is capped
+    (the PR comment) or whole (the job summary)."""
+
+    server: str | None = None
+    repository: str | None = None
+    base: str | None = None
+    caps: bool = True
+
+    def blob(self, commit: str, path: str) -> str | None:
+        """The file at ``commit`` on GitHub (None without links)."""
+        if self.server is None or self.repository is None or not path or path.startswith(("/", "..")):
+            return None
+        return f"{self.server}/{self.repository}/blob/{commit}/{url_quote(path, safe='/')}"
+
+
+def code(text: str, *, max_len: int | None = None) -> str:
+    """Untrusted text as an inert inline code span, out of tables."""
+    return md_code(text, in_table=False, max_len=max_len)
+
+
+def values(baseline: str, run: str, *, old: str, new: str, indent: str = "  ") -> list[str]:
+    """Two differing values side by side: inline when short, else a fenced block under the line."""
+    if len(baseline) <= INLINE_VALUE and len(run) <= INLINE_VALUE:
+        return [f"{indent}{old} {code(baseline)} → {new} {code(run)}"]
+    return ["", *fenced([f"{old}: {baseline}", f"{new}: {run}"], indent=indent)]
+
+
+def change_item(
+    f: Finding, where: str, *, old: str = "baseline", new: str = "run", message: bool = True
+) -> list[str]:
+    """One difference as a list item: where, kind, tool, the message (unless a table above has
+    it), then both values."""
+    tool = f" · {code(f.tool, max_len=80)}" if f.tool else ""
+    said = f": {code(f.message, max_len=300)}" if message else ""
+    head = f"- {where} · {f.kind}{tool}{said}"
+    if f.change is None:
+        return [head]
+    c = f.change
+    return [head, f"  at {code(c.pointer)}:", *values(c.baseline, c.run, old=old, new=new), ""]
+
+
+def guard_block(report: Report, view: View) -> list[str]:
+    """A change to the guard's own settings: each part on its own line, never folded."""
+    parts = [p for f in report.findings if f.kind == GUARD_CHANGED for p in f.message.split("; ")]
+    if not parts:
+        return []
+    versions = ""
+    if report.review is not None:
+        base, head = report.review.base, report.review.head
+        old = _link("base version", view.blob(base, report.path), base)
+        new = _link("head version", view.blob(head, report.path), head)
+        versions = f" ({old} → {new})"
+    out = ["", f"**The drift guard's settings change** in {code(report.path)}{versions}:", ""]
+    out += [f"- {code(part)}" for part in parts]
+    return out
+
+
+def is_guard_change(report: Report) -> bool:
+    """A report of the guard's own settings changing (shown first, never folded)."""
+    return any(f.kind == GUARD_CHANGED for f in report.findings)
+
+
+def review_block(report: Report, review: Review, view: View, *, opened: bool) -> list[str]:
+    """One changed baseline: accepted or not, the note's reason, from → to, what differs."""
+    if review.note is not None:
+        status = f"accepted by <code>{_html(review.note)}</code>"
+    elif report.findings:
+        status = "<b>no note accepts it</b>"
+    else:
+        status = "accepted"
+    changed = _plural(len(review.changes), "difference")
+    summary = f"<code>{_html(report.path)}</code>: {status} · {changed}"
+    out = ["", f"<details{' open' if opened else ''}>", f"<summary>{summary}</summary>", ""]
+    heads = {line.key: line.text for line in report.header}
+    frm, to = heads.get("from", ""), heads.get("to", "")
+    base_url, head_url = view.blob(review.base, report.path), view.blob(review.head, report.path)
+    out.append(
+        f"from {code(frm[:16])} ({_link('base version', base_url, review.base)})"
+        f" → to {code(to[:16])} ({_link('head version', head_url, review.head)})"
+        + (f" · kinds: {', '.join(code(k) for k in review.kinds)}" if review.kinds else "")
+    )
+    if review.reason:
+        reason = review.reason
+        if view.caps and len(reason) > CAPPED_REASON:
+            reason = reason[: CAPPED_REASON - 1] + "…"
+        out += ["", "The note's reason (as written in the pull request):", ""]
+        out += [f"> {code(line)}" for line in reason.splitlines() if line.strip()]
+    if review.changes:
+        out += ["", "What differs, base → head (as `toolreplay diff` finds it):", ""]
+        shown = review.changes if not view.caps else review.changes[:OPEN_CHANGES]
+        for f in shown:
+            where = f"index {f.index}" if f.index is not None else "contract"
+            out += change_item(f, where, old="base", new="head")
+        rest = len(review.changes) - len(shown)
+        if rest:
+            out += ["", f"{_plural(rest, 'more difference')}: run `toolreplay diff` on the two versions."]
+    return [*out, "", "</details>"]
+
+
+def accept_commands(report: Report, findings: Sequence[Finding], base: str | None) -> list[list[str]]:
+    """The exact commands (as words) that accept a baseline's drift from a clean checkout of the pull
+    request: re-seal the baseline from the run when the run drifted from it, then write the note."""
+    if report.note is None:
+        return []
+    drifted = [f for f in findings if f.kind in NOTE_ACCEPTS and f.path and f.path != report.path]
+    runs = sorted({f.path for f in drifted})
+    if report.command == "check" and not runs:
+        return []
+    if report.command != "check" and not any(f.kind == MISSING for f in findings):
+        return []
+    commands: list[list[str]] = []
+    if runs:
+        commands.append(["toolreplay", "seal", runs[0], "-o", report.path, "--force"])
+    note = ["toolreplay", "note", report.path]
+    if base is not None:
+        note += ["--base", base]
+    for run in runs:
+        note += ["--run", run]
+    commands.append([*note, "-o", report.note])
+    return commands
+
+
+def _link(text: str, url: str | None, commit: str) -> str:
+    label = f"{text} {commit[:12]}"
+    return f"[{label}]({url})" if url else label
+
+
+def _html(text: str) -> str:
+    return html.escape(defuse(one_line(text)), quote=True)
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"

@@ -1,0 +1,214 @@
+"""The PR comment a reviewer decides from: every accept command it prints works from a clean
+checkout of the pull request, and each changed baseline shows its note's reason and what differs."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from tests.acceptance.test_rug_pull import record as rug_record
+from tests.gitrepo import Repo, git_env, note, sealed
+from toolreplay.cli import cli
+from toolreplay.transcript import make_record, record_line
+
+BASELINE = "baselines/gitbot.sealed.jsonl"
+OTHER = "baselines/search.sealed.jsonl"
+RUN = "runs/gitbot.jsonl"
+CONFIG = """\
+transcripts = ["runs/*.jsonl"]
+baselines = ["baselines/*.sealed.jsonl"]
+drift_notes = "drift-notes"
+"""
+BIN = str(Path(sys.executable).parent)
+
+
+def run_text(max_count: int, status: str = "clean") -> str:
+    """A run of the git agent: git_status answering ``status``, git_log with ``max_count``."""
+    calls = [
+        ("git_status", {"repo_path": "."}, {"text": status}),
+        ("git_log", {"repo_path": ".", "max_count": max_count}, {"text": "commit 1"}),
+    ]
+    return "".join(
+        record_line(make_record(index=i, tool=t, args=a, response=r)) + "\n"
+        for i, (t, a, r) in enumerate(calls)
+    )
+
+
+def sealed_run(repo: Repo, max_count: int, rel: str, status: str = "clean") -> str:
+    """Seal a run into ``rel`` with toolreplay itself; its head."""
+    repo.write("tmp-run.jsonl", run_text(max_count, status))
+    (repo.path / rel).parent.mkdir(parents=True, exist_ok=True)
+    result = CliRunner().invoke(cli, ["seal", str(repo.path / "tmp-run.jsonl"), "-o", str(repo.path / rel)])
+    assert result.exit_code == 0, result.output
+    (repo.path / "tmp-run.jsonl").unlink()
+    return (repo.path / rel).read_text().splitlines()[-1]
+
+
+def pull_request(path: Path, status: str = "clean") -> tuple[Repo, str]:
+    """Base: the git agent's baseline (max_count 3) with its first note, a search baseline, a
+    matching run. Head: the run re-recorded (max_count 5, not re-sealed), and the search baseline
+    re-sealed without a note."""
+    repo = Repo.create(path)
+    repo.write("toolreplay.toml", CONFIG)
+    sealed_run(repo, 3, BASELINE, status)
+    repo.write(RUN, run_text(3, status))
+    text, _ = sealed(3)
+    repo.write(OTHER, text)
+    repo.write("drift-notes/gitbot.md", "first note, not a drift note of this change\n")
+    repo.commit_all("base")
+    base = repo.head()
+    repo.git("checkout", "-q", "-b", "feature")
+    repo.write(RUN, run_text(5, status))
+    repo.write_baseline(OTHER, 4)
+    repo.commit_all("re-record the git agent's run; re-seal the search baseline")
+    return repo, base
+
+
+def comment(repo: Repo, base: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.chdir(repo.path)
+    result = CliRunner().invoke(
+        cli, ["check", "--base", base, "--format", "markdown"], catch_exceptions=False
+    )
+    assert result.exit_code == 1, result.output
+    return result.stdout
+
+
+def accept_blocks(markdown: str) -> list[list[str]]:
+    """The commands of every ``sh`` block the report prints."""
+    return [block.strip("\n").split("\n") for block in re.findall(r"```sh\n(.*?)```", markdown, re.DOTALL)]
+
+
+def shell(repo: Repo, command: str) -> subprocess.CompletedProcess[str]:
+    env = git_env({"PATH": BIN + os.pathsep + os.environ.get("PATH", "")})
+    return subprocess.run(
+        ["bash", "-c", command], cwd=repo.path, env=env, capture_output=True, text=True, check=False
+    )
+
+
+@pytest.mark.slow
+def test_every_printed_accept_command_works_from_a_clean_checkout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each printed sequence (re-seal then note, or note --base) succeeds from a clean checkout of
+    the PR, names a note that does not exist yet, and with a reason written the guard accepts it."""
+    repo, base = pull_request(tmp_path / "ws")
+    markdown = comment(repo, base, monkeypatch)
+    blocks = accept_blocks(markdown)
+    assert len(blocks) == 2, markdown
+    seal_and_note = next(b for b in blocks if b[0].startswith("toolreplay seal"))
+    assert seal_and_note == [
+        f"toolreplay seal {RUN} -o {BASELINE} --force",
+        f"toolreplay note {BASELINE} --base {base} --run {RUN} -o drift-notes/gitbot-2.md",
+    ]
+    only_note = next(b for b in blocks if b is not seal_and_note)
+    assert only_note == [f"toolreplay note {OTHER} --base {base} -o drift-notes/search.md"]
+    for block in blocks:
+        repo.git("reset", "-q", "--hard")
+        repo.git("clean", "-q", "-fdx")
+        for command in block:
+            done = shell(repo, command)
+            assert done.returncode == 0, (command, done.stderr)
+        written = block[-1].rsplit(" -o ", 1)[1]
+        text = (repo.path / written).read_text()
+        (repo.path / written).write_text(re.sub(r"<!--.*?-->", "The git agent now reads five commits.", text))
+        repo.commit_all("accept")
+        after = CliRunner().invoke(cli, ["check", "--base", base, "--format", "json"], catch_exceptions=False)
+        accepted = block[-1].split()[2]
+        missing = [
+            r["file"]
+            for r in json.loads(after.stdout)["reports"]
+            for f in r["findings"]
+            if f["kind"] == "missing-drift-note"
+        ]
+        assert accepted not in missing, missing
+        repo.git("reset", "-q", "--hard", "HEAD~1")
+
+
+def test_note_base_measures_from_the_pull_requests_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A baseline re-sealed and committed in the PR gets its note with --base (without, it is unchanged)."""
+    repo, base = pull_request(tmp_path / "ws")
+    monkeypatch.chdir(repo.path)
+    plain = CliRunner().invoke(cli, ["note", OTHER], catch_exceptions=False)
+    assert plain.exit_code == 2 and "unchanged since HEAD" in plain.stderr
+    done = CliRunner().invoke(cli, ["note", OTHER, "--base", base], catch_exceptions=False)
+    assert done.exit_code == 0, done.stderr
+    assert f'from: "{sealed(3)[1]}"' in done.stdout and f'to: "{sealed(4)[1]}"' in done.stdout
+    bad = CliRunner().invoke(cli, ["note", OTHER, "--base", "no-such-ref"], catch_exceptions=False)
+    assert (bad.exit_code, bad.stderr) == (
+        2,
+        "toolreplay: error: --base 'no-such-ref': no such commit in this repository\n",
+    )
+
+
+def test_a_changed_baseline_shows_its_reason_and_what_differs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An accepted baseline change shows the note's reason, both heads and the differing values."""
+    repo, base = pull_request(tmp_path / "ws")
+    repo.write(
+        "drift-notes/search.md", note(OTHER, sealed(3)[1], sealed(4)[1], "Index @rebuilt <b>nightly</b>.")
+    )
+    repo.commit_all("note")
+    markdown = comment(repo, base, monkeypatch)
+    assert "#### 1 baseline changed by this pull request" in markdown
+    assert "accepted by <code>drift-notes/search.md</code>" in markdown
+    assert "> `Index @\u200drebuilt <\u200db>nightly<\u200d/b>.`" in markdown
+    assert "What differs, base → head" in markdown
+    assert "- index 3 · agent-drift" in markdown
+
+
+#: a change of the real server's contract -> the finding kind in the comment and what it must say
+LOCK_CHANGES = {
+    "maximum": ("tool-drift", "schema (breaking): /properties/max_count/maximum 10 -> 3"),
+    "description": (
+        "contract-text-drift",
+        "description: /description 'Shows the commit logs of a repository.'",
+    ),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("change", "rerecord"), [("maximum", True), ("maximum", False), ("description", False)]
+)
+def test_contract_drift_is_explained_by_the_base_lock(
+    change: str, rerecord: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A PR that updates the lock to a changed server (max_count's maximum 10 -> 3, or a new
+    description), re-recording the run against it or not: the drift says what changed, since the
+    base's lock holds the old contract, not only two fingerprints or digests."""
+    kind, words = LOCK_CHANGES[change]
+    recorded, again, later = tmp_path / "recorded", tmp_path / "again", tmp_path / "changed"
+    for folder in (recorded, again, later):
+        folder.mkdir()
+    approved, approved_lock = rug_record(recorded, "none")
+    run_file, _ = rug_record(again, "none", seal=False)
+    changed, changed_lock = rug_record(later, change, seal=False)
+    repo = Repo.create(tmp_path / "ws")
+    repo.write("toolreplay.toml", CONFIG + 'tools_lock = "tools.lock.json"\n')
+    repo.write("baselines/git.sealed.jsonl", approved.read_text())
+    repo.write("tools.lock.json", approved_lock.read_text())
+    repo.write("runs/git.jsonl", run_file.read_text())
+    repo.commit_all("base")
+    base = repo.head()
+    repo.git("checkout", "-q", "-b", "feature")
+    if rerecord:  # the baseline's calls now drift from the run's (the issue's case)
+        repo.write("runs/git.jsonl", changed.read_text())
+    repo.write("tools.lock.json", changed_lock.read_text())
+    repo.commit_all("the server changed")
+    monkeypatch.chdir(repo.path)
+    result = CliRunner().invoke(
+        cli, ["check", "--base", base, "--format", "markdown"], catch_exceptions=False
+    )
+    drift = [line for line in result.stdout.splitlines() if f"| error | {kind} |" in line]
+    assert drift, result.stdout
+    assert any(f"the lock changed since {base[:12]}: " in row and words in row for row in drift), drift
