@@ -40,6 +40,40 @@ class FailOnError(ValueError):
     """A list that names no kind toolreplay knows, or says something it cannot mean; the text says why."""
 
 
+def _refuse_unknown(items: Sequence[str]) -> None:
+    known = known_kinds()
+    for item in items:
+        name = item.removeprefix("-")
+        if item != ALL and name not in known:
+            raise FailOnError(f"unknown finding kind {quote(name)}")
+
+
+def _refuse_odd_removals(items: Sequence[str], named: set[str], removed: set[str]) -> None:
+    """``-report-error``, a ``-KIND`` without ``all``, and a kind both named and taken out."""
+    if REPORT_ERROR in removed:
+        # check fails on a file it cannot read whatever the list says (only the Action's none does not)
+        raise FailOnError(
+            f"{quote('-' + REPORT_ERROR)} changes nothing: a file that cannot be read fails the build"
+        )
+    if removed and ALL not in items:
+        first = next(item for item in items if item.startswith("-"))
+        raise FailOnError(f"{quote(first)} takes a kind out of nothing; start the list with {quote(ALL)}")
+    both = sorted(named & removed)
+    if both:
+        raise FailOnError(f"{quote(both[0])} is both named and taken out ({quote('-' + both[0])})")
+
+
+def _refuse_idle_removals(removed: set[str], kinds: frozenset[str]) -> None:
+    """A kind taken out that fails anyway, because it stands for another kind the list keeps."""
+    for kind in sorted(removed):
+        stands_for = STANDS_FOR.get(kind)
+        if stands_for is not None and kind_fails(stands_for, kinds):
+            raise FailOnError(
+                f"{quote('-' + kind)} changes nothing: {kind} fails whenever {stands_for} does;"
+                f" take out {quote('-' + stands_for)} too, or keep {kind}"
+            )
+
+
 def resolve(items: Sequence[str]) -> frozenset[str] | None:
     """The kinds a ``fail_on`` list fails (None: the default, which ``["all"]`` is too).
 
@@ -48,32 +82,12 @@ def resolve(items: Sequence[str]) -> frozenset[str] | None:
     named and taken out, and taking out a kind that fails anyway because it stands for
     another kind the list keeps (``scope-unjudged`` while ``argument-overreach`` fails).
     """
-    known = known_kinds()
-    for item in items:
-        name = item.removeprefix("-")
-        if item != ALL and name not in known:
-            raise FailOnError(f"unknown finding kind {quote(name)}")
+    _refuse_unknown(items)
     removed = {item[1:] for item in items if item.startswith("-")}
-    if REPORT_ERROR in removed:
-        # check fails on a file it cannot read whatever the list says (only the Action's none does not)
-        raise FailOnError(
-            f"{quote('-' + REPORT_ERROR)} changes nothing: a file that cannot be read fails the build"
-        )
     named = {item for item in items if item != ALL and not item.startswith("-")}
-    if removed and ALL not in items:
-        first = next(item for item in items if item.startswith("-"))
-        raise FailOnError(f"{quote(first)} takes a kind out of nothing; start the list with {quote(ALL)}")
-    both = sorted(named & removed)
-    if both:
-        raise FailOnError(f"{quote(both[0])} is both named and taken out ({quote('-' + both[0])})")
+    _refuse_odd_removals(items, named, removed)
     kinds = ((default_kinds() if ALL in items else frozenset()) | named) - removed
-    for kind in sorted(removed):
-        stands_for = STANDS_FOR.get(kind)
-        if stands_for is not None and kind_fails(stands_for, kinds):
-            raise FailOnError(
-                f"{quote('-' + kind)} changes nothing: {kind} fails whenever {stands_for} does;"
-                f" take out {quote('-' + stands_for)} too, or keep {kind}"
-            )
+    _refuse_idle_removals(removed, kinds)
     if kinds == default_kinds() and ALL in items:
         return None
     return frozenset(kinds)

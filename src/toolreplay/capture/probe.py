@@ -169,23 +169,10 @@ def judge(
     findings: list[Finding] = []
     verdicts: dict[str, str] = {}
     notes: dict[str, str] = {}
-    drifted: set[str] = set()
     findings += _text_drift(records, texts or {}, explain or {}, path)
-    for record in records:
-        tool = record.tool
-        if record.fingerprint is not None and tool not in drifted and live.get(tool) != record.fingerprint:
-            drifted.add(tool)
-            now = f"is now {live[tool]}" if tool in live else "is no longer listed"
-            findings.append(
-                Finding(
-                    kind="tool-drift",
-                    index=record.index,
-                    tool=tool,
-                    message=f"tool {quote(tool)} was recorded with fingerprint {record.fingerprint}, {now}",
-                    path=path,
-                    line=record.line or None,
-                )
-            )
+    drift = _tool_drift(records, live, path)
+    drifted = {finding.tool for finding in drift}
+    findings += drift
     for tool in sorted({record.tool for record in records}):
         of_tool = [record for record in records if record.tool == tool]
         if tool not in live:
@@ -211,6 +198,29 @@ def judge(
         findings=tuple(sort_findings(findings)),
         notes=notes,
     )
+
+
+def _tool_drift(records: Sequence[Record], live: Mapping[str, str], path: str) -> list[Finding]:
+    """A ``tool-drift`` finding at the first recorded call of each tool whose fingerprint the
+    server no longer gives."""
+    out: list[Finding] = []
+    drifted: set[str] = set()
+    for record in records:
+        tool = record.tool
+        if record.fingerprint is not None and tool not in drifted and live.get(tool) != record.fingerprint:
+            drifted.add(tool)
+            now = f"is now {live[tool]}" if tool in live else "is no longer listed"
+            out.append(
+                Finding(
+                    kind="tool-drift",
+                    index=record.index,
+                    tool=tool,
+                    message=f"tool {quote(tool)} was recorded with fingerprint {record.fingerprint}, {now}",
+                    path=path,
+                    line=record.line or None,
+                )
+            )
+    return out
 
 
 def _text_drift(

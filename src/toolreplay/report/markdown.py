@@ -328,12 +328,34 @@ def _render(
     shown = [r for r in reports if r.failed and not _told_above(r)]
     failing = [r for r in shown if r.errors or any(fails(f.kind) for f in r.findings)]
     advisory = [r for r in shown if r not in failing]
+    blocks, budget, hidden_rows = _finding_blocks((failing, advisory), keep, fails, links, view)
+    out += blocks[0]
+    if blocks[1]:
+        summary = f"{_plural(len(advisory), 'file')} with advisory findings only (they do not fail the build)"
+        out += ["", f"<details><summary>{summary}</summary>", *blocks[1], "", "</details>"]
+    clean = [r for r in reports if not r.failed and r.review is None]
+    clean_shown = budget is None or budget > 0
+    if clean and clean_shown:
+        out += _clean_block(clean)
+    out += _hidden_note(hidden_rows, 0 if clean_shown else len(clean))
+    return "\n".join(out) + "\n"
+
+
+def _finding_blocks(
+    groups: tuple[list[Report], list[Report]],
+    keep: int | None,
+    fails: Callable[[str], bool],
+    links: Links | None,
+    view: View,
+) -> tuple[list[list[str]], int | None, int]:
+    """The failing files' blocks and the advisory ones', within ``keep`` rows; (blocks, the rows
+    left, the rows hidden)."""
     budget = keep
     hidden_rows = 0
-    opened = len(failing) <= OPEN_BLOCKS
+    opened = len(groups[0]) <= OPEN_BLOCKS
     accepted: set[str] = set()
     blocks: list[list[str]] = [[], []]
-    for n, group in enumerate((failing, advisory)):
+    for n, group in enumerate(groups):
         for report in group:
             findings = list(report.findings)
             count = len(findings) + len(report.errors)
@@ -348,18 +370,13 @@ def _render(
                 block[-2:-2] = _accept(report, findings, view.base)
                 accepted.add(report.path)
             blocks[n] += block
-    out += blocks[0]
-    if blocks[1]:
-        summary = f"{_plural(len(advisory), 'file')} with advisory findings only (they do not fail the build)"
-        out += ["", f"<details><summary>{summary}</summary>", *blocks[1], "", "</details>"]
-    clean = [r for r in reports if not r.failed and r.review is None]
-    clean_shown = budget is None or budget > 0
-    if clean and clean_shown:
-        out += ["", f"<details><summary>{_plural(len(clean), 'file')} without findings</summary>", ""]
-        out += [f"- {md_code(r.path, in_table=False)} ({_word(r.command)}){_pairs(r, ': ')}" for r in clean]
-        out += ["", "</details>"]
-    out += _hidden_note(hidden_rows, 0 if clean_shown else len(clean))
-    return "\n".join(out) + "\n"
+    return blocks, budget, hidden_rows
+
+
+def _clean_block(clean: list[Report]) -> list[str]:
+    out = ["", f"<details><summary>{_plural(len(clean), 'file')} without findings</summary>", ""]
+    out += [f"- {md_code(r.path, in_table=False)} ({_word(r.command)}){_pairs(r, ': ')}" for r in clean]
+    return [*out, "", "</details>"]
 
 
 def _told_above(report: Report) -> bool:
