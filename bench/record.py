@@ -212,7 +212,7 @@ def other_stdio_proxies(folder: Path) -> dict[str, list[str]]:
 def http(calls: int, folder: Path) -> None:
     server_bin = NODE_BIN / "mcp-server-everything"
     if not server_bin.exists():
-        print("HTTP: server-everything is not installed (npm ci --prefix tests/servers), skipped")
+        print("HTTP: server-everything is not installed (npm install --prefix tests/servers), skipped")
         return
     started: list[subprocess.Popen[bytes]] = []
 

@@ -49,5 +49,5 @@ def test_ci_runs_the_readme_test_command() -> None:
     for step in command.split(" && "):
         verb = step.split()[0].removeprefix(".venv/bin/")
         assert verb in ci, step
-    assert "npm ci --prefix tests/servers" in command and "npm ci --prefix tests/servers" in ci
+    assert "npm install --prefix tests/servers" in command and "npm install --prefix tests/servers" in ci
     assert (ROOT / "tests" / "servers" / "package-lock.json").is_file()
