@@ -103,10 +103,27 @@ class _Tap:
                 self.answer = {"error": {k: v for k, v in data["error"].items() if v is not None}}
 
 
-class _TapRead:
+class _Stream:
+    """One side of the SDK's transport, passed through: what is not overridden goes to ``inner``."""
+
     def __init__(self, inner: Any, tap: _Tap) -> None:
         self._inner, self._tap = inner, tap
 
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> Any:
+        await self._inner.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> Any:
+        return await self._inner.__aexit__(*exc)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+class _TapRead(_Stream):
     async def receive(self) -> Any:
         item = await self._inner.receive()
         self._tap.received(item)
@@ -120,40 +137,11 @@ class _TapRead:
         self._tap.received(item)
         return item
 
-    async def aclose(self) -> None:
-        await self._inner.aclose()
 
-    async def __aenter__(self) -> _TapRead:
-        await self._inner.__aenter__()
-        return self
-
-    async def __aexit__(self, *exc: Any) -> Any:
-        return await self._inner.__aexit__(*exc)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-
-class _TapWrite:
-    def __init__(self, inner: Any, tap: _Tap) -> None:
-        self._inner, self._tap = inner, tap
-
+class _TapWrite(_Stream):
     async def send(self, item: Any, /) -> None:
         self._tap.sent(item)
         await self._inner.send(item)
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    async def __aenter__(self) -> _TapWrite:
-        await self._inner.__aenter__()
-        return self
-
-    async def __aexit__(self, *exc: Any) -> Any:
-        return await self._inner.__aexit__(*exc)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
 
 
 class _Tapped:

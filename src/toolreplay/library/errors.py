@@ -40,16 +40,18 @@ class ToolDriftError(DriftError):
         self.index = index
         #: what changed, as ``fingerprint-diff`` words it, when the recorded contract is known
         self.differences = tuple(differences)
-        at = f" (recorded call at index {index})" if index is not None else ""
-        now = f"is now {live}" if live is not None else "is no longer registered"
+        super().__init__(self._message())
+
+    def _message(self) -> str:
+        at = f" (recorded call at index {self.index})" if self.index is not None else ""
+        now = f"is now {self.live}" if self.live is not None else "is no longer registered"
         what = (
             "; ".join(one_line(d) for d in self.differences)
             if self.differences
             else "run `toolreplay fingerprint-diff` on the two locks to see what changed"
         )
-        super().__init__(
-            f"tool {quote(tool)} drifted: recorded with fingerprint {recorded}{at}, {now}; {what}"
-        )
+        recorded = f"recorded with fingerprint {self.recorded}{at}"
+        return f"tool {quote(self.tool)} drifted: {recorded}, {now}; {what}"
 
 
 class ContractTextDriftError(ToolDriftError):
@@ -63,22 +65,9 @@ class ContractTextDriftError(ToolDriftError):
 
     kind = "contract-text-drift"
 
-    def __init__(
-        self,
-        *,
-        tool: str,
-        recorded: str,
-        live: str | None,
-        index: int | None = None,
-        differences: Sequence[str] = (),
-    ) -> None:
-        self.tool = tool
-        self.recorded = recorded
-        self.live = live
-        self.index = index
-        self.differences = tuple(differences)
-        DriftError.__init__(
-            self, text_drift_message(tool, recorded, live, index=index, differences=self.differences)
+    def _message(self) -> str:
+        return text_drift_message(
+            self.tool, self.recorded, self.live, index=self.index, differences=self.differences
         )
 
 
