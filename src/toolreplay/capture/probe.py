@@ -212,8 +212,8 @@ def judge(
         verdict, note = _verdict(of_tool, answers, judging, findings)
         if verdict == "not-probed":
             note = note or next((skipped[r.index] for r in of_tool if r.index in skipped), "")
-        elif tool in rules.shape_only and receipt is None:
-            note = "shape only: declared not deterministic"
+        else:
+            note = _shape_note(of_tool, rules, receipt) or note
         verdicts[tool] = verdict
         if note:
             notes[tool] = note
@@ -224,6 +224,15 @@ def judge(
         findings=tuple(sort_findings(findings)),
         notes=notes,
     )
+
+
+def _shape_note(records: Sequence[Record], rules: Rules, receipt: Mapping[int, Receipted] | None) -> str:
+    """Why a tool's answers were compared for their shape only, if they were."""
+    if receipt is None:
+        return "shape only: declared not deterministic" if records[0].tool in rules.shape_only else ""
+    if any(r.index in receipt and receipt[r.index].shape_only for r in records):
+        return "shape only: the receipt holds the digests of shapes"
+    return ""
 
 
 def _tool_drift(records: Sequence[Record], live: Mapping[str, str], path: str) -> list[Finding]:
@@ -394,6 +403,9 @@ def _receipt_drift(
     )
 
 
+#: characters of a call's canonical arguments a message shows
+ARGS_EXCERPT = 240
+
 #: hex digits of a digest a message shows (the receipt holds all 64)
 SHOWN_DIGEST = 16
 
@@ -407,7 +419,7 @@ def _which(record: Record, judging: _Judging | None) -> str:
     """The call a message names: by its recorded index, or (a receipt's) by its arguments."""
     if judging is not None and judging.receipt is None:
         return f"the call recorded at index {record.index}"
-    return f"the call with args {_clipped(record.canon_args, 0, EXCERPT)}"
+    return f"the call with args {_clipped(record.canon_args, 0, ARGS_EXCERPT)}"
 
 
 def tool_rules(volatile: Volatile | None, tool: str) -> tuple[Rule, ...]:

@@ -6,6 +6,7 @@ the ``mcp`` extra; these commands then say how to install it (exit 2).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -330,8 +331,14 @@ def _probe_usage(form: _ProbeForm) -> tuple[str, ...]:
     if form.suggest_volatile and form.output is not None:
         raise click.UsageError("--suggest-volatile prints rules, not a report: -o does not go with it")
     if form.output is not None and not form.output.endswith(SEALED_SUFFIX):
-        raise click.UsageError(f"-o {form.output}: {NOT_SEALED}")
+        raise click.UsageError(f"-o {one_line(form.output)}: {NOT_SEALED}")
+    if form.output is not None and form.transcript is not None and _same_file(form.output, form.transcript):
+        raise click.UsageError("-o RECEIPT must not be TRANSCRIPT itself")
     return command
+
+
+def _same_file(one: str, other: str) -> bool:
+    return os.path.realpath(one) == os.path.realpath(other)
 
 
 def _probed(
