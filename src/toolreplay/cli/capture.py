@@ -226,6 +226,7 @@ def probe_cmd(
     """
     require_sdk("probe")
     from toolreplay.capture.live import probe_live
+    from toolreplay.contracts.lock import load_lock
 
     command = _probe_usage(
         _ProbeForm(
@@ -248,8 +249,6 @@ def probe_cmd(
     # against a receipt, the answers are digested with the rules the receipt holds
     volatile = volatile_of(config, used) if against is None else None
     announce(config, used)
-    from toolreplay.contracts.lock import load_lock
-
     lock = load_lock(lock_path) if lock_path is not None else None
     source = against if against is not None else str(transcript)
     records, receipt = _probed(ctx, source, against is not None)
