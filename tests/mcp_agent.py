@@ -126,3 +126,40 @@ def stop(process: subprocess.Popen[bytes]) -> tuple[int, bytes]:
         process.kill()
         _, err = process.communicate()
     return process.returncode, err or b""
+
+
+async def _refuse(*_: Any) -> Any:
+    from mcp.types import ErrorData
+
+    return ErrorData(code=-1, message="no")
+
+
+def record_calls(
+    tmp: Path, server: list[str], calls: list[tuple[str, dict[str, Any]]], *, declare: bool = False
+) -> tuple[Path, Path]:
+    """Record ``calls`` through ``toolreplay record`` with the SDK's client (one that declares
+    sampling, elicitation and roots with ``declare``); the transcript ``tmp/run.jsonl`` and lock."""
+    import anyio
+    from mcp import Client, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    out, lock = tmp / "run.jsonl", tmp / "tools.lock.json"
+    argv = [*TOOLREPLAY, "record", "-o", str(out), "--lock", str(lock), "--", *server]
+    extra: dict[str, Any] = {}
+    if declare:
+        extra = {
+            "sampling_callback": _refuse,
+            "elicitation_callback": _refuse,
+            "list_roots_callback": _refuse,
+        }
+
+    async def agent() -> None:
+        params = StdioServerParameters(command=argv[0], args=argv[1:], env=dict(os.environ))
+        with anyio.fail_after(TIMEOUT):
+            async with Client(stdio_client(params), **extra) as client:
+                await client.list_tools()
+                for tool, args in calls:
+                    await client.call_tool(tool, args)
+
+    anyio.run(agent)
+    return out, lock

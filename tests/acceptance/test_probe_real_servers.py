@@ -7,52 +7,15 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
-import anyio
 import pytest
 
-from tests.mcp_agent import TIMEOUT, TOOLREPLAY
+from tests.mcp_agent import TIMEOUT, TOOLREPLAY, record_calls
 from tests.realservers import node_server, python_server
 
 pytestmark = pytest.mark.slow
 
 HOSTILE = Path(__file__).resolve().parent.parent / "data" / "mcp" / "probe_hostile.py"
-
-
-async def _refuse(*_: Any) -> Any:
-    from mcp.types import ErrorData
-
-    return ErrorData(code=-1, message="no")
-
-
-def _record(
-    tmp: Path, server: list[str], calls: list[tuple[str, dict[str, Any]]], *, declare: bool = False
-) -> tuple[Path, Path]:
-    """Record ``calls`` through ``toolreplay record`` with the SDK's client; the transcript and lock."""
-    from mcp import Client, StdioServerParameters
-    from mcp.client.stdio import stdio_client
-
-    out, lock = tmp / "run.jsonl", tmp / "tools.lock.json"
-    argv = [*TOOLREPLAY, "record", "-o", str(out), "--lock", str(lock), "--", *server]
-    extra: dict[str, Any] = {}
-    if declare:  # a client that declares sampling, elicitation and roots
-        extra = {
-            "sampling_callback": _refuse,
-            "elicitation_callback": _refuse,
-            "list_roots_callback": _refuse,
-        }
-
-    async def agent() -> None:
-        params = StdioServerParameters(command=argv[0], args=argv[1:], env=dict(os.environ))
-        with anyio.fail_after(TIMEOUT):
-            async with Client(stdio_client(params), **extra) as client:
-                await client.list_tools()
-                for tool, args in calls:
-                    await client.call_tool(tool, args)
-
-    anyio.run(agent)
-    return out, lock
 
 
 def _probe(*args: str) -> subprocess.CompletedProcess[str]:
@@ -67,7 +30,7 @@ def test_memory_read_after_a_write_is_not_probed_alone_and_sequence_replays_it(t
     os.environ["MEMORY_FILE_PATH"] = str(store)
     try:
         entity = {"name": "ada", "entityType": "person", "observations": ["wrote notes"]}
-        out, _ = _record(
+        out, _ = record_calls(
             tmp_path,
             node_server("memory"),
             [("create_entities", {"entities": [entity]}), ("search_nodes", {"query": "ada"})],
@@ -100,7 +63,7 @@ def test_git_diff_after_git_add_is_not_probed(tmp_path: Path) -> None:
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     (repo / "a.txt").write_text("one\n", encoding="utf-8")
     server = [*python_server("git"), "--repository", str(repo)]
-    out, _ = _record(
+    out, _ = record_calls(
         tmp_path,
         server,
         [
@@ -122,7 +85,7 @@ def test_filesystem_create_directory_is_never_re_run(tmp_path: Path) -> None:
     root.mkdir()
     server = [*node_server("filesystem"), str(root)]
     made = root / "made"
-    out, _ = _record(tmp_path, server, [("create_directory", {"path": str(made)})])
+    out, _ = record_calls(tmp_path, server, [("create_directory", {"path": str(made)})])
     made.rmdir()
     result = _probe(str(out), "--", *server)
     assert (result.returncode, result.stdout) == (
@@ -138,7 +101,7 @@ def test_filesystem_create_directory_is_never_re_run(tmp_path: Path) -> None:
 def test_everything_capabilities_and_the_wire_numbers(tmp_path: Path) -> None:
     """server-everything: probe declares sampling, elicitation and roots (so the tools that need them
     are still listed), and compares the answer as sent: get-annotated-message's priority 1 is not 1.0."""
-    out, _ = _record(
+    out, _ = record_calls(
         tmp_path,
         node_server("everything"),
         [("get-annotated-message", {"messageType": "error", "includeImage": False}), ("get-roots-list", {})],
@@ -162,7 +125,7 @@ def test_everything_capabilities_and_the_wire_numbers(tmp_path: Path) -> None:
 def test_time_declared_not_deterministic_is_probed_for_shape(tmp_path: Path) -> None:
     """mcp-server-time: with the lock's deterministic false, get_current_time is compared for its
     shape, not its values (it used to fail on the clock); a shape change still fails."""
-    out, lock = _record(tmp_path, python_server("time"), [("get_current_time", {"timezone": "UTC"})])
+    out, lock = record_calls(tmp_path, python_server("time"), [("get_current_time", {"timezone": "UTC"})])
     data = json.loads(lock.read_text(encoding="utf-8"))
     data["tools"]["get_current_time"]["deterministic"] = False
     lock.write_text(json.dumps(data), encoding="utf-8")

@@ -12,13 +12,23 @@ from __future__ import annotations
 import logging
 import os
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from toolreplay.analyses.volatile import Volatile
-from toolreplay.capture.probe import Answer, Failure, Plan, ProbeResult, Rules, Unjudged, judge, plan
+from toolreplay.capture.probe import (
+    Answer,
+    Failure,
+    Plan,
+    ProbeResult,
+    Receipted,
+    Rules,
+    Unjudged,
+    judge,
+    plan,
+)
 from toolreplay.contracts.definitions import ToolDefinition, import_definitions
 from toolreplay.contracts.lock import ToolContract, ToolLock, declared_mutators, declared_nondeterministic
 from toolreplay.contracts.mcp import describe, innermost_error, server_said
@@ -65,6 +75,8 @@ class Live:
     #: the listed tools' contracts (their contract text included), by name
     contracts: dict[str, ToolContract] = field(default_factory=dict)
     version: str = ""
+    #: the server's name, as its ``serverInfo`` gives it
+    server: str = ""
     #: with ``repeat``: every answer to each call, by its call key, in the order they came
     repeated: dict[str, list[Answer]] | None = None
 
@@ -237,6 +249,7 @@ def ask_live(
                     tools, raw = await _list_tools(client)
                 info = client.server_info
                 version = info.version if info is not None else ""
+                server = info.name if info is not None else ""
                 imported = import_definitions(tools, version=version, path="tools/list")
                 fingerprints = {contract.name: contract.fingerprint for contract in imported.contracts}
                 listing = Listing(
@@ -261,6 +274,7 @@ def ask_live(
                     warnings=imported.warnings,
                     contracts={contract.name: contract for contract in imported.contracts},
                     version=version,
+                    server=server,
                     repeated=repeated,
                 )
 
@@ -285,15 +299,7 @@ def _unreadable_warning(count: int, messages: list[str]) -> str:
 
 
 def _with_warning(live: Live, warning: str) -> Live:
-    return Live(
-        fingerprints=live.fingerprints,
-        destructive=live.destructive,
-        readonly=live.readonly,
-        answers=live.answers,
-        warnings=(*live.warnings, warning),
-        contracts=live.contracts,
-        version=live.version,
-    )
+    return replace(live, warnings=(*live.warnings, warning))
 
 
 async def _ask(client: Any, tap: _Tap, record: Record, timeout: float) -> Answer:
@@ -366,15 +372,18 @@ def probe_live(
     explain: Callable[[dict[str, ToolContract]], dict[str, str]],
     repeat: int = 1,
     volatile: Volatile | None = None,
-) -> tuple[ProbeResult, Live]:
+    receipt: Mapping[int, Receipted] | None = None,
+) -> tuple[ProbeResult, Live, Plan]:
     """``toolreplay probe``: plan by the rules, ask the live server (``repeat`` rounds), judge
-    with the ``volatile`` rules' values masked (docs/capture.md)."""
+    with the ``volatile`` rules' values masked, or against a ``receipt``'s digests (docs/capture.md).
+    Also what was planned (the records asked, in order)."""
     mutators = declared_mutators(lock, configured) if lock is not None else configured
     declared_readonly = frozenset(n for n, c in lock.tools.items() if not c.mutates) if lock else frozenset()
     base = Rules(
         allowed=allowed,
         mutators=mutators,
         shape_only=declared_nondeterministic(lock) if lock is not None else frozenset(),
+        deterministic=frozenset(n for n, c in lock.tools.items() if c.deterministic) if lock else frozenset(),
         sequence=sequence,
     )
     planned: list[Plan] = []
@@ -401,5 +410,6 @@ def probe_live(
         texts={name: c.text_digest for name, c in live.contracts.items() if c.text_digest is not None},
         explain=explain(live.contracts),
         volatile=volatile,
+        receipt=receipt,
     )
-    return result, live
+    return result, live, planned[0] if planned else Plan(ask=(), skipped={})

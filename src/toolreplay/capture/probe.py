@@ -13,12 +13,17 @@ Per recorded tool the verdict is one of:
 * ``not-probed``: the tool changes state (a mutator is never re-run), or every recorded
   call of it has redacted arguments (asking with ``[REDACTED]`` would prove nothing).
 
+Asked N times (``--repeat``), a call's answers are also digested (:func:`answer_digest`): a
+tool the lock declares deterministic that gives two digests is ``silent-drift`` at once, and
+against a receipt (:class:`Receipted`) the set of digests is what is compared.
+
 Tool drift is judged on the contracts: a recorded fingerprint that the live ``tools/list``
 (with its ``serverInfo.version``) does not give is a ``tool-drift`` finding.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,6 +37,7 @@ from toolreplay.escape import one_line, quote
 from toolreplay.findings import Finding, sort_findings
 from toolreplay.library.errors import ABSENT
 from toolreplay.transcript import Record, make_record
+from toolreplay.volatile_rules import Rule
 
 VERDICTS: tuple[str, ...] = ("stable", "silent-drift", "unavailable", "not-probed")
 
@@ -62,13 +68,15 @@ class Rules:
     ``readonly``: known not to change state (a live ``readOnlyHint: true``, a lock's
     ``"mutates": false``); ``allowed``: the user's ``--allow``, asked whatever else says;
     ``mutators``: declared to change state (never asked unless allowed); ``shape_only``:
-    declared not deterministic (their answers are compared for shape, not values).
+    declared not deterministic (their answers are compared for shape, not values);
+    ``deterministic``: declared deterministic (two digests among a call's answers are drift).
     """
 
     readonly: frozenset[str] = frozenset()
     allowed: frozenset[str] = frozenset()
     mutators: frozenset[str] = frozenset()
     shape_only: frozenset[str] = frozenset()
+    deterministic: frozenset[str] = frozenset()
     sequence: bool = False
 
     def safe(self, tool: str) -> bool:
@@ -78,6 +86,20 @@ class Rules:
         if tool in self.mutators:
             return "changes state"
         return "not known read-only"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Receipted:
+    """What a receipt holds of one call: how its answers were digested, and what they gave."""
+
+    #: the distinct digests of the answers, sorted
+    digests: tuple[str, ...]
+    #: how many answers they are the digests of
+    answers: int
+    #: digested for their shape (a tool declared not deterministic), not their values
+    shape_only: bool = False
+    #: the volatile rules masked before digesting
+    rules: tuple[Rule, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -158,13 +180,16 @@ def judge(
     texts: Mapping[str, str] | None = None,
     explain: Mapping[str, str] | None = None,
     volatile: Volatile | None = None,
+    receipt: Mapping[int, Receipted] | None = None,
 ) -> ProbeResult:
     """Verdicts and findings from the live fingerprints (tool -> fingerprint) and answers (by index).
 
     ``texts`` (tool -> live contract-text digest) turns a recorded ``text_digest`` the server no
     longer gives into a ``contract-text-drift``; ``explain`` says what changed, when a lock knows.
     Under ``volatile`` rules a recorded and a live answer are compared with their volatile values
-    masked (counted for ``path``).
+    masked (counted for ``path``). With ``receipt`` (by record index), a call's answers are not
+    compared with its recorded response but digested as the receipt says, and the set of digests
+    compared with the receipt's.
     """
     findings: list[Finding] = []
     verdicts: dict[str, str] = {}
@@ -173,6 +198,7 @@ def judge(
     drift = _tool_drift(records, live, path)
     drifted = {finding.tool for finding in drift}
     findings += drift
+    judging = _Judging(rules=rules, path=path, volatile=volatile, receipt=receipt)
     for tool in sorted({record.tool for record in records}):
         of_tool = [record for record in records if record.tool == tool]
         if tool not in live:
@@ -183,11 +209,11 @@ def judge(
                     _unavailable(of_tool[0], Failure(problem="the server no longer lists it"), path)
                 )
             continue
-        verdict, note = _verdict(of_tool, answers, tool in rules.shape_only, path, findings, volatile)
+        verdict, note = _verdict(of_tool, answers, judging, findings)
         if verdict == "not-probed":
             note = note or next((skipped[r.index] for r in of_tool if r.index in skipped), "")
-        elif tool in rules.shape_only:
-            note = "shape only: declared not deterministic"
+        else:
+            note = _shape_note(of_tool, rules, receipt) or note
         verdicts[tool] = verdict
         if note:
             notes[tool] = note
@@ -198,6 +224,15 @@ def judge(
         findings=tuple(sort_findings(findings)),
         notes=notes,
     )
+
+
+def _shape_note(records: Sequence[Record], rules: Rules, receipt: Mapping[int, Receipted] | None) -> str:
+    """Why a tool's answers were compared for their shape only, if they were."""
+    if receipt is None:
+        return "shape only: declared not deterministic" if records[0].tool in rules.shape_only else ""
+    if any(r.index in receipt and receipt[r.index].shape_only for r in records):
+        return "shape only: the receipt holds the digests of shapes"
+    return ""
 
 
 def _tool_drift(records: Sequence[Record], live: Mapping[str, str], path: str) -> list[Finding]:
@@ -249,32 +284,175 @@ def _text_drift(
     return out
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Judging:
+    """What every call of a probe is judged with."""
+
+    rules: Rules
+    path: str
+    volatile: Volatile | None = None
+    receipt: Mapping[int, Receipted] | None = None
+
+
 def _verdict(
     records: Sequence[Record],
     answers: Mapping[int, Sequence[Answer]],
-    shape_only: bool,
-    path: str,
+    judging: _Judging,
     findings: list[Finding],
-    volatile: Volatile | None = None,
 ) -> tuple[str, str]:
-    """The tool's verdict from its asked calls (each compared with its own recorded response)."""
-    asked = [record for record in records if record.index in answers]
+    """The tool's verdict from its asked calls: the first that drifts decides it, else one
+    without an answer makes it unavailable, else stable (not-probed when none was judged)."""
     verdict, note = "not-probed", ""
-    for record in asked:
-        for answer in answers[record.index]:
-            if isinstance(answer, Unjudged):
-                note = note or answer.reason
-                continue
-            if isinstance(answer, Failure):
-                findings.append(_unavailable(record, answer, path))
-                verdict = "unavailable"
-                break
-            drift = _drift(record, answer, shape_only, path, volatile)
-            if drift is not None:
-                findings.append(drift)
-                return "silent-drift", ""
-            verdict = "stable" if verdict == "not-probed" else verdict
+    for record in records:
+        if record.index not in answers:
+            continue
+        outcome, finding, why = _call_verdict(record, answers[record.index], judging)
+        if finding is not None:
+            findings.append(finding)
+        if outcome == "silent-drift":
+            return outcome, ""
+        if outcome == "unavailable" or (outcome == "stable" and verdict == "not-probed"):
+            verdict = outcome
+        note = note or why
     return verdict, note if verdict == "not-probed" else ""
+
+
+def _call_verdict(
+    record: Record, got: Sequence[Answer], judging: _Judging
+) -> tuple[str, Finding | None, str]:
+    """One asked call's verdict, its finding, and why it was not judged (a refused request)."""
+    judged = [answer for answer in got if isinstance(answer, dict)]
+    unsteady = _unsteady(record, judged, judging)
+    if unsteady is not None:
+        return "silent-drift", unsteady, ""
+    failure = next((answer for answer in got if isinstance(answer, Failure)), None)
+    if failure is not None:
+        return "unavailable", _unavailable(record, failure, judging.path), ""
+    unjudged = next((answer.reason for answer in got if isinstance(answer, Unjudged)), "")
+    receipted = judging.receipt.get(record.index) if judging.receipt is not None else None
+    if receipted is not None:
+        if unjudged:  # a set of fewer answers than the receipt's proves nothing
+            return "not-probed", None, unjudged
+        drift = _receipt_drift(record, receipted, judged, judging.path)
+        return ("silent-drift" if drift else "stable"), drift, ""
+    for answer in judged:
+        shape_only = record.tool in judging.rules.shape_only
+        drift = _drift(record, answer, shape_only, judging.path, judging.volatile)
+        if drift is not None:
+            return "silent-drift", drift, ""
+    return ("stable" if judged else "not-probed"), None, unjudged
+
+
+def _how(record: Record, judging: _Judging) -> Receipted:
+    """How a call's answers are digested: as its receipt says, else by the lock and the rules."""
+    receipted = judging.receipt.get(record.index) if judging.receipt is not None else None
+    if receipted is not None:
+        return receipted
+    shape_only = record.tool in judging.rules.shape_only
+    rules = () if shape_only else tool_rules(judging.volatile, record.tool)
+    return Receipted(digests=(), answers=0, shape_only=shape_only, rules=rules)
+
+
+def _unsteady(record: Record, judged: Sequence[dict[str, Any]], judging: _Judging) -> Finding | None:
+    """``silent-drift`` at once: a tool declared deterministic gave this call two digests in one probe."""
+    if record.tool not in judging.rules.deterministic or len(judged) < 2:
+        return None
+    how = _how(record, judging)
+    digests = [answer_digest(record, answer, shape_only=how.shape_only, rules=how.rules) for answer in judged]
+    if len(set(digests)) < 2:
+        return None
+    other = next(n for n, digest in enumerate(digests) if digest != digests[0])
+    first, then = (_shown(record, judged[n], how) for n in (0, other))
+    difference = first_difference(first, then)
+    pointer, was, now = difference if difference is not None else ("/", first, then)
+    shown_was, shown_now = excerpts(was, now)
+    return Finding(
+        kind="silent-drift",
+        index=record.index,
+        tool=record.tool,
+        message=(
+            f"tool {quote(record.tool)} is declared deterministic but answered {_which(record, judging)}"
+            f" with {len(set(digests))} different answers in {len(judged)} asks"
+            f" ({_digests(sorted(set(digests)))}), first at {quote(pointer)}: {shown_was}, then {shown_now}"
+        ),
+        path=judging.path,
+        line=record.line or None,
+    )
+
+
+def _receipt_drift(
+    record: Record, receipted: Receipted, judged: Sequence[dict[str, Any]], path: str
+) -> Finding | None:
+    """``silent-drift`` when the live answers' digests are not the set the receipt holds."""
+    digests = sorted(
+        {answer_digest(record, a, shape_only=receipted.shape_only, rules=receipted.rules) for a in judged}
+    )
+    if tuple(digests) == receipted.digests:
+        return None
+    return Finding(
+        kind="silent-drift",
+        index=record.index,
+        tool=record.tool,
+        message=(
+            f"tool {quote(record.tool)} answered {_which(record, None)} differently: the receipt holds"
+            f" {_digests(receipted.digests)} over {receipted.answers} answers, now {_digests(digests)}"
+            f" over {len(judged)}"
+        ),
+        path=path,
+        line=record.line or None,
+    )
+
+
+#: characters of a call's canonical arguments a message shows
+ARGS_EXCERPT = 240
+
+#: hex digits of a digest a message shows (the receipt holds all 64)
+SHOWN_DIGEST = 16
+
+
+def _digests(digests: Sequence[str]) -> str:
+    shown = ", ".join(digest[:SHOWN_DIGEST] for digest in digests)
+    return f"digest {shown}" if len(digests) == 1 else f"{len(digests)} digests {shown}"
+
+
+def _which(record: Record, judging: _Judging | None) -> str:
+    """The call a message names: by its recorded index, or (a receipt's) by its arguments."""
+    if judging is not None and judging.receipt is None:
+        return f"the call recorded at index {record.index}"
+    return f"the call with args {_clipped(record.canon_args, 0, ARGS_EXCERPT)}"
+
+
+def tool_rules(volatile: Volatile | None, tool: str) -> tuple[Rule, ...]:
+    """The volatile rules that apply to ``tool``, in the configuration's order."""
+    return tuple(rule for _, rule in volatile.for_tool(tool)) if volatile else ()
+
+
+def answer_digest(record: Record, answer: dict[str, Any], *, shape_only: bool, rules: Sequence[Rule]) -> str:
+    """The canonical digest of a live answer to ``record``'s call, as probe compares it: SHA-256 of
+    the canonical JSON of the answer without the envelope (:func:`_tool_answer`), of its shape
+    (``shape_only``), or of its comparison text with what ``rules`` mask marked (docs/capture.md)."""
+    value = _tool_answer(answer)
+    if shape_only:
+        text = canonical(shape(value))
+    elif rules:
+        text = Volatile(rules).texts(_as_record(record, value), None).response
+    else:
+        text = canonical(value)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _shown(record: Record, answer: dict[str, Any], how: Receipted) -> Any:
+    """A live answer as a message shows it: digested as ``how`` says, each mask ``<volatile>``."""
+    value = _tool_answer(answer)
+    if how.shape_only:
+        return shape(value)
+    if how.rules:
+        return Volatile(how.rules).shown(_as_record(record, value)).response
+    return value
+
+
+def _as_record(record: Record, response: dict[str, Any]) -> Record:
+    return make_record(index=record.index, tool=record.tool, args=record.args, response=response)
 
 
 def _unavailable(record: Record, failure: Failure, path: str) -> Finding:

@@ -6,13 +6,15 @@ the ``mcp`` extra; these commands then say how to install it (exit 2).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import click
 
 from toolreplay.analyses.fingerprint_diff import text_differences
-from toolreplay.cli.base import EXIT_CLEAN, EXIT_FINDINGS, Seconds
+from toolreplay.cli.base import EXIT_CLEAN, EXIT_FINDINGS, Seconds, atomic_output, force_option
 from toolreplay.cli.defaults import announce, config_option, mutators_and_lock, read_config, volatile_of
 from toolreplay.cli.formats import format_option
 from toolreplay.cli.gate import emit_gated, fail_on_option, fail_policy
@@ -22,7 +24,9 @@ from toolreplay.escape import one_line, quote
 from toolreplay.reports import Line, Report, masked_line
 
 if TYPE_CHECKING:
-    from toolreplay.capture.probe import Answer
+    from toolreplay.analyses.volatile import Volatile
+    from toolreplay.capture.live import Live
+    from toolreplay.capture.probe import Answer, Plan, ProbeResult, Receipted
     from toolreplay.contracts.lock import ToolContract, ToolLock
     from toolreplay.transcript import Record
 
@@ -118,7 +122,7 @@ def _text_explained(
 
 
 @click.command(name="probe")
-@click.argument("transcript")
+@click.argument("transcript", required=False)
 @click.argument("command", nargs=-1)
 @click.option("--target", metavar="URL", help="A Streamable HTTP server to ask instead of starting COMMAND.")
 @click.option(
@@ -156,20 +160,35 @@ def _text_explained(
     "--repeat",
     type=click.IntRange(min=2),
     metavar="N",
-    help="Ask each read-only call N times (with --suggest-volatile).",
+    help="Ask each probed call N times, a second apart: every answer is compared, and a tool the"
+    " lock declares deterministic that gives two different answers is silent-drift.",
 )
 @click.option(
     "--suggest-volatile",
     is_flag=True,
-    help="Print, as TOML to paste into the config, the volatile rules that make the N answers of"
-    " each call compare equal, with the values seen (the config is never written).",
+    help="With --repeat: print, as TOML to paste into the config, the volatile rules that make the"
+    " N answers of each call compare equal, with the values seen (the config is never written).",
+)
+@click.option(
+    "-o",
+    "--output",
+    metavar="RECEIPT",
+    help="With --repeat: also write a receipt, a sealed transcript (*.sealed.jsonl) of each call's"
+    " answer digests, the tools' fingerprints and the server's version.",
+)
+@force_option
+@click.option(
+    "--against",
+    metavar="RECEIPT",
+    help="Ask the calls of RECEIPT (in place of TRANSCRIPT) N times again and compare the digests"
+    " of the answers with the receipt's.",
 )
 @config_option
 @format_option
 @click.pass_context
 def probe_cmd(
     ctx: click.Context,
-    transcript: str,
+    transcript: str | None,
     command: tuple[str, ...],
     target: str | None,
     mutators: tuple[str, ...],
@@ -180,6 +199,9 @@ def probe_cmd(
     fail_on: str | None,
     repeat: int | None,
     suggest_volatile: bool,
+    output: str | None,
+    force: bool,
+    against: str | None,
     config_file: str | None,
     fmt: str,
 ) -> None:
@@ -189,58 +211,188 @@ def probe_cmd(
     The server's tools/list fingerprints are compared with the recorded ones
     (tool-drift); each distinct recorded call of a tool known not to change state
     (readOnlyHint, a lock, --allow), made before any call that may have changed state,
-    is asked once and its answer compared with the recording (silent-drift); a call
-    that gets no answer is unavailable. Per tool: stable, silent-drift, unavailable or
-    not-probed (with the reason).
+    is asked once (N times with --repeat) and its answer compared with the recording
+    (silent-drift); a call that gets no answer is unavailable. Per tool: stable,
+    silent-drift, unavailable or not-probed (with the reason). With --against RECEIPT
+    (no TRANSCRIPT), the receipt's calls are asked and the digests of their answers
+    compared with the receipt's.
 
     \b
         toolreplay probe run.sealed.jsonl -- python server.py
         toolreplay probe run.sealed.jsonl --target http://127.0.0.1:8000/mcp
         toolreplay probe run.sealed.jsonl --sequence -- python server.py --db /tmp/scratch.db
+        toolreplay probe run.sealed.jsonl --repeat 3 -o receipt.sealed.jsonl -- python server.py
+        toolreplay probe --against receipt.sealed.jsonl -- python server.py
     """
     require_sdk("probe")
     from toolreplay.capture.live import probe_live
-    from toolreplay.capture.serve import BrokenRecordingError, load_records
     from toolreplay.contracts.lock import load_lock
 
-    if (target is None) == (not command):
-        raise click.UsageError("give the server's command line after -- or --target URL (one of them)")
-    if sequence and target is not None:
-        raise click.UsageError("--sequence needs a server it starts afresh: give its command line after --")
-    if (repeat is None) != (not suggest_volatile):
-        raise click.UsageError("--repeat N and --suggest-volatile go together (N answers to compare)")
+    command = _probe_usage(
+        _ProbeForm(
+            transcript=transcript,
+            command=command,
+            target=target,
+            sequence=sequence,
+            repeat=repeat,
+            suggest_volatile=suggest_volatile,
+            output=output,
+            against=against,
+        )
+    )
     # the config's mutators and lock decide too: a tool it declares as changing state is
     # never asked again on the live server
     config = read_config(config_file)
     used: list[str] = []
     configured, lock_path = mutators_and_lock(config, mutators, lock_path, used)
     policy = fail_policy(config, fail_on, used)
-    volatile = volatile_of(config, used)
+    # against a receipt, the answers are digested with the rules the receipt holds
+    volatile = volatile_of(config, used) if against is None else None
     announce(config, used)
     lock = load_lock(lock_path) if lock_path is not None else None
+    source = against if against is not None else str(transcript)
+    records, receipt = _probed(ctx, source, against is not None)
+    if receipt is not None and repeat is None:
+        from toolreplay.capture.receipt import repeat_of
+
+        repeat = repeat_of(receipt)
+
+    def run() -> tuple[ProbeResult, Live, Plan]:
+        return probe_live(
+            records,
+            target if target is not None else command,
+            configured=configured,
+            allowed=frozenset(allowed),
+            lock=lock,
+            sequence=sequence,
+            timeout=timeout,
+            path=source,
+            explain=lambda contracts: _text_explained(records, lock, contracts),
+            repeat=repeat or 1,
+            volatile=volatile,
+            receipt=receipt,
+        )
+
+    if output is None:
+        result, live, _ = run()
+    else:
+        result, live = _with_receipt(run, output, force=force, lock=lock, volatile=volatile)
+    for problem in live.warnings:
+        _warn(problem)
+    if suggest_volatile:
+        click.echo(_suggestions(records, live.repeated or {}, repeat or 1), nl=False)
+        ctx.exit(EXIT_CLEAN)
+    report = Report(
+        command="probe", path=source, header=_probe_header(result, volatile, source), findings=result.findings
+    )
+    ctx.exit(emit_gated([report], fmt, policy))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _ProbeForm:
+    """Which of probe's forms the command line asks for (what ``_probe_usage`` checks)."""
+
+    transcript: str | None
+    command: tuple[str, ...]
+    target: str | None
+    sequence: bool
+    repeat: int | None
+    suggest_volatile: bool
+    output: str | None
+    against: str | None
+
+
+def _probe_usage(form: _ProbeForm) -> tuple[str, ...]:
+    """The server's command line; a usage error for a combination probe does not take."""
+    from toolreplay.capture.receipt import NOT_SEALED
+    from toolreplay.files import SEALED_SUFFIX
+
+    command = form.command
+    if form.against is not None:
+        # no TRANSCRIPT in this form: the first argument starts the server's command line
+        if form.transcript is not None and form.transcript.endswith(".jsonl"):
+            raise click.UsageError("--against RECEIPT takes the place of TRANSCRIPT: give one of them")
+        command = (form.transcript, *command) if form.transcript is not None else command
+        if form.output is not None or form.sequence or form.suggest_volatile:
+            raise click.UsageError(
+                "--against RECEIPT goes with neither -o, --sequence nor --suggest-volatile"
+            )
+    elif form.transcript is None:
+        raise click.UsageError("give TRANSCRIPT (the recording to ask again) or --against RECEIPT")
+    if (form.target is None) == (not command):
+        raise click.UsageError("give the server's command line after -- or --target URL (one of them)")
+    if form.sequence and form.target is not None:
+        raise click.UsageError("--sequence needs a server it starts afresh: give its command line after --")
+    if form.sequence and form.repeat is not None:
+        raise click.UsageError("--sequence replays the recording once: --repeat does not go with it")
+    if form.repeat is None and (form.suggest_volatile or form.output is not None):
+        raise click.UsageError("--suggest-volatile and -o RECEIPT need --repeat N (N answers to compare)")
+    if form.suggest_volatile and form.output is not None:
+        raise click.UsageError("--suggest-volatile prints rules, not a report: -o does not go with it")
+    if form.output is not None and not form.output.endswith(SEALED_SUFFIX):
+        raise click.UsageError(f"-o {one_line(form.output)}: {NOT_SEALED}")
+    if form.output is not None and form.transcript is not None and _same_file(form.output, form.transcript):
+        raise click.UsageError("-o RECEIPT must not be TRANSCRIPT itself")
+    return command
+
+
+def _same_file(one: str, other: str) -> bool:
+    return os.path.realpath(one) == os.path.realpath(other)
+
+
+def _probed(
+    ctx: click.Context, source: str, receipt: bool
+) -> tuple[tuple[Record, ...], dict[int, Receipted] | None]:
+    """The records to probe (a recording's, or a receipt's with what each holds); a sealed
+    file whose chain is broken is exit 1."""
+    from toolreplay.capture.receipt import read_receipt
+    from toolreplay.capture.serve import BrokenRecordingError, load_records
+
     try:
-        records = load_records(transcript)
+        return read_receipt(source) if receipt else (load_records(source), None)
     except BrokenRecordingError as err:
         click.echo(f"toolreplay: error: {one_line(str(err))}", err=True)
         ctx.exit(EXIT_FINDINGS)
-    result, live = probe_live(
-        records,
-        target if target is not None else command,
-        configured=configured,
-        allowed=frozenset(allowed),
-        lock=lock,
-        sequence=sequence,
-        timeout=timeout,
-        path=transcript,
-        explain=lambda contracts: _text_explained(records, lock, contracts),
-        repeat=repeat or 1,
-        volatile=volatile,
+    raise AssertionError("unreachable")  # pragma: no cover - ctx.exit raises
+
+
+def _with_receipt(
+    run: Callable[[], tuple[ProbeResult, Live, Plan]],
+    output: str,
+    *,
+    force: bool,
+    lock: ToolLock | None,
+    volatile: Volatile | None,
+) -> tuple[ProbeResult, Live]:
+    """Probe, and write what the answers gave as a receipt to ``output`` (whole, or not at all)."""
+    from toolreplay.capture.receipt import receipt_records, rules_by_tool, write_receipt
+    from toolreplay.contracts.lock import declared_nondeterministic
+    from toolreplay.errors import InputError
+
+    with atomic_output(output, replace=force) as out:
+        result, live, planned = run()
+        records = receipt_records(
+            planned.ask,
+            live.answers,
+            fingerprints=live.fingerprints,
+            texts={name: contract.text_digest for name, contract in live.contracts.items()},
+            server=(live.server, live.version),
+            shape_only=declared_nondeterministic(lock) if lock is not None else frozenset(),
+            rules=rules_by_tool(volatile, {record.tool for record in planned.ask}),
+        )
+        if not records:
+            raise InputError("not written: no call was answered every time it was asked", path=output)
+        write_receipt(out, records)
+    count = len(records)
+    click.echo(
+        f"toolreplay: wrote a receipt of {count} call{'s' * (count != 1)}"
+        f" ({records[0].response['answers']} answers each) to {one_line(output)}",
+        err=True,
     )
-    for problem in live.warnings:
-        _warn(problem)
-    if repeat is not None:
-        click.echo(_suggestions(records, live.repeated or {}, repeat), nl=False)
-        ctx.exit(EXIT_CLEAN)
+    return result, live
+
+
+def _probe_header(result: ProbeResult, volatile: Volatile | None, source: str) -> tuple[Line, ...]:
     header = [
         Line(key="calls", value=result.calls, text=str(result.calls)),
         Line(key="asked", value=result.asked, text=str(result.asked)),
@@ -250,10 +402,9 @@ def probe_cmd(
         text = f"{verdict} ({one_line(note)})" if note else verdict
         header.append(Line(key=f"tool {quote(tool)}", value=verdict, text=text))
     if volatile is not None:
-        header.append(masked_line(volatile.counts(transcript)))
+        header.append(masked_line(volatile.counts(source)))
     header.append(Line(key="findings", value=len(result.findings), text=str(len(result.findings))))
-    report = Report(command="probe", path=transcript, header=tuple(header), findings=result.findings)
-    ctx.exit(emit_gated([report], fmt, policy))
+    return tuple(header)
 
 
 def _suggestions(records: Sequence[Record], repeated: Mapping[str, Sequence[Answer]], repeat: int) -> str:
