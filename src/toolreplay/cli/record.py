@@ -8,15 +8,20 @@ machinery (and the MCP SDK) is imported once the server has said something.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from toolreplay.capture.exchange import session_path
-from toolreplay.cli.base import EXISTS, force_option
+from toolreplay.cli.base import EXISTS, Seconds, force_option
+from toolreplay.cli.defaults import announce, config_option, read_config
+from toolreplay.config import Config, config_path
 from toolreplay.errors import InputError
-from toolreplay.escape import one_line
+from toolreplay.escape import one_line, quote
 from toolreplay.extras import require
+from toolreplay.mutators import DEFAULT_MUTATORS
+from toolreplay.state_command import DEFAULT_TIMEOUT, Command, parse_state_command
 
 if TYPE_CHECKING:
     from toolreplay.capture.recording import Recording
@@ -45,6 +50,78 @@ def check_result(result: dict[str, Any]) -> str | None:
     return None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Opening:
+    """What the recording is opened with (it loads once the server has said something)."""
+
+    output: str
+    seal: bool
+    lock_path: str | None
+    patterns: tuple[str, ...]
+    #: the state commands, each as parsed (none: no state is taken)
+    commands: tuple[Command, ...] = ()
+    timeout: float = DEFAULT_TIMEOUT
+    mutators: frozenset[str] = DEFAULT_MUTATORS
+    #: the configuration's tools_lock, whose ``mutates`` decide without ``--lock``
+    tools_lock: str | None = None
+
+    def open(self) -> Recording:
+        """The recording, with its state commands (docs/spec.md §8)."""
+        from toolreplay.capture.recording import Recording
+        from toolreplay.contracts.lock import load_lock
+        from toolreplay.library.post_state import StateCommand
+
+        state_command, declared = None, None
+        if self.commands:
+            state_command = StateCommand(self.commands, timeout=self.timeout, mutators=self.mutators)
+            if self.tools_lock is not None and os.path.isfile(self.tools_lock):
+                declared = load_lock(self.tools_lock)
+        return Recording(
+            self.output,
+            seal=self.seal,
+            lock_path=self.lock_path,
+            redact=self.patterns,
+            warn=warn,
+            check_result=check_result,
+            state_command=state_command,
+            tools_lock=declared,
+        )
+
+
+def _opening(config: Config | None, given: tuple[str, ...], timeout: float | None, base: Opening) -> Opening:
+    """``base`` with the state commands: ``--state-command``, else the config's ``state_command``;
+    and with them what decides which calls change state (the config's ``mutators`` and
+    ``tools_lock``, as ``check`` reads them). Says which settings the config supplied."""
+    used: list[str] = []
+    commands = tuple(_parsed(value) for value in given)
+    if not commands and config is not None and config.state_command:
+        commands = config.state_command
+        used.append("state_command")
+    if not commands or config is None:
+        return replace(base, commands=commands, timeout=timeout or DEFAULT_TIMEOUT)
+    if timeout is None and "state_timeout_seconds" in config.declared:
+        timeout = config.state_timeout_seconds
+        used.append("state_timeout_seconds")
+    mutators, tools_lock = DEFAULT_MUTATORS, None
+    if "mutators" in config.declared:
+        mutators = config.mutators
+        used.append("mutators")
+    if base.lock_path is None and config.tools_lock is not None:
+        tools_lock = config_path(config, config.tools_lock)
+        used.append("tools_lock")
+    announce(config, used)
+    return replace(
+        base, commands=commands, timeout=timeout or DEFAULT_TIMEOUT, mutators=mutators, tools_lock=tools_lock
+    )
+
+
+def _parsed(value: str) -> Command:
+    try:
+        return parse_state_command(value)
+    except ValueError as err:
+        raise click.BadParameter(f"{quote(value)} {err}", param_hint="'--state-command'") from None
+
+
 # the server's command line is the first argument on: its options are its own, with or without "--"
 @click.command(name="record", context_settings={"allow_interspersed_args": False})
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
@@ -58,9 +135,24 @@ def check_result(result: dict[str, Any]) -> str | None:
     metavar="REGEX",
     help="Replace matches with [REDACTED] in args and responses before writing (repeatable).",
 )
+@click.option(
+    "--state-command",
+    "state_commands",
+    multiple=True,
+    metavar="[TOOL=]CMD",
+    help="After each call of a tool that changes state (TOOL=: of TOOL), run CMD (no shell) and record"
+    " its output as the call's post-call state (repeatable; replaces the config's state_command).",
+)
+@click.option(
+    "--state-timeout",
+    type=Seconds(),
+    metavar="SECONDS",
+    help=f"Stop a state command after this long; the call then has no state (default {DEFAULT_TIMEOUT:g}).",
+)
 @click.option("--listen", metavar="HOST:PORT", help="Proxy Streamable HTTP: listen here (with --target).")
 @click.option("--target", metavar="URL", help="The MCP server's Streamable HTTP URL (with --listen).")
 @force_option
+@config_option
 @click.pass_context
 def record_cmd(
     ctx: click.Context,
@@ -69,9 +161,12 @@ def record_cmd(
     seal: bool,
     lock_path: str | None,
     patterns: tuple[str, ...],
+    state_commands: tuple[str, ...],
+    state_timeout: float | None,
     listen: str | None,
     target: str | None,
     force: bool,
+    config_file: str | None,
 ) -> None:
     """Run the MCP server COMMAND behind a recording proxy (stdio), or proxy a URL.
 
@@ -95,14 +190,21 @@ def record_cmd(
         for path in (output, session_path(output), lock_path):
             if path is not None and os.path.isfile(os.path.realpath(path)):
                 raise InputError(EXISTS, path=path)
+    opening = _opening(
+        read_config(config_file),
+        state_commands,
+        state_timeout,
+        Opening(output=output, seal=seal, lock_path=lock_path, patterns=patterns),
+    )
     if listen is not None and target is not None:
-        status, recording = _record_http(output, seal, lock_path, patterns, listen, target)
+        status, recording = _record_http(opening, listen, target)
     else:
-        status, recording = _record_stdio(command, output, seal, lock_path, patterns)
+        status, recording = _record_stdio(command, opening)
     for kept in recording.kept:
         click.echo(f"toolreplay: {kept.text(lock_path or '')}", err=True)
     redacted, calls = recording.redactor.count, recording.count
-    note = f", {redacted} value{'s' if redacted != 1 else ''} redacted" if patterns else ""
+    note = f", {recording.states} with post-call state" if opening.commands else ""
+    note += f", {redacted} value{'s' if redacted != 1 else ''} redacted" if patterns else ""
     click.echo(
         f"toolreplay: recorded {calls} call{'s' if calls != 1 else ''} to {one_line(output)}{note}",
         err=True,
@@ -110,22 +212,16 @@ def record_cmd(
     ctx.exit(status)
 
 
-def _record_stdio(
-    command: tuple[str, ...], output: str, seal: bool, lock_path: str | None, patterns: tuple[str, ...]
-) -> tuple[int, Recording]:
+def _record_stdio(command: tuple[str, ...], opening: Opening) -> tuple[int, Recording]:
     """Start the server, then load the recording while it boots; (exit status, the recording)."""
     from toolreplay.capture.early import Early
     from toolreplay.capture.redact import Redactor
     from toolreplay.capture.stdio import proxy, start_server
 
-    Redactor(patterns)  # a bad pattern is refused before anything starts
-    if not _plainly_writable(output, lock_path):
-        from toolreplay.capture.recording import Recording
-
+    Redactor(opening.patterns)  # a bad pattern is refused before anything starts
+    if not _plainly_writable(opening.output, opening.lock_path):
         # the recording says why it cannot be written (exit 2), before the server starts
-        with Recording(
-            output, seal=seal, lock_path=lock_path, redact=patterns, warn=warn, check_result=check_result
-        ) as recording:
+        with opening.open() as recording:
             return proxy(command, recording, warn=warn), recording
     child = start_server(command)
     early = Early()
@@ -134,13 +230,7 @@ def _record_stdio(
     def load() -> None:  # once the server has said something (its CPU is its own until then)
         while not early.first.wait(0.05) and child.poll() is None:
             pass
-        from toolreplay.capture.recording import Recording
-
-        opened.append(
-            Recording(
-                output, seal=seal, lock_path=lock_path, redact=patterns, warn=warn, check_result=check_result
-            )
-        )
+        opened.append(opening.open())
         early.attach(opened[0])
 
     try:
@@ -164,16 +254,11 @@ def _plainly_writable(*paths: str | None) -> bool:
     return True
 
 
-def _record_http(
-    output: str, seal: bool, lock_path: str | None, patterns: tuple[str, ...], listen: str, target: str
-) -> tuple[int, Recording]:
+def _record_http(opening: Opening, listen: str, target: str) -> tuple[int, Recording]:
     from toolreplay.capture.http import check_target, serve_proxy
-    from toolreplay.capture.recording import Recording
     from toolreplay.capture.serve import parse_listen
 
     address, target = parse_listen(listen), check_target(target)
-    with Recording(
-        output, seal=seal, lock_path=lock_path, redact=patterns, warn=warn, check_result=check_result
-    ) as recording:
+    with opening.open() as recording:
         serve_proxy(*address, target, recording)
     return 0, recording
