@@ -119,7 +119,7 @@ def _parsed(value: str) -> Command:
     try:
         return parse_state_command(value)
     except ValueError as err:
-        raise click.BadParameter(f"{quote(value)} {err}", param_hint="'--state-command'") from None
+        raise InputError(f"--state-command {quote(value)} {err}") from None
 
 
 # the server's command line is the first argument on: its options are its own, with or without "--"
