@@ -274,10 +274,11 @@ def test_a_json_object_is_the_state_and_tool_eq_cmd_runs_for_that_tool_only(tmp_
 
 
 def test_a_command_that_cannot_be_split_is_refused_before_anything_starts(tmp_path: Path) -> None:
-    """--state-command with an unclosed quote: one line, exit 2, no server started, nothing written."""
+    """--state-command with an unclosed quote: one line, exit 2, the server not started, nothing written."""
     out = tmp_path / "run.jsonl"
+    server = [sys.executable, "-c", "open('started', 'w')"]
     code, stdout, err = invoke(
-        CliRunner(), "record", "-o", str(out), "--state-command", "git_add='x", sys.executable, "-c", "1/0"
+        CliRunner(), "record", "-o", str(out), "--state-command", "git_add='x", *server, cwd=tmp_path
     )
     assert code == 2
     assert (stdout, err) == (
@@ -285,7 +286,7 @@ def test_a_command_that_cannot_be_split_is_refused_before_anything_starts(tmp_pa
         "toolreplay: error: --state-command 'git_add=\\'x' cannot be split into words:"
         " no closing quotation\n",
     )
-    assert not out.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
 
 
 def test_the_config_state_command_is_checked_by_record_and_validate(tmp_path: Path) -> None:
@@ -294,13 +295,13 @@ def test_the_config_state_command_is_checked_by_record_and_validate(tmp_path: Pa
     config = tmp_path / "toolreplay.toml"
     config.write_text('state_command = ["git status", "git_add="]\n', encoding="utf-8")
     out = tmp_path / "run.jsonl"
-    code, _, err = invoke(CliRunner(), "record", "-o", str(out), sys.executable, "-c", "1/0", cwd=tmp_path)
+    code, _, err = invoke(CliRunner(), "record", "-o", str(out), sys.executable, "-c", "pass", cwd=tmp_path)
     assert code == 2
     assert err == (
         f'toolreplay: error: {config}: state_command "git_add=" names no command for tool'
         " 'git_add' (at /state_command/1)\n"
     )
-    assert not out.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["toolreplay.toml"]
     code, out_text, _ = invoke(CliRunner(), "validate", str(config))
     assert code == 1
     assert (

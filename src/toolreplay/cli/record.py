@@ -8,7 +8,7 @@ machinery (and the MCP SDK) is imported once the server has said something.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -16,7 +16,6 @@ import click
 from toolreplay.capture.exchange import session_path
 from toolreplay.cli.base import EXISTS, Seconds, force_option
 from toolreplay.cli.defaults import announce, config_option, read_config
-from toolreplay.config import Config, config_path
 from toolreplay.errors import InputError
 from toolreplay.escape import one_line, quote
 from toolreplay.extras import require
@@ -25,6 +24,8 @@ from toolreplay.state_command import DEFAULT_TIMEOUT, Command, parse_state_comma
 
 if TYPE_CHECKING:
     from toolreplay.capture.recording import Recording
+    from toolreplay.contracts.lock import ToolLock
+    from toolreplay.library.post_state import StateCommand
 
 
 def require_sdk(command: str) -> None:
@@ -52,30 +53,24 @@ def check_result(result: dict[str, Any]) -> str | None:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Opening:
-    """What the recording is opened with (it loads once the server has said something)."""
+    """What the recording is opened with. It opens once the server has said something, and so
+    is the configuration read then (a client waits for its server; start-up is the server's)."""
 
     output: str
     seal: bool
     lock_path: str | None
     patterns: tuple[str, ...]
-    #: the state commands, each as parsed (none: no state is taken)
+    config_file: str | None = None
+    #: ``--state-command``, parsed (they replace the config's ``state_command``)
     commands: tuple[Command, ...] = ()
-    timeout: float = DEFAULT_TIMEOUT
-    mutators: frozenset[str] = DEFAULT_MUTATORS
-    #: the configuration's tools_lock, whose ``mutates`` decide without ``--lock``
-    tools_lock: str | None = None
+    #: ``--state-timeout``
+    timeout: float | None = None
 
     def open(self) -> Recording:
         """The recording, with its state commands (docs/spec.md §8)."""
         from toolreplay.capture.recording import Recording
-        from toolreplay.contracts.lock import load_lock
-        from toolreplay.library.post_state import StateCommand
 
-        state_command, declared = None, None
-        if self.commands:
-            state_command = StateCommand(self.commands, timeout=self.timeout, mutators=self.mutators)
-            if self.tools_lock is not None and os.path.isfile(self.tools_lock):
-                declared = load_lock(self.tools_lock)
+        state_command, declared = self._state_command()
         return Recording(
             self.output,
             seal=self.seal,
@@ -87,32 +82,36 @@ class Opening:
             tools_lock=declared,
         )
 
+    def _state_command(self) -> tuple[StateCommand | None, ToolLock | None]:
+        """The state commands: ``--state-command``, else the config's ``state_command``; with them
+        what decides which calls change state (the config's ``mutators``, and its ``tools_lock``
+        unless ``--lock``), as ``check`` reads them. Says which settings the config supplied."""
+        from toolreplay.config import config_path
+        from toolreplay.contracts.lock import load_lock
+        from toolreplay.library.post_state import StateCommand
 
-def _opening(config: Config | None, given: tuple[str, ...], timeout: float | None, base: Opening) -> Opening:
-    """``base`` with the state commands: ``--state-command``, else the config's ``state_command``;
-    and with them what decides which calls change state (the config's ``mutators`` and
-    ``tools_lock``, as ``check`` reads them). Says which settings the config supplied."""
-    used: list[str] = []
-    commands = tuple(_parsed(value) for value in given)
-    if not commands and config is not None and config.state_command:
-        commands = config.state_command
-        used.append("state_command")
-    if not commands or config is None:
-        return replace(base, commands=commands, timeout=timeout or DEFAULT_TIMEOUT)
-    if timeout is None and "state_timeout_seconds" in config.declared:
-        timeout = config.state_timeout_seconds
-        used.append("state_timeout_seconds")
-    mutators, tools_lock = DEFAULT_MUTATORS, None
-    if "mutators" in config.declared:
-        mutators = config.mutators
-        used.append("mutators")
-    if base.lock_path is None and config.tools_lock is not None:
-        tools_lock = config_path(config, config.tools_lock)
-        used.append("tools_lock")
-    announce(config, used)
-    return replace(
-        base, commands=commands, timeout=timeout or DEFAULT_TIMEOUT, mutators=mutators, tools_lock=tools_lock
-    )
+        config = read_config(self.config_file)
+        used: list[str] = []
+        commands, timeout = self.commands, self.timeout
+        if not commands and config is not None and config.state_command:
+            commands = config.state_command
+            used.append("state_command")
+        if not commands:
+            return None, None
+        mutators, declared = DEFAULT_MUTATORS, None
+        if config is not None:
+            if timeout is None and "state_timeout_seconds" in config.declared:
+                timeout = config.state_timeout_seconds
+                used.append("state_timeout_seconds")
+            if "mutators" in config.declared:
+                mutators = config.mutators
+                used.append("mutators")
+            tools_lock = config_path(config, config.tools_lock) if config.tools_lock is not None else None
+            if self.lock_path is None and tools_lock is not None and os.path.isfile(tools_lock):
+                declared = load_lock(tools_lock)
+                used.append("tools_lock")
+        announce(config, used)
+        return StateCommand(commands, timeout=timeout or DEFAULT_TIMEOUT, mutators=mutators), declared
 
 
 def _parsed(value: str) -> Command:
@@ -190,11 +189,14 @@ def record_cmd(
         for path in (output, session_path(output), lock_path):
             if path is not None and os.path.isfile(os.path.realpath(path)):
                 raise InputError(EXISTS, path=path)
-    opening = _opening(
-        read_config(config_file),
-        state_commands,
-        state_timeout,
-        Opening(output=output, seal=seal, lock_path=lock_path, patterns=patterns),
+    opening = Opening(
+        output=output,
+        seal=seal,
+        lock_path=lock_path,
+        patterns=patterns,
+        config_file=config_file,
+        commands=tuple(_parsed(value) for value in state_commands),  # refused before anything starts
+        timeout=state_timeout,
     )
     if listen is not None and target is not None:
         status, recording = _record_http(opening, listen, target)
@@ -203,7 +205,7 @@ def record_cmd(
     for kept in recording.kept:
         click.echo(f"toolreplay: {kept.text(lock_path or '')}", err=True)
     redacted, calls = recording.redactor.count, recording.count
-    note = f", {recording.states} with post-call state" if opening.commands else ""
+    note = f", {recording.states} with post-call state" if recording.state_command is not None else ""
     note += f", {redacted} value{'s' if redacted != 1 else ''} redacted" if patterns else ""
     click.echo(
         f"toolreplay: recorded {calls} call{'s' if calls != 1 else ''} to {one_line(output)}{note}",
