@@ -8,6 +8,7 @@ import json
 import os
 import shlex
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ from mcp.client.stdio import stdio_client
 
 from tests.conftest import invoke
 from tests.gitrepo import git, git_env
-from tests.mcp_agent import TIMEOUT, TOOLREPLAY
+from tests.mcp_agent import SERVER_CMD, TIMEOUT, TOOLREPLAY, free_port, server_env, stop, wait_for_port
 from tests.realservers import python_server
 
 #: one date for every commit, so the same session makes the same commits each time it is recorded
@@ -308,3 +309,42 @@ def test_the_config_state_command_is_checked_by_record_and_validate(tmp_path: Pa
         f"{config}: state_command \"git_add=\" names no command for tool 'git_add' (at /state_command/1)"
         in out_text
     )
+
+
+@pytest.mark.slow
+def test_over_streamable_http_the_lock_written_decides(tmp_path: Path) -> None:
+    """Through the HTTP proxy, a plain command runs after the calls of the tools the lock being
+    written says change state (no annotations, destructiveHint), each seeing its call's write,
+    and not after the read-only echo."""
+    notes = tmp_path / "notes.txt"
+    notes.write_text("", encoding="utf-8")
+    server_port, proxy_port = free_port(), free_port()
+    env = server_env(NOTES_FILE=str(notes))
+    server = subprocess.Popen([*SERVER_CMD, "http", str(server_port)], stdout=subprocess.DEVNULL, env=env)
+    out = tmp_path / "run.jsonl"
+    argv = [*TOOLREPLAY, "record", "-o", str(out), "--lock", str(tmp_path / "tools.lock.json")]
+    argv += ["--state-command", "cat notes.txt", "--listen", f"127.0.0.1:{proxy_port}"]
+    argv += ["--target", f"http://127.0.0.1:{server_port}/mcp"]
+    try:
+        wait_for_port(server_port, server)
+        proxy = subprocess.Popen(argv, cwd=tmp_path, stderr=subprocess.PIPE, env=env)
+        wait_for_port(proxy_port, proxy)
+
+        async def ask() -> None:
+            with anyio.fail_after(TIMEOUT):
+                async with Client(f"http://127.0.0.1:{proxy_port}/mcp") as client:
+                    await client.list_tools()
+                    for name, args in [("write_note", {"text": "first"}), ("echo", {"text": "x"})]:
+                        await client.call_tool(name, args)
+                    await client.call_tool("erase_notes", {})
+
+        anyio.run(ask)
+        status, err = stop(proxy)
+    finally:
+        stop(server)
+    assert (status, err.decode()) == (0, f"toolreplay: recorded 3 calls to {out}, 2 with post-call state\n")
+    assert [(r["tool"], r.get("state")) for r in _records(out)] == [
+        ("write_note", {"cat notes.txt": "first\n"}),
+        ("echo", None),
+        ("erase_notes", {"cat notes.txt": "first\nerased\n"}),
+    ]

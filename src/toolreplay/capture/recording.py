@@ -212,7 +212,7 @@ class Recording:
     def _fitting(self, call: Call, state: dict[str, str] | None, size: int) -> dict[str, str] | None:
         """``state``, unless it would take the record of ``call`` (``size`` bytes without it) over
         the line limit: then None, and a warning (the answer matters more than its state)."""
-        if state is None or size + len(canonical(state)) <= MAX_RECORD_BYTES:
+        if state is None or size + len(',"state":') + len(canonical(state)) <= MAX_RECORD_BYTES:
             return state
         self.warn(
             f"the post-call state of tools/call of {quote(call.tool)} at index {self.count} would take"
