@@ -12,6 +12,7 @@ from toolreplay.escape import quote
 from toolreplay.limits import DEFAULT_BUDGET_SECONDS
 from toolreplay.locate import pointer_of
 from toolreplay.mutators import DEFAULT_MUTATORS
+from toolreplay.state_command import DEFAULT_TIMEOUT, Command, parse_state_command
 from toolreplay.volatile_rules import Rule, rule_problem
 
 if TYPE_CHECKING:
@@ -45,6 +46,9 @@ class Config:
     fail_on: frozenset[str] | None = None  # None: every kind fails
     #: the ``[[volatile]]`` rules, in the file's order (docs/spec.md, "Volatile values")
     volatile: tuple[Rule, ...] = ()
+    #: what ``record`` runs after a call that changes state (docs/spec.md §8), and for how long
+    state_command: tuple[Command, ...] = ()
+    state_timeout_seconds: float = DEFAULT_TIMEOUT
     extra: dict[str, Any] = field(default_factory=dict)
     #: the keys the file sets (so a command knows which defaults came from it)
     declared: frozenset[str] = frozenset()
@@ -129,6 +133,9 @@ def load_config(
     budget = table.get("pattern_budget_seconds", DEFAULT_BUDGET_SECONDS)
     if not finite_budget(budget):
         raise InputError(BUDGET_PROBLEM, path=source, pointer="/pattern_budget_seconds")
+    timeout = table.get("state_timeout_seconds", DEFAULT_TIMEOUT)
+    if not finite_budget(timeout):
+        raise InputError(TIMEOUT_PROBLEM, path=source, pointer="/state_timeout_seconds")
     return Config(
         root=path.parent,
         source=source,
@@ -144,6 +151,8 @@ def load_config(
         pattern_budget_seconds=float(budget),
         fail_on=_fail_on(table["fail_on"], source) if "fail_on" in table else None,
         volatile=volatile_rules(table.get("volatile", ()), source),
+        state_command=state_commands(table.get("state_command", ()), source),
+        state_timeout_seconds=float(timeout),
         declared=frozenset(table),
     )
 
@@ -209,6 +218,29 @@ def volatile_rules(tables: list[dict[str, str]], source: str) -> tuple[Rule, ...
             )
         rules.append(rule)
     return tuple(rules)
+
+
+def state_commands(value: str | list[str], source: str) -> tuple[Command, ...]:
+    """The ``state_command`` setting (valid by the schema: one command or a list) as commands;
+    one that cannot be run is an error naming it."""
+    problem = state_command_problem(value)
+    if problem is not None:
+        pointer, why = problem
+        raise InputError(why, path=source, pointer=pointer)
+    return tuple(parse_state_command(item) for item in ([value] if isinstance(value, str) else value))
+
+
+def state_command_problem(value: str | list[str]) -> tuple[str, str] | None:
+    """(pointer, problem) of the first command of a ``state_command`` setting that cannot be run."""
+    items = [("/state_command", value)] if isinstance(value, str) else [
+        (f"/state_command/{number}", item) for number, item in enumerate(value)
+    ]  # fmt: skip
+    for pointer, item in items:
+        try:
+            parse_state_command(item)
+        except ValueError as err:
+            return pointer, f"state_command {_shown(item)} {err}"
+    return None
 
 
 def _baseline_globs(globs: list[str], source: str) -> tuple[str, ...]:
@@ -280,6 +312,8 @@ _PLAIN: dict[str, Any] = {
     "pattern_budget_seconds": lambda value: type(value) in (int, float) and value > 0,
     "fail_on": _kinds,
     "volatile": lambda value: type(value) is list and all(_volatile_table(item) for item in value),
+    "state_command": lambda value: _text(value) or (_texts(value) and len(value) > 0),
+    "state_timeout_seconds": lambda value: type(value) in (int, float) and value > 0,
 }
 
 
@@ -295,6 +329,7 @@ def _volatile_table(value: Any) -> bool:
 
 
 BUDGET_PROBLEM = "invalid configuration: pattern_budget_seconds must be a finite number of seconds"
+TIMEOUT_PROBLEM = "invalid configuration: state_timeout_seconds must be a finite number of seconds"
 
 
 def finite_budget(budget: int | float) -> bool:

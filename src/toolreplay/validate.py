@@ -163,16 +163,27 @@ def _config_errors(path: str) -> Iterator[str]:
             yield f"{path}: has no [tool.toolreplay] table"
             return
         data = table
-    from toolreplay.config import BUDGET_PROBLEM, finite_budget, plainly_valid
+    from toolreplay.config import (
+        BUDGET_PROBLEM,
+        TIMEOUT_PROBLEM,
+        finite_budget,
+        plainly_valid,
+        state_command_problem,
+    )
 
     if not plainly_valid(data):
         errors = list(_schema_errors("config", data, path, None))
         if errors:
             yield from errors
             return
+    # what the schema cannot say and loading the configuration refuses
     if not finite_budget(data.get("pattern_budget_seconds", 1)):
-        # what the schema cannot say and loading the configuration refuses
         yield f"{path}: {BUDGET_PROBLEM.removeprefix('invalid configuration: ')} (at /pattern_budget_seconds)"
+    if not finite_budget(data.get("state_timeout_seconds", 1)):
+        yield f"{path}: {TIMEOUT_PROBLEM.removeprefix('invalid configuration: ')} (at /state_timeout_seconds)"
+    problem = state_command_problem(data.get("state_command", ()))
+    if problem is not None:
+        yield f"{path}: {problem[1]} (at {problem[0]})"
     if "fail_on" in data:
         from toolreplay.gate import FailOnError, resolve
 

@@ -345,3 +345,58 @@ def test_docs_example_records_then_replays_in_ci(
     result = project.runpytest_subprocess()
     result.assert_outcomes(passed=1)
     assert summary(result) == ["toolreplay cassettes: 1 replayed, 0 recorded (record mode none: CI is set)"]
+
+
+GIT_AGENT = """
+import json
+import os
+
+import anyio
+from mcp import Client
+
+
+def test_git(toolreplay_mcp):
+    repo = os.path.abspath("repo")
+    state_command = json.loads(os.environ["STATE_COMMAND"])
+    server = toolreplay_mcp.stdio(
+        os.environ["GIT_SERVER"], ["--repository", repo], env=dict(os.environ), state_command=state_command
+    )
+
+    async def run():
+        async with Client(server) as client:
+            await client.list_tools()
+            for name, args in [("git_add", {"files": ["notes.txt"]}), ("git_status", {})]:
+                assert not (await client.call_tool(name, {"repo_path": repo, **args})).is_error
+
+    anyio.run(run)
+"""
+GIT_CASSETTE = "tests/cassettes/test_git/test_git.sealed.jsonl"
+PORCELAIN = "git -C repo status --porcelain"
+
+
+@pytest.mark.parametrize(
+    ("given", "config"),
+    [([PORCELAIN], None), ([], f"state_command = {json.dumps(PORCELAIN)}\n")],
+    ids=["fixture-parameter", "configuration"],
+)
+def test_state_commands_reach_the_recording(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, given: list[str], config: str | None
+) -> None:
+    """``stdio(..., state_command=[...])``, or the project's ``state_command``, gives the cassette's
+    mutating call of mcp-server-git its post-call state (the read-only call none)."""
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.setenv("GIT_SERVER", python_server("git")[0])
+    monkeypatch.setenv("STATE_COMMAND", json.dumps(given))
+    pytester.makeini("[pytest]\naddopts = -p no:cacheprovider\n")
+    if config is not None:
+        (pytester.path / "toolreplay.toml").write_text(config, encoding="utf-8")
+    pytester.makepyfile(test_git=GIT_AGENT)
+    repo = pytester.path / "repo"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / "notes.txt").write_text("hello\n", encoding="utf-8")
+    pytester.runpytest_subprocess().assert_outcomes(passed=1)
+    records = [link.record for link in read_links(str(pytester.path / GIT_CASSETTE))]
+    assert [(r.tool, r.state) for r in records] == [
+        ("git_add", {PORCELAIN: "A  notes.txt\n"}),
+        ("git_status", None),
+    ]

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from toolreplay.canonical import MAX_RECORD_BYTES
+from toolreplay.canonical import MAX_RECORD_BYTES, canonical
 from toolreplay.capture.exchange import Exchange, session_path
 from toolreplay.capture.redact import Redactor
 from toolreplay.capture.session import Call, Session
@@ -23,6 +23,7 @@ from toolreplay.contracts.lock import ToolLock, save_lock
 from toolreplay.errors import InputError
 from toolreplay.escape import quote
 from toolreplay.files import temp_beside
+from toolreplay.library.post_state import StateCommand
 from toolreplay.library.recorder import Recorder
 from toolreplay.transcript import make_record
 
@@ -46,7 +47,11 @@ class Recording:
     """One session's transcript being written, plus the tool lock when ``lock_path`` is given.
 
     ``warn`` receives one line per problem (a message that could not be read, a call that
-    could not be recorded). Use as a context manager, or call :meth:`close`.
+    could not be recorded). With ``state_command``, each call that changes state (or whose tool
+    a command names) gets the post-call state its commands give once the answer is in, before
+    :meth:`from_server` returns; whether a tool changes state is what the lock being written
+    declares (with ``lock_path``), else ``tools_lock`` (the configuration's), and for a tool the
+    lock does not name, the commands' ``mutators``. Use as a context manager, or call :meth:`close`.
     """
 
     def __init__(
@@ -58,8 +63,11 @@ class Recording:
         redact: Sequence[str] = (),
         warn: Callable[[str], None],
         check_result: Callable[[dict[str, Any]], str | None] = lambda result: None,
+        state_command: StateCommand | None = None,
+        tools_lock: ToolLock | None = None,
     ) -> None:
         self.redactor = Redactor(redact)
+        self.state_command = state_command
         self.lock_path = lock_path
         self.session = Session(check_result=check_result)
         self.warn = warn
@@ -73,6 +81,11 @@ class Recording:
             self.previous, problem = previous_lock(lock_path)
             if problem:
                 warn(problem)
+        #: the lock whose ``mutates`` decide which calls get a state: the one being written (until
+        #: the server lists its tools, the one it replaces), else the configuration's
+        self.declared = self.previous if lock_path is not None else tools_lock
+        #: calls recorded with a post-call state
+        self.states = 0
         try:
             self.recorder = Recorder(path, seal=seal)
         except OSError as err:
@@ -114,8 +127,9 @@ class Recording:
         for exchange in observed.exchanges:
             self._keep(exchange)
         if observed.tools_listed and self.lock_path is not None:
+            lock, self.kept = keep_declared(self.previous, self.session.lock())
+            self.declared = lock
             try:
-                lock, self.kept = keep_declared(self.previous, self.session.lock())
                 save_lock(lock, self.lock_path)
             except OSError as err:  # the session goes on: the transcript matters more than the lock
                 self.warn(
@@ -134,19 +148,36 @@ class Recording:
 
     def _record(self, call: Call) -> bytes | None:
         """Record ``call``; when its answer cannot be kept, record (and return) the error that replaces it."""
-        problem = call.unkept or self._write(call)
+        state = self._state_after(call)
+        problem = call.unkept or self._write(call, state)
         if not problem:
             return None
         where = f"server message {self.lines['server']}: tools/call of {quote(call.tool)}"
         error = {"code": UNKEPT_CODE, "message": f"{UNKEPT_MESSAGE} ({problem})"}
-        if self._write(replace(call, response={"error": error})):
+        if self._write(replace(call, response={"error": error}), state):
             self.warn(f"{where}: {problem}; not recorded")  # not even the error fits: the answer goes on
             return None
         self.warn(f"{where}: {problem}; the client is answered with an error instead, and that is recorded")
         message = {"jsonrpc": "2.0", "id": call.ident, "error": error}
         return json.dumps(message, ensure_ascii=True, separators=(",", ":")).encode("ascii")
 
-    def _write(self, call: Call) -> str:
+    def _state_after(self, call: Call) -> dict[str, str] | None:
+        """The call's post-call state from the state commands (None: none applies, or one failed
+        and said so), taken now: after the answer, before the client's next message goes on."""
+        if self.state_command is None:
+            return None
+        declared = self.declared.tools.get(call.tool) if self.declared is not None else None
+        state, warning = self.state_command.take(
+            call.tool,
+            call.args,  # as the client sent them: the command looks at what the call touched
+            mutates=declared.mutates if declared is not None else None,
+            index=self.count,
+        )
+        if warning:
+            self.warn(warning)
+        return state
+
+    def _write(self, call: Call, state: dict[str, str] | None = None) -> str:
         """Write ``call`` as the next record; what prevents that ("" when written)."""
         args, response = self.redactor(call.args), self.redactor(call.response)
         try:
@@ -158,13 +189,16 @@ class Recording:
         size = len(record.canon_args) + len(record.canon_response) + len(record.tool) + 300
         if size > MAX_RECORD_BYTES:
             return f"the record would be over the {MAX_RECORD_BYTES}-byte limit of a transcript line"
+        state = self._fitting(call, self.redactor(state), size)
         written = self.recorder.record(
             tool=record.tool,
             args=record.args,
             response=record.response,
             fingerprint=record.fingerprint,
+            state=state,
             text_digest=call.text_digest,
         )
+        self.states += written.state is not None
         if call.notifications:
             notes = Exchange(
                 method="tools/call",
@@ -174,6 +208,17 @@ class Recording:
             )
             self._keep(notes, f"the notifications of tools/call of {quote(call.tool)}")
         return ""
+
+    def _fitting(self, call: Call, state: dict[str, str] | None, size: int) -> dict[str, str] | None:
+        """``state``, unless it would take the record of ``call`` (``size`` bytes without it) over
+        the line limit: then None, and a warning (the answer matters more than its state)."""
+        if state is None or size + len(',"state":') + len(canonical(state)) <= MAX_RECORD_BYTES:
+            return state
+        self.warn(
+            f"the post-call state of tools/call of {quote(call.tool)} at index {self.count} would take"
+            f" the record over the {MAX_RECORD_BYTES}-byte limit of a transcript line; the call has no state"
+        )
+        return None
 
     def _keep(self, exchange: Exchange, what: str = "") -> None:
         """Write an exchange to the session file; a warning (and nothing written) when it cannot be."""

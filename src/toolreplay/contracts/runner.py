@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -25,6 +24,7 @@ from typing import IO, Any
 from toolreplay.canonical import decode
 from toolreplay.errors import InputError
 from toolreplay.escape import one_line, quote
+from toolreplay.processes import end_group, last_words, status_of
 
 #: Seconds the child may take, from its start to its answer.
 DEFAULT_TIMEOUT = 30.0
@@ -105,7 +105,7 @@ def _run(
         except subprocess.TimeoutExpired:
             code = None
         finally:
-            _end_group(process)
+            end_group(process)
         wrote = None
         if before is not None and watch is not None:
             changed = _changes(before, snapshot(watch))
@@ -128,7 +128,7 @@ def _failure(code: int | None, answer: Any, err: IO[bytes], timeout: float) -> s
         at = f" (at {one_line(pointer) or '/'})" if isinstance(pointer, str) else ""
         return one_line(answer["error"]) + at
     if code != 0:
-        return _status(code) + _last_words(err)
+        return status_of(code) + last_words(err)
     if isinstance(answer, str):
         return answer
     return None
@@ -144,29 +144,6 @@ def _answer(out: IO[bytes]) -> Any:
         return decode(raw, max_bytes=_ANSWER_BYTES, what="answer")
     except InputError as err:
         return f"its answer is not JSON: {one_line(err.problem)}"
-
-
-def _status(code: int) -> str:
-    if code < 0:
-        with contextlib.suppress(ValueError):
-            return f"it was killed by {signal.Signals(-code).name}"
-        return f"it was killed by signal {-code}"
-    return f"it exited with status {code}"
-
-
-def _last_words(err: IO[bytes]) -> str:
-    """The last line the child wrote to stderr, as a clause."""
-    err.seek(0, os.SEEK_END)
-    err.seek(max(0, err.tell() - 4000))
-    lines = [line.strip() for line in err.read().decode("utf-8", "replace").splitlines() if line.strip()]
-    return f"; its last words: {one_line(lines[-1])}" if lines else ""
-
-
-def _end_group(process: subprocess.Popen[bytes]) -> None:
-    """Kill the child's process group (what it started too), and reap the child."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGKILL)
-    process.wait()
 
 
 def _child_env(caller_env: bool) -> dict[str, str]:

@@ -9,8 +9,10 @@ from toolreplay.library.errors import (
     ContractTextDriftError,
     ReplayDivergenceError,
     SnapshotMissError,
+    StateCommandWarning,
     ToolDriftError,
 )
+from toolreplay.library.post_state import StateCommand
 from toolreplay.library.probe import ProbeResult, probe_determinism
 from toolreplay.library.recorder import Recorder
 from toolreplay.library.registry import RegisteredTool, StateFn, ToolRegistry
@@ -27,6 +29,8 @@ __all__ = [
     "ReplayDivergenceError",
     "Snapshot",
     "SnapshotMissError",
+    "StateCommand",
+    "StateCommandWarning",
     "StateFn",
     "ToolDriftError",
     "ToolRegistry",

@@ -70,6 +70,7 @@ class _Buffer(Recorder):
         fingerprint: str | None = None,
         state: dict[str, str] | None = None,
         text_digest: str | None = None,
+        mutates: bool | None = None,
     ) -> Record:
         record = make_record(
             index=self.count,

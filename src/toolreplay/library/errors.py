@@ -167,6 +167,11 @@ class AuditIncompleteWarning(UserWarning):
     """An :class:`AuditIncompleteError` downgraded on request (``allow_incomplete=True``)."""
 
 
+class StateCommandWarning(UserWarning):
+    """A state command gave no state (it failed, hung, or said too much): the call is recorded
+    without one, and stays audit-incomplete if its tool changes state."""
+
+
 def audit_message(finding: Finding) -> str:
     """The one line an incomplete audit reports, as an error or a warning."""
     return (

@@ -39,6 +39,7 @@ from toolreplay.escape import one_line, quote
 from toolreplay.library.cassette import REDO, explain_drift, lock_path, write_cassette
 from toolreplay.library.errors import SnapshotMissError, ToolDriftError
 from toolreplay.library.snapshot import Snapshot, match_key
+from toolreplay.state_command import parse_state_command
 from toolreplay.transcript import Record, read_links
 
 if TYPE_CHECKING:
@@ -113,12 +114,14 @@ class McpCassettes:
         cwd: str | os.PathLike[str] | None = None,
         *,
         name: str | None = None,
+        state_command: str | Sequence[str] = (),
     ) -> StdioServerParameters:
         """The parameters that start the server ``command args``, recorded or replayed.
 
-        ``env`` and ``cwd`` are the real server's (a recording proxy passes them on);
-        ``name`` names the cassette of a second server in the test (default: the
-        command's file name).
+        ``env`` and ``cwd`` are the real server's (a recording proxy passes them on, and its
+        state commands run there); ``name`` names the cassette of a second server in the test
+        (default: the command's file name); ``state_command`` is ``record --state-command``'s
+        (each ``CMD`` or ``TOOL=CMD``; default: the configuration's ``state_command``).
         """
         from mcp import StdioServerParameters
 
@@ -127,7 +130,7 @@ class McpCassettes:
         server = self._server(name if name is not None else Path(command).name)
         if server.recording:
             self._check_command(command, env, cwd)
-            argv = [*TOOLREPLAY[1:], "record", "-o", server.transcript, "--seal", "--lock", server.lock]
+            argv = [*TOOLREPLAY[1:], *self._record_args(server, state_command)]
             return StdioServerParameters(
                 command=TOOLREPLAY[0],
                 args=[*argv, "--", command, *args],
@@ -136,26 +139,43 @@ class McpCassettes:
             )
         return StdioServerParameters(command=TOOLREPLAY[0], args=[*TOOLREPLAY[1:], *self._serve_args(server)])
 
-    def http(self, url: str, *, name: str | None = None) -> str:
+    def http(self, url: str, *, name: str | None = None, state_command: str | Sequence[str] = ()) -> str:
         """A URL for the Streamable HTTP server at ``url``: a recording proxy in front of it, or
         ``toolreplay serve`` on the cassette; either listens on a free port of 127.0.0.1 until
-        the test ends. ``name`` names the cassette of a second server (default: the URL's host)."""
+        the test ends. ``name`` names the cassette of a second server (default: the URL's host);
+        ``state_command`` as for :meth:`stdio` (the commands run in pytest's working folder)."""
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.netloc:
             self.fail(f"toolreplay: {url!r} is not an http:// or https:// URL")
         server = self._server(name if name is not None else parts.hostname or "http")
         if server.recording:
+            record = self._record_args(server, state_command)
             port = self._start(
-                server, lambda port: ["record", "-o", server.transcript, "--seal", "--lock", server.lock,
-                                      "--listen", f"127.0.0.1:{port}", "--target", url],
+                server,
+                lambda port: [*record, "--listen", f"127.0.0.1:{port}", "--target", url],
                 what=f"the recording proxy in front of {url}",
-            )  # fmt: skip
+            )
             return urlunsplit(("http", f"127.0.0.1:{port}", parts.path, parts.query, ""))
         serve = self._serve_args(server)
         port = self._start(
             server, lambda port: [*serve, "--listen", f"127.0.0.1:{port}"], what="toolreplay serve"
         )
         return f"http://127.0.0.1:{port}/mcp"
+
+    def _record_args(self, server: McpCassette, state_command: str | Sequence[str]) -> list[str]:
+        """``record``'s arguments for ``server``: sealed, with its lock, the project's
+        configuration and the test's state commands."""
+        argv = ["record", "-o", server.transcript, "--seal", "--lock", server.lock]
+        if self.config is not None:
+            argv += ["--config", self.config.source]
+        commands = [state_command] if isinstance(state_command, str) else list(state_command)
+        for command in commands:
+            try:
+                parse_state_command(command)
+            except ValueError as err:
+                self.fail(f"toolreplay: state_command {command!r} {err}")
+            argv += ["--state-command", command]
+        return argv
 
     def _server(self, name: str) -> McpCassette:
         """A new server's cassette: the test's own for the first one, then one named after each."""

@@ -264,14 +264,16 @@ class ToolRegistry:
             state = dict(found) if found is not None else None
         _set_span_attributes(contract)
         if self.recorder is not None:
-            self.recorder.record(
+            # the recorder's state commands may have given the state the state function did not
+            state = self.recorder.record(
                 tool=name,
                 args=args,
                 response=response,
                 fingerprint=contract.fingerprint,
                 state=state,
                 text_digest=contract.text_digest,
-            )
+                mutates=contract.mutates,
+            ).state
         if self._recording is not None:
             self._check_outcome(self._recording, name, args, response, contract.fingerprint, state)
         return response
