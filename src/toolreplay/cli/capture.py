@@ -199,8 +199,9 @@ def probe_cmd(
         toolreplay probe run.sealed.jsonl --sequence -- python server.py --db /tmp/scratch.db
     """
     require_sdk("probe")
-    from toolreplay.capture.live import probe_live
-    from toolreplay.capture.serve import BrokenRecordingError, load_records
+    from toolreplay.capture.exchange import session_path
+    from toolreplay.capture.live import probe_live, recorded_client
+    from toolreplay.capture.serve import BrokenRecordingError, load_records, load_session
     from toolreplay.contracts.lock import load_lock
 
     if (target is None) == (not command):
@@ -220,9 +221,12 @@ def probe_cmd(
     lock = load_lock(lock_path) if lock_path is not None else None
     try:
         records = load_records(transcript)
+        # the client declares what the recorded one did, so the server lists the same tools
+        session = load_session(transcript)
     except BrokenRecordingError as err:
         click.echo(f"toolreplay: error: {one_line(str(err))}", err=True)
         ctx.exit(EXIT_FINDINGS)
+    declared = recorded_client(session or (), session_path(transcript))
     result, live = probe_live(
         records,
         target if target is not None else command,
@@ -235,6 +239,7 @@ def probe_cmd(
         explain=lambda contracts: _text_explained(records, lock, contracts),
         repeat=repeat or 1,
         volatile=volatile,
+        declared=declared,
     )
     for problem in live.warnings:
         _warn(problem)
