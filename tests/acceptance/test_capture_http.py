@@ -291,3 +291,90 @@ def test_the_target_gets_each_clients_headers_and_nothing_of_the_proxys_own(
     assert [sorted(headers) for headers in seen] == [
         ["content-length", "content-type", "host", "x-client"]
     ] * 2
+
+
+@pytest.mark.slow
+def test_a_client_that_leaves_a_stream_and_the_proxy_that_stops_with_one_open(tmp_path: Path) -> None:
+    """An event stream passes with the target's own headers (no Server or Date of the proxy's);
+    when its client leaves, the proxy drops the target's stream too and goes on serving; stopped
+    with a stream still open, it ends it and exits 0 within its 5 s of grace."""
+    import http.client
+    import http.server
+    import threading
+    import time
+
+    dropped = threading.Event()
+
+    class Target(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            event = (
+                b'event: message\ndata: {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}\n\n'
+            )
+            try:
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
+                for _ in range(int(TIMEOUT * 20)):
+                    time.sleep(0.05)
+                    self.wfile.write(b"e\r\n: keep-alive\n\n\r\n")
+                    self.wfile.flush()
+            except OSError:
+                dropped.set()
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers["Content-Length"]))
+            body = b'{"jsonrpc": "2.0", "id": 1, "result": {}}'
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *_: Any) -> None:
+            pass
+
+    target = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Target)
+    target.daemon_threads = True
+    threading.Thread(target=target.serve_forever, daemon=True).start()
+    out, proxy_port = tmp_path / "run.jsonl", free_port()
+    url = f"http://127.0.0.1:{target.server_address[1]}/mcp"
+    argv = [*TOOLREPLAY, "record", "-o", str(out), "--listen", f"127.0.0.1:{proxy_port}", "--target", url]
+    proxy = _start(argv, proxy_port)
+
+    def listen() -> tuple[http.client.HTTPConnection, http.client.HTTPResponse, bytes]:
+        conn = http.client.HTTPConnection("127.0.0.1", proxy_port, timeout=TIMEOUT)
+        conn.request("GET", "/mcp", headers={"Accept": "text/event-stream"})
+        answer = conn.getresponse()
+        return conn, answer, answer.readline() + answer.readline() + answer.readline()
+
+    try:
+        first, answer, event = listen()
+        headers = [name.lower() for name, _ in answer.getheaders()]
+        answer.close()
+        first.close()
+        assert dropped.wait(TIMEOUT)  # the proxy dropped the target's stream when its client left
+        post = http.client.HTTPConnection("127.0.0.1", proxy_port, timeout=TIMEOUT)
+        post.request("POST", "/mcp", body=b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}')
+        answered = post.getresponse().read()
+        post.close()
+        second, _, _ = listen()  # left open while the proxy stops
+        began = time.monotonic()
+        status, err = stop(proxy)
+        took = time.monotonic() - began
+        second.close()
+    finally:
+        if proxy.poll() is None:
+            stop(proxy)
+        target.shutdown()
+        target.server_close()
+    assert headers == ["server", "date", "content-type", "transfer-encoding"]
+    assert (
+        event == b'event: message\ndata: {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}\n\n'
+    )
+    assert answered == b'{"jsonrpc": "2.0", "id": 1, "result": {}}'
+    assert (status, err.decode()) == (0, f"toolreplay: recorded 0 calls to {out}\n")
+    assert took < TIMEOUT

@@ -228,6 +228,7 @@ class _Client:
         self.h11 = h11.Connection(h11.SERVER)
         #: while an event stream goes to the client: the task that reads from it, done when it leaves
         self.watcher: asyncio.Task[None] | None = None
+        self._leave: Any = None
 
     async def next_event(self) -> Any:
         """The client's next h11 event, reading as much as it takes."""
@@ -242,17 +243,33 @@ class _Client:
         """``before`` and the bytes h11 writes for ``events``, in one write."""
         self.writer.write(before + _send(self.h11, *events))
 
-    def watch(self) -> asyncio.Task[None]:
-        """Start reading from the client while its answer streams: done when it closes its side
-        (what it sends meanwhile is kept for h11)."""
+    def watch(self, task: asyncio.Task[Any]) -> None:
+        """Until :meth:`unwatch`, read from the client while its answer streams, and cancel
+        ``task`` when the client closes its side (what it sends meanwhile is kept for h11)."""
+        if self.watcher is not None:
+            return
 
         async def watch() -> None:
             with contextlib.suppress(OSError):
                 while data := await self.reader.read(_READ):
                     self.h11.receive_data(data)
 
+        def leave(_: object) -> None:
+            task.cancel()
+
         self.watcher = asyncio.ensure_future(watch())
-        return self.watcher
+        self.watcher.add_done_callback(leave)
+        self._leave = leave
+
+    def left(self) -> bool:
+        """Whether the client closed its side while it was watched."""
+        return self.watcher is not None and self.watcher.done() and not self.watcher.cancelled()
+
+    def unwatch(self) -> None:
+        """Stop watching (the next read from the client waits until the watcher has stopped)."""
+        if self.watcher is not None:
+            self.watcher.remove_done_callback(self._leave)
+            self.watcher.cancel()
 
 
 class Proxy:
@@ -425,12 +442,6 @@ class Proxy:
         splitter = EventSplitter()
         task = asyncio.current_task()
         assert task is not None
-        gone = client.watch()
-
-        def leave(_: object) -> None:
-            task.cancel()
-
-        gone.add_done_callback(leave)
         try:
             while True:
                 event = upstream.h11.next_event()
@@ -438,21 +449,21 @@ class Proxy:
                     if out:
                         client.writer.write(bytes(out))
                         out.clear()
+                    client.watch(task)  # from the first wait on (an answer read whole needs none)
                     await upstream.receive()
                 elif isinstance(event, h11.Data):
                     out += self._passed(client, splitter, event.data, channel)
                 else:
                     break
         except asyncio.CancelledError:
-            if not gone.done() or gone.cancelled():
+            if not client.left():
                 raise
             task.uncancel()  # the client went away: the stream ends here
             return False
         except (OSError, h11.ProtocolError) as err:
             self._broke_off(err, client, bytes(out), splitter.rest())
         finally:
-            gone.remove_done_callback(leave)
-            gone.cancel()
+            client.unwatch()
         rest = splitter.rest()
         client.write(*([h11.Data(data=rest)] if rest else []), h11.EndOfMessage(), before=bytes(out))
         return True

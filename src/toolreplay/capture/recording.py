@@ -151,20 +151,19 @@ class Recording:
         args, response = self.redactor(call.args), self.redactor(call.response)
         try:
             record = make_record(
-                index=self.count, tool=call.tool, args=args, response=response, fingerprint=call.fingerprint
+                index=self.count,
+                tool=call.tool,
+                args=args,
+                response=response,
+                fingerprint=call.fingerprint,
+                text_digest=call.text_digest,
             )
         except InputError as err:
             return err.problem
         size = len(record.canon_args) + len(record.canon_response) + len(record.tool) + 300
         if size > MAX_RECORD_BYTES:
             return f"the record would be over the {MAX_RECORD_BYTES}-byte limit of a transcript line"
-        written = self.recorder.record(
-            tool=record.tool,
-            args=record.args,
-            response=record.response,
-            fingerprint=record.fingerprint,
-            text_digest=call.text_digest,
-        )
+        written = self.recorder.write(record)
         if call.notifications:
             notes = Exchange(
                 method="tools/call",

@@ -47,6 +47,12 @@ class Recorder:
             state=state,
             text_digest=text_digest,
         )
+        return self.write(record)
+
+    def write(self, record: Record) -> Record:
+        """Write ``record``, made with :attr:`count` as its index, as the next line; return it."""
+        if record.index != self.count:
+            raise ValueError(f"record {record.index} is not the next one ({self.count})")
         if self.sealed:
             digest, line = link_digest(record, self.head)
         else:
