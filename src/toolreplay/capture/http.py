@@ -142,6 +142,8 @@ class _Upstream:
                 self.h11.receive_data(data)
             elif isinstance(event, h11.Response):
                 return event
+            elif not isinstance(event, h11.InformationalResponse):  # a protocol switch nobody asked for
+                raise ConnectionError(f"the target answered with {type(event).__name__}, not a response")
 
     def close(self) -> None:
         self.writer.close()
