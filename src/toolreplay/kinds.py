@@ -7,6 +7,7 @@ is described once.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -234,3 +235,12 @@ def kind_info(kind: str) -> KindInfo:
     if kind == REPORT_ERROR:
         return _REPORT_ERROR_INFO
     return KINDS.get(kind, _UNKNOWN_INFO)
+
+
+def gated_level(kind: str, fails: Callable[[str], bool] | None = None) -> Level:
+    """The level a finding of ``kind`` is shown at under the gate in force (docs/spec.md §7):
+    ``fails`` says whether a kind fails the run (None: every kind does, as in a command without
+    ``--fail-on``). A kind that fails keeps its level; one that does not is a warning, so no
+    annotation or SARIF result says ``error`` in a run that exits 0."""
+    level = kind_info(kind).level
+    return level if fails is None or fails(kind) else "warning"

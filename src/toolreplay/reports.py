@@ -7,11 +7,12 @@ reports without loading the renderers (:mod:`toolreplay.report`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from toolreplay.findings import Finding, kind_fails
+from toolreplay.kinds import REPORT_ERROR
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -137,4 +138,14 @@ class CheckInfo:
     inputs: str | None = None
 
     def fails(self, kind: str) -> bool:
-        return kind_fails(kind, self.fail_on)
+        # a file that cannot be read fails a check whatever fail_on says (docs/spec.md §7)
+        return kind == REPORT_ERROR or kind_fails(kind, self.fail_on)
+
+
+def gate_of(check: CheckInfo | None, fails: Callable[[str], bool] | None) -> Callable[[str], bool] | None:
+    """Which kinds fail the run a renderer shows: ``fails`` where the command says (``--fail-on``,
+    the config's ``fail_on``), else the check's ``fail_on``; None: every kind (a command without a
+    gate fails on any finding)."""
+    if fails is not None:
+        return fails
+    return check.fails if check is not None else None

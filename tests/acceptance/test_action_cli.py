@@ -256,6 +256,35 @@ def test_fail_on_kinds_fails_only_on_those(tmp_path: Path, monkeypatch: pytest.M
     assert result.exit_code == 0 and outputs["failing"] == "0"
 
 
+def test_sarif_levels_follow_fail_on_as_the_annotations_do(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """fail-on missing-drift-note with sarif: the SARIF file gives each result the annotation's
+    level, so the non-determinism that does not fail the job is a warning there too."""
+    pr = pull_request(tmp_path / "ws")
+    result, _, _ = run_action(
+        pr.path,
+        tmp_path,
+        monkeypatch,
+        event=pr.event(tmp_path),
+        fail_on="missing-drift-note",
+        sarif="out/tr.sarif",
+    )
+    assert result.exit_code == 1
+    annotated = {c.properties["title"].removeprefix("toolreplay "): c.name for c in commands(result.stdout)}
+    sarif = json.loads((pr.path / "out" / "tr.sarif").read_text())
+    levels = {r["ruleId"]: r["level"] for r in sarif["runs"][0]["results"]}
+    assert (
+        levels
+        == annotated
+        == {
+            "missing-drift-note": "error",
+            "non-determinism": "warning",
+            "redundant-call": "warning",
+        }
+    )
+
+
 def test_unknown_fail_on_kind_is_a_usage_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A typo in fail-on is exit 2 with one ::error line, and the exit-code output says 2."""
     pr = pull_request(tmp_path / "ws")

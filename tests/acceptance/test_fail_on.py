@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -10,7 +11,7 @@ import anyio
 import pytest
 from click.testing import CliRunner
 
-from tests.conftest import SAMPLES
+from tests.conftest import SAMPLES, invoke
 from tests.mcp_agent import SERVER_CMD, TIMEOUT, TOOLREPLAY, server_env
 from toolreplay.cli import cli
 
@@ -159,3 +160,99 @@ def test_a_shard_takes_fail_on_from_the_configuration_only(runner: CliRunner, di
     result = runner.invoke(cli, ["check", "--shard", "1/2", "--fail-on", "all,-redundant-call"])
     assert (result.exit_code, result.stdout) == (2, "")
     assert "--fail-on does not go with --shard: set fail_on in the configuration" in result.stderr
+
+
+# --- the levels a report shows follow the gate: no ::error (or SARIF error) in a run that passes
+
+
+@pytest.fixture
+def drifted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The golden diff case whose one finding is a behavior-drift (an error-level kind)."""
+    case = tmp_path / "case"
+    shutil.copytree(CASES / "behavior-drift", case)
+    monkeypatch.chdir(case)
+    return case
+
+
+DRIFT_ANNOTATION = "file=run.jsonl,line=2,title=toolreplay behavior-drift::index 1: tool 'search' returned"
+
+
+def _sarif_levels(stdout: str) -> list[str]:
+    return [result["level"] for result in json.loads(stdout)["runs"][0]["results"]]
+
+
+def test_diff_annotates_a_finding_that_does_not_fail_as_a_warning(runner: CliRunner, drifted: Path) -> None:
+    """diff --fail-on agent-drift --format github exits 0 and annotates its behavior-drift as a
+    ::warning (an ::error with exit 0 reads as a failure GitHub did not count); SARIF says warning
+    too. Without the flag the same finding fails and is an ::error."""
+    args = ["diff", "baseline.sealed.jsonl", "run.jsonl", "--fail-on", "agent-drift"]
+    code, out, _ = invoke(runner, *args, "--format", "github")
+    assert (code, out.split("\n")[0].split(" ")[0]) == (0, "::warning")
+    assert out.startswith("::warning " + DRIFT_ANNOTATION)
+    code, out, _ = invoke(runner, *args, "--format", "sarif")
+    assert (code, _sarif_levels(out)) == (0, ["warning"])
+    code, out, _ = invoke(runner, *args[:3], "--format", "github")
+    assert (code, out.split(" ")[0]) == (1, "::error")
+    code, out, _ = invoke(runner, *args[:3], "--format", "sarif")
+    assert (code, _sarif_levels(out)) == (1, ["error"])
+
+
+def test_diff_levels_follow_the_configs_fail_on(runner: CliRunner, drifted: Path) -> None:
+    """Without --fail-on, the config's fail_on decides the level as it decides the exit code."""
+    (drifted / "toolreplay.toml").write_text('fail_on = ["all", "-behavior-drift"]\n')
+    code, out, _ = invoke(runner, "diff", "baseline.sealed.jsonl", "run.jsonl", "--format", "github")
+    assert (code, out.split(" ")[0]) == (0, "::warning")
+
+
+def _annotated(stdout: str) -> list[str]:
+    """Each annotation of a github report as its level and kind: ``::warning redundant-call``."""
+    return [
+        f"{line.split(' ')[0]} {line.split('title=toolreplay ')[1].split('::')[0]}"
+        for line in stdout.split("\n")
+        if line.startswith("::")
+    ]
+
+
+def test_check_levels_follow_its_fail_on(runner: CliRunner, dirty: Path) -> None:
+    """check under --fail-on redundant-call: the non-determinism it lets pass is a warning in the
+    github and sarif formats; a file that cannot be read is an error and fails whatever the list
+    names, and the Markdown verdict says the build fails, as the exit code does."""
+    (dirty / "toolreplay.toml").write_text('transcripts = ["*.jsonl"]\nstate_aware = false\n')
+    args = ["check", "--fail-on", "redundant-call"]
+    code, out, _ = invoke(runner, *args, "--format", "github")
+    assert (code, _annotated(out)) == (1, ["::warning non-determinism", "::warning redundant-call"])
+    code, out, _ = invoke(runner, *args, "--format", "sarif")
+    assert (code, _sarif_levels(out)) == (1, ["warning", "warning"])
+    code, out, _ = invoke(runner, "check", "--fail-on", "non-determinism", "--format", "sarif")
+    assert (code, _sarif_levels(out)) == (1, ["warning", "error"])
+    (dirty / "bad.jsonl").write_text("not json\n")
+    code, out, _ = invoke(runner, "check", "--fail-on", "agent-drift", "--format", "github")
+    assert (code, _annotated(out)) == (
+        1,
+        ["::error report-error", "::warning non-determinism", "::warning redundant-call"],
+    )
+    code, out, _ = invoke(runner, "check", "--fail-on", "agent-drift", "--format", "markdown")
+    assert code == 1 and "**Fails the build**: 1 finding of kinds that fail it" in out
+    assert "| report-error | error | 1 | yes |" in out
+
+
+@pytest.mark.slow
+def test_probe_annotates_a_finding_that_does_not_fail_as_a_warning(runner: CliRunner, tmp_path: Path) -> None:
+    """probe of mcp-server-time whose recorded answer was changed: --fail-on tool-drift lets the
+    silent-drift pass, and --format github and sarif show it as a warning; by default it fails, an error."""
+    from tests.mcp_agent import record_calls
+    from tests.realservers import python_server
+
+    server = python_server("time")
+    call = ("convert_time", {"source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/Tokyo"})
+    run, _ = record_calls(tmp_path, server, [call])
+    record = json.loads(run.read_text(encoding="utf-8"))
+    record["response"]["content"][0]["text"] = "an answer the server no longer gives"
+    run.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    gated = ["probe", str(run), "--fail-on", "tool-drift"]
+    code, out, _ = invoke(runner, *gated, "--format", "github", "--", *server)
+    assert (code, _annotated(out)) == (0, ["::warning silent-drift"])
+    code, out, _ = invoke(runner, *gated, "--format", "sarif", "--", *server)
+    assert (code, _sarif_levels(out)) == (0, ["warning"])
+    code, out, _ = invoke(runner, *gated[:2], "--format", "github", "--", *server)
+    assert (code, _annotated(out)) == (1, ["::error silent-drift"])

@@ -48,7 +48,7 @@ from toolreplay.hooks.drift_range import (
     judged_fail_on,
     judged_volatile,
 )
-from toolreplay.kinds import REPORT_ERROR, Level, kind_info
+from toolreplay.kinds import REPORT_ERROR, gated_level
 from toolreplay.report.json import render_json
 from toolreplay.report.merge import merge_shards, read_shard_report
 from toolreplay.report.sarif import render_sarif
@@ -217,7 +217,7 @@ def publish(
     echo(status)
     fails = functools.partial(_fails, policy)
     _summarize(reports, fails, base)
-    _write_sarif(settings.sarif, reports)
+    _write_sarif(settings.sarif, reports, fails)
     report_path = os.path.join(settings.runner_temp, REPORT_NAME)
     _write(report_path, render_json(reports))
     _try_comment(reports, settings, fails, base)
@@ -250,9 +250,9 @@ def _echo_text(reports: Sequence[Report]) -> None:
         echo(text.rstrip("\n"))
 
 
-def _write_sarif(path: str | None, reports: Sequence[Report]) -> None:
+def _write_sarif(path: str | None, reports: Sequence[Report], fails: Callable[[str], bool]) -> None:
     if path:
-        _write(path, render_sarif(reports))
+        _write(path, render_sarif(reports, fails=fails))
         echo(f"SARIF: {path}")
 
 
@@ -263,7 +263,8 @@ def _fails(policy: FailPolicy, kind: str) -> bool:
 
 def _annotate(reports: Sequence[Report], policy: FailPolicy, workspace: str) -> None:
     """The workflow commands that annotate the findings, and a note for those left out."""
-    plan = plan_annotations(reports, level=lambda kind: _level(kind, policy))
+    fails = functools.partial(_fails, policy)
+    plan = plan_annotations(reports, level=lambda kind: gated_level(kind, fails))
     for annotation in plan.shown:
         click.echo(annotation.command(root=workspace))
     note = plan.note()
@@ -289,11 +290,6 @@ def _try_comment(
         from toolreplay.github.comment import failure_warning
 
         click.echo(failure_warning(err, settings.token))
-
-
-def _level(kind: str, policy: FailPolicy) -> Level:
-    """Findings that fail the build keep the kind's level; the others are warnings."""
-    return kind_info(kind).level if _fails(policy, kind) else "warning"
 
 
 def rebase(reports: Sequence[Report], config: Config, workspace: str) -> list[Report]:

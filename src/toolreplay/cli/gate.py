@@ -14,6 +14,7 @@ import click
 from toolreplay.cli.base import EXIT_CLEAN, EXIT_FINDINGS
 from toolreplay.errors import InputError
 from toolreplay.gate import FailOnError, FailPolicy, describe, parse_fail_on
+from toolreplay.kinds import REPORT_ERROR
 from toolreplay.report import RENDERERS
 from toolreplay.reports import Report
 
@@ -44,14 +45,21 @@ def fail_policy(config: Config | None, text: str | None, used: list[str]) -> Fai
         raise InputError(str(err)) from err
 
 
+def gated(policy: FailPolicy) -> Callable[[str], bool]:
+    """Which kinds fail a gated command's run: the policy's, and a file it could not read."""
+    return lambda kind: kind == REPORT_ERROR or policy.fails(kind)
+
+
 def emit_gated(reports: Sequence[Report], fmt: str, policy: FailPolicy) -> int:
     """Print the reports; exit 1 when a finding of a kind that fails is among them.
 
-    Findings the policy lets pass are still reported, and stderr says how many failed.
+    Findings the policy lets pass are still reported (as warnings where a format shows levels,
+    so no ``::error`` or SARIF error comes with exit 0), and stderr says how many failed.
     """
-    click.echo(RENDERERS[fmt](reports), nl=False)
+    fails = gated(policy)
+    click.echo(RENDERERS[fmt](reports, fails=fails), nl=False)
     findings = [f for r in reports for f in r.findings]
-    failing = sum(1 for f in findings if policy.fails(f.kind))
+    failing = sum(1 for f in findings if fails(f.kind))
     if failing < len(findings):
         click.echo(
             f"toolreplay: {len(findings)} findings, {failing} failing (fail-on: {describe(policy)})", err=True

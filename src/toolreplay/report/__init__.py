@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from importlib import import_module
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
@@ -11,9 +11,20 @@ if TYPE_CHECKING:
 
 
 class Renderer(Protocol):
-    """A report format: every report, and for ``check`` what the run was, to one string."""
+    """A report format: every report, and for ``check`` what the run was, to one string.
 
-    def __call__(self, reports: Sequence[Report], *, check: CheckInfo | None = None) -> str: ...
+    ``fails`` says which kinds fail the run (``--fail-on``, the config's ``fail_on``); None: the
+    ``check``'s fail_on, else every kind. A format that shows levels shows a finding that does not
+    fail as a warning (:func:`toolreplay.kinds.gated_level`), so it agrees with the exit code.
+    """
+
+    def __call__(
+        self,
+        reports: Sequence[Report],
+        *,
+        check: CheckInfo | None = None,
+        fails: Callable[[str], bool] | None = None,
+    ) -> str: ...
 
 
 class _Renderers(Mapping[str, Renderer]):

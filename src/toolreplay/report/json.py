@@ -8,7 +8,7 @@ finding's file), so ``toolreplay merge`` can render shards' JSON reports in any 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from toolreplay.findings import Change, Finding
@@ -155,5 +155,7 @@ def dump_inert(value: Any) -> str:
     return text.replace("##[", "##\\u005b") + "\n"
 
 
-def render_json(reports: Sequence[Report], *, check: CheckInfo | None = None) -> str:
+def render_json(
+    reports: Sequence[Report], *, check: CheckInfo | None = None, fails: Callable[[str], bool] | None = None
+) -> str:
     return dump_inert(report_data(reports, check=check))

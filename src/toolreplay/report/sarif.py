@@ -9,7 +9,7 @@ characters (an error names its file), as the text report does.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote as uri_quote
@@ -17,9 +17,10 @@ from urllib.parse import quote as uri_quote
 from toolreplay._version import __version__
 from toolreplay.escape import one_line
 from toolreplay.findings import KIND_ORDER
-from toolreplay.kinds import REPORT_ERROR, kind_info
+from toolreplay.kinds import REPORT_ERROR, gated_level, kind_info
 from toolreplay.report.json import dump_inert
 from toolreplay.report.paths import repo_relative
+from toolreplay.reports import gate_of
 
 if TYPE_CHECKING:
     from toolreplay.reports import CheckInfo, Report
@@ -71,8 +72,11 @@ def _kinds(found: set[str]) -> list[str]:
     return sorted(found | set(KIND_ORDER), key=lambda k: (order.get(k, len(order)), k))
 
 
-def sarif_log(reports: Sequence[Report], *, root: str | None = None) -> dict[str, Any]:
-    """The SARIF log as a JSON-ready dict."""
+def sarif_log(
+    reports: Sequence[Report], *, root: str | None = None, fails: Callable[[str], bool] | None = None
+) -> dict[str, Any]:
+    """The SARIF log as a JSON-ready dict. A result's level is its kind's, or ``warning`` when
+    ``fails`` (which kinds fail the run; None: every kind) says its kind does not fail."""
     entries = [entry for report in reports for entry in _entries(report)]
     kinds = _kinds({e[0] for e in entries})
     index = {kind: n for n, kind in enumerate(kinds)}
@@ -80,7 +84,7 @@ def sarif_log(reports: Sequence[Report], *, root: str | None = None) -> dict[str
         {
             "ruleId": kind,
             "ruleIndex": index[kind],
-            "level": kind_info(kind).level,
+            "level": gated_level(kind, fails),
             # a viewer shows the text as it is: a file name's control characters spelled out
             "message": {"text": one_line(message)},
             "locations": [_location(path, line, root)],
@@ -107,5 +111,7 @@ def sarif_log(reports: Sequence[Report], *, root: str | None = None) -> dict[str
     }
 
 
-def render_sarif(reports: Sequence[Report], *, check: CheckInfo | None = None) -> str:
-    return dump_inert(sarif_log(reports))
+def render_sarif(
+    reports: Sequence[Report], *, check: CheckInfo | None = None, fails: Callable[[str], bool] | None = None
+) -> str:
+    return dump_inert(sarif_log(reports, fails=gate_of(check, fails)))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from toolreplay.escape import inert, one_line
@@ -12,7 +12,9 @@ if TYPE_CHECKING:
     from toolreplay.reports import CheckInfo, Report
 
 
-def render_text(reports: Sequence[Report], *, check: CheckInfo | None = None) -> str:
+def render_text(
+    reports: Sequence[Report], *, check: CheckInfo | None = None, fails: Callable[[str], bool] | None = None
+) -> str:
     """Header lines, then one ``index N: kind: message`` line per finding.
 
     A finding about a tool contract rather than a call (no index) prints as
