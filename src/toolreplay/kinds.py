@@ -14,7 +14,9 @@ from typing import Literal
 Level = Literal["error", "warning"]
 
 #: the finding kinds a drift note accepts (``toolreplay note`` writes one; the PR comment says how)
-NOTE_ACCEPTS = frozenset({"agent-drift", "tool-drift", "behavior-drift", "effect-drift", "silent-drift"})
+NOTE_ACCEPTS = frozenset(
+    {"agent-drift", "tool-drift", "contract-text-drift", "behavior-drift", "effect-drift", "silent-drift"}
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -172,6 +172,48 @@ def test_each_rug_pull_is_caught(change: str, approved: tuple[Path, Path], tmp_p
 
 
 @pytest.mark.slow
+def test_diff_catches_a_description_rewritten_between_two_recordings(
+    approved: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """A run recorded against the poisoned server differs from the approved baseline only in its
+    text_digest: diff reports contract-text-drift (exit 1), alone; so does check, in the
+    baseline's block, for a run paired with it."""
+    baseline, _ = approved
+    run_file, _ = record(tmp_path, "description", seal=False)
+    old = json.loads(baseline.read_text().splitlines()[0])
+    new = json.loads(run_file.read_text().splitlines()[0])
+    assert old.pop("text_digest") != new.pop("text_digest")
+    del old["prev"], old["digest"]
+    assert old == new  # the same call, fingerprint and answer: only the contract text differs
+    old_text = json.loads(baseline.read_text().splitlines()[0])["text_digest"]
+    new_text = json.loads(run_file.read_text().splitlines()[0])["text_digest"]
+    message = (
+        f"tool 'git_log': contract text drifted: recorded with text digest {old_text[:16]} (baseline"
+        f" index 0), the run has {new_text[:16]}; its title, description, parameter descriptions,"
+        " annotations or output schema changed"
+    )
+
+    diffed = run("diff", str(baseline), str(run_file))
+    assert diffed.returncode == 1, diffed.stdout + diffed.stderr
+    assert "differences: contract-text-drift 1\n" in diffed.stdout
+    assert diffed.stdout.endswith(f"findings: 1\nindex 0: contract-text-drift: {message}\n")
+
+    project = tmp_path / "project"
+    (project / "baselines").mkdir(parents=True)
+    (project / "baselines" / "git.sealed.jsonl").write_bytes(baseline.read_bytes())
+    (project / "git-1.jsonl").write_bytes(run_file.read_bytes())
+    (project / "toolreplay.toml").write_text(
+        'baselines = ["baselines/*.sealed.jsonl"]\ntranscripts = ["*.jsonl"]\n'
+    )
+    checked = run("check", "--format", "json", cwd=project)
+    assert checked.returncode == 1, checked.stdout + checked.stderr
+    assert kinds(checked.stdout) == [("contract-text-drift", f"in run 'git-1.jsonl': {message}")]
+    # accepted as any drift of a run from its baseline: the run sealed over it, and a note
+    comment = run("check", "--format", "markdown", cwd=project).stdout
+    assert "toolreplay seal git-1.jsonl -o baselines/git.sealed.jsonl --force\n" in comment
+
+
+@pytest.mark.slow
 def test_a_recorded_call_over_the_new_maximum_is_a_schema_break(
     approved: tuple[Path, Path], tmp_path: Path
 ) -> None:

@@ -232,3 +232,49 @@ def test_a_run_dropping_recorded_state_is_audit_incomplete_for_any_tool() -> Non
     assert diff_baseline(base, [("run", run)], behaviour=lock).drifted
     # the other way round (a run that starts recording state for a read) stays quiet
     assert not diff_baseline(run, [("run", base)]).drifted
+
+
+OLD_TEXT, NEW_TEXT, LOCK_TEXT = "a" * 64, "b" * 64, "c" * 64
+
+
+def _text_findings(result: Any) -> list[tuple[int | None, int | None, str]]:
+    return [
+        (f.index, f.related, f.message)
+        for run in result.runs
+        for f in run.findings
+        if f.kind == "contract-text-drift"
+    ]
+
+
+def test_contract_text_drift_between_baseline_and_run_aligned_or_not() -> None:
+    """A call whose text_digest differs from the baseline's is contract-text-drift, whether it lines up
+    with a baseline call or is one the baseline does not have (held to that tool's first described call)."""
+    baseline = [rec(0, "search", {"q": "a"}, {"n": 1}, text_digest=OLD_TEXT)]
+    aligned = [rec(0, "search", {"q": "a"}, {"n": 1}, text_digest=NEW_TEXT)]
+    extra = [rec(0, "search", {"q": "b"}, {"n": 2}, text_digest=NEW_TEXT)]
+    said = (
+        "tool 'search': contract text drifted: recorded with text digest aaaaaaaaaaaaaaaa (baseline index 0),"
+        " the run has bbbbbbbbbbbbbbbb; its title, description, parameter descriptions, annotations or"
+        " output schema changed"
+    )
+    assert _text_findings(diff_baseline(baseline, [("run.jsonl", aligned)])) == [(0, 0, said)]
+    assert _text_findings(diff_baseline(baseline, [("run.jsonl", extra)])) == [(0, None, said)]
+    same = [rec(0, "search", {"q": "a"}, {"n": 1}, text_digest=OLD_TEXT)]
+    assert _text_findings(diff_baseline(baseline, [("run.jsonl", same)])) == []
+
+
+def test_contract_text_drift_against_the_lock() -> None:
+    """With a lock that keeps contract text, the baseline's digest is held to it first; a run's is
+    held to it only where the run has no check of its own against the lock (lock_checks_runs)."""
+    lock = {"search": ToolBehaviour(text_digest=LOCK_TEXT)}
+    calls = [rec(0, "search", {"q": "a"}, {"n": 1}, text_digest=LOCK_TEXT)]
+    moved = [rec(0, "search", {"q": "a"}, {"n": 1}, text_digest=NEW_TEXT)]
+    base_off = diff_baseline(moved, [("run.jsonl", moved)], behaviour=lock)
+    assert [m.split(", ")[1] for _, _, m in _text_findings(base_off)] == [
+        "the lock has cccccccccccccccc; its title"
+    ]
+    assert "(baseline index 0)" in _text_findings(base_off)[0][2]
+    run_off = diff_baseline(calls, [("run.jsonl", moved)], behaviour=lock)
+    assert "the run has bbbbbbbbbbbbbbbb" in _text_findings(run_off)[0][2]
+    left_to_the_run = diff_baseline(calls, [("run.jsonl", moved)], behaviour=lock, lock_checks_runs=False)
+    assert _text_findings(left_to_the_run) == []

@@ -3,7 +3,8 @@
 The baseline and each run are aligned on their canonical calls (the longest blocks of
 identical calls, as ``difflib`` finds them), so one inserted or skipped call is one
 ``agent-drift`` rather than a cascade. Aligned pairs are then compared: contract
-fingerprints (``tool-drift``), responses (``behavior-drift``), post-call state
+fingerprints (``tool-drift``), contract-text digests (``contract-text-drift``: a description
+rewritten between the two recordings), responses (``behavior-drift``), post-call state
 (``effect-drift``) and whether a mutating call recorded its state at all
 (``audit-incomplete``). Only the first difference of each kind becomes a finding;
 the rest are counted.
@@ -36,6 +37,7 @@ from toolreplay.analyses.replay import DEFAULT_MUTATORS
 from toolreplay.analyses.volatile import Volatile
 from toolreplay.canonical import canonical
 from toolreplay.contracts.lock import load_lock
+from toolreplay.contracts.text import text_drift_message
 from toolreplay.escape import quote
 from toolreplay.findings import Change, Finding
 from toolreplay.locate import pointer_token
@@ -48,6 +50,7 @@ if TYPE_CHECKING:
 DRIFT_KINDS: tuple[str, ...] = (
     "agent-drift",
     "tool-drift",
+    "contract-text-drift",
     "behavior-drift",
     "effect-drift",
     "audit-incomplete",
@@ -85,6 +88,8 @@ class ToolBehaviour:
     mutates: bool | None = None
     #: the locked contract's version, shown beside its fingerprint
     version: str | None = None
+    #: the locked contract's text digest (None: the lock keeps no contract text)
+    text_digest: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -138,7 +143,11 @@ def behaviour_of(lock: ToolLock) -> dict[str, ToolBehaviour]:
     """What the diff needs of each contract in a loaded lock."""
     return {
         name: ToolBehaviour(
-            fingerprint=c.fingerprint, deterministic=c.deterministic, mutates=c.mutates, version=c.version
+            fingerprint=c.fingerprint,
+            deterministic=c.deterministic,
+            mutates=c.mutates,
+            version=c.version,
+            text_digest=c.text_digest,
         )
         for name, c in lock.tools.items()
     }
@@ -437,6 +446,43 @@ def _lock_drift(
     return None
 
 
+def _text_drift(
+    b: Record | None,
+    r: Record,
+    declared: ToolBehaviour | None,
+    explain: Mapping[str, str],
+    lock_checks_runs: bool,
+) -> str | None:
+    """The contract-text-drift message of a run call (and the baseline call it aligns with, if
+    any): contract-text digests are held to each other and to the lock as fingerprints are."""
+    why = explain.get(r.tool, "")
+    differences = (why,) if why else ()
+    locked = declared.text_digest if declared else None
+    if b is not None and b.text_digest and r.text_digest and b.text_digest != r.text_digest:
+        if not lock_checks_runs and locked and r.text_digest != locked:
+            return None  # the run's own check against the lock reports this call
+        return text_drift_message(
+            r.tool,
+            b.text_digest,
+            r.text_digest,
+            where=f"baseline index {b.index}",
+            against="the run",
+            differences=differences,
+        )
+    if not locked:
+        return None
+    if b is not None and b.text_digest and b.text_digest != locked:
+        where = f"baseline index {b.index}"
+        return text_drift_message(
+            r.tool, b.text_digest, locked, where=where, against="the lock", differences=differences
+        )
+    if lock_checks_runs and r.text_digest and r.text_digest != locked:
+        return text_drift_message(
+            r.tool, r.text_digest, locked, where="in the run", against="the lock", differences=differences
+        )
+    return None
+
+
 def _compare_pair(
     out: _Collector,
     b: Record,
@@ -458,6 +504,9 @@ def _compare_pair(
     drift = _fingerprint_drift(b, r, declared, explain, lock_checks_runs)
     if drift is not None:
         add("tool-drift", drift)
+    text = _text_drift(b, r, declared, explain, lock_checks_runs)
+    if text is not None:
+        add("contract-text-drift", text)
     kind = _value_drift(b, r, declared)
     if kind is not None and out.wants(kind):
         add(kind, *_VALUE_DRIFT[kind](tool, *(full() if full is not None else (b, r))))
@@ -568,6 +617,13 @@ def _diff_run(
             )
             if drift is not None:
                 out.add("tool-drift", index=r.index, tool=r.tool, related=None, line=r.line, message=drift)
+            text = _text_drift(
+                base.described.get(r.tool), r, behaviour.get(r.tool), explain, lock_checks_runs
+            )
+            if text is not None:
+                out.add(
+                    "contract-text-drift", index=r.index, tool=r.tool, related=None, line=r.line, message=text
+                )
     return out, aligned
 
 
@@ -802,7 +858,7 @@ def _observations(
         history = b""
         keys = table.keys.scan()
         for position, (key, row) in enumerate(zip(keys, table.rows.scan(), strict=True)):
-            response, _, _, flags, tool, _, _ = ROW.unpack(row)
+            response, _, _, _, flags, tool, _, _ = ROW.unpack(row)
             if compared[tool]:
                 group = hashlib.blake2b(key + history, digest_size=DIGEST_SIZE).digest()
                 yield group, response, source, position, tool

@@ -4,7 +4,8 @@ Comparing a baseline with a run (docs/spec.md §3.4) needs, per call, only which
 identical and whether two responses or two post-call states are: 16-byte BLAKE2b digests
 of the canonical texts answer that. A :class:`CallTable` keeps per call its call key's
 digest (for the alignment) and one fixed-size row: the digests of its response and state,
-its fingerprint, a tool number, its line and where that line starts in its file. Both
+its fingerprint and contract-text digest, a tool number, its line and where that line starts in
+its file. Both
 go, a chunk at a time, to one temporary file (the :class:`Store`'s), so what stays in
 memory does not grow with the number of calls. The few calls whose values a finding's
 message quotes are read again from their file by that offset.
@@ -28,15 +29,17 @@ from toolreplay.transcript import Record, open_input, parse_line, parse_links, p
 
 #: bytes of every digest held per call
 DIGEST_SIZE = 16
-#: a call's row: response digest, state digest, fingerprint (8 bytes), flags, tool number,
-#: line, offset of the line in its file
-ROW = struct.Struct("<16s16s8sBIQQ")
+#: a call's row: response digest, state digest, fingerprint (8 bytes), contract-text digest
+#: (32 bytes), flags, tool number, line, offset of the line in its file
+ROW = struct.Struct("<16s16s8s32sBIQQ")
 HAS_STATE = 1
 _HAS_FINGERPRINT = 2
 #: the record's index is not its position (only a sealed run can say so: see ``odd``)
 _ODD_INDEX = 4
+_HAS_TEXT = 8
 _NO_DIGEST = bytes(DIGEST_SIZE)
 _NO_FINGERPRINT = bytes(8)
+_NO_TEXT = bytes(32)
 #: items per chunk of a column: a full chunk goes to the temporary file
 CHUNK = 4096
 #: bytes of columns' last, partial chunks kept in memory, over every table, once they are complete
@@ -176,9 +179,11 @@ class CallTable:
         self._loader = loader
         #: position -> record index, for the records whose index is not their position
         self.odd: dict[int, int] = {}
-        #: the tools called, and the first call of each tool that recorded a fingerprint
+        #: the tools called, and the first call of each tool that recorded a fingerprint (a
+        #: contract-text digest)
         self.tools: set[str] = set()
         self.recorded: dict[str, Record] = {}
+        self.described: dict[str, Record] = {}
 
     def __len__(self) -> int:
         return self.keys.count
@@ -199,6 +204,10 @@ class CallTable:
         if record.fingerprint is not None:
             flags |= _HAS_FINGERPRINT
             fingerprint = bytes.fromhex(record.fingerprint)
+        text = _NO_TEXT
+        if record.text_digest is not None:
+            flags |= _HAS_TEXT
+            text = bytes.fromhex(record.text_digest)
         if record.index != position:
             flags |= _ODD_INDEX
             self.odd[position] = record.index
@@ -207,6 +216,7 @@ class CallTable:
             digest(response),
             state,
             fingerprint,
+            text,
             flags,
             self.store.number(tool),
             record.line,
@@ -216,6 +226,8 @@ class CallTable:
         self.tools.add(tool)
         if record.fingerprint is not None and tool not in self.recorded:
             self.recorded[tool] = self.light(position, row)
+        if record.text_digest is not None and tool not in self.described:
+            self.described[tool] = self.light(position, row)
 
     def finish(self) -> CallTable:
         self.keys.finish()
@@ -226,10 +238,11 @@ class CallTable:
         return self.odd.get(position, position)
 
     def light(self, position: int, row: bytes | None = None) -> Record:
-        """The record at ``position`` as its digests: tool, index, line and fingerprint are its
-        own; ``canon_response`` and ``canon_state`` hold digests (equal where the texts are) and
-        ``args``, ``response`` and ``state`` are empty. :meth:`full` has the values."""
-        response, state, fingerprint, flags, tool, line, _ = ROW.unpack(
+        """The record at ``position`` as its digests: tool, index, line, fingerprint and
+        contract-text digest are its own; ``canon_response`` and ``canon_state`` hold digests (equal
+        where the texts are) and ``args``, ``response`` and ``state`` are empty. :meth:`full` has
+        the values."""
+        response, state, fingerprint, text, flags, tool, line, _ = ROW.unpack(
             self.rows.read(position, position + 1) if row is None else row
         )
         return Record(
@@ -239,6 +252,7 @@ class CallTable:
             response=_EMPTY,
             fingerprint=fingerprint.hex() if flags & _HAS_FINGERPRINT else None,
             state=_EMPTY if flags & HAS_STATE else None,
+            text_digest=text.hex() if flags & _HAS_TEXT else None,
             line=line,
             canon_response=response.decode("latin-1"),
             canon_state=state.decode("latin-1") if flags & HAS_STATE else None,
@@ -250,7 +264,7 @@ class CallTable:
 
     def full(self, position: int) -> Record:
         """The record at ``position`` with its values, read again."""
-        _, _, _, _, _, line, offset = ROW.unpack(self.rows.read(position, position + 1))
+        _, _, _, _, _, _, line, offset = ROW.unpack(self.rows.read(position, position + 1))
         record = self._loader(position, line, offset)
         # a message quotes what was compared: each volatile value as <volatile>
         return record if self.store.volatile is None else self.store.volatile.shown(record)

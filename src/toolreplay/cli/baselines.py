@@ -258,8 +258,8 @@ def diff_cmd(
 ) -> None:
     """Compare each RUN with the sealed BASELINE, call by call.
 
-    Reports agent, tool, behavior and effect drift, mutating calls whose effect cannot
-    be audited, and a determinism verdict per tool. Several RUNs are also compared with
+    Reports agent, tool, contract-text, behavior and effect drift, mutating calls whose
+    effect cannot be audited, and a determinism verdict per tool. Several RUNs are also compared with
     each other. Exit 1 when a finding of a kind in --fail-on (or the config's fail_on;
     default: every kind but the advisory ones) is reported, 0 when every run is faithful.
 

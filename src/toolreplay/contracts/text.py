@@ -157,10 +157,14 @@ def text_drift_message(
     index: int | None = None,
     against: str = "",
     differences: Sequence[str] = (),
+    where: str = "",
 ) -> str:
     """The one wording of a ``contract-text-drift``, whichever check found it (digests shown by
-    their first 16 hex digits; ``differences``: what changed, as ``fingerprint-diff`` words it)."""
+    their first 16 hex digits; ``differences``: what changed, as ``fingerprint-diff`` words it;
+    ``where``: which call recorded the digest, when not the recorded call at ``index``)."""
     at = f" (recorded call at index {index})" if index is not None else ""
+    if where:
+        at = f" ({where})"
     holder = f"{against} has" if against else "is now"
     now = f"{holder} {live[:16]}" if live is not None else "the tool is gone"
     what = (
