@@ -74,10 +74,10 @@ from toolreplay.escape import one_line, quote
 from toolreplay.files import SEALED_SUFFIX
 from toolreplay.findings import Finding, sort_findings
 from toolreplay.gitinfo import head_commit, last_commit_time
-from toolreplay.hooks.drift_note import is_baseline, note_name
+from toolreplay.hooks.drift_note import note_name
 from toolreplay.hooks.drift_range import PullRange, check_pull_request, judged_volatile
 from toolreplay.hooks.review import lock_change
-from toolreplay.hooks.settings import glob_patterns
+from toolreplay.hooks.settings import unjudged_baseline
 from toolreplay.kinds import NOTE_ACCEPTS
 from toolreplay.limits import DEFAULT_BUDGET_SECONDS
 from toolreplay.reports import CheckInfo, Line, Report, masked_line, replay_header
@@ -392,7 +392,7 @@ def plan(
         return Job(kind=kind, path=path, absolute=str(config.root / path), settings=settings, runs=runs)
 
     jobs = [job("baseline", b, tuple((r, str(config.root / r)) for r in pairs[b])) for b in baselines]
-    jobs = [replace(j, refused=unjudged(config, j.path)) for j in jobs]
+    jobs = [replace(j, refused=unjudged_baseline(config, j.path)) for j in jobs]
     jobs += [job("transcript", t) for t in transcripts]
     return sorted(jobs, key=lambda j: (j.path, j.kind))
 
@@ -400,36 +400,6 @@ def plan(
 def _beside(config: Config, name: str | None) -> str | None:
     """A file the configuration names, from its folder (None when it names none)."""
     return str(config.root / name) if name else None
-
-
-def unjudged(config: Config, path: str) -> str | None:
-    """Why the drift-note guard could not judge baseline ``path`` (from the config's folder), or None.
-
-    The guard judges what git stores: a regular file's blob. A symlink (the file, or a folder on
-    its way) is stored as the name it points to, and a file inside a submodule (a folder with its
-    own ``.git``) as the submodule's commit, so an edit behind either would pass the guard.
-    """
-
-    parts = Path(path).parts
-    here = config.root
-    for depth, part in enumerate(parts):
-        here = here / part
-        last = depth == len(parts) - 1
-        folder = quote("/".join(parts[: depth + 1]))
-        if here.is_symlink():
-            where = "is a symlink" if last else f"lies under a symlink ({folder})"
-            return f"{where}: {_NOT_JUDGED}"
-        if not last and (here / ".git").exists():
-            return f"lies in another git repository ({folder}, a submodule, has its own .git): {_NOT_JUDGED}"
-    if not is_baseline(path, glob_patterns(config.baselines, "")):
-        return f"is not matched by the drift-note guard's patterns: {_NOT_JUDGED}"
-    return None
-
-
-_NOT_JUDGED = (
-    "a baseline must be a regular file of this repository, since the drift-note guard judges only"
-    " what git stores as a file"
-)
 
 
 def covered_files(config: Config) -> tuple[list[str], list[str]]:

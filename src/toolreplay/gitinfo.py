@@ -100,14 +100,39 @@ REGULAR_MODES = frozenset({"100644", "100755"})
 
 
 def regular_baseline(path: str) -> None:
-    """Refuse a baseline given as a symlink: git stores the name it points to, not the file,
-    so the drift-note guard never judges what the symlink leads to."""
+    """Refuse a baseline given as a symlink, or under a symlinked folder of its work tree: git
+    stores the name a symlink points to, not the file, so the drift-note guard never judges what
+    the symlink leads to."""
     if os.path.islink(path):
-        raise InputError(
-            "is a symlink: a baseline must be a regular file (git stores a symlink as the name it"
-            " points to, so the drift-note guard cannot judge the file behind it)",
-            path=path,
-        )
+        where = "is a symlink"
+    else:
+        folder = _symlinked_folder(path)
+        if folder is None:
+            return
+        where = f"lies under a symlink ({quote(folder)})"
+    raise InputError(
+        f"{where}: a baseline must be a regular file (git stores a symlink as the name it"
+        " points to, so the drift-note guard cannot judge the file behind it)",
+        path=path,
+    )
+
+
+def _symlinked_folder(path: str) -> str | None:
+    """The outermost symlinked folder between ``path`` and the root of the work tree holding it
+    (as given, relative or not); None when there is none, or no work tree (a folder with ``.git``)
+    holds it: a symlink above the work tree (``/tmp`` on macOS) is not the repository's."""
+    found = None
+    here = os.path.dirname(os.path.abspath(path))
+    while not os.path.lexists(os.path.join(here, ".git")) or os.path.islink(here):
+        if os.path.islink(here):
+            found = here
+        parent = os.path.dirname(here)
+        if parent == here:
+            return None
+        here = parent
+    if found is None:
+        return None
+    return os.path.relpath(found) if not os.path.isabs(path) else found
 
 
 def head_commit(folder: str) -> str | None:

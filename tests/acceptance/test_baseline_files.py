@@ -98,6 +98,48 @@ def test_diff_and_note_refuse_a_symlink_baseline(repo: Repo, runner: CliRunner) 
     assert run(runner, "note", "baselines/linked.sealed.jsonl") == (2, message)
 
 
+def test_diff_and_note_refuse_a_baseline_under_a_symlinked_folder(repo: Repo, runner: CliRunner) -> None:
+    """diff and note refuse a BASELINE under a symlinked folder of its repository, as check does:
+    git stores the folder as a name, so an edit behind it never reaches the guard."""
+    repo.write_baseline("store/deep.sealed.jsonl", 2)
+    repo.symlink("baselines/more", "../store")
+    repo.write("run.jsonl", "")
+    deep = "baselines/more/deep.sealed.jsonl"
+    message = (
+        f"toolreplay: error: {deep}: lies under a symlink ('baselines/more'): a baseline must be a regular"
+        " file (git stores a symlink as the name it points to, so the drift-note guard cannot judge the"
+        " file behind it)\n"
+    )
+    assert run(runner, "diff", deep, "run.jsonl") == (2, message)
+    assert run(runner, "note", deep) == (2, message)
+    # the same file by its own path is a regular file of the repository
+    assert run(runner, "diff", "store/deep.sealed.jsonl", "run.jsonl")[0] == 1
+
+
+def test_verify_refuses_a_symlink_among_the_configured_baselines(repo: Repo, runner: CliRunner) -> None:
+    """verify without SEALED verifies every baseline the config names, so it refuses a symlink among
+    them, or one under a symlinked folder, as check does: exit 2 naming it, nothing verified. verify
+    SEALED is given a sealed file (a receipt, a cassette), not a baseline: it follows the symlink."""
+    assert run(runner, "verify")[0] == 0
+    repo.symlink("baselines/linked.sealed.jsonl", "checkout.sealed.jsonl")
+    repo.commit_all("a symlink, hooks skipped")
+    reason = (
+        "a baseline must be a regular file of this repository, since the drift-note guard judges only what"
+        " git stores as a file\n"
+    )
+    used = "toolreplay: using config toolreplay.toml (baselines)\n"
+    error = "toolreplay: error: baselines/linked.sealed.jsonl: is a symlink: "
+    assert run(runner, "verify") == (2, used + error + reason)
+    code, out = run(runner, "verify", "baselines/linked.sealed.jsonl")
+    assert code == 0 and out.startswith("chain: intact\nlinks: 3\n")
+    (repo.path / "baselines/linked.sealed.jsonl").unlink()
+    repo.write_baseline("store/deep.sealed.jsonl", 2)
+    repo.symlink("baselines/more", "../store")
+    repo.write("toolreplay.toml", 'baselines = ["baselines/*.sealed.jsonl", "baselines/*/*.sealed.jsonl"]\n')
+    error = "toolreplay: error: baselines/more/deep.sealed.jsonl: lies under a symlink ('baselines/more'): "
+    assert run(runner, "verify") == (2, used + error + reason)
+
+
 def test_note_counts_a_committed_symlink_as_no_baseline(repo: Repo, runner: CliRunner) -> None:
     """A baseline committed as a symlink and replaced by the file: note's from is the genesis value,
     as the guard's is, so the note it writes is the one the guard accepts."""

@@ -101,7 +101,8 @@ def verify_cmd(
     config_file: str | None,
     fmt: str,
 ) -> None:
-    """Recompute the hash chain of SEALED (default: every baseline the config names).
+    """Recompute the hash chain of SEALED (default: every baseline the config names, each a
+    regular file of the repository as check wants it: a symlink among them is refused).
 
     A chain alone proves the links follow one another, not that the file is the one
     that was sealed: a cut tail or a re-sealed forgery follows too. Anchor it with
@@ -116,9 +117,15 @@ def verify_cmd(
 
 
 def _configured_baselines(config_file: str | None, *, anchored: bool) -> list[str]:
-    """The sealed baselines the config names, for verify without SEALED (and so without anchors)."""
+    """The sealed baselines the config names, for verify without SEALED (and so without anchors).
+
+    They are baselines, so what ``check`` refuses to read as one (a symlink, a file under a
+    symlinked folder or in a submodule: docs/spec.md §6) is refused here too, before any is read.
+    """
     from toolreplay.config import config_path, expand
+    from toolreplay.errors import InputError
     from toolreplay.files import SEALED_SUFFIX
+    from toolreplay.hooks.settings import unjudged_baseline
 
     config = read_config(config_file)
     if config is None or not config.baselines:
@@ -128,8 +135,12 @@ def _configured_baselines(config_file: str | None, *, anchored: bool) -> list[st
     if anchored:
         raise click.UsageError("anchors (--expect-head, --expect-count, --key) need one SEALED")
     announce(config, ["baselines"])
-    found = expand(config, config.baselines)
-    return [config_path(config, p) for p in found if p.endswith(SEALED_SUFFIX)]
+    found = [p for p in expand(config, config.baselines) if p.endswith(SEALED_SUFFIX)]
+    for path in found:
+        refused = unjudged_baseline(config, path)
+        if refused is not None:
+            raise InputError(refused, path=config_path(config, path))
+    return [config_path(config, p) for p in found]
 
 
 def _verify_report(

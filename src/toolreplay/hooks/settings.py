@@ -11,6 +11,7 @@ request must not decide for itself what its own rule is.
 
 from __future__ import annotations
 
+import os
 import posixpath
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from toolreplay.hooks.drift_note import (
     Git,
     _decode_path,
     check_revision,
+    is_baseline,
     normalize_dir,
 )
 
@@ -131,6 +133,37 @@ def glob_patterns(globs: Sequence[str], prefix: str) -> tuple[str, ...]:
 
 #: fnmatch has no escape character: a special character is matched as the set holding only it
 _FNMATCH_SPECIAL = str.maketrans({"*": "[*]", "?": "[?]", "[": "[[]"})
+
+
+def unjudged_baseline(config: Config, path: str) -> str | None:
+    """Why the guard could not judge baseline ``path`` (from the config's folder), or None: what
+    ``check`` and ``verify`` refuse to read as a baseline (docs/spec.md §6).
+
+    The guard judges what git stores: a regular file's blob. A symlink (the file, or a folder on
+    its way) is stored as the name it points to, and a file inside a submodule (a folder with its
+    own ``.git``) as the submodule's commit, so an edit behind either would pass the guard.
+    """
+    # no pathlib: the drift-note hook imports this module, and its start-up is measured
+    parts = [part for part in path.split("/") if part]
+    here = str(config.root)
+    for depth, part in enumerate(parts):
+        here = os.path.join(here, part)
+        last = depth == len(parts) - 1
+        folder = quote("/".join(parts[: depth + 1]))
+        if os.path.islink(here):
+            where = "is a symlink" if last else f"lies under a symlink ({folder})"
+            return f"{where}: {_NOT_JUDGED}"
+        if not last and os.path.exists(os.path.join(here, ".git")):
+            return f"lies in another git repository ({folder}, a submodule, has its own .git): {_NOT_JUDGED}"
+    if not is_baseline(path, glob_patterns(config.baselines, "")):
+        return f"is not matched by the drift-note guard's patterns: {_NOT_JUDGED}"
+    return None
+
+
+_NOT_JUDGED = (
+    "a baseline must be a regular file of this repository, since the drift-note guard judges only"
+    " what git stores as a file"
+)
 
 
 def judged_patterns(before: GuardSettings, after: GuardSettings) -> tuple[str, ...]:
