@@ -79,6 +79,16 @@ def replay_header(calls: int, divergence: int | None, findings: int) -> tuple[Li
     )
 
 
+#: the header key of a probe against a receipt (``probe --against``): its value is how many
+#: answers each call was asked for
+RECEIPT = "receipt"
+
+
+def receipt_line(answers: int) -> Line:
+    """The ``receipt:`` header line of ``probe --against RECEIPT``: ``3 answers a call``."""
+    return Line(key=RECEIPT, value=answers, text=f"{answers} answer{'s' * (answers != 1)} a call")
+
+
 def masked_line(counts: Sequence[int]) -> Line:
     """The ``masked:`` header line of a comparison under volatile rules: its value is the values
     masked per rule, in the config's order (so a whole check can add them up), its text

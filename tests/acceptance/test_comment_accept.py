@@ -212,3 +212,33 @@ def test_contract_drift_is_explained_by_the_base_lock(
     drift = [line for line in result.stdout.splitlines() if f"| error | {kind} |" in line]
     assert drift, result.stdout
     assert any(f"the lock changed since {base[:12]}: " in row and words in row for row in drift), drift
+
+
+@pytest.mark.parametrize("sealed_run_file", [False, True], ids=["transcript", "sealed"])
+def test_diffs_accept_commands_make_the_run_the_baseline_and_note_it(
+    sealed_run_file: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """diff --format markdown of a drifted run: its file is the run, not the baseline, so the advice
+    makes the run the baseline (seal, or copy a sealed run) and notes the baseline, never the run;
+    the printed commands work in a real repository and the guard takes the note."""
+    repo = Repo.create(tmp_path / "ws")
+    repo.write("toolreplay.toml", CONFIG)
+    sealed_run(repo, 3, BASELINE)
+    repo.commit_all("base")
+    run = "gitbot-run.sealed.jsonl" if sealed_run_file else "gitbot-run.jsonl"
+    if sealed_run_file:
+        sealed_run(repo, 5, run)
+    else:
+        repo.write(run, run_text(5))
+    monkeypatch.chdir(repo.path)
+    result = CliRunner().invoke(cli, ["diff", BASELINE, run, "--format", "markdown"], catch_exceptions=False)
+    assert result.exit_code == 1, result.output
+    take = f"cp {run} {BASELINE}" if sealed_run_file else f"toolreplay seal {run} -o {BASELINE} --force"
+    assert accept_blocks(result.stdout) == [[take, f"toolreplay note {BASELINE} --run {run}"]]
+    for command in accept_blocks(result.stdout)[0]:
+        done = shell(repo, command)
+        assert done.returncode == 0, (command, done.stderr)
+    assert 'kinds:\n  - "agent"' in done.stdout
+    repo.write("drift-notes/gitbot.md", re.sub(r"<!--.*?-->", "It reads five commits now.", done.stdout))
+    repo.git("add", "-A")
+    assert CliRunner().invoke(cli, ["hook", "drift-note"], catch_exceptions=False).exit_code == 0

@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -94,7 +95,7 @@ def test_probe_against_the_receipt_of_the_same_server_passes(time_receipt: Writt
     code, out, err = invoke(CliRunner(), *argv)
     assert (code, out) == (
         0,
-        "calls: 2\nasked: 2\ntool 'convert_time': stable\n"
+        "calls: 2\nasked: 2\nreceipt: 2 answers a call\ntool 'convert_time': stable\n"
         "tool 'get_current_time': stable (shape only: the receipt holds the digests of shapes)\n"
         "findings: 0\n",
     ), err
@@ -174,7 +175,8 @@ def test_git_answers_that_change_are_silent_drift_naming_both_digests(tmp_path: 
     same = invoke(runner, "probe", "--against", str(receipt), "--", *server)
     assert same[:2] == (
         0,
-        "calls: 2\nasked: 2\ntool 'git_log': stable\ntool 'git_status': stable\nfindings: 0\n",
+        "calls: 2\nasked: 2\nreceipt: 2 answers a call\ntool 'git_log': stable\ntool 'git_status': stable\n"
+        "findings: 0\n",
     )
     (repo / "b.txt").write_text("b\n", encoding="utf-8")
     git(repo, "add", "b.txt")
@@ -184,9 +186,48 @@ def test_git_answers_that_change_are_silent_drift_naming_both_digests(tmp_path: 
     before = _lines(receipt)[1]["response"]["digests"][0][:16]
     args = json.dumps({"repo_path": str(repo)}, separators=(",", ":"))
     found = re.fullmatch(
-        "calls: 2\nasked: 2\ntool 'git_log': silent-drift\ntool 'git_status': stable\nfindings: 1\n"
+        "calls: 2\nasked: 2\nreceipt: 2 answers a call\ntool 'git_log': silent-drift\n"
+        "tool 'git_status': stable\nfindings: 1\n"
         f"index 1: silent-drift: tool 'git_log' answered the call with args {re.escape(args)} differently:"
         f" the receipt holds digest {before} over 2 answers, now digest ([0-9a-f]{{16}}) over 2\n",
         out,
     )
     assert found is not None and found.group(1) != before, out
+    # the advice: the receipt written again from its recording (a note alone would accept nothing,
+    # the receipt being unchanged), and the command it prints does that
+    code, markdown, _ = invoke(
+        runner, "probe", "--against", str(receipt), "--format", "markdown", "--", *server
+    )
+    assert code == 1 and f"toolreplay note {receipt}\n" not in markdown
+    assert (
+        "A drift note alone accepts nothing here: it accepts a change to a file, and the receipt" in markdown
+    )
+    (command,) = re.findall(r"```sh\n(.*?)\n```", markdown, re.DOTALL)
+    assert command == f"toolreplay probe RECORDING --repeat 2 -o {receipt} --force -- CMD"
+    words = shlex.split(command.replace("RECORDING", shlex.quote(str(run))))
+    argv = [*words[1:-1], *server]
+    assert invoke(runner, *argv)[0] == 1  # the recording's git_log answer drifted too, as it should
+    assert invoke(runner, "probe", "--against", str(receipt), "--", *server)[0] == 0
+
+
+def test_a_sealed_recording_that_drifted_is_recorded_again_not_noted(
+    time_receipt: Written, tmp_path: Path
+) -> None:
+    """probe of a sealed recording whose answer the server no longer gives: the Markdown report says
+    to record it again (the recording has not changed, so a note of it would accept nothing), with
+    record --seal, and never prints toolreplay note for it."""
+    runner = CliRunner()
+    records = _lines(time_receipt.run)
+    records[0]["response"]["content"][0]["text"] = "an answer the server no longer gives"
+    edited = tmp_path / "edited.jsonl"
+    edited.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    recording = tmp_path / "time.sealed.jsonl"
+    assert invoke(runner, "seal", str(edited), "-o", str(recording))[0] == 0
+    argv = ["probe", str(recording), "--lock", str(time_receipt.shape_lock), "--format", "markdown", "--"]
+    code, markdown, err = invoke(runner, *argv, *python_server("time"))
+    assert code == 1, markdown + err
+    assert "toolreplay note" not in markdown
+    assert re.findall(r"```sh\n(.*?)\n```", markdown, re.DOTALL) == [
+        f"toolreplay record -o {recording} --seal --force -- CMD"
+    ]
+    assert "and the recording has not changed, the server has." in markdown

@@ -21,7 +21,7 @@ from toolreplay.cli.gate import emit_gated, fail_on_option, fail_policy
 from toolreplay.cli.record import require_sdk
 from toolreplay.cli.record import warn as _warn
 from toolreplay.escape import one_line, quote
-from toolreplay.reports import Line, Report, masked_line
+from toolreplay.reports import Line, Report, masked_line, receipt_line
 
 if TYPE_CHECKING:
     from toolreplay.analyses.volatile import Volatile
@@ -283,9 +283,9 @@ def probe_cmd(
     if suggest_volatile:
         click.echo(_suggestions(records, live.repeated or {}, repeat or 1), nl=False)
         ctx.exit(EXIT_CLEAN)
-    report = Report(
-        command="probe", path=source, header=_probe_header(result, volatile, source), findings=result.findings
-    )
+    answers = repeat if receipt is not None else None
+    header = _probe_header(result, volatile, source, answers)
+    report = Report(command="probe", path=source, header=header, findings=result.findings)
     ctx.exit(emit_gated([report], fmt, policy))
 
 
@@ -400,11 +400,16 @@ def _with_receipt(
     return result, live
 
 
-def _probe_header(result: ProbeResult, volatile: Volatile | None, source: str) -> tuple[Line, ...]:
+def _probe_header(
+    result: ProbeResult, volatile: Volatile | None, source: str, answers: int | None
+) -> tuple[Line, ...]:
+    """calls, asked, against a receipt the answers asked a call, a verdict per tool, masked, findings."""
     header = [
         Line(key="calls", value=result.calls, text=str(result.calls)),
         Line(key="asked", value=result.asked, text=str(result.asked)),
     ]
+    if answers is not None:
+        header.append(receipt_line(answers))
     for tool, verdict in result.verdicts.items():
         note = result.notes.get(tool)
         text = f"{verdict} ({one_line(note)})" if note else verdict

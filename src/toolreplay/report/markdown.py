@@ -32,12 +32,14 @@ from toolreplay.report.paths import repo_relative
 from toolreplay.report.review import (
     GUARD_CHANGED,
     MISSING,
+    Advice,
     View,
     accept_commands,
     change_item,
     drifted_runs,
     guard_block,
     is_guard_change,
+    other_advice,
     review_block,
 )
 
@@ -241,6 +243,8 @@ def _accept(report: Report, findings: Sequence[Finding], base: str | None) -> li
     request, that re-seal the baseline (when the run drifted from it) and write a note of a new name."""
     if report.note is not None:
         return _accept_change(report, report.note, accept_commands(report, findings, base))
+    if report.command != "check":  # diff's file is the run, probe's a recording or receipt: no baseline
+        return _advised(other_advice(report, findings))
     if not report.path.endswith(SEALED_SUFFIX) or not any(f.kind in NOTE_ACCEPTS for f in findings):
         return []
     words = ["toolreplay", "note", report.path]
@@ -258,6 +262,13 @@ def _accept(report: Report, findings: Sequence[Finding], base: str | None) -> li
         "",
         *fenced([_shell_command(words)], "sh"),
     ]
+
+
+def _advised(advice: Advice | None) -> list[str]:
+    """What accepts a diff's or a probe's drift, where it is not a note of the report's file."""
+    if advice is None:
+        return []
+    return ["", advice.text, "", *fenced([_shell_command(words) for words in advice.commands], "sh")]
 
 
 def _accept_change(report: Report, note: str, commands: list[list[str]]) -> list[str]:

@@ -1,6 +1,7 @@
 """The parts of the Markdown report a reviewer approves a change from: the guard's own settings
 changing, each changed baseline (its note's reason, both versions, what differs), drift side by
-side, and the exact commands that accept a baseline's drift.
+side, and the exact commands that accept a baseline's drift (or, for a probe, that write its
+recording or receipt again: a note accepts a change to a file, and there the server changed).
 
 Every value here is untrusted and goes through :func:`~toolreplay.report.markdown.md_code` or a
 fenced block; nothing is put in a table cell that could make a table wider than the page.
@@ -14,10 +15,11 @@ from dataclasses import dataclass
 from urllib.parse import quote as url_quote
 
 from toolreplay.escape import one_line
+from toolreplay.files import SEALED_SUFFIX
 from toolreplay.findings import Finding
 from toolreplay.kinds import NOTE_ACCEPTS
 from toolreplay.report.inert import defuse, fenced, md_code
-from toolreplay.reports import Report, Review
+from toolreplay.reports import RECEIPT, Report, Review
 
 #: a value longer than this goes into a fenced block under its line instead of a code span
 INLINE_VALUE = 60
@@ -28,6 +30,8 @@ CAPPED_REASON = 300
 #: a guard change's finding
 GUARD_CHANGED = "drift-guard-changed"
 MISSING = "missing-drift-note"
+#: what a probe's recording or receipt written again accepts: the answers and contracts it holds
+REWRITE_ACCEPTS = frozenset({"silent-drift", "tool-drift", "contract-text-drift"})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -177,6 +181,96 @@ def _needs_accepting(report: Report, findings: Sequence[Finding], runs: list[str
     if report.command == "check":
         return bool(runs)
     return any(f.kind == MISSING for f in findings)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Advice:
+    """How to accept what a report found where no note of its own file does: a sentence (Markdown,
+    its untrusted parts in code spans) and the commands, as words."""
+
+    text: str
+    commands: tuple[tuple[str, ...], ...]
+
+
+def other_advice(report: Report, findings: Sequence[Finding]) -> Advice | None:
+    """What accepts the drift ``diff`` or ``probe`` found (None: nothing of theirs to accept).
+
+    ``diff``'s file is the run: the run becomes the baseline, and the note is the baseline's.
+    ``probe``'s is a recording or a receipt that has not changed (the server has): it is written
+    again, and a note, where the guard counts it as a baseline, accepts that new version.
+    """
+    if report.command == "probe" and any(f.kind in REWRITE_ACCEPTS for f in findings):
+        answers = next((line.value for line in report.header if line.key == RECEIPT), None)
+        return _rewrite_receipt(report.path, answers) if answers is not None else _record_again(report.path)
+    baseline = next((line.value for line in report.header if line.key == "baseline"), None)
+    if (
+        report.command == "diff"
+        and isinstance(baseline, str)
+        and any(f.kind in NOTE_ACCEPTS for f in findings)
+    ):
+        return _run_as_baseline(report.path, baseline)
+    return None
+
+
+_NOT_A_NOTE = (
+    " A drift note alone accepts nothing here: it accepts a change to a file, and {what} has not"
+    " changed, the server has."
+)
+
+
+def _rewrite_receipt(receipt: str, answers: object) -> Advice:
+    return Advice(
+        text=(
+            f"If these answers are intended, review them, then write the receipt {code(receipt)} again"
+            " from the recording it was written from (`RECORDING`), with the lock and the server"
+            " (`CMD`) it was written with, and commit it with this pull request, with a drift note"
+            f" ({code('toolreplay note ' + receipt)}) where the drift-note guard counts it as a baseline."
+            + _NOT_A_NOTE.format(what="the receipt")
+        ),
+        commands=(
+            (
+                "toolreplay",
+                "probe",
+                "RECORDING",
+                "--repeat",
+                str(answers),
+                "-o",
+                receipt,
+                "--force",
+                "--",
+                "CMD",
+            ),
+        ),
+    )
+
+
+def _record_again(recording: str) -> Advice:
+    seal = ("--seal",) if recording.endswith(SEALED_SUFFIX) else ()
+    return Advice(
+        text=(
+            f"If these answers are intended, record {code(recording)} again: run your agent through"
+            " `toolreplay record` against the server (`CMD`), review what changed, and commit the new"
+            " recording with this pull request, with a drift note where the drift-note guard counts it"
+            " as a baseline." + _NOT_A_NOTE.format(what="the recording")
+        ),
+        commands=(("toolreplay", "record", "-o", recording, *seal, "--force", "--", "CMD"),),
+    )
+
+
+def _run_as_baseline(run: str, baseline: str) -> Advice | None:
+    if "-" in (run, baseline):
+        return None  # stdin: no file to name
+    # a sealed run is a baseline as it is; a transcript is sealed into one
+    sealed = run.endswith(SEALED_SUFFIX)
+    take = ("cp", run, baseline) if sealed else ("toolreplay", "seal", run, "-o", baseline, "--force")
+    return Advice(
+        text=(
+            "If this drift is intended, accept it: make this run the baseline, then write the drift note"
+            " for that change (from the folder the paths are relative to), say in it why, and commit both"
+            " with this pull request."
+        ),
+        commands=(take, ("toolreplay", "note", baseline, "--run", run)),
+    )
 
 
 def _link(text: str, url: str | None, commit: str) -> str:
