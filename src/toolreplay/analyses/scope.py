@@ -144,8 +144,7 @@ def scope_problems(value: Any) -> list[tuple[str, str]]:
     tools, arguments = value.get("allowed_tools"), value.get("arguments")
     if not isinstance(arguments, dict):
         return []
-    # only names: the schema reports any other item (a list or an object is not hashable)
-    listed = {t for t in tools if isinstance(t, str)} if isinstance(tools, list) else set()
+    listed = _names(tools)
     found: list[tuple[str, str]] = []
     for tool, schema in sorted(arguments.items()):
         if tool not in listed:
@@ -154,6 +153,12 @@ def scope_problems(value: Any) -> list[tuple[str, str]]:
         if refused is not None:
             found.append((pointer_of(("arguments", tool, *refused[0])), refused[1]))
     return found
+
+
+def _names(tools: Any) -> set[str]:
+    """The tool names ``allowed_tools`` lists (only names: the schema reports any other item, and a
+    list or an object is not hashable)."""
+    return {t for t in tools if isinstance(t, str)} if isinstance(tools, list) else set()
 
 
 def _argument_errors(

@@ -74,9 +74,13 @@ def write_summary(
     )
     if not text:
         return SummaryResult(written=False, path=target, reason="the summary file is already full")
+    return _append(target, separator + text, trimmed=text != full)
+
+
+def _append(target: str, text: str, *, trimmed: bool) -> SummaryResult:
     try:
         with open(target, "a", encoding="utf-8", newline="\n") as out:
-            out.write(separator + text)
+            out.write(text)
     except OSError as err:
         return SummaryResult(written=False, path=target, reason=f"cannot write it: {err.strerror}")
-    return SummaryResult(written=True, path=target, size=_utf8_len(separator + text), trimmed=text != full)
+    return SummaryResult(written=True, path=target, size=_utf8_len(text), trimmed=trimmed)
