@@ -621,15 +621,17 @@ def _what_to_do(
 def unguarded(entries: Iterable[Entry], patterns: Sequence[str]) -> list[str]:
     """Sealed transcripts the entries add or change that no baseline pattern covers."""
     return sorted(
-        {
-            e.new_path
-            for e in entries
-            if e.new_path is not None
-            and e.new_oid is not None
-            and e.new_mode != _GITLINK
-            and e.new_path.endswith(SEALED_SUFFIX)
-            and not is_baseline(e.new_path, patterns)
-        }
+        {e.new_path for e in entries if e.new_path is not None and _unguarded(e, e.new_path, patterns)}
+    )
+
+
+def _unguarded(entry: Entry, path: str, patterns: Sequence[str]) -> bool:
+    """Whether the entry stages a sealed transcript (a file, not a submodule) outside the patterns."""
+    return (
+        entry.new_oid is not None
+        and entry.new_mode != _GITLINK
+        and path.endswith(SEALED_SUFFIX)
+        and not is_baseline(path, patterns)
     )
 
 
@@ -647,15 +649,20 @@ def existing_notes(git: Git, notes_dir: str, revs: Sequence[str | None]) -> froz
     top = git.top()
     found: set[str] = set()
     for rev in revs:
-        if rev is None:
-            out = git.run("ls-files", "-z", "--full-name", "--", ":(top,literal)" + notes_dir)
-        else:
-            out = git.run("ls-tree", "-r", "-z", "--name-only", "--full-tree", rev, "--", notes_dir)
-        found.update(_decode_path(p) for p in out.split(b"\0") if p)
+        found.update(_recorded_notes(git, notes_dir, rev))
     for folder, _dirs, files in os.walk(os.path.join(top, notes_dir)):
         rel = os.path.relpath(folder, top).replace(os.sep, "/")
         found.update(f"{rel}/{name}" for name in files)
     return frozenset(found)
+
+
+def _recorded_notes(git: Git, notes_dir: str, rev: str | None) -> list[str]:
+    """The files git records under ``notes_dir`` at ``rev`` (None: in the index)."""
+    if rev is None:
+        out = git.run("ls-files", "-z", "--full-name", "--", ":(top,literal)" + notes_dir)
+    else:
+        out = git.run("ls-tree", "-r", "-z", "--name-only", "--full-tree", rev, "--", notes_dir)
+    return [_decode_path(p) for p in out.split(b"\0") if p]
 
 
 def _check(
