@@ -291,19 +291,28 @@ def replay_calls(
             if distinct == DICT_CALLS and isinstance(first, dict):
                 first = FirstCalls(first)
         elif seen[16:] != response and record.tool not in nondeterministic:
-            earlier, before = _FIRST.unpack_from(seen)
-            crossed = before != mutations
+            finding, crossed = _differing(record, seen, wide, mutations, path=path, hints=hints)
+            findings.append(finding)
             across += crossed
             if divergence is None:
                 divergence = record.position
-            earlier = wide[key] if earlier == _WIDE else earlier
-            findings.append(_nondeterministic(record, earlier, path=path, hint=hints and crossed))
         if mutator:
             mutations += 1
             if state_aware:
                 first, distinct, wide = {}, 0, {}
         previous_key, previous_index = key, record.position
     return ReplayResult(calls=count, divergence=divergence, findings=findings, across_mutators=across)
+
+
+def _differing(
+    record: Call, seen: bytes, wide: dict[bytes, int], mutations: int, *, path: str, hints: bool
+) -> tuple[Finding, bool]:
+    """The non-determinism of a call answered otherwise than the identical call first ``seen``, and
+    whether a mutator ran between the two."""
+    earlier, before = _FIRST.unpack_from(seen)
+    crossed = before != mutations
+    earlier = wide[record.key] if earlier == _WIDE else earlier
+    return _nondeterministic(record, earlier, path=path, hint=hints and crossed), crossed
 
 
 def _redundant(record: Call, previous_index: int, *, path: str, hints: bool) -> Finding:

@@ -121,13 +121,17 @@ def _run_report(
     if masked is not None:  # the values masked in the baseline and this run
         header.append(masked_line(masked))
     findings = sort_findings([*extra, *run.findings])
-    # differences: counts every one and a finding line shows the first of each kind: where the
-    # two numbers part, the line says so
-    shown = str(len(findings))
+    header.append(_findings_line(run, len(findings)))
+    return Report(command="diff", path=run.path, header=tuple(header), findings=tuple(findings))
+
+
+def _findings_line(run: RunDiff, count: int) -> Line:
+    """How many findings: differences: counts every one and a finding line shows the first of each
+    kind, so where the two numbers part, the line says so."""
+    shown = str(count)
     if sum(n for _, n in run.counts) > len(run.findings):
         shown += " (the first of each kind; differences: counts every one)"
-    header.append(Line(key="findings", value=len(findings), text=shown))
-    return Report(command="diff", path=run.path, header=tuple(header), findings=tuple(findings))
+    return Line(key="findings", value=count, text=shown)
 
 
 def _broken_report(baseline: str, state: ChainState) -> Report:
@@ -343,12 +347,7 @@ def note_text(
     front = [f"baseline: {_scalar(baseline)}", f"from: {_scalar(before)}"]
     if after is not None:
         front.append(f"to: {_scalar(after)}")
-    # empty lists are left out: the schema wants them non-empty when present
-    for key, values in (("kinds", kinds), ("tools", tools)):
-        if values:
-            front.append(f"{key}:")
-            front += [f"  - {_scalar(v)}" for v in values]
-    lines = ["---", *front]
+    lines = ["---", *front, *_listed("kinds", kinds), *_listed("tools", tools)]
     if not kinds:
         lines.append("# kinds: none found by comparison; add what drifted if you know:")
         lines.append("# kinds: [signature, schema, version, behavior, effect, agent]")
@@ -362,6 +361,14 @@ def note_text(
         "",
     ]
     return "\n".join(lines)
+
+
+def _listed(key: str, values: Sequence[str]) -> list[str]:
+    """A list of the front matter in block style; nothing when empty (the schema wants a list
+    non-empty when present)."""
+    if not values:
+        return []
+    return [f"{key}:", *(f"  - {_scalar(v)}" for v in values)]
 
 
 def _scalar(value: str) -> str:
