@@ -597,12 +597,9 @@ def explain_drift(lock: ToolLock, source: ToolLock) -> dict[str, str]:
     out: dict[str, str] = {}
     for name in sorted(set(lock.tools) | set(source.tools)):
         new = source.tools.get(name)
-        unversioned = new is not None and new.version == ""
-        differences = [
-            d
-            for d in _tool_differences(name, lock.tools.get(name), new)
-            if not (d.kind == "version" and unversioned)
-        ]
+        differences = _tool_differences(name, lock.tools.get(name), new)
+        if new is not None and new.version == "":
+            differences = [d for d in differences if d.kind != "version"]
         if differences:
             out[name] = "the tool source differs from the lock: " + "; ".join(d.text() for d in differences)
     return out
