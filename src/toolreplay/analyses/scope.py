@@ -82,11 +82,7 @@ def load_scope(path: str) -> Scope:
 def _scope_of(value: Any, path: str) -> Scope:
     if not isinstance(value, dict):
         raise InputError("a scope file must hold a JSON object", path=path)
-    unknown = sorted(set(value) - {"agent", "allowed_tools", "arguments"})
-    if unknown:
-        raise InputError(
-            f"unknown field {quote(unknown[0])}", path=path, pointer="/" + pointer_token(unknown[0])
-        )
+    _refuse_unknown(value, path)
     agent = value.get("agent")
     if not isinstance(agent, str):
         raise InputError('field "agent" must be a string', path=path, pointer="/agent")
@@ -101,6 +97,14 @@ def _scope_of(value: Any, path: str) -> Scope:
     for tool, schema in sorted(arguments.items()):
         _check_arguments(tool, schema, tools, path)
     return Scope(agent=agent, allowed_tools=frozenset(tools), arguments=dict(arguments), path=path)
+
+
+def _refuse_unknown(value: dict[str, Any], path: str) -> None:
+    unknown = sorted(set(value) - {"agent", "allowed_tools", "arguments"})
+    if unknown:
+        raise InputError(
+            f"unknown field {quote(unknown[0])}", path=path, pointer="/" + pointer_token(unknown[0])
+        )
 
 
 def _check_arguments(tool: str, schema: Any, tools: list[str], path: str) -> None:
