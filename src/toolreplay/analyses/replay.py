@@ -139,17 +139,22 @@ def read_calls(path: str, volatile: Volatile | None = None) -> Iterator[Call]:
         for expected, (number, raw) in enumerate(iter_lines(stream, path)):
             call = fast_call(raw, number)
             if call is None or (volatile is not None and volatile.for_tool(call.tool)):
-                try:
-                    record, _ = parse_line(raw, line=number)
-                except InputError as err:
-                    raise InputError(err.problem, path=path, line=number, pointer=err.pointer) from err
-                call = call_of(record, volatile, path)
+                call = _exact_call(raw, number, volatile, path)
             if call.position != expected:
                 raise out_of_order(call.position, expected, path=path, line=number)
             yield call
     finally:
         if path != "-":
             stream.close()
+
+
+def _exact_call(raw: bytes, number: int, volatile: Volatile | None, path: str) -> Call:
+    """The call of a line read the exact way (the fast path could not answer, or a rule masks it)."""
+    try:
+        record, _ = parse_line(raw, line=number)
+    except InputError as err:
+        raise InputError(err.problem, path=path, line=number, pointer=err.pointer) from err
+    return call_of(record, volatile, path)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -472,8 +472,7 @@ def _baseline_heads(baseline: str, base: str | None = None) -> _BaselineHeads:
     """A baseline's head in HEAD, or where a pull request against ``base`` starts (the genesis value
     when new), and now; refused when unchanged."""
     name = repo_path(baseline)
-    rev = "HEAD" if base is None else merge_base(baseline, base)
-    since = "HEAD" if base is None else f"the merge base of {quote(base)} and HEAD ({rev[:12]})"
+    rev, since = _measured_from(baseline, base)
     blob = committed_blob(baseline, rev)
     label = f"{rev[:12]}:{name}"  # (HEAD, or a commit's short id)
     before_records, before = _head_of(blob, label) if blob is not None else ([], GENESIS)
@@ -497,6 +496,15 @@ def _baseline_heads(baseline: str, base: str | None = None) -> _BaselineHeads:
         after_records=after_records,
         after=after,
     )
+
+
+def _measured_from(baseline: str, base: str | None) -> tuple[str, str]:
+    """The commit a note measures from (HEAD, or where a pull request against ``base`` starts),
+    and how messages name it."""
+    if base is None:
+        return "HEAD", "HEAD"
+    rev = merge_base(baseline, base)
+    return rev, f"the merge base of {quote(base)} and HEAD ({rev[:12]})"
 
 
 def _now(baseline: str) -> tuple[list[Record] | None, str | None]:
