@@ -421,19 +421,26 @@ def unjudged(config: Config, path: str) -> str | None:
     own ``.git``) as the submodule's commit, so an edit behind either would pass the guard.
     """
 
-    parts = Path(path).parts
-    here = config.root
+    hidden = _hidden(config.root, Path(path).parts)
+    if hidden is not None:
+        return f"{hidden}: {_NOT_JUDGED}"
+    if not is_baseline(path, glob_patterns(config.baselines, "")):
+        return f"is not matched by the drift-note guard's patterns: {_NOT_JUDGED}"
+    return None
+
+
+def _hidden(root: Path, parts: tuple[str, ...]) -> str | None:
+    """Whether the file at ``parts`` under ``root`` is, or lies under, a symlink, or lies in a
+    submodule (a folder with its own ``.git``); None when neither."""
+    here = root
     for depth, part in enumerate(parts):
         here = here / part
         last = depth == len(parts) - 1
         folder = quote("/".join(parts[: depth + 1]))
         if here.is_symlink():
-            where = "is a symlink" if last else f"lies under a symlink ({folder})"
-            return f"{where}: {_NOT_JUDGED}"
+            return "is a symlink" if last else f"lies under a symlink ({folder})"
         if not last and (here / ".git").exists():
-            return f"lies in another git repository ({folder}, a submodule, has its own .git): {_NOT_JUDGED}"
-    if not is_baseline(path, glob_patterns(config.baselines, "")):
-        return f"is not matched by the drift-note guard's patterns: {_NOT_JUDGED}"
+            return f"lies in another git repository ({folder}, a submodule, has its own .git)"
     return None
 
 
@@ -457,6 +464,12 @@ def input_files(config: Config) -> list[tuple[str, str, Path]]:
     baselines, transcripts = covered_files(config)
     found = [("baseline", b, config.root / b) for b in baselines]
     found += [("transcript", t, config.root / t) for t in transcripts]
+    return found + _named_files(config)
+
+
+def _named_files(config: Config) -> list[tuple[str, str, Path]]:
+    """The scope, the tools lock, and with a lock the ``tools_source`` when it is a file."""
+    found = []
     if config.scope:
         found.append(("scope", config.scope, config.root / config.scope))
     if config.tools_lock:

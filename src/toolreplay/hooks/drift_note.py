@@ -236,6 +236,11 @@ def _genesis() -> str:
     return GENESIS
 
 
+def _head_of(chain: _Chain | None) -> str:
+    """A committed chain's head; the genesis value where there is none (a new baseline)."""
+    return chain.head if chain is not None else _genesis()
+
+
 def _chain(raw: bytes, path: str) -> _Chain:
     """Walk a sealed blob; on a parse error or a break, stop at the intact prefix."""
     from toolreplay.chain import verify
@@ -283,7 +288,7 @@ def _older(after: _Chain, from_head: str, before: _Chain | None) -> frozenset[st
 
 def _added_or_modified(git: Git, path: str, oid: str, action: str, before: _Chain | None) -> BaselineChange:
     after = _chain(git.blob(oid), path)
-    from_head = before.head if before is not None else _genesis()
+    from_head = _head_of(before)
     return BaselineChange(
         baseline=path,
         action=action,
@@ -364,7 +369,7 @@ def _moved(
 def _departure(entry: Entry, old: str, before: _Chain | None) -> BaselineChange:
     """A baseline deleted, or renamed away from ``old``."""
     action = "deleted" if entry.new_path is None else f"renamed to {quote(entry.new_path)}"
-    head = before.head if before is not None else _genesis()
+    head = _head_of(before)
     return BaselineChange(baseline=old, action=action, from_head=head, to_head=None)
 
 
@@ -388,7 +393,7 @@ def _refused(entry: Entry, before: _Chain | None, patterns: Sequence[str]) -> Ba
     return BaselineChange(
         baseline=path,
         action="modified" if entry.status in "MT" else _arrival(entry),
-        from_head=before.head if before is not None else _genesis(),
+        from_head=_head_of(before),
         to_head=None,
         refused=_not_a_file(path, mode),
     )
