@@ -125,9 +125,7 @@ def _failure(code: int | None, answer: Any, err: IO[bytes], timeout: float) -> s
     if code is None:
         return f"it did not finish within {timeout:g} s and was stopped"
     if code == 2 and _reported(answer):
-        pointer = answer.get("pointer")
-        at = f" (at {one_line(pointer) or '/'})" if isinstance(pointer, str) else ""
-        return one_line(answer["error"]) + at
+        return _their_error(answer)
     if code != 0:
         return _status(code) + _last_words(err)
     if isinstance(answer, str):
@@ -138,6 +136,13 @@ def _failure(code: int | None, answer: Any, err: IO[bytes], timeout: float) -> s
 def _reported(answer: Any) -> bool:
     """Whether the answer is the child's own report of an error (its ``error`` and ``pointer``)."""
     return isinstance(answer, dict) and isinstance(answer.get("error"), str)
+
+
+def _their_error(answer: dict[str, Any]) -> str:
+    """The error the child reported, and where (its JSON pointer) when it says."""
+    pointer = answer.get("pointer")
+    at = f" (at {one_line(pointer) or '/'})" if isinstance(pointer, str) else ""
+    return one_line(answer["error"]) + at
 
 
 def _answer(out: IO[bytes]) -> Any:
