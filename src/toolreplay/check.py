@@ -366,12 +366,33 @@ def plan(
     """The jobs ``check`` runs for a configuration, in report order (``explain`` and
     ``changed_schemas``: what :func:`source_contracts` found; planning runs none of the
     project's code)."""
+    settings = _settings(config, now=now, explain=explain, changed_schemas=changed_schemas)
+    baselines, transcripts = covered_files(config)
+    pairs = pair_runs(baselines, transcripts)
+
+    def job(kind: str, path: str, runs: tuple[tuple[str, str], ...] = ()) -> Job:
+        return Job(kind=kind, path=path, absolute=str(config.root / path), settings=settings, runs=runs)
+
+    jobs = [job("baseline", b, tuple((r, str(config.root / r)) for r in pairs[b])) for b in baselines]
+    jobs = [replace(j, refused=unjudged_baseline(config, j.path)) for j in jobs]
+    jobs += [job("transcript", t) for t in transcripts]
+    return sorted(jobs, key=lambda j: (j.path, j.kind))
+
+
+def _settings(
+    config: Config,
+    *,
+    now: int | None,
+    explain: tuple[tuple[str, str], ...],
+    changed_schemas: tuple[tuple[str, str], ...],
+) -> Settings:
+    """What every job of a configuration is checked with; its scope file and lock read once here."""
     scope, lock = _beside(config, config.scope), _beside(config, config.tools_lock)
     if scope is not None:
         load_scope(scope)  # a bad scope file or lock is the user's usage error, reported once
     if lock is not None:
         _lock(lock)
-    settings = Settings(
+    return Settings(
         mutators=config.mutators,
         # a mutator separates identical calls in check, as in diff; state_aware = false is 0.6's rule
         state_aware=config.state_aware is not False,
@@ -385,16 +406,6 @@ def plan(
         changed_schemas=changed_schemas,
         volatile=config.volatile,
     )
-    baselines, transcripts = covered_files(config)
-    pairs = pair_runs(baselines, transcripts)
-
-    def job(kind: str, path: str, runs: tuple[tuple[str, str], ...] = ()) -> Job:
-        return Job(kind=kind, path=path, absolute=str(config.root / path), settings=settings, runs=runs)
-
-    jobs = [job("baseline", b, tuple((r, str(config.root / r)) for r in pairs[b])) for b in baselines]
-    jobs = [replace(j, refused=unjudged_baseline(config, j.path)) for j in jobs]
-    jobs += [job("transcript", t) for t in transcripts]
-    return sorted(jobs, key=lambda j: (j.path, j.kind))
 
 
 def _beside(config: Config, name: str | None) -> str | None:
@@ -416,6 +427,12 @@ def input_files(config: Config) -> list[tuple[str, str, Path]]:
     baselines, transcripts = covered_files(config)
     found = [("baseline", b, config.root / b) for b in baselines]
     found += [("transcript", t, config.root / t) for t in transcripts]
+    return found + _named_files(config)
+
+
+def _named_files(config: Config) -> list[tuple[str, str, Path]]:
+    """The scope, the tools lock, and with a lock the ``tools_source`` when it is a file."""
+    found = []
     if config.scope:
         found.append(("scope", config.scope, config.root / config.scope))
     if config.tools_lock:
@@ -578,15 +595,20 @@ class Shard:
 
 def parse_shard(spec: str) -> Shard:
     """``K/N`` with 1 <= K <= N, as decimal numbers; anything else is a usage error."""
+    index, count = _numbers(spec)
+    if count < 1 or not 1 <= index <= count:
+        raise InputError(f"--shard {quote(spec)}: K must be between 1 and N (N at least 1)")
+    return Shard(index, count)
+
+
+def _numbers(spec: str) -> tuple[int, int]:
+    """The two whole numbers of ``K/N``."""
     parts = spec.strip().split("/")
     if len(parts) != 2 or not all(p.isascii() and p.isdigit() for p in parts):
         raise InputError(f"--shard {quote(spec)}: expected K/N, two whole numbers such as 2/4")
     if any(len(p) > _SHARD_DIGITS for p in parts):  # (and int() stops at 4300 digits)
         raise InputError(f"--shard {quote(spec)}: K and N have at most {_SHARD_DIGITS} digits")
-    index, count = int(parts[0]), int(parts[1])
-    if count < 1 or not 1 <= index <= count:
-        raise InputError(f"--shard {quote(spec)}: K must be between 1 and N (N at least 1)")
-    return Shard(index, count)
+    return int(parts[0]), int(parts[1])
 
 
 def shard_of(path: str, count: int) -> int:

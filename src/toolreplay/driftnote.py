@@ -140,20 +140,25 @@ def _check_nodes(node: Node, path: str) -> None:
     if isinstance(node, MappingNode):
         seen: dict[str, int] = {}
         for key, value in node.value:
-            line = key.start_mark.line + 2
-            if not isinstance(key, ScalarNode) or key.tag != _STR_TAG:
-                raise InputError("front matter: every key must be a string", path=path, line=line)
-            if key.value in seen:
-                raise InputError(
-                    f"front matter: duplicate key {key.value!r} (first on line {seen[key.value]})",
-                    path=path,
-                    line=line,
-                )
-            seen[key.value] = line
+            _check_key(key, seen, path)
             _check_nodes(value, path)
     elif isinstance(node, SequenceNode):
         for item in node.value:
             _check_nodes(item, path)
+
+
+def _check_key(key: Node, seen: dict[str, int], path: str) -> None:
+    """A key is a string the mapping has not had before (``seen``: the keys so far, by line)."""
+    line = key.start_mark.line + 2
+    if not isinstance(key, ScalarNode) or key.tag != _STR_TAG:
+        raise InputError("front matter: every key must be a string", path=path, line=line)
+    if key.value in seen:
+        raise InputError(
+            f"front matter: duplicate key {key.value!r} (first on line {seen[key.value]})",
+            path=path,
+            line=line,
+        )
+    seen[key.value] = line
 
 
 def _pointers(node: MappingNode) -> dict[str, tuple[int, Node]]:
@@ -174,13 +179,7 @@ def _front_matter(raw: bytes, path: str) -> _FrontMatter:
     except yaml.reader.ReaderError as err:
         raise _reader_error(err, front, path) from err
     try:
-        node = loader.get_single_node()
-        if node is None:
-            raise InputError("front matter is empty: it must be a mapping with baseline and from", path=path)
-        if not isinstance(node, MappingNode):
-            raise InputError(
-                "front matter must be a mapping (key: value lines)", path=path, line=node.start_mark.line + 2
-            )
+        node = _mapping(loader.get_single_node(), path)
         _check_nodes(node, path)
         value = loader.construct_document(node)
     except yaml.reader.ReaderError as err:
@@ -192,6 +191,17 @@ def _front_matter(raw: bytes, path: str) -> _FrontMatter:
     finally:
         loader.dispose()
     return _FrontMatter(value=value, nodes=_pointers(node), prose=prose, prose_line=prose_line)
+
+
+def _mapping(node: Node | None, path: str) -> MappingNode:
+    """The front matter's one node, which must be a mapping."""
+    if node is None:
+        raise InputError("front matter is empty: it must be a mapping with baseline and from", path=path)
+    if not isinstance(node, MappingNode):
+        raise InputError(
+            "front matter must be a mapping (key: value lines)", path=path, line=node.start_mark.line + 2
+        )
+    return node
 
 
 def _schema_problems(front: _FrontMatter, path: str) -> list[InputError]:

@@ -36,7 +36,7 @@ import types
 from collections.abc import Callable, Iterator
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import attrs
 import regress
@@ -224,19 +224,29 @@ def refused_keyword(schema: Any, parts: Parts = ()) -> tuple[Parts, str] | None:
     value through unseen.
     """
     if isinstance(schema, dict):
-        for key, value in schema.items():
-            problem = _refusal(key, value)
-            if problem is not None:
-                return (*parts, key), problem
-            if key not in _DATA_KEYWORDS:
-                found = refused_keyword(value, (*parts, key))
-                if found is not None:
-                    return found
-    elif isinstance(schema, list):
-        for position, value in enumerate(schema):
-            found = refused_keyword(value, (*parts, position))
-            if found is not None:
-                return found
+        return _refused_member(schema, parts)
+    if isinstance(schema, list):
+        return _refused_item(schema, parts)
+    return None
+
+
+def _refused_member(schema: dict[str, Any], parts: Parts) -> tuple[Parts, str] | None:
+    """The first keyword of an object refused, itself or inside it (data keywords hold no schema)."""
+    for key, value in schema.items():
+        problem = _refusal(key, value)
+        if problem is not None:
+            return (*parts, key), problem
+        found = None if key in _DATA_KEYWORDS else refused_keyword(value, (*parts, key))
+        if found is not None:
+            return found
+    return None
+
+
+def _refused_item(schema: list[Any], parts: Parts) -> tuple[Parts, str] | None:
+    for position, value in enumerate(schema):
+        found = refused_keyword(value, (*parts, position))
+        if found is not None:
+            return found
     return None
 
 
@@ -362,12 +372,29 @@ class BoundedSearch:
         request = json.dumps([pattern, text, limit]).encode() + b"\n"
         if self._in_flight:  # an earlier search was interrupted: its answer is not for this one
             self._discard()
+        process = self._started()
+        start = time.monotonic()
+        reply = self._ask(process, request, start, limit)
+        if reply is None:
+            self._cut_off(pattern, start, limit)
+        if reply.startswith(b"E"):
+            self._could_not_run(pattern, start, reply)
+        found, _, seconds = reply.partition(b" ")
+        self.spent += float(seconds)
+        return found == b"1"
+
+    def _started(self) -> subprocess.Popen[bytes]:
+        """The worker, started if need be."""
         try:
-            process = self._worker()
+            return self._worker()
         except OSError as err:  # no pipes to wait on (select needs POSIX), no interpreter
             self._discard()
             raise ToolreplayError(f"the ECMA-262 pattern engine did not start: {err}") from err
-        start = time.monotonic()
+
+    def _ask(
+        self, process: subprocess.Popen[bytes], request: bytes, start: float, limit: float
+    ) -> bytes | None:
+        """The worker's reply to one search, None when it is cut off at ``limit`` seconds."""
         try:
             assert process.stdin is not None
             self._in_flight = True
@@ -375,27 +402,29 @@ class BoundedSearch:
             process.stdin.flush()
             reply = self._reply(process, start + limit)
             self._in_flight = reply is None  # cut off: still searching until it is killed
+            return reply
         except OSError as err:
             self.spent += time.monotonic() - start
             self._discard()
             raise Unjudged(f"the pattern engine failed: {err.strerror or err}") from err
-        if reply is None:
-            self.spent += time.monotonic() - start
+
+    def _cut_off(self, pattern: str, start: float, limit: float) -> NoReturn:
+        """A search that ran out of time: the value's limit, or what was left of the budget."""
+        self.spent += time.monotonic() - start
+        self._discard()
+        if limit < self.per_value:
+            raise Unjudged(
+                f"the pattern budget of {self.budget:g} s for this transcript ran out"
+                f" while {pattern!r} was running"
+            )
+        raise Unjudged(f"pattern {pattern!r} did not finish within {limit:g} s on one value")
+
+    def _could_not_run(self, pattern: str, start: float, reply: bytes) -> NoReturn:
+        """The worker's error answer (a stopped worker is discarded)."""
+        self.spent += time.monotonic() - start
+        if reply == _STOPPED:
             self._discard()
-            if limit < self.per_value:
-                raise Unjudged(
-                    f"the pattern budget of {self.budget:g} s for this transcript ran out"
-                    f" while {pattern!r} was running"
-                )
-            raise Unjudged(f"pattern {pattern!r} did not finish within {limit:g} s on one value")
-        if reply.startswith(b"E"):
-            self.spent += time.monotonic() - start
-            if reply == _STOPPED:
-                self._discard()
-            raise Unjudged(f"pattern {pattern!r} could not run: {reply[1:].decode(errors='replace').strip()}")
-        found, _, seconds = reply.partition(b" ")
-        self.spent += float(seconds)
-        return found == b"1"
+        raise Unjudged(f"pattern {pattern!r} could not run: {reply[1:].decode(errors='replace').strip()}")
 
     def _worker(self) -> subprocess.Popen[bytes]:
         if self._process is not None and self._pid == os.getpid():

@@ -35,11 +35,10 @@ def _unescape(token: str) -> str:
 def position_of(text: str, pointer: str) -> int | None:
     """Offset in ``text`` where the value at ``pointer`` starts (its member's key for an
     object member), or None when the text does not hold it."""
-    parts = [_unescape(p) for p in pointer.split("/")[1:]] if pointer not in ("", "/") else []
     at = _SPACE.match(text, 0).end()  # type: ignore[union-attr]
     start = at
     try:
-        for part in parts:
+        for part in _tokens(pointer):
             if text.startswith("{", at):
                 at, start = _member(text, at + 1, part)
             elif text.startswith("[", at) and part.isdigit():
@@ -49,6 +48,13 @@ def position_of(text: str, pointer: str) -> int | None:
     except (ValueError, IndexError):
         return None
     return start
+
+
+def _tokens(pointer: str) -> list[str]:
+    """A JSON pointer's reference tokens, unescaped (none for the whole document)."""
+    if pointer in ("", "/"):
+        return []
+    return [_unescape(p) for p in pointer.split("/")[1:]]
 
 
 @cache

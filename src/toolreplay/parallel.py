@@ -136,13 +136,11 @@ def _unusual_lines(lines: list[bytes], ended: bool) -> Iterator[tuple[int, bytes
     for number, raw in enumerate(lines, 1):
         if len(raw) > MAX_RECORD_BYTES:
             raise Fallback
-        if raw[:1] != b"{":  # not the usual line: blank, CR LF, white space first
-            if raw.endswith(b"\r") and (ended or number < last):
-                raw = raw[:-1]
-            if not raw.strip(b" \t\r"):
-                continue
-        elif raw.endswith(b"\r") and (ended or number < last):
+        if raw.endswith(b"\r") and (ended or number < last):
             raw = raw[:-1]
+        # the usual line starts a record; any other may be blank (or white space first)
+        if raw[:1] != b"{" and not raw.strip(b" \t\r"):
+            continue
         yield number, raw
 
 
@@ -197,13 +195,9 @@ def verify_range(path: str, start: int, end: int) -> tuple[int, int, str, str] |
     try:
         with open(path, "rb") as stream:
             for number, raw in RangeLines(stream, start, end):
-                quick = fast_link(raw)
+                quick = fast_link(raw) or _exact_link(raw, number)
                 if quick is None:
-                    record, value = parse_line(raw, sealed=True, line=number)
-                    digest, line = link_digest(record, value["prev"])
-                    if digest != value["digest"] or line.encode("ascii") != raw:
-                        return None
-                    quick = (record.index, value["prev"], digest)
+                    return None
                 index, link_prev, digest = quick
                 if count == 0:
                     first, first_prev = index, link_prev
@@ -214,6 +208,16 @@ def verify_range(path: str, start: int, end: int) -> tuple[int, int, str, str] |
     except (InputError, Fallback):
         return None
     return count, first, first_prev, prev
+
+
+def _exact_link(raw: bytes, number: int) -> tuple[int, str, str] | None:
+    """(index, prev, digest) of a link the fast check could not vouch for, read the exact way;
+    None when its digest or its canonical line is not what the file holds."""
+    record, value = parse_line(raw, sealed=True, line=number)
+    digest, line = link_digest(record, value["prev"])
+    if digest != value["digest"] or line.encode("ascii") != raw:
+        return None
+    return record.index, value["prev"], digest
 
 
 def replay_range(path: str, start: int, end: int) -> tuple[int, array[int], list[str], bytes] | None:

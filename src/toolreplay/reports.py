@@ -105,10 +105,13 @@ def masked_text(counts: Sequence[int]) -> str:
 def masked_total(reports: Sequence[Report]) -> list[int] | None:
     """The values masked per rule over every report of a check (None: no volatile rules)."""
     lines = [line.value for r in reports for line in r.header if line.key == "masked"]
-    if not lines:
-        return None
-    total = [0] * max(len(value) for value in lines)
-    for value in lines:
+    return _summed(lines) if lines else None
+
+
+def _summed(counts: Sequence[Sequence[int]]) -> list[int]:
+    """Lists of counts per rule added up, rule by rule."""
+    total = [0] * max(len(value) for value in counts)
+    for value in counts:
         for number, n in enumerate(value):
             total[number] += n
     return total

@@ -315,6 +315,10 @@ def open_input(path: str) -> IO[bytes]:
     """Open a file for reading, turning OS errors into one-line usage errors."""
     if path == "-":
         return sys.stdin.buffer
+    return _open(path)
+
+
+def _open(path: str) -> IO[bytes]:
     try:
         if os.path.isdir(path):
             raise InputError("is a directory, not a file", path=path)

@@ -412,23 +412,26 @@ def _fingerprint_drift(
     lock_checks_runs: bool,
 ) -> str | None:
     """The tool-drift message of a run call (and the baseline call it aligns with, if any)."""
-    tool = r.tool
-    locked = declared.fingerprint if declared else None
-    why = explain.get(tool, "")
+    why = explain.get(r.tool, "")
     if b is not None and b.fingerprint and r.fingerprint and b.fingerprint != r.fingerprint:
-        if not lock_checks_runs and locked and r.fingerprint != locked:
+        if not lock_checks_runs and _off_the_lock(r, declared):
             return None  # the run's own check against the lock reports this call
         return fingerprint_message(
-            tool,
+            r.tool,
             r.fingerprint,
             b.fingerprint,
             side="in the run",
             against=f"the baseline (index {b.index})",
             explain=why,
         )
-    if not locked or declared is None:
+    if declared is None or not declared.fingerprint:
         return None
     return _lock_drift(b, r, declared, why, lock_checks_runs)
+
+
+def _off_the_lock(r: Record, declared: ToolBehaviour | None) -> bool:
+    """Whether a call's fingerprint is not the one the lock declares for its tool."""
+    return declared is not None and bool(declared.fingerprint) and r.fingerprint != declared.fingerprint
 
 
 def _lock_drift(
@@ -436,7 +439,7 @@ def _lock_drift(
 ) -> str | None:
     """The tool-drift message of a call whose fingerprint is not the lock's: the baseline's first."""
     locked = declared.fingerprint or ""
-    shown = f"{locked} (version {canonical(declared.version)})" if declared.version else locked
+    shown = _with_version(locked, declared.version)
     if b is not None and b.fingerprint and b.fingerprint != locked:
         return fingerprint_message(
             r.tool, b.fingerprint, shown, side=f"in the baseline (index {b.index})", explain=why
@@ -481,6 +484,11 @@ def _text_drift(
             r.tool, r.text_digest, locked, where="in the run", against="the lock", differences=differences
         )
     return None
+
+
+def _with_version(fingerprint: str, version: str | None) -> str:
+    """A locked fingerprint, with its contract's version when it has one."""
+    return f"{fingerprint} (version {canonical(version)})" if version else fingerprint
 
 
 def _compare_pair(

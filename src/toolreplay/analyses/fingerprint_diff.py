@@ -300,12 +300,18 @@ def _match_renames(
     """(renames as (old, new) positions, removed positions, added positions) of two parameter lists."""
     removed = _positions_missing(old_params, new_params)
     added = _positions_missing(new_params, old_params)
+    # a parameter removed and another added at the same position, of the same kind
     renames = [(i, i) for i in removed if i in added and _same_kind(old_params[i], new_params[i])]
     removed = [i for i in removed if (i, i) not in renames]
     added = [j for j in added if (j, j) not in renames]
-    if len(removed) == 1 and len(added) == 1 and _same_kind(old_params[removed[0]], new_params[added[0]]):
+    if _one_for_one(old_params, new_params, removed, added):
         renames.append((removed.pop(), added.pop()))
     return renames, removed, added
+
+
+def _one_for_one(old_params: _Params, new_params: _Params, removed: list[int], added: list[int]) -> bool:
+    """Whether the only parameter removed and the only one added are of the same kind (a rename)."""
+    return len(removed) == 1 and len(added) == 1 and _same_kind(old_params[removed[0]], new_params[added[0]])
 
 
 def _positions_missing(params: _Params, others: _Params) -> list[int]:
@@ -591,12 +597,9 @@ def explain_drift(lock: ToolLock, source: ToolLock) -> dict[str, str]:
     out: dict[str, str] = {}
     for name in sorted(set(lock.tools) | set(source.tools)):
         new = source.tools.get(name)
-        unversioned = new is not None and new.version == ""
-        differences = [
-            d
-            for d in _tool_differences(name, lock.tools.get(name), new)
-            if not (d.kind == "version" and unversioned)
-        ]
+        differences = _tool_differences(name, lock.tools.get(name), new)
+        if new is not None and new.version == "":
+            differences = [d for d in differences if d.kind != "version"]
         if differences:
             out[name] = "the tool source differs from the lock: " + "; ".join(d.text() for d in differences)
     return out

@@ -139,17 +139,22 @@ def read_calls(path: str, volatile: Volatile | None = None) -> Iterator[Call]:
         for expected, (number, raw) in enumerate(iter_lines(stream, path)):
             call = fast_call(raw, number)
             if call is None or (volatile is not None and volatile.for_tool(call.tool)):
-                try:
-                    record, _ = parse_line(raw, line=number)
-                except InputError as err:
-                    raise InputError(err.problem, path=path, line=number, pointer=err.pointer) from err
-                call = call_of(record, volatile, path)
+                call = _exact_call(raw, number, volatile, path)
             if call.position != expected:
                 raise out_of_order(call.position, expected, path=path, line=number)
             yield call
     finally:
         if path != "-":
             stream.close()
+
+
+def _exact_call(raw: bytes, number: int, volatile: Volatile | None, path: str) -> Call:
+    """The call of a line read the exact way (the fast path could not answer, or a rule masks it)."""
+    try:
+        record, _ = parse_line(raw, line=number)
+    except InputError as err:
+        raise InputError(err.problem, path=path, line=number, pointer=err.pointer) from err
+    return call_of(record, volatile, path)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -291,19 +296,28 @@ def replay_calls(
             if distinct == DICT_CALLS and isinstance(first, dict):
                 first = FirstCalls(first)
         elif seen[16:] != response and record.tool not in nondeterministic:
-            earlier, before = _FIRST.unpack_from(seen)
-            crossed = before != mutations
+            finding, crossed = _differing(record, seen, wide, mutations, path=path, hints=hints)
+            findings.append(finding)
             across += crossed
             if divergence is None:
                 divergence = record.position
-            earlier = wide[key] if earlier == _WIDE else earlier
-            findings.append(_nondeterministic(record, earlier, path=path, hint=hints and crossed))
         if mutator:
             mutations += 1
             if state_aware:
                 first, distinct, wide = {}, 0, {}
         previous_key, previous_index = key, record.position
     return ReplayResult(calls=count, divergence=divergence, findings=findings, across_mutators=across)
+
+
+def _differing(
+    record: Call, seen: bytes, wide: dict[bytes, int], mutations: int, *, path: str, hints: bool
+) -> tuple[Finding, bool]:
+    """The non-determinism of a call answered otherwise than the identical call first ``seen``, and
+    whether a mutator ran between the two."""
+    earlier, before = _FIRST.unpack_from(seen)
+    crossed = before != mutations
+    earlier = wide[record.key] if earlier == _WIDE else earlier
+    return _nondeterministic(record, earlier, path=path, hint=hints and crossed), crossed
 
 
 def _redundant(record: Call, previous_index: int, *, path: str, hints: bool) -> Finding:

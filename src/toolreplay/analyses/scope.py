@@ -82,11 +82,7 @@ def load_scope(path: str) -> Scope:
 def _scope_of(value: Any, path: str) -> Scope:
     if not isinstance(value, dict):
         raise InputError("a scope file must hold a JSON object", path=path)
-    unknown = sorted(set(value) - {"agent", "allowed_tools", "arguments"})
-    if unknown:
-        raise InputError(
-            f"unknown field {quote(unknown[0])}", path=path, pointer="/" + pointer_token(unknown[0])
-        )
+    _refuse_unknown(value, path)
     agent = value.get("agent")
     if not isinstance(agent, str):
         raise InputError('field "agent" must be a string', path=path, pointer="/agent")
@@ -101,6 +97,14 @@ def _scope_of(value: Any, path: str) -> Scope:
     for tool, schema in sorted(arguments.items()):
         _check_arguments(tool, schema, tools, path)
     return Scope(agent=agent, allowed_tools=frozenset(tools), arguments=dict(arguments), path=path)
+
+
+def _refuse_unknown(value: dict[str, Any], path: str) -> None:
+    unknown = sorted(set(value) - {"agent", "allowed_tools", "arguments"})
+    if unknown:
+        raise InputError(
+            f"unknown field {quote(unknown[0])}", path=path, pointer="/" + pointer_token(unknown[0])
+        )
 
 
 def _check_arguments(tool: str, schema: Any, tools: list[str], path: str) -> None:
@@ -144,8 +148,7 @@ def scope_problems(value: Any) -> list[tuple[str, str]]:
     tools, arguments = value.get("allowed_tools"), value.get("arguments")
     if not isinstance(arguments, dict):
         return []
-    # only names: the schema reports any other item (a list or an object is not hashable)
-    listed = {t for t in tools if isinstance(t, str)} if isinstance(tools, list) else set()
+    listed = _names(tools)
     found: list[tuple[str, str]] = []
     for tool, schema in sorted(arguments.items()):
         if tool not in listed:
@@ -154,6 +157,12 @@ def scope_problems(value: Any) -> list[tuple[str, str]]:
         if refused is not None:
             found.append((pointer_of(("arguments", tool, *refused[0])), refused[1]))
     return found
+
+
+def _names(tools: Any) -> set[str]:
+    """The tool names ``allowed_tools`` lists (only names: the schema reports any other item, and a
+    list or an object is not hashable)."""
+    return {t for t in tools if isinstance(t, str)} if isinstance(tools, list) else set()
 
 
 def _argument_errors(

@@ -129,9 +129,12 @@ def _unmaskable(at: str, values: list[Any]) -> str | None:
         return "its members differ"
     if len({json_type(v) for v in values}) > 1:
         return "its members differ" if isinstance(values[0], dict) else "its JSON type changes"
-    if isinstance(values[0], dict) and len({frozenset(v) for v in values}) > 1:
-        return "members come and go"
-    return None
+    return "members come and go" if _members_change(values) else None
+
+
+def _members_change(values: list[Any]) -> bool:
+    """Whether objects have members some of the others lack."""
+    return isinstance(values[0], dict) and len({frozenset(v) for v in values}) > 1
 
 
 def _narrowest(values: list[Any]) -> tuple[str, str | None]:

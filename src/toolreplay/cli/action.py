@@ -23,6 +23,7 @@ import click
 
 from toolreplay.check import DRIFT_SHARD, Shard, check_info, parse_shard, run_check
 from toolreplay.cli.base import EXIT_CLEAN, EXIT_FINDINGS, EXIT_INTERNAL, EXIT_USAGE, atomic_output
+from toolreplay.cli.gate import tally
 from toolreplay.config import Config, load_config, unmatched_globs
 from toolreplay.errors import InputError, ToolreplayError
 from toolreplay.escape import workflow_command
@@ -204,9 +205,9 @@ def publish(
     """Annotations, log, job summary, SARIF, JSON report, PR comment and outputs; the exit code
     (``base``: the pull request's, which the accept commands name)."""
     reports = list(reports)
-    findings = sum(len(r.findings) for r in reports)
-    errors = sum(len(r.errors) for r in reports)
-    failing = _failing(reports, policy, errors)
+    findings, failing, errors = tally(reports, policy.fails)
+    if policy.errors:  # unreadable files fail unless fail-on is none
+        failing += errors
     if settings.annotations:
         _annotate(reports, policy, settings.workspace)
     _echo_text(reports)
@@ -235,12 +236,6 @@ def publish(
             },
         )
     return code
-
-
-def _failing(reports: Sequence[Report], policy: FailPolicy, errors: int) -> int:
-    """How many findings fail the build, and the unreadable files when fail-on counts them."""
-    failing = sum(policy.fails(f.kind) for r in reports for f in r.findings)
-    return failing + errors if policy.errors else failing
 
 
 def _echo_text(reports: Sequence[Report]) -> None:

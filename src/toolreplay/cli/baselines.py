@@ -121,13 +121,17 @@ def _run_report(
     if masked is not None:  # the values masked in the baseline and this run
         header.append(masked_line(masked))
     findings = sort_findings([*extra, *run.findings])
-    # differences: counts every one and a finding line shows the first of each kind: where the
-    # two numbers part, the line says so
-    shown = str(len(findings))
+    header.append(_findings_line(run, len(findings)))
+    return Report(command="diff", path=run.path, header=tuple(header), findings=tuple(findings))
+
+
+def _findings_line(run: RunDiff, count: int) -> Line:
+    """How many findings: differences: counts every one and a finding line shows the first of each
+    kind, so where the two numbers part, the line says so."""
+    shown = str(count)
     if sum(n for _, n in run.counts) > len(run.findings):
         shown += " (the first of each kind; differences: counts every one)"
-    header.append(Line(key="findings", value=len(findings), text=shown))
-    return Report(command="diff", path=run.path, header=tuple(header), findings=tuple(findings))
+    return Line(key="findings", value=count, text=shown)
 
 
 def _broken_report(baseline: str, state: ChainState) -> Report:
@@ -343,12 +347,7 @@ def note_text(
     front = [f"baseline: {_scalar(baseline)}", f"from: {_scalar(before)}"]
     if after is not None:
         front.append(f"to: {_scalar(after)}")
-    # empty lists are left out: the schema wants them non-empty when present
-    for key, values in (("kinds", kinds), ("tools", tools)):
-        if values:
-            front.append(f"{key}:")
-            front += [f"  - {_scalar(v)}" for v in values]
-    lines = ["---", *front]
+    lines = ["---", *front, *_listed("kinds", kinds), *_listed("tools", tools)]
     if not kinds:
         lines.append("# kinds: none found by comparison; add what drifted if you know:")
         lines.append("# kinds: [signature, schema, version, behavior, effect, agent]")
@@ -362,6 +361,14 @@ def note_text(
         "",
     ]
     return "\n".join(lines)
+
+
+def _listed(key: str, values: Sequence[str]) -> list[str]:
+    """A list of the front matter in block style; nothing when empty (the schema wants a list
+    non-empty when present)."""
+    if not values:
+        return []
+    return [f"{key}:", *(f"  - {_scalar(v)}" for v in values)]
 
 
 def _scalar(value: str) -> str:
@@ -465,8 +472,7 @@ def _baseline_heads(baseline: str, base: str | None = None) -> _BaselineHeads:
     """A baseline's head in HEAD, or where a pull request against ``base`` starts (the genesis value
     when new), and now; refused when unchanged."""
     name = repo_path(baseline)
-    rev = "HEAD" if base is None else merge_base(baseline, base)
-    since = "HEAD" if base is None else f"the merge base of {quote(base)} and HEAD ({rev[:12]})"
+    rev, since = _measured_from(baseline, base)
     blob = committed_blob(baseline, rev)
     label = f"{rev[:12]}:{name}"  # (HEAD, or a commit's short id)
     before_records, before = _head_of(blob, label) if blob is not None else ([], GENESIS)
@@ -490,6 +496,15 @@ def _baseline_heads(baseline: str, base: str | None = None) -> _BaselineHeads:
         after_records=after_records,
         after=after,
     )
+
+
+def _measured_from(baseline: str, base: str | None) -> tuple[str, str]:
+    """The commit a note measures from (HEAD, or where a pull request against ``base`` starts),
+    and how messages name it."""
+    if base is None:
+        return "HEAD", "HEAD"
+    rev = merge_base(baseline, base)
+    return rev, f"the merge base of {quote(base)} and HEAD ({rev[:12]})"
 
 
 def _now(baseline: str) -> tuple[list[Record] | None, str | None]:

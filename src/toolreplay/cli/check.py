@@ -10,7 +10,7 @@ import click
 from toolreplay.check import check_info, parse_shard, run_check_with_status
 from toolreplay.cli.base import EXIT_CLEAN, EXIT_FINDINGS
 from toolreplay.cli.formats import format_option
-from toolreplay.cli.gate import fail_on_option, fail_policy
+from toolreplay.cli.gate import fail_on_option, fail_policy, tally
 from toolreplay.config import load_config, unmatched_globs
 from toolreplay.escape import one_line
 from toolreplay.hooks.drift_range import PullRange, judged_fail_on
@@ -82,12 +82,10 @@ def finish(reports: Sequence[Report], info: CheckInfo, fmt: str) -> int:
     ``check`` and ``merge`` both end here, so they print the same bytes for the same run.
     """
     click.echo(RENDERERS[fmt](reports, check=info), nl=False)
-    findings = [f for r in reports for f in r.findings]
-    failing = [f for f in findings if info.fails(f.kind)]
-    errors = sum(len(r.errors) for r in reports)
+    findings, failing, errors = tally(reports, info.fails)
     masked = masked_total(reports)
     if fmt == "text":
-        counts = f"{len(findings)} findings, {len(failing)} failing, {errors} unreadable"
+        counts = f"{findings} findings, {failing} failing, {errors} unreadable"
         _totals(f"total: {len(reports)} reports, {counts}", info.drift, masked)
     _warn_stale(masked)
     return EXIT_FINDINGS if failing or errors else EXIT_CLEAN

@@ -256,8 +256,8 @@ def _is_transcript(path: str) -> bool:
 
 def _lock_report(recorded: ToolLock, live: ToolLock, path: str, *, unversioned: bool = False) -> Report:
     differences = compare_locks(recorded, live)
-    if unversioned:  # the source carries no versions: a version "removed" is not drift
-        differences = [d for d in differences if not (d.kind == "version" and d.new == "")]
+    if unversioned:
+        differences = _versions_kept(differences)
     findings = tuple(_drift_finding(d, path) for d in differences)
     drifted = len({d.tool for d in differences})
     breaking = sum(1 for d in differences if d.breaking)
@@ -273,6 +273,11 @@ def _lock_report(recorded: ToolLock, live: ToolLock, path: str, *, unversioned: 
         ),
         findings=findings,
     )
+
+
+def _versions_kept(differences: list[Difference]) -> list[Difference]:
+    """The differences but a version "removed": a source that carries no versions removes none."""
+    return [d for d in differences if not (d.kind == "version" and d.new == "")]
 
 
 def _drift_finding(difference: Difference, path: str) -> Finding:

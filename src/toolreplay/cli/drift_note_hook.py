@@ -163,12 +163,17 @@ def _recorded(git: Git, rev: str | None) -> tuple[str, Config | None]:
         config = recorded_config(git, rev, staged=staged)
         if config is not None:
             return "", config
-        folders = config_folders(git, rev, staged=staged)
-        found = [(f, c) for f in folders if f and (c := recorded_config(git, rev, f, staged=staged))]
+        found = _in_subfolders(git, rev, staged)
     except GitError:
         git.top()  # outside a work tree, this names it; inside one, git's own error stands
         raise
     return found[0] if len(found) == 1 else ("", None)
+
+
+def _in_subfolders(git: Git, rev: str | None, staged: dict[str, str] | None) -> list[tuple[str, Config]]:
+    """(folder, configuration) of each subfolder where git records one at ``rev``."""
+    folders = config_folders(git, rev, staged=staged)
+    return [(f, c) for f in folders if f and (c := recorded_config(git, rev, f, staged=staged))]
 
 
 def _normal(patterns: tuple[str, ...]) -> tuple[str, ...]:
@@ -194,14 +199,19 @@ def _amended(git: Git) -> _Amend:
     new = git.revision("HEAD")
     if new is None:
         raise GitError("--post-rewrite amend: HEAD names no commit")
+    return _Amend(old=_replaced(git, new), new=new)
+
+
+def _replaced(git: Git, new: str) -> str | None:
+    """The commit an amend replaced, when HEAD's reflog says the amend that made ``new`` came last."""
     try:
         out = git.run("log", "-g", "-2", "--format=%H %gs", "HEAD").decode("utf-8", "replace")
     except GitError:
-        return _Amend(old=None, new=new)
+        return None
     entries = [line.split(" ", 1) for line in out.splitlines() if " " in line]
     if len(entries) == 2 and entries[0][0] == new and entries[0][1].startswith("commit (amend)"):
-        return _Amend(old=entries[1][0], new=new)
-    return _Amend(old=None, new=new)
+        return entries[1][0]
+    return None
 
 
 def _undo(git: Git, amended: _Amend) -> str:

@@ -58,10 +58,15 @@ def emit_gated(reports: Sequence[Report], fmt: str, policy: FailPolicy) -> int:
     """
     fails = gated(policy)
     click.echo(RENDERERS[fmt](reports, fails=fails), nl=False)
-    findings = [f for r in reports for f in r.findings]
-    failing = sum(1 for f in findings if fails(f.kind))
-    if failing < len(findings):
+    findings, failing, errors = tally(reports, fails)
+    if failing < findings:
         click.echo(
-            f"toolreplay: {len(findings)} findings, {failing} failing (fail-on: {describe(policy)})", err=True
+            f"toolreplay: {findings} findings, {failing} failing (fail-on: {describe(policy)})", err=True
         )
-    return EXIT_FINDINGS if failing or any(r.errors for r in reports) else EXIT_CLEAN
+    return EXIT_FINDINGS if failing or errors else EXIT_CLEAN
+
+
+def tally(reports: Sequence[Report], fails: Callable[[str], bool]) -> tuple[int, int, int]:
+    """(findings, those of a kind that fails, unreadable files' errors) of the reports."""
+    findings = [f for r in reports for f in r.findings]
+    return len(findings), sum(1 for f in findings if fails(f.kind)), sum(len(r.errors) for r in reports)

@@ -68,12 +68,17 @@ def session_names(stem: str, count: int, labels: Sequence[str | None] = ()) -> l
     """``STEM-LABEL.jsonl`` when every session has its own id from the source (tau-bench's
     ``task-13-trial-0``); else ``STEM.jsonl`` for one session, ``STEM-0000.jsonl``...
     (zero-padded) for several."""
-    if labels and len(labels) == count and None not in labels and len(set(labels)) == count:
+    if _own_labels(labels, count):
         return [f"{stem}-{label}.jsonl" for label in labels]
     if count == 1:
         return [f"{stem}.jsonl"]
     width = max(4, len(str(count - 1)))
     return [f"{stem}-{n:0{width}d}.jsonl" for n in range(count)]
+
+
+def _own_labels(labels: Sequence[str | None], count: int) -> bool:
+    """Whether each of the ``count`` sessions has a label of its own."""
+    return bool(labels) and len(labels) == count and None not in labels and len(set(labels)) == count
 
 
 @click.command(name="import")
@@ -223,9 +228,8 @@ def _import_into(
 def _check_targets(path: str, targets: Sequence[str], *, replace: bool) -> None:
     """Every name is tried before any file is placed: not the input itself, writable, and new
     unless ``replace``."""
-    for target in targets:
-        if path != "-" and os.path.exists(target) and os.path.samefile(target, path):
-            raise InputError(f"would overwrite its own input {target}", path=path)
+    if path != "-":
+        _refuse_own_input(path, targets)
     for target in targets:
         try:
             os.lstat(target)
@@ -235,6 +239,12 @@ def _check_targets(path: str, targets: Sequence[str], *, replace: bool) -> None:
             raise InputError(f"cannot write here: {err.strerror}", path=target) from err
         if not replace:
             raise InputError(EXISTS, path=target)
+
+
+def _refuse_own_input(path: str, targets: Sequence[str]) -> None:
+    for target in targets:
+        if os.path.exists(target) and os.path.samefile(target, path):
+            raise InputError(f"would overwrite its own input {target}", path=path)
 
 
 def _place(temp: str, target: str, *, replace: bool) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from dataclasses import dataclass
+from typing import Any
 
 from toolreplay.contracts.lock import ToolContract, ToolLock, load_lock
 from toolreplay.errors import InputError
@@ -69,24 +70,29 @@ def keep_declared(old: ToolLock | None, new: ToolLock) -> tuple[ToolLock, tuple[
     kept: list[Kept] = []
     for name, contract in new.tools.items():
         before = old.tools.get(name)
-        if before is None:
-            contracts.append(contract)
-            continue
-        differ = tuple(
-            (field, getattr(before, field))
-            for field in DECLARED
-            if getattr(before, field) != getattr(contract, field)
-        )
-        if differ:
-            changed = before.fingerprint != contract.fingerprint
-            kept.append(
-                Kept(
-                    tool=name,
-                    fields=differ,
-                    was=before.fingerprint if changed else None,
-                    now=contract.fingerprint if changed else None,
-                )
-            )
+        differ = _declared_differences(before, contract) if before is not None else ()
+        if before is not None and differ:
+            kept.append(_kept(before, contract, differ))
             contract = dataclasses.replace(contract, **dict(differ))
         contracts.append(contract)
     return ToolLock.of(contracts), tuple(kept)
+
+
+def _declared_differences(before: ToolContract, contract: ToolContract) -> tuple[tuple[str, Any], ...]:
+    """The declared fields whose value in ``before`` is not the one in ``contract``, with it."""
+    return tuple(
+        (field, getattr(before, field))
+        for field in DECLARED
+        if getattr(before, field) != getattr(contract, field)
+    )
+
+
+def _kept(before: ToolContract, contract: ToolContract, differ: tuple[tuple[str, Any], ...]) -> Kept:
+    """What was kept of a tool, with both fingerprints when its contract changed too."""
+    changed = before.fingerprint != contract.fingerprint
+    return Kept(
+        tool=contract.name,
+        fields=differ,
+        was=before.fingerprint if changed else None,
+        now=contract.fingerprint if changed else None,
+    )

@@ -314,10 +314,7 @@ def _parse_text(data: dict[str, Any], base: str, fail: Any) -> dict[str, Any] | 
     """The contract text of a lock entry (None for a lock written before it was kept)."""
     if "text" not in data and "text_digest" not in data:
         return None
-    for key in ("text", "text_digest"):
-        if key not in data:
-            other = "text_digest" if key == "text" else "text"
-            raise fail(f'missing field "{key}" (a contract with "{other}" needs both)', base)
+    _check_both(data, base, fail)
     text = data["text"]
     problem = text_problem(text)
     if problem is not None:
@@ -337,6 +334,13 @@ def _parse_text(data: dict[str, Any], base: str, fail: Any) -> dict[str, Any] | 
 def _is_parameter(param: Any) -> bool:
     """A signature's parameter: ``[name, type, default]``, three strings."""
     return isinstance(param, list) and len(param) == 3 and all(isinstance(p, str) for p in param)
+
+
+def _check_both(data: dict[str, Any], base: str, fail: Any) -> None:
+    """A contract with ``text`` or ``text_digest`` has both."""
+    for key, other in (("text", "text_digest"), ("text_digest", "text")):
+        if key not in data:
+            raise fail(f'missing field "{key}" (a contract with "{other}" needs both)', base)
 
 
 #: a fingerprint as a lock holds it

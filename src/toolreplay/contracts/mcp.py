@@ -106,24 +106,22 @@ def listed_definitions(tools: Any, *, path: str) -> list[ToolDefinition]:
     """A server's ``tools/list`` tools (JSON objects, from anywhere: untrusted) as definitions."""
     if not isinstance(tools, list):
         raise InputError("the tools listed are not an array", path=path, pointer="/tools")
-    out = []
-    for i, tool in enumerate(tools):
-        if not isinstance(tool, dict):
-            raise InputError(
-                "the server listed a tool that is not an object", path=path, pointer=f"/tools/{i}"
-            )
-        name = tool.get("name")
-        if not isinstance(name, str) or not name:
-            raise InputError("the server listed a tool without a name", path=path, pointer=f"/tools/{i}")
-        annotations = tool.get("annotations")
-        out.append(
-            ToolDefinition(
-                name=name,
-                schema=tool.get("inputSchema", {}),
-                shape="mcp",
-                annotations=annotations if isinstance(annotations, dict) else None,
-                text=text_of_tool(tool),
-                pointer=f"/tools/{i}/inputSchema",
-            )
-        )
-    return out
+    return [_listed(tool, f"/tools/{i}", path) for i, tool in enumerate(tools)]
+
+
+def _listed(tool: Any, pointer: str, path: str) -> ToolDefinition:
+    """One listed tool: an object with a name."""
+    if not isinstance(tool, dict):
+        raise InputError("the server listed a tool that is not an object", path=path, pointer=pointer)
+    name = tool.get("name")
+    if not isinstance(name, str) or not name:
+        raise InputError("the server listed a tool without a name", path=path, pointer=pointer)
+    annotations = tool.get("annotations")
+    return ToolDefinition(
+        name=name,
+        schema=tool.get("inputSchema", {}),
+        shape="mcp",
+        annotations=annotations if isinstance(annotations, dict) else None,
+        text=text_of_tool(tool),
+        pointer=f"{pointer}/inputSchema",
+    )

@@ -21,20 +21,25 @@ def load_object(spec: str) -> Any:
     module_name, _, attr_path = spec.partition(":")
     if not module_name or not attr_path:
         raise InputError("expected module:object", path=spec)
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
-    try:
-        obj: Any = importlib.import_module(module_name)
-    except Exception as err:  # the module's own code may raise anything while importing
-        raise InputError(
-            f"cannot import module {module_name!r}: {type(err).__name__}: {one_line(str(err))}", path=spec
-        ) from err
+    obj = _imported(module_name, spec)
     for part in attr_path.split("."):
         try:
             obj = getattr(obj, part)
         except AttributeError as err:
             raise InputError(f"module {module_name!r} has no attribute {attr_path!r}", path=spec) from err
     return obj
+
+
+def _imported(module_name: str, spec: str) -> Any:
+    """The module, imported with the current directory on the path."""
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        return importlib.import_module(module_name)
+    except Exception as err:  # the module's own code may raise anything while importing
+        raise InputError(
+            f"cannot import module {module_name!r}: {type(err).__name__}: {one_line(str(err))}", path=spec
+        ) from err
 
 
 def python_lock(

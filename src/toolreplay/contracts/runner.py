@@ -100,17 +100,8 @@ def _run(
             env=_child_env(caller_env),
             start_new_session=True,  # one group: the child and whatever it starts end together
         )
-        try:
-            code: int | None = process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            code = None
-        finally:
-            end_group(process)
-        wrote = None
-        if before is not None and watch is not None:
-            changed = _changes(before, snapshot(watch))
-            if changed:
-                wrote = _wrote(changed)
+        code = _wait(process, timeout)
+        wrote = _wrote(before, watch)
         answer = _answer(out)
         failure = _failure(code, answer, err, timeout)
     problems = [problem for problem in (failure, wrote) if problem is not None]
@@ -119,19 +110,39 @@ def _run(
     return answer
 
 
+def _wait(process: subprocess.Popen[bytes], timeout: float) -> int | None:
+    """The child's exit status; None when it did not finish in time. Its group is ended either way."""
+    try:
+        return process.wait(timeout)
+    except subprocess.TimeoutExpired:
+        return None
+    finally:
+        end_group(process)
+
+
 def _failure(code: int | None, answer: Any, err: IO[bytes], timeout: float) -> str | None:
     """Why the child gave no answer: stopped, an error it reported, its exit status, or its answer's fault."""
     if code is None:
         return f"it did not finish within {timeout:g} s and was stopped"
-    if isinstance(answer, dict) and code == 2 and isinstance(answer.get("error"), str):
-        pointer = answer.get("pointer")
-        at = f" (at {one_line(pointer) or '/'})" if isinstance(pointer, str) else ""
-        return one_line(answer["error"]) + at
+    if code == 2 and _reported(answer):
+        return _their_error(answer)
     if code != 0:
         return status_of(code) + last_words(err)
     if isinstance(answer, str):
         return answer
     return None
+
+
+def _reported(answer: Any) -> bool:
+    """Whether the answer is the child's own report of an error (its ``error`` and ``pointer``)."""
+    return isinstance(answer, dict) and isinstance(answer.get("error"), str)
+
+
+def _their_error(answer: dict[str, Any]) -> str:
+    """The error the child reported, and where (its JSON pointer) when it says."""
+    pointer = answer.get("pointer")
+    at = f" (at {one_line(pointer) or '/'})" if isinstance(pointer, str) else ""
+    return one_line(answer["error"]) + at
 
 
 def _answer(out: IO[bytes]) -> Any:
@@ -210,7 +221,13 @@ def _changes(before: dict[str, Stat], after: dict[str, Stat]) -> list[str]:
     )
 
 
-def _wrote(changed: list[str]) -> str:
+def _wrote(before: dict[str, Stat] | None, watch: Path | None) -> str | None:
+    """What the child changed in the watched folder, if anything (nothing is watched without one)."""
+    if before is None or watch is None:
+        return None
+    changed = _changes(before, snapshot(watch))
+    if not changed:
+        return None
     shown = ", ".join(quote(Path(p).as_posix()) for p in changed[:_SHOWN])
     more = len(changed) - _SHOWN
     return f"it changed the work tree: {shown}" + (f" and {more} more" if more > 0 else "")

@@ -25,6 +25,21 @@ _PYTHON_SOURCE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
 _T = TypeVar("_T")
 
 
+def _server_lock(
+    argv: Sequence[str], *, version: str | None, timeout: float, watch: Path | None, caller_env: bool
+) -> tuple[ToolLock, tuple[str, ...]]:
+    """The lock of an MCP server's tools, as a child process lists them (pinned to ``version``, else
+    to the server's own)."""
+    label = describe(argv)
+    answer = run_mcp(argv, label=label, timeout=timeout, watch=watch, caller_env=caller_env)
+    tools = answer.get("tools") if isinstance(answer, dict) else None
+    pinned = _server_version(answer, label) if version is None else version
+    imported = _checked(
+        lambda: import_definitions(listed_definitions(tools, path=label), version=pinned, path=label)
+    )
+    return ToolLock.of(imported.contracts), imported.warnings
+
+
 def is_python_source(source: str, *, root: Path) -> bool:
     """Whether ``source`` names a Python object (``module:object``) rather than a file."""
     return not (root / source).exists() and bool(_PYTHON_SOURCE.fullmatch(source))
@@ -51,14 +66,7 @@ def source_lock(
     (:class:`~toolreplay.contracts.runner.SourceRunError`).
     """
     if not isinstance(source, str):
-        label = describe(source)
-        answer = run_mcp(source, label=label, timeout=timeout, watch=watch, caller_env=caller_env)
-        tools = answer.get("tools") if isinstance(answer, dict) else None
-        pinned = _server_version(answer, label) if version is None else version
-        imported = _checked(
-            lambda: import_definitions(listed_definitions(tools, path=label), version=pinned, path=label)
-        )
-        return ToolLock.of(imported.contracts), imported.warnings
+        return _server_lock(source, version=version, timeout=timeout, watch=watch, caller_env=caller_env)
     if not is_python_source(source, root=root):
         path = root / source
         imported = import_definitions(

@@ -55,10 +55,7 @@ class Annotation:
 
     def command(self, *, root: str | None = None) -> str:
         where = repo_relative(self.path, root) if self.path else None
-        text = self.message if self.index is None else f"index {self.index}: {self.message}"
-        if where is None and self.path:
-            # outside the repository: GitHub cannot place it, so say where in the text
-            text = f"{self.path}{f':{self.line}' if self.line else ''}: {text}"
+        text = self._text(placed=where is not None)
         return workflow_command(
             self.level,
             text,
@@ -66,6 +63,14 @@ class Annotation:
             line=self.line if where else None,
             title=f"toolreplay {self.kind}",
         )
+
+    def _text(self, *, placed: bool) -> str:
+        """The message, after the call's index; a file outside the repository (GitHub cannot
+        place it) is named in the text."""
+        text = self.message if self.index is None else f"index {self.index}: {self.message}"
+        if placed or not self.path:
+            return text
+        return f"{self.path}{f':{self.line}' if self.line else ''}: {text}"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

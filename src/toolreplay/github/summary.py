@@ -64,19 +64,35 @@ def write_summary(
         return SummaryResult(written=False, path=target, reason=f"cannot read it: {err.strerror}")
     separator = "\n" if existing else ""
     budget = SUMMARY_LIMIT - existing - len(separator)
-    full = render_markdown(reports, fails=fails, environ=env, base=base, caps=False)
-    text = (
-        full
-        if _utf8_len(full) <= budget
-        else render_markdown(
-            reports, fails=fails, environ=env, limit=budget, size=_utf8_len, base=base, caps=False
-        )
-    )
+    text, trimmed = _rendered(reports, fails=fails, environ=env, base=base, budget=budget)
     if not text:
         return SummaryResult(written=False, path=target, reason="the summary file is already full")
+    return _append(target, separator + text, trimmed=trimmed)
+
+
+def _rendered(
+    reports: Sequence[Report],
+    *,
+    fails: Callable[[str], bool] | None,
+    environ: Mapping[str, str],
+    base: str | None,
+    budget: int,
+) -> tuple[str, bool]:
+    """The summary whole (none of the comment's caps), trimmed to ``budget`` bytes when it is
+    longer; and whether it was trimmed."""
+    full = render_markdown(reports, fails=fails, environ=environ, base=base, caps=False)
+    if _utf8_len(full) <= budget:
+        return full, False
+    text = render_markdown(
+        reports, fails=fails, environ=environ, limit=budget, size=_utf8_len, base=base, caps=False
+    )
+    return text, text != full
+
+
+def _append(target: str, text: str, *, trimmed: bool) -> SummaryResult:
     try:
         with open(target, "a", encoding="utf-8", newline="\n") as out:
-            out.write(separator + text)
+            out.write(text)
     except OSError as err:
         return SummaryResult(written=False, path=target, reason=f"cannot write it: {err.strerror}")
-    return SummaryResult(written=True, path=target, size=_utf8_len(separator + text), trimmed=text != full)
+    return SummaryResult(written=True, path=target, size=_utf8_len(text), trimmed=trimmed)

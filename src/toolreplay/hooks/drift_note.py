@@ -236,6 +236,11 @@ def _genesis() -> str:
     return GENESIS
 
 
+def _head_of(chain: _Chain | None) -> str:
+    """A committed chain's head; the genesis value where there is none (a new baseline)."""
+    return chain.head if chain is not None else _genesis()
+
+
 def _chain(raw: bytes, path: str) -> _Chain:
     """Walk a sealed blob; on a parse error or a break, stop at the intact prefix."""
     from toolreplay.chain import verify
@@ -283,7 +288,7 @@ def _older(after: _Chain, from_head: str, before: _Chain | None) -> frozenset[st
 
 def _added_or_modified(git: Git, path: str, oid: str, action: str, before: _Chain | None) -> BaselineChange:
     after = _chain(git.blob(oid), path)
-    from_head = before.head if before is not None else _genesis()
+    from_head = _head_of(before)
     return BaselineChange(
         baseline=path,
         action=action,
@@ -364,7 +369,7 @@ def _moved(
 def _departure(entry: Entry, old: str, before: _Chain | None) -> BaselineChange:
     """A baseline deleted, or renamed away from ``old``."""
     action = "deleted" if entry.new_path is None else f"renamed to {quote(entry.new_path)}"
-    head = before.head if before is not None else _genesis()
+    head = _head_of(before)
     return BaselineChange(baseline=old, action=action, from_head=head, to_head=None)
 
 
@@ -388,7 +393,7 @@ def _refused(entry: Entry, before: _Chain | None, patterns: Sequence[str]) -> Ba
     return BaselineChange(
         baseline=path,
         action="modified" if entry.status in "MT" else _arrival(entry),
-        from_head=before.head if before is not None else _genesis(),
+        from_head=_head_of(before),
         to_head=None,
         refused=_not_a_file(path, mode),
     )
@@ -621,15 +626,17 @@ def _what_to_do(
 def unguarded(entries: Iterable[Entry], patterns: Sequence[str]) -> list[str]:
     """Sealed transcripts the entries add or change that no baseline pattern covers."""
     return sorted(
-        {
-            e.new_path
-            for e in entries
-            if e.new_path is not None
-            and e.new_oid is not None
-            and e.new_mode != _GITLINK
-            and e.new_path.endswith(SEALED_SUFFIX)
-            and not is_baseline(e.new_path, patterns)
-        }
+        {e.new_path for e in entries if e.new_path is not None and _unguarded(e, e.new_path, patterns)}
+    )
+
+
+def _unguarded(entry: Entry, path: str, patterns: Sequence[str]) -> bool:
+    """Whether the entry stages a sealed transcript (a file, not a submodule) outside the patterns."""
+    return (
+        entry.new_oid is not None
+        and entry.new_mode != _GITLINK
+        and path.endswith(SEALED_SUFFIX)
+        and not is_baseline(path, patterns)
     )
 
 
@@ -647,15 +654,20 @@ def existing_notes(git: Git, notes_dir: str, revs: Sequence[str | None]) -> froz
     top = git.top()
     found: set[str] = set()
     for rev in revs:
-        if rev is None:
-            out = git.run("ls-files", "-z", "--full-name", "--", ":(top,literal)" + notes_dir)
-        else:
-            out = git.run("ls-tree", "-r", "-z", "--name-only", "--full-tree", rev, "--", notes_dir)
-        found.update(_decode_path(p) for p in out.split(b"\0") if p)
+        found.update(_recorded_notes(git, notes_dir, rev))
     for folder, _dirs, files in os.walk(os.path.join(top, notes_dir)):
         rel = os.path.relpath(folder, top).replace(os.sep, "/")
         found.update(f"{rel}/{name}" for name in files)
     return frozenset(found)
+
+
+def _recorded_notes(git: Git, notes_dir: str, rev: str | None) -> list[str]:
+    """The files git records under ``notes_dir`` at ``rev`` (None: in the index)."""
+    if rev is None:
+        out = git.run("ls-files", "-z", "--full-name", "--", ":(top,literal)" + notes_dir)
+    else:
+        out = git.run("ls-tree", "-r", "-z", "--name-only", "--full-tree", rev, "--", notes_dir)
+    return [_decode_path(p) for p in out.split(b"\0") if p]
 
 
 def _check(

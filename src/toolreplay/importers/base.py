@@ -189,15 +189,19 @@ def episode_label(value: Any) -> str | None:
     its ``trial``), or an ``episode_id`` / ``instance_id``; None when it has none that is safe."""
     if not isinstance(value, dict):
         return None
-    parts: list[str] = []
-    if _id_like(value.get("task_id")):
-        parts.append(f"task-{value['task_id']}")
-        if _id_like(value.get("trial")):
-            parts.append(f"trial-{value['trial']}")
-    else:
-        parts += [str(value[key]) for key in ("episode_id", "instance_id") if _id_like(value.get(key))][:1]
+    parts = _label_parts(value)
     label = "-".join(parts)
     return label if parts and _LABEL.fullmatch(label) else None
+
+
+def _label_parts(value: dict[str, Any]) -> list[str]:
+    """tau-bench's ``task-ID`` (and ``trial-N``), else the first of ``episode_id`` and ``instance_id``."""
+    if not _id_like(value.get("task_id")):
+        return [str(value[key]) for key in ("episode_id", "instance_id") if _id_like(value.get(key))][:1]
+    parts = [f"task-{value['task_id']}"]
+    if _id_like(value.get("trial")):
+        parts.append(f"trial-{value['trial']}")
+    return parts
 
 
 def _id_like(value: Any) -> bool:

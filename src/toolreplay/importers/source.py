@@ -77,21 +77,24 @@ def read_items(stream: IO[bytes], path: str) -> Iterator[Item]:
             yield from _document_items(value)
             return
         yield Item(Location(first_number), value)
-        number: int = second_number
-        line: bytes | None = second
-        while line is not None:
-            try:
-                value = decode_value(line)
-            except InputError as err:
-                raise InputError(err.problem, path=path, line=number) from err
-            yield Item(Location(number), value)
-            number, line = _next_line(stream, path, number, [])
+        yield from _lines(stream, path, second_number, second)
         return
     try:
         rest = stream.read(MAX_INPUT_BYTES + 1)
     except OSError as err:
         raise InputError(err.strerror or "cannot be read", path=path) from err
     yield from _document_items(_decode_document(b"".join(seen) + rest, path))
+
+
+def _lines(stream: IO[bytes], path: str, number: int, line: bytes | None) -> Iterator[Item]:
+    """The items of a JSON Lines input from ``line`` (at ``number``) on, one per line."""
+    while line is not None:
+        try:
+            value = decode_value(line)
+        except InputError as err:
+            raise InputError(err.problem, path=path, line=number) from err
+        yield Item(Location(number), value)
+        number, line = _next_line(stream, path, number, [])
 
 
 def _decode_document(raw: bytes, path: str) -> Any:

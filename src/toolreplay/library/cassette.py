@@ -17,8 +17,9 @@ sees half a file. The pytest plugin (``toolreplay.pytest_plugin``) drives this m
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from toolreplay.analyses.fingerprint_diff import compare_contracts, text_differences
@@ -233,19 +234,21 @@ class CassetteRegistry(ToolRegistry):
         contracts: dict[str, ToolContract] = {}
         for new in self._new.records:
             contracts[new.tool] = self.contract(new.tool)
-        old_lock: ToolLock | None = None
+        old_lock = functools.cache(lambda: _read_lock(lock_path(self.cassette)))  # read once, if at all
         for record in keep:
-            if record.tool in contracts:
-                continue
-            if record.tool in self and self.contract(record.tool).fingerprint == record.fingerprint:
-                contracts[record.tool] = self.contract(record.tool)
-                continue
-            if old_lock is None:
-                old_lock = _read_lock(lock_path(self.cassette))
-            found = old_lock.tools.get(record.tool)
-            if found is not None and found.fingerprint == record.fingerprint:
-                contracts[record.tool] = found
+            if record.tool not in contracts:
+                found = self._recorded_with(record, old_lock)
+                if found is not None:
+                    contracts[record.tool] = found
         return ToolLock.of(contracts.values())
+
+    def _recorded_with(self, record: Record, old_lock: Callable[[], ToolLock]) -> ToolContract | None:
+        """The contract a kept call was recorded with: the registered tool's while it has that
+        fingerprint, else the old lock's (None when neither has it)."""
+        if record.tool in self and self.contract(record.tool).fingerprint == record.fingerprint:
+            return self.contract(record.tool)
+        found = old_lock().tools.get(record.tool)
+        return found if found is not None and found.fingerprint == record.fingerprint else None
 
 
 def _replay(cassette: str, mode: str, *, existed: bool, volatile: Iterable[Rule]) -> Snapshot | None:

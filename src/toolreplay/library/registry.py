@@ -254,14 +254,8 @@ class ToolRegistry:
         self._check_pin(name)
         if self._recording is not None:
             self._check_call(self._recording, name, args, contract.fingerprint)
-        if self._snapshot is not None:
-            response = self._snapshot.serve(name, args, live=contract.fingerprint)
-        else:
-            response = self.invoke(name, args)
-        state = None
-        if self.state is not None:
-            found = self.state(name, args, response)
-            state = dict(found) if found is not None else None
+        response = self._response(name, args, contract.fingerprint)
+        state = self._state_after(name, args, response)
         _set_span_attributes(contract)
         if self.recorder is not None:
             # the recorder's state commands may have given the state the state function did not
@@ -290,6 +284,21 @@ class ToolRegistry:
     def replayed(self) -> int:
         """Re-execution: how many recorded calls were made again so far."""
         return len(self._replayed)
+
+    def _response(self, name: str, args: dict[str, Any], live: str) -> dict[str, Any]:
+        """The answer to a call: the snapshot's, else the tool's own."""
+        if self._snapshot is not None:
+            return self._snapshot.serve(name, args, live=live)
+        return self.invoke(name, args)
+
+    def _state_after(
+        self, name: str, args: dict[str, Any], response: dict[str, Any]
+    ) -> dict[str, str] | None:
+        """The post-call state the ``state`` function reports, if there is one."""
+        if self.state is None:
+            return None
+        found = self.state(name, args, response)
+        return dict(found) if found is not None else None
 
     def finish(self) -> None:
         """Re-execution: raise :class:`ReplayDivergenceError` if recorded calls were not made.

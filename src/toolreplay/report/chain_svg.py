@@ -98,6 +98,12 @@ def _call(n: int, call: ChainCall, marks: Sequence[Finding], *, last: bool) -> l
         out.append(
             f'<path d="M{x} {y + BOX_H} V{y + STEP - 4} m-4 -6 l4 6 l4 -6" fill="none" stroke="#57606a"/>'
         )
+    return out + _marks(y, marks)
+
+
+def _marks(y: int, marks: Sequence[Finding]) -> list[str]:
+    """The first two findings on a call, beside its box, and how many more."""
+    out = []
     for k, f in enumerate(marks[:2]):
         related = f" (vs #{f.related})" if f.related is not None else ""
         label = _text(f"{f.kind}{related}", MAX_MARK)

@@ -30,6 +30,12 @@ def md_code(text: str, *, in_table: bool = True, max_len: int | None = MAX_CELL)
     if in_table:
         # GFM splits table cells before it parses code spans; an escaped pipe stays in the cell
         body = body.replace("|", "\\|")
+    return _code_span(body)
+
+
+def _code_span(body: str) -> str:
+    """``body`` between backtick fences longer than any run it holds (padded where it starts or
+    ends with a backtick or a space, which the fence would take as its own)."""
     if not body:
         return "` `"
     longest = max((len(run) for run in _BACKTICKS.findall(body)), default=0)

@@ -408,27 +408,42 @@ def _finding_blocks(
 ) -> tuple[list[list[str]], int | None, int]:
     """The failing files' blocks and the advisory ones', within ``keep`` rows; (blocks, the rows
     left, the rows hidden)."""
-    budget = keep
-    hidden_rows = 0
+    rows = _Rows(keep)
     opened = len(groups[0]) <= OPEN_BLOCKS
     accepted: set[str] = set()
     blocks: list[list[str]] = [[], []]
     for n, group in enumerate(groups):
         for report in group:
-            findings = list(report.findings)
-            count = len(findings) + len(report.errors)
-            if budget is not None:
-                hidden_rows += max(0, count - max(budget, 0))
-                if budget <= 0:
-                    continue
-                findings = findings[:budget]
-                budget -= min(count, budget)
+            findings = rows.take(report)
+            if findings is None:
+                continue
             block = _failed_block(report, findings, links, view, fails, opened=opened and n == 0)
             if report.path not in accepted:
                 block[-2:-2] = _accept(report, findings, view.base)
                 accepted.add(report.path)
             blocks[n] += block
-    return blocks, budget, hidden_rows
+    return blocks, rows.left, rows.hidden
+
+
+class _Rows:
+    """The finding rows left to show (None: no limit), and how many were left out."""
+
+    def __init__(self, keep: int | None) -> None:
+        self.left = keep
+        self.hidden = 0
+
+    def take(self, report: Report) -> list[Finding] | None:
+        """The report's findings that fit (its errors count as rows too); None when none is left."""
+        findings = list(report.findings)
+        if self.left is None:
+            return findings
+        count = len(findings) + len(report.errors)
+        self.hidden += max(0, count - max(self.left, 0))
+        if self.left <= 0:
+            return None
+        shown = findings[: self.left]
+        self.left -= min(count, self.left)
+        return shown
 
 
 def _clean_block(clean: list[Report]) -> list[str]:
@@ -557,16 +572,23 @@ def render_markdown(
     ``check``'s) is the pull request's base, which the printed accept commands name; without
     ``caps`` (the job summary) long values, reasons and a baseline's changes are shown whole.
     """
-    if check is not None:
-        fails = fails or check.fails
-        base = check.base if base is None else base
+    fails, base = _from_check(check, fails, base)
     links = links_from_env(environ)
     view = _view(links, base=base, caps=caps)
-    render = partial(_render, reports, fails=fails or _every_kind, links=links, view=view)
+    render = partial(_render, reports, fails=fails, links=links, view=view)
     full = render(None)
     if limit is None or size(full) <= limit:
         return full
     return _fitted(render, sum(len(r.findings) + len(r.errors) for r in reports), limit, size)
+
+
+def _from_check(
+    check: CheckInfo | None, fails: Callable[[str], bool] | None, base: str | None
+) -> tuple[Callable[[str], bool], str | None]:
+    """``fails`` and ``base``, ``check``'s where not given (without either, every kind fails)."""
+    if check is None:
+        return fails or _every_kind, base
+    return fails or check.fails, check.base if base is None else base
 
 
 def _every_kind(kind: str) -> bool:

@@ -302,18 +302,22 @@ def _claim_files(shard: ShardReport, index: int, files: dict[str, str]) -> None:
         )
     for report in shard.reports:
         if report.command != "check":
-            if index != DRIFT_SHARD:
-                raise InputError(
-                    f"reports the drift-note rule, which only shard {DRIFT_SHARD} runs "
-                    f"({quote(report.path)})",
-                    path=shard.path,
-                )
+            _drift_shard_only(shard, index, report)
             continue
         if report.path in files:
             raise InputError(
                 f"overlaps {quote(files[report.path])}: both report {quote(report.path)}", path=shard.path
             )
         files[report.path] = shard.path
+
+
+def _drift_shard_only(shard: ShardReport, index: int, report: Report) -> None:
+    """The drift-note rule's reports come from the shard that runs it."""
+    if index != DRIFT_SHARD:
+        raise InputError(
+            f"reports the drift-note rule, which only shard {DRIFT_SHARD} runs ({quote(report.path)})",
+            path=shard.path,
+        )
 
 
 def _refuse_missing(seen: dict[int, str], count: int) -> None:
@@ -364,12 +368,17 @@ def merge_shards(
         _check_against(config, first, files, prefixes)
     reports = [r for shard in sorted(shards, key=lambda s: s.numbers) for r in shard.reports]
     reports.sort(key=lambda r: (r.path, r.command != "check"))
-    info = CheckInfo(
-        toolreplay=first.info.toolreplay,
-        config=first.info.config,
-        fail_on=first.info.fail_on,
-        base=first.info.base,
-        # the drift-note rule runs in one shard only; its verdict line is the run's
+    return _merged_info(shards), reports
+
+
+def _merged_info(shards: Sequence[ShardReport]) -> CheckInfo:
+    """What the whole run was: the shards' settings, and the drift-note rule's verdict line (the
+    rule runs in one shard only)."""
+    first = shards[0].info
+    return CheckInfo(
+        toolreplay=first.toolreplay,
+        config=first.config,
+        fail_on=first.fail_on,
+        base=first.base,
         drift=next((s.info.drift for s in shards if s.info.drift is not None), None),
     )
-    return info, reports

@@ -80,17 +80,7 @@ def sarif_log(
     entries = [entry for report in reports for entry in _entries(report)]
     kinds = _kinds({e[0] for e in entries})
     index = {kind: n for n, kind in enumerate(kinds)}
-    results = [
-        {
-            "ruleId": kind,
-            "ruleIndex": index[kind],
-            "level": gated_level(kind, fails),
-            # a viewer shows the text as it is: a file name's control characters spelled out
-            "message": {"text": one_line(message)},
-            "locations": [_location(path, line, root)],
-        }
-        for kind, path, line, message in entries
-    ]
+    results = [_result(entry, index[entry[0]], root, fails) for entry in entries]
     return {
         "$schema": SARIF_SCHEMA,
         "version": "2.1.0",
@@ -108,6 +98,20 @@ def sarif_log(
                 "results": results,
             }
         ],
+    }
+
+
+def _result(
+    entry: _Entry, rule: int, root: str | None, fails: Callable[[str], bool] | None
+) -> dict[str, Any]:
+    kind, path, line, message = entry
+    return {
+        "ruleId": kind,
+        "ruleIndex": rule,
+        "level": gated_level(kind, fails),
+        # a viewer shows the text as it is: a file name's control characters spelled out
+        "message": {"text": one_line(message)},
+        "locations": [_location(path, line, root)],
     }
 
 
