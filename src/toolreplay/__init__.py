@@ -5,6 +5,8 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
+from toolreplay._version import __version__ as __version__
+
 if TYPE_CHECKING:
     from toolreplay.canonical import canonical
     from toolreplay.contracts import ToolContract, ToolLock, load_lock, save_lock, tool_fingerprint
@@ -24,8 +26,6 @@ if TYPE_CHECKING:
         ToolRegistry,
         probe_determinism,
     )
-
-    __version__: str
 
 # Imported on first use: the pytest plugin (toolreplay.pytest_plugin) loads this package in
 # every pytest session of every project that installs toolreplay, most of which never use it.
@@ -57,11 +57,6 @@ _EXPORTS = {
 
 
 def __getattr__(name: str) -> Any:
-    if name == "__version__":
-        from toolreplay._version import __version__
-
-        globals()["__version__"] = __version__
-        return __version__
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'toolreplay' has no attribute {name!r}")
@@ -71,7 +66,7 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted([*globals(), *_EXPORTS, "__version__"])
+    return sorted([*globals(), *_EXPORTS])
 
 
 __all__ = [

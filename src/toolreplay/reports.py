@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolreplay.findings import Finding, kind_fails
+from toolreplay.findings import Finding
+from toolreplay.kinds import kind_fails
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -18,7 +18,7 @@ from pathlib import Path, PurePosixPath
 from toolreplay.config import Config
 from toolreplay.errors import InputError
 from toolreplay.escape import one_line, quote
-from toolreplay.findings import Finding, kind_fails
+from toolreplay.findings import Finding
 from toolreplay.hooks.drift_note import (
     BaselineChange,
     Git,
@@ -40,7 +40,7 @@ from toolreplay.hooks.settings import (
     settings_change,
     settings_of,
 )
-from toolreplay.kinds import KINDS
+from toolreplay.kinds import KINDS, kind_fails
 from toolreplay.reports import Line, Report, Review
 
 MISSING = "missing-drift-note"

@@ -14,9 +14,10 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from toolreplay.config import CONFIG_NAMES, Config, load_config, parse_toml, toolreplay_table
 from toolreplay.escape import quote
+from toolreplay.files import CONFIG_NAMES
 from toolreplay.hooks.drift_note import (
     DEFAULT_BASELINES,
     DEFAULT_NOTES_DIR,
@@ -25,6 +26,9 @@ from toolreplay.hooks.drift_note import (
     check_revision,
     normalize_dir,
 )
+
+if TYPE_CHECKING:
+    from toolreplay.config import Config
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -53,25 +57,19 @@ def recorded_config(
     None when there is neither. An invalid one is an :class:`~toolreplay.errors.InputError`.
     ``staged`` is :func:`staged_configs` already asked (for the index: git is then not asked again).
     """
-    # pathlib is imported where it is used: most commits stage no configuration
     for file in CONFIG_NAMES:
-        if folder:
-            from pathlib import PurePosixPath
-
-            path = str(PurePosixPath(folder, file))
-        else:
-            path = file
+        path = posixpath.join(folder, file)  # (git's folders are clean: no "." or empty parts)
         oid = staged.get(path) if staged is not None and rev is None else git.file_oid(rev, path)
         if oid is None:
             continue
-        raw = git.blob(oid)
-        label = f"{path} (staged)" if rev is None else f"{name or rev}:{path}"
-        if file == "pyproject.toml" and toolreplay_table(parse_toml(raw, label)) is None:
-            continue
-        from pathlib import Path
+        # The configuration's loader (TOML, pathlib) only now: most commits stage no configuration,
+        # and the hook's start-up is paid on every commit
+        from toolreplay.config import load_recorded
 
-        # the root only now: a git call less for the hook in a repository without a configuration
-        return load_config(Path(git.top(), path), raw=raw, label=label)
+        label = f"{path} (staged)" if rev is None else f"{name or rev}:{path}"
+        config = load_recorded(git.blob(oid), path, label=label, top=git.top)
+        if config is not None:
+            return config
     return None
 
 
@@ -145,9 +143,10 @@ def settings_of(
         patterns = DEFAULT_BASELINES if default else ()
     notes = config.drift_notes if config is not None else DEFAULT_NOTES_DIR
     if prefix:
-        from pathlib import PurePosixPath
-
-        notes = str(PurePosixPath(prefix, notes))
+        # as pathlib joins them: an absolute one stands alone, "." parts and doubled slashes go
+        joined = notes if notes.startswith("/") else f"{prefix}/{notes}"
+        parts = [part for part in joined.split("/") if part not in ("", ".")]
+        notes = ("/" if joined.startswith("/") else "") + "/".join(parts)
     notes_dir = normalize_dir(notes)
     return GuardSettings(patterns=patterns, notes_dir=notes_dir, source=source)
 
