@@ -7,7 +7,7 @@ import math
 import os
 import posixpath
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import Any
@@ -286,6 +286,8 @@ def _baseline_globs(globs: list[str], source: str) -> tuple[str, ...]:
 
 
 def _schema_errors(table: dict[str, Any]) -> list[Any]:
+    # the schema (and jsonschema) only for a table plainly_valid cannot vouch for: the drift-note
+    # hook reads a staged configuration on every commit without them
     from toolreplay.schemas import validator
 
     return sorted(validator("config").iter_errors(table), key=lambda e: list(map(str, e.absolute_path)))
@@ -384,3 +386,41 @@ def unmatched_globs(config: Config) -> list[str]:
             if not config.expand((pattern,)):
                 out.append(f"{key} glob {_shown(pattern)} in {config.source} matches no file")
     return out
+
+
+def config_problems(path: str) -> Iterator[str]:
+    """The problems of the configuration file at ``path``, one line each, as ``toolreplay
+    validate`` lists them (what :func:`load_config` would refuse; none when it loads)."""
+    try:
+        data = read_toml(Path(path))
+    except InputError as err:
+        if isinstance(err.__cause__, ValueError) and not isinstance(err.__cause__, UnicodeDecodeError):
+            # the file's own problem (invalid TOML, an integer past the digit limit), not an unreadable file
+            yield str(err)
+            return
+        raise
+    if os.path.basename(path) == "pyproject.toml":
+        table = toolreplay_table(data)
+        if table is None:
+            yield f"{path}: has no [tool.toolreplay] table"
+            return
+        data = table
+    if not plainly_valid(data):
+        # (the config schema has no ECMA-262 pattern: jsonschema's own message and place say it)
+        errors = sorted(_schema_errors(data), key=lambda e: (list(map(str, e.absolute_path)), e.message))
+        if errors:
+            yield from (f"{path}: {e.message} (at {pointer_of(e.absolute_path)})" for e in errors)
+            return
+    # what the schema cannot say and loading the configuration refuses
+    if not finite_budget(data.get("pattern_budget_seconds", 1)):
+        yield f"{path}: {BUDGET_PROBLEM.removeprefix('invalid configuration: ')} (at /pattern_budget_seconds)"
+    if not finite_budget(data.get("state_timeout_seconds", 1)):
+        yield f"{path}: {TIMEOUT_PROBLEM.removeprefix('invalid configuration: ')} (at /state_timeout_seconds)"
+    problem = state_command_problem(data.get("state_command", ()))
+    if problem is not None:
+        yield f"{path}: {problem[1]} (at {problem[0]})"
+    if "fail_on" in data:
+        try:
+            resolve(data["fail_on"])
+        except FailOnError as err:  # a list the schema takes but cannot mean anything (-KIND without all)
+            yield f"{path}: fail_on: {err} (at /fail_on)"

@@ -26,14 +26,15 @@ import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from toolreplay.escape import one_line, workflow_command
 from toolreplay.extras import install_hint, installed
 from toolreplay.report.markdown import render_markdown
 
 if TYPE_CHECKING:
-    from github import Github
+    from github import Github, GithubException
+    from github.Auth import Token
 
     from toolreplay.reports import Report
 
@@ -154,12 +155,27 @@ def _event_number(event_path: str | None) -> int | None:
     return number
 
 
+class PyGithub(NamedTuple):
+    """What toolreplay uses of PyGithub: the client, its token credentials, its one exception."""
+
+    client: type[Github]
+    token: type[Token]
+    error: type[GithubException]
+
+
+def pygithub() -> PyGithub:
+    """PyGithub (the ``github`` extra), imported here alone and only when a comment is published:
+    its import takes most of a second. Importing it also installs its logger's handler."""
+    from github import Auth, Github, GithubException
+
+    return PyGithub(client=Github, token=Auth.Token, error=GithubException)
+
+
 def make_client(token: str, api_url: str = DEFAULT_API_URL, **options: Any) -> Github:
     """A PyGithub client for ``api_url`` (GitHub Enterprise: ``https://HOST/api/v3``)."""
-    from github import Auth, Github
-
+    library = pygithub()
     options.setdefault("per_page", 100)
-    return Github(base_url=api_url.rstrip("/"), auth=Auth.Token(token), **options)
+    return library.client(base_url=api_url.rstrip("/"), auth=library.token(token), **options)
 
 
 def _is_ours(comment: Any, login: str) -> bool:
@@ -174,20 +190,17 @@ def _same(a: str, b: str) -> bool:
 
 
 def _identity(client: Github) -> str:
-    from github import GithubException
-
+    error = pygithub().error
     try:
         return str(client.get_user().login)
-    except GithubException as err:
+    except error as err:
         if err.status == 403:  # an installation token: /user is not for integrations
             return ACTIONS_BOT
         raise
 
 
 def _reason(err: Exception, token: str) -> str:
-    from github import GithubException
-
-    if isinstance(err, GithubException):
+    if isinstance(err, pygithub().error):
         message = err.data.get("message") if isinstance(err.data, dict) else None
         text = f"GitHub answered {err.status}"
         if err.status == 403:
