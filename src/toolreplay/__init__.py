@@ -5,8 +5,6 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from toolreplay._version import __version__ as __version__
-
 if TYPE_CHECKING:
     from toolreplay.canonical import canonical
     from toolreplay.contracts import ToolContract, ToolLock, load_lock, save_lock, tool_fingerprint
@@ -27,9 +25,12 @@ if TYPE_CHECKING:
         probe_determinism,
     )
 
+    __version__: str
+
 # Imported on first use: the pytest plugin (toolreplay.pytest_plugin) loads this package in
 # every pytest session of every project that installs toolreplay, most of which never use it.
 _EXPORTS = {
+    "__version__": "toolreplay._version",
     "canonical": "toolreplay.canonical",
     "ToolContract": "toolreplay.contracts",
     "ToolLock": "toolreplay.contracts",
