@@ -40,7 +40,8 @@ from toolreplay.hooks.settings import (
     settings_change,
     settings_of,
 )
-from toolreplay.kinds import KINDS, kind_fails
+from toolreplay.kind_names import kind_fails
+from toolreplay.kinds import KINDS
 from toolreplay.reports import Line, Report, Review
 
 MISSING = "missing-drift-note"
