@@ -64,7 +64,7 @@ from toolreplay.analyses.scope import Scope, ScopeJudge, load_scope
 from toolreplay.analyses.volatile import Volatile
 from toolreplay.canonical import canonical, room_for_depth
 from toolreplay.chain import verify
-from toolreplay.config import Config
+from toolreplay.config import Config, expand
 from toolreplay.contracts.lock import ToolLock, declared_mutators, declared_nondeterministic, load_lock
 from toolreplay.contracts.runner import SourceRunError, work_tree
 from toolreplay.contracts.source import source_lock
@@ -403,8 +403,8 @@ _NOT_JUDGED = (
 
 def covered_files(config: Config) -> tuple[list[str], list[str]]:
     """(baselines, transcripts) the configuration checks, as paths relative to its folder, sorted."""
-    baselines = [p for p in config.expand(config.baselines) if p.endswith(SEALED_SUFFIX)]
-    transcripts = [p for p in config.expand(config.transcripts) if not p.endswith(SEALED_SUFFIX)]
+    baselines = [p for p in expand(config, config.baselines) if p.endswith(SEALED_SUFFIX)]
+    transcripts = [p for p in expand(config, config.transcripts) if not p.endswith(SEALED_SUFFIX)]
     return baselines, transcripts
 
 

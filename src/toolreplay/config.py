@@ -59,35 +59,6 @@ class Config:
     def fails(self, kind: str) -> bool:
         return kind_fails(kind, self.fail_on)
 
-    def path_of(self, value: str) -> str:
-        """A path the config names (relative to its folder), as the current directory reaches it."""
-        target = self.root / value
-        try:
-            return os.path.relpath(target)
-        except ValueError:  # pragma: no cover - another drive on Windows
-            return str(target)
-
-    def expand(self, patterns: tuple[str, ...]) -> list[str]:
-        """Files matching the globs, as paths relative to the config's folder, sorted, once each."""
-        found: set[str] = set()
-        for pattern in patterns:
-            if os.path.isabs(pattern):
-                raise InputError(f"glob {_shown(pattern)} must be relative to its folder", path=self.source)
-            if not PurePath(pattern).parts:
-                raise InputError(
-                    f"glob {_shown(pattern)} names the config's folder, not files", path=self.source
-                )
-            try:
-                matches = list(self.root.glob(pattern))
-            except ValueError as err:  # pathlib: '**' can only be an entire path component
-                raise InputError(
-                    f"glob {_shown(pattern)} is not a valid glob: {err}", path=self.source
-                ) from err
-            for match in matches:
-                if match.is_file():
-                    found.add(match.relative_to(self.root).as_posix())
-        return sorted(found)
-
 
 def toolreplay_table(data: dict[str, Any]) -> dict[str, Any] | None:
     """The ``[tool.toolreplay]`` table of a parsed pyproject.toml, or None when it has none
@@ -374,6 +345,15 @@ def nearest_config(path: str | Path | None = None, *, cwd: Path | None = None) -
     return load_config(Path(path))
 
 
+def config_path(config: Config, value: str) -> str:
+    """A path the config names (relative to its folder), as the current directory reaches it."""
+    target = config.root / value
+    try:
+        return os.path.relpath(target)
+    except ValueError:  # pragma: no cover - another drive on Windows
+        return str(target)
+
+
 def unmatched_globs(config: Config) -> list[str]:
     """One line per ``transcripts`` / ``baselines`` glob that matches no file.
 
@@ -383,9 +363,31 @@ def unmatched_globs(config: Config) -> list[str]:
     out = []
     for key, patterns in (("transcripts", config.transcripts), ("baselines", config.baselines)):
         for pattern in patterns:
-            if not config.expand((pattern,)):
+            if not expand(config, (pattern,)):
                 out.append(f"{key} glob {_shown(pattern)} in {config.source} matches no file")
     return out
+
+
+def expand(config: Config, patterns: tuple[str, ...]) -> list[str]:
+    """Files matching the globs, as paths relative to the config's folder, sorted, once each."""
+    found: set[str] = set()
+    for pattern in patterns:
+        if os.path.isabs(pattern):
+            raise InputError(f"glob {_shown(pattern)} must be relative to its folder", path=config.source)
+        if not PurePath(pattern).parts:
+            raise InputError(
+                f"glob {_shown(pattern)} names the config's folder, not files", path=config.source
+            )
+        try:
+            matches = list(config.root.glob(pattern))
+        except ValueError as err:  # pathlib: '**' can only be an entire path component
+            raise InputError(
+                f"glob {_shown(pattern)} is not a valid glob: {err}", path=config.source
+            ) from err
+        for match in matches:
+            if match.is_file():
+                found.add(match.relative_to(config.root).as_posix())
+    return sorted(found)
 
 
 def config_problems(path: str) -> Iterator[str]:

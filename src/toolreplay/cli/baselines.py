@@ -33,7 +33,7 @@ from toolreplay.cli.base import EXISTS, EXIT_FINDINGS, atomic_output, force_opti
 from toolreplay.cli.defaults import announce, config_option, read_config
 from toolreplay.cli.formats import format_option
 from toolreplay.cli.gate import emit_gated, fail_on_option, fail_policy
-from toolreplay.config import Config
+from toolreplay.config import Config, config_path
 from toolreplay.contracts.lock import load_lock
 from toolreplay.contracts.source import source_lock
 from toolreplay.errors import InputError
@@ -176,7 +176,7 @@ def _configured_with_source(
     policy = fail_policy(config, fail_on, used if gated else [])
     if config is not None:
         if tools is None and config.tools_lock is not None:
-            tools = config.path_of(config.tools_lock)
+            tools = config_path(config, config.tools_lock)
             used.append("tools_lock")
         if not mutators and "mutators" in config.declared:
             chosen = config.mutators

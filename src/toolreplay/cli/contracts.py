@@ -15,7 +15,7 @@ from toolreplay.analyses.text_diff import TEXT_CLASSES
 from toolreplay.cli.base import Seconds, atomic_output, force_option
 from toolreplay.cli.defaults import announce, config_option, read_config
 from toolreplay.cli.formats import emit, format_option
-from toolreplay.config import Config
+from toolreplay.config import Config, config_path
 from toolreplay.contracts.definitions import import_definitions, read_definitions
 from toolreplay.contracts.keep import keep_declared, previous_lock
 from toolreplay.contracts.lock import ToolLock, dump_lock, load_lock
@@ -165,7 +165,7 @@ def fingerprint_diff_cmd(
     config = read_config(config_file)
     used: list[str] = []
     if recorded is None and config is not None and config.tools_lock is not None:
-        recorded = config.path_of(config.tools_lock)
+        recorded = config_path(config, config.tools_lock)
         used.append("tools_lock")
     if recorded is None:
         raise click.UsageError("give RECORDED and LIVE, or set tools_lock and tools_source in the config")

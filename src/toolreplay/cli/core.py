@@ -112,6 +112,9 @@ def verify_cmd(
 
 def _configured_baselines(config_file: str | None, *, anchored: bool) -> list[str]:
     """The sealed baselines the config names, for verify without SEALED (and so without anchors)."""
+    # the loader (tomllib, pathlib) only here: verify SEALED reads no config
+    from toolreplay.config import config_path, expand
+
     config = read_config(config_file)
     if config is None or not config.baselines:
         raise click.UsageError(
@@ -120,8 +123,8 @@ def _configured_baselines(config_file: str | None, *, anchored: bool) -> list[st
     if anchored:
         raise click.UsageError("anchors (--expect-head, --expect-count, --key) need one SEALED")
     announce(config, ["baselines"])
-    found = config.expand(config.baselines)
-    return [config.path_of(p) for p in found if p.endswith(SEALED_SUFFIX)]
+    found = expand(config, config.baselines)
+    return [config_path(config, p) for p in found if p.endswith(SEALED_SUFFIX)]
 
 
 def _verify_report(

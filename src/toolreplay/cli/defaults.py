@@ -58,7 +58,10 @@ def mutators_and_lock(
             chosen = config.mutators
             used.append("mutators")
         if lock_path is None and config.tools_lock is not None:
-            lock_path = config.path_of(config.tools_lock)
+            # (the loader is in by now: read_config gave the config; verify shares this module)
+            from toolreplay.config import config_path
+
+            lock_path = config_path(config, config.tools_lock)
             used.append("tools_lock")
     return chosen, lock_path
 

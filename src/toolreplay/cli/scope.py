@@ -8,6 +8,7 @@ from toolreplay.analyses.scope import check_scope, load_scope
 from toolreplay.cli.base import Seconds
 from toolreplay.cli.defaults import announce, config_option, read_config
 from toolreplay.cli.formats import emit, format_option
+from toolreplay.config import config_path
 from toolreplay.findings import sort_findings
 from toolreplay.limits import DEFAULT_BUDGET_SECONDS
 from toolreplay.reports import Line, Report
@@ -45,7 +46,7 @@ def scope_cmd(
             raise click.UsageError(
                 "give SCOPE, or set scope in the config ([tool.toolreplay] or toolreplay.toml)"
             )
-        scope_file = config.path_of(config.scope)
+        scope_file = config_path(config, config.scope)
         used.append("scope")
     if pattern_budget is None:
         pattern_budget = DEFAULT_BUDGET_SECONDS
