@@ -14,8 +14,10 @@ has only the one). HTTP: server-everything in Streamable HTTP mode, asked direct
 ``toolreplay record --listen ... --target ...``, one ``tools/call`` of ``echo`` at a time on a
 kept-alive connection, the endpoints taking turns call after call, so all see the same
 machine. Prints the median and the 99th percentile of each, the difference from direct and
-the ratio to it. With ``PYTHONPATH=OTHER/src`` it runs another copy of toolreplay (the code
-before a change). Not part of the test run.
+the ratio to it, and each proxy's CPU time a call (from ``/proc``, where there is one). With
+``PYTHONPATH=OTHER/src`` it runs another copy of toolreplay (the code before a change);
+``--against OTHER/src`` runs that copy too, as one more HTTP endpoint in the same rounds, so
+the two are compared call by call on the same machine. Not part of the test run.
 """
 
 from __future__ import annotations
@@ -209,12 +211,22 @@ def other_stdio_proxies(folder: Path) -> dict[str, list[str]]:
     return {} if vcr is None else {"mcp-vcr": [vcr, "record", "-o", str(folder / "mcp-vcr"), "--"]}
 
 
-def http(calls: int, folder: Path) -> None:
+def cpu_seconds(pid: int) -> float | None:
+    """The CPU time (user and system) process ``pid`` has used so far; None without ``/proc``."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text(encoding="ascii").rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def http(calls: int, folder: Path, against: str | None = None) -> None:
     server_bin = NODE_BIN / "mcp-server-everything"
     if not server_bin.exists():
         print("HTTP: server-everything is not installed (npm install --prefix tests/servers), skipped")
         return
     started: list[subprocess.Popen[bytes]] = []
+    pids: dict[str, int] = {}
 
     def start(argv: list[str], port: int, env: dict[str, str] | None = None) -> None:
         proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
@@ -231,6 +243,14 @@ def http(calls: int, folder: Path) -> None:
         listen = f"127.0.0.1:{port}"
         start([*toolreplay(), "record", "--force", "-o", out, "--listen", listen, "--target", target], port)
         urls["toolreplay record"] = f"http://127.0.0.1:{port}/mcp"
+        pids["toolreplay record"] = started[-1].pid
+        if against is not None:
+            port, out = free_port(), str(folder / "http-against.jsonl")
+            argv = [sys.executable, "-m", "toolreplay", "record", "--force", "-o", out]
+            env = {**os.environ, "PYTHONPATH": against}
+            start([*argv, "--listen", f"127.0.0.1:{port}", "--target", target], port, env)
+            urls[f"record ({against})"] = f"http://127.0.0.1:{port}/mcp"
+            pids[f"record ({against})"] = started[-1].pid
         for name, argv in other_http_proxies(target, folder).items():
             port = free_port()
             try:
@@ -239,14 +259,17 @@ def http(calls: int, folder: Path) -> None:
                 print(f"  {name}: did not start ({err}), skipped")
                 continue
             urls[name] = f"http://127.0.0.1:{port}/mcp"
+            pids[name] = started[-1].pid
         endpoints = {name: Endpoint(url) for name, url in urls.items()}
         for endpoint in endpoints.values():  # warm up; not timed
             for _ in range(20):
                 endpoint.call()
         times: dict[str, list[float]] = {name: [] for name in endpoints}
+        before = {name: cpu_seconds(pid) for name, pid in pids.items()}
         for _ in range(calls):
             for name, endpoint in endpoints.items():
                 times[name].append(endpoint.call())
+        after = {name: cpu_seconds(pid) for name, pid in pids.items()}
     finally:
         for proc in reversed(started):
             proc.terminate()
@@ -258,9 +281,15 @@ def http(calls: int, folder: Path) -> None:
     print(f"HTTP: one tools/call (echo) at a time, {calls} calls each, alternating")
     for name, values in times.items():
         m50, m99 = statistics.median(values), p99(values)
+        used, was = after.get(name), before.get(name)
+        cpu = (
+            f"   CPU {(used - was) / calls * 1000:.2f} ms a call"
+            if used is not None and was is not None
+            else ""
+        )
         print(
-            f"  {name:18} p50 {m50 * 1000:6.2f} ms (+{(m50 - base50) * 1000:5.2f}, {m50 / base50:.2f}x)"
-            f"   p99 {m99 * 1000:6.2f} ms ({m99 / base99:.2f}x)"
+            f"  {name:24} p50 {m50 * 1000:6.2f} ms (+{(m50 - base50) * 1000:5.2f}, {m50 / base50:.2f}x)"
+            f"   p99 {m99 * 1000:6.2f} ms ({m99 / base99:.2f}x){cpu}"
         )
 
 
@@ -269,13 +298,14 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--calls", type=int, default=300)
     parser.add_argument("--only", choices=["startup", "http"])
+    parser.add_argument("--against", metavar="SRC", help="also run the toolreplay in SRC (HTTP rows)")
     ns = parser.parse_args()
     print(f"{os.cpu_count()} cores; toolreplay: {' '.join(toolreplay())}")
     with tempfile.TemporaryDirectory() as tmp:
         if ns.only in (None, "startup"):
             startup(ns.rounds, Path(tmp))
         if ns.only in (None, "http"):
-            http(ns.calls, Path(tmp))
+            http(ns.calls, Path(tmp), ns.against)
     if shutil.which("node") is None:
         print("(node is not on PATH: the npm server could not run)")
 

@@ -128,30 +128,34 @@ def stop(process: subprocess.Popen[bytes]) -> tuple[int, bytes]:
     return process.returncode, err or b""
 
 
-async def _refuse(*_: Any) -> Any:
+async def refuse(*_: Any) -> Any:
+    """A client callback that answers every request from the server with an error."""
     from mcp.types import ErrorData
 
     return ErrorData(code=-1, message="no")
 
 
+#: the SDK client's options that declare sampling, elicitation and roots
+DECLARE_ALL = {"sampling_callback": refuse, "elicitation_callback": refuse, "list_roots_callback": refuse}
+
+
 def record_calls(
-    tmp: Path, server: list[str], calls: list[tuple[str, dict[str, Any]]], *, declare: bool = False
+    tmp: Path,
+    server: list[str],
+    calls: list[tuple[str, dict[str, Any]]],
+    *,
+    declare: bool = False,
+    client: dict[str, Any] | None = None,
 ) -> tuple[Path, Path]:
-    """Record ``calls`` through ``toolreplay record`` with the SDK's client (one that declares
-    sampling, elicitation and roots with ``declare``); the transcript ``tmp/run.jsonl`` and lock."""
+    """Record ``calls`` through ``toolreplay record`` with the SDK's client (``client``: its
+    options; ``declare``: sampling, elicitation and roots); the transcript ``tmp/run.jsonl`` and lock."""
     import anyio
     from mcp import Client, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
     out, lock = tmp / "run.jsonl", tmp / "tools.lock.json"
     argv = [*TOOLREPLAY, "record", "-o", str(out), "--lock", str(lock), "--", *server]
-    extra: dict[str, Any] = {}
-    if declare:
-        extra = {
-            "sampling_callback": _refuse,
-            "elicitation_callback": _refuse,
-            "list_roots_callback": _refuse,
-        }
+    extra: dict[str, Any] = dict(DECLARE_ALL) if declare else dict(client or {})
 
     async def agent() -> None:
         params = StdioServerParameters(command=argv[0], args=argv[1:], env=dict(os.environ))

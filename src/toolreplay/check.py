@@ -52,6 +52,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
+from typing import NamedTuple
 
 from toolreplay._version import __version__
 from toolreplay.analyses.baseline import ToolBehaviour, behaviour_of, check_freshness, diff_tables
@@ -63,7 +64,7 @@ from toolreplay.analyses.schema_break import SchemaBreaks, changed_schemas
 from toolreplay.analyses.scope import Scope, ScopeJudge, load_scope
 from toolreplay.analyses.volatile import Volatile
 from toolreplay.canonical import canonical, room_for_depth
-from toolreplay.chain import verify
+from toolreplay.chain import ChainState, verify
 from toolreplay.config import Config, expand
 from toolreplay.contracts.lock import ToolLock, declared_mutators, declared_nondeterministic, load_lock
 from toolreplay.contracts.runner import SourceRunError, work_tree
@@ -144,34 +145,12 @@ def check_transcript(job: Job) -> Report:
     """Replay, scope and contract fingerprints of one transcript, in one report."""
     settings = job.settings
     try:
-        mutators, nondeterministic = settings.mutators, frozenset[str]()
-        if settings.lock is not None:
-            mutators = declared_mutators(_lock(settings.lock), mutators)
-            nondeterministic = declared_nondeterministic(_lock(settings.lock))
-        # one pass over the file: scope and fingerprints are fed each record as replay reads it
+        mutators, nondeterministic = _declared(settings)
         with contextlib.ExitStack() as stack:
-            sinks: list[Callable[[Record], None]] = []
-            judge = None
-            if settings.scope is not None:
-                judge = stack.enter_context(
-                    ScopeJudge(_scope(settings.scope), path=job.path, pattern_budget=settings.pattern_budget)
-                )
-                sinks.append(judge.feed)
-            fingerprints = None
-            if settings.lock is not None:
-                fingerprints = FingerprintCheck(
-                    _lock(settings.lock), path=job.path, explain=dict(settings.explain)
-                )
-                sinks.append(fingerprints.feed)
-            breaks = None
-            if settings.changed_schemas:
-                breaks = stack.enter_context(
-                    SchemaBreaks({t: json.loads(c) for t, c in settings.changed_schemas}, path=job.path)
-                )
-                sinks.append(breaks.feed)
+            analyses = _fed_analyses(stack, job)
             volatile = Volatile(settings.volatile)
             result = replay(
-                _fed(read_transcript(job.absolute), sinks),
+                _fed(read_transcript(job.absolute), [feed for feed, _ in analyses]),
                 mutators=mutators,
                 state_aware=settings.state_aware,
                 nondeterministic=nondeterministic,
@@ -179,13 +158,7 @@ def check_transcript(job: Job) -> Report:
                 hints=True,
                 volatile=volatile,
             )
-            findings = list(result.findings)
-            if judge is not None:
-                findings += judge.result().findings
-            if fingerprints is not None:
-                findings += fingerprints.result().findings
-            if breaks is not None:
-                findings += breaks.findings
+            findings = [*result.findings, *(f for _, found in analyses for f in found())]
     except InputError as err:
         return Report(command="check", path=job.path, errors=(_relocate(err, job.path),))
     findings = sort_findings(findings)
@@ -193,6 +166,37 @@ def check_transcript(job: Job) -> Report:
     if settings.volatile:
         header += (masked_line(volatile.counts(job.path)),)
     return Report(command="check", path=job.path, header=header, findings=tuple(findings))
+
+
+def _declared(settings: Settings) -> tuple[frozenset[str], frozenset[str]]:
+    """The mutators, and the tools declared non-deterministic: the config's, as the lock amends them."""
+    if settings.lock is None:
+        return settings.mutators, frozenset()
+    lock = _lock(settings.lock)
+    return declared_mutators(lock, settings.mutators), declared_nondeterministic(lock)
+
+
+#: an analysis fed each record as replay reads it, and what it found in the end
+_Fed = tuple[Callable[[Record], None], Callable[[], Sequence[Finding]]]
+
+
+def _fed_analyses(stack: contextlib.ExitStack[bool | None], job: Job) -> list[_Fed]:
+    """The analyses the settings ask for beside replay (scope, contract fingerprints, schema breaks),
+    fed in the same pass over the file; those that run a worker are entered on ``stack``."""
+    settings = job.settings
+    analyses: list[_Fed] = []
+    if settings.scope is not None:
+        scope = ScopeJudge(_scope(settings.scope), path=job.path, pattern_budget=settings.pattern_budget)
+        judge = stack.enter_context(scope)
+        analyses.append((judge.feed, lambda: judge.result().findings))
+    if settings.lock is not None:
+        fingerprints = FingerprintCheck(_lock(settings.lock), path=job.path, explain=dict(settings.explain))
+        analyses.append((fingerprints.feed, lambda: fingerprints.result().findings))
+    if settings.changed_schemas:
+        schemas = {t: json.loads(c) for t, c in settings.changed_schemas}
+        breaks = stack.enter_context(SchemaBreaks(schemas, path=job.path))
+        analyses.append((breaks.feed, lambda: breaks.findings))
+    return analyses
 
 
 def _fed(records: Iterable[Record], sinks: Sequence[Callable[[Record], None]]) -> Iterator[Record]:
@@ -205,48 +209,68 @@ def _fed(records: Iterable[Record], sinks: Sequence[Callable[[Record], None]]) -
 
 def check_baseline(job: Job) -> Report:
     """Verify a sealed baseline, check its age, and diff the runs paired with it."""
-    settings = job.settings
     if job.refused is not None:
         return Report(command="check", path=job.path, errors=(str(InputError(job.refused, path=job.path)),))
     try:
         state = verify(read_links(job.absolute))
     except InputError as err:
         return Report(command="check", path=job.path, errors=(_relocate(err, job.path),))
-    status = "broken" if state.broken else "intact"
-    header = [
-        Line(key="chain", value=status, text=status),
-        Line(key="links", value=state.links, text=str(state.links)),
-        Line(key="head", value=state.head, text=state.head),
-    ]
+    volatile = Volatile(job.settings.volatile)
+    header: list[Line] = []
     findings: list[Finding] = []
     errors: list[str] = []
-    if state.broken:
-        findings.append(chain_broken(state.broken, path=job.path))
-    if settings.max_age_days is not None:
-        age, stale, error = _age(job, settings.max_age_days)
-        header += age
-        findings += stale
-        errors += error
-    volatile = Volatile(settings.volatile)
-    if job.runs and not state.broken:
-        try:
-            findings += _diff_runs(job, volatile)
-        except InputError as err:
-            errors.append(str(err))
-        # paths as diff's "baseline:" line shows one: plain, one line each (a renderer quotes if it must)
-        header.append(Line(key="runs", value=len(job.runs), text=", ".join(one_line(p) for p, _ in job.runs)))
-    if settings.volatile:
-        # the baseline's masked values; each run's are counted in the run's own report
-        header.append(masked_line(volatile.counts(job.path)))
+    # in this order: the masked values are counted as the runs are diffed
+    for part in (_chain(job, state), _age(job), _runs(job, state, volatile), _masked(job, volatile)):
+        header += part.lines
+        findings += part.findings
+        errors += part.errors
     return Report(
         command="check",
         path=job.path,
         header=tuple(header),
         findings=tuple(sort_findings(findings)),
         errors=tuple(errors),
-        notes=settings.notes,
+        notes=job.settings.notes,
         note=free_note(job) if any(f.kind in NOTE_ACCEPTS for f in findings) else None,
     )
+
+
+class _Part(NamedTuple):
+    """What one of a baseline's checks adds to its report."""
+
+    lines: tuple[Line, ...] = ()
+    findings: tuple[Finding, ...] = ()
+    errors: tuple[str, ...] = ()
+
+
+def _chain(job: Job, state: ChainState) -> _Part:
+    """Whether the chain is intact, its length and head."""
+    status = "broken" if state.broken else "intact"
+    lines = (
+        Line(key="chain", value=status, text=status),
+        Line(key="links", value=state.links, text=str(state.links)),
+        Line(key="head", value=state.head, text=state.head),
+    )
+    return _Part(lines, (chain_broken(state.broken, path=job.path),) if state.broken else ())
+
+
+def _runs(job: Job, state: ChainState, volatile: Volatile) -> _Part:
+    """The diff of the runs paired with an intact baseline."""
+    if not job.runs or state.broken:
+        return _Part()
+    # paths as diff's "baseline:" line shows one: plain, one line each (a renderer quotes if it must)
+    lines = (Line(key="runs", value=len(job.runs), text=", ".join(one_line(p) for p, _ in job.runs)),)
+    try:
+        return _Part(lines, tuple(_diff_runs(job, volatile)))
+    except InputError as err:
+        return _Part(lines, errors=(str(err),))
+
+
+def _masked(job: Job, volatile: Volatile) -> _Part:
+    """The baseline's masked values (each run's are counted in the run's own report)."""
+    if not job.settings.volatile:
+        return _Part()
+    return _Part((masked_line(volatile.counts(job.path)),))
 
 
 def free_note(job: Job) -> str | None:
@@ -263,17 +287,20 @@ def free_note(job: Job) -> str | None:
     return note_name(job.path, notes, taken)
 
 
-def _age(job: Job, max_age_days: int) -> tuple[list[Line], list[Finding], list[str]]:
-    """(the committed line, a stale-baseline finding, the error) of a baseline's age, each if any."""
-
+def _age(job: Job) -> _Part:
+    """The committed line and a stale-baseline finding (or the error) of a baseline's age, when
+    the settings limit it."""
+    max_age_days = job.settings.max_age_days
+    if max_age_days is None:
+        return _Part()
     try:
         fresh = check_freshness(
             last_commit_time(job.absolute), now=job.settings.now, max_age_days=max_age_days
         )
     except InputError as err:
-        return [], [], [_relocate(err, job.path)]
+        return _Part(errors=(_relocate(err, job.path),))
     line = Line(key="committed", value=fresh.committed, text=fresh.committed)
-    return [line], [stale_baseline(fresh, path=job.path)] if fresh.stale else [], []
+    return _Part((line,), (stale_baseline(fresh, path=job.path),) if fresh.stale else ())
 
 
 def _diff_runs(job: Job, volatile: Volatile) -> list[Finding]:
@@ -339,8 +366,7 @@ def plan(
     """The jobs ``check`` runs for a configuration, in report order (``explain`` and
     ``changed_schemas``: what :func:`source_contracts` found; planning runs none of the
     project's code)."""
-    scope = str(config.root / config.scope) if config.scope else None
-    lock = str(config.root / config.tools_lock) if config.tools_lock else None
+    scope, lock = _beside(config, config.scope), _beside(config, config.tools_lock)
     if scope is not None:
         load_scope(scope)  # a bad scope file or lock is the user's usage error, reported once
     if lock is not None:
@@ -369,6 +395,11 @@ def plan(
     jobs = [replace(j, refused=unjudged(config, j.path)) for j in jobs]
     jobs += [job("transcript", t) for t in transcripts]
     return sorted(jobs, key=lambda j: (j.path, j.kind))
+
+
+def _beside(config: Config, name: str | None) -> str | None:
+    """A file the configuration names, from its folder (None when it names none)."""
+    return str(config.root / name) if name else None
 
 
 def unjudged(config: Config, path: str) -> str | None:
@@ -445,7 +476,7 @@ def source_contracts(
     child, and a child that dies, hangs, answers garbage or changes the work tree is a
     ``tools-source-failed`` finding (``report=False``: the error itself), never a pass.
     """
-    lock = str(config.root / config.tools_lock) if config.tools_lock else None
+    lock = _beside(config, config.tools_lock)
     if lock is None or config.tools_source is None:
         return (), (), ()
     recorded = _lock(lock)  # a bad lock is the user's usage error, before any child runs
@@ -502,26 +533,15 @@ def run_check_with_status(
     With ``lock_base`` (default: ``base``), a ``tool-drift`` is explained by what changed between
     the tools_lock where a pull request against it starts and the lock now, unless the
     tools_source explains it."""
-    status: str | None = None
-    lock_base = base if lock_base is None else lock_base
-    first: list[Report] = []
-    judged = config
-    if base is not None:
-        # what the volatile rules hide is the base commit's decision (in every shard); the
-        # drift-note rule below reports the pull request's own change of them
-        judged = judged_volatile(config, PullRange(base=base, head="HEAD"), workspace=str(config.root))
-    if shard is not None and shard.index != DRIFT_SHARD:
-        base = None
-    if base is not None:
-        # judged before any of the project's code runs (the tools_source, below), with the
-        # same rule and findings as the GitHub Action applies to a pull request
-        outcome = check_pull_request(config, PullRange(base=base, head="HEAD"), workspace=str(config.root))
-        first += outcome.reports
-        status = outcome.status
+    pull = None if base is None else PullRange(base=base, head="HEAD")
+    # what the volatile rules hide is the base commit's decision (in every shard); the
+    # drift-note rule below reports the pull request's own change of them
+    judged = judged_volatile(config, pull, workspace=str(config.root))
+    drift_shard = shard is None or shard.index == DRIFT_SHARD
+    first, status = _drift_rule(config, pull if drift_shard else None)
     # one shard reports a failed tools_source (merge takes such reports from it); the others stop
-    explain, changed, failed = source_contracts(config, report=shard is None or shard.index == DRIFT_SHARD)
-    if lock_base is not None:
-        explain = tuple(sorted({**lock_change(config, lock_base), **dict(explain)}.items()))
+    explain, changed, failed = source_contracts(config, report=drift_shard)
+    explain = _with_lock_change(config, explain, base if lock_base is None else lock_base)
     first += failed
     planned = plan(judged, explain=explain, changed_schemas=changed)
     if shard is not None:
@@ -530,6 +550,25 @@ def run_check_with_status(
     if first:
         reports = sorted([*reports, *first], key=lambda r: r.path)
     return reports, status
+
+
+def _with_lock_change(
+    config: Config, explain: tuple[tuple[str, str], ...], lock_base: str | None
+) -> tuple[tuple[str, str], ...]:
+    """``explain``, and for the tools it leaves out what changed in the lock since ``lock_base``."""
+    if lock_base is None:
+        return explain
+    return tuple(sorted({**lock_change(config, lock_base), **dict(explain)}.items()))
+
+
+def _drift_rule(config: Config, pull: PullRange | None) -> tuple[list[Report], str | None]:
+    """The drift-note rule's reports and verdict line over ``pull`` (none without one)."""
+    if pull is None:
+        return [], None
+    # judged before any of the project's code runs (the tools_source), with the same rule and
+    # findings as the GitHub Action applies to a pull request
+    outcome = check_pull_request(config, pull, workspace=str(config.root))
+    return list(outcome.reports), outcome.status
 
 
 def _run_jobs(planned: list[Job], jobs: int | None) -> list[Report]:
@@ -599,21 +638,30 @@ def config_digest(config: Config) -> str:
         "max_baseline_age_days": config.max_baseline_age_days,
         "fail_on": None if config.fail_on is None else sorted(config.fail_on),
     }
-    # settings added after the digest's first release enter it only when set, so the digests
-    # of configurations without them stay the same
+    settings.update(_later_settings(config))
+    text = json.dumps(settings, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return "sha256:" + hashlib.sha256(text.encode("ascii")).hexdigest()
+
+
+def _later_settings(config: Config) -> dict[str, object]:
+    """The settings added after the digest's first release, those that are set: the digests of
+    configurations without them stay the same."""
+    settings: dict[str, object] = {}
     if config.tools_source is not None:
-        settings["tools_source"] = (
-            config.tools_source if isinstance(config.tools_source, str) else list(config.tools_source)
-        )
+        source = config.tools_source
+        settings["tools_source"] = source if isinstance(source, str) else list(source)
     if config.pattern_budget_seconds != DEFAULT_BUDGET_SECONDS:
         settings["pattern_budget_seconds"] = config.pattern_budget_seconds
     if config.volatile:  # shards that mask other values are not one check
-        settings["volatile"] = [
-            {"tool": r.tool, "at": r.at, **({"pattern": r.pattern} if r.pattern is not None else {})}
-            for r in config.volatile
-        ]
-    text = json.dumps(settings, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-    return "sha256:" + hashlib.sha256(text.encode("ascii")).hexdigest()
+        settings["volatile"] = [_rule_setting(r) for r in config.volatile]
+    return settings
+
+
+def _rule_setting(rule: Rule) -> dict[str, str]:
+    table = {"tool": rule.tool, "at": rule.at}
+    if rule.pattern is not None:
+        table["pattern"] = rule.pattern
+    return table
 
 
 def inputs_digest(config: Config) -> str:

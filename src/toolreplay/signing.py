@@ -184,7 +184,11 @@ def read_envelope(path: str) -> tuple[str, bytes, list[bytes]]:
     if not isinstance(payload_type, str):
         raise InputError('missing or non-string "payloadType"', path=path, pointer="/payloadType")
     payload = _b64(value.get("payload"), path, "/payload")
-    signatures = value.get("signatures")
+    return payload_type, payload, _signatures(value.get("signatures"), path)
+
+
+def _signatures(signatures: Any, path: str) -> list[bytes]:
+    """The envelope's signatures: a non-empty array of objects, each with a base64 ``sig``."""
     if not isinstance(signatures, list) or not signatures:
         raise InputError('"signatures" must be a non-empty array', path=path, pointer="/signatures")
     sigs = []
@@ -192,7 +196,7 @@ def read_envelope(path: str) -> tuple[str, bytes, list[bytes]]:
         if not isinstance(entry, dict):
             raise InputError("must be an object", path=path, pointer=f"/signatures/{i}")
         sigs.append(_b64(entry.get("sig"), path, f"/signatures/{i}/sig"))
-    return payload_type, payload, sigs
+    return sigs
 
 
 def _statement(payload: bytes) -> Statement | None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import errno
+import ipaddress
 import json
 import subprocess
 from pathlib import Path
@@ -134,7 +136,8 @@ def test_record_over_http_with_the_target_down_answers_502_and_warns_in_one_line
     assert codes == [502, 502]
     assert status == 0
     warning = (
-        f"toolreplay: warning: cannot reach the target {target}: ConnectError: All connection attempts failed"
+        f"toolreplay: warning: cannot reach the target {target}: ConnectionRefusedError:"
+        f" [Errno {errno.ECONNREFUSED}] Connect call failed ('127.0.0.1', {dead_port})"
     )
     assert err.decode().splitlines() == [warning, warning, f"toolreplay: recorded 0 calls to {out}"]
 
@@ -179,3 +182,199 @@ def test_record_over_http_with_a_target_that_breaks_off_warns_in_one_line(tmp_pa
         f"toolreplay: warning: the target {target} broke off its answer: RemoteProtocolError: "
     )
     assert lines[1:] == [f"toolreplay: recorded 0 calls to {out}"]
+
+
+def _self_signed(folder: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 and its key, made with cryptography (the sign extra's library)."""
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = folder / "cert.pem", folder / "key.pem"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+    return cert_path, key_path
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("scheme", ["http", "https"])
+def test_the_target_gets_each_clients_headers_and_nothing_of_the_proxys_own(
+    tmp_path: Path, scheme: str
+) -> None:
+    """The target (Python's own HTTP/1.1 server, over TLS too) gets what each client sent, less the
+    hop-by-hop headers: no Accept-Encoding (answers stay readable), no Accept or User-Agent the
+    client did not send, and no cookie another client's answer set (the proxy keeps no cookie jar)."""
+    import http.client
+    import http.server
+    import ssl
+    import threading
+
+    seen: list[dict[str, str]] = []
+
+    class Target(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers["Content-Length"]))
+            seen.append({k.lower(): v for k, v in self.headers.items()})
+            body = b'{"jsonrpc": "2.0", "id": 1, "result": {"tools": []}}'
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Set-Cookie", f"session={len(seen)}")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *_: Any) -> None:
+            pass
+
+    target = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Target)
+    env = server_env()
+    if scheme == "https":
+        cert, key = _self_signed(tmp_path)
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(cert, key)
+        target.socket = context.wrap_socket(target.socket, server_side=True)
+        env["SSL_CERT_FILE"] = str(cert)  # the proxy trusts it as it trusts any CA named there
+    threading.Thread(target=target.serve_forever, daemon=True).start()
+    out, proxy_port = tmp_path / "run.jsonl", free_port()
+    url = f"{scheme}://127.0.0.1:{target.server_address[1]}/mcp"
+    argv = [*TOOLREPLAY, "record", "-o", str(out), "--listen", f"127.0.0.1:{proxy_port}", "--target", url]
+    proxy = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    answers = []
+    try:
+        wait_for_port(proxy_port, proxy)
+        for client in ("a", "b"):  # two clients, one connection each
+            conn = http.client.HTTPConnection("127.0.0.1", proxy_port, timeout=TIMEOUT)
+            body = b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}'
+            conn.request(
+                "POST", "/mcp", body=body, headers={"Content-Type": "application/json", "X-Client": client}
+            )
+            answer = conn.getresponse()
+            answers.append((answer.status, answer.getheader("Set-Cookie"), answer.read()))
+            conn.close()
+    finally:
+        status, err = stop(proxy)
+        target.shutdown()
+        target.server_close()
+    assert (status, err.decode()) == (0, f"toolreplay: recorded 0 calls to {out}\n")
+    assert answers == [
+        (200, "session=1", b'{"jsonrpc": "2.0", "id": 1, "result": {"tools": []}}'),
+        (200, "session=2", b'{"jsonrpc": "2.0", "id": 1, "result": {"tools": []}}'),
+    ]
+    assert [(h["x-client"], h["host"]) for h in seen] == [("a", url.split("/")[2]), ("b", url.split("/")[2])]
+    # http.client sent Host, Accept-Encoding: identity, Content-Length, and the two named
+    assert [sorted(headers) for headers in seen] == [
+        ["content-length", "content-type", "host", "x-client"]
+    ] * 2
+
+
+@pytest.mark.slow
+def test_a_client_that_leaves_a_stream_and_the_proxy_that_stops_with_one_open(tmp_path: Path) -> None:
+    """An event stream passes with the target's own headers (no Server or Date of the proxy's);
+    when its client leaves, the proxy drops the target's stream too and goes on serving; stopped
+    with a stream still open, it ends it and exits 0 within its 5 s of grace."""
+    import http.client
+    import http.server
+    import threading
+    import time
+
+    dropped = threading.Event()
+
+    class Target(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            event = (
+                b'event: message\ndata: {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}\n\n'
+            )
+            try:
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
+                for _ in range(int(TIMEOUT * 20)):
+                    time.sleep(0.05)
+                    self.wfile.write(b"e\r\n: keep-alive\n\n\r\n")
+                    self.wfile.flush()
+            except OSError:
+                dropped.set()
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers["Content-Length"]))
+            body = b'{"jsonrpc": "2.0", "id": 1, "result": {}}'
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *_: Any) -> None:
+            pass
+
+    target = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Target)
+    target.daemon_threads = True
+    threading.Thread(target=target.serve_forever, daemon=True).start()
+    out, proxy_port = tmp_path / "run.jsonl", free_port()
+    url = f"http://127.0.0.1:{target.server_address[1]}/mcp"
+    argv = [*TOOLREPLAY, "record", "-o", str(out), "--listen", f"127.0.0.1:{proxy_port}", "--target", url]
+    proxy = _start(argv, proxy_port)
+
+    def listen() -> tuple[http.client.HTTPConnection, http.client.HTTPResponse, bytes]:
+        conn = http.client.HTTPConnection("127.0.0.1", proxy_port, timeout=TIMEOUT)
+        conn.request("GET", "/mcp", headers={"Accept": "text/event-stream"})
+        answer = conn.getresponse()
+        return conn, answer, answer.readline() + answer.readline() + answer.readline()
+
+    try:
+        first, answer, event = listen()
+        headers = [name.lower() for name, _ in answer.getheaders()]
+        answer.close()
+        first.close()
+        assert dropped.wait(TIMEOUT)  # the proxy dropped the target's stream when its client left
+        post = http.client.HTTPConnection("127.0.0.1", proxy_port, timeout=TIMEOUT)
+        post.request("POST", "/mcp", body=b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}')
+        answered = post.getresponse().read()
+        post.close()
+        second, _, _ = listen()  # left open while the proxy stops
+        began = time.monotonic()
+        status, err = stop(proxy)
+        took = time.monotonic() - began
+        second.close()
+    finally:
+        if proxy.poll() is None:
+            stop(proxy)
+        target.shutdown()
+        target.server_close()
+    assert headers == ["server", "date", "content-type", "transfer-encoding"]
+    assert (
+        event == b'event: message\ndata: {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}\n\n'
+    )
+    assert answered == b'{"jsonrpc": "2.0", "id": 1, "result": {}}'
+    assert (status, err.decode()) == (0, f"toolreplay: recorded 0 calls to {out}\n")
+    assert took < TIMEOUT

@@ -7,10 +7,13 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
-from tests.mcp_agent import TIMEOUT, TOOLREPLAY, record_calls
+from tests.conftest import invoke
+from tests.mcp_agent import DECLARE_ALL, TIMEOUT, TOOLREPLAY, record_calls, refuse
 from tests.realservers import node_server, python_server
 
 pytestmark = pytest.mark.slow
@@ -119,6 +122,89 @@ def test_everything_capabilities_and_the_wire_numbers(tmp_path: Path) -> None:
         "tool 'get-roots-list': stable",
         "tool 'get-roots-list': not-probed (the server asked the client 'roots/list' during the call,"
         " which probe refuses)",
+    )
+
+
+def _session(recording: Path) -> tuple[dict[str, Any], list[str]]:
+    """The client's initialize params and the tools last listed, from a recording's session file."""
+    lines = (recording.parent / (recording.name + ".mcp")).read_text(encoding="utf-8").splitlines()
+    records = [json.loads(line) for line in lines]
+    initialize = next(r["args"] for r in records if r["tool"] == "initialize")
+    listing = [r for r in records if r["tool"] == "tools/list"][-1]
+    return initialize, sorted(tool["name"] for tool in listing["response"]["result"]["tools"])
+
+
+def _client_options(declares: str) -> dict[str, Any]:
+    from mcp.types import Implementation, SamplingCapability, SamplingToolsCapability
+
+    if declares == "nothing":
+        return {}
+    if declares == "roots":
+        return {"list_roots_callback": refuse}
+    return {
+        **DECLARE_ALL,
+        "sampling_capabilities": SamplingCapability(tools=SamplingToolsCapability()),
+        "client_info": Implementation(name="agent-under-test", version="7.1"),
+    }
+
+
+@pytest.mark.parametrize("declares", ["nothing", "roots", "everything"])
+def test_probe_declares_what_the_recorded_client_declared(tmp_path: Path, declares: str) -> None:
+    """probe's client declares the capabilities (sampling's sub-fields too) and clientInfo the
+    recorded client declared, so server-everything lists exactly the tools it listed then: none
+    gated on a capability the recorded client lacked, every one gated on one it had (seen by
+    recording probe's own session with toolreplay record)."""
+    out, _ = record_calls(
+        tmp_path, node_server("everything"), [("echo", {"message": "hi"})], client=_client_options(declares)
+    )
+    asked = tmp_path / "probe-side.jsonl"
+    result = _probe(str(out), "--", *TOOLREPLAY, "record", "-o", str(asked), "--", *node_server("everything"))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "tool 'echo': stable\n" in result.stdout
+    recorded, listed = _session(out)
+    declared, listed_live = _session(asked)
+    assert declared["capabilities"] == recorded["capabilities"]
+    assert declared["clientInfo"] == recorded["clientInfo"]
+    assert listed_live == listed
+    gated = {"get-roots-list", "trigger-elicitation-request", "trigger-sampling-request"}
+    assert (
+        gated & set(listed)
+        == {
+            "nothing": set(),
+            "roots": {"get-roots-list"},
+            "everything": gated,
+        }[declares]
+    )
+
+
+def test_a_recorded_initialize_no_client_sends_isrefused(runner: CliRunner, tmp_path: Path) -> None:
+    """A session file whose initialize no MCP client could send is one line naming file, line and
+    pointer (exit 2), before any server starts."""
+    out = tmp_path / "run.jsonl"
+    out.write_text("", encoding="utf-8")
+    initialize = {
+        "index": 0,
+        "tool": "initialize",
+        "args": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {"sampling": True},
+            "clientInfo": {"name": "a", "version": "1"},
+        },
+        "response": {
+            "result": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "serverInfo": {"name": "s", "version": "1"},
+            }
+        },
+    }
+    (tmp_path / "run.jsonl.mcp").write_text(json.dumps(initialize) + "\n", encoding="utf-8")
+    code, stdout, stderr = invoke(runner, "probe", str(out), "--", str(tmp_path / "never-started"))
+    assert (code, stdout) == (2, "")
+    assert stderr == (
+        f"toolreplay: error: {out}.mcp:1: the recorded initialize is not one an MCP client sends:"
+        " Input should be a valid dictionary or instance of SamplingCapability"
+        " (at /args/capabilities/sampling)\n"
     )
 
 

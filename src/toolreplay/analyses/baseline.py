@@ -325,42 +325,60 @@ def _agent_drift(
     if not out.wants("agent-drift"):
         out.count("agent-drift")
         return
-    if tag == "replace":
-        b, r = base.light(i1), run.light(j1)
-        change = None
-        if b.tool == r.tool:
-            old, new = base.full(i1).canon_args, run.full(j1).canon_args
-            difference = first_difference(json.loads(old), json.loads(new))
-            where, change = _where(difference), _change(difference)
-            message = (
-                f"tool {quote(r.tool)} was called with other arguments than at baseline index {i1}{where}"
-            )
-        else:
-            message = (
-                f"the run called tool {quote(r.tool)} where the baseline called {quote(b.tool)} at index {i1}"
-            )
-        out.add("agent-drift", index=j1, tool=r.tool, related=i1, line=r.line, message=message, change=change)
-    elif tag == "insert":
-        r = run.light(j1)
-        if i1 < len(base):
-            place = f"where the baseline goes on with tool {quote(base.light(i1).tool)} at index {i1}"
-        elif len(base):
-            place = f"after the baseline's last call (index {len(base) - 1})"
-        else:
-            place = "and the baseline has no calls"
-        message = f"the run called tool {quote(r.tool)} {place}"
-        related = i1 if i1 < len(base) else None
-        out.add("agent-drift", index=j1, tool=r.tool, related=related, line=r.line, message=message)
-    else:  # delete: baseline calls the run did not make
-        b = base.light(i1)
-        more = f" (and {i2 - i1 - 1} more after it)" if i2 - i1 > 1 else ""
-        if j1 < len(run):
-            then = f"; it went on with the call at baseline index {i2}"
-        else:
-            then = f"; the run stopped at index {len(run)}"
-        message = f"the run did not make the call to tool {quote(b.tool)} at baseline index {i1}{more}{then}"
-        line = run.light(j1).line if j1 < len(run) else None
-        out.add("agent-drift", index=j1, tool=b.tool, related=i1, line=line, message=message)
+    _AGENT_DRIFT[tag](out, base, run, i1, i2, j1)
+
+
+def _replaced(out: _Collector, base: _Calls, run: _Calls, i1: int, i2: int, j1: int) -> None:
+    """The run called another tool, or the same tool with other arguments, than the baseline."""
+    b, r = base.light(i1), run.light(j1)
+    if b.tool != r.tool:
+        message = (
+            f"the run called tool {quote(r.tool)} where the baseline called {quote(b.tool)} at index {i1}"
+        )
+        out.add("agent-drift", index=j1, tool=r.tool, related=i1, line=r.line, message=message)
+        return
+    difference = first_difference(json.loads(base.full(i1).canon_args), json.loads(run.full(j1).canon_args))
+    where = _where(difference)
+    message = f"tool {quote(r.tool)} was called with other arguments than at baseline index {i1}{where}"
+    change = _change(difference)
+    out.add("agent-drift", index=j1, tool=r.tool, related=i1, line=r.line, message=message, change=change)
+
+
+def _inserted(out: _Collector, base: _Calls, run: _Calls, i1: int, i2: int, j1: int) -> None:
+    """The run made a call the baseline did not."""
+    r = run.light(j1)
+    message = f"the run called tool {quote(r.tool)} {_insert_place(base, i1)}"
+    related = i1 if i1 < len(base) else None
+    out.add("agent-drift", index=j1, tool=r.tool, related=related, line=r.line, message=message)
+
+
+def _insert_place(base: _Calls, i1: int) -> str:
+    """Where in the baseline an inserted call falls."""
+    if i1 < len(base):
+        return f"where the baseline goes on with tool {quote(base.light(i1).tool)} at index {i1}"
+    if len(base):
+        return f"after the baseline's last call (index {len(base) - 1})"
+    return "and the baseline has no calls"
+
+
+def _deleted(out: _Collector, base: _Calls, run: _Calls, i1: int, i2: int, j1: int) -> None:
+    """Baseline calls the run did not make."""
+    b = base.light(i1)
+    more = f" (and {i2 - i1 - 1} more after it)" if i2 - i1 > 1 else ""
+    if j1 < len(run):
+        then, line = f"; it went on with the call at baseline index {i2}", run.light(j1).line
+    else:
+        then, line = f"; the run stopped at index {len(run)}", None
+    message = f"the run did not make the call to tool {quote(b.tool)} at baseline index {i1}{more}{then}"
+    out.add("agent-drift", index=j1, tool=b.tool, related=i1, line=line, message=message)
+
+
+#: an alignment's difference by its opcode's tag
+_AGENT_DRIFT: dict[str, Callable[[_Collector, _Calls, _Calls, int, int, int], None]] = {
+    "replace": _replaced,
+    "insert": _inserted,
+    "delete": _deleted,
+}
 
 
 def fingerprint_message(
@@ -440,18 +458,11 @@ def _compare_pair(
     drift = _fingerprint_drift(b, r, declared, explain, lock_checks_runs)
     if drift is not None:
         add("tool-drift", drift)
-    # a tool the lock declares non-deterministic: its responses are not compared, its effects are
-    nondeterministic = declared is not None and not declared.deterministic
-    if r.canon_response != b.canon_response and not nondeterministic:
-        if out.wants("behavior-drift"):
-            add("behavior-drift", *_behavior_drift(tool, *(full() if full is not None else (b, r))))
-        else:
-            out.count("behavior-drift")
-    elif b.canon_state is not None and r.canon_state is not None and b.canon_state != r.canon_state:
-        if out.wants("effect-drift"):
-            add("effect-drift", *_effect_drift(tool, *(full() if full is not None else (b, r))))
-        else:
-            out.count("effect-drift")
+    kind = _value_drift(b, r, declared)
+    if kind is not None and out.wants(kind):
+        add(kind, *_VALUE_DRIFT[kind](tool, *(full() if full is not None else (b, r))))
+    elif kind is not None:
+        out.count(kind)
     unrecorded = _unrecorded_state(b, r, tool, behaviour, mutators)
     if unrecorded is not None:
         add(
@@ -461,6 +472,18 @@ def _compare_pair(
                 f" (baseline index {b.index}): its effect cannot be compared"
             ),
         )
+
+
+def _value_drift(b: Record, r: Record, declared: ToolBehaviour | None) -> str | None:
+    """Which of an aligned pair's values differ: the response (``behavior-drift``), else the
+    post-call state both record (``effect-drift``); None when neither does."""
+    # a tool the lock declares non-deterministic: its responses are not compared, its effects are
+    nondeterministic = declared is not None and not declared.deterministic
+    if r.canon_response != b.canon_response and not nondeterministic:
+        return "behavior-drift"
+    if b.canon_state is not None and r.canon_state is not None and b.canon_state != r.canon_state:
+        return "effect-drift"
+    return None
 
 
 def _behavior_drift(tool: str, b: Record, r: Record) -> tuple[str, Change | None]:
@@ -489,12 +512,27 @@ def _unrecorded_state(
     mutators list or a declaration says: a run that drops it (a re-execution without a
     state function) is unaudited, not a pass. A mutator's state matters on both sides.
     """
-    dropped = b.state is not None and r.state is None
-    if not (dropped or ((b.state is None or r.state is None) and _is_mutator(tool, behaviour, mutators))):
+    recorded = (b.state is not None, r.state is not None)
+    if recorded == (True, True):
         return None
-    if b.state is None and r.state is None:
-        return "neither side records"
-    return "the baseline does not record" if b.state is None else "the run does not record"
+    if not recorded[0] and not _is_mutator(tool, behaviour, mutators):
+        return None
+    return _UNRECORDED[recorded]
+
+
+#: which side leaves out a post-call state, by (the baseline records one, the run records one)
+_UNRECORDED = {
+    (False, False): "neither side records",
+    (False, True): "the baseline does not record",
+    (True, False): "the run does not record",
+}
+
+
+#: the message and change of a value that differs, by kind
+_VALUE_DRIFT: dict[str, Callable[[str, Record, Record], tuple[str, Change | None]]] = {
+    "behavior-drift": _behavior_drift,
+    "effect-drift": _effect_drift,
+}
 
 
 def _diff_run(
@@ -709,15 +747,20 @@ def _windows(old: Column, new: Column, head: int, n: int, m: int, window: int) -
         if last is not None:
             yield from ops[: last + 1]
             i, j = ops[last][2], ops[last][4]
-        elif a_stop == n:  # the rest of old may still match further in new
-            yield ("insert", i, i, j, b_stop)
-            j = b_stop
-        elif b_stop == m:
-            yield ("delete", i, a_stop, j, j)
-            i = a_stop
-        else:
-            yield ("replace", i, a_stop, j, b_stop)
-            i, j = a_stop, b_stop
+            continue
+        passed = _passed_over(i, j, a_stop, b_stop, n, m)
+        yield passed
+        i, j = passed[2], passed[4]
+
+
+def _passed_over(i: int, j: int, a_stop: int, b_stop: int, n: int, m: int) -> Opcode:
+    """A window without an equal call, passed over on the side that goes on past it, if only one
+    does (the next window starts where it ends)."""
+    if a_stop == n:  # the rest of old may still match further in new
+        return ("insert", i, i, j, b_stop)
+    if b_stop == m:
+        return ("delete", i, a_stop, j, j)
+    return ("replace", i, a_stop, j, b_stop)
 
 
 def _merged(ops: Iterator[Opcode]) -> Iterator[Opcode]:
@@ -727,18 +770,20 @@ def _merged(ops: Iterator[Opcode]) -> Iterator[Opcode]:
         if pending is not None and (pending[0] == "equal") == (op[0] == "equal"):
             _, i1, _, j1, _ = pending
             _, _, i2, _, j2 = op
-            tag = (
-                "equal"
-                if op[0] == "equal"
-                else ("replace" if i1 < i2 and j1 < j2 else ("delete" if i1 < i2 else "insert"))
-            )
-            pending = (tag, i1, i2, j1, j2)
+            pending = ("equal" if op[0] == "equal" else _difference_tag(i1, i2, j1, j2), i1, i2, j1, j2)
             continue
         if pending is not None:
             yield pending
         pending = op
     if pending is not None:
         yield pending
+
+
+def _difference_tag(i1: int, i2: int, j1: int, j2: int) -> str:
+    """difflib's tag of a difference between ``old[i1:i2]`` and ``new[j1:j2]``."""
+    if i1 < i2 and j1 < j2:
+        return "replace"
+    return "delete" if i1 < i2 else "insert"
 
 
 #: one observation of a deterministic call: its group (the call and the state-changing calls
@@ -815,38 +860,68 @@ def _observe(
                 if source not in first or position < first[source][0]:
                     first[source] = (position, tool, run[0], run[1])
 
-    buckets = -(-total // groups) if total > groups else 1
-    if buckets == 1:
-        group(_observations(tables, behaviour, mutators))
-    else:
-        store = tables[0].store
-        columns = [Column(store, _OBSERVATION.size, chunk=512) for _ in range(buckets)]
-        for observation in _observations(tables, behaviour, mutators):
-            columns[int.from_bytes(observation[0][:8], "little") % buckets].append(
-                _OBSERVATION.pack(*observation)
-            )
-        for column in columns:
-            column.finish()
-            group(_OBSERVATION.unpack(item) for item in column.scan())
+    for observations in _buckets(tables, behaviour, mutators, total, groups):
+        group(observations)
     for source, (position, tool, first_source, first_position) in sorted(first.items()):
-        table = tables[source]
-        first_index = tables[first_source].index(first_position)
-        where = "" if first_source == source else f" of {quote(sources[first_source][0])}"
         out = collectors[source - 1]
-        out.add(
-            "silent-drift",
-            index=table.index(position),
-            tool=names[tool],
-            related=first_index if first_source == source else None,
-            line=table.light(position).line,
-            message=(
-                f"tool {quote(names[tool])} returned a different response than the identical call"
-                f" at index {first_index}{where}, after the same state-changing calls"
-                f"{SILENT_HINT}"
-            ),
-        )
+        _silent_drift(out, sources, source, position, names[tool], first_source, first_position)
         out.count("silent-drift", found[source] - 1)
     return silent, agreed
+
+
+_Observation = tuple[bytes, bytes, int, int, int]
+
+
+def _buckets(
+    tables: Sequence[CallTable],
+    behaviour: Mapping[str, ToolBehaviour],
+    mutators: frozenset[str],
+    total: int,
+    groups: int,
+) -> Iterator[Iterable[_Observation]]:
+    """The ``total`` observations in one pass when they are at most ``groups``, else dealt by their
+    group's digest into as many buckets as it takes for each to hold about ``groups``."""
+    if total <= groups:
+        yield _observations(tables, behaviour, mutators)
+        return
+    buckets = -(-total // groups)
+    columns = [Column(tables[0].store, _OBSERVATION.size, chunk=512) for _ in range(buckets)]
+    for observation in _observations(tables, behaviour, mutators):
+        columns[int.from_bytes(observation[0][:8], "little") % buckets].append(
+            _OBSERVATION.pack(*observation)
+        )
+    for column in columns:
+        column.finish()
+        yield (_OBSERVATION.unpack(item) for item in column.scan())
+
+
+def _silent_drift(
+    out: _Collector,
+    sources: Sequence[tuple[str, CallTable]],
+    source: int,
+    position: int,
+    tool: str,
+    first_source: int,
+    first_position: int,
+) -> None:
+    """The first silent drift of a run: its call, and the identical call it disagrees with (in the
+    same run, or in an earlier one)."""
+    table = sources[source][1]
+    first_index = sources[first_source][1].index(first_position)
+    same = first_source == source
+    where = "" if same else f" of {quote(sources[first_source][0])}"
+    out.add(
+        "silent-drift",
+        index=table.index(position),
+        tool=tool,
+        related=first_index if same else None,
+        line=table.light(position).line,
+        message=(
+            f"tool {quote(tool)} returned a different response than the identical call"
+            f" at index {first_index}{where}, after the same state-changing calls"
+            f"{SILENT_HINT}"
+        ),
+    )
 
 
 def diff_baseline(
@@ -901,29 +976,31 @@ def diff_tables(
         aligned_counts.append(aligned)
     silent, agreed = _observe([("", baseline), *runs], behaviour, mutators, collectors)
     called = sorted({tool for _, table in runs for tool in table.tools})
-    verdicts: dict[str, str] = {}
-    for tool in called:
-        declared = behaviour.get(tool)
-        if declared is not None and not declared.deterministic:
-            verdicts[tool] = "no-dependency"
-        elif tool in silent:
-            verdicts[tool] = "silent-drift"
-        elif tool in agreed:
-            verdicts[tool] = "stable"
-        else:
-            verdicts[tool] = "baseline-unavailable"
-    results = []
-    for (path, table), collector, aligned in zip(runs, collectors, aligned_counts, strict=True):
-        results.append(
-            RunDiff(
-                path=path,
-                calls=len(table),
-                aligned=aligned,
-                counts=tuple(
-                    (kind, collector.counts[kind]) for kind in DRIFT_KINDS if kind in collector.counts
-                ),
-                findings=tuple(collector.first[kind] for kind in DRIFT_KINDS if kind in collector.first),
-                tools=tuple(sorted(table.tools)),
-            )
-        )
+    verdicts = {tool: _verdict(behaviour.get(tool), tool in silent, tool in agreed) for tool in called}
+    results = [
+        _run_diff(path, table, collector, aligned)
+        for (path, table), collector, aligned in zip(runs, collectors, aligned_counts, strict=True)
+    ]
     return DiffResult(baseline_calls=len(baseline), runs=tuple(results), verdicts=verdicts)
+
+
+def _verdict(declared: ToolBehaviour | None, silent: bool, agreed: bool) -> str:
+    """A tool's determinism verdict: declared non-deterministic, seen to disagree with itself, seen
+    to agree with the baseline, or never called as the baseline called it."""
+    if declared is not None and not declared.deterministic:
+        return "no-dependency"
+    if silent:
+        return "silent-drift"
+    return "stable" if agreed else "baseline-unavailable"
+
+
+def _run_diff(path: str, table: CallTable, collector: _Collector, aligned: int) -> RunDiff:
+    """A run's result: its counts and first findings by kind, in report order."""
+    return RunDiff(
+        path=path,
+        calls=len(table),
+        aligned=aligned,
+        counts=tuple((kind, collector.counts[kind]) for kind in DRIFT_KINDS if kind in collector.counts),
+        findings=tuple(collector.first[kind] for kind in DRIFT_KINDS if kind in collector.first),
+        tools=tuple(sorted(table.tools)),
+    )

@@ -73,17 +73,18 @@ class Difference:
             contract = self.new if self.kind == "added" else self.old
             return f"{head}: fingerprint {contract.fingerprint}, version {render(contract.version)}"
         where = f"{self.pointer} " if self.pointer else ""
+        return f"{head}: {where}{self._change()}"
+
+    def _change(self) -> str:
+        """``old -> new``, each side in the words of its class."""
         if self.kind in TEXT_CLASSES:
-            return f"{head}: {where}{text_change(self.kind, self.pointer, self.old, self.new)}"
+            return text_change(self.kind, self.pointer, self.old, self.new)
         if self.kind == "signature":
-            show = {"default changed": show_default, "parameter retyped": show_type}.get(self.detail)
-            old, new = (
-                (show(self.old), show(self.new))
-                if show is not None and isinstance(self.old, str) and isinstance(self.new, str)
-                else (show_signature(self.old), show_signature(self.new))
-            )
-            return f"{head}: {where}{old} -> {new}"
-        return f"{head}: {where}{render(self.old)} -> {render(self.new)}"
+            show = _SIGNATURE_SHOWN.get(self.detail)
+            if show is None or not isinstance(self.old, str) or not isinstance(self.new, str):
+                show = show_signature
+            return f"{show(self.old)} -> {show(self.new)}"
+        return f"{render(self.old)} -> {render(self.new)}"
 
 
 #: ``str(inspect.Parameter.empty)``: how a Python signature records "no annotation" / "no default"
@@ -131,6 +132,13 @@ def render(value: Any) -> str:
     return text if len(text) <= _CLIP else text[: _CLIP - 3] + "..."
 
 
+#: how a signature change's two sides read, by what changed, when both are one recorded string
+_SIGNATURE_SHOWN: dict[str, Callable[[str], str]] = {
+    "default changed": show_default,
+    "parameter retyped": show_type,
+}
+
+
 def compare_locks(recorded: ToolLock, live: ToolLock) -> list[Difference]:
     """Every difference between two locks, by tool name then class."""
     out: list[Difference] = []
@@ -149,17 +157,27 @@ def text_differs(old: ToolContract, new: ToolContract) -> bool:
 def text_change(kind: str, pointer: str, old: Any, new: Any) -> str:
     """A text-class difference's ``old -> new``: text quoted, escaped and marked where it changed."""
     if kind == "description":
-        a, b = marked(old if isinstance(old, str) else "", new if isinstance(new, str) else "")
-        if not isinstance(old, str):
-            a = render(MISSING if old is None else old)
-        if not isinstance(new, str):
-            b = render(MISSING if new is None else new)
-        return f"{a} -> {b}"
+        a, b = marked(_text(old), _text(new))
+        return f"{_marked_or_rendered(a, old)} -> {_marked_or_rendered(b, new)}"
     if kind == "annotations":
         effect = hint_effect(pointer, old, new)
-        shown = f"{render(MISSING if old is None else old)} -> {render(MISSING if new is None else new)}"
+        shown = f"{_rendered(old)} -> {_rendered(new)}"
         return f"{shown}: {effect}" if effect else shown
     return f"{render(old)} -> {render(new)}"
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _marked_or_rendered(text: str, value: Any) -> str:
+    """A string value as its marked ``text``; any other value rendered."""
+    return text if isinstance(value, str) else _rendered(value)
+
+
+def _rendered(value: Any) -> str:
+    """A text-class value rendered, ``null`` (no text) as absent."""
+    return render(MISSING if value is None else value)
 
 
 def text_differences(old: ToolContract, new: ToolContract) -> list[Difference]:
@@ -177,15 +195,19 @@ def compare_text(old: ToolContract, new: ToolContract) -> list[Difference]:
         for kind, detail, pointer, a, b in diff_text(old.text, new.text)
     ]
     a, b = old.text.get("output_schema", MISSING), new.text.get("output_schema", MISSING)
+    return out + _output_schema_differences(new.name, a, b)
+
+
+def _output_schema_differences(tool: str, a: Any, b: Any) -> list[Difference]:
+    """An output schema added or removed, or each difference between the two."""
+    if a is MISSING and b is MISSING:
+        return []
     if a is MISSING or b is MISSING:
-        if a is not b:
-            out.append(Difference(tool=new.name, kind="output-schema", old=a, new=b))
-    else:
-        out.extend(
-            Difference(tool=new.name, kind="output-schema", pointer=pointer, old=x, new=y)
-            for _, pointer, x, y in diff_schema(a, b)
-        )
-    return out
+        return [Difference(tool=tool, kind="output-schema", old=a, new=b)]
+    return [
+        Difference(tool=tool, kind="output-schema", pointer=pointer, old=x, new=y)
+        for _, pointer, x, y in diff_schema(a, b)
+    ]
 
 
 def _tool_differences(name: str, old: ToolContract | None, new: ToolContract | None) -> list[Difference]:
@@ -203,30 +225,28 @@ def compare_contracts(old: ToolContract, new: ToolContract) -> list[Difference]:
         Difference(tool=new.name, kind="signature", detail=detail, pointer=pointer, old=a, new=b)
         for detail, pointer, a, b in diff_signature(old.signature, new.signature)
     ]
-    described: list[Difference] = []
-    for breaking, pointer, a, b in diff_schema(old.schema, new.schema):
-        if is_description(pointer):  # text an agent reads, not a constraint
-            described.append(
-                Difference(tool=new.name, kind="description", pointer="/inputSchema" + pointer, old=a, new=b)
-            )
-            continue
-        out.append(
-            Difference(
-                tool=new.name,
-                kind="schema",
-                detail="breaking" if breaking else "compatible",
-                pointer=pointer,
-                old=a,
-                new=b,
-            )
-        )
+    constraints, described = _schema_differences(new.name, old.schema, new.schema)
+    out += constraints
     if old.version != new.version:
         out.append(Difference(tool=new.name, kind="version", old=old.version, new=new.version))
+    # a parameter's description is text an agent reads, not a constraint: after the tool's own
     text = compare_text(old, new)
-    out.extend(d for d in text if d.kind == "description")
-    out.extend(described)
-    out.extend(d for d in text if d.kind != "description")
-    return out
+    own = [d for d in text if d.kind == "description"]
+    return out + own + described + [d for d in text if d.kind != "description"]
+
+
+def _schema_differences(tool: str, old: Any, new: Any) -> tuple[list[Difference], list[Difference]]:
+    """The input schemas' differences: of constraints, and of the parameters' descriptions."""
+    differences = [_schema_difference(tool, *change) for change in diff_schema(old, new)]
+    return [d for d in differences if d.kind == "schema"], [d for d in differences if d.kind == "description"]
+
+
+def _schema_difference(tool: str, breaking: bool, pointer: str, a: Any, b: Any) -> Difference:
+    """A difference of the input schemas: a constraint's (breaking or compatible), or a description's."""
+    if is_description(pointer):
+        return Difference(tool=tool, kind="description", pointer="/inputSchema" + pointer, old=a, new=b)
+    detail = "breaking" if breaking else "compatible"
+    return Difference(tool=tool, kind="schema", detail=detail, pointer=pointer, old=a, new=b)
 
 
 # -- signatures -------------------------------------------------------------------------------------
@@ -246,12 +266,16 @@ def diff_signature(old: dict[str, Any], new: dict[str, Any]) -> list[tuple[str, 
     new_params: list[list[str]] = new["params"]
     changes = _parameter_changes(old_params, new_params)
     out.extend(change for _, change in sorted(changes, key=lambda c: (c[0], c[1][1], c[1][0])))
-    old_names, new_names = {p[0] for p in old_params}, {p[0] for p in new_params}
-    common_old = [p[0] for p in old_params if p[0] in new_names]
-    common_new = [p[0] for p in new_params if p[0] in old_names]
+    common_old, common_new = _kept_names(old_params, new_params), _kept_names(new_params, old_params)
     if common_old != common_new:
         out.append(("parameters reordered", "/params", common_old, common_new))
     return out
+
+
+def _kept_names(params: list[list[str]], others: list[list[str]]) -> list[str]:
+    """The names of ``params`` that ``others`` has too, in the order of ``params``."""
+    names = {p[0] for p in others}
+    return [p[0] for p in params if p[0] in names]
 
 
 _Params = list[list[str]]
@@ -389,25 +413,66 @@ def _boolean_loosened(old: Any, new: Any) -> bool:
 
 
 def _walk_keyword(key: str, a: Any, b: Any, at: str, out: list[Change]) -> None:
-    """The differences under one keyword whose values differ (either may be ``MISSING``)."""
-    if key in ANNOTATIONS or key.startswith("x-"):
-        out.append((False, at, a, b))
-    elif key in SCHEMA_MAPS and isinstance(_or_empty(a), dict) and isinstance(_or_empty(b), dict):
-        _walk_map(_or_empty(a), _or_empty(b), at, out)
-    elif key in SCHEMA_ONE:
-        _walk(True if a is MISSING else a, True if b is MISSING else b, at, out)
-    elif key in _PAIRED and _same_length_lists(a, b):
-        for i, (x, y) in enumerate(zip(a, b, strict=True)):
-            _walk(x, y, f"{at}/{i}", out)
-    elif key in ALTERNATIVES and isinstance(a, list) and isinstance(b, list):
-        kept = {canonical(x) for x in b}
-        out.append((any(canonical(x) not in kept for x in a), at, a, b))
-    else:
+    """The differences under one keyword whose values differ (either may be ``MISSING``): the first
+    of the keyword families that takes it walks it, else it is a constraint judged whole."""
+    if not any(walk(key, a, b, at, out) for walk in _FAMILIES):
         out.append((_breaking(key, a, b), at, a, b))
+
+
+def _annotation(key: str, a: Any, b: Any, at: str, out: list[Change]) -> bool:
+    """A keyword that describes rather than constrains (or an ``x-`` extension): compatible."""
+    if key not in ANNOTATIONS and not key.startswith("x-"):
+        return False
+    out.append((False, at, a, b))
+    return True
+
+
+def _schema_map(key: str, a: Any, b: Any, at: str, out: list[Change]) -> bool:
+    """A map of names to subschemas (an absent one is empty)."""
+    a, b = _or_empty(a), _or_empty(b)
+    if key not in SCHEMA_MAPS or not isinstance(a, dict) or not isinstance(b, dict):
+        return False
+    _walk_map(a, b, at, out)
+    return True
+
+
+def _subschema(key: str, a: Any, b: Any, at: str, out: list[Change]) -> bool:
+    """One subschema (an absent one accepts everything)."""
+    if key not in SCHEMA_ONE:
+        return False
+    _walk(True if a is MISSING else a, True if b is MISSING else b, at, out)
+    return True
+
+
+def _paired(key: str, a: Any, b: Any, at: str, out: list[Change]) -> bool:
+    """Lists of subschemas of one length, compared position by position."""
+    if key not in _PAIRED or not _same_length_lists(a, b):
+        return False
+    for i, (x, y) in enumerate(zip(a, b, strict=True)):
+        _walk(x, y, f"{at}/{i}", out)
+    return True
+
+
+def _alternatives(key: str, a: Any, b: Any, at: str, out: list[Change]) -> bool:
+    """Lists of alternatives of different lengths: removing one is breaking."""
+    if key not in ALTERNATIVES or not isinstance(a, list) or not isinstance(b, list):
+        return False
+    kept = {canonical(x) for x in b}
+    out.append((any(canonical(x) not in kept for x in a), at, a, b))
+    return True
 
 
 #: keywords whose lists of subschemas are compared position by position when their lengths agree
 _PAIRED = ALTERNATIVES | {"allOf"}
+
+#: the keyword families, in the order they are asked whether they take a keyword
+_FAMILIES: tuple[Callable[[str, Any, Any, str, list[Change]], bool], ...] = (
+    _annotation,
+    _schema_map,
+    _subschema,
+    _paired,
+    _alternatives,
+)
 
 
 def _same_length_lists(a: Any, b: Any) -> bool:
@@ -575,30 +640,26 @@ class FingerprintCheck:
         if (record.tool, record.fingerprint) in self._reported:
             return
         self._reported.add((record.tool, record.fingerprint))
-        if contract is None:
-            message = (
-                f"removed: tool {quote(record.tool)} was called with fingerprint {record.fingerprint}"
-                " and is not in the lock"
-            )
-        else:
-            message = fingerprint_message(
-                record.tool,
-                record.fingerprint,
-                f"{contract.fingerprint} (version {render(contract.version)})"
-                if contract.version
-                else contract.fingerprint,
-                explain=self._explain.get(record.tool, ""),
-            )
         self._findings.append(
             Finding(
                 kind="tool-drift",
                 index=record.index,
                 tool=record.tool,
-                message=message,
+                message=self._drift_message(record.tool, record.fingerprint, contract),
                 path=self._path,
                 line=record.line,
             )
         )
+
+    def _drift_message(self, tool: str, fingerprint: str, contract: ToolContract | None) -> str:
+        """A call's fingerprint the lock does not have: the tool removed, or its contract changed."""
+        if contract is None:
+            called = f"tool {quote(tool)} was called with fingerprint {fingerprint}"
+            return f"removed: {called} and is not in the lock"
+        live = contract.fingerprint
+        if contract.version:
+            live += f" (version {render(contract.version)})"
+        return fingerprint_message(tool, fingerprint, live, explain=self._explain.get(tool, ""))
 
     def _text(self, record: Record) -> None:
         """A recorded contract-text digest the lock's contract does not have: ``contract-text-drift``."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from jsonschema.exceptions import SchemaError
+from jsonschema.exceptions import SchemaError, ValidationError
 from referencing.exceptions import Unresolvable
 
 from toolreplay.canonical import canonical
@@ -57,28 +57,9 @@ class SchemaBreaks:
         validator = self._validators.get(record.tool)
         if validator is None:
             return
-        tool = quote(record.tool)
-        try:
-            errors = sorted(
-                validator.iter_errors(record.args), key=lambda e: (list(map(str, e.absolute_path)), e.message)
-            )
-        except Unjudged as err:
-            message = f"the arguments of tool {tool} could not be judged against its new input schema: {err}"
-        except (Unresolvable, SchemaError, RecursionError) as err:
-            problem = str(err).split(" within ", 1)[0].splitlines()[0]
-            message = f"tool {tool}'s new input schema cannot judge its recorded calls: {problem}"
-        else:
-            if not errors:
-                return
-            error = errors[0]
-            where = pointer_of(error.absolute_path) or "/"
-            keyword = "/" + "/".join(pointer_token(str(p)) for p in error.absolute_schema_path)
-            name = str(error.absolute_path[-1]) if error.absolute_path else "arguments"
-            message = (
-                f"recorded call to tool {tool} is refused by its new input schema at {quote(where)}:"
-                f" {quote(name)}: {_clip(error.instance)} against the new {error.validator}:"
-                f" {_clip(error.validator_value)} (schema {keyword}; {error_message(error)[:120]})"
-            )
+        message = _break(validator, record)
+        if message is None:
+            return
         self.findings.append(
             Finding(
                 kind="schema-break",
@@ -89,6 +70,34 @@ class SchemaBreaks:
                 line=record.line or None,
             )
         )
+
+
+def _break(validator: Any, record: Record) -> str | None:
+    """Why the new input schema refuses a recorded call's arguments, or cannot judge them; None when
+    it takes them."""
+    tool = quote(record.tool)
+    try:
+        errors = sorted(
+            validator.iter_errors(record.args), key=lambda e: (list(map(str, e.absolute_path)), e.message)
+        )
+    except Unjudged as err:
+        return f"the arguments of tool {tool} could not be judged against its new input schema: {err}"
+    except (Unresolvable, SchemaError, RecursionError) as err:
+        problem = str(err).split(" within ", 1)[0].splitlines()[0]
+        return f"tool {tool}'s new input schema cannot judge its recorded calls: {problem}"
+    return _refusal(tool, errors[0]) if errors else None
+
+
+def _refusal(tool: str, error: ValidationError) -> str:
+    """The first schema error of a recorded call: where, what value, against which keyword."""
+    where = pointer_of(error.absolute_path)
+    keyword = "/" + "/".join(pointer_token(str(p)) for p in error.absolute_schema_path)
+    name = str(error.absolute_path[-1]) if error.absolute_path else "arguments"
+    return (
+        f"recorded call to tool {tool} is refused by its new input schema at {quote(where)}:"
+        f" {quote(name)}: {_clip(error.instance)} against the new {error.validator}:"
+        f" {_clip(error.validator_value)} (schema {keyword}; {error_message(error)[:120]})"
+    )
 
 
 def schema_breaks(records: Iterable[Record], schemas: dict[str, Any], *, path: str = "") -> list[Finding]:

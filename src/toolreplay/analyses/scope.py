@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -99,23 +99,30 @@ def _scope_of(value: Any, path: str) -> Scope:
     if not isinstance(arguments, dict):
         raise InputError('field "arguments" must be an object', path=path, pointer="/arguments")
     for tool, schema in sorted(arguments.items()):
-        pointer = "/arguments/" + pointer_token(tool)
-        if tool not in tools:
-            raise InputError(unlisted_problem(tool), path=path, pointer=pointer)
-        if not isinstance(schema, (dict, bool)):
-            raise InputError("must be a JSON Schema (an object or a boolean)", path=path, pointer=pointer)
-        errors = sorted(schema_errors(schema), key=lambda e: [str(p) for p in error_pointer_parts(e)])
-        if errors:
-            first = errors[0]
-            sub = "".join("/" + pointer_token(p) for p in error_pointer_parts(first))
-            raise InputError(
-                f"not a valid JSON Schema: {error_message(first)}", path=path, pointer=pointer + sub
-            )
-        refused = refused_keyword(schema)
-        if refused is not None:
-            sub = "".join("/" + pointer_token(p) for p in refused[0])
-            raise InputError(refused[1], path=path, pointer=pointer + sub)
+        _check_arguments(tool, schema, tools, path)
     return Scope(agent=agent, allowed_tools=frozenset(tools), arguments=dict(arguments), path=path)
+
+
+def _check_arguments(tool: str, schema: Any, tools: list[str], path: str) -> None:
+    """Refuse an ``arguments`` entry for a tool not listed, or whose schema is no JSON Schema or
+    holds a keyword toolreplay refuses."""
+    pointer = pointer_of(("arguments", tool))
+    if tool not in tools:
+        raise InputError(unlisted_problem(tool), path=path, pointer=pointer)
+    if not isinstance(schema, (dict, bool)):
+        raise InputError("must be a JSON Schema (an object or a boolean)", path=path, pointer=pointer)
+    problem = _schema_problem(schema)
+    if problem is not None:
+        raise InputError(problem[1], path=path, pointer=pointer_of(("arguments", tool, *problem[0])))
+
+
+def _schema_problem(schema: dict[str, Any] | bool) -> tuple[Sequence[str | int], str] | None:
+    """The first problem of a schema, where in it and what: not a valid JSON Schema, or a keyword
+    toolreplay refuses; None when it has none."""
+    errors = sorted(schema_errors(schema), key=lambda e: [str(p) for p in error_pointer_parts(e)])
+    if errors:
+        return error_pointer_parts(errors[0]), f"not a valid JSON Schema: {error_message(errors[0])}"
+    return refused_keyword(schema)
 
 
 def unlisted_problem(tool: str) -> str:

@@ -63,22 +63,48 @@ def _differences(values: list[Any], at: str) -> Iterator[tuple[str, list[Any]]]:
     """(place, the values there) of each leaf where the values are not all the same."""
     if len({canonical(value) for value in values}) == 1:
         return
-    if all(isinstance(v, dict) for v in values):
-        keys = set(values[0])
-        if all(set(v) == keys for v in values):
-            for key in sorted(keys):
-                yield from _differences([v[key] for v in values], f"{at}/{pointer_token(key)}")
-            return
-    elif all(isinstance(v, list) for v in values) and len({len(v) for v in values}) == 1:
-        for i in range(len(values[0])):
-            yield from _differences([v[i] for v in values], f"{at}/*")
+    parts = _parts(values, at)
+    if parts is None:
+        yield at, values
         return
-    elif all(isinstance(v, str) for v in values):
-        held = [_json(v) for v in values]
-        if all(isinstance(h, (dict, list)) for h in held):
-            yield from _differences(held, f"{at}#")
-            return
-    yield at, values
+    for place, inner in parts:
+        yield from _differences(inner, place)
+
+
+_Parts = list[tuple[str, list[Any]]]
+
+
+def _parts(values: list[Any], at: str) -> _Parts | None:
+    """The values one level in, place by place, when they have the same shape: the members of objects
+    with the same keys, the items of arrays of one length, the JSON texts strings hold; None at a leaf."""
+    for split in (_members, _items, _held):
+        parts = split(values, at)
+        if parts is not None:
+            return parts
+    return None
+
+
+def _members(values: list[Any], at: str) -> _Parts | None:
+    if not _all(values, dict) or any(v.keys() != values[0].keys() for v in values):
+        return None
+    return [(f"{at}/{pointer_token(key)}", [v[key] for v in values]) for key in sorted(values[0])]
+
+
+def _items(values: list[Any], at: str) -> _Parts | None:
+    if not _all(values, list) or len({len(v) for v in values}) != 1:
+        return None
+    return [(f"{at}/*", [v[i] for v in values]) for i in range(len(values[0]))]
+
+
+def _held(values: list[Any], at: str) -> _Parts | None:
+    if not _all(values, str):
+        return None
+    held = [_json(v) for v in values]
+    return [(f"{at}#", held)] if _all(held, (dict, list)) else None
+
+
+def _all(values: list[Any], kind: type | tuple[type, ...]) -> bool:
+    return all(isinstance(v, kind) for v in values)
 
 
 def _json(text: str) -> Any:
@@ -90,20 +116,32 @@ def _json(text: str) -> Any:
 
 def _rule(tool: str, at: str, values: list[Any]) -> Suggestion:
     seen = tuple(_clip(canonical(v)) for v in values[:_SHOWN])
-    if at.endswith("#") or len({json_type(v) for v in values}) > 1:
-        why = (
-            "its members differ"
-            if at.endswith("#") or isinstance(values[0], dict)
-            else "its JSON type changes"
-        )
+    why = _unmaskable(at, values)
+    if why is not None:
         return Suggestion(rule=None, at=at.rstrip("#"), seen=seen, why=why)
+    what, pattern = _narrowest(values)
+    return Suggestion(rule=Rule(tool=tool, at=at, pattern=pattern), at=at, seen=seen, why=what)
+
+
+def _unmaskable(at: str, values: list[Any]) -> str | None:
+    """Why no rule makes the values at ``at`` equal; None when one does."""
+    if at.endswith("#"):
+        return "its members differ"
+    if len({json_type(v) for v in values}) > 1:
+        return "its members differ" if isinstance(values[0], dict) else "its JSON type changes"
     if isinstance(values[0], dict) and len({frozenset(v) for v in values}) > 1:
-        return Suggestion(rule=None, at=at, seen=seen, why="members come and go")
-    if all(isinstance(v, str) for v in values):
+        return "members come and go"
+    return None
+
+
+def _narrowest(values: list[Any]) -> tuple[str, str | None]:
+    """The first of :data:`CANDIDATES` whose matches are all that differs in the strings (what it is,
+    its pattern), else the whole value (no pattern)."""
+    if _all(values, str):
         for what, pattern in CANDIDATES:
             if _only_matches_differ(pattern, values):
-                return Suggestion(rule=Rule(tool=tool, at=at, pattern=pattern), at=at, seen=seen, why=what)
-    return Suggestion(rule=Rule(tool=tool, at=at), at=at, seen=seen, why="the whole value")
+                return what, pattern
+    return "the whole value", None
 
 
 def _only_matches_differ(pattern: str, values: list[str]) -> bool:

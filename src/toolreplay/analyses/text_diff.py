@@ -68,18 +68,19 @@ def diff_text(old: dict[str, Any], new: dict[str, Any]) -> list[tuple[str, str, 
     old_hints, new_hints = old.get("annotations", {}), new.get("annotations", {})
     for hint in sorted(set(old_hints) | set(new_hints)):
         a, b = old_hints.get(hint, _ABSENT), new_hints.get(hint, _ABSENT)
-        if a is _ABSENT or b is _ABSENT or a != b or type(a) is not type(b):
-            why = weakens(hint, a, b)
-            out.append(
-                (
-                    "annotations",
-                    "weakens safety" if why else "",
-                    "/annotations/" + hint,
-                    None if a is _ABSENT else a,
-                    None if b is _ABSENT else b,
-                )
-            )
+        if not _same_hint(a, b):
+            detail = "weakens safety" if weakens(hint, a, b) else ""
+            out.append(("annotations", detail, "/annotations/" + hint, _or_none(a), _or_none(b)))
     return out
+
+
+def _same_hint(a: Any, b: Any) -> bool:
+    """Whether a hint is there on both sides with the same value (``true`` is not ``1``)."""
+    return a is not _ABSENT and b is not _ABSENT and a == b and type(a) is type(b)
+
+
+def _or_none(value: Any) -> Any:
+    return None if value is _ABSENT else value
 
 
 def is_description(pointer: str) -> bool:
@@ -123,24 +124,34 @@ def _matcher(a: list[str], b: list[str]) -> difflib.SequenceMatcher[str]:
 
 
 def _render(parts: list[tuple[str, bool]], start: str, end: str) -> str:
-    total = sum(len(text) for text, _ in parts)
-    keep = [True] * len(parts)
-    if total > LONG:
-        changed = [i for i, (_, change) in enumerate(parts) if change]
-        keep = [any(abs(i - c) <= CONTEXT for c in changed) for i in range(len(parts))]
-        if not changed:
-            keep = [i < CONTEXT for i in range(len(parts))]
+    """The parts quoted, each change between ``start`` and ``end``, a run of parts left out as ``...``."""
     out: list[str] = []
     skipping = False
-    for (text, change), kept in zip(parts, keep, strict=True):
-        if not kept:
-            if not skipping:
-                out.append("...")
-            skipping = True
-            continue
-        skipping = False
-        body = quote(text)[1:-1]
-        if change and len(body) > LONG:
-            body = body[: LONG // 2] + "..." + body[-LONG // 2 :]
-        out.append(f"{start}{body}{end}" if change else body)
+    for (text, change), kept in zip(parts, _kept(parts), strict=True):
+        if kept:
+            out.append(_part(text, change, start, end))
+        elif not skipping:
+            out.append("...")
+        skipping = not kept
     return "'" + "".join(out) + "'"
+
+
+def _kept(parts: list[tuple[str, bool]]) -> list[bool]:
+    """Which parts a text shows: all of a short one; of a long one, those near a change (the first
+    few when nothing changed)."""
+    if sum(len(text) for text, _ in parts) <= LONG:
+        return [True] * len(parts)
+    changed = [i for i, (_, change) in enumerate(parts) if change]
+    if not changed:
+        return [i < CONTEXT for i in range(len(parts))]
+    return [any(abs(i - c) <= CONTEXT for c in changed) for i in range(len(parts))]
+
+
+def _part(text: str, change: bool, start: str, end: str) -> str:
+    """One part escaped; a change marked, and shortened in its middle when long."""
+    body = quote(text)[1:-1]
+    if not change:
+        return body
+    if len(body) > LONG:
+        body = body[: LONG // 2] + "..." + body[-LONG // 2 :]
+    return f"{start}{body}{end}"

@@ -35,11 +35,22 @@ SHOWN = "<volatile>"
 # --- masked values -----------------------------------------------------------------------
 
 
+# Each masked value has a comparison ``text`` (canonical JSON, with the masked parts in marks no
+# canonical text holds outside a string, so no value can pose as a masked one) and a ``shown``
+# value for a finding's message (each mask as ``<volatile>``).
+
+
 @dataclass(frozen=True, slots=True)
 class _Whole:
     """A masked value: only its JSON type is compared."""
 
     kind: str
+
+    def text(self) -> str:
+        return f"<{self.kind}>"
+
+    def shown(self) -> Any:
+        return SHOWN
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,12 +59,24 @@ class _Pieces:
 
     parts: tuple[str | int, ...]
 
+    def text(self) -> str:
+        return "(" + " ".join(canonical_str(p) if isinstance(p, str) else f"<{p}>" for p in self.parts) + ")"
+
+    def shown(self) -> Any:
+        return "".join(p if isinstance(p, str) else SHOWN for p in self.parts)
+
 
 @dataclass(frozen=True, slots=True)
 class _Embedded:
     """A string holding a JSON text, some of which is masked: that value, masked."""
 
     value: Any
+
+    def text(self) -> str:
+        return "#" + _text(self.value)
+
+    def shown(self) -> Any:
+        return canonical(_shown(self.value))
 
 
 _MASKED = (_Whole, _Pieces, _Embedded)
@@ -94,38 +117,44 @@ class _Masking:
         if isinstance(value, (_Whole, _Pieces)):
             return value  # masked already, by an earlier rule
         if isinstance(value, _Embedded):
-            if tokens or not rest:
-                return value
-            inner = self.apply(value.value, rest[0], rest[1:])
-            return value if inner is value.value else _Embedded(inner)
+            return self._reenter(value, tokens, rest)
         if tokens:
             return self._descend(value, tokens, rest)
         if rest:
             return self._embedded(value, rest)
+        return self._mask(value)
+
+    def _reenter(self, value: _Embedded, tokens: Sequence[str], rest: Sequence[Sequence[str]]) -> Any:
+        """Into a JSON text an earlier rule entered (only at the ``#`` that enters it)."""
+        if tokens or not rest:
+            return value
+        inner = self.apply(value.value, rest[0], rest[1:])
+        return value if inner is value.value else _Embedded(inner)
+
+    def _descend(self, value: Any, tokens: Sequence[str], rest: Sequence[Sequence[str]]) -> Any:
+        if isinstance(value, dict):
+            return self._members(value, tokens, rest)
+        if isinstance(value, list):
+            return self._items(value, tokens, rest)
+        return value
+
+    def _members(self, value: dict[str, Any], tokens: Sequence[str], rest: Sequence[Sequence[str]]) -> Any:
+        changed = {key: self.apply(value[key], tokens[1:], rest) for key in _keys(value, tokens[0])}
+        changed = {key: new for key, new in changed.items() if new is not value[key]}
+        return {**value, **changed} if changed else value
+
+    def _items(self, value: list[Any], tokens: Sequence[str], rest: Sequence[Sequence[str]]) -> Any:
+        items = list(value)
+        for i in _indices(tokens[0], len(value)):
+            items[i] = self.apply(value[i], tokens[1:], rest)
+        return items if any(a is not b for a, b in zip(items, value, strict=True)) else value
+
+    def _mask(self, value: Any) -> Any:
+        """The value the rule lands on: masked whole, or its pattern's matches."""
         if self.rule.pattern is None:
             self.masked += 1
             return _Whole(json_type(value))
         return self._pieces(value)
-
-    def _descend(self, value: Any, tokens: Sequence[str], rest: Sequence[Sequence[str]]) -> Any:
-        head, tail = tokens[0], tokens[1:]
-        if isinstance(value, dict):
-            keys = list(value) if head == "*" else [head] if head in value else []
-            changed = {key: self.apply(value[key], tail, rest) for key in keys}
-            changed = {key: new for key, new in changed.items() if new is not value[key]}
-            return {**value, **changed} if changed else value
-        if isinstance(value, list):
-            if head == "*":
-                indices = range(len(value))
-            elif head.isdigit() and (head == "0" or not head.startswith("0")) and int(head) < len(value):
-                indices = range(int(head), int(head) + 1)
-            else:
-                return value
-            items = list(value)
-            for i in indices:
-                items[i] = self.apply(value[i], tail, rest)
-            return items if any(a is not b for a, b in zip(items, value, strict=True)) else value
-        return value
 
     def _embedded(self, value: Any, rest: Sequence[Sequence[str]]) -> Any:
         if not isinstance(value, str):
@@ -147,6 +176,23 @@ class _Masking:
         return _Pieces(tuple(self.number if matched else piece for piece, matched in cut))
 
 
+def _keys(value: dict[str, Any], token: str) -> list[str]:
+    """The members a pointer token names: every one for ``*``, else the one of that name, if any."""
+    if token == "*":
+        return list(value)
+    return [token] if token in value else []
+
+
+def _indices(token: str, length: int) -> range:
+    """The items of an array of ``length`` a pointer token names: every one for ``*``, else the one
+    at that index (a number without leading zeros), if any."""
+    if token == "*":
+        return range(length)
+    if token.isdigit() and (token == "0" or not token.startswith("0")) and int(token) < length:
+        return range(int(token), int(token) + 1)
+    return range(0)
+
+
 def _text(value: Any) -> str:
     """A masked value's comparison text: canonical JSON, with the masked parts in marks
     no canonical text holds outside a string (so no value can pose as a masked one)."""
@@ -154,12 +200,8 @@ def _text(value: Any) -> str:
         return "{" + ",".join(canonical_str(k) + ":" + _text(value[k]) for k in sorted(value)) + "}"
     if isinstance(value, list):
         return "[" + ",".join(_text(item) for item in value) + "]"
-    if isinstance(value, _Whole):
-        return f"<{value.kind}>"
-    if isinstance(value, _Pieces):
-        return "(" + " ".join(canonical_str(p) if isinstance(p, str) else f"<{p}>" for p in value.parts) + ")"
-    if isinstance(value, _Embedded):
-        return "#" + _text(value.value)
+    if isinstance(value, _MASKED):
+        return value.text()
     return canonical(value)
 
 
@@ -169,12 +211,8 @@ def _shown(value: Any) -> Any:
         return {k: _shown(v) for k, v in value.items()}
     if isinstance(value, list):
         return [_shown(item) for item in value]
-    if isinstance(value, _Whole):
-        return SHOWN
-    if isinstance(value, _Pieces):
-        return "".join(p if isinstance(p, str) else SHOWN for p in value.parts)
-    if isinstance(value, _Embedded):
-        return canonical(_shown(value.value))
+    if isinstance(value, _MASKED):
+        return value.shown()
     return value
 
 
@@ -187,6 +225,18 @@ class Masked:
     state: str | None
     #: values masked in the record
     masked: int = 0
+
+
+def _masked_texts(record: Record, tree: dict[str, Any], *, masked: int) -> Masked:
+    """The record's comparison texts from its masked ``tree`` (its canonical texts where nothing is)."""
+    call_key, response, state = record.call_key, record.canon_response, record.canon_state
+    if tree["args"] is not record.args:
+        call_key = '{"args":' + _text(tree["args"]) + ',"tool":' + canonical_str(record.tool) + "}"
+    if tree["response"] is not record.response:
+        response = _text(tree["response"])
+    if record.state is not None and tree["state"] is not record.state:
+        state = _text(tree["state"])
+    return Masked(call_key=call_key, response=response, state=state, masked=masked)
 
 
 class Volatile:
@@ -226,21 +276,14 @@ class Volatile:
     def texts(self, record: Record, source: str | None = "") -> Masked:
         """The record's comparison texts, masked (its canonical texts where nothing is); what
         was masked counts for ``source`` (None: not counted, another report counts it)."""
-        call_key, response, state = record.call_key, record.canon_response, record.canon_state
         if not self.for_tool(record.tool):
-            return Masked(call_key=call_key, response=response, state=state)
+            return Masked(call_key=record.call_key, response=record.canon_response, state=record.canon_state)
         tree, counts = self._tree(record)
-        if tree["args"] is not record.args:
-            call_key = '{"args":' + _text(tree["args"]) + ',"tool":' + canonical_str(record.tool) + "}"
-        if tree["response"] is not record.response:
-            response = _text(tree["response"])
-        if record.state is not None and tree["state"] is not record.state:
-            state = _text(tree["state"])
         if source is not None:
             total = self.counts(source)
             for number, n in counts.items():
                 total[number] += n
-        return Masked(call_key=call_key, response=response, state=state, masked=sum(counts.values()))
+        return _masked_texts(record, tree, masked=sum(counts.values()))
 
     def counts(self, *sources: str) -> list[int]:
         """Values masked per rule, over ``sources`` (one source: its own list, to add to)."""

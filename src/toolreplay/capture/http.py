@@ -7,20 +7,28 @@ recording cannot keep as sent is replaced by the error it recorded). A POST body
 (or batch) from the client; the answer comes on that POST's own response, as one JSON
 body or as a stream of server-sent events, each ``data`` one message. Each POST is its own
 channel, so ids that several clients reuse never pair across requests.
+
+HTTP/1.1 is spoken on both sides by h11 (the protocol library uvicorn and httpx use) over
+asyncio's streams, with nothing else on the way: the request goes on to the target in one
+write, the client's request is shown to the recording while the target works on it, and
+whatever the target's answer completes goes back to the client in one write, once recorded.
+Connections to the target are kept alive and reused; none is shared by two requests at once.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import itertools
-import logging
 import signal
-import threading
+import ssl
 from collections.abc import Iterator
-from types import FrameType
+from http import HTTPStatus
 from typing import Any, NoReturn
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
+
+import h11
 
 from toolreplay.capture.recording import Recording
 from toolreplay.capture.stdio import LineSplitter
@@ -41,6 +49,16 @@ _HOP_BY_HOP = frozenset(
         b"accept-encoding",
     }
 )
+#: seconds the requests still open get to finish once the proxy is told to stop (an event
+#: stream a client keeps open must not hold the proxy forever)
+GRACE = 5.0
+#: at most this many bytes are read from a socket at once
+_READ = 65536
+#: at most this many idle connections to the target are kept for reuse
+_IDLE = 20
+#: the largest answer head taken from the target (httpx's limit)
+_HEAD_LIMIT = 100 * 1024
+_TEXT = [(b"content-type", b"text/plain; charset=utf-8")]
 
 
 class EventSplitter:
@@ -80,206 +98,419 @@ class EventSplitter:
         return rest
 
 
-class BrokeOff(Exception):
-    """The target broke off its answer: the client's response is cut off too, not ended cleanly."""
-
-
-class _QuietBrokeOff(logging.Filter):
-    """Keeps uvicorn from logging a traceback for a response cut off on purpose (the proxy warned)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        error = record.exc_info[1] if record.exc_info else None
-        while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
-            error = error.exceptions[0]
-        return not isinstance(error, BrokeOff)
-
-
 def check_target(target: str) -> str:
-    """The target URL, refused unless it is an http(s) URL with a host."""
+    """The target URL, refused unless it is an http(s) URL with a host and a valid port."""
     parts = urlsplit(target)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
+    try:
+        valid = parts.scheme in ("http", "https") and bool(parts.hostname) and (parts.port or 1) > 0
+    except ValueError:  # a port that is not a number, or out of range
+        valid = False
+    if not valid:
         raise InputError(f"--target {target!r} is not an http:// or https:// URL")
     return target
 
 
 def serve_proxy(host: str, port: int, target: str, recording: Recording) -> None:
-    """Listen on ``host:port`` and proxy to ``target``'s origin until interrupted."""
-    quiet = _QuietBrokeOff()
-    logging.getLogger("uvicorn.error").addFilter(quiet)
-    try:
-        run_until_stopped(Forwarder(target, recording), host, port)
-    finally:
-        logging.getLogger("uvicorn.error").removeFilter(quiet)
+    """Listen on ``host:port`` and proxy to ``target``'s origin until SIGINT or SIGTERM."""
+    asyncio.run(Proxy(target, recording).serve(host, port))
 
 
-class Forwarder:
-    """The proxy as a bare ASGI app: per request, little more than the two HTTP exchanges.
+class _Upstream:
+    """One connection to the target, HTTP/1.1 spoken by h11."""
 
-    One pooled client keeps its connections to the target alive; a JSON answer is read whole
-    (the recording may have to replace it) and goes on in one piece with its length; an event
-    stream goes on event by event, until the target ends it or the client goes away.
-    """
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader, self.writer = reader, writer
+        # as httpx sizes it: a target's answer head may be larger than a client's request head
+        self.h11 = h11.Connection(h11.CLIENT, max_incomplete_event_size=_HEAD_LIMIT)
 
-    def __init__(self, target: str, recording: Recording) -> None:
-        import httpx2 as httpx  # the HTTP client the MCP SDK itself depends on
+    def usable(self) -> bool:
+        """Whether a kept connection can take the next request (the target may have closed it)."""
+        return self.h11.our_state is h11.IDLE and not self.reader.at_eof() and not self.writer.is_closing()
 
-        self.httpx = httpx
-        self.target = target
-        self.origin = urlsplit(target)
-        self.recording = recording
-        self.lock = threading.Lock()
-        self.channels = itertools.count()
-        self.client = httpx.AsyncClient(timeout=None)
+    async def receive(self) -> None:
+        """Read what the target sent next into h11."""
+        self.h11.receive_data(await self.reader.read(_READ))
 
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] == "lifespan":
-            while (await receive())["type"] != "lifespan.shutdown":
-                await send({"type": "lifespan.startup.complete"})
-            await self.client.aclose()
-            await send({"type": "lifespan.shutdown.complete"})
-        elif scope["type"] == "http":
-            await self.forward(scope, receive, send)
-
-    async def forward(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        channel = f"h{next(self.channels)}:"
-        body = bytearray()
+    async def response(self) -> h11.Response:
+        """The head of the target's answer (informational answers skipped)."""
         while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
-        method = scope["method"]
-        if method == "POST" and body:
-            with self.lock:
-                self.recording.from_client(bytes(body), channel)
-        headers = [(k, v) for k, v in scope["headers"] if k.lower() not in _HOP_BY_HOP]
-        path = scope.get("raw_path") or scope["path"].encode()
-        url = self.origin._replace(path=path.decode("latin-1"), query=scope["query_string"].decode("latin-1"))
-        httpx = self.httpx
-        try:
-            request = self.client.build_request(method, url.geturl(), headers=headers, content=bytes(body))
-            upstream = await self.client.send(request, stream=True)
-        except httpx.HTTPError as err:  # the target is down or broke off: the client gets a 502
-            problem = f"cannot reach the target {self.target}: {type(err).__name__}: {err}"
-            self.recording.warn(problem)
-            await _answer(send, 502, [(b"content-type", b"text/plain; charset=utf-8")], problem.encode())
+            event = self.h11.next_event()
+            if event is h11.NEED_DATA:
+                data = await self.reader.read(_READ)
+                if not data and not self.h11.trailing_data[0]:
+                    raise ConnectionError("the target closed the connection before it answered")
+                self.h11.receive_data(data)
+            elif isinstance(event, h11.Response):
+                return event
+            elif not isinstance(event, h11.InformationalResponse):  # a protocol switch nobody asked for
+                raise ConnectionError(f"the target answered with {type(event).__name__}, not a response")
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+class _Target:
+    """The target's origin, and the connections to it kept alive between requests."""
+
+    def __init__(self, url: str) -> None:
+        parts = urlsplit(url)
+        self.url = url
+        self.host = parts.hostname or ""
+        self.tls = _tls_context() if parts.scheme == "https" else None
+        self.port = parts.port or (443 if self.tls is not None else 80)
+        authority = parts.netloc.rpartition("@")[2]
+        self.headers = [(b"Host", authority.encode("idna"))]
+        if parts.username is not None or parts.password is not None:  # as httpx did: Basic auth
+            secret = f"{unquote(parts.username or '')}:{unquote(parts.password or '')}".encode()
+            self.headers.append((b"Authorization", b"Basic " + base64.b64encode(secret)))
+        self.idle: list[_Upstream] = []
+
+    async def connect(self) -> _Upstream:
+        """A kept connection the target has not closed, else a new one."""
+        while self.idle:
+            upstream = self.idle.pop()
+            if upstream.usable():
+                return upstream
+            upstream.close()
+        reader, writer = await asyncio.open_connection(
+            self.host, self.port, ssl=self.tls, server_hostname=self.host if self.tls else None
+        )
+        return _Upstream(reader, writer)
+
+    def request(self, request: h11.Request, body: bytes) -> h11.Request:
+        """``request`` as the target gets it: the client's headers, less the hop-by-hop ones."""
+        headers = [(k, v) for k, v in request.headers.raw_items() if k.lower() not in _HOP_BY_HOP]
+        if self.headers[1:]:  # the target URL's credentials replace the client's
+            headers = [(k, v) for k, v in headers if k.lower() != b"authorization"]
+        headers[:0] = self.headers
+        if body or request.method in (b"POST", b"PUT", b"PATCH"):
+            headers.append((b"Content-Length", str(len(body)).encode()))
+        return h11.Request(method=request.method, target=_origin_form(request.target), headers=headers)
+
+    def release(self, upstream: _Upstream) -> None:
+        """Keep ``upstream`` for the next request when its exchange ended cleanly."""
+        done = upstream.h11.our_state is h11.DONE and upstream.h11.their_state is h11.DONE
+        if done and len(self.idle) < _IDLE:
+            upstream.h11.start_next_cycle()
+            self.idle.append(upstream)
+        else:
+            upstream.close()
+
+    def close(self) -> None:
+        for upstream in self.idle:
+            upstream.close()
+        self.idle.clear()
+
+
+def _tls_context() -> ssl.SSLContext:
+    """The certificates httpx trusts (``SSL_CERT_FILE``, ``SSL_CERT_DIR``, the system's)."""
+    import httpx2  # the HTTP client the MCP SDK depends on
+
+    return httpx2.create_ssl_context()
+
+
+def _origin_form(target: bytes) -> bytes:
+    """The path and query of a request target (a client may name the whole URL)."""
+    if target.startswith(b"/") or target == b"*":
+        return target
+    parts = urlsplit(target.decode("latin-1"))
+    path = (parts.path or "/") + ("?" + parts.query if parts.query else "")
+    return path.encode("latin-1")
+
+
+class BrokeOff(Exception):
+    """The target broke off its answer: the client's response is cut off too, not ended cleanly."""
+
+
+class _Client:
+    """One client connection, HTTP/1.1 spoken by h11."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader, self.writer = reader, writer
+        self.h11 = h11.Connection(h11.SERVER)
+        #: while an event stream goes to the client: the task that reads from it, done when it leaves
+        self.watcher: asyncio.Task[None] | None = None
+        self._leave: Any = None
+
+    async def next_event(self) -> Any:
+        """The client's next h11 event, reading as much as it takes."""
+        if self.watcher is not None:  # it stops reading before anything else reads
+            await asyncio.wait((self.watcher,))
+            self.watcher = None
+        while (event := self.h11.next_event()) is h11.NEED_DATA:
+            self.h11.receive_data(await self.reader.read(_READ))
+        return event
+
+    def write(self, *events: Any, before: bytes = b"") -> None:
+        """``before`` and the bytes h11 writes for ``events``, in one write."""
+        self.writer.write(before + _send(self.h11, *events))
+
+    def watch(self, task: asyncio.Task[Any]) -> None:
+        """Until :meth:`unwatch`, read from the client while its answer streams, and cancel
+        ``task`` when the client closes its side (what it sends meanwhile is kept for h11)."""
+        if self.watcher is not None:
             return
-        # raw, so repeated headers (several Set-Cookie) stay as the server sent them
-        out = [(k, v) for k, v in upstream.headers.raw if k.lower() not in _HOP_BY_HOP]
-        try:
-            if "text/event-stream" in upstream.headers.get("content-type", ""):
-                await self._events(upstream, out, channel, receive, send)
-            else:
-                await self._whole(upstream, out, channel, method, send)
-        finally:
-            await upstream.aclose()
-            self._unanswered(method, scope["path"], channel)
 
-    async def _whole(self, upstream: Any, headers: list[Any], channel: str, method: str, send: Any) -> None:
-        """A body that is not an event stream: read whole, recorded, then sent in one piece."""
-        whole = bytearray()
-        try:
-            async for chunk in upstream.aiter_raw():
-                whole += chunk
-        except self.httpx.HTTPError as err:
-            await send({"type": "http.response.start", "status": upstream.status_code, "headers": headers})
-            await self._broke_off(err, bytes(whole), send)
-        if whole.strip():
-            with self.lock:
-                replacement = self.recording.from_server(bytes(whole), channel)
-            whole = bytearray(replacement) if replacement is not None else whole
-        if method != "HEAD" and upstream.status_code not in (204, 304):
-            headers = [*headers, (b"content-length", str(len(whole)).encode())]
-        await _answer(send, upstream.status_code, headers, bytes(whole))
-
-    async def _events(self, upstream: Any, headers: list[Any], channel: str, receive: Any, send: Any) -> None:
-        """An event stream: each event goes on once it is recorded (an answer the recording
-        cannot keep is replaced by the error it recorded), until it ends or the client leaves."""
-        task = asyncio.current_task()
-        assert task is not None
-        gone = asyncio.ensure_future(_disconnected(receive))
+        async def watch() -> None:
+            with contextlib.suppress(OSError):
+                while data := await self.reader.read(_READ):
+                    self.h11.receive_data(data)
 
         def leave(_: object) -> None:
             task.cancel()
 
-        gone.add_done_callback(leave)
-        splitter = EventSplitter()
+        self.watcher = asyncio.ensure_future(watch())
+        self.watcher.add_done_callback(leave)
+        self._leave = leave
+
+    def left(self) -> bool:
+        """Whether the client closed its side while it was watched."""
+        return self.watcher is not None and self.watcher.done() and not self.watcher.cancelled()
+
+    def unwatch(self) -> None:
+        """Stop watching (the next read from the client waits until the watcher has stopped)."""
+        if self.watcher is not None:
+            self.watcher.remove_done_callback(self._leave)
+            self.watcher.cancel()
+
+
+class Proxy:
+    """The proxy: each client connection's requests, one after the other, sent on to the target
+    and answered with what it answers, the messages shown to the recording on the way."""
+
+    def __init__(self, target: str, recording: Recording) -> None:
+        self.target = _Target(target)
+        self.recording = recording
+        self.channels = itertools.count()
+        #: each client connection's task, and whether it is answering a request right now
+        self.open: dict[asyncio.Task[None], bool] = {}
+        self.stopping = False
+
+    async def serve(self, host: str, port: int) -> None:
+        """Listen until SIGINT or SIGTERM; then let the open requests finish (:data:`GRACE`)."""
+        loop = asyncio.get_running_loop()
+        stop = asyncio.Event()
         try:
-            await send({"type": "http.response.start", "status": upstream.status_code, "headers": headers})
-            try:
-                async for chunk in upstream.aiter_raw():
-                    out = bytearray()
-                    for block, data in splitter.blocks(chunk):
-                        out += block if data is None else self._event(block, data, channel)
+            server = await asyncio.start_server(self.connected, host, port)
+        except OSError as err:
+            raise InputError(f"cannot listen on {host}:{port}") from err
+
+        def stopped(*_: object) -> None:
+            loop.call_soon_threadsafe(stop.set)
+
+        previous = {signum: signal.signal(signum, stopped) for signum in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            await stop.wait()
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+            server.close()
+            await self._drain()
+            self.target.close()
+
+    async def _drain(self) -> None:
+        """Close the idle client connections; give the busy ones :data:`GRACE` seconds."""
+        self.stopping = True
+        for task, busy in list(self.open.items()):
+            if not busy:
+                task.cancel()
+        if self.open:
+            _, late = await asyncio.wait(list(self.open), timeout=GRACE)
+            for task in late:
+                task.cancel()
+            if late:
+                await asyncio.wait(late)
+
+    async def connected(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """One client connection, until it closes (or asks to), or the proxy stops."""
+        task = asyncio.current_task()
+        assert task is not None
+        self.open[task] = False
+        client = _Client(reader, writer)
+        try:
+            while not self.stopping:
+                asked = await self._request(client)
+                if asked is None:
+                    break
+                self.open[task] = True
+                if not await self.forward(client, *asked):
+                    break
+                self.open[task] = False
+                if client.h11.our_state is not h11.DONE or client.h11.their_state is not h11.DONE:
+                    break
+                client.h11.start_next_cycle()
+        except (asyncio.CancelledError, OSError, h11.ProtocolError):
+            pass  # the proxy stops, or the client left: its connection ends here
+        except Exception as err:  # a bug: one line, and the proxy goes on with the other clients
+            self.recording.warn(f"the proxy failed on a request: {type(err).__name__}: {err}; please report")
+        finally:
+            del self.open[task]
+            if client.watcher is not None:
+                client.watcher.cancel()
+            writer.close()
+
+    async def _request(self, client: _Client) -> tuple[h11.Request, bytes] | None:
+        """The client's next request and its whole body; None when the client is done."""
+        try:
+            event = await client.next_event()
+            if not isinstance(event, h11.Request):
+                return None
+            if client.h11.they_are_waiting_for_100_continue:
+                client.write(h11.InformationalResponse(status_code=100, headers=[]))
+            body = bytearray()
+            while isinstance(part := await client.next_event(), h11.Data):
+                body += part.data
+            return event, bytes(body)
+        except h11.RemoteProtocolError as err:  # not HTTP/1.1: answered as h11 says, then closed
+            with contextlib.suppress(h11.LocalProtocolError):
+                client.write(
+                    *_whole(err.error_status_hint, _TEXT, f"not an HTTP/1.1 request: {err}".encode())
+                )
+            return None
+
+    async def forward(self, client: _Client, request: h11.Request, body: bytes) -> bool:
+        """Send one request on to the target and its answer back; whether the connection goes on."""
+        channel = f"h{next(self.channels)}:"
+        shown = request.method != b"POST" or not body
+        upstream: _Upstream | None = None
+        try:
+            upstream = await self.target.connect()
+            outgoing = self.target.request(request, body)
+            upstream.writer.write(_send(upstream.h11, outgoing, h11.Data(data=body), h11.EndOfMessage()))
+            if not shown:
+                shown = True
+                self.recording.from_client(body, channel)  # while the target works on it
+            head = await upstream.response()
+        except (OSError, h11.ProtocolError) as err:  # the target is down or broke off: a 502
+            if upstream is not None:
+                upstream.close()
+            if not shown:
+                self.recording.from_client(body, channel)
+            problem = f"cannot reach the target {self.target.url}: {type(err).__name__}: {err}"
+            self.recording.warn(problem)
+            client.write(*_whole(502, _TEXT, b"" if request.method == b"HEAD" else problem.encode()))
+            self._unanswered(request, channel)
+            return True
+        try:
+            return await self._answer(client, upstream, head, request.method, channel)
+        except BrokeOff:
+            upstream.close()
+            return False
+        finally:
+            self._unanswered(request, channel)
+
+    async def _answer(
+        self, client: _Client, upstream: _Upstream, head: h11.Response, method: bytes, channel: str
+    ) -> bool:
+        """The target's answer to the client; whether the client connection goes on."""
+        headers = [(k, v) for k, v in head.headers.raw_items() if k.lower() not in _HOP_BY_HOP]
+        start = h11.Response(status_code=head.status_code, headers=headers, reason=head.reason)
+        if b"text/event-stream" in b",".join(v for k, v in head.headers if k == b"content-type"):
+            if not await self._events(client, upstream, start, channel):
+                upstream.close()  # the client left mid-stream: the target's stream is dropped too
+                return False
+        else:
+            body = await self._body(client, upstream, start)
+            if body.strip():
+                replacement = self.recording.from_server(body, channel)
+                body = replacement if replacement is not None else body
+            if method != b"HEAD" and head.status_code not in (204, 304):
+                headers.append((b"Content-Length", str(len(body)).encode()))
+            if not client.writer.is_closing():
+                client.write(*_whole(head.status_code, headers, body, head.reason))
+        self.target.release(upstream)
+        return True
+
+    async def _body(self, client: _Client, upstream: _Upstream, start: h11.Response) -> bytes:
+        """A body that is not an event stream, read whole (the recording may have to replace it)."""
+        body = bytearray()
+        try:
+            while True:
+                event = upstream.h11.next_event()
+                if event is h11.NEED_DATA:
+                    await upstream.receive()
+                elif isinstance(event, h11.Data):
+                    body += event.data
+                else:
+                    return bytes(body)
+        except (OSError, h11.ProtocolError) as err:
+            self._broke_off(err, client, _send(client.h11, start), bytes(body))
+
+    async def _events(self, client: _Client, upstream: _Upstream, start: h11.Response, channel: str) -> bool:
+        """An event stream: each event goes on once it is recorded (an answer the recording cannot
+        keep is replaced by the error it recorded), until it ends (True) or the client leaves
+        (False). What one read from the target completes goes to the client in one write."""
+        out = bytearray(_send(client.h11, start))
+        splitter = EventSplitter()
+        task = asyncio.current_task()
+        assert task is not None
+        try:
+            while True:
+                event = upstream.h11.next_event()
+                if event is h11.NEED_DATA:
                     if out:
-                        await send({"type": "http.response.body", "body": bytes(out), "more_body": True})
-            except self.httpx.HTTPError as err:
-                await self._broke_off(err, splitter.rest(), send)
-            await send({"type": "http.response.body", "body": splitter.rest(), "more_body": False})
+                        client.writer.write(bytes(out))
+                        out.clear()
+                    client.watch(task)  # from the first wait on (an answer read whole needs none)
+                    await upstream.receive()
+                elif isinstance(event, h11.Data):
+                    out += self._passed(client, splitter, event.data, channel)
+                else:
+                    break
         except asyncio.CancelledError:
-            if not gone.done() or gone.cancelled():
+            if not client.left():
                 raise
             task.uncancel()  # the client went away: the stream ends here
+            return False
+        except (OSError, h11.ProtocolError) as err:
+            self._broke_off(err, client, bytes(out), splitter.rest())
         finally:
-            gone.remove_done_callback(leave)
-            gone.cancel()
+            client.unwatch()
+        rest = splitter.rest()
+        client.write(*([h11.Data(data=rest)] if rest else []), h11.EndOfMessage(), before=bytes(out))
+        return True
 
-    def _event(self, block: bytes, data: bytes, channel: str) -> bytes:
-        with self.lock:
+    def _passed(self, client: _Client, splitter: EventSplitter, chunk: bytes, channel: str) -> bytes:
+        """The events ``chunk`` completes, framed for the client."""
+        out = bytearray()
+        for block, data in splitter.blocks(chunk):
+            if data is None:
+                out += block
+                continue
             # the SDK's client takes the first answer on a request's event stream as its answer
             replacement = self.recording.from_server(data, channel, first_answers=True)
-        return block if replacement is None else b"event: message\ndata: " + replacement + b"\n\n"
+            out += block if replacement is None else b"event: message\ndata: " + replacement + b"\n\n"
+        return _send(client.h11, h11.Data(data=bytes(out))) if out else b""
 
-    async def _broke_off(self, err: Exception, tail: bytes, send: Any) -> NoReturn:
-        """The target broke off mid-answer: so does the client's answer, after what the target sent."""
-        self.recording.warn(f"the target {self.target} broke off its answer: {type(err).__name__}: {err}")
-        if tail:
-            await send({"type": "http.response.body", "body": tail, "more_body": True})
-        raise BrokeOff from None  # the server drops the connection: no clean end of the body
+    def _broke_off(self, err: Exception, client: _Client, sent: bytes, tail: bytes) -> NoReturn:
+        """The target broke off mid-answer: so does the client's answer, after what the target
+        sent (the connection closes without the body's end)."""
+        self.recording.warn(f"the target {self.target.url} broke off its answer: {type(err).__name__}: {err}")
+        client.write(*([h11.Data(data=tail)] if tail else []), before=sent)
+        raise BrokeOff from None
 
-    def _unanswered(self, method: str, path: str, channel: str) -> None:
-        with self.lock:
-            unanswered = self.recording.unanswered(channel)
+    def _unanswered(self, request: h11.Request, channel: str) -> None:
+        unanswered = self.recording.unanswered(channel)
         if unanswered:
+            path = request.target.partition(b"?")[0].decode("latin-1")
             self.recording.warn(
-                f"the target's response to {method} {path} ended before it answered"
-                f" tools/call {', '.join(unanswered)}; not recorded"
+                f"the target's response to {request.method.decode('latin-1')} {path} ended before it"
+                f" answered tools/call {', '.join(unanswered)}; not recorded"
             )
 
 
-async def _disconnected(receive: Any) -> None:
-    while (await receive())["type"] != "http.disconnect":
-        pass
+def _send(conn: h11.Connection, *events: Any) -> bytes:
+    """The bytes h11 writes for ``events``."""
+    return b"".join(conn.send(event) or b"" for event in events)
 
 
-async def _answer(send: Any, status: int, headers: list[Any], body: bytes) -> None:
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body, "more_body": False})
-
-
-def run_until_stopped(app: Any, host: str, port: int) -> None:
-    """Serve an ASGI app until SIGINT or SIGTERM, then return (uvicorn would re-raise the signal)."""
-    import uvicorn
-
-    class Server(uvicorn.Server):
-        @contextlib.contextmanager
-        def capture_signals(self) -> Iterator[None]:
-            yield  # the handlers below stop it instead
-
-    # an open event stream (a client's GET) must not hold the shutdown forever
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=5)
-    server = Server(config)
-
-    def stop(signum: int, frame: FrameType | None) -> None:
-        server.should_exit = True
-
-    previous = {signum: signal.signal(signum, stop) for signum in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        server.run()
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
-    if not server.started:
-        raise InputError(f"cannot listen on {host}:{port}")
+def _whole(
+    status: int, headers: list[tuple[bytes, bytes]], body: bytes, reason: bytes | None = None
+) -> list[Any]:
+    """The events of a whole response (the reason: the target's, else the standard one)."""
+    if reason is None:
+        reason = HTTPStatus(status).phrase.encode()
+    events: list[Any] = [h11.Response(status_code=status, headers=headers, reason=reason)]
+    if body:
+        events.append(h11.Data(data=body))
+    return [*events, h11.EndOfMessage()]

@@ -35,6 +35,7 @@ from toolreplay.contracts.mcp import describe, innermost_error, server_said
 from toolreplay.contracts.text import text_of_tool
 from toolreplay.errors import InputError
 from toolreplay.escape import one_line, quote
+from toolreplay.locate import pointer_of
 from toolreplay.transcript import Record
 
 #: seconds between two rounds of the same calls (``repeat``): many servers tell the time to the second
@@ -45,9 +46,68 @@ ROUND_GAP = 1.0
 #: would say the client cannot; this says it will not), so no made-up answer reaches a tool
 REFUSAL_CODE = -32600
 REFUSAL = "toolreplay probe does not answer {method}: the call's answer is not compared"
-#: the server's requests to the client that probe refuses (and declares, so that tools that
-#: need them are listed as they were for the recorded client)
-SERVER_REQUESTS = ("sampling/createMessage", "elicitation/create", "roots/list")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Declared:
+    """What probe's client declares, so that the server lists the tools it listed for the
+    recorded client: the capabilities whose requests probe refuses, and the client's name."""
+
+    #: the ``sampling`` capability as declared (its ``context`` and ``tools``); None: none
+    sampling: dict[str, Any] | None = None
+    elicitation: bool = False
+    roots: bool = False
+    #: the ``clientInfo`` name and version; None: the MCP SDK's own
+    client: tuple[str, str] | None = None
+
+
+#: without a recorded ``initialize``: sampling, elicitation and roots, as an interactive client
+EVERY_CAPABILITY = Declared(sampling={}, elicitation=True, roots=True)
+
+
+def recorded_client(session: Sequence[Record], path: str) -> Declared:
+    """What the client declared in the first ``initialize`` of the session file ``path`` that the
+    server answered (read with the MCP SDK's model); :data:`EVERY_CAPABILITY` without one."""
+    from mcp.types import InitializeRequestParams
+    from pydantic import ValidationError
+
+    record = next((r for r in session if r.tool == "initialize" and "result" in r.response), None)
+    if record is None:
+        return EVERY_CAPABILITY
+    try:
+        params = InitializeRequestParams.model_validate(record.args)
+    except ValidationError as err:
+        first = err.errors()[0]
+        problem = f"the recorded initialize is not one an MCP client sends: {one_line(first['msg'])}"
+        raise InputError(
+            problem, path=path, line=record.line, pointer=pointer_of(("args", *first["loc"]))
+        ) from err
+    capabilities, info = params.capabilities, params.client_info
+    sampling = capabilities.sampling
+    return Declared(
+        sampling=None if sampling is None else sampling.model_dump(by_alias=True, exclude_none=True),
+        elicitation=capabilities.elicitation is not None,
+        roots=capabilities.roots is not None,
+        client=(info.name, info.version),
+    )
+
+
+def _declaring(declared: Declared) -> dict[str, Any]:
+    """The MCP SDK client's options that declare ``declared``: the SDK derives each capability
+    from the callback given for it, and each callback refuses."""
+    from mcp.types import Implementation, SamplingCapability
+
+    options: dict[str, Any] = {}
+    if declared.sampling is not None:
+        options["sampling_callback"] = _refuser("sampling/createMessage")
+        options["sampling_capabilities"] = SamplingCapability.model_validate(declared.sampling)
+    if declared.elicitation:
+        options["elicitation_callback"] = _refuser("elicitation/create")
+    if declared.roots:
+        options["list_roots_callback"] = _refuser("roots/list")
+    if declared.client is not None:
+        options["client_info"] = Implementation(name=declared.client[0], version=declared.client[1])
+    return options
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -210,9 +270,10 @@ def ask_live(
     *,
     timeout: float,
     repeat: int = 1,
+    declared: Declared = EVERY_CAPABILITY,
 ) -> Live:
-    """Connect, list the tools (every page), ask the calls ``choose`` picks, in its order:
-    ``repeat`` rounds of them, :data:`ROUND_GAP` seconds apart.
+    """Connect declaring ``declared``, list the tools (every page), ask the calls ``choose``
+    picks, in its order: ``repeat`` rounds of them, :data:`ROUND_GAP` seconds apart.
 
     ``target`` is a server command line (started over stdio) or a URL. Not getting the
     tool list is an ``InputError`` naming the target. Each call is asked ``repeat`` times;
@@ -237,13 +298,7 @@ def ask_live(
                 # the server sees this environment, as it would started from a shell
                 params = StdioServerParameters(command=target[0], args=list(target[1:]), env=dict(os.environ))
                 inner = stdio_client(params, errlog=errlog)
-            client = Client(
-                _Tapped(inner, tap),
-                cache=None,
-                sampling_callback=_refuser("sampling/createMessage"),
-                elicitation_callback=_refuser("elicitation/create"),
-                list_roots_callback=_refuser("roots/list"),
-            )
+            client = Client(_Tapped(inner, tap), cache=None, **_declaring(declared))
             async with client:
                 with anyio.fail_after(timeout):
                     tools, raw = await _list_tools(client)
@@ -373,10 +428,12 @@ def probe_live(
     repeat: int = 1,
     volatile: Volatile | None = None,
     receipt: Mapping[int, Receipted] | None = None,
+    declared: Declared = EVERY_CAPABILITY,
 ) -> tuple[ProbeResult, Live, Plan]:
-    """``toolreplay probe``: plan by the rules, ask the live server (``repeat`` rounds), judge
-    with the ``volatile`` rules' values masked, or against a ``receipt``'s digests (docs/capture.md).
-    Also what was planned (the records asked, in order)."""
+    """``toolreplay probe``: plan by the rules, ask the live server (``repeat`` rounds) as a
+    client that declares ``declared``, judge with the ``volatile`` rules' values masked, or
+    against a ``receipt``'s digests (docs/capture.md). Also what was planned (the records asked,
+    in order)."""
     mutators = declared_mutators(lock, configured) if lock is not None else configured
     declared_readonly = frozenset(n for n, c in lock.tools.items() if not c.mutates) if lock else frozenset()
     base = Rules(
@@ -399,7 +456,7 @@ def probe_live(
         planned.append(plan(records, now, listing.listed))
         return planned[0].ask
 
-    live = ask_live(target, choose, timeout=timeout, repeat=repeat)
+    live = ask_live(target, choose, timeout=timeout, repeat=repeat, declared=declared)
     result = judge(
         records,
         live=live.fingerprints,

@@ -182,7 +182,12 @@ class Recording:
         args, response = self.redactor(call.args), self.redactor(call.response)
         try:
             record = make_record(
-                index=self.count, tool=call.tool, args=args, response=response, fingerprint=call.fingerprint
+                index=self.count,
+                tool=call.tool,
+                args=args,
+                response=response,
+                fingerprint=call.fingerprint,
+                text_digest=call.text_digest,
             )
         except InputError as err:
             return err.problem
@@ -190,14 +195,17 @@ class Recording:
         if size > MAX_RECORD_BYTES:
             return f"the record would be over the {MAX_RECORD_BYTES}-byte limit of a transcript line"
         state = self._fitting(call, self.redactor(state), size)
-        written = self.recorder.record(
-            tool=record.tool,
-            args=record.args,
-            response=record.response,
-            fingerprint=record.fingerprint,
-            state=state,
-            text_digest=call.text_digest,
-        )
+        if state is not None:
+            record = make_record(
+                index=self.count,
+                tool=call.tool,
+                args=args,
+                response=response,
+                fingerprint=call.fingerprint,
+                state=state,
+                text_digest=call.text_digest,
+            )
+        written = self.recorder.write(record)
         self.states += written.state is not None
         if call.notifications:
             notes = Exchange(

@@ -14,11 +14,14 @@ error whose message starts so; a recorded JSON-RPC error is answered as that err
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import sys
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from toolreplay.analyses.volatile import Volatile
@@ -469,6 +472,30 @@ def parse_listen(listen: str) -> tuple[str, int]:
 
 def serve_http(server: Server[Any], host: str, port: int) -> None:
     """Serve Streamable HTTP at ``http://HOST:PORT/mcp`` until SIGINT or SIGTERM."""
-    from toolreplay.capture.http import run_until_stopped
-
     run_until_stopped(server.streamable_http_app(host=host), host, port)
+
+
+def run_until_stopped(app: Any, host: str, port: int) -> None:
+    """Serve an ASGI app until SIGINT or SIGTERM, then return (uvicorn would re-raise the signal)."""
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            yield  # the handlers below stop it instead
+
+    # an open event stream (a client's GET) must not hold the shutdown forever
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=5)
+    server = Server(config)
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        server.should_exit = True
+
+    previous = {signum: signal.signal(signum, stop) for signum in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        server.run()
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    if not server.started:
+        raise InputError(f"cannot listen on {host}:{port}")

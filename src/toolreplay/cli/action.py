@@ -21,7 +21,7 @@ from pathlib import Path, PurePosixPath
 
 import click
 
-from toolreplay.check import DRIFT_SHARD, check_info, parse_shard, run_check
+from toolreplay.check import DRIFT_SHARD, Shard, check_info, parse_shard, run_check
 from toolreplay.cli.base import EXIT_CLEAN, EXIT_FINDINGS, EXIT_INTERNAL, EXIT_USAGE, atomic_output
 from toolreplay.config import Config, load_config, unmatched_globs
 from toolreplay.errors import InputError, ToolreplayError
@@ -41,7 +41,13 @@ from toolreplay.github.action import (
 from toolreplay.github.annotations import echo, plan_annotations
 from toolreplay.github.comment import failure_warning, publish_report, pygithub, target_from_env
 from toolreplay.github.summary import write_summary
-from toolreplay.hooks.drift_range import check_pull_request, judged_fail_on, judged_volatile
+from toolreplay.hooks.drift_range import (
+    DriftOutcome,
+    PullRange,
+    check_pull_request,
+    judged_fail_on,
+    judged_volatile,
+)
 from toolreplay.kinds import REPORT_ERROR, Level, kind_info
 from toolreplay.report.json import render_json
 from toolreplay.report.merge import merge_shards, read_shard_report
@@ -93,40 +99,59 @@ def run_action(settings: Settings) -> int:
     if settings.merge:
         return _merge_and_publish(settings)
     shard = parse_shard(settings.shard) if settings.shard else None
-    config = load_config(Path(settings.config) if settings.config else None)
+    config = _config(settings)
     pull = pull_range_from_env()
     # whether the drift-note rule's findings fail is the base commit's decision, not the PR's
     fail_on = judged_fail_on(config, config.fail_on, pull, workspace=settings.workspace)
     policy = parse_fail_on(settings.fail_on, fail_on)
     for warning in unmatched_globs(config):
         click.echo(workflow_command("warning", f"toolreplay: {warning}", title="toolreplay"))
-    drift = None
-    if shard is None or shard.index == DRIFT_SHARD:
-        # judged before check runs any of the project's code (its tools_source)
-        drift = check_pull_request(config, pull, workspace=settings.workspace)
+    drift = _drift_rule(config, pull, shard, settings.workspace)
     # what the volatile rules hide is the base commit's decision too (the drift-note rule above
     # reports the pull request's change of them)
     judged = judged_volatile(config, pull, workspace=settings.workspace)
-    lock_base = pull.base if pull else None
-    reports = rebase(run_check(judged, shard=shard, lock_base=lock_base), config, settings.workspace)
-    if drift is not None:
-        # in the order check and merge print them: by path, a file's own report first
-        reports = sorted([*reports, *drift.reports], key=lambda r: (r.path, r.command != "check"))
-        status = drift.status
-    else:
-        status = f"drift notes: checked by shard {DRIFT_SHARD}/{shard.count if shard else 1}"
+    checked = run_check(judged, shard=shard, lock_base=_base(pull))
+    reports, status = _with_drift(rebase(checked, config, settings.workspace), drift, shard)
     if shard is not None:
         return _write_shard(
             settings, reports, check_info(config, base=None, shard=shard, fail_on=fail_on), status
         )
-    return publish(settings, reports, policy, status, base=pull.base if pull else None)
+    return publish(settings, reports, policy, status, base=_base(pull))
+
+
+def _config(settings: Settings) -> Config:
+    """The ``config`` input's configuration, else the one found from here."""
+    return load_config(Path(settings.config) if settings.config else None)
+
+
+def _base(pull: PullRange | None) -> str | None:
+    return pull.base if pull else None
+
+
+def _drift_rule(
+    config: Config, pull: PullRange | None, shard: Shard | None, workspace: str
+) -> DriftOutcome | None:
+    """The drift-note rule over the pull request, in the shard that runs it (judged before check runs
+    any of the project's code, its tools_source)."""
+    if shard is not None and shard.index != DRIFT_SHARD:
+        return None
+    return check_pull_request(config, pull, workspace=workspace)
+
+
+def _with_drift(
+    reports: list[Report], drift: DriftOutcome | None, shard: Shard | None
+) -> tuple[list[Report], str]:
+    """The reports with the drift-note rule's, and its status line (or which shard has it)."""
+    if drift is None:
+        return reports, f"drift notes: checked by shard {DRIFT_SHARD}/{shard.count if shard else 1}"
+    # in the order check and merge print them: by path, a file's own report first
+    merged = sorted([*reports, *drift.reports], key=lambda r: (r.path, r.command != "check"))
+    return merged, drift.status
 
 
 def _write_shard(settings: Settings, reports: Sequence[Report], info: CheckInfo, status: str) -> int:
     """A matrix job's part: its text report in the log, its JSON report for the merge job."""
-    text = render_text(reports)
-    if text:
-        echo(text.rstrip("\n"))
+    _echo_text(reports)
     echo(status)
     assert info.shard is not None
     index, count = info.shard
@@ -162,14 +187,11 @@ def _merge_and_publish(settings: Settings) -> int:
     """The merge job: the shards bound to this workflow's checkout (its commit, its files and its
     configuration, the ``config`` input's or the one found from here, as the shard jobs found it)."""
     shards = [read_shard_report(path) for path in shard_files(settings.merge or "")]
-    config = load_config(Path(settings.config) if settings.config else None)
-    info, reports = merge_shards(shards, config=config)
+    info, reports = merge_shards(shards, config=_config(settings))
     default = None if info.fail_on is None else frozenset(info.fail_on)
     policy = parse_fail_on(settings.fail_on, default)
-    count = shards[0].info.shard[1] if shards[0].info.shard else 1
-    pull = pull_range_from_env()
-    status = f"merged {_plural(count, 'shard')}; drift notes: see shard 1"
-    return publish(settings, reports, policy, status, base=pull.base if pull else None)
+    status = f"merged {_plural(shards[0].numbers[1], 'shard')}; drift notes: see shard 1"
+    return publish(settings, reports, policy, status, base=_base(pull_range_from_env()))
 
 
 def _plural(n: int, word: str) -> str:
@@ -182,44 +204,56 @@ def publish(
     """Annotations, log, job summary, SARIF, JSON report, PR comment and outputs; the exit code
     (``base``: the pull request's, which the accept commands name)."""
     reports = list(reports)
-
-    findings = [f for r in reports for f in r.findings]
-    failing = [f for f in findings if policy.fails(f.kind)]
+    findings = sum(len(r.findings) for r in reports)
     errors = sum(len(r.errors) for r in reports)
-    failing_count = len(failing) + (errors if policy.errors else 0)
-
+    failing = _failing(reports, policy, errors)
     if settings.annotations:
         _annotate(reports, policy, settings.workspace)
-    text = render_text(reports)
-    if text:
-        echo(text.rstrip("\n"))
+    _echo_text(reports)
     echo(
-        f"total: {len(reports)} reports, {len(findings)} findings, {failing_count} failing"
+        f"total: {len(reports)} reports, {findings} findings, {failing} failing"
         f" (fail-on: {describe(policy)}), {errors} unreadable"
     )
     echo(status)
     fails = functools.partial(_fails, policy)
     _summarize(reports, fails, base)
-    if settings.sarif:
-        _write(settings.sarif, render_sarif(reports))
-        echo(f"SARIF: {settings.sarif}")
+    _write_sarif(settings.sarif, reports)
     report_path = os.path.join(settings.runner_temp, REPORT_NAME)
     _write(report_path, render_json(reports))
     _try_comment(reports, settings, fails, base)
-    code = EXIT_FINDINGS if failing_count else EXIT_CLEAN
+    code = EXIT_FINDINGS if failing else EXIT_CLEAN
     if settings.output:
         first = divergence(reports)
         write_outputs(
             settings.output,
             {
-                "findings": str(len(findings)),
-                "failing": str(failing_count),
+                "findings": str(findings),
+                "failing": str(failing),
                 "divergence": "" if first is None else str(first),
                 "report": report_path,
                 "exit-code": str(code),
             },
         )
     return code
+
+
+def _failing(reports: Sequence[Report], policy: FailPolicy, errors: int) -> int:
+    """How many findings fail the build, and the unreadable files when fail-on counts them."""
+    failing = sum(policy.fails(f.kind) for r in reports for f in r.findings)
+    return failing + errors if policy.errors else failing
+
+
+def _echo_text(reports: Sequence[Report]) -> None:
+    """The text report in the log (nothing when it is empty)."""
+    text = render_text(reports)
+    if text:
+        echo(text.rstrip("\n"))
+
+
+def _write_sarif(path: str | None, reports: Sequence[Report]) -> None:
+    if path:
+        _write(path, render_sarif(reports))
+        echo(f"SARIF: {path}")
 
 
 def _fails(policy: FailPolicy, kind: str) -> bool:

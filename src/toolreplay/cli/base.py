@@ -110,6 +110,18 @@ def atomic_output(path: str | None, *, private: bool = False, replace: bool = Fa
         with _spooled(_to_stdout, STDOUT) as spool:
             yield spool
         return
+    target = _target(path, replace=replace)
+    if os.path.exists(target) and not os.path.isfile(target):
+        with _spooled(functools.partial(_into_special, target, path), path) as spool:
+            yield spool
+        return
+    with _renamed_into_place(target, path, mode=_output_mode(target, private), replace=replace) as out:
+        yield out
+
+
+def _target(path: str, *, replace: bool) -> str:
+    """The file ``path`` names, symlinks followed; refused when it is no file to write (a folder)
+    or one that exists without ``replace``."""
     if not path:
         raise InputError("the output path is empty")
     target = os.path.realpath(path)
@@ -117,12 +129,7 @@ def atomic_output(path: str | None, *, private: bool = False, replace: bool = Fa
         raise InputError("is a directory, not a file", path=path)
     if not replace and os.path.isfile(target):
         raise InputError(EXISTS, path=path)
-    if os.path.exists(target) and not os.path.isfile(target):
-        with _spooled(functools.partial(_into_special, target, path), path) as spool:
-            yield spool
-        return
-    with _renamed_into_place(target, path, mode=_output_mode(target, private), replace=replace) as out:
-        yield out
+    return target
 
 
 def _into_special(target: str, path: str, spool: IO[str]) -> None:

@@ -7,8 +7,8 @@ import json
 import os
 import sys
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 import click
 
@@ -149,15 +149,20 @@ def _behaviour(tools: str | None) -> dict[str, ToolBehaviour]:
     return lock_behaviour(tools) if tools else {}
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Comparison:
+    """How a baseline is compared: each setting from its flag, else the config's, else the default."""
+
+    tools: str | None = None
+    mutators: frozenset[str] = DEFAULT_MUTATORS
+    max_age_days: int | None = None
+    #: what changed per tool between the lock and the config's tools_source (empty without both)
+    explain: Mapping[str, str] = field(default_factory=dict)
+    policy: FailPolicy
+    volatile: tuple[Rule, ...] = ()
+
+
 def _configured(
-    config_file: str | None, tools: str | None, mutators: tuple[str, ...], max_age_days: int | None = None
-) -> tuple[str | None, frozenset[str], int | None]:
-    """The lock, mutators and age limit: the flags, else the config's, else the defaults."""
-    tools, chosen, max_age_days, _, _, _ = _configured_with_source(config_file, tools, mutators, max_age_days)
-    return tools, chosen, max_age_days
-
-
-def _configured_with_source(
     config_file: str | None,
     tools: str | None,
     mutators: tuple[str, ...],
@@ -165,43 +170,57 @@ def _configured_with_source(
     fail_on: str | None = None,
     *,
     gated: bool = False,
-) -> tuple[str | None, frozenset[str], int | None, dict[str, str], FailPolicy, tuple[Rule, ...]]:
-    """:func:`_configured`, what changed per tool between the lock and the config's
-    tools_source (empty without both), which findings fail (``--fail-on``, else ``fail_on``;
-    the config's is said to be used only for a ``gated`` command, one that exits by it), and
-    the config's volatile rules."""
+) -> _Comparison:
+    """The comparison's settings; which findings fail (``--fail-on``, else ``fail_on``; the config's
+    is said to be used only for a ``gated`` command, one that exits by it)."""
     config = read_config(config_file)
-    chosen = frozenset(mutators) if mutators else DEFAULT_MUTATORS
     used: list[str] = []
-    policy = fail_policy(config, fail_on, used if gated else [])
-    if config is not None:
-        if tools is None and config.tools_lock is not None:
-            tools = config_path(config, config.tools_lock)
-            used.append("tools_lock")
-        if not mutators and "mutators" in config.declared:
-            chosen = config.mutators
-            used.append("mutators")
-        if max_age_days is None and config.max_baseline_age_days is not None:
-            max_age_days = config.max_baseline_age_days
-            used.append("max_baseline_age_days")
-    explain: dict[str, str] = {}
-    if config is not None and config.tools_source is not None and tools is not None:
-        explain = _source_explanations(config, config.tools_source, tools, chosen)
-        used.append("tools_source")
-    volatile: tuple[Rule, ...] = ()
-    if config is not None and config.volatile:
-        volatile = config.volatile
-        used.append("volatile")
+    flags = _Comparison(
+        tools=tools,
+        mutators=frozenset(mutators) if mutators else DEFAULT_MUTATORS,
+        max_age_days=max_age_days,
+        policy=fail_policy(config, fail_on, used if gated else []),
+    )
+    comparison = flags if config is None else _with_config(flags, config, bool(mutators), used)
     announce(config, used)
-    return tools, chosen, max_age_days, explain, policy, volatile
+    return comparison
+
+
+def _with_config(flags: _Comparison, config: Config, mutators_given: bool, used: list[str]) -> _Comparison:
+    """The config's settings where the flags leave them out, each one used named in ``used``."""
+    tools, max_age_days = flags.tools, flags.max_age_days
+    if tools is None and config.tools_lock is not None:
+        tools = config_path(config, config.tools_lock)
+        used.append("tools_lock")
+    chosen = flags.mutators
+    if not mutators_given and "mutators" in config.declared:
+        chosen = config.mutators
+        used.append("mutators")
+    if max_age_days is None and config.max_baseline_age_days is not None:
+        max_age_days = config.max_baseline_age_days
+        used.append("max_baseline_age_days")
+    explain = _source_explanations(config, tools, chosen, used)
+    if config.volatile:
+        used.append("volatile")
+    return replace(
+        flags,
+        tools=tools,
+        mutators=chosen,
+        max_age_days=max_age_days,
+        explain=explain,
+        volatile=config.volatile,
+    )
 
 
 def _source_explanations(
-    config: Config, tools_source: str | tuple[str, ...], tools: str, mutators: frozenset[str]
+    config: Config, tools: str | None, mutators: frozenset[str], used: list[str]
 ) -> dict[str, str]:
-    """What changed, per tool, between the lock and the config's tools_source as it is now."""
-
-    source, _ = source_lock(tools_source, root=config.root, mutators=mutators)
+    """What changed, per tool, between the lock and the config's tools_source as it is now (nothing
+    without both)."""
+    if config.tools_source is None or tools is None:
+        return {}
+    used.append("tools_source")
+    source, _ = source_lock(config.tools_source, root=config.root, mutators=mutators)
     return explain_drift(load_lock(tools), source)
 
 
@@ -249,24 +268,23 @@ def diff_cmd(
     """
 
     regular_baseline(baseline)
-    tools, chosen, max_age_days, explain, policy, rules = _configured_with_source(
-        config_file, tools, mutators, max_age_days, fail_on, gated=True
-    )
-    behaviour = _behaviour(tools)
-    volatile = Volatile(rules)
+    comparison = _configured(config_file, tools, mutators, max_age_days, fail_on, gated=True)
+    volatile = Volatile(comparison.volatile)
     with Store(volatile) as store:
         # calls as digests (docs/spec.md §3.4 compares canonical texts): memory stays the same
         # whatever the size of the baseline and the runs
         table, state = _baseline_table(store, baseline)
         if state.broken:
-            ctx.exit(emit_gated([_broken_report(baseline, state)], fmt, policy))
-        freshness = None
-        if max_age_days is not None:
-            freshness = check_freshness(
-                last_commit_time(baseline), now=int(time.time()), max_age_days=max_age_days
-            )
+            ctx.exit(emit_gated([_broken_report(baseline, state)], fmt, comparison.policy))
+        freshness = _freshness(baseline, comparison.max_age_days)
         run_tables = [(path, read_table(store, path, sealed=_is_sealed(path))) for path in runs]
-        result = diff_tables(table, run_tables, behaviour=behaviour, mutators=chosen, explain=explain)
+        result = diff_tables(
+            table,
+            run_tables,
+            behaviour=_behaviour(comparison.tools),
+            mutators=comparison.mutators,
+            explain=comparison.explain,
+        )
     # a stale baseline is a finding, told once: in the first run's block, located at the baseline
     stale = [integrity.stale_baseline(freshness, path=baseline)] if freshness and freshness.stale else []
     reports = [
@@ -277,12 +295,19 @@ def diff_cmd(
             run,
             result,
             stale if n == 0 else (),
-            volatile.counts(baseline, run.path) if rules else None,
+            volatile.counts(baseline, run.path) if volatile else None,
         )
         for n, run in enumerate(result.runs)
     ]
     # the exit code follows the findings: every reason to fail is one the reports show
-    ctx.exit(emit_gated(reports, fmt, policy))
+    ctx.exit(emit_gated(reports, fmt, comparison.policy))
+
+
+def _freshness(baseline: str, max_age_days: int | None) -> Freshness | None:
+    """The baseline's age against its limit, when it has one."""
+    if max_age_days is None:
+        return None
+    return check_freshness(last_commit_time(baseline), now=int(time.time()), max_age_days=max_age_days)
 
 
 # --- note ------------------------------------------------------------------------------
@@ -315,18 +340,14 @@ def note_text(
     zeros) would otherwise read as a number, so both digests are always quoted.
     """
 
-    def scalar(value: str) -> str:
-        # a JSON string is a valid YAML double-quoted scalar (ASCII, every control escaped)
-        return json.dumps(value, ensure_ascii=True)
-
-    front = [f"baseline: {scalar(baseline)}", f"from: {scalar(before)}"]
+    front = [f"baseline: {_scalar(baseline)}", f"from: {_scalar(before)}"]
     if after is not None:
-        front.append(f"to: {scalar(after)}")
+        front.append(f"to: {_scalar(after)}")
     # empty lists are left out: the schema wants them non-empty when present
     for key, values in (("kinds", kinds), ("tools", tools)):
         if values:
             front.append(f"{key}:")
-            front += [f"  - {scalar(v)}" for v in values]
+            front += [f"  - {_scalar(v)}" for v in values]
     lines = ["---", *front]
     if not kinds:
         lines.append("# kinds: none found by comparison; add what drifted if you know:")
@@ -341,6 +362,11 @@ def note_text(
         "",
     ]
     return "\n".join(lines)
+
+
+def _scalar(value: str) -> str:
+    # a JSON string is a valid YAML double-quoted scalar (ASCII, every control escaped)
+    return json.dumps(value, ensure_ascii=True)
 
 
 @click.command(name="note")
@@ -393,13 +419,14 @@ def note_cmd(
     """
 
     regular_baseline(baseline)
-    if output and output != "-" and not force and os.path.isfile(output):
+    file = _to_file(output)
+    if file is not None and not force and os.path.isfile(file):
         # before the work: an earlier note's reasoning is never replaced by a template
         raise InputError(EXISTS, path=output)
-    tools, chosen, _ = _configured(config_file, tools, mutators)
+    comparison = _configured(config_file, tools, mutators)
     heads = _baseline_heads(baseline, base)
     compared = _compared_runs(heads, runs)
-    drift = _drift_found(heads.before_records, compared, tools, chosen) if compared else _NoteDrift()
+    drift = _drift_found(heads.before_records, compared, comparison) if compared else _NoteDrift()
     text = note_text(
         baseline=heads.name,
         before=heads.before,
@@ -408,10 +435,15 @@ def note_cmd(
         tools=sorted(drift.tools),
         found=drift.found,
     )
-    if output and output != "-" and os.path.dirname(output):
-        os.makedirs(os.path.dirname(output), exist_ok=True)  # the notes folder may not exist yet
+    if file is not None and os.path.dirname(file):
+        os.makedirs(os.path.dirname(file), exist_ok=True)  # the notes folder may not exist yet
     with atomic_output(output, replace=force) as out:
         out.write(text)
+
+
+def _to_file(output: str | None) -> str | None:
+    """The file ``-o`` names (None for standard output)."""
+    return output if output and output != "-" else None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -436,16 +468,13 @@ def _baseline_heads(baseline: str, base: str | None = None) -> _BaselineHeads:
     rev = "HEAD" if base is None else merge_base(baseline, base)
     since = "HEAD" if base is None else f"the merge base of {quote(base)} and HEAD ({rev[:12]})"
     blob = committed_blob(baseline, rev)
-    label = f"{rev if base is None else rev[:12]}:{name}"
+    label = f"{rev[:12]}:{name}"  # (HEAD, or a commit's short id)
     before_records, before = _head_of(blob, label) if blob is not None else ([], GENESIS)
-    after_records: list[Record] | None = None
-    after = None
-    if os.path.exists(baseline):
-        after_records, after = _head_of(read_input(baseline), baseline)
-    elif blob is None:
+    if not os.path.exists(baseline) and blob is None:
         raise InputError(
             f"no such file, and not in {'git HEAD' if base is None else since} either", path=baseline
         )
+    after_records, after = _now(baseline)
     if after is not None and after == before:
         raise InputError(
             f"is unchanged since {since} (from == to, head {before}): there is no drift to accept;"
@@ -461,6 +490,13 @@ def _baseline_heads(baseline: str, base: str | None = None) -> _BaselineHeads:
         after_records=after_records,
         after=after,
     )
+
+
+def _now(baseline: str) -> tuple[list[Record] | None, str | None]:
+    """The baseline's records and head as it is now; None for both when it is deleted."""
+    if not os.path.exists(baseline):
+        return None, None
+    return _head_of(read_input(baseline), baseline)
 
 
 def _compared_runs(heads: _BaselineHeads, runs: Sequence[str]) -> list[tuple[str, list[Record]]]:
@@ -484,23 +520,26 @@ class _NoteDrift:
 
 
 def _drift_found(
-    before: list[Record],
-    compared: list[tuple[str, list[Record]]],
-    tools: str | None,
-    mutators: frozenset[str],
+    before: list[Record], compared: list[tuple[str, list[Record]]], comparison: _Comparison
 ) -> _NoteDrift:
     """The comparison of the committed baseline with the runs, as a note words it."""
-    result = diff_baseline(before, compared, behaviour=_behaviour(tools), mutators=mutators)
+    result = diff_baseline(
+        before, compared, behaviour=_behaviour(comparison.tools), mutators=comparison.mutators
+    )
     findings = [(run.path, f) for run in result.runs for f in sort_findings(list(run.findings))]
-    named = len(result.runs) > 1  # which run found it, when there are several
-    found = [f"{path + ' ' if named else ''}index {f.index}: {f.kind}: {f.message}" for path, f in findings]
-    if any(f.kind == "tool-drift" for _, f in findings):
-        found.append("tool-drift: run toolreplay fingerprint-diff to tell signature, schema or version")
     return _NoteDrift(
         kinds=frozenset(NOTE_KINDS[f.kind] for _, f in findings if f.kind in NOTE_KINDS),
         tools=frozenset(f.tool for _, f in findings),
-        found=tuple(found),
+        found=tuple(_found_lines(findings, named=len(result.runs) > 1)),
     )
+
+
+def _found_lines(findings: list[tuple[str, Finding]], *, named: bool) -> list[str]:
+    """The note's summary of the findings, each naming its run when ``named`` (several runs)."""
+    found = [f"{path + ' ' if named else ''}index {f.index}: {f.kind}: {f.message}" for path, f in findings]
+    if any(f.kind == "tool-drift" for _, f in findings):
+        found.append("tool-drift: run toolreplay fingerprint-diff to tell signature, schema or version")
+    return found
 
 
 # --- signatures ------------------------------------------------------------------------

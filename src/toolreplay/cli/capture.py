@@ -25,7 +25,7 @@ from toolreplay.reports import Line, Report, masked_line
 
 if TYPE_CHECKING:
     from toolreplay.analyses.volatile import Volatile
-    from toolreplay.capture.live import Live
+    from toolreplay.capture.live import Declared, Live
     from toolreplay.capture.probe import Answer, Plan, ProbeResult, Receipted
     from toolreplay.contracts.lock import ToolContract, ToolLock
     from toolreplay.transcript import Record
@@ -251,7 +251,7 @@ def probe_cmd(
     announce(config, used)
     lock = load_lock(lock_path) if lock_path is not None else None
     source = against if against is not None else str(transcript)
-    records, receipt = _probed(ctx, source, against is not None)
+    records, receipt, declared = _probed(ctx, source, against is not None)
     if receipt is not None and repeat is None:
         from toolreplay.capture.receipt import repeat_of
 
@@ -271,6 +271,7 @@ def probe_cmd(
             repeat=repeat or 1,
             volatile=volatile,
             receipt=receipt,
+            declared=declared,
         )
 
     if output is None:
@@ -342,18 +343,25 @@ def _same_file(one: str, other: str) -> bool:
 
 def _probed(
     ctx: click.Context, source: str, receipt: bool
-) -> tuple[tuple[Record, ...], dict[int, Receipted] | None]:
-    """The records to probe (a recording's, or a receipt's with what each holds); a sealed
-    file whose chain is broken is exit 1."""
+) -> tuple[tuple[Record, ...], dict[int, Receipted] | None, Declared]:
+    """The records to probe (a recording's, or a receipt's with what each holds) and what the
+    client declares (what the recorded client did; for a receipt, everything); a sealed file
+    whose chain is broken is exit 1."""
+    from toolreplay.capture.exchange import session_path
+    from toolreplay.capture.live import EVERY_CAPABILITY, recorded_client
     from toolreplay.capture.receipt import read_receipt
-    from toolreplay.capture.serve import BrokenRecordingError, load_records
+    from toolreplay.capture.serve import BrokenRecordingError, load_records, load_session
 
     try:
-        return read_receipt(source) if receipt else (load_records(source), None)
+        if receipt:
+            records, receipted = read_receipt(source)
+            return records, receipted, EVERY_CAPABILITY
+        # the client declares what the recorded one did, so the server lists the same tools
+        records, session = load_records(source), load_session(source)
     except BrokenRecordingError as err:
         click.echo(f"toolreplay: error: {one_line(str(err))}", err=True)
         ctx.exit(EXIT_FINDINGS)
-    raise AssertionError("unreachable")  # pragma: no cover - ctx.exit raises
+    return records, None, recorded_client(session or (), session_path(source))
 
 
 def _with_receipt(

@@ -85,19 +85,28 @@ def finish(reports: Sequence[Report], info: CheckInfo, fmt: str) -> int:
     findings = [f for r in reports for f in r.findings]
     failing = [f for f in findings if info.fails(f.kind)]
     errors = sum(len(r.errors) for r in reports)
+    masked = masked_total(reports)
     if fmt == "text":
         counts = f"{len(findings)} findings, {len(failing)} failing, {errors} unreadable"
-        click.echo(f"total: {len(reports)} reports, {counts}")
-        if info.drift is not None:
-            # the rule ran even when it found nothing: say what it saw (no baseline change, every note)
-            click.echo(info.drift)
-    masked = masked_total(reports)
-    if masked is not None:
-        if fmt == "text":
-            click.echo(f"masked: {masked_text(masked)}")
-        for warning in stale_rules(masked):
-            click.echo(f"toolreplay: warning: {warning}", err=True)
+        _totals(f"total: {len(reports)} reports, {counts}", info.drift, masked)
+    _warn_stale(masked)
     return EXIT_FINDINGS if failing or errors else EXIT_CLEAN
+
+
+def _totals(total: str, drift: str | None, masked: list[int] | None) -> None:
+    """The text report's closing lines: the totals, the drift-note rule's line, the masked values."""
+    click.echo(total)
+    if drift is not None:
+        # the rule ran even when it found nothing: say what it saw (no baseline change, every note)
+        click.echo(drift)
+    if masked is not None:
+        click.echo(f"masked: {masked_text(masked)}")
+
+
+def _warn_stale(masked: list[int] | None) -> None:
+    """A warning for each volatile rule that masked nothing."""
+    for warning in stale_rules(masked) if masked is not None else ():
+        click.echo(f"toolreplay: warning: {warning}", err=True)
 
 
 @click.command(name="merge")

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from toolreplay.analyses.fingerprint_diff import compare_locks, compare_transcript
+from toolreplay.analyses.fingerprint_diff import Difference, compare_locks, compare_transcript
 from toolreplay.analyses.replay import DEFAULT_MUTATORS
 from toolreplay.analyses.schema_break import changed_schemas, schema_breaks
 from toolreplay.analyses.text_diff import TEXT_CLASSES
@@ -88,27 +88,10 @@ def fingerprint_cmd(
         toolreplay fingerprint -o tools.lock.json --mcp -- python server.py
     """
     mutator_set = frozenset(mutators) if mutators else DEFAULT_MUTATORS
-    warnings: tuple[str, ...] = ()
     if not mcp and len(source) != 1:
         raise click.UsageError("give one SOURCE (or --mcp and a server command line)")
-    if not mcp and not is_python_source(source[0], root=Path.cwd()):
-        imported = import_definitions(
-            read_definitions(source[0]), version=tool_version or "", mutators=mutator_set, path=source[0]
-        )
-        lock, warnings = ToolLock.of(imported.contracts), imported.warnings
-    else:
-        # a module or a server is code: it runs in a child process, and its answer is data; the
-        # user named it, so it gets the user's environment (as record and probe start a server)
-        lock, warnings = source_lock(
-            source if mcp else source[0],
-            root=Path.cwd(),
-            mutators=mutator_set,
-            version=tool_version,
-            timeout=timeout,
-            caller_env=True,
-        )
-    for warning in warnings:
-        click.echo(f"toolreplay: warning: {one_line(warning)}", err=True)
+    lock, warnings = _lock_of(source, mcp=mcp, version=tool_version, mutators=mutator_set, timeout=timeout)
+    _warn(warnings)
     if output is not None and force:
         lock = _keep_declared(output, lock)
     try:
@@ -117,6 +100,32 @@ def fingerprint_cmd(
         raise InputError(err.problem, path=describe(source) if mcp else source[0]) from err
     with atomic_output(output, replace=force) as out:
         out.write(text)
+
+
+def _lock_of(
+    source: tuple[str, ...], *, mcp: bool, version: str | None, mutators: frozenset[str], timeout: float
+) -> tuple[ToolLock, tuple[str, ...]]:
+    """The lock of a definitions file, or of a module or server's tools, and its warnings."""
+    if not mcp and not is_python_source(source[0], root=Path.cwd()):
+        imported = import_definitions(
+            read_definitions(source[0]), version=version or "", mutators=mutators, path=source[0]
+        )
+        return ToolLock.of(imported.contracts), imported.warnings
+    # a module or a server is code: it runs in a child process, and its answer is data; the
+    # user named it, so it gets the user's environment (as record and probe start a server)
+    return source_lock(
+        source if mcp else source[0],
+        root=Path.cwd(),
+        mutators=mutators,
+        version=version,
+        timeout=timeout,
+        caller_env=True,
+    )
+
+
+def _warn(warnings: Iterable[str]) -> None:
+    for warning in warnings:
+        click.echo(f"toolreplay: warning: {one_line(warning)}", err=True)
 
 
 def _keep_declared(output: str, lock: ToolLock) -> ToolLock:
@@ -164,11 +173,7 @@ def fingerprint_diff_cmd(
     """
     config = read_config(config_file)
     used: list[str] = []
-    if recorded is None and config is not None and config.tools_lock is not None:
-        recorded = config_path(config, config.tools_lock)
-        used.append("tools_lock")
-    if recorded is None:
-        raise click.UsageError("give RECORDED and LIVE, or set tools_lock and tools_source in the config")
+    recorded = _recorded_lock(config, recorded, used)
     if live is None:
         live, live_lock, unversioned = _configured_source(config, used)
     else:
@@ -187,6 +192,16 @@ def fingerprint_diff_cmd(
         schemas = changed_schemas(recorded_lock, live_lock)
         reports.extend(_calls_report(path, schemas) for path in calls)
     ctx.exit(emit(reports, fmt))
+
+
+def _recorded_lock(config: Config | None, recorded: str | None, used: list[str]) -> str:
+    """RECORDED, else the config's tools_lock."""
+    if recorded is not None:
+        return recorded
+    if config is None or config.tools_lock is None:
+        raise click.UsageError("give RECORDED and LIVE, or set tools_lock and tools_source in the config")
+    used.append("tools_lock")
+    return config_path(config, config.tools_lock)
 
 
 def _calls_report(path: str, schemas: dict[str, Any]) -> Report:
@@ -220,8 +235,7 @@ def _configured_source(config: Config | None, used: list[str]) -> tuple[str, Too
     used.append("tools_source")
     announce(config, used)
     lock, warnings = source_lock(config.tools_source, root=config.root, mutators=config.mutators)
-    for warning in warnings:
-        click.echo(f"toolreplay: warning: {one_line(warning)}", err=True)
+    _warn(warnings)
     source = config.tools_source
     name = source if isinstance(source, str) else describe(source)
     return name, lock, all(c.version == "" for c in lock.tools.values())
@@ -244,16 +258,7 @@ def _lock_report(recorded: ToolLock, live: ToolLock, path: str, *, unversioned: 
     differences = compare_locks(recorded, live)
     if unversioned:  # the source carries no versions: a version "removed" is not drift
         differences = [d for d in differences if not (d.kind == "version" and d.new == "")]
-    findings = tuple(
-        Finding(
-            kind="contract-text-drift" if d.kind in TEXT_CLASSES else "tool-drift",
-            index=None,
-            tool=d.tool,
-            message=d.text(),
-            path=path,
-        )
-        for d in differences
-    )
+    findings = tuple(_drift_finding(d, path) for d in differences)
     drifted = len({d.tool for d in differences})
     breaking = sum(1 for d in differences if d.breaking)
     return Report(
@@ -268,6 +273,12 @@ def _lock_report(recorded: ToolLock, live: ToolLock, path: str, *, unversioned: 
         ),
         findings=findings,
     )
+
+
+def _drift_finding(difference: Difference, path: str) -> Finding:
+    """A difference of the contracts as a finding: of their text, or of the tool itself."""
+    kind = "contract-text-drift" if difference.kind in TEXT_CLASSES else "tool-drift"
+    return Finding(kind=kind, index=None, tool=difference.tool, message=difference.text(), path=path)
 
 
 def _transcript_report(path: str, records: Iterable[Record], live: ToolLock) -> Report:

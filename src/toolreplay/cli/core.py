@@ -201,11 +201,7 @@ def _anchor_line(
     state: ChainState, expect_head: str | None, expect_count: int | None, *, signed: bool
 ) -> Line:
     """What an intact chain is anchored by: the anchors that match or do not, a signature, or nothing."""
-    mismatches: list[str] = []
-    if expect_head is not None and expect_head != state.head:
-        mismatches.append(f"head is {state.head}, expected {expect_head}")
-    if expect_count is not None and expect_count != state.links:
-        mismatches.append(f"{state.links} links, expected {expect_count}")
+    mismatches = _mismatches(state, expect_head, expect_count)
     anchored = [a for a, v in (("head", expect_head), ("count", expect_count)) if v is not None]
     if mismatches:
         text = "mismatch: " + "; ".join(mismatches)
@@ -219,3 +215,13 @@ def _anchor_line(
             " would too; pin the head with --expect-head/--expect-count or git"
         )
     return Line(key="anchor", value=text, text=text)
+
+
+def _mismatches(state: ChainState, expect_head: str | None, expect_count: int | None) -> list[str]:
+    """The anchors given that the chain does not match."""
+    mismatches: list[str] = []
+    if expect_head is not None and expect_head != state.head:
+        mismatches.append(f"head is {state.head}, expected {expect_head}")
+    if expect_count is not None and expect_count != state.links:
+        mismatches.append(f"{state.links} links, expected {expect_count}")
+    return mismatches

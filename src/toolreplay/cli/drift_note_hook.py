@@ -90,8 +90,10 @@ def drift_note_hook(
         click.echo("drift notes: a rebase is not judged here; the pull request's check (--base) judges it")
         ctx.exit(EXIT_CLEAN)
     git = Git()  # the root is asked of git only where a step needs it: a hook's start-up counts
-    # the configuration as the judged side records it: staged, the amended commit, or the base
-    rev = {None: None, "amend": "HEAD"}.get(rewrite) if base is None else base
+    # what is judged: the range from --base, the amended commit, or the staged change
+    mode = "range" if base is not None else rewrite or "staged"
+    # the configuration as the judged side records it: the base, the amended commit, or staged
+    rev = {"range": base, "amend": "HEAD"}.get(mode)
     if rev is not None:
         # a range or a commit reads from the object store, which a bare repository or a
         # .git folder has too: without a work tree this names the problem. (The staged path
@@ -100,22 +102,24 @@ def drift_note_hook(
         # there reaches the question through the drift notes it looks for.)
         git.top()
     settings = _settings(git, rev, patterns, notes_dir)
-    warnings: list[str] = []
-    amended = None
+    amended = _amended(git) if mode == "amend" else None
     if base is not None:
         settings, result, warnings = _judge_range(git, settings, base, head, patterns, notes_dir)
-    elif rewrite == "amend":
-        amended = _amended(git)
-        result = check_commit(git, amended.new, patterns=settings.patterns, notes_dir=settings.notes_dir)
     else:
-        result = check_staged(git, patterns=settings.patterns, notes_dir=settings.notes_dir)
+        result, warnings = _judge_commit(git, settings, amended), []
     warnings += [unguarded_warning(path, settings.patterns) for path in result.unguarded]
-    mode = "range" if base is not None else "amend" if rewrite == "amend" else "staged"
     text = render(result, notes_dir=settings.notes_dir, mode=mode, warnings=warnings)
     if amended is not None and result.problems:
         text += _undo(git, amended)
     click.echo(inert(text), nl=False)
     ctx.exit(EXIT_FINDINGS if result.problems else EXIT_CLEAN)
+
+
+def _judge_commit(git: Git, settings: GuardSettings, amended: _Amend | None) -> GuardResult:
+    """The amended commit against its parent, else the staged change."""
+    if amended is not None:
+        return check_commit(git, amended.new, patterns=settings.patterns, notes_dir=settings.notes_dir)
+    return check_staged(git, patterns=settings.patterns, notes_dir=settings.notes_dir)
 
 
 def _check_options(base: str | None, head: str, rewrite: str | None) -> None:

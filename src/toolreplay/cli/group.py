@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
@@ -65,25 +65,35 @@ class ToolreplayGroup(LazyGroup):
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
             raise
         except ToolreplayError as err:
-            if isinstance(err, InputError) and err.path == STDOUT:
-                _drop_stdout()
-            click.echo(f"toolreplay: error: {one_line(str(err))}", err=True)
-            ctx.exit(EXIT_USAGE)
+            _usage_error(ctx, err)
         except Exception as err:
             if ctx.find_root().params.get("traceback"):
                 raise
-            if isinstance(err, OSError) and is_write_error(err):
-                # every named output turns its own write errors into InputErrors: what is left
-                # is a click.echo to stdout (a closed pipe: | head; a full disk: > file)
-                _drop_stdout()
-                click.echo(f"toolreplay: error: {write_error(err, STDOUT)}", err=True)
-                ctx.exit(EXIT_USAGE)
-            click.echo(
-                f"toolreplay: internal error: {type(err).__name__}: {one_line(str(err))}"
-                " (please report this; rerun with --traceback for details)",
-                err=True,
-            )
-            ctx.exit(EXIT_INTERNAL)
+            _unexpected(ctx, err)
+
+
+def _usage_error(ctx: click.Context, err: ToolreplayError) -> NoReturn:
+    """One of our errors: one line, exit 2."""
+    if isinstance(err, InputError) and err.path == STDOUT:
+        _drop_stdout()
+    click.echo(f"toolreplay: error: {one_line(str(err))}", err=True)
+    ctx.exit(EXIT_USAGE)
+
+
+def _unexpected(ctx: click.Context, err: Exception) -> NoReturn:
+    """Anything else: a failing write to stdout is exit 2, the rest an internal error, exit 3."""
+    if isinstance(err, OSError) and is_write_error(err):
+        # every named output turns its own write errors into InputErrors: what is left
+        # is a click.echo to stdout (a closed pipe: | head; a full disk: > file)
+        _drop_stdout()
+        click.echo(f"toolreplay: error: {write_error(err, STDOUT)}", err=True)
+        ctx.exit(EXIT_USAGE)
+    click.echo(
+        f"toolreplay: internal error: {type(err).__name__}: {one_line(str(err))}"
+        " (please report this; rerun with --traceback for details)",
+        err=True,
+    )
+    ctx.exit(EXIT_INTERNAL)
 
 
 @click.group(cls=ToolreplayGroup, lazy=COMMANDS, context_settings={"help_option_names": ["-h", "--help"]})

@@ -8,7 +8,7 @@ from toolreplay.analyses.scope import check_scope, load_scope
 from toolreplay.cli.base import Seconds
 from toolreplay.cli.defaults import announce, config_option, read_config
 from toolreplay.cli.formats import emit, format_option
-from toolreplay.config import config_path
+from toolreplay.config import Config, config_path
 from toolreplay.findings import sort_findings
 from toolreplay.limits import DEFAULT_BUDGET_SECONDS
 from toolreplay.reports import Line, Report
@@ -40,21 +40,10 @@ def scope_cmd(
 ) -> None:
     """Check TRANSCRIPT against the tools and arguments SCOPE allows (default: the config's scope)."""
     config = read_config(config_file)
-    used = []
-    if scope_file is None:
-        if config is None or config.scope is None:
-            raise click.UsageError(
-                "give SCOPE, or set scope in the config ([tool.toolreplay] or toolreplay.toml)"
-            )
-        scope_file = config_path(config, config.scope)
-        used.append("scope")
-    if pattern_budget is None:
-        pattern_budget = DEFAULT_BUDGET_SECONDS
-        if config is not None and "pattern_budget_seconds" in config.declared:
-            pattern_budget = config.pattern_budget_seconds
-            used.append("pattern_budget_seconds")
-    if config is not None and used:
-        announce(config, used)
+    used: list[str] = []
+    scope_file = _scope_file(config, scope_file, used)
+    pattern_budget = _pattern_budget(config, pattern_budget, used)
+    announce(config, used)
     scope = load_scope(scope_file)
     result = check_scope(read_transcript(transcript), scope, path=transcript, pattern_budget=pattern_budget)
     findings = sort_findings(result.findings)
@@ -68,3 +57,25 @@ def scope_cmd(
         findings=tuple(findings),
     )
     ctx.exit(emit([report], fmt))
+
+
+def _scope_file(config: Config | None, scope_file: str | None, used: list[str]) -> str:
+    """SCOPE, else the config's scope."""
+    if scope_file is not None:
+        return scope_file
+    if config is None or config.scope is None:
+        raise click.UsageError(
+            "give SCOPE, or set scope in the config ([tool.toolreplay] or toolreplay.toml)"
+        )
+    used.append("scope")
+    return config_path(config, config.scope)
+
+
+def _pattern_budget(config: Config | None, pattern_budget: float | None, used: list[str]) -> float:
+    """--pattern-budget, else the config's pattern_budget_seconds, else the default."""
+    if pattern_budget is not None:
+        return pattern_budget
+    if config is None or "pattern_budget_seconds" not in config.declared:
+        return DEFAULT_BUDGET_SECONDS
+    used.append("pattern_budget_seconds")
+    return config.pattern_budget_seconds

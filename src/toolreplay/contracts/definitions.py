@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError
 
 from toolreplay.analyses.replay import DEFAULT_MUTATORS
 from toolreplay.canonical import canonical, decode
@@ -90,14 +91,20 @@ def json_signature(name: str, schema: Any) -> Signature:
     one not, gets one signature.
     """
     properties = schema.get("properties") if isinstance(schema, dict) else None
-    required = schema.get("required") if isinstance(schema, dict) else None
-    required_names = {r for r in required if isinstance(r, str)} if isinstance(required, list) else set()
-    params = []
-    if isinstance(properties, dict):
-        for key in sorted(properties):
-            prop = properties[key]
-            params.append([key, type_of(prop), "required" if key in required_names else "optional"])
+    if not isinstance(properties, dict):
+        return {"name": name, "params": []}
+    required = _required(schema)
+    params = [
+        [key, type_of(properties[key]), "required" if key in required else "optional"]
+        for key in sorted(properties)
+    ]
     return {"name": name, "params": params}
+
+
+def _required(schema: dict[str, Any]) -> set[str]:
+    """The names an object schema's ``required`` lists."""
+    required = schema.get("required")
+    return {r for r in required if isinstance(r, str)} if isinstance(required, list) else set()
 
 
 def type_of(schema: Any) -> str:
@@ -117,20 +124,36 @@ def type_of(schema: Any) -> str:
 def _named_type(schema: dict[str, Any]) -> str:
     """An object schema's type: its ``type``, else what ``enum``, ``const``, ``$ref`` or the
     alternatives of ``anyOf`` / ``oneOf`` say; ``any`` when none does."""
+    for named in (_declared_type, _enum_or_const, _reference, _alternatives):
+        text = named(schema)
+        if text is not None:
+            return text
+    return "any"
+
+
+def _declared_type(schema: dict[str, Any]) -> str | None:
     declared = schema.get("type")
     if isinstance(declared, str):
         return declared
     if isinstance(declared, list) and declared and all(isinstance(t, str) for t in declared):
         return "|".join(sorted(set(declared)))
-    for keyword in ("enum", "const"):
-        if keyword in schema:
-            return keyword
-    if isinstance(schema.get("$ref"), str):
-        return "$ref:" + str(schema["$ref"])
+    return None
+
+
+def _enum_or_const(schema: dict[str, Any]) -> str | None:
+    return next((keyword for keyword in ("enum", "const") if keyword in schema), None)
+
+
+def _reference(schema: dict[str, Any]) -> str | None:
+    ref = schema.get("$ref")
+    return "$ref:" + ref if isinstance(ref, str) else None
+
+
+def _alternatives(schema: dict[str, Any]) -> str | None:
     members = schema.get("anyOf", schema.get("oneOf"))
-    if isinstance(members, list) and members:
-        return "|".join(sorted({type_of(member) for member in members}))
-    return "any"
+    if not isinstance(members, list) or not members:
+        return None
+    return "|".join(sorted({type_of(member) for member in members}))
 
 
 def mcp_behaviour(annotations: dict[str, Any] | None) -> tuple[dict[str, bool], list[str]]:
@@ -140,22 +163,27 @@ def mcp_behaviour(annotations: dict[str, Any] | None) -> tuple[dict[str, bool], 
     read-only and destructive is taken at its worst (mutates). ``idempotent`` is
     ``idempotentHint``.
     """
-    hints = dict(MCP_DEFAULT_HINTS)
-    problems = []
-    for key in MCP_DEFAULT_HINTS:
-        value = (annotations or {}).get(key)
-        if value is None:
-            continue
-        if isinstance(value, bool):
-            hints[key] = value
-        else:
-            problems.append(f"annotation {key} is not a boolean; MCP's default is used")
+    stated = annotations or {}
+    hints, problems = _boolean_hints(stated)
     read_only = hints["readOnlyHint"]
-    destructive_said = (annotations or {}).get("destructiveHint") is True
+    destructive_said = stated.get("destructiveHint") is True
     mutates = not read_only or destructive_said
     if read_only and destructive_said:
         problems.append("annotations say both readOnlyHint and destructiveHint; taken as mutating")
     return {"mutates": mutates, "idempotent": hints["idempotentHint"]}, problems
+
+
+def _boolean_hints(annotations: dict[str, Any]) -> tuple[dict[str, bool], list[str]]:
+    """Each hint as stated, MCP's default where it is not (or is not a boolean, which is a problem)."""
+    hints = dict(MCP_DEFAULT_HINTS)
+    problems = []
+    for key in MCP_DEFAULT_HINTS:
+        value = annotations.get(key)
+        if isinstance(value, bool):
+            hints[key] = value
+        elif value is not None:
+            problems.append(f"annotation {key} is not a boolean; MCP's default is used")
+    return hints, problems
 
 
 def read_definitions(path: str) -> list[ToolDefinition]:
@@ -198,13 +226,10 @@ def _tool_items(value: Any, pointer: str, path: str, line: int | None) -> Iterat
             yield item, f"{pointer}/{i}"
         return
     if isinstance(value, dict):
-        if isinstance(value.get("result"), dict) and "tools" in value["result"]:
-            yield from _tool_items(value["result"]["tools"], pointer + "/result/tools", path, line)
+        listed = _tool_list(value, pointer)
+        if listed is not None:
+            yield from _tool_items(*listed, path, line)
             return
-        for key in ("tools", "functions", "function"):
-            if isinstance(value.get(key), list):
-                yield from _tool_items(value[key], f"{pointer}/{key}", path, line)
-                return
         if "name" in value or value.get("type") == "function":
             yield value, pointer
             return
@@ -217,43 +242,62 @@ def _tool_items(value: Any, pointer: str, path: str, line: int | None) -> Iterat
     )
 
 
-def _definition(item: Any, pointer: str, path: str, line: int | None) -> ToolDefinition:
-    def fail(problem: str, where: str = pointer) -> InputError:
-        return InputError(problem, path=path, line=line, pointer=where)
+def _tool_list(value: dict[str, Any], pointer: str) -> tuple[Any, str] | None:
+    """The tools an object lists, and where: an MCP answer's ``result.tools``, else its ``tools``,
+    ``functions`` or ``function`` array; None when it lists none."""
+    if isinstance(value.get("result"), dict) and "tools" in value["result"]:
+        return value["result"]["tools"], pointer + "/result/tools"
+    for key in ("tools", "functions", "function"):
+        if isinstance(value.get(key), list):
+            return value[key], f"{pointer}/{key}"
+    return None
 
+
+def _definition(item: Any, pointer: str, path: str, line: int | None) -> ToolDefinition:
     if not isinstance(item, dict):
-        raise fail("a tool definition must be a JSON object")
+        raise InputError("a tool definition must be a JSON object", path=path, line=line, pointer=pointer)
     if item.get("type") == "function" and isinstance(item.get("function"), dict):
         inner, where, shape = item["function"], pointer + "/function", "openai"
     else:
         inner, where, shape = item, pointer, ""
     name = inner.get("name")
     if not isinstance(name, str) or not name:
-        raise fail('a tool definition needs a non-empty string "name"', where)
-    annotations = None
-    if "inputSchema" in inner:
-        shape, key = "mcp", "inputSchema"
-        raw_annotations = inner.get("annotations")
-        annotations = raw_annotations if isinstance(raw_annotations, dict) else None
-    elif "input_schema" in inner:
-        shape, key = "anthropic", "input_schema"
-    else:
-        shape, key = shape or "function", "parameters"
+        raise InputError(
+            'a tool definition needs a non-empty string "name"', path=path, line=line, pointer=where
+        )
+    shape, key = _shape(inner, shape)
     schema = inner.get(key, {})
-    text = (
-        text_of_tool(inner)
-        if shape == "mcp"
-        else contract_text(title=inner.get("title"), description=inner.get("description"), schema=schema)
-    )
     return ToolDefinition(
         name=name,
         schema=schema,
         shape=shape,
-        annotations=annotations,
-        text=text,
+        annotations=_annotations(inner) if shape == "mcp" else None,
+        text=_text(inner, shape, schema),
         line=line,
         pointer=f"{where}/{key}",
     )
+
+
+def _shape(inner: dict[str, Any], shape: str) -> tuple[str, str]:
+    """Whose shape a definition has (MCP, Anthropic, OpenAI or a bare function), and where its
+    input schema is."""
+    if "inputSchema" in inner:
+        return "mcp", "inputSchema"
+    if "input_schema" in inner:
+        return "anthropic", "input_schema"
+    return shape or "function", "parameters"
+
+
+def _annotations(inner: dict[str, Any]) -> dict[str, Any] | None:
+    annotations = inner.get("annotations")
+    return annotations if isinstance(annotations, dict) else None
+
+
+def _text(inner: dict[str, Any], shape: str, schema: Any) -> dict[str, Any]:
+    """A definition's contract text (an MCP tool's by its own field names)."""
+    if shape == "mcp":
+        return text_of_tool(inner)
+    return contract_text(title=inner.get("title"), description=inner.get("description"), schema=schema)
 
 
 def import_definitions(
@@ -280,36 +324,51 @@ def import_definitions(
 
     for defn in definitions:
         if defn.name in first:
-            earlier = first[defn.name]
-            if canonical([earlier.schema, earlier.annotations, earlier.text]) != canonical(
-                [defn.schema, defn.annotations, defn.text]
-            ):
-                at = f"line {earlier.line}" if earlier.line is not None else earlier.pointer or "/"
-                warn(defn, f"defined again with a different schema; the first definition ({at}) is kept")
+            redefined = _redefinition(first[defn.name], defn)
+            if redefined is not None:
+                warn(defn, redefined)
             continue
         first[defn.name] = defn
         for problem, pointer in schema_problems(defn.schema):
             warn(defn, problem, defn.pointer + pointer)
-        if defn.shape == "mcp":
-            behaviour, problems = mcp_behaviour(defn.annotations)
-            for problem in problems:
-                warn(defn, problem)
-        else:
-            behaviour = {"mutates": defn.name in mutators, "idempotent": False}
-        try:
-            contracts[defn.name] = make_contract(
-                name=defn.name,
-                signature=json_signature(defn.name, defn.schema),
-                schema=defn.schema,
-                version=version,
-                deterministic=True,
-                text=defn.text,
-                **behaviour,
-            )
-        except InputError as err:  # a schema nested too deep for a lock to hold
-            problem = f"tool {quote(defn.name)}: input schema: {err.problem}"
-            raise InputError(problem, path=path, line=defn.line, pointer=defn.pointer) from err
+        behaviour, problems = _behaviour(defn, mutators)
+        for problem in problems:
+            warn(defn, problem)
+        contracts[defn.name] = _contract(defn, version, behaviour, path)
     return Imported(contracts=tuple(contracts.values()), warnings=tuple(warnings))
+
+
+def _redefinition(earlier: ToolDefinition, defn: ToolDefinition) -> str | None:
+    """Why a name defined again is a problem: other contents (the first definition is kept)."""
+    if canonical([earlier.schema, earlier.annotations, earlier.text]) == canonical(
+        [defn.schema, defn.annotations, defn.text]
+    ):
+        return None
+    at = f"line {earlier.line}" if earlier.line is not None else earlier.pointer or "/"
+    return f"defined again with a different schema; the first definition ({at}) is kept"
+
+
+def _behaviour(defn: ToolDefinition, mutators: frozenset[str]) -> tuple[dict[str, bool], list[str]]:
+    """Whether the tool mutates and is idempotent: an MCP tool's annotations say, else ``mutators``."""
+    if defn.shape == "mcp":
+        return mcp_behaviour(defn.annotations)
+    return {"mutates": defn.name in mutators, "idempotent": False}, []
+
+
+def _contract(defn: ToolDefinition, version: str, behaviour: dict[str, bool], path: str) -> ToolContract:
+    try:
+        return make_contract(
+            name=defn.name,
+            signature=json_signature(defn.name, defn.schema),
+            schema=defn.schema,
+            version=version,
+            deterministic=True,
+            text=defn.text,
+            **behaviour,
+        )
+    except InputError as err:  # a schema nested too deep for a lock to hold
+        problem = f"tool {quote(defn.name)}: input schema: {err.problem}"
+        raise InputError(problem, path=path, line=defn.line, pointer=defn.pointer) from err
 
 
 def schema_problems(schema: Any) -> list[tuple[str, str]]:
@@ -321,20 +380,24 @@ def schema_problems(schema: Any) -> list[tuple[str, str]]:
         return [("input schema is not a JSON Schema (an object or a boolean)", "")]
     errors = sorted(_META.iter_errors(schema), key=lambda e: [str(p) for p in e.absolute_path])
     if errors:
-        first = errors[0]
-        pointer = "".join("/" + pointer_token(p) for p in first.absolute_path)  # "" is the schema itself
-        if pointer.endswith("/type") or pointer == "/type":
-            problem = (
-                f"{canonical(first.instance)} is not a JSON Schema type (those are array, boolean,"
-                " integer, null, number, object, string)"
-            )
-        else:
-            problem = first.message
+        pointer = "".join("/" + pointer_token(p) for p in errors[0].absolute_path)  # "" is the schema itself
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-        return [(f"input schema is not valid JSON Schema: {problem}{more}", pointer)]
+        return [
+            (f"input schema is not valid JSON Schema: {_meta_problem(errors[0], pointer)}{more}", pointer)
+        ]
     if isinstance(schema, dict) and schema.get("type", "object") != "object":
         return [(f'input schema has type {canonical(schema["type"])}, not "object"', "/type")]
     return []
+
+
+def _meta_problem(error: ValidationError, pointer: str) -> str:
+    """The metaschema's complaint, in words a tool author reads (a ``type`` that names no type)."""
+    if pointer.endswith("/type"):
+        return (
+            f"{canonical(error.instance)} is not a JSON Schema type (those are array, boolean,"
+            " integer, null, number, object, string)"
+        )
+    return error.message
 
 
 def definition_contract(

@@ -232,15 +232,7 @@ def parse_lock(value: Any, *, path: str = "") -> ToolLock:
     def fail(problem: str, pointer: str) -> InputError:
         return InputError(problem, path=path or None, pointer=pointer)
 
-    if not isinstance(value, dict):
-        raise fail("a tool lock must be a JSON object", "")
-    unknown = sorted(set(value) - {"lock_version", "tools"})
-    if unknown:
-        raise fail(f"unknown field {json.dumps(unknown[0])}", "/" + pointer_token(unknown[0]))
-    if "lock_version" not in value:
-        raise fail('missing field "lock_version"', "")
-    if type(value["lock_version"]) is not int or value["lock_version"] != LOCK_VERSION:
-        raise fail(f'field "lock_version" must be {LOCK_VERSION}', "/lock_version")
+    _check_lock_version(value, fail)
     tools = value.get("tools")
     if not isinstance(tools, dict):
         raise fail('field "tools" must be an object of tool contracts', "/tools")
@@ -253,42 +245,69 @@ def parse_lock(value: Any, *, path: str = "") -> ToolLock:
     return ToolLock.of(contracts)
 
 
+def _check_lock_version(value: Any, fail: Any) -> None:
+    """A lock document is an object of ``lock_version`` (this one) and ``tools``."""
+    if not isinstance(value, dict):
+        raise fail("a tool lock must be a JSON object", "")
+    unknown = sorted(set(value) - {"lock_version", "tools"})
+    if unknown:
+        raise fail(f"unknown field {json.dumps(unknown[0])}", "/" + pointer_token(unknown[0]))
+    if "lock_version" not in value:
+        raise fail('missing field "lock_version"', "")
+    if type(value["lock_version"]) is not int or value["lock_version"] != LOCK_VERSION:
+        raise fail(f'field "lock_version" must be {LOCK_VERSION}', "/lock_version")
+
+
 def _parse_contract(tool: str, data: Any, base: str, fail: Any) -> ToolContract:
     if not isinstance(data, dict):
         raise fail("a tool contract must be a JSON object", base)
+    _check_contract_fields(data, base, fail)
+    _check_fingerprint_and_version(data, base, fail)
+    _check_signature(data["signature"], base + "/signature", fail)
+    flags = _flags(tool, data, base, fail)
+    note = data.get("note", "")
+    if not isinstance(note, str):
+        raise fail('field "note" must be a string', base + "/note")
+    _check_fingerprint_matches(data, base, fail)
+    return ToolContract(
+        name=tool,
+        fingerprint=data["fingerprint"],
+        version=data["version"],
+        signature=data["signature"],
+        schema=data["schema"],
+        note=note,
+        text=_parse_text(data, base, fail),
+        **flags,
+    )
+
+
+def _check_contract_fields(data: dict[str, Any], base: str, fail: Any) -> None:
+    """No unknown field, and each required one there."""
     unknown = sorted(set(data) - set(_CONTRACT_FIELDS))
     if unknown:
         raise fail(f"unknown field {json.dumps(unknown[0])}", base + "/" + pointer_token(unknown[0]))
     for key in ("fingerprint", "version", "signature", "schema"):
         if key not in data:
             raise fail(f'missing field "{key}"', base)
-    fingerprint, version, signature = data["fingerprint"], data["version"], data["signature"]
+
+
+def _check_fingerprint_and_version(data: dict[str, Any], base: str, fail: Any) -> None:
+    fingerprint, version = data["fingerprint"], data["version"]
     if not isinstance(fingerprint, str) or not _HEX16.fullmatch(fingerprint):
         raise fail('field "fingerprint" must be 16 lowercase hex digits', base + "/fingerprint")
     if not isinstance(version, str):
         raise fail('field "version" must be a string', base + "/version")
-    _check_signature(signature, base + "/signature", fail)
-    flags = _flags(tool, data, base, fail)
-    note = data.get("note", "")
-    if not isinstance(note, str):
-        raise fail('field "note" must be a string', base + "/note")
-    expected = fingerprint_of(signature, data["schema"], version)
-    if expected != fingerprint:
+
+
+def _check_fingerprint_matches(data: dict[str, Any], base: str, fail: Any) -> None:
+    """The fingerprint is the one of the contract's signature, schema and version (no hand edit)."""
+    expected = fingerprint_of(data["signature"], data["schema"], data["version"])
+    if expected != data["fingerprint"]:
         raise fail(
-            f"fingerprint {fingerprint} does not match the contract's signature, schema and version"
+            f"fingerprint {data['fingerprint']} does not match the contract's signature, schema and version"
             f" (they give {expected}); re-run toolreplay fingerprint instead of editing the lock",
             base + "/fingerprint",
         )
-    return ToolContract(
-        name=tool,
-        fingerprint=fingerprint,
-        version=version,
-        signature=signature,
-        schema=data["schema"],
-        note=note,
-        text=_parse_text(data, base, fail),
-        **flags,
-    )
 
 
 def _parse_text(data: dict[str, Any], base: str, fail: Any) -> dict[str, Any] | None:
@@ -313,6 +332,11 @@ def _parse_text(data: dict[str, Any], base: str, fail: Any) -> dict[str, Any] | 
         )
     result: dict[str, Any] = text
     return result
+
+
+def _is_parameter(param: Any) -> bool:
+    """A signature's parameter: ``[name, type, default]``, three strings."""
+    return isinstance(param, list) and len(param) == 3 and all(isinstance(p, str) for p in param)
 
 
 #: a fingerprint as a lock holds it
@@ -340,7 +364,7 @@ def _check_signature(signature: Any, pointer: str, fail: Any) -> None:
     if not isinstance(params, list):
         raise fail("signature params must be an array", pointer + "/params")
     for i, param in enumerate(params):
-        if not (isinstance(param, list) and len(param) == 3 and all(isinstance(p, str) for p in param)):
+        if not _is_parameter(param):
             raise fail(
                 "a parameter must be an array of 3 strings [name, type, default]", f"{pointer}/params/{i}"
             )

@@ -55,24 +55,34 @@ def contract_text(
         text["title"] = title
     if isinstance(description, str):
         text["description"] = description
-    properties = schema.get("properties") if isinstance(schema, dict) else None
-    if isinstance(properties, dict):
-        params = {
-            name: prop["description"]
-            for name, prop in properties.items()
-            if isinstance(prop, dict) and isinstance(prop.get("description"), str)
-        }
-        if params:
-            text["params"] = params
-    if isinstance(annotations, dict):
-        hints = {
-            key: annotations[key] for key in HINTS if key in annotations and annotations[key] is not None
-        }
-        if hints:
-            text["annotations"] = hints
+    params = _parameter_descriptions(schema)
+    if params:
+        text["params"] = params
+    hints = _stated_hints(annotations)
+    if hints:
+        text["annotations"] = hints
     if output_schema is not None:
         text["output_schema"] = output_schema
     return text
+
+
+def _parameter_descriptions(schema: Any) -> dict[str, str]:
+    """The string ``description`` of each top-level property of an input schema that has one."""
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    if not isinstance(properties, dict):
+        return {}
+    return {
+        name: prop["description"]
+        for name, prop in properties.items()
+        if isinstance(prop, dict) and isinstance(prop.get("description"), str)
+    }
+
+
+def _stated_hints(annotations: Any) -> dict[str, Any]:
+    """The behaviour hints among a tool's annotations that it states (not null)."""
+    if not isinstance(annotations, dict):
+        return {}
+    return {key: annotations[key] for key in HINTS if annotations.get(key) is not None}
 
 
 def text_of_tool(tool: dict[str, Any]) -> dict[str, Any]:
@@ -99,18 +109,37 @@ def text_problem(text: Any) -> tuple[str, str] | None:
     """(problem, pointer) for a lock's ``text`` that is not a contract text; None when it is one."""
     if not isinstance(text, dict):
         return "a contract text must be a JSON object", ""
+    for problem_of in (_members_problem, _params_problem, _hints_problem):
+        problem = problem_of(text)
+        if problem is not None:
+            return problem
+    return None
+
+
+def _members_problem(text: dict[str, Any]) -> tuple[str, str] | None:
+    """An unknown member, or a title or description that is not a string."""
     unknown = sorted(set(text) - set(MEMBERS))
     if unknown:
         return f"unknown field {json.dumps(unknown[0])}", "/" + pointer_token(unknown[0])
     for key in ("title", "description"):
         if key in text and not isinstance(text[key], str):
             return f'field "{key}" must be a string', "/" + key
+    return None
+
+
+def _params_problem(text: dict[str, Any]) -> tuple[str, str] | None:
+    """``params`` that is not an object of strings."""
     params = text.get("params", {})
     if not isinstance(params, dict):
         return 'field "params" must be an object of strings', "/params"
     for name, value in params.items():
         if not isinstance(value, str):
             return "a parameter description must be a string", "/params/" + pointer_token(name)
+    return None
+
+
+def _hints_problem(text: dict[str, Any]) -> tuple[str, str] | None:
+    """``annotations`` that is not an object of the behaviour hints."""
     hints = text.get("annotations", {})
     if not isinstance(hints, dict):
         return 'field "annotations" must be an object', "/annotations"

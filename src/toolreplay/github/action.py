@@ -115,27 +115,35 @@ def pull_range_from_env(environ: Mapping[str, str] | None = None) -> PullRange |
     the base branch and the pull request's own head is ``pull_request.head.sha``.
     """
     env = os.environ if environ is None else environ
+    pull = event_payload(env).get("pull_request")
+    if not isinstance(pull, dict):
+        return None
+    base, head = _sha(pull.get("base")), _head(env, pull)
+    if base is None or head is None:
+        return None
+    return PullRange(base=base, head=head)
+
+
+def event_payload(env: Mapping[str, str]) -> dict[str, object]:
+    """The workflow's event payload (empty when there is none, or it cannot be read as an object)."""
     path = env.get("GITHUB_EVENT_PATH")
     if not path:
-        return None
+        return {}
     try:
         with open(path, encoding="utf-8") as stream:
             event = json.load(stream)
     except (OSError, ValueError, RecursionError):  # RecursionError: nested past json's reach
-        return None
-    pull = event.get("pull_request") if isinstance(event, dict) else None
-    if not isinstance(pull, dict):
-        return None
-    base = _sha(pull.get("base"))
-    head_sha = _sha(pull.get("head"))
+        return {}
+    return event if isinstance(event, dict) else {}
+
+
+def _head(env: Mapping[str, str], pull: dict[str, object]) -> str | None:
+    """The commit judged as the head: the one checked out, but on ``pull_request_target`` (or
+    without a commit id) the pull request's own head."""
     checked_out = env.get("GITHUB_SHA", "")
     if env.get("GITHUB_EVENT_NAME") == "pull_request_target" or not is_sha(checked_out):
-        head = head_sha
-    else:
-        head = checked_out
-    if base is None or head is None:
-        return None
-    return PullRange(base=base, head=head)
+        return _sha(pull.get("head"))
+    return checked_out
 
 
 def _sha(side: object) -> str | None:

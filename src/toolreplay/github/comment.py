@@ -21,7 +21,6 @@ is published.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -30,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from toolreplay.escape import one_line, workflow_command
 from toolreplay.extras import install_hint, installed
+from toolreplay.github.action import event_payload
 from toolreplay.report.markdown import render_markdown
 
 if TYPE_CHECKING:
@@ -122,7 +122,7 @@ def target_from_env(environ: Mapping[str, str] | None = None) -> CommentTarget |
     repository = env.get("GITHUB_REPOSITORY", "")
     if "/" not in repository:
         return None
-    number = _event_number(env.get("GITHUB_EVENT_PATH"))
+    number = _event_number(event_payload(env))
     if number is None:
         match = _PULL_REF.match(env.get("GITHUB_REF", ""))
         if match:
@@ -134,25 +134,14 @@ def target_from_env(environ: Mapping[str, str] | None = None) -> CommentTarget |
     )
 
 
-def _event_number(event_path: str | None) -> int | None:
+def _event_number(event: dict[str, object]) -> int | None:
     """The pull request's number in the event payload: its ``pull_request``, or an ``issue`` that is one."""
-    if not event_path:
-        return None
-    try:
-        with open(event_path, encoding="utf-8") as stream:
-            event = json.load(stream)
-    except (OSError, ValueError, RecursionError):  # RecursionError: nested past json's reach
-        return None
-    if not isinstance(event, dict):
-        return None
-    pull = event.get("pull_request")
-    issue = event.get("issue")
-    number: int | None = None
+    pull, issue = event.get("pull_request"), event.get("issue")
     if isinstance(pull, dict) and isinstance(pull.get("number"), int):
-        number = pull["number"]
-    elif isinstance(issue, dict) and issue.get("pull_request") and isinstance(issue.get("number"), int):
-        number = issue["number"]
-    return number
+        return int(pull["number"])
+    if isinstance(issue, dict) and issue.get("pull_request") and isinstance(issue.get("number"), int):
+        return int(issue["number"])
+    return None
 
 
 class PyGithub(NamedTuple):
@@ -200,21 +189,28 @@ def _identity(client: Github) -> str:
 
 
 def _reason(err: Exception, token: str) -> str:
-    if isinstance(err, pygithub().error):
-        message = err.data.get("message") if isinstance(err.data, dict) else None
-        text = f"GitHub answered {err.status}"
-        if err.status == 403:
-            text += " (a read-only token, as on a pull request from a fork?)"
-        if isinstance(message, str) and message:
-            text += f": {one_line(message[:MAX_DETAIL])}"
-    else:
-        # the detail comes from the server's answer: one line, and short
-        detail = one_line(str(err))
-        if len(detail) > MAX_DETAIL:
-            detail = detail[: MAX_DETAIL - 1] + "…"
-        text = f"{type(err).__name__} while talking to GitHub" + (f": {detail}" if detail else "")
+    text = _answered(err) if isinstance(err, pygithub().error) else _failed(err)
     # belt and braces: whatever the server echoed, the token is not repeated
     return text.replace(token, "***") if token else text
+
+
+def _answered(err: GithubException) -> str:
+    """What GitHub answered: the status, and its message."""
+    message = err.data.get("message") if isinstance(err.data, dict) else None
+    text = f"GitHub answered {err.status}"
+    if err.status == 403:
+        text += " (a read-only token, as on a pull request from a fork?)"
+    if isinstance(message, str) and message:
+        text += f": {one_line(message[:MAX_DETAIL])}"
+    return text
+
+
+def _failed(err: Exception) -> str:
+    """What went wrong before GitHub answered (the detail, from the server's answer: one line, short)."""
+    detail = one_line(str(err))
+    if len(detail) > MAX_DETAIL:
+        detail = detail[: MAX_DETAIL - 1] + "…"
+    return f"{type(err).__name__} while talking to GitHub" + (f": {detail}" if detail else "")
 
 
 def publish_comment(

@@ -31,6 +31,14 @@ def _utf8_len(text: str) -> int:
     return len(text.encode("utf-8"))
 
 
+def _size(path: str) -> int:
+    """The size of the summary file so far (0 before the first step writes it)."""
+    try:
+        return os.path.getsize(path)
+    except FileNotFoundError:
+        return 0
+
+
 def write_summary(
     reports: Sequence[Report],
     *,
@@ -51,9 +59,7 @@ def write_summary(
     if not target:
         return SummaryResult(written=False, reason="GITHUB_STEP_SUMMARY is not set")
     try:
-        existing = os.path.getsize(target)
-    except FileNotFoundError:
-        existing = 0
+        existing = _size(target)
     except OSError as err:
         return SummaryResult(written=False, path=target, reason=f"cannot read it: {err.strerror}")
     separator = "\n" if existing else ""

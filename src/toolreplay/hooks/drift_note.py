@@ -156,22 +156,26 @@ def parse_raw_diff(out: bytes) -> list[Entry]:
     i = 0
     while i < len(fields) and fields[i]:
         meta = fields[i].decode("ascii").lstrip(":").split(" ")
-        old_mode, new_mode, old_oid, new_oid, status = meta[0], meta[1], meta[2], meta[3], meta[4][:1]
+        status = meta[4][:1]
         paths = [_decode_path(p) for p in fields[i + 1 : i + (3 if status in "RC" else 2)]]
         i += 1 + len(paths)
-        old_path, new_path = (paths[0], paths[-1])
         entries.append(
             Entry(
                 status=status,
-                old_path=None if status == "A" else old_path,
-                new_path=None if status == "D" else new_path,
-                old_oid=None if set(old_oid) <= _NULL_OID else old_oid,
-                new_oid=None if set(new_oid) <= _NULL_OID else new_oid,
-                old_mode=old_mode,
-                new_mode=new_mode,
+                old_path=None if status == "A" else paths[0],
+                new_path=None if status == "D" else paths[-1],
+                old_oid=_oid(meta[2]),
+                new_oid=_oid(meta[3]),
+                old_mode=meta[0],
+                new_mode=meta[1],
             )
         )
     return entries
+
+
+def _oid(oid: str) -> str | None:
+    """An object id; None for git's all-zero id of a side that does not exist."""
+    return None if set(oid) <= _NULL_OID else oid
 
 
 def _decode_path(raw: bytes) -> str:
@@ -300,22 +304,48 @@ def _baseline_path(path: str | None, mode: str, patterns: Sequence[str]) -> str 
 
 def _entry_changes(git: Git, entry: Entry, patterns: Sequence[str]) -> list[BaselineChange]:
     """The baseline changes of one diff entry: none, its one side, or both sides of a rename."""
+    old, new = _baseline_sides(entry, patterns)
+    before = _committed(git, entry, old)
+    in_place = old == entry.new_path
+    refused = _refused(entry, before if in_place else None, patterns)
+    if refused is None:
+        if old is not None and old == new:
+            return _modified(git, new, entry.new_oid or "", before)
+        return _moved(git, entry, old, new, before)
+    if old is None or in_place:
+        return [refused]
+    return [refused, *_moved(git, entry, old, new, before)]
+
+
+def _baseline_sides(entry: Entry, patterns: Sequence[str]) -> tuple[str | None, str | None]:
+    """The baseline's path on each side of an entry (None where no baseline is)."""
     # a copy leaves its source alone; its target is an addition
     old = _baseline_path(entry.old_path, entry.old_mode, patterns) if entry.status != "C" else None
     new = _baseline_path(entry.new_path, entry.new_mode, patterns) if entry.new_oid is not None else None
-    before = _chain(git.blob(entry.old_oid), old) if old and entry.old_oid else None
+    return old, new
+
+
+def _committed(git: Git, entry: Entry, old: str | None) -> _Chain | None:
+    """The chain of the baseline on the entry's old side (None when there is none)."""
+    if old is None or entry.old_oid is None:
+        return None
+    return _chain(git.blob(entry.old_oid), old)
+
+
+def _modified(git: Git, path: str, oid: str, before: _Chain | None) -> list[BaselineChange]:
+    """A baseline changed in place; nothing when only line endings or blank lines changed (the same
+    chain, nothing drifted)."""
+    change = _added_or_modified(git, path, oid, "modified", before)
+    if change.to_head is not None and change.to_head == change.from_head:
+        return []
+    return [change]
+
+
+def _moved(
+    git: Git, entry: Entry, old: str | None, new: str | None, before: _Chain | None
+) -> list[BaselineChange]:
+    """A baseline leaving its old path, arriving at its new one, or both (a rename)."""
     changes = []
-    refused = _refused(entry, before if old == entry.new_path else None, patterns)
-    if refused is not None:
-        changes.append(refused)
-        if old is None or old == entry.new_path:
-            return changes
-    if old is not None and old == new:
-        change = _added_or_modified(git, new, entry.new_oid or "", "modified", before)
-        if change.to_head is None or change.to_head != change.from_head:
-            changes.append(change)
-        # else only line endings or blank lines changed: the same chain, nothing drifted
-        return changes
     if old is not None:
         changes.append(_departure(entry, old, before))
     if new is not None:
@@ -347,18 +377,22 @@ def _refused(entry: Entry, before: _Chain | None, patterns: Sequence[str]) -> Ba
         return None
     if not (is_baseline(path, patterns) or reaches_into(path, patterns)):
         return None
-    what = _NOT_FILES.get(mode, "not a regular file")
-    reason = (
-        f"{quote(path)} is {what} (mode {mode}), where a baseline pattern reaches: git stores"
-        f" {'the name it points to' if mode == '120000' else 'no file of this repository'} there,"
-        " so the guard cannot judge the baseline behind it"
-    )
     return BaselineChange(
         baseline=path,
         action="modified" if entry.status in "MT" else _arrival(entry),
         from_head=before.head if before is not None else _genesis(),
         to_head=None,
-        refused=reason,
+        refused=_not_a_file(path, mode),
+    )
+
+
+def _not_a_file(path: str, mode: str) -> str:
+    """Why the guard cannot judge what git stores at ``path`` with ``mode``."""
+    what = _NOT_FILES.get(mode, "not a regular file")
+    return (
+        f"{quote(path)} is {what} (mode {mode}), where a baseline pattern reaches: git stores"
+        f" {'the name it points to' if mode == '120000' else 'no file of this repository'} there,"
+        " so the guard cannot judge the baseline behind it"
     )
 
 
@@ -443,35 +477,43 @@ def note_name(baseline: str, notes_dir: str, taken: Collection[str] = ()) -> str
 
 
 def _describe(note: DriftNote, change: BaselineChange) -> list[str]:
-    where = quote(note.path)
+    """How a note on this baseline misses the change: its ``from``, its ``to``, or both."""
     out = []
     if note.from_head != change.from_head:
         what = "the genesis value" if change.from_head == _genesis() else "the committed head (HEAD)"
-        out.append(f"note {where} has from {note.from_head}, but {what} is {change.from_head}")
-    if change.to_head is None and note.to_head is not None:
-        out.append(f"note {where} has to {note.to_head}, but this commit deletes the baseline: remove 'to'")
-    elif change.to_head is not None and note.to_head is None:
-        out.append(
-            f"note {where} has no 'to' (a deletion), but the staged baseline's head is {change.to_head}"
-        )
-    elif note.to_head != change.to_head and note.to_head in change.older_heads:
-        out.append(
+        out.append(f"note {quote(note.path)} has from {note.from_head}, but {what} is {change.from_head}")
+    to = _to_mismatch(note, change)
+    return out if to is None else [*out, to]
+
+
+def _to_mismatch(note: DriftNote, change: BaselineChange) -> str | None:
+    """How a note's ``to`` misses the change's (None when it names it)."""
+    where = quote(note.path)
+    if note.to_head == change.to_head:
+        return None
+    if change.to_head is None:
+        return f"note {where} has to {note.to_head}, but this commit deletes the baseline: remove 'to'"
+    if note.to_head is None:
+        return f"note {where} has no 'to' (a deletion), but the staged baseline's head is {change.to_head}"
+    if note.to_head in change.older_heads:
+        return (
             f"note {where} is stale: its to {note.to_head} is an older head of this baseline;"
             " the baseline changed after the note was written: write the note again"
         )
-    elif note.to_head != change.to_head:
-        out.append(f"note {where} has to {note.to_head}, but the staged head is {change.to_head}")
-    return out
+    return f"note {where} has to {note.to_head}, but the staged head is {change.to_head}"
 
 
 def _accepted(change: BaselineChange, notes: Sequence[DriftNote], *, chains: bool) -> bool:
     """One note binds the exact change; with ``chains``, notes may also chain from -> ... -> to."""
     if any(n.from_head == change.from_head and n.to_head == change.to_head for n in notes):
         return True
-    if not chains:
-        return False
-    reached: set[str | None] = {change.from_head}
-    frontier: list[str | None] = [change.from_head]
+    return chains and change.to_head in _reachable(change.from_head, notes)
+
+
+def _reachable(start: str, notes: Sequence[DriftNote]) -> set[str | None]:
+    """The heads notes lead to from ``start``, one note after another (``start`` included)."""
+    reached: set[str | None] = {start}
+    frontier: list[str | None] = [start]
     while frontier:
         head = frontier.pop()
         for n in notes:
@@ -479,7 +521,7 @@ def _accepted(change: BaselineChange, notes: Sequence[DriftNote], *, chains: boo
                 reached.add(n.to_head)
                 if n.to_head is not None:
                     frontier.append(n.to_head)
-    return change.to_head in reached
+    return reached
 
 
 def judge(
@@ -500,19 +542,32 @@ def judge(
     strays = [n for n in notes if n.baseline not in changed]
     problems = []
     for change in changes:
-        genesis = "  (genesis: new baseline)" if change.from_head == _genesis() else ""
-        lines = [f"from: {change.from_head}{genesis}"]
-        if change.refused is not None or change.broken is not None:
-            lines += _unacceptable(change)
-        else:
-            lines.append("to:   " + (change.to_head or "none (deleted)"))
-            candidates = [n for n in notes if n.baseline == change.baseline]
-            if _accepted(change, candidates, chains=chains):
-                continue
-            lines += _what_to_do(change, candidates, strays, notes_dir, chains=chains, taken=taken)
-        subject = f"baseline {quote(change.baseline)} ({change.action})"
-        problems.append(Problem(subject=subject, lines=tuple(lines), baseline=change.baseline))
+        lines = _unaccepted(change, notes, strays, notes_dir, chains=chains, taken=taken)
+        if lines is not None:
+            subject = f"baseline {quote(change.baseline)} ({change.action})"
+            problems.append(Problem(subject=subject, lines=tuple(lines), baseline=change.baseline))
     return problems
+
+
+def _unaccepted(
+    change: BaselineChange,
+    notes: Sequence[DriftNote],
+    strays: Sequence[DriftNote],
+    notes_dir: str,
+    *,
+    chains: bool,
+    taken: Collection[str],
+) -> list[str] | None:
+    """Why no note accepts a change and what to do, one line each; None when a note accepts it."""
+    genesis = "  (genesis: new baseline)" if change.from_head == _genesis() else ""
+    lines = [f"from: {change.from_head}{genesis}"]
+    if change.refused is not None or change.broken is not None:
+        return lines + _unacceptable(change)
+    lines.append("to:   " + (change.to_head or "none (deleted)"))
+    candidates = [n for n in notes if n.baseline == change.baseline]
+    if _accepted(change, candidates, chains=chains):
+        return None
+    return lines + _what_to_do(change, candidates, strays, notes_dir, chains=chains, taken=taken)
 
 
 def _unacceptable(change: BaselineChange) -> list[str]:

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path, PurePosixPath
 
 from toolreplay.config import Config
@@ -43,6 +45,7 @@ from toolreplay.hooks.settings import (
 from toolreplay.kind_names import kind_fails
 from toolreplay.kinds import KINDS
 from toolreplay.reports import Line, Report, Review
+from toolreplay.volatile_rules import Rule
 
 MISSING = "missing-drift-note"
 INVALID = "invalid-drift-note"
@@ -84,24 +87,40 @@ def check_pull_request(config: Config, pull: PullRange | None, *, workspace: str
     if pull is None:
         return _outside_pull_request(config)
     config_file = _relative(Path(config.source).resolve(), workspace)
+    try:
+        return _judge_range(config, pull, workspace, config_file)
+    except _Unchecked as err:
+        return _unchecked(config_file, str(err))
+
+
+class _Unchecked(Exception):
+    """A step of judging the range could not be taken; the message says why."""
+
+
+@contextmanager
+def _or_unchecked(what: str, *errors: type[Exception]) -> Iterator[None]:
+    """``errors`` inside the block leave the rule unchecked: ``what``, then the error."""
+    try:
+        yield
+    except errors as err:
+        raise _Unchecked(f"{what}: {err}") from err
+
+
+def _judge_range(config: Config, pull: PullRange, workspace: str, config_file: str) -> DriftOutcome:
+    """The rule over ``pull``'s range with the base commit's settings (``_Unchecked`` when a step fails)."""
     git = Git(cwd=workspace)
     span = f"{pull.base[:12]}...{pull.head[:12]}"
-    try:
+    with _or_unchecked(f"git cannot compare {span}", GitError):
         top = git.top()
         for rev in (pull.base, pull.head):
             git.run("cat-file", "-e", f"{check_revision(rev)}^{{commit}}")
         span_commits = commits(git, pull.base, pull.head)
-    except GitError as err:
-        return _unchecked(config_file, f"git cannot compare {span}: {err}")
     prefix = _prefix(config, top)
     if prefix is None:
-        return _unchecked(config_file, "the configuration lies outside the git work tree")
-    try:
+        raise _Unchecked("the configuration lies outside the git work tree")
+    with _or_unchecked("the base commit's configuration cannot be read", InputError, GitError):
         recorded = recorded_config(Git(cwd=top), pull.base, prefix, name=pull.base[:12])
-    except (InputError, GitError) as err:
-        return _unchecked(config_file, f"the base commit's configuration cannot be read: {err}")
-    folder = f"{prefix}/" if prefix else ""
-    base_source = f"the defaults (none in {pull.base[:12]}:{folder})" if recorded is None else recorded.source
+    base_source = _base_source(recorded, pull, prefix)
     before = settings_of(recorded, prefix=prefix, source=base_source, default=recorded is None)
     after = settings_of(config, prefix=prefix, source=f"{config_file} (this pull request)", default=False)
     warnings = _settings_findings(before, after, recorded, config, config_file)
@@ -112,15 +131,38 @@ def check_pull_request(config: Config, pull: PullRange | None, *, workspace: str
             reports=_warning_reports(warnings, span_commits),
             status=f"drift notes: no baselines configured in {base_source}, nothing to check",
         )
-    try:
+    with _or_unchecked(f"git could not diff {span}", GitError):
         result = check_range(git, pull.base, pull.head, patterns=patterns, notes_dir=before.notes_dir)
-    except GitError as err:
-        return _unchecked(config_file, f"git could not diff {span}: {err}")
+    where = partial(_in_workspace, top, workspace)
+    warnings += _unguarded(result, patterns, where)
+    with _or_unchecked(f"git could not read {span}", GitError):
+        taken = existing_notes(git, before.notes_dir, [pull.head]) if result.problems else frozenset()
+    context = _Context(
+        where=where, notes_dir=before.notes_dir, base=pull.base, commits=span_commits, taken=taken, git=git
+    )
+    explain = lock_change(config, pull.base) if result.changes else {}
+    reports = _reports(result, context, mutators=config.mutators, explain=explain)
+    reports += list(_warning_reports(warnings, span_commits))
+    status = _range_status(result, span) + _judged_with(warnings, base_source)
+    return DriftOutcome(reports=tuple(sorted(reports, key=lambda r: r.path)), status=status)
 
-    def where(path: str) -> str:
-        return _relative(Path(top, path), workspace)
 
-    warnings += [
+def _base_source(recorded: Config | None, pull: PullRange, prefix: str) -> str:
+    """Where the range's settings come from: the base commit's configuration, or the defaults."""
+    if recorded is not None:
+        return recorded.source
+    folder = f"{prefix}/" if prefix else ""
+    return f"the defaults (none in {pull.base[:12]}:{folder})"
+
+
+def _in_workspace(top: str, workspace: str, path: str) -> str:
+    """A path from the repository root, as the workspace names it."""
+    return _relative(Path(top, path), workspace)
+
+
+def _unguarded(result: GuardResult, patterns: Sequence[str], where: Callable[[str], str]) -> list[Finding]:
+    """A finding for each sealed file the range changes that no baseline pattern covers."""
+    return [
         Finding(
             kind=UNGUARDED,
             index=None,
@@ -130,20 +172,13 @@ def check_pull_request(config: Config, pull: PullRange | None, *, workspace: str
         )
         for path in result.unguarded
     ]
-    try:
-        taken = existing_notes(git, before.notes_dir, [pull.head]) if result.problems else frozenset()
-    except GitError as err:
-        return _unchecked(config_file, f"git could not read {span}: {err}")
-    context = _Context(
-        where=where, notes_dir=before.notes_dir, base=pull.base, commits=span_commits, taken=taken, git=git
-    )
-    explain = lock_change(config, pull.base) if result.changes else {}
-    reports = _reports(result, context, mutators=config.mutators, explain=explain)
-    reports += list(_warning_reports(warnings, span_commits))
-    status = _range_status(result, span)
-    if any(f.kind == GUARD_CHANGED for f in warnings):
-        status += f" (judged with the settings of {base_source}; this pull request changes them)"
-    return DriftOutcome(reports=tuple(sorted(reports, key=lambda r: r.path)), status=status)
+
+
+def _judged_with(warnings: Sequence[Finding], base_source: str) -> str:
+    """The status's note that the pull request changes the settings the range is judged with."""
+    if not any(f.kind == GUARD_CHANGED for f in warnings):
+        return ""
+    return f" (judged with the settings of {base_source}; this pull request changes them)"
 
 
 def _outside_pull_request(config: Config) -> DriftOutcome:
@@ -192,11 +227,15 @@ def judged_fail_on(
     if pull is None:
         return fail_on
 
-    base = _base_config(config, pull, workspace)
-    decided = {k: base is None or base.fails(k) for k in GUARD_KINDS}
+    decided = _base_decides(_base_config(config, pull, workspace))
     if all(decided[k] == kind_fails(k, fail_on) for k in GUARD_KINDS):
         return fail_on
-    return frozenset(k for k in KINDS if (decided[k] if k in decided else kind_fails(k, fail_on)))
+    return frozenset(k for k in KINDS if decided.get(k, kind_fails(k, fail_on)))
+
+
+def _base_decides(base: Config | None) -> dict[str, bool]:
+    """Whether each of the guard's kinds fails by the base's configuration (without one: they fail)."""
+    return {k: base is None or base.fails(k) for k in GUARD_KINDS}
 
 
 def _base_config(config: Config, pull: PullRange, workspace: str) -> Config | None:
@@ -232,15 +271,17 @@ def _volatile_change(base: Config | None, head: Config) -> list[str]:
     added = [(n, rule) for n, rule in enumerate(head.volatile) if rule not in kept]
     if not added:
         return []
-    shown = ", ".join(
-        f"rule {n + 1} (tool {quote(rule.tool)}, at {quote(rule.at)}"
-        + (f", pattern {quote(rule.pattern)})" if rule.pattern is not None else ", the whole value)")
-        for n, rule in added
-    )
+    shown = ", ".join(_rule_text(n, rule) for n, rule in added)
     return [
         f"volatile: this pull request adds or widens {shown}; what a rule masks is never compared"
         " (over this range the base's rules are used)"
     ]
+
+
+def _rule_text(n: int, rule: Rule) -> str:
+    """A volatile rule by its number in the configuration, its tool, where and what it masks."""
+    what = f"pattern {quote(rule.pattern)}" if rule.pattern is not None else "the whole value"
+    return f"rule {n + 1} (tool {quote(rule.tool)}, at {quote(rule.at)}, {what})"
 
 
 def _settings_findings(
@@ -253,19 +294,26 @@ def _settings_findings(
         parts.append(change)
     parts += _code_settings_change(base, head)
     parts += _volatile_change(base, head)
-    for kind in GUARD_KINDS:
-        was = base.fails(kind) if base is not None else True
-        if was != head.fails(kind):
-            now = "fail the build" if head.fails(kind) else "no longer fail the build"
-            parts.append(
-                f"fail_on: {kind} findings {now} with this pull request's configuration"
-                " (over this range they fail as the base's configuration says)"
-            )
+    parts += _fail_on_change(base, head)
     if not parts:
         return []
     return [
         Finding(kind=GUARD_CHANGED, index=None, tool="", path=config_file, message=one_line("; ".join(parts)))
     ]
+
+
+def _fail_on_change(base: Config | None, head: Config) -> list[str]:
+    """The guard's kinds whose failing the pull request's configuration changes."""
+    was = _base_decides(base)
+    parts = []
+    for kind in GUARD_KINDS:
+        if was[kind] != head.fails(kind):
+            now = "fail the build" if head.fails(kind) else "no longer fail the build"
+            parts.append(
+                f"fail_on: {kind} findings {now} with this pull request's configuration"
+                " (over this range they fail as the base's configuration says)"
+            )
+    return parts
 
 
 #: settings that name the code check runs (in a child process), and the lock its tools are held to
@@ -331,22 +379,25 @@ def _message(problem: Problem, notes_dir: str, command: str | None = None) -> st
     stage the note "in this same commit" becomes adding it to the pull request; ``command``
     replaces the hook's (which measures from HEAD) with one that works from the pull request's head.
     """
-    details = [
-        line.strip()
-        for line in problem.lines
-        if not line.startswith(("from:", "to:", "then explain", "write the note:", "fix it, or unstage it"))
-    ]
+    details = [line.strip() for line in problem.lines if not line.startswith(_HOOK_ADVICE)]
     if any(line.startswith("fix it, or unstage it") for line in problem.lines):
         details.append("fix it in this pull request")
-    writes = [line for line in problem.lines if line.startswith("write the note:")]
-    if writes and command is not None:
-        writes = [f"write the note: {command}"]
-    if writes:
-        details += [
-            *writes,
-            f"then explain the drift in it and add it under {notes_dir}/ in this pull request",
-        ]
+    details += _write_note(problem, notes_dir, command)
     return one_line(f"{problem.subject}: {'; '.join(details)}")
+
+
+#: the hook's lines a pull request's message leaves out or says its own way
+_HOOK_ADVICE = ("from:", "to:", "then explain", "write the note:", "fix it, or unstage it")
+
+
+def _write_note(problem: Problem, notes_dir: str, command: str | None) -> list[str]:
+    """The hook's advice to write a note (with ``command`` instead, when given), for a pull request."""
+    writes = [line for line in problem.lines if line.startswith("write the note:")]
+    if not writes:
+        return []
+    if command is not None:
+        writes = [f"write the note: {command}"]
+    return [*writes, f"then explain the drift in it and add it under {notes_dir}/ in this pull request"]
 
 
 def _accepted_by(result: GuardResult, baseline: str) -> str:
@@ -374,21 +425,23 @@ def _reports(
 ) -> list[Report]:
     """One report per changed baseline (with its finding when no note accepts it) and per bad note."""
     problems = {p.baseline: p for p in result.problems if p.baseline is not None}
-    where, notes_dir = context.where, context.notes_dir
     reports = [
         _change_report(
             change, problems.get(change.baseline), result, context, mutators=mutators, explain=explain
         )
         for change in result.changes
     ]
-    for problem in result.problems:
-        if problem.baseline is None:
-            path = where(problem.note) if problem.note else ""
-            finding = Finding(
-                kind=INVALID, index=None, tool="", path=path, message=_message(problem, notes_dir)
-            )
-            reports.append(Report(command=COMMAND, path=path or quote(problem.subject), findings=(finding,)))
+    reports += [_invalid_note(problem, context) for problem in result.problems if problem.baseline is None]
     return reports
+
+
+def _invalid_note(problem: Problem, context: _Context) -> Report:
+    """The report of a note that is not valid (on the note's file)."""
+    path = context.where(problem.note) if problem.note else ""
+    finding = Finding(
+        kind=INVALID, index=None, tool="", path=path, message=_message(problem, context.notes_dir)
+    )
+    return Report(command=COMMAND, path=path or quote(problem.subject), findings=(finding,))
 
 
 def _change_report(
@@ -402,18 +455,12 @@ def _change_report(
 ) -> Report:
     """A changed baseline's report: the change, its finding and a note name that is free when no
     note accepts it, and the change as a reviewer approves it."""
-    where, notes_dir = context.where, context.notes_dir
-    path = where(change.baseline)
+    path = context.where(change.baseline)
     findings: tuple[Finding, ...] = ()
     note = None
     if problem is not None:
-        command = note_command(change.baseline, notes_dir, context.taken, base=context.base)
-        note = where(note_name(change.baseline, notes_dir, context.taken))
-        findings = (
-            Finding(
-                kind=MISSING, index=None, tool="", path=path, message=_message(problem, notes_dir, command)
-            ),
-        )
+        note = context.where(note_name(change.baseline, context.notes_dir, context.taken))
+        findings = (_missing(change, problem, context, path),)
     header = (
         Line(key="change", value=change.action, text=one_line(change.action)),
         Line(key="from", value=change.from_head, text=change.from_head),
@@ -424,11 +471,28 @@ def _change_report(
             text="missing" if problem else _accepted_by(result, change.baseline),
         ),
     )
-    review = None
-    if change.refused is None and change.broken is None:
-        start, end = context.commits
-        review = review_of(
-            context.git, change, result, base=start, head=end, mutators=mutators, explain=explain
-        )
-        review = replace(review, note=None if review.note is None else where(review.note))
+    review = _review(change, result, context, mutators=mutators, explain=explain)
     return Report(command=COMMAND, path=path, header=header, findings=findings, note=note, review=review)
+
+
+def _missing(change: BaselineChange, problem: Problem, context: _Context, path: str) -> Finding:
+    """The finding of a change no note accepts, with the command that writes a free note."""
+    command = note_command(change.baseline, context.notes_dir, context.taken, base=context.base)
+    message = _message(problem, context.notes_dir, command)
+    return Finding(kind=MISSING, index=None, tool="", path=path, message=message)
+
+
+def _review(
+    change: BaselineChange,
+    result: GuardResult,
+    context: _Context,
+    *,
+    mutators: frozenset[str],
+    explain: Mapping[str, str],
+) -> Review | None:
+    """The change as a reviewer approves it; None for a change no note can accept."""
+    if change.refused is not None or change.broken is not None:
+        return None
+    start, end = context.commits
+    review = review_of(context.git, change, result, base=start, head=end, mutators=mutators, explain=explain)
+    return replace(review, note=None if review.note is None else context.where(review.note))

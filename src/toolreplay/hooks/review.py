@@ -11,6 +11,7 @@ import io
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from toolreplay.analyses.baseline import diff_baseline
 from toolreplay.analyses.fingerprint_diff import explain_drift
@@ -24,6 +25,9 @@ from toolreplay.hooks.drift_note import BaselineChange, Git, GitError, GuardResu
 from toolreplay.mutators import DEFAULT_MUTATORS
 from toolreplay.reports import Review
 from toolreplay.transcript import Record, parse_links, slim
+
+if TYPE_CHECKING:
+    from toolreplay.driftnote import DriftNote
 
 #: how :func:`~toolreplay.analyses.fingerprint_diff.explain_drift` leads what changed
 SOURCE_LEAD = "the tool source differs from the lock: "
@@ -50,18 +54,23 @@ def review_of(
 ) -> Review:
     """The change to one baseline between ``base`` and ``head`` (commits), with the notes that accept it."""
     notes = [n for n in result.notes if n.baseline == change.baseline]
-    reason = "\n\n".join(n.prose.strip() for n in notes if n.prose.strip())
-    if len(reason) > MAX_REASON:
-        reason = reason[: MAX_REASON - 1] + "…"
     kinds = sorted({k for n in notes for k in n.kinds})
     return Review(
         base=base,
         head=head,
         note=" and ".join(n.path for n in notes) or None,
-        reason=reason,
+        reason=_reason(notes),
         kinds=tuple(kinds),
         changes=tuple(_changes(git, change, base=base, head=head, mutators=mutators, explain=explain)),
     )
+
+
+def _reason(notes: Sequence[DriftNote]) -> str:
+    """The notes' reasons, one paragraph each, shortened past :data:`MAX_REASON`."""
+    reason = "\n\n".join(n.prose.strip() for n in notes if n.prose.strip())
+    if len(reason) > MAX_REASON:
+        return reason[: MAX_REASON - 1] + "…"
+    return reason
 
 
 def _changes(

@@ -58,8 +58,8 @@ def recorded_config(
     ``staged`` is :func:`staged_configs` already asked (for the index: git is then not asked again).
     """
     for file in CONFIG_NAMES:
-        path = posixpath.join(folder, file)  # (git's folders are clean: no "." or empty parts)
-        oid = staged.get(path) if staged is not None and rev is None else git.file_oid(rev, path)
+        path = _in_folder(folder, file)
+        oid = _recorded_oid(git, rev, path, staged)
         if oid is None:
             continue
         # The configuration's loader (TOML, pathlib) only now: most commits stage no configuration,
@@ -73,6 +73,25 @@ def recorded_config(
     return None
 
 
+def _in_folder(folder: str, name: str) -> str:
+    """``name`` in ``folder`` (from the root; ``""`` is the root), joined as pathlib joins them:
+    an absolute ``name`` stands alone, ``.`` parts and doubled slashes go. (By hand: pathlib is a
+    start-up cost of every commit, and most commits stage no configuration.)"""
+    if not folder:
+        return name
+    joined = name if name.startswith("/") else f"{folder}/{name}"
+    parts = [part for part in joined.split("/") if part not in ("", ".")]
+    return ("/" if joined.startswith("/") else "") + "/".join(parts)
+
+
+def _recorded_oid(git: Git, rev: str | None, path: str, staged: Mapping[str, str] | None) -> str | None:
+    """The blob git records at ``path`` in commit ``rev``, or in the index (None), as ``staged`` has it
+    when given."""
+    if rev is None and staged is not None:
+        return staged.get(path)
+    return git.file_oid(rev, path)
+
+
 def staged_configs(git: Git) -> dict[str, str]:
     """The blob of every configuration file staged, anywhere in the repository, by path from
     the root: one git call for :func:`recorded_config` and :func:`config_folders` together
@@ -83,18 +102,18 @@ def staged_configs(git: Git) -> dict[str, str]:
 def config_folders(git: Git, rev: str | None, *, staged: Mapping[str, str] | None = None) -> list[str]:
     """The folders (from the root, POSIX) where git records a configuration file at ``rev``
     (None: the index), sorted; the root is ``""``. ``staged``: as :func:`recorded_config`'s."""
-    if rev is None and staged is not None:
-        paths = list(staged)
-    else:
-        if rev is None:
-            out = git.run(
-                "ls-files", "-z", "--full-name", "--", *(f":(top,glob)**/{n}" for n in CONFIG_NAMES)
-            )
-        else:
-            out = git.run("ls-tree", "-r", "-z", "--name-only", "--full-tree", check_revision(rev))
-        paths = [_decode_path(raw) for raw in out.split(b"\0") if raw]
+    paths = list(staged) if rev is None and staged is not None else _recorded_paths(git, rev)
     # (git's paths are clean: no "." or empty parts, so posixpath splits them as pathlib would)
     return sorted({posixpath.dirname(path) for path in paths if posixpath.basename(path) in CONFIG_NAMES})
+
+
+def _recorded_paths(git: Git, rev: str | None) -> list[str]:
+    """The paths git records at ``rev`` (None: the configuration files in the index), from the root."""
+    if rev is None:
+        out = git.run("ls-files", "-z", "--full-name", "--", *(f":(top,glob)**/{n}" for n in CONFIG_NAMES))
+    else:
+        out = git.run("ls-tree", "-r", "-z", "--name-only", "--full-tree", check_revision(rev))
+    return [_decode_path(raw) for raw in out.split(b"\0") if raw]
 
 
 def glob_patterns(globs: Sequence[str], prefix: str) -> tuple[str, ...]:
@@ -142,12 +161,7 @@ def settings_of(
     else:
         patterns = DEFAULT_BASELINES if default else ()
     notes = config.drift_notes if config is not None else DEFAULT_NOTES_DIR
-    if prefix:
-        # as pathlib joins them: an absolute one stands alone, "." parts and doubled slashes go
-        joined = notes if notes.startswith("/") else f"{prefix}/{notes}"
-        parts = [part for part in joined.split("/") if part not in ("", ".")]
-        notes = ("/" if joined.startswith("/") else "") + "/".join(parts)
-    notes_dir = normalize_dir(notes)
+    notes_dir = normalize_dir(_in_folder(prefix, notes))
     return GuardSettings(patterns=patterns, notes_dir=notes_dir, source=source)
 
 

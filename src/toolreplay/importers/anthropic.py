@@ -18,6 +18,7 @@ from typing import Any
 from toolreplay.importers.base import (
     ABSENT,
     Item,
+    Location,
     Session,
     conversations,
     list_member,
@@ -54,18 +55,7 @@ class Anthropic:
 def _conversation(messages: Iterable[Item], number: int) -> Session:
     pairing = Pairing()
     for item in messages:
-        message = need_object(item.value, item.location, "a message")
-        content = message.get("content")
-        if isinstance(content, str) or content is None:
-            continue
-        where = item.location.at("content")
-        if not isinstance(content, list):
-            raise where.error(
-                f'"content" of a message must be a string or an array, not {type_name(content)}'
-            )
-        for i, block in enumerate(content):
-            at = where.at(i)
-            block = need_object(block, at, "a content block")
+        for block, at in _content_blocks(item):
             kind = string_member(block, "type")
             if kind in CALL_BLOCKS:
                 pairing.call(
@@ -75,10 +65,29 @@ def _conversation(messages: Iterable[Item], number: int) -> Session:
                     location=at,
                 )
             elif is_result_block(kind):
-                call_id = need_string(block, "tool_use_id", at, f'a "{kind}" block')
-                is_error = block.get("is_error")
-                if is_error is not None and not isinstance(is_error, bool):
-                    raise at.at("is_error").error(f'"is_error" must be a boolean, not {type_name(is_error)}')
-                response = make_response(block.get("content", ABSENT), is_error=is_error)
-                pairing.result(call_id=call_id, tool=None, response=response)
+                _result(pairing, block, at, kind)
     return pairing.session(number)
+
+
+def _content_blocks(item: Item) -> Iterator[tuple[dict[str, Any], Location]]:
+    """A message's content blocks, each where it is (none when its content is text)."""
+    message = need_object(item.value, item.location, "a message")
+    content = message.get("content")
+    if isinstance(content, str) or content is None:
+        return
+    where = item.location.at("content")
+    if not isinstance(content, list):
+        raise where.error(f'"content" of a message must be a string or an array, not {type_name(content)}')
+    for i, block in enumerate(content):
+        at = where.at(i)
+        yield need_object(block, at, "a content block"), at
+
+
+def _result(pairing: Pairing, block: dict[str, Any], at: Location, kind: str | None) -> None:
+    """A tool result block, paired with its call."""
+    call_id = need_string(block, "tool_use_id", at, f'a "{kind}" block')
+    is_error = block.get("is_error")
+    if is_error is not None and not isinstance(is_error, bool):
+        raise at.at("is_error").error(f'"is_error" must be a boolean, not {type_name(is_error)}')
+    response = make_response(block.get("content", ABSENT), is_error=is_error)
+    pairing.result(call_id=call_id, tool=None, response=response)

@@ -38,17 +38,24 @@ def detect(items: Iterable[Item]) -> tuple[str, Iterator[Item]]:
 
 def sniff(value: Any) -> str | None:
     """The format one top-level item shows, or None when it shows none."""
-    if isinstance(value, dict):
-        if "resourceSpans" in value:
-            return "otel"
-        if "trajectory" in value or "history" in value:
-            return "swe-agent"
-        if isinstance(value.get("simulations"), list):
-            return "tau2"
+    found = _document_format(value) if isinstance(value, dict) else None
+    if found is not None:
+        return found
     for entry in _entries(value):
         found = _sniff_entry(entry)
         if found is not None:
             return found
+    return None
+
+
+def _document_format(value: dict[str, Any]) -> str | None:
+    """The format a whole document shows by its top-level members."""
+    if "resourceSpans" in value:
+        return "otel"
+    if "trajectory" in value or "history" in value:
+        return "swe-agent"
+    if isinstance(value.get("simulations"), list):
+        return "tau2"
     return None
 
 
@@ -72,16 +79,21 @@ def _sniff_entry(entry: Any) -> str | None:
         return None
     if string_member(entry, "type") in ITEM_TYPES:
         return "openai-responses"
-    if (
-        "tool_calls" in entry
-        or "function_call" in entry
-        or string_member(entry, "role") in ("tool", "function")
-    ):
+    if _chat_entry(entry):
         return "openai-chat"
     content = entry.get("content")
     if isinstance(content, list) and any(_tool_block(block) for block in content):
         return "anthropic"
     return None
+
+
+def _chat_entry(entry: dict[str, Any]) -> bool:
+    """Whether a message is a Chat Completions tool call or tool answer."""
+    return (
+        "tool_calls" in entry
+        or "function_call" in entry
+        or string_member(entry, "role") in ("tool", "function")
+    )
 
 
 def _tool_block(block: Any) -> bool:

@@ -66,32 +66,38 @@ def _simulation(item: Item, number: int) -> Session:
         message = need_object(message, at, "a message")
         role = string_member(message, "role")
         if role == "tool":
-            if _requestor(message, at, AGENT) == AGENT:
-                error = message.get("error")
-                pairing.result(
-                    call_id=need_string(message, "id", at, "a tool message"),
-                    tool=None,
-                    response=make_response(
-                        message.get("content"), is_error=error if isinstance(error, bool) else None
-                    ),
-                )
-            continue
-        calls = message.get("tool_calls")
-        if calls is None:
-            continue
-        calls_at = at.at("tool_calls")
-        for j, call in enumerate(need_list(calls, calls_at, '"tool_calls"')):
-            call_at = calls_at.at(j)
-            call = need_object(call, call_at, "a tool call")
-            if _requestor(call, call_at, AGENT if role == AGENT else "user") != AGENT:
-                continue
-            pairing.call(
-                tool=need_string(call, "name", call_at, "a tool call"),
-                call_id=need_string(call, "id", call_at, "a tool call"),
-                arguments=read_arguments(call.get("arguments", ABSENT)),
-                location=call_at,
-            )
+            _result(pairing, message, at)
+        elif message.get("tool_calls") is not None:
+            _calls(pairing, message, at, role)
     return pairing.session(number)
+
+
+def _result(pairing: Pairing, message: dict[str, Any], at: Location) -> None:
+    """A tool message answering the agent's call (the user's own tools are not the agent's)."""
+    if _requestor(message, at, AGENT) != AGENT:
+        return
+    error = message.get("error")
+    pairing.result(
+        call_id=need_string(message, "id", at, "a tool message"),
+        tool=None,
+        response=make_response(message.get("content"), is_error=error if isinstance(error, bool) else None),
+    )
+
+
+def _calls(pairing: Pairing, message: dict[str, Any], at: Location, role: str | None) -> None:
+    """The agent's tool calls in a message."""
+    calls_at = at.at("tool_calls")
+    for j, call in enumerate(need_list(message["tool_calls"], calls_at, '"tool_calls"')):
+        call_at = calls_at.at(j)
+        call = need_object(call, call_at, "a tool call")
+        if _requestor(call, call_at, AGENT if role == AGENT else "user") != AGENT:
+            continue
+        pairing.call(
+            tool=need_string(call, "name", call_at, "a tool call"),
+            call_id=need_string(call, "id", call_at, "a tool call"),
+            arguments=read_arguments(call.get("arguments", ABSENT)),
+            location=call_at,
+        )
 
 
 def _requestor(obj: dict[str, Any], location: Location, default: str) -> str:

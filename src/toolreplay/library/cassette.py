@@ -123,14 +123,8 @@ class CassetteRegistry(ToolRegistry):
         self.label = label or self.cassette
         #: whether the cassette existed (and was read) when the registry was made
         self.existed = os.path.exists(self.cassette)
-        self._replay: Snapshot | None = None
-        self._old: tuple[Record, ...] = ()
-        if self.existed and mode != "all":
-            # through Snapshot.from_file, so whatever it checks of a sealed file applies here
-            self._replay = Snapshot.from_file(self.cassette, volatile=volatile)
-            self._old = self._replay.records
-        elif mode == "none":
-            self._replay = Snapshot(())  # no cassette: every call misses
+        self._replay = _replay(self.cassette, mode, existed=self.existed, volatile=volatile)
+        self._old: tuple[Record, ...] = self._replay.records if self._replay is not None else ()
         self.recording = mode in ("all", "new_episodes") or (mode == "once" and not self.existed)
         #: calls answered from the cassette
         self.served = 0
@@ -162,7 +156,13 @@ class CassetteRegistry(ToolRegistry):
         return super().call(name, **args)  # live, kept by the buffer recorder
 
     def _check_drift(self, contract: ToolContract) -> None:
-        """Fail on the first recorded call of this tool made with another fingerprint."""
+        """Fail on the first recorded call of this tool made with another fingerprint, else on the
+        first made with another contract text."""
+        __tracebackhide__ = True
+        self._check_fingerprints(contract)
+        self._check_texts(contract)
+
+    def _check_fingerprints(self, contract: ToolContract) -> None:
         __tracebackhide__ = True
         for record in self._old:
             recorded = record.fingerprint
@@ -173,23 +173,19 @@ class CassetteRegistry(ToolRegistry):
                 for note in self._drift_notes(contract, recorded):
                     err.add_note(note)
                 raise err
-        live_text = contract.text_digest
+
+    def _check_texts(self, contract: ToolContract) -> None:
+        __tracebackhide__ = True
+        live = contract.text_digest
+        if live is None:
+            return
         for record in self._old:
             said = record.text_digest
-            if (
-                record.tool == contract.name
-                and said is not None
-                and live_text is not None
-                and said != live_text
-            ):
-                text_err = ContractTextDriftError(
-                    tool=contract.name,
-                    recorded=said,
-                    live=live_text,
-                    index=record.index,
-                    differences=self._text_notes(contract, said),
+            if record.tool == contract.name and said is not None and said != live:
+                differences = self._text_notes(contract, said)
+                raise ContractTextDriftError(
+                    tool=contract.name, recorded=said, live=live, index=record.index, differences=differences
                 )
-                raise text_err
 
     def _text_notes(self, live: ToolContract, recorded: str) -> tuple[str, ...]:
         """What changed in the contract text, when the cassette's lock holds the recorded one."""
@@ -250,6 +246,17 @@ class CassetteRegistry(ToolRegistry):
             if found is not None and found.fingerprint == record.fingerprint:
                 contracts[record.tool] = found
         return ToolLock.of(contracts.values())
+
+
+def _replay(cassette: str, mode: str, *, existed: bool, volatile: Iterable[Rule]) -> Snapshot | None:
+    """What answers calls: the cassette (unless the mode records all afresh), else, in mode none,
+    an empty snapshot that every call misses; None when every call runs live."""
+    if existed and mode != "all":
+        # through Snapshot.from_file, so whatever it checks of a sealed file applies here
+        return Snapshot.from_file(cassette, volatile=volatile)
+    if mode == "none":
+        return Snapshot(())
+    return None
 
 
 def explain_drift(

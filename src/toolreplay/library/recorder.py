@@ -98,6 +98,17 @@ class Recorder:
                 text_digest=text_digest,
             )
             digest, line = self._line(record)
+        return self._commit(record, digest, line)
+
+    def write(self, record: Record) -> Record:
+        """Write ``record``, made with :attr:`count` as its index, as the next line; return it."""
+        if record.index != self.count:
+            raise ValueError(f"record {record.index} is not the next one ({self.count})")
+        digest, line = self._line(record)
+        return self._commit(record, digest, line)
+
+    def _commit(self, record: Record, digest: str, line: str) -> Record:
+        """Write ``line`` (``record``'s, with ``digest`` the head after it) and flush it."""
         if len(line) > MAX_RECORD_BYTES:  # never write a line the reader refuses
             if self.sealed:
                 raise link_too_long(len(line))

@@ -320,15 +320,19 @@ class ToolRegistry:
         )
         if finding is not None:
             self._diverged = True
-            pointer, old, new = None, ABSENT, ABSENT
-            if position < len(recorded) and recorded[position].tool == name:
-                pointer, old, new = first_difference(recorded[position].args, args) or (None, ABSENT, ABSENT)
+            same_tool = position < len(recorded) and recorded[position].tool == name
+            pointer, old, new = _where(recorded[position].args if same_tool else ABSENT, args)
             raise ReplayDivergenceError(finding, pointer=pointer, recorded_value=old, live_value=new)
-        said, text = recorded[position].text_digest, self._tools[name].contract.text_digest
+        self._check_contract(recorded[position], name, live)
+
+    def _check_contract(self, recorded: Record, name: str, live: str) -> None:
+        """The call's tool has the contract text and the fingerprint it was recorded with."""
+        position = len(self._replayed)
+        said, text = recorded.text_digest, self._tools[name].contract.text_digest
         if said is not None and text is not None and said != text:
             self._diverged = True
             raise ContractTextDriftError(tool=name, recorded=said, live=text, index=position)
-        fingerprint = recorded[position].fingerprint
+        fingerprint = recorded.fingerprint
         if fingerprint is not None and fingerprint != live:
             self._diverged = True
             raise ToolDriftError(
@@ -359,27 +363,34 @@ class ToolRegistry:
             tool: ToolBehaviour(deterministic=entry.contract.deterministic, mutates=entry.contract.mutates)
             for tool, entry in self._tools.items()
         }
-        findings = {
-            finding.kind: finding
-            for finding in compare_call(
-                recorded,
-                live,
-                path=recording.path,
-                behaviour=behaviour,
-                mutators=self.mutators,
-                volatile=recording.volatile,
-            )
-        }
-        # the error points at what was compared: a masked value shows as <volatile>
-        shown = recording.volatile.shown if recording.volatile is not None else None
-        was, now = (recorded, live) if shown is None else (shown(recorded), shown(live))
+        found = compare_call(
+            recorded,
+            live,
+            path=recording.path,
+            behaviour=behaviour,
+            mutators=self.mutators,
+            volatile=recording.volatile,
+        )
+        findings = {finding.kind: finding for finding in found}
+        self._check_values(findings, recording, recorded, live)
+        gap = findings.get("audit-incomplete")
+        if gap is not None:
+            self._audit_gap(gap)
+
+    def _check_values(
+        self, findings: dict[str, Finding], recording: Snapshot, recorded: Record, live: Record
+    ) -> None:
+        """The response, then the post-call state, the same as recorded (the error points at what was
+        compared: a masked value shows as ``<volatile>``)."""
+        volatile = recording.volatile
+        was, now = (recorded, live) if volatile is None else (volatile.shown(recorded), volatile.shown(live))
         for kind, old, new in (
             ("behavior-drift", was.response, now.response),
             ("effect-drift", was.state, now.state),
         ):
             if kind in findings:
                 self._diverged = True
-                pointer, old_value, new_value = first_difference(old, new) or (None, ABSENT, ABSENT)
+                pointer, old_value, new_value = _where(old, new)
                 resource = _first_resource(recorded.state, live.state) if kind == "effect-drift" else None
                 raise ReplayDivergenceError(
                     findings[kind],
@@ -388,13 +399,14 @@ class ToolRegistry:
                     live_value=new_value,
                     resource=resource,
                 )
-        gap = findings.get("audit-incomplete")
-        if gap is not None:
-            if not self.allow_incomplete:
-                self._diverged = True
-                raise AuditIncompleteError(gap)
-            self.audit_gaps.append(gap)
-            warnings.warn(audit_message(gap), AuditIncompleteWarning, stacklevel=3)
+
+    def _audit_gap(self, gap: Finding) -> None:
+        """A post-call state left out: an error, or a warning kept in ``audit_gaps`` when allowed."""
+        if not self.allow_incomplete:
+            self._diverged = True
+            raise AuditIncompleteError(gap)
+        self.audit_gaps.append(gap)
+        warnings.warn(audit_message(gap), AuditIncompleteWarning, stacklevel=4)
 
     def _check_pin(self, name: str) -> None:
         pinned = self.pinned.get(name)
@@ -446,6 +458,14 @@ def _set_span_attributes(contract: ToolContract) -> None:
     span = trace.get_current_span()
     span.set_attribute("tool.fingerprint", contract.fingerprint)
     span.set_attribute("tool.version", contract.version)
+
+
+def _where(recorded: Any, live: Any) -> tuple[str | None, Any, Any]:
+    """Where two values first differ, and both values there (nothing when they do not, or when
+    nothing was recorded to compare with)."""
+    if recorded is ABSENT:
+        return None, ABSENT, ABSENT
+    return first_difference(recorded, live) or (None, ABSENT, ABSENT)
 
 
 def _first_resource(recorded: dict[str, str] | None, live: dict[str, str] | None) -> str | None:

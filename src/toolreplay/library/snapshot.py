@@ -124,7 +124,7 @@ class Snapshot:
         """
         name = os.fspath(path)
         if not name.endswith(SEALED_SUFFIX):
-            if expect_head is not None or key is not None or signature is not None:
+            if any(anchor is not None for anchor in (expect_head, key, signature)):
                 raise ValueError("expect_head and key anchor a sealed transcript (*.sealed.jsonl)")
             return cls(read_transcript(name), live=live, path=name, volatile=volatile)
         if signature is not None and key is None:
@@ -182,19 +182,29 @@ def _differences(recorded: Any, given: Any, pointer: str = "") -> list[tuple[str
     if canonical(recorded) == canonical(given):
         return []
     if isinstance(recorded, dict) and isinstance(given, dict):
-        out = []
-        for key in sorted(set(recorded) | set(given)):
-            out.extend(
-                _differences(
-                    recorded.get(key, ABSENT), given.get(key, ABSENT), f"{pointer}/{pointer_token(key)}"
-                )
-                if key in recorded and key in given
-                else [(f"{pointer}/{pointer_token(key)}", recorded.get(key, ABSENT), given.get(key, ABSENT))]
-            )
-        return out
+        return _member_differences(recorded, given, pointer)
     if isinstance(recorded, list) and isinstance(given, list) and len(recorded) == len(given):
-        out = []
-        for i, (was, now) in enumerate(zip(recorded, given, strict=True)):
-            out.extend(_differences(was, now, f"{pointer}/{i}"))
-        return out
+        return _item_differences(recorded, given, pointer)
     return [(pointer or "/", recorded, given)]
+
+
+def _member_differences(
+    recorded: dict[str, Any], given: dict[str, Any], pointer: str
+) -> list[tuple[str, Any, Any]]:
+    """The differences of two objects, member by member; a member on one side only is a leaf."""
+    out = []
+    for key in sorted(set(recorded) | set(given)):
+        at = f"{pointer}/{pointer_token(key)}"
+        if key in recorded and key in given:
+            out += _differences(recorded[key], given[key], at)
+        else:
+            out.append((at, recorded.get(key, ABSENT), given.get(key, ABSENT)))
+    return out
+
+
+def _item_differences(recorded: list[Any], given: list[Any], pointer: str) -> list[tuple[str, Any, Any]]:
+    """The differences of two lists of one length, item by item."""
+    out = []
+    for i, (was, now) in enumerate(zip(recorded, given, strict=True)):
+        out += _differences(was, now, f"{pointer}/{i}")
+    return out

@@ -86,28 +86,30 @@ def check_data(info: CheckInfo) -> dict[str, Any]:
 
 
 def report_data(reports: Sequence[Report], *, check: CheckInfo | None = None) -> dict[str, Any]:
-    data: dict[str, Any] = {
-        "version": REPORT_VERSION,
-        "reports": [
-            {
-                "command": r.command,
-                "file": r.path,
-                "summary": {line.key: line.value for line in r.header},
-                "header": [
-                    {"key": line.key, "value": line.value, "text": line.text, "label": line.label}
-                    for line in r.header
-                ],
-                "findings": [_finding(f) for f in r.findings],
-                "errors": list(r.errors),
-                **({} if r.notes is None else {"notes": r.notes}),
-                **({} if r.note is None else {"note": r.note}),
-                **({} if r.review is None else {"review": _review(r.review)}),
-            }
-            for r in reports
-        ],
-    }
+    data: dict[str, Any] = {"version": REPORT_VERSION, "reports": [_report(r) for r in reports]}
     if check is not None:
         data["check"] = check_data(check)
+    return data
+
+
+def _report(r: Report) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "command": r.command,
+        "file": r.path,
+        "summary": {line.key: line.value for line in r.header},
+        "header": [
+            {"key": line.key, "value": line.value, "text": line.text, "label": line.label}
+            for line in r.header
+        ],
+        "findings": [_finding(f) for f in r.findings],
+        "errors": list(r.errors),
+    }
+    if r.notes is not None:
+        data["notes"] = r.notes
+    if r.note is not None:
+        data["note"] = r.note
+    if r.review is not None:
+        data["review"] = _review(r.review)
     return data
 
 

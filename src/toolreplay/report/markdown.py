@@ -13,8 +13,10 @@ import html
 import os
 import re
 import shlex
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 from urllib.parse import quote as url_quote
@@ -34,6 +36,7 @@ from toolreplay.report.review import (
     View,
     accept_commands,
     change_item,
+    drifted_runs,
     guard_block,
     is_guard_change,
     review_block,
@@ -106,16 +109,10 @@ def _plain_origin(server: str) -> bool:
         url.port  # noqa: B018  (raises ValueError on a port that is not a number)
     except ValueError:
         return False
-    return not (
-        url.scheme not in ("http", "https")
-        or not url.hostname
-        or url.username is not None
-        or url.password is not None
-        or url.path
-        or url.query
-        or url.fragment
-        or not re.fullmatch(r"[A-Za-z0-9.:\[\]-]+", url.netloc)
-    )
+    if url.scheme not in ("http", "https") or not url.hostname or any((url.path, url.query, url.fragment)):
+        return False
+    # these characters leave no room for a user or a password (no "@")
+    return re.fullmatch(r"[A-Za-z0-9.:\[\]-]+", url.netloc) is not None
 
 
 #: with more failing files than this, their blocks start folded
@@ -134,17 +131,25 @@ def _pairs(report: Report, lead: str = "") -> str:
 def _where(report: Report, f: Finding, links: Links | None) -> str:
     """Which file, record and line a finding is about; the line linked to the head commit."""
     file = f.path or report.path
-    parts = [f"run {md_code(file)}"] if file != report.path else []
+    in_run = file != report.path
+    parts = [f"run {md_code(file)}"] if in_run else []
     if f.index is not None:
         parts.append(f"index {f.index}")
     if f.line:
-        parts.append(_linked(f"line {f.line}", links.line(file, f.line) if links is not None else None))
-    if file != report.path and f.related is not None:
+        parts.append(_linked(f"line {f.line}", _url(links, file, f.line)))
+    if in_run and f.related is not None:
         parts.append(f"baseline index {f.related}")
     if f.index is None and not f.line:
         # about the file as a whole (a drift note, a contract): link the file itself
-        parts.append(_linked("whole file", links.file(file) if links is not None else None))
+        parts.append(_linked("whole file", _url(links, file)))
     return " · ".join(parts)
+
+
+def _url(links: Links | None, file: str, line: int | None = None) -> str | None:
+    """Where ``file`` (at ``line``) is on GitHub; None without links."""
+    if links is None:
+        return None
+    return links.file(file) if line is None else links.line(file, line)
 
 
 def _linked(text: str, url: str | None) -> str:
@@ -157,13 +162,19 @@ def _rows(report: Report, findings: Sequence[Finding], links: Links | None, cell
     for group in _grouped(report, findings):
         f = group[0]
         level = kind_info(f.kind).level
-        where = _where(report, f, links)
-        if len(group) > 1:
-            runs = ", ".join(md_code(g.path) for g in group)
-            where = f"runs {runs} · " + where.split(" · ", 1)[-1]
+        where = _group_where(report, group, links)
         text = _without_run(f) if len(group) > 1 else f.text
         rows.append(f"| {where} | {level} | {_word(f.kind)} | {md_code(text, max_len=cell)} |")
     return rows
+
+
+def _group_where(report: Report, group: list[Finding], links: Links | None) -> str:
+    """Where a group of findings is: :func:`_where` of the first, naming every run when there are several."""
+    where = _where(report, group[0], links)
+    if len(group) == 1:
+        return where
+    runs = ", ".join(md_code(g.path) for g in group)
+    return f"runs {runs} · " + where.split(" · ", 1)[-1]
 
 
 def _error_rows(report: Report, cell: int | None) -> list[str]:
@@ -196,10 +207,7 @@ def _changes(report: Report, findings: Sequence[Finding], links: Links | None) -
         return []
     out = ["", "What changed, baseline → run:", ""]
     for group in changed:
-        where = _where(report, group[0], links)
-        if len(group) > 1:
-            where = f"runs {', '.join(md_code(g.path) for g in group)} · " + where.split(" · ", 1)[-1]
-        out += change_item(group[0], where, message=False)
+        out += change_item(group[0], _group_where(report, group, links), message=False)
     return out
 
 
@@ -207,63 +215,76 @@ def shell_word(word: str) -> str:
     """``word`` for a copied shell command: :func:`shlex.quote`, or ANSI-C ``$'...'`` when it holds
     ``@``, ``<`` (kept out of the raw body, see :func:`defuse`), a control or invisible character,
     which are written as escapes so the pasted command names the exact file."""
-
-    def plain(ch: str) -> bool:
-        return ch == " " or (ch.isprintable() and ch not in "@<" and not ch.isspace())
-
-    if all(plain(ch) for ch in word):
+    if all(_plain(ch) for ch in word):
         return shlex.quote(word)
-    out = []
-    for ch in word:
-        code = ord(ch)
-        if ch in "\\'":
-            out.append("\\" + ch)
-        elif plain(ch):
-            out.append(ch)
-        elif code < 0x80:
-            out.append(f"\\x{code:02x}")
-        elif code < 0x10000:
-            out.append(f"\\u{code:04x}")
-        else:
-            out.append(f"\\U{code:08x}")
-    return "$'" + "".join(out) + "'"
+    return "$'" + "".join(_ansi_c(ch) for ch in word) + "'"
+
+
+def _plain(ch: str) -> bool:
+    """A character a pasted command shows as itself."""
+    return ch == " " or (ch.isprintable() and ch not in "@<" and not ch.isspace())
+
+
+def _ansi_c(ch: str) -> str:
+    """One character inside ``$'...'``: itself, backslashed, or as its code point's escape."""
+    if ch in "\\'":
+        return "\\" + ch
+    if _plain(ch):
+        return ch
+    code = ord(ch)
+    if code < 0x80:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 def _accept(report: Report, findings: Sequence[Finding], base: str | None) -> list[str]:
     """How to accept a baseline's drift: the exact commands, run from a clean checkout of the pull
     request, that re-seal the baseline (when the run drifted from it) and write a note of a new name."""
     if report.note is not None:
-        commands = accept_commands(report, findings, base)
-        if not commands:
-            return []
-        return [
-            "",
-            "If this change is intended, accept it: run these commands from the folder the paths are relative"
-            " to (a clean checkout of this pull request), write in the note why, and commit both with this"
-            f" pull request. The note goes to {md_code(report.note, in_table=False)}.",
-            "",
-            *fenced([" ".join(shell_word(word) for word in words) for words in commands], "sh"),
-        ]
+        return _accept_change(report, report.note, accept_commands(report, findings, base))
     if not report.path.endswith(SEALED_SUFFIX) or not any(f.kind in NOTE_ACCEPTS for f in findings):
         return []
-    runs = sorted({f.path for f in findings if f.kind in NOTE_ACCEPTS and f.path and f.path != report.path})
     words = ["toolreplay", "note", report.path]
-    for run in runs:
+    for run in drifted_runs(report, findings):
         words += ["--run", run]
+    note = _note_path(report)
     where = ""
-    if report.notes is not None:
-        name = PurePosixPath(report.path).name[: -len(SEALED_SUFFIX)] + ".md"
-        note = str(PurePosixPath(report.notes, name))
+    if note is not None:
         words += ["-o", note]
         where = f" The note goes to {md_code(note, in_table=False)}."
-    command = " ".join(shell_word(word) for word in words)
     return [
         "",
         "If this drift is intended, accept it with a drift note: run this (from the folder the paths are "
         f"relative to), write in the note why, and commit it with this pull request.{where}",
         "",
-        *fenced([command], "sh"),
+        *fenced([_shell_command(words)], "sh"),
     ]
+
+
+def _accept_change(report: Report, note: str, commands: list[list[str]]) -> list[str]:
+    """How to accept a changed baseline that names its note: the commands, if any are needed."""
+    if not commands:
+        return []
+    return [
+        "",
+        "If this change is intended, accept it: run these commands from the folder the paths are relative"
+        " to (a clean checkout of this pull request), write in the note why, and commit both with this"
+        f" pull request. The note goes to {md_code(note, in_table=False)}.",
+        "",
+        *fenced([_shell_command(words) for words in commands], "sh"),
+    ]
+
+
+def _note_path(report: Report) -> str | None:
+    """Where a baseline's drift note goes: the notes folder and the baseline's name (None without one)."""
+    if report.notes is None:
+        return None
+    name = PurePosixPath(report.path).name[: -len(SEALED_SUFFIX)] + ".md"
+    return str(PurePosixPath(report.notes, name))
+
+
+def _shell_command(words: Sequence[str]) -> str:
+    return " ".join(shell_word(word) for word in words)
 
 
 def _verdict(reports: Sequence[Report], fails: Callable[[str], bool]) -> list[str]:
@@ -276,18 +297,26 @@ def _verdict(reports: Sequence[Report], fails: Callable[[str], bool]) -> list[st
         return [f"**Passes**: no findings in {files}."]
     failing = sum(n for kind, n in counts.items() if fails(kind))
     failed = len({r.path for r in reports if r.failed})
-    if failing:
-        verdict = f"**Fails the build**: {_plural(failing, 'finding')} of kinds that fail it"
-        rest = total - failing
-        verdict += f" ({_plural(rest, 'advisory finding')}, folded below)" if rest else ""
-    else:
-        verdict = f"**Passes**: {_plural(total, 'finding')}, none of a kind that fails the build"
-    levels = [kind_info(k).level for k, n in counts.items() for _ in range(n)]
-    by_level = ", ".join(
-        f"{levels.count(level)} {level}" for level in ("error", "warning") if levels.count(level)
-    )
-    out = [f"{verdict}, in {failed} of {files} (by level: {by_level}).", ""]
+    verdict = _verdict_head(total, failing)
+    out = [f"{verdict}, in {failed} of {files} (by level: {_by_level(counts)}).", ""]
     return out + _kind_table(counts, fails)
+
+
+def _verdict_head(total: int, failing: int) -> str:
+    """Whether the findings fail the build, and how many do."""
+    if not failing:
+        return f"**Passes**: {_plural(total, 'finding')}, none of a kind that fails the build"
+    verdict = f"**Fails the build**: {_plural(failing, 'finding')} of kinds that fail it"
+    rest = total - failing
+    return verdict + f" ({_plural(rest, 'advisory finding')}, folded below)" if rest else verdict
+
+
+def _by_level(counts: dict[str, int]) -> str:
+    """The findings counted by level: ``N error, M warning`` (a level without findings left out)."""
+    levels: Counter[str] = Counter()
+    for kind, n in counts.items():
+        levels[kind_info(kind).level] += n
+    return ", ".join(f"{levels[level]} {level}" for level in ("error", "warning") if levels[level])
 
 
 def _kind_counts(reports: Sequence[Report]) -> dict[str, int]:
@@ -326,20 +355,38 @@ def _render(
     for report in reports:
         out += guard_block(report, view)
     out += _reviews(reports, view)
-    shown = [r for r in reports if r.failed and not _told_above(r)]
-    failing = [r for r in shown if r.errors or any(fails(f.kind) for f in r.findings)]
-    advisory = [r for r in shown if r not in failing]
+    failing, advisory = _failed_files(reports, fails)
     blocks, budget, hidden_rows = _finding_blocks((failing, advisory), keep, fails, links, view)
     out += blocks[0]
-    if blocks[1]:
-        summary = f"{_plural(len(advisory), 'file')} with advisory findings only (they do not fail the build)"
-        out += ["", f"<details><summary>{summary}</summary>", *blocks[1], "", "</details>"]
+    out += _advisory_files(len(advisory), blocks[1])
     clean = [r for r in reports if not r.failed and r.review is None]
     clean_shown = budget is None or budget > 0
-    if clean and clean_shown:
+    if clean_shown:
         out += _clean_block(clean)
     out += _hidden_note(hidden_rows, 0 if clean_shown else len(clean))
     return "\n".join(out) + "\n"
+
+
+def _failed_files(
+    reports: Sequence[Report], fails: Callable[[str], bool]
+) -> tuple[list[Report], list[Report]]:
+    """The failed files the sections above do not already show: those that fail the build, and those
+    with advisory findings only."""
+    shown = [r for r in reports if r.failed and not _told_above(r)]
+    failing = [r for r in shown if _fails_build(r, fails)]
+    return failing, [r for r in shown if r not in failing]
+
+
+def _fails_build(report: Report, fails: Callable[[str], bool]) -> bool:
+    return bool(report.errors) or any(fails(f.kind) for f in report.findings)
+
+
+def _advisory_files(count: int, blocks: list[str]) -> list[str]:
+    """The blocks of the files with advisory findings only, folded together."""
+    if not blocks:
+        return []
+    summary = f"{_plural(count, 'file')} with advisory findings only (they do not fail the build)"
+    return ["", f"<details><summary>{summary}</summary>", *blocks, "", "</details>"]
 
 
 def _finding_blocks(
@@ -375,6 +422,8 @@ def _finding_blocks(
 
 
 def _clean_block(clean: list[Report]) -> list[str]:
+    if not clean:
+        return []
     out = ["", f"<details><summary>{_plural(len(clean), 'file')} without findings</summary>", ""]
     out += [f"- {md_code(r.path, in_table=False)} ({_word(r.command)}){_pairs(r, ': ')}" for r in clean]
     return [*out, "", "</details>"]
@@ -396,13 +445,18 @@ def _reviews(reports: Sequence[Report], view: View) -> list[str]:
         return []
     out = ["", f"#### {_plural(len(reviewed), 'baseline')} changed by this pull request"]
     for n, report in enumerate(reviewed):
-        assert report.review is not None
-        block = review_block(report, report.review, view, opened=n < OPEN_BLOCKS or not view.caps)
-        extra = [f"- **{_word(f.kind)}**: {md_code(f.text, in_table=False)}" for f in report.findings]
-        extra = ["", *extra] if extra else []
-        block[-2:-2] = [*extra, *_accept(report, report.findings, view.base)]
-        out += block
+        out += _review(report, view, opened=n < OPEN_BLOCKS or not view.caps)
     return out
+
+
+def _review(report: Report, view: View, *, opened: bool) -> list[str]:
+    """A changed baseline's block, with its own findings and the commands that accept it."""
+    assert report.review is not None
+    block = review_block(report, report.review, view, opened=opened)
+    extra = [f"- **{_word(f.kind)}**: {md_code(f.text, in_table=False)}" for f in report.findings]
+    extra = ["", *extra] if extra else []
+    block[-2:-2] = [*extra, *_accept(report, report.findings, view.base)]
+    return block
 
 
 def _failed_block(
@@ -426,20 +480,37 @@ def _failed_block(
     out = ["", f"<details{' open' if opened else ''}>", f"<summary>{summary}</summary>", ""]
     if report.header:
         out += [_pairs(report), ""]
-    table = ["| where | level | kind | message |", "| --- | --- | --- | --- |"]
+    out += _finding_tables(report, findings, links, fails, cell)
+    out += _changes(report, findings, links)
+    return [*out, "", "</details>"]
+
+
+def _finding_tables(
+    report: Report,
+    findings: Sequence[Finding],
+    links: Links | None,
+    fails: Callable[[str], bool],
+    cell: int | None,
+) -> list[str]:
+    """The errors and the findings that fail the build in a table, the advisory ones in a table folded
+    below it (not folded when they are all there is)."""
     failing = [f for f in findings if fails(f.kind)]
     advisory = [f for f in findings if not fails(f.kind)]
     rows = [*_error_rows(report, cell), *_rows(report, failing, links, cell)]
-    if rows:
-        out += [*table, *rows]
-    if advisory and rows:
-        label = _plural(len(advisory), "advisory finding") + " (they do not fail the build)"
-        out += ["", f"<details><summary>{label}</summary>", "", *table, *_rows(report, advisory, links, cell)]
-        out += ["", "</details>"]
-    elif advisory:
-        out += [*table, *_rows(report, advisory, links, cell)]
-    out += _changes(report, findings, links)
-    return [*out, "", "</details>"]
+    if not rows:
+        return _table(_rows(report, advisory, links, cell))
+    if not advisory:
+        return _table(rows)
+    label = _plural(len(advisory), "advisory finding") + " (they do not fail the build)"
+    folded = ["", f"<details><summary>{label}</summary>", "", *_table(_rows(report, advisory, links, cell))]
+    return [*_table(rows), *folded, "", "</details>"]
+
+
+def _table(rows: list[str]) -> list[str]:
+    """Finding rows under the table's head; nothing without rows."""
+    if not rows:
+        return []
+    return ["| where | level | kind | message |", "| --- | --- | --- | --- |", *rows]
 
 
 def _hidden_note(hidden_rows: int, hidden_files: int) -> list[str]:
@@ -476,33 +547,43 @@ def render_markdown(
     ``check``'s) is the pull request's base, which the printed accept commands name; without
     ``caps`` (the job summary) long values, reasons and a baseline's changes are shown whole.
     """
-    if fails is None:
-        fails = check.fails if check is not None else (lambda kind: True)
+    if check is not None:
+        fails = fails or check.fails
+        base = check.base if base is None else base
     links = links_from_env(environ)
-    if base is None and check is not None:
-        base = check.base
-    view = View(
-        server=links.server if links else None,
-        repository=links.repository if links else None,
-        base=base,
-        caps=caps,
-    )
-    full = _render(reports, None, fails, links, view)
+    view = _view(links, base=base, caps=caps)
+    render = partial(_render, reports, fails=fails or _every_kind, links=links, view=view)
+    full = render(None)
     if limit is None or size(full) <= limit:
         return full
-    total = sum(len(r.findings) + len(r.errors) for r in reports)
-    lo, hi = 0, total  # the largest keep whose rendering fits
-    if size(_render(reports, 0, fails, links, view)) > limit:
+    return _fitted(render, sum(len(r.findings) + len(r.errors) for r in reports), limit, size)
+
+
+def _every_kind(kind: str) -> bool:
+    return True
+
+
+def _view(links: Links | None, *, base: str | None, caps: bool) -> View:
+    if links is None:
+        return View(base=base, caps=caps)
+    return View(server=links.server, repository=links.repository, base=base, caps=caps)
+
+
+def _fitted(render: Callable[[int], str], total: int, limit: int, size: Callable[[str], int]) -> str:
+    """The rendering with the most of ``total`` finding rows whose size is within ``limit``; when not
+    even the one without rows fits, a line saying the findings are left out (or nothing)."""
+    if size(render(0)) > limit:
         note = (
             "### toolreplay report\n\n"
             f"{total} more findings not shown here (GitHub's size limit). "
             "The text, JSON and SARIF reports hold everything.\n"
         )
         return note if size(note) <= limit else ""
+    lo, hi = 0, total  # the largest keep whose rendering fits
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        if size(_render(reports, mid, fails, links, view)) <= limit:
+        if size(render(mid)) <= limit:
             lo = mid
         else:
             hi = mid - 1
-    return _render(reports, lo, fails, links, view)
+    return render(lo)

@@ -23,6 +23,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
+from typing import Any
 
 from toolreplay._version import __version__
 from toolreplay.check import (
@@ -56,12 +57,42 @@ class ShardReport:
     info: CheckInfo
     reports: tuple[Report, ...]
 
+    @property
+    def numbers(self) -> tuple[int, int]:
+        """Which shard of how many (a whole run's report: shard 1 of 1)."""
+        return self.info.shard or (1, 1)
+
 
 def read_shard_report(path: str) -> ShardReport:
     """Read and check one JSON report written by ``check --format json``."""
+    data = _load(path)
+    _refuse_other_version(data, path)
+    errors = sorted(validator("report").iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
+    if errors:
+        first = errors[0]
+        pointer = pointer_of(first.absolute_path)
+        raise InputError(f"not a toolreplay JSON report: {first.message}", path=path, pointer=pointer)
+    check = data.get("check")
+    if check is None or any("header" not in r for r in data["reports"]):
+        raise InputError("not a report of toolreplay check (write it with check --format json)", path=path)
+    info = CheckInfo(
+        toolreplay=check["toolreplay"],
+        config=check["config"],
+        fail_on=None if check["fail_on"] is None else tuple(check["fail_on"]),
+        base=check["base"],
+        shard=_shard_numbers(check["shard"], path),
+        drift=check.get("drift"),
+        commit=check.get("commit"),
+        inputs=check.get("inputs"),
+    )
+    return ShardReport(path=path, info=info, reports=tuple(reports_from_data(data)))
+
+
+def _load(path: str) -> Any:
+    """A file's JSON value; a file that cannot be read or is not JSON is refused."""
     try:
         with open(path, encoding="utf-8") as stream:
-            data = json.load(stream)
+            return json.load(stream)
     except FileNotFoundError as err:
         raise InputError("no such file", path=path) from err
     except IsADirectoryError as err:
@@ -72,33 +103,25 @@ def read_shard_report(path: str) -> ShardReport:
         raise InputError(f"not a JSON report: {err}", path=path) from err
     except OSError as err:
         raise InputError(f"cannot read it: {err.strerror}", path=path) from err
-    if isinstance(data, dict) and data.get("version") != 1 and "version" in data:
+
+
+def _refuse_other_version(data: object, path: str) -> None:
+    """A JSON report that names another version than 1 is refused by its version (before its schema)."""
+    if isinstance(data, dict) and "version" in data and data["version"] != 1:
         raise InputError(
             f"a JSON report of version {quote(str(data['version']))}; this toolreplay reads 1", path=path
         )
-    errors = sorted(validator("report").iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
-    if errors:
-        first = errors[0]
-        pointer = pointer_of(first.absolute_path)
-        raise InputError(f"not a toolreplay JSON report: {first.message}", path=path, pointer=pointer)
-    check = data.get("check")
-    if check is None or any("header" not in r for r in data["reports"]):
-        raise InputError("not a report of toolreplay check (write it with check --format json)", path=path)
-    shard = check["shard"]
-    if shard is not None and not all(type(shard[k]) is int for k in ("index", "count")):
+
+
+def _shard_numbers(shard: dict[str, object] | None, path: str) -> tuple[int, int] | None:
+    """The report's shard as (index, count); None for a whole run's report."""
+    if shard is None:
+        return None
+    index, count = shard["index"], shard["count"]
+    if type(index) is not int or type(count) is not int:
         # JSON Schema's "integer" takes 1.0 too; a shard number is written without a fraction
         raise InputError("the shard's index and count must be integers", path=path, pointer="/check/shard")
-    info = CheckInfo(
-        toolreplay=check["toolreplay"],
-        config=check["config"],
-        fail_on=None if check["fail_on"] is None else tuple(check["fail_on"]),
-        base=check["base"],
-        shard=None if shard is None else (shard["index"], shard["count"]),
-        drift=check.get("drift"),
-        commit=check.get("commit"),
-        inputs=check.get("inputs"),
-    )
-    return ShardReport(path=path, info=info, reports=tuple(reports_from_data(data)))
+    return index, count
 
 
 def _home_prefixes(shards: Sequence[ShardReport], count: int) -> list[str]:
@@ -109,33 +132,39 @@ def _home_prefixes(shards: Sequence[ShardReport], count: int) -> list[str]:
     its shard does not hash to was moved between shards by hand and is refused.
     """
     placed = [(s, r.path) for s in shards for r in s.reports if r.command == "check"]
-    folders = [PurePosixPath(path).parts[:-1] for _, path in placed]
+    candidates = _folder_prefixes([path for _, path in placed])
+    valid = [prefix for prefix in candidates if _misplaced(placed, prefix, count) is None]
+    if valid:
+        return valid
+    wrong = _misplaced(placed, "", count)
+    assert wrong is not None
+    shard, path, home = wrong
+    raise InputError(
+        f"reports {quote(path)}, a file of shard {home}/{count}, not of shard {shard.numbers[0]}/{count}",
+        path=shard.path,
+    )
+
+
+def _folder_prefixes(paths: list[str]) -> list[str]:
+    """``""`` and each folder prefix (``a/``, ``a/b/``) every one of ``paths`` is under."""
+    folders = [PurePosixPath(path).parts[:-1] for path in paths]
     common: list[str] = []
-    for parts in zip(*folders, strict=False) if folders else ():
+    for parts in zip(*folders, strict=False):
         if len(set(parts)) != 1:
             break
         common.append(parts[0])
-    candidates = ["/".join(common[:n]) + "/" if n else "" for n in range(len(common) + 1)]
+    return ["/".join(common[:n]) + "/" if n else "" for n in range(len(common) + 1)]
 
-    def misplaced(prefix: str) -> tuple[ShardReport, str, int] | None:
-        for shard, path in placed:
-            index = shard.info.shard[0] if shard.info.shard is not None else 1
-            home = shard_of(path[len(prefix) :], count)
-            if home != index:
-                return shard, path, home
-        return None
 
-    valid = [prefix for prefix in candidates if misplaced(prefix) is None]
-    if valid:
-        return valid
-    wrong = misplaced("")
-    assert wrong is not None
-    shard, path, home = wrong
-    index = shard.info.shard[0] if shard.info.shard is not None else 1
-    raise InputError(
-        f"reports {quote(path)}, a file of shard {home}/{count}, not of shard {index}/{count}",
-        path=shard.path,
-    )
+def _misplaced(
+    placed: list[tuple[ShardReport, str]], prefix: str, count: int
+) -> tuple[ShardReport, str, int] | None:
+    """The first file (named under ``prefix``) that its shard does not hash to, with the shard it does."""
+    for shard, path in placed:
+        home = shard_of(path[len(prefix) :], count)
+        if home != shard.numbers[0]:
+            return shard, path, home
+    return None
 
 
 def _check_against(config: Config, first: ShardReport, files: dict[str, str], prefixes: list[str]) -> None:
@@ -146,20 +175,30 @@ def _check_against(config: Config, first: ShardReport, files: dict[str, str], pr
     ``files`` maps each reported file to the shard report naming it; since every file is in the
     shard it hashes to, the same files overall are the plan's files in every shard."""
     paths = sorted(itertools.chain(*covered_files(config)))
-    # the files as named under one of the possible folder prefixes (see _home_prefixes)
-    named = [{path[len(prefix) :]: shard for path, shard in files.items()} for prefix in prefixes]
-    reported = next((n for n in named if all(p in n for p in paths)), named[0])
-    for path in paths:
-        if path not in reported:
-            raise InputError(
-                f"no shard reports {quote(path)}, a file of {quote(config.source)}: "
-                "merge needs every file the configuration checks"
-            )
+    reported = _as_planned(files, prefixes, paths)
+    missing = [path for path in paths if path not in reported]
+    if missing:
+        raise InputError(
+            f"no shard reports {quote(missing[0])}, a file of {quote(config.source)}: "
+            "merge needs every file the configuration checks"
+        )
     extra = sorted(set(reported) - set(paths))
     if extra:
         raise InputError(
             f"reports {quote(extra[0])}, which {quote(config.source)} does not check", path=reported[extra[0]]
         )
+    _same_fail_on(config, first)
+
+
+def _as_planned(files: dict[str, str], prefixes: list[str], paths: list[str]) -> dict[str, str]:
+    """The reported files as named under the folder prefix (see _home_prefixes) that names every
+    planned file, else under the first."""
+    named = [{path[len(prefix) :]: shard for path, shard in files.items()} for prefix in prefixes]
+    return next((n for n in named if all(p in n for p in paths)), named[0])
+
+
+def _same_fail_on(config: Config, first: ShardReport) -> None:
+    """Refuse shards whose ``fail_on`` is not the configuration's, but for the drift-note rule's kinds."""
     kinds = None if first.info.fail_on is None else frozenset(first.info.fail_on)
     if any(kind_fails(k, kinds) != config.fails(k) for k in KINDS if k not in GUARD_KINDS):
         raise InputError(
@@ -177,35 +216,46 @@ def _one_run(shards: Sequence[ShardReport]) -> None:
     """Refuse shards that are not of one run: another version, configuration, --base, commit or inputs."""
     first = shards[0]
     for shard in shards:
-        info = shard.info
-        if info.toolreplay != __version__:
-            raise InputError(
-                f"written by toolreplay {quote(info.toolreplay)}, this is {quote(__version__)}; "
-                "merge reports of one version with that version",
-                path=shard.path,
-            )
-        if info.config != first.info.config or info.fail_on != first.info.fail_on:
-            raise InputError(f"made with another configuration than {quote(first.path)}", path=shard.path)
-        if info.base != first.info.base:
-            raise InputError(f"made with another --base than {quote(first.path)}", path=shard.path)
-        if info.shard is None and len(shards) > 1:
+        _same_settings(shard, first)
+        if shard.info.shard is None and len(shards) > 1:
             raise InputError(
                 "a whole run's report (no --shard) cannot be merged with others", path=shard.path
             )
-        if info.shard is not None and info.inputs is None:
-            raise InputError("a shard report without the digest of what it read", path=shard.path)
-        if info.commit != first.info.commit:
-            raise InputError(
-                f"judged {_commit(info.commit)}, {quote(first.path)} judged {_commit(first.info.commit)}: "
-                "merge the shards of one commit",
-                path=shard.path,
-            )
-        if info.inputs != first.info.inputs:
-            raise InputError(
-                f"read other files than {quote(first.path)} (another checkout, or an uncommitted edit): "
-                "merge the shards of one checkout",
-                path=shard.path,
-            )
+        _same_checkout(shard, first)
+
+
+def _same_settings(shard: ShardReport, first: ShardReport) -> None:
+    """Refuse a report of another version, configuration or ``--base`` than the first."""
+    info = shard.info
+    if info.toolreplay != __version__:
+        raise InputError(
+            f"written by toolreplay {quote(info.toolreplay)}, this is {quote(__version__)}; "
+            "merge reports of one version with that version",
+            path=shard.path,
+        )
+    if info.config != first.info.config or info.fail_on != first.info.fail_on:
+        raise InputError(f"made with another configuration than {quote(first.path)}", path=shard.path)
+    if info.base != first.info.base:
+        raise InputError(f"made with another --base than {quote(first.path)}", path=shard.path)
+
+
+def _same_checkout(shard: ShardReport, first: ShardReport) -> None:
+    """Refuse a shard that judged another commit or read other files than the first."""
+    info = shard.info
+    if info.shard is not None and info.inputs is None:
+        raise InputError("a shard report without the digest of what it read", path=shard.path)
+    if info.commit != first.info.commit:
+        raise InputError(
+            f"judged {_commit(info.commit)}, {quote(first.path)} judged {_commit(first.info.commit)}: "
+            "merge the shards of one commit",
+            path=shard.path,
+        )
+    if info.inputs != first.info.inputs:
+        raise InputError(
+            f"read other files than {quote(first.path)} (another checkout, or an uncommitted edit): "
+            "merge the shards of one checkout",
+            path=shard.path,
+        )
 
 
 def _bind(first: ShardReport, config: Config) -> None:
@@ -235,7 +285,7 @@ def _bind(first: ShardReport, config: Config) -> None:
 
 def _shard_index(shard: ShardReport, first: ShardReport, count: int) -> int:
     """Which of ``count`` shards a report says it is."""
-    index, n = shard.info.shard if shard.info.shard is not None else (1, 1)
+    index, n = shard.numbers
     if n != count:
         raise InputError(f"is shard {index}/{n}, {quote(first.path)} is of {count} shards", path=shard.path)
     if index > count:
@@ -279,6 +329,22 @@ def _refuse_missing(seen: dict[int, str], count: int) -> None:
     )
 
 
+def _whole(shards: Sequence[ShardReport], count: int) -> dict[str, str]:
+    """Refuse shards that are not each of ``count`` once, or that report a file twice; which shard
+    report names each file."""
+    seen: dict[int, str] = {}
+    files: dict[str, str] = {}
+    for shard in shards:
+        index = _shard_index(shard, shards[0], count)
+        if index in seen:
+            raise InputError(f"shard {index}/{count} again (also {quote(seen[index])})", path=shard.path)
+        seen[index] = shard.path
+        _claim_files(shard, index, files)
+    if len(seen) < count:
+        _refuse_missing(seen, count)
+    return files
+
+
 def merge_shards(
     shards: Sequence[ShardReport], *, config: Config | None = None
 ) -> tuple[CheckInfo, list[Report]]:
@@ -291,21 +357,12 @@ def merge_shards(
     _one_run(shards)
     if config is not None:
         _bind(first, config)
-    count = first.info.shard[1] if first.info.shard is not None else 1
-    seen: dict[int, str] = {}
-    files: dict[str, str] = {}
-    for shard in shards:
-        index = _shard_index(shard, first, count)
-        if index in seen:
-            raise InputError(f"shard {index}/{count} again (also {quote(seen[index])})", path=shard.path)
-        seen[index] = shard.path
-        _claim_files(shard, index, files)
-    if len(seen) < count:
-        _refuse_missing(seen, count)
+    count = first.numbers[1]
+    files = _whole(shards, count)
     prefixes = _home_prefixes(shards, count)
     if config is not None:
         _check_against(config, first, files, prefixes)
-    reports = [r for shard in sorted(shards, key=lambda s: s.info.shard or (1, 1)) for r in shard.reports]
+    reports = [r for shard in sorted(shards, key=lambda s: s.numbers) for r in shard.reports]
     reports.sort(key=lambda r: (r.path, r.command != "check"))
     info = CheckInfo(
         toolreplay=first.info.toolreplay,

@@ -96,39 +96,57 @@ def is_guard_change(report: Report) -> bool:
 
 def review_block(report: Report, review: Review, view: View, *, opened: bool) -> list[str]:
     """One changed baseline: accepted or not, the note's reason, from → to, what differs."""
-    if review.note is not None:
-        status = f"accepted by <code>{_html(review.note)}</code>"
-    elif report.findings:
-        status = "<b>no note accepts it</b>"
-    else:
-        status = "accepted"
     changed = _plural(len(review.changes), "difference")
-    summary = f"<code>{_html(report.path)}</code>: {status} · {changed}"
+    summary = f"<code>{_html(report.path)}</code>: {_status(report, review)} · {changed}"
     out = ["", f"<details{' open' if opened else ''}>", f"<summary>{summary}</summary>", ""]
+    out.append(_versions(report, review, view))
+    out += _reason(review.reason, capped=view.caps)
+    out += _differences(review.changes, capped=view.caps)
+    return [*out, "", "</details>"]
+
+
+def _status(report: Report, review: Review) -> str:
+    """Whether a note accepts the changed baseline (HTML, for the block's summary)."""
+    if review.note is not None:
+        return f"accepted by <code>{_html(review.note)}</code>"
+    return "<b>no note accepts it</b>" if report.findings else "accepted"
+
+
+def _versions(report: Report, review: Review, view: View) -> str:
+    """From which digest to which, each version linked, and the kinds the note accepts."""
     heads = {line.key: line.text for line in report.header}
     frm, to = heads.get("from", ""), heads.get("to", "")
     base_url, head_url = view.blob(review.base, report.path), view.blob(review.head, report.path)
-    out.append(
+    kinds = f" · kinds: {', '.join(code(k) for k in review.kinds)}" if review.kinds else ""
+    return (
         f"from {code(frm[:16])} ({_link('base version', base_url, review.base)})"
-        f" → to {code(to[:16])} ({_link('head version', head_url, review.head)})"
-        + (f" · kinds: {', '.join(code(k) for k in review.kinds)}" if review.kinds else "")
+        f" → to {code(to[:16])} ({_link('head version', head_url, review.head)}){kinds}"
     )
-    if review.reason:
-        reason = review.reason
-        if view.caps and len(reason) > CAPPED_REASON:
-            reason = reason[: CAPPED_REASON - 1] + "…"
-        out += ["", "The note's reason (as written in the pull request):", ""]
-        out += [f"> {code(line)}" for line in reason.splitlines() if line.strip()]
-    if review.changes:
-        out += ["", "What differs, base → head (as `toolreplay diff` finds it):", ""]
-        shown = review.changes if not view.caps else review.changes[:OPEN_CHANGES]
-        for f in shown:
-            where = f"index {f.index}" if f.index is not None else "contract"
-            out += change_item(f, where, old="base", new="head")
-        rest = len(review.changes) - len(shown)
-        if rest:
-            out += ["", f"{_plural(rest, 'more difference')}: run `toolreplay diff` on the two versions."]
-    return [*out, "", "</details>"]
+
+
+def _reason(reason: str, *, capped: bool) -> list[str]:
+    """The note's reason quoted, shortened when capped."""
+    if not reason:
+        return []
+    if capped and len(reason) > CAPPED_REASON:
+        reason = reason[: CAPPED_REASON - 1] + "…"
+    out = ["", "The note's reason (as written in the pull request):", ""]
+    return out + [f"> {code(line)}" for line in reason.splitlines() if line.strip()]
+
+
+def _differences(changes: Sequence[Finding], *, capped: bool) -> list[str]:
+    """What differs between the two versions, the first few when capped."""
+    if not changes:
+        return []
+    out = ["", "What differs, base → head (as `toolreplay diff` finds it):", ""]
+    shown = changes[:OPEN_CHANGES] if capped else changes
+    for f in shown:
+        where = f"index {f.index}" if f.index is not None else "contract"
+        out += change_item(f, where, old="base", new="head")
+    rest = len(changes) - len(shown)
+    if rest:
+        out += ["", f"{_plural(rest, 'more difference')}: run `toolreplay diff` on the two versions."]
+    return out
 
 
 def accept_commands(report: Report, findings: Sequence[Finding], base: str | None) -> list[list[str]]:
@@ -136,22 +154,29 @@ def accept_commands(report: Report, findings: Sequence[Finding], base: str | Non
     request: re-seal the baseline from the run when the run drifted from it, then write the note."""
     if report.note is None:
         return []
-    drifted = [f for f in findings if f.kind in NOTE_ACCEPTS and f.path and f.path != report.path]
-    runs = sorted({f.path for f in drifted})
-    if report.command == "check" and not runs:
+    runs = drifted_runs(report, findings)
+    if not _needs_accepting(report, findings, runs):
         return []
-    if report.command != "check" and not any(f.kind == MISSING for f in findings):
-        return []
-    commands: list[list[str]] = []
-    if runs:
-        commands.append(["toolreplay", "seal", runs[0], "-o", report.path, "--force"])
+    reseal = [["toolreplay", "seal", runs[0], "-o", report.path, "--force"]] if runs else []
     note = ["toolreplay", "note", report.path]
     if base is not None:
         note += ["--base", base]
     for run in runs:
         note += ["--run", run]
-    commands.append([*note, "-o", report.note])
-    return commands
+    return [*reseal, [*note, "-o", report.note]]
+
+
+def drifted_runs(report: Report, findings: Sequence[Finding]) -> list[str]:
+    """The runs that drifted from a baseline in ways a drift note accepts, sorted."""
+    return sorted({f.path for f in findings if f.kind in NOTE_ACCEPTS and f.path and f.path != report.path})
+
+
+def _needs_accepting(report: Report, findings: Sequence[Finding], runs: list[str]) -> bool:
+    """A checked baseline needs accepting when a run drifted from it; a changed one (the guard's
+    report) when no note accepts it."""
+    if report.command == "check":
+        return bool(runs)
+    return any(f.kind == MISSING for f in findings)
 
 
 def _link(text: str, url: str | None, commit: str) -> str:

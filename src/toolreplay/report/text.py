@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from toolreplay.escape import inert, one_line
 
 if TYPE_CHECKING:
+    from toolreplay.findings import Finding
     from toolreplay.reports import CheckInfo, Report
 
 
@@ -19,19 +20,22 @@ def render_text(reports: Sequence[Report], *, check: CheckInfo | None = None) ->
 
     With several files each block is preceded by ``== FILE`` so lines stay attributable.
     """
-    blocks = []
-    for report in reports:
-        lines = []
-        if len(reports) > 1:
-            lines.append(f"== {one_line(report.path)}")
-        lines.extend(f"{one_line(line.shown_label)}: {one_line(line.text)}" for line in report.header)
-        lines.extend(
-            f"index {f.index}: {f.kind}: {one_line(f.message)}"
-            if f.index is not None
-            else (one_line(f.text) if f.tool else f"{f.kind}: {one_line(f.message)}")
-            for f in report.findings
-        )
-        lines.extend(one_line(error) for error in report.errors)
-        blocks.append("\n".join(lines))
+    blocks = [_block(report, named=len(reports) > 1) for report in reports]
     # printed in a workflow step's log, a planted "::" or "##[" must start nothing
     return inert("\n".join(blocks)) + "\n" if blocks else ""
+
+
+def _block(report: Report, *, named: bool) -> str:
+    """One file's lines: its name (``named``: one of several), header, findings and errors."""
+    lines = [f"== {one_line(report.path)}"] if named else []
+    lines.extend(f"{one_line(line.shown_label)}: {one_line(line.text)}" for line in report.header)
+    lines.extend(_finding_line(f) for f in report.findings)
+    lines.extend(one_line(error) for error in report.errors)
+    return "\n".join(lines)
+
+
+def _finding_line(f: Finding) -> str:
+    """``index N: kind: message`` for a call, ``TOOL: message`` for a tool's contract."""
+    if f.index is not None:
+        return f"index {f.index}: {f.kind}: {one_line(f.message)}"
+    return one_line(f.text) if f.tool else f"{f.kind}: {one_line(f.message)}"
