@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 # Imported on first use: the pytest plugin (toolreplay.pytest_plugin) loads this package in
 # every pytest session of every project that installs toolreplay, most of which never use it.
 _EXPORTS = {
+    "__version__": "toolreplay._version",
     "canonical": "toolreplay.canonical",
     "ToolContract": "toolreplay.contracts",
     "ToolLock": "toolreplay.contracts",
@@ -57,11 +58,6 @@ _EXPORTS = {
 
 
 def __getattr__(name: str) -> Any:
-    if name == "__version__":
-        from toolreplay._version import __version__
-
-        globals()["__version__"] = __version__
-        return __version__
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'toolreplay' has no attribute {name!r}")
@@ -71,7 +67,7 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted([*globals(), *_EXPORTS, "__version__"])
+    return sorted([*globals(), *_EXPORTS])
 
 
 __all__ = [

@@ -26,6 +26,7 @@ from toolreplay.transcript import (
     no_hidden_loss,
     out_of_order,
     parse_line,
+    parse_links,
     shape_fits,
 )
 
@@ -97,6 +98,21 @@ def verify(links: Iterable[Link]) -> ChainState:
     the digest stored in the file.
     """
     return _walk(links, prev=GENESIS, start=0)
+
+
+def intact_prefix(stream: IO[bytes], path: str) -> tuple[ChainState, tuple[str, ...], InputError | None]:
+    """A sealed transcript read as far as it goes: the :func:`verify` state of the links before
+    the first line that is no link, the digest of each link that follows, and the error that
+    stopped the reading (None: every line is a link). The drift-note guard judges a baseline
+    committed broken by its intact prefix."""
+    links: list[Link] = []
+    error = None
+    try:
+        links.extend(parse_links(stream, path))
+    except InputError as err:
+        error = err
+    state = verify(links)
+    return state, tuple(link.digest for link in links[: state.links]), error
 
 
 def _walk(links: Iterable[Link], *, prev: str, start: int) -> ChainState:

@@ -2,26 +2,29 @@
 
 from __future__ import annotations
 
+import json
 import math
 import os
+import posixpath
+import tomllib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from pathlib import Path, PurePath
+from typing import Any
 
 from toolreplay.errors import InputError
 from toolreplay.escape import quote
-from toolreplay.limits import DEFAULT_BUDGET_SECONDS
+from toolreplay.files import normal_glob
+from toolreplay.gate import ALL, FailOnError, known_kinds, list_words, resolve
+from toolreplay.kind_names import kind_fails
+from toolreplay.limits import DEFAULT_BUDGET_SECONDS, MAX_INT_DIGITS, long_integer_line
 from toolreplay.locate import pointer_of
 from toolreplay.mutators import DEFAULT_MUTATORS
 from toolreplay.state_command import DEFAULT_TIMEOUT, Command, parse_state_command
 from toolreplay.volatile_rules import Rule, rule_problem
 
-if TYPE_CHECKING:
-    from pathlib import Path
-
-# (pathlib and tomllib are imported where a configuration is found: the drift-note hook asks
-# git for the staged one on every commit, and most repositories stage none)
-
-CONFIG_NAMES = ("toolreplay.toml", "pyproject.toml")
+# (the drift-note hook, which asks git for a staged configuration on every commit and most often
+# finds none, imports this module only once it finds one: hooks/settings.py)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -54,8 +57,6 @@ class Config:
     declared: frozenset[str] = frozenset()
 
     def fails(self, kind: str) -> bool:
-        from toolreplay.findings import kind_fails  # here: the hooks read a config, and judge no finding
-
         return kind_fails(kind, self.fail_on)
 
 
@@ -88,8 +89,6 @@ def read_toml(path: Path) -> dict[str, Any]:
 
 def parse_toml(raw: bytes, label: str) -> dict[str, Any]:
     """Parse TOML bytes; ``label`` names them in errors (a path, or ``REV:path`` for a blob in git)."""
-    import tomllib
-
     try:
         return tomllib.loads(raw.decode("utf-8"))
     except tomllib.TOMLDecodeError as err:
@@ -104,8 +103,6 @@ def parse_toml(raw: bytes, label: str) -> dict[str, Any]:
 
 def _long_integer(raw: bytes, label: str) -> InputError:
     """The error for a TOML integer over Python's conversion limit, at its line."""
-    from toolreplay.limits import MAX_INT_DIGITS, long_integer_line
-
     line = long_integer_line(raw.decode("utf-8"))  # (tomllib read it as UTF-8)
     return InputError(f"invalid TOML: an integer longer than {MAX_INT_DIGITS} digits", path=label, line=line)
 
@@ -157,10 +154,17 @@ def load_config(
     )
 
 
+def load_recorded(raw: bytes, path: str, *, label: str, top: Callable[[], str]) -> Config | None:
+    """The configuration git records at ``path`` (from the repository's root), ``raw`` its bytes:
+    None for a pyproject.toml without ``[tool.toolreplay]``. ``top`` gives the root, asked only
+    for a configuration (a git call less for the hook in a repository without one)."""
+    if posixpath.basename(path) == "pyproject.toml" and toolreplay_table(parse_toml(raw, label)) is None:
+        return None
+    return load_config(Path(top(), path), raw=raw, label=label)
+
+
 def _found_config(cwd: Path | None) -> Path:
     """The config file found from ``cwd`` (default: the current folder) upwards."""
-    from pathlib import Path
-
     path = find_config(cwd or Path.cwd())
     if path is None:
         raise InputError(
@@ -186,8 +190,6 @@ def _refuse_invalid(table: dict[str, Any], source: str) -> None:
 
 def _fail_on(items: list[str], source: str) -> frozenset[str] | None:
     """The kinds ``fail_on`` fails (None: the default), its ``all`` and ``-KIND`` read (toolreplay.gate)."""
-    from toolreplay.gate import FailOnError, resolve  # here: the hooks read a config, and judge no finding
-
     try:
         return resolve(items)
     except FailOnError as err:
@@ -196,8 +198,6 @@ def _fail_on(items: list[str], source: str) -> frozenset[str] | None:
 
 def _kinds_are() -> str:
     """The end of every message about a fail_on list: what it may hold."""
-    from toolreplay.gate import ALL, known_kinds
-
     return (
         f"the kinds are: {', '.join(sorted(known_kinds()))}"
         f" ({quote(ALL)} for every kind but the advisory ones, then -KIND to take one out)"
@@ -256,28 +256,9 @@ def _baseline_globs(globs: list[str], source: str) -> tuple[str, ...]:
     return tuple(out)
 
 
-def normal_glob(glob: str) -> str:
-    """A baseline glob as every matcher takes it: ``.`` parts and duplicate or trailing slashes dropped.
-
-    ValueError (saying why) for a glob the drift-note guard could not hold to the same files
-    as ``check``: an absolute one, one that climbs out of its configuration's folder with
-    ``..`` (the guard matches paths inside the repository, from the configuration's folder),
-    and one that names the folder itself.
-    """
-    if os.path.isabs(glob):
-        raise ValueError("must be relative to its folder")
-    parts = [part for part in glob.split("/") if part not in ("", ".")]
-    if ".." in parts:
-        raise ValueError(
-            "climbs out of its configuration's folder ('..'); a baseline must lie inside it"
-            " (move the configuration up instead)"
-        )
-    if not parts:
-        raise ValueError("names the config's folder, not files")
-    return "/".join(parts)
-
-
 def _schema_errors(table: dict[str, Any]) -> list[Any]:
+    # the schema (and jsonschema) only for a table plainly_valid cannot vouch for: the drift-note
+    # hook reads a staged configuration on every commit without them
     from toolreplay.schemas import validator
 
     return sorted(validator("config").iter_errors(table), key=lambda e: list(map(str, e.absolute_path)))
@@ -292,8 +273,6 @@ def _texts(value: Any) -> bool:
 
 
 def _kinds(value: Any) -> bool:
-    from toolreplay.gate import list_words
-
     words = frozenset(list_words())
     return type(value) is list and all(type(item) is str and item in words for item in value)
 
@@ -350,8 +329,6 @@ def plainly_valid(table: dict[str, Any]) -> bool:
 
 
 def _shown(glob: str) -> str:
-    import json  # here: only messages need it, and the hooks read a config on every commit
-
     return json.dumps(glob)
 
 
@@ -359,15 +336,13 @@ def _source(value: Any) -> str | tuple[str, ...] | None:
     return tuple(value) if isinstance(value, list) else value
 
 
-def nearest_config(path: Path | None = None, *, cwd: Path | None = None) -> Config | None:
+def nearest_config(path: str | Path | None = None, *, cwd: Path | None = None) -> Config | None:
     """The config ``path`` names, else the nearest one from ``cwd`` up, else None (no config is fine)."""
     if path is None:
-        from pathlib import Path
-
         path = find_config(cwd or Path.cwd())
         if path is None:
             return None
-    return load_config(path)
+    return load_config(Path(path))
 
 
 def config_path(config: Config, value: str) -> str:
@@ -395,8 +370,6 @@ def unmatched_globs(config: Config) -> list[str]:
 
 def expand(config: Config, patterns: tuple[str, ...]) -> list[str]:
     """Files matching the globs, as paths relative to the config's folder, sorted, once each."""
-    from pathlib import PurePath
-
     found: set[str] = set()
     for pattern in patterns:
         if os.path.isabs(pattern):
@@ -415,3 +388,41 @@ def expand(config: Config, patterns: tuple[str, ...]) -> list[str]:
             if match.is_file():
                 found.add(match.relative_to(config.root).as_posix())
     return sorted(found)
+
+
+def config_problems(path: str) -> Iterator[str]:
+    """The problems of the configuration file at ``path``, one line each, as ``toolreplay
+    validate`` lists them (what :func:`load_config` would refuse; none when it loads)."""
+    try:
+        data = read_toml(Path(path))
+    except InputError as err:
+        if isinstance(err.__cause__, ValueError) and not isinstance(err.__cause__, UnicodeDecodeError):
+            # the file's own problem (invalid TOML, an integer past the digit limit), not an unreadable file
+            yield str(err)
+            return
+        raise
+    if os.path.basename(path) == "pyproject.toml":
+        table = toolreplay_table(data)
+        if table is None:
+            yield f"{path}: has no [tool.toolreplay] table"
+            return
+        data = table
+    if not plainly_valid(data):
+        # (the config schema has no ECMA-262 pattern: jsonschema's own message and place say it)
+        errors = sorted(_schema_errors(data), key=lambda e: (list(map(str, e.absolute_path)), e.message))
+        if errors:
+            yield from (f"{path}: {e.message} (at {pointer_of(e.absolute_path)})" for e in errors)
+            return
+    # what the schema cannot say and loading the configuration refuses
+    if not finite_budget(data.get("pattern_budget_seconds", 1)):
+        yield f"{path}: {BUDGET_PROBLEM.removeprefix('invalid configuration: ')} (at /pattern_budget_seconds)"
+    if not finite_budget(data.get("state_timeout_seconds", 1)):
+        yield f"{path}: {TIMEOUT_PROBLEM.removeprefix('invalid configuration: ')} (at /state_timeout_seconds)"
+    problem = state_command_problem(data.get("state_command", ()))
+    if problem is not None:
+        yield f"{path}: {problem[1]} (at {problem[0]})"
+    if "fail_on" in data:
+        try:
+            resolve(data["fail_on"])
+        except FailOnError as err:  # a list the schema takes but cannot mean anything (-KIND without all)
+            yield f"{path}: fail_on: {err} (at /fail_on)"

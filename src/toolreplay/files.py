@@ -1,5 +1,6 @@
-"""The files toolreplay knows by name (the sealed suffix, each kind's name patterns), and output
-files written whole: a temp file beside the target, renamed into place on success.
+"""The files toolreplay knows by name (the sealed suffix, each kind's name patterns, the
+configuration's names, a baseline glob's one form), and output files written whole: a temp
+file beside the target, renamed into place on success.
 
 Light (the standard library only): the hooks, the CLI and the library take these names from here.
 """
@@ -30,6 +31,29 @@ NAME_PATTERNS: tuple[tuple[str, str], ...] = (
 )
 #: a Markdown file inside a folder of this name is a drift note (docs/spec.md §1.6, docs/hooks.md)
 NOTES_FOLDER = "drift-notes"
+#: the configuration's file names, in the order one is looked for in a folder (docs/spec.md §7)
+CONFIG_NAMES = ("toolreplay.toml", "pyproject.toml")
+
+
+def normal_glob(glob: str) -> str:
+    """A baseline glob as every matcher takes it: ``.`` parts and duplicate or trailing slashes dropped.
+
+    ValueError (saying why) for a glob the drift-note guard could not hold to the same files
+    as ``check``: an absolute one, one that climbs out of its configuration's folder with
+    ``..`` (the guard matches paths inside the repository, from the configuration's folder),
+    and one that names the folder itself.
+    """
+    if os.path.isabs(glob):
+        raise ValueError("must be relative to its folder")
+    parts = [part for part in glob.split("/") if part not in ("", ".")]
+    if ".." in parts:
+        raise ValueError(
+            "climbs out of its configuration's folder ('..'); a baseline must lie inside it"
+            " (move the configuration up instead)"
+        )
+    if not parts:
+        raise ValueError("names the config's folder, not files")
+    return "/".join(parts)
 
 
 def new_file_mode() -> int:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import sys
 from array import array
 from binascii import hexlify
 from collections import deque
@@ -31,9 +30,7 @@ from toolreplay.errors import InputError
 from toolreplay.transcript import GENESIS, parse_line
 
 if TYPE_CHECKING:
-    from concurrent.futures import Future, ProcessPoolExecutor
-
-    from toolreplay.analyses.replay import Call
+    from concurrent.futures import Future
 
 
 #: files smaller than this are faster to handle in one process (workers fork in milliseconds
@@ -220,86 +217,21 @@ def _exact_link(raw: bytes, number: int) -> tuple[int, str, str] | None:
     return record.index, value["prev"], digest
 
 
-def replay_range(path: str, start: int, end: int) -> tuple[int, array[int], list[str], bytes] | None:
-    """The calls of a range's records, packed small for the trip back: (lines in the range,
-    blank ones too; of each call its index, its line counted from the range's first line as 1
-    and whether it records state; each call's tool; each call's key and response digests,
-    back to back); None on any doubt."""
-    # imported here: replay's alone, seal and verify judge no calls
-    from toolreplay.analyses.replay import call_of, fast_call
-
-    numbers: array[int] = array("q")
-    tools: list[str] = []
-    digests: list[bytes] = []
-    try:
-        with open(path, "rb") as stream:
-            lines = RangeLines(stream, start, end)
-            for number, raw in lines:
-                call = fast_call(raw, number) or call_of(parse_line(raw, line=number)[0])
-                numbers.extend((call.position, call.line, call.stated))
-                tools.append(call.tool)
-                digests += (call.key, call.response)
-    except (InputError, Fallback, OverflowError):  # OverflowError: an index past a signed 64-bit
-        return None
-    return lines.lines, numbers, tools, b"".join(digests)
-
-
 # --- the sequential part, in this process ----------------------------------------------------
 
 
-def start_method() -> str:
-    """How worker processes start: a forked worker starts in milliseconds with everything
-    imported, a spawned one imports toolreplay again (a tenth of a second per worker, on a
-    run that may take half a second). Fork only where it is safe: Linux, and no other
-    thread whose locks the child would copy."""
-    import threading
+def over_ranges(path: str, func: Callable[[str, int, int], T]) -> Iterator[T]:
+    """``func(path, start, end)`` over the file's byte ranges on every core, the results in the
+    ranges' order (a bounded number in flight). Raises Fallback when the file cannot be sized."""
+    # The pool's module (multiprocessing, concurrent.futures, ctypes) only now: most runs (small
+    # files) never start one, and every command's start-up counts
+    from toolreplay.pool import process_pool
 
-    return "fork" if sys.platform == "linux" and threading.active_count() == 1 else "spawn"
-
-
-def reuse_freed_memory() -> None:
-    """Ask glibc's allocator to keep the memory a range's buffers free for the next range.
-
-    Each range makes a few buffers of some MiB (the bytes read, the lines, the texts sent
-    back). By default glibc maps each such block on its own and unmaps it when freed, so
-    every range faults fresh pages in again: up to a fifth of a worker's time on a virtual
-    machine, where a page fault is dear. Served from the heap, and the heap not trimmed
-    below 64 MiB, the pages are reused: the peak memory stays what it was. Set once, before
-    the workers fork, which inherit it; a no-op where the C library has no ``mallopt``.
-
-    It holds for the rest of the process: a program calling toolreplay as a library keeps
-    up to 64 MiB of freed heap that glibc would have handed back. (glibc raises its own
-    thresholds the same way once a large block is freed, to that block's size; this
-    process benefits too: 15,000 page faults to seal 100 MB where it took 41,000.)"""
-    import ctypes
-
-    try:
-        mallopt = ctypes.CDLL(None).mallopt
-    except (AttributeError, OSError):  # not glibc (macOS, Windows, musl without it)
-        return
-    mallopt(_M_MMAP_THRESHOLD, 32 * 1024 * 1024)  # glibc's largest allowed value
-    mallopt(_M_TRIM_THRESHOLD, 64 * 1024 * 1024)
-
-
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # from glibc's malloc.h
-
-
-def _pool() -> ProcessPoolExecutor:
-    # imported here: most runs (small files) never start a pool, and start-up counts
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    if sys.platform == "linux":
-        reuse_freed_memory()
-    return ProcessPoolExecutor(max_workers=workers(), mp_context=multiprocessing.get_context(start_method()))
-
-
-def _ordered(path: str, func: Callable[[str, int, int], T]) -> Iterator[T]:
     try:
         size = os.path.getsize(path)
     except OSError as err:  # the sequential path names it
         raise Fallback from err
-    with _pool() as pool:
+    with process_pool(workers()) as pool:
         window: deque[Future[T]] = deque()
         chunk = min(CHUNK_BYTES, max(MIN_CHUNK_BYTES, size // (8 * workers())))
         for start, end in byte_ranges(size, chunk, tail=workers() * chunk):
@@ -320,7 +252,7 @@ def seal_blocks(path: str) -> Iterator[str]:
     prev = GENESIS.encode("ascii")
     expected = 0
     sha256 = hashlib.sha256
-    for result in _ordered(path, seal_range):
+    for result in over_ranges(path, seal_range):
         if result is None:
             raise Fallback
         count, first, blob, marks = result
@@ -342,35 +274,11 @@ def seal_blocks(path: str) -> Iterator[str]:
         yield lines.decode("ascii")
 
 
-def file_calls(path: str) -> Iterator[Call]:
-    """The calls of a transcript file in order, as ``analyses.replay.call_of`` makes them from
-    its records, computed on every core. Raises Fallback on any doubt (a refused line, an
-    index out of order): only the sequential reader names those."""
-    from toolreplay.analyses.replay import Call  # replay's alone: seal and verify judge no calls
-
-    base = 0
-    expected = 0
-    for result in _ordered(path, replay_range):
-        if result is None:
-            raise Fallback
-        lines, numbers, tools, digests = result
-        positions = range(expected, expected + len(tools))
-        if numbers[0::3] != array("q", positions):
-            raise Fallback
-        spots = range(0, 32 * len(tools), 32)
-        rows = zip(positions, numbers[1::3].tolist(), tools, spots, numbers[2::3], strict=True)
-        for position, line, tool, at, stated in rows:
-            key, response = digests[at : at + 16], digests[at + 16 : at + 32]
-            yield Call(position, base + line, tool, key, response, stated != 0)
-        expected += len(tools)
-        base += lines
-
-
 def verify_head(path: str) -> tuple[int, str]:
     """(links, head) of an intact sealed file, computed on every core. Raises Fallback on any doubt."""
     prev = GENESIS
     position = 0
-    for result in _ordered(path, verify_range):
+    for result in over_ranges(path, verify_range):
         if result is None:
             raise Fallback
         count, first, first_prev, last = result

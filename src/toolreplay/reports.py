@@ -11,7 +11,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolreplay.findings import Finding, kind_fails
+from toolreplay.findings import Finding
+from toolreplay.kind_names import kind_fails
 from toolreplay.kinds import REPORT_ERROR
 
 

@@ -7,8 +7,10 @@ Below every reader that checks a file against a schema (``validate``, ``config``
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Iterator
 from functools import cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from jsonschema import Draft202012Validator
@@ -27,10 +29,11 @@ SCHEMA_FILES: dict[str, str] = {
 
 
 def schema_text(name: str) -> bytes:
-    """The bytes of a published schema, as shipped inside the package."""
-    from importlib.resources import files  # here: it imports pathlib, shutil, tempfile...
-
-    return files("toolreplay").joinpath("schemas", name).read_bytes()
+    """The bytes of a published schema, as shipped inside the package: in its ``schemas``
+    folder, beside this module (read by path, as ``ecma.py`` runs its worker: importlib.resources
+    imports pathlib, shutil, tempfile... on the validate hook's path)."""
+    with open(os.path.join(os.path.dirname(__file__), "schemas", name), "rb") as stream:
+        return stream.read()
 
 
 @cache
@@ -45,3 +48,14 @@ def validator(kind: str) -> Draft202012Validator:
 
     schema = json.loads(schema_text(SCHEMA_FILES[kind]))
     return EcmaValidator(schema, format_checker=FORMAT_CHECKER)  # type: ignore[no-any-return]
+
+
+def problems(kind: str, value: Any) -> Iterator[tuple[list[str | int], str]]:
+    """The schema errors of ``value`` as (where in it, what is wrong), ordered by place then
+    message; a pattern that is not ECMA-262 is said so (:func:`toolreplay.ecma.error_message`)."""
+    from toolreplay.ecma import error_message, error_pointer_parts  # (loaded by validator() already)
+
+    errors = [
+        (error_pointer_parts(error), error_message(error)) for error in validator(kind).iter_errors(value)
+    ]
+    yield from sorted(errors, key=lambda error: (list(map(str, error[0])), error[1]))

@@ -20,7 +20,7 @@ import binascii
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from toolreplay.canonical import canonical, decode
 from toolreplay.errors import InputError, ToolreplayError
@@ -29,6 +29,7 @@ from toolreplay.extras import require
 from toolreplay.transcript import read_input
 
 if TYPE_CHECKING:
+    from cryptography.exceptions import InvalidSignature
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 PAYLOAD_TYPE = "application/vnd.toolreplay.seal+json"
@@ -58,11 +59,26 @@ class SignatureCheck:
     problem: str = ""
 
 
-def _crypto() -> Any:
-    require("sign", "signing", error=ToolreplayError)
-    from cryptography.hazmat.primitives import serialization
+class _Ed25519(NamedTuple):
+    """What toolreplay uses of cryptography."""
 
-    return serialization
+    #: cryptography.hazmat.primitives.serialization: PEM in and out
+    serialization: Any
+    private_key: type[Ed25519PrivateKey]
+    public_key: type[Ed25519PublicKey]
+    invalid_signature: type[InvalidSignature]
+
+
+def _crypto() -> _Ed25519:
+    """cryptography (the ``sign`` extra), imported here alone: only signing, keygen and
+    ``verify --key`` need it; without it they say how to install it."""
+    require("sign", "signing", error=ToolreplayError)
+    from cryptography.exceptions import InvalidSignature
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+
+    # (the key classes are abstract: cryptography's backend gives the concrete ones)
+    return _Ed25519(serialization, Ed25519PrivateKey, Ed25519PublicKey, InvalidSignature)  # type: ignore[type-abstract]
 
 
 def pae(payload_type: str, payload: bytes) -> bytes:
@@ -73,7 +89,7 @@ def pae(payload_type: str, payload: bytes) -> bytes:
 
 def keyid(public: Ed25519PublicKey) -> str:
     """SHA-256 (hex) of the raw 32-byte public key: names a key without trusting the name."""
-    serialization = _crypto()
+    serialization = _crypto().serialization
     raw = public.public_bytes(encoding=serialization.Encoding.Raw, format=serialization.PublicFormat.Raw)
     return hashlib.sha256(raw).hexdigest()
 
@@ -87,44 +103,39 @@ def _read(path: str, limit: int) -> bytes:
 
 def load_private_key(path: str) -> Ed25519PrivateKey:
     """Read an unencrypted PEM (PKCS#8) Ed25519 private key."""
-    serialization = _crypto()
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-
+    crypto = _crypto()
     data = _read(path, _MAX_SIGNATURE_FILE)
     try:
-        key = serialization.load_pem_private_key(data, password=None)
+        key = crypto.serialization.load_pem_private_key(data, password=None)
     except TypeError as err:
         raise InputError("the private key is encrypted; give an unencrypted PEM key", path=path) from err
     except ValueError as err:
         raise InputError("not a PEM private key", path=path) from err
-    if not isinstance(key, Ed25519PrivateKey):
+    if not isinstance(key, crypto.private_key):
         raise InputError("not an Ed25519 key (toolreplay signs with Ed25519 only)", path=path)
     return key
 
 
 def load_public_key(path: str) -> Ed25519PublicKey:
     """Read a PEM (SubjectPublicKeyInfo) Ed25519 public key."""
-    serialization = _crypto()
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-
+    crypto = _crypto()
     data = _read(path, _MAX_SIGNATURE_FILE)
     if b"PRIVATE KEY" in data:
         raise InputError("is a private key; verify with the public key", path=path)
     try:
-        key = serialization.load_pem_public_key(data)
+        key = crypto.serialization.load_pem_public_key(data)
     except ValueError as err:
         raise InputError("not a PEM public key", path=path) from err
-    if not isinstance(key, Ed25519PublicKey):
+    if not isinstance(key, crypto.public_key):
         raise InputError("not an Ed25519 key (toolreplay signs with Ed25519 only)", path=path)
     return key
 
 
 def generate_keypair() -> tuple[bytes, bytes]:
     """A new Ed25519 key pair as (private PKCS#8 PEM, public SubjectPublicKeyInfo PEM)."""
-    serialization = _crypto()
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-
-    key = Ed25519PrivateKey.generate()
+    crypto = _crypto()
+    serialization = crypto.serialization
+    key = crypto.private_key.generate()
     private: bytes = key.private_bytes(
         encoding=serialization.Encoding.PEM,
         format=serialization.PrivateFormat.PKCS8,
@@ -203,8 +214,7 @@ def _statement(payload: bytes) -> Statement | None:
 
 def check(path: str, key: Ed25519PublicKey, actual: Statement) -> SignatureCheck:
     """Check the envelope at ``path`` with ``key`` and compare what it signed with ``actual``."""
-    from cryptography.exceptions import InvalidSignature
-
+    invalid_signature = _crypto().invalid_signature
     payload_type, payload, sigs = read_envelope(path)
     kid = keyid(key)
     if payload_type != PAYLOAD_TYPE:
@@ -213,7 +223,7 @@ def check(path: str, key: Ed25519PublicKey, actual: Statement) -> SignatureCheck
     for sig in sigs:
         try:
             key.verify(sig, message)
-        except InvalidSignature:
+        except invalid_signature:
             continue
         signed = _statement(payload)
         if signed is None:

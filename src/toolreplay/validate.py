@@ -11,7 +11,7 @@ from toolreplay.canonical import check_shape, decode_reference
 from toolreplay.errors import InputError
 from toolreplay.files import LINE_KINDS, NAME_PATTERNS, NOTES_FOLDER
 from toolreplay.locate import line_of, pointer_of
-from toolreplay.schemas import SCHEMA_FILES, validator
+from toolreplay.schemas import SCHEMA_FILES, problems
 from toolreplay.transcript import check_fields, iter_lines, open_input, read_input
 
 #: most errors listed per file before the rest are counted
@@ -30,25 +30,15 @@ def kind_of(path: str) -> str:
     raise InputError(f"cannot tell the kind of file from its name; pass --kind ({known})", path=path)
 
 
-def _pointer(parts: Any) -> str:
-    return pointer_of(parts)
-
-
 def _schema_errors(
     kind: str, value: Any, path: str, line: int | None, raw: bytes | None = None
 ) -> Iterator[str]:
     """Schema errors as lines; for a whole document (``raw``), each names its pointer's line."""
-    from toolreplay.ecma import error_message, error_pointer_parts
-
-    errors = sorted(
-        validator(kind).iter_errors(value),
-        key=lambda e: (list(map(str, error_pointer_parts(e))), error_message(e)),
-    )
-    for error in errors:
-        pointer = _pointer(error_pointer_parts(error))
+    for parts, message in problems(kind, value):
+        pointer = pointer_of(parts)
         at = line if raw is None else line_of(raw, pointer)
         where = f"{path}:{at}" if at is not None else path
-        yield f"{where}: {error_message(error)} (at {pointer})"
+        yield f"{where}: {message} (at {pointer})"
 
 
 def _line_errors(kind: str, path: str) -> Iterator[str]:
@@ -101,20 +91,23 @@ def validate_file(path: str, kind: str | None = None) -> list[str]:
     """
     kind = kind or kind_of(path)
     if kind == "config":
-        problems = _config_errors(path)
+        # the configuration's loader (TOML, pathlib, the kinds) only for a configuration
+        from toolreplay.config import config_problems
+
+        found = config_problems(path)
     elif kind in LINE_KINDS:
-        problems = _line_errors(kind, path)
+        found = _line_errors(kind, path)
     elif kind == "drift-note":
-        # here, not at the top: YAML is a fifth of validate's start-up, and only notes need it
+        # YAML only for a note: it is a fifth of the validate hook's start-up
         from toolreplay.driftnote import MAX_NOTE_BYTES, note_problems
 
         raw = read_input(path, MAX_NOTE_BYTES + 1)
-        problems = iter([str(problem) for problem in note_problems(raw, path)])
+        found = iter([str(problem) for problem in note_problems(raw, path)])
     else:
         raw = read_input(path)
-        problems = _document_errors(kind, raw, path)
+        found = _document_errors(kind, raw, path)
     out: list[str] = []
-    for problem in problems:
+    for problem in found:
         if len(out) == MAX_ERRORS:
             out.append(f"{path}: more problems not listed (the first {MAX_ERRORS} are above)")
             break
@@ -138,56 +131,8 @@ def _document_errors(kind: str, raw: bytes, path: str) -> Iterator[str]:
 
 def _scope_errors(value: Any, path: str, raw: bytes) -> Iterator[str]:
     """What ``toolreplay scope`` refuses beyond the published schema (unlisted tools, drafts, format)."""
+    # the scope analysis only for a scope (jsonschema is loaded by now: the schema came first)
     from toolreplay.analyses.scope import scope_problems
 
     for pointer, problem in scope_problems(value):
         yield f"{path}:{line_of(raw, pointer)}: {problem} (at {pointer})"
-
-
-def _config_errors(path: str) -> Iterator[str]:
-    from pathlib import Path
-
-    from toolreplay.config import read_toml, toolreplay_table
-
-    try:
-        data = read_toml(Path(path))
-    except InputError as err:
-        if isinstance(err.__cause__, ValueError) and not isinstance(err.__cause__, UnicodeDecodeError):
-            # the file's own problem (invalid TOML, an integer past the digit limit), not an unreadable file
-            yield str(err)
-            return
-        raise
-    if os.path.basename(path) == "pyproject.toml":
-        table = toolreplay_table(data)
-        if table is None:
-            yield f"{path}: has no [tool.toolreplay] table"
-            return
-        data = table
-    from toolreplay.config import (
-        BUDGET_PROBLEM,
-        TIMEOUT_PROBLEM,
-        finite_budget,
-        plainly_valid,
-        state_command_problem,
-    )
-
-    if not plainly_valid(data):
-        errors = list(_schema_errors("config", data, path, None))
-        if errors:
-            yield from errors
-            return
-    # what the schema cannot say and loading the configuration refuses
-    if not finite_budget(data.get("pattern_budget_seconds", 1)):
-        yield f"{path}: {BUDGET_PROBLEM.removeprefix('invalid configuration: ')} (at /pattern_budget_seconds)"
-    if not finite_budget(data.get("state_timeout_seconds", 1)):
-        yield f"{path}: {TIMEOUT_PROBLEM.removeprefix('invalid configuration: ')} (at /state_timeout_seconds)"
-    problem = state_command_problem(data.get("state_command", ()))
-    if problem is not None:
-        yield f"{path}: {problem[1]} (at {problem[0]})"
-    if "fail_on" in data:
-        from toolreplay.gate import FailOnError, resolve
-
-        try:
-            resolve(data["fail_on"])
-        except FailOnError as err:  # a list the schema takes but cannot mean anything (-KIND without all)
-            yield f"{path}: fail_on: {err} (at /fail_on)"

@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import regress
 
 #: the parts of a record a rule may address
 PARTS = ("args", "response", "state")
@@ -81,10 +84,21 @@ def rule_problem(rule: Rule) -> tuple[str, str] | None:
     except ValueError as err:
         return "at", f"at {_shown(rule.at)} {err}"
     if rule.pattern is not None:
-        from toolreplay.ecma import pattern_problem
-
-        problem = pattern_problem(rule.pattern)
-        if problem is not None:
-            why = f"is not an ECMA-262 regular expression: {problem}"
+        try:
+            compiled_pattern(rule.pattern)
+        except ValueError as err:
+            why = f"is not an ECMA-262 regular expression: {err}"
             return "pattern", f"pattern {_shown(rule.pattern)} {why}"
     return None
+
+
+def compiled_pattern(pattern: str) -> regress.Regex:
+    """A rule's ``pattern`` compiled as ECMA-262 (cached); ValueError says why it is not one."""
+    # regress (through toolreplay.ecma, with jsonschema) only for a rule with a pattern: the
+    # configuration and replay read rules on the hooks' and the light commands' path
+    from toolreplay.ecma import compiled, pattern_problem
+
+    problem = pattern_problem(pattern)
+    if problem is not None:
+        raise ValueError(problem)
+    return compiled(pattern)

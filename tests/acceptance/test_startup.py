@@ -177,6 +177,19 @@ def test_drift_note_hook_without_notes_loads_no_yaml(tmp_path: Path) -> None:
     assert loaded_heavy("hook", "drift-note", cwd=repo.path, watch=watch, env=git_env()) == []
 
 
+def test_drift_note_hook_reads_a_fail_on_without_the_findings(tmp_path: Path) -> None:
+    """A staged configuration with a fail_on list is read (and its kinds checked) without the
+    findings' module, the schema or the chain's reader: the kind vocabulary is light."""
+    repo = Repo.create(tmp_path / "repo")
+    repo.write("README.md", "one\n")
+    repo.git("add", "README.md")
+    repo.git("commit", "-q", "-m", "one")
+    repo.write("toolreplay.toml", 'baselines = ["b/*.sealed.jsonl"]\nfail_on = ["all", "-redundant-call"]\n')
+    repo.git("add", "toolreplay.toml")
+    watch = tuple(m for m in DRIFT_NOTE_SKIPS if m not in ("tomllib", "pathlib"))
+    assert loaded_heavy("hook", "drift-note", cwd=repo.path, watch=watch, env=git_env()) == []
+
+
 #: the guard on a commit that changes no sealed file reads no chain (no decoder, no hashing)
 #: and, where no configuration is staged, neither TOML nor pathlib
 DRIFT_NOTE_SKIPS = (

@@ -10,6 +10,8 @@ from click.testing import CliRunner
 
 from tests.conftest import invoke as run
 from toolreplay import parallel
+from toolreplay.analyses import replay as replay_analysis
+from toolreplay.cli import replay as replay_cli
 
 
 def write_transcript(path: Path, count: int) -> None:
@@ -154,8 +156,8 @@ def test_replay_on_every_core_reports_as_sequentially(
     monkeypatch.setattr(parallel, "CHUNK_BYTES", 4096)
     monkeypatch.setattr(parallel, "workers", lambda: 2)
     taken: list[str] = []
-    real = parallel.file_calls
-    monkeypatch.setattr(parallel, "file_calls", lambda p: (taken.append("replay"), real(p))[1])
+    real = replay_analysis.file_calls
+    monkeypatch.setattr(replay_cli, "file_calls", lambda p: (taken.append("replay"), real(p))[1])
     assert run(runner, "replay", str(source), "--format", "json") == sequential
     assert taken == ["replay"]
     bad = tmp_path / "bad.jsonl"
@@ -214,7 +216,7 @@ def test_workers_fork_only_where_it_is_safe() -> None:
 
     code = (
         "import threading, sys\n"
-        "from toolreplay.parallel import start_method\n"
+        "from toolreplay.pool import start_method\n"
         "print(start_method())\n"
         "done = threading.Event()\n"
         "t = threading.Thread(target=done.wait); t.start()\n"

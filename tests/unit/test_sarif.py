@@ -9,7 +9,8 @@ from typing import Any
 import jsonschema
 
 from tests.conftest import SAMPLES
-from toolreplay.findings import KIND_ORDER, Finding
+from toolreplay.findings import Finding
+from toolreplay.kind_names import KIND_ORDER
 from toolreplay.report.sarif import SRCROOT, render_sarif, sarif_log
 from toolreplay.reports import Report
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+from array import array
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from hashlib import sha256
@@ -16,6 +17,7 @@ from toolreplay.errors import InputError
 from toolreplay.escape import quote
 from toolreplay.findings import Finding
 from toolreplay.mutators import DEFAULT_MUTATORS as DEFAULT_MUTATORS
+from toolreplay.parallel import Fallback, RangeLines, over_ranges
 from toolreplay.transcript import (
     Record,
     fitting_record,
@@ -155,6 +157,52 @@ def _exact_call(raw: bytes, number: int, volatile: Volatile | None, path: str) -
     except InputError as err:
         raise InputError(err.problem, path=path, line=number, pointer=err.pointer) from err
     return call_of(record, volatile, path)
+
+
+# --- the same calls read on every core (parallel.py's pool), for a large file -----------------
+
+
+def replay_range(path: str, start: int, end: int) -> tuple[int, array[int], list[str], bytes] | None:
+    """The calls of a range's records, packed small for the trip back: (lines in the range,
+    blank ones too; of each call its index, its line counted from the range's first line as 1
+    and whether it records state; each call's tool; each call's key and response digests,
+    back to back); None on any doubt."""
+    numbers: array[int] = array("q")
+    tools: list[str] = []
+    digests: list[bytes] = []
+    try:
+        with open(path, "rb") as stream:
+            lines = RangeLines(stream, start, end)
+            for number, raw in lines:
+                call = fast_call(raw, number) or call_of(parse_line(raw, line=number)[0])
+                numbers.extend((call.position, call.line, call.stated))
+                tools.append(call.tool)
+                digests += (call.key, call.response)
+    except (InputError, Fallback, OverflowError):  # OverflowError: an index past a signed 64-bit
+        return None
+    return lines.lines, numbers, tools, b"".join(digests)
+
+
+def file_calls(path: str) -> Iterator[Call]:
+    """The calls of a transcript file in order, as :func:`call_of` makes them from
+    its records, computed on every core. Raises Fallback on any doubt (a refused line, an
+    index out of order): only the sequential reader names those."""
+    base = 0
+    expected = 0
+    for result in over_ranges(path, replay_range):
+        if result is None:
+            raise Fallback
+        lines, numbers, tools, digests = result
+        positions = range(expected, expected + len(tools))
+        if numbers[0::3] != array("q", positions):
+            raise Fallback
+        spots = range(0, 32 * len(tools), 32)
+        rows = zip(positions, numbers[1::3].tolist(), tools, spots, numbers[2::3], strict=True)
+        for position, line, tool, at, stated in rows:
+            key, response = digests[at : at + 16], digests[at + 16 : at + 32]
+            yield Call(position, base + line, tool, key, response, stated != 0)
+        expected += len(tools)
+        base += lines
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -26,7 +26,7 @@ from typing import Any
 from toolreplay.canonical import canonical, canonical_str, decode
 from toolreplay.errors import InputError
 from toolreplay.transcript import Record
-from toolreplay.volatile_rules import Rule, json_type
+from toolreplay.volatile_rules import Rule, compiled_pattern, json_type
 
 #: what a masked value or substring shows in a finding's message
 SHOWN = "<volatile>"
@@ -88,11 +88,9 @@ def _matches(pattern: str, text: str) -> list[tuple[str, bool]]:
     regress gives UTF-8 byte offsets (on code point boundaries, with the ``u`` flag). A string
     UTF-8 cannot hold (a lone surrogate) has no match: it is compared whole.
     """
-    from toolreplay.ecma import compiled
-
     try:
         raw = text.encode("utf-8")
-        found = [m.range() for m in compiled(pattern).find_iter(text) or ()]
+        found = [m.range() for m in compiled_pattern(pattern).find_iter(text) or ()]
     except UnicodeEncodeError:
         return []
     out: list[tuple[str, bool]] = []

@@ -40,7 +40,7 @@ from toolreplay.github.action import (
     write_outputs,
 )
 from toolreplay.github.annotations import echo, plan_annotations
-from toolreplay.github.comment import publish_report, target_from_env
+from toolreplay.github.comment import failure_warning, publish_report, pygithub, target_from_env
 from toolreplay.github.summary import write_summary
 from toolreplay.hooks.drift_range import (
     DriftOutcome,
@@ -282,8 +282,6 @@ def _try_comment(
         _comment(reports, settings, fails, base)
     except Exception as err:
         # best effort: whatever goes wrong with the comment, the exit code reflects findings only
-        from toolreplay.github.comment import failure_warning
-
         click.echo(failure_warning(err, settings.token))
 
 
@@ -367,7 +365,7 @@ def _route_pygithub_log(token: str) -> None:
     including the 403 on GET /user that is expected with an installation token. Keep its
     warnings, printed inert, and drop the rest (the outcome is reported by us)."""
     try:
-        import github  # noqa: F401  (the import installs its handler, which we replace)
+        pygithub()  # (the import installs its handler, which we replace)
     except ImportError:
         return
     logger = logging.getLogger("github")

@@ -1,12 +1,9 @@
-"""Core commands: seal, verify, replay."""
+"""Core commands: seal and verify."""
 
 from __future__ import annotations
 
-import contextlib
-import functools
 import re
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 import click
 
@@ -14,17 +11,16 @@ from toolreplay import parallel
 from toolreplay.analyses import integrity
 from toolreplay.chain import Break, ChainState, seal_lines, verify_stream
 from toolreplay.cli.base import atomic_output, force_option
-from toolreplay.cli.defaults import announce, config_option, mutators_and_lock, read_config, volatile_of
+from toolreplay.cli.defaults import announce, config_option, read_config
 from toolreplay.cli.formats import emit, format_option
+from toolreplay.errors import InputError
+from toolreplay.files import SEALED_SUFFIX
 from toolreplay.findings import Finding, sort_findings
-from toolreplay.reports import Line, Report, masked_line, replay_header
+from toolreplay.reports import Line, Report
 from toolreplay.transcript import open_input
 
-if TYPE_CHECKING:
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-
-    from toolreplay.analyses.replay import Call, ReplayResult
-    from toolreplay.analyses.volatile import Volatile
+#: the signature's part of verify's report, given the chain's state (a line, and its finding)
+SignatureAnchor = Callable[[str, ChainState], tuple[Line, list[Finding]]]
 
 
 @click.command(name="seal")
@@ -122,9 +118,8 @@ def _configured_baselines(config_file: str | None, *, anchored: bool) -> list[st
     They are baselines, so what ``check`` refuses to read as one (a symlink, a file under a
     symlinked folder or in a submodule: docs/spec.md §6) is refused here too, before any is read.
     """
+    # the loader (tomllib, pathlib) only here: verify SEALED reads no config
     from toolreplay.config import config_path, expand
-    from toolreplay.errors import InputError
-    from toolreplay.files import SEALED_SUFFIX
     from toolreplay.hooks.settings import unjudged_baseline
 
     config = read_config(config_file)
@@ -146,7 +141,7 @@ def _configured_baselines(config_file: str | None, *, anchored: bool) -> list[st
 def _verify_report(
     sealed: str, expect_head: str | None, expect_count: int | None, key: str | None, signature: str | None
 ) -> Report:
-    public = _public_key(sealed, key, signature)
+    signed = _signature_check(sealed, key, signature)
     state = _verify(sealed)
     if state.broken:
         header = _broken_header(state.broken)
@@ -156,7 +151,7 @@ def _verify_report(
             Line(key="chain", value="intact", text="intact"),
             Line(key="links", value=state.links, text=str(state.links)),
             Line(key="head", value=state.head, text=state.head),
-            _anchor_line(state, expect_head, expect_count, signed=public is not None),
+            _anchor_line(state, expect_head, expect_count, signed=signed is not None),
         ]
         findings = integrity.anchor_mismatches(
             path=sealed,
@@ -165,8 +160,8 @@ def _verify_report(
             expect_head=expect_head,
             expect_count=expect_count,
         )
-        if public is not None:
-            line, problem = _signature_line(sealed, signature or sealed + ".sig", public, state)
+        if signed is not None:
+            line, problem = signed(signature or sealed + ".sig", state)
             header.append(line)
             findings += problem
     # the exit code follows the findings, so a failure is never one the reports leave out
@@ -175,18 +170,30 @@ def _verify_report(
     )
 
 
-def _public_key(sealed: str, key: str | None, signature: str | None) -> Ed25519PublicKey | None:
-    """The --key to check the signature with; a bad key is a usage error before anything else."""
+def _signature_check(sealed: str, key: str | None, signature: str | None) -> SignatureAnchor | None:
+    """The --key anchor: None without one; a bad key is a usage error before anything else."""
     if key is None:
         if signature is not None:
             raise click.UsageError("--signature needs --key")
         return None
+    # cryptography's adapter only now: verify without --key signs nothing (its values cost milliseconds)
     from toolreplay import signing
 
     public = signing.load_public_key(key)
     if signature is None and sealed == "-":
         raise click.UsageError("--signature is required when SEALED is '-' (stdin)")
-    return public
+
+    def check(signature_path: str, state: ChainState) -> tuple[Line, list[Finding]]:
+        """The signature's line of the header, and its finding when it does not check."""
+        statement = signing.Statement(head=state.head, count=state.links)
+        outcome = signing.check(signature_path, public, statement)
+        if outcome.problem:
+            finding = integrity.signature_invalid(outcome.problem, path=sealed, signature=signature_path)
+            return Line(key="signature", value="invalid", text=f"invalid: {outcome.problem}"), [finding]
+        text = f"valid: head and count signed by key {outcome.keyid}"
+        return Line(key="signature", value="valid", text=text), []
+
+    return check
 
 
 def _broken_header(b: Break) -> list[Line]:
@@ -229,123 +236,3 @@ def _mismatches(state: ChainState, expect_head: str | None, expect_count: int | 
     if expect_count is not None and expect_count != state.links:
         mismatches.append(f"{state.links} links, expected {expect_count}")
     return mismatches
-
-
-def _signature_line(
-    sealed: str, signature_path: str, public: Ed25519PublicKey, state: ChainState
-) -> tuple[Line, list[Finding]]:
-    """The signature's line of the header, and its finding when it does not check."""
-    from toolreplay import signing
-
-    check = signing.check(signature_path, public, signing.Statement(head=state.head, count=state.links))
-    if check.problem:
-        finding = integrity.signature_invalid(check.problem, path=sealed, signature=signature_path)
-        return Line(key="signature", value="invalid", text=f"invalid: {check.problem}"), [finding]
-    text = f"valid: head and count signed by key {check.keyid}"
-    return Line(key="signature", value="valid", text=text), []
-
-
-@click.command(name="replay")
-@click.argument("transcript")
-@click.option(
-    "--mutator",
-    "mutators",
-    multiple=True,
-    metavar="TOOL",
-    help="A tool that changes state (repeatable; replaces the default list and the config's mutators).",
-)
-@click.option(
-    "--state-aware/--no-state-aware",
-    default=None,
-    help="Do not report non-determinism across a call to a mutator (default: the config's"
-    " state_aware, else off, as in 0.6).",
-)
-@click.option(
-    "--tools",
-    "lock_path",
-    metavar="LOCK",
-    help="Tool lock (default: the config's tools_lock): its mutates flags decide for the tools it"
-    " names, and tools it declares not deterministic are not reported for non-determinism.",
-)
-@config_option
-@format_option
-@click.pass_context
-def replay_cmd(
-    ctx: click.Context,
-    transcript: str,
-    mutators: tuple[str, ...],
-    state_aware: bool | None,
-    lock_path: str | None,
-    config_file: str | None,
-    fmt: str,
-) -> None:
-    """Replay TRANSCRIPT against itself: non-determinism and redundant calls.
-
-    A call to a mutator (a --mutator tool, the config's mutators, a tool the lock says
-    mutates, or any call that recorded its state) is never redundant. Non-determinism is
-    reported across mutators unless --state-aware (0.6's default; check is state-aware).
-    """
-    # here, not at the top: verify and seal, in the same module, judge no calls
-    from toolreplay.analyses.replay import replay_calls
-
-    chosen, state_aware, nondeterministic, volatile = _replay_settings(
-        config_file, mutators, lock_path, state_aware
-    )
-    judge = functools.partial(
-        replay_calls,
-        mutators=chosen,
-        state_aware=bool(state_aware),
-        nondeterministic=nondeterministic,
-        path=transcript,
-    )
-    result = _replay(transcript, judge, volatile)
-    findings = sort_findings(result.findings)
-    header = replay_header(result.calls, result.divergence, len(findings))
-    if volatile is not None:
-        header += (masked_line(volatile.counts(transcript)),)
-    report = Report(command="replay", path=transcript, header=header, findings=tuple(findings))
-    code = emit([report], fmt)
-    if result.across_mutators and fmt == "text":
-        # the report keeps 0.6's lines byte for byte; the knob is named beside it, on stderr
-        click.echo(
-            f"toolreplay: note: {result.across_mutators} non-determinism finding(s) compare calls with a"
-            " mutator between them (0.6's default); --state-aware, or state_aware = true in the config,"
-            " compares only calls with no state change between them",
-            err=True,
-        )
-    ctx.exit(code)
-
-
-def _replay_settings(
-    config_file: str | None, mutators: tuple[str, ...], lock_path: str | None, state_aware: bool | None
-) -> tuple[frozenset[str], bool | None, frozenset[str], Volatile | None]:
-    """(mutators, state-aware, tools declared not deterministic, volatile rules): the flags, else
-    the config's and its lock's."""
-    config = read_config(config_file)
-    used: list[str] = []
-    chosen, lock_path = mutators_and_lock(config, mutators, lock_path, used)
-    if config is not None and state_aware is None and config.state_aware is not None:
-        state_aware = config.state_aware
-        used.append("state_aware")
-    volatile = volatile_of(config, used)
-    announce(config, used)
-    if lock_path is None:
-        return chosen, state_aware, frozenset(), volatile
-    from toolreplay.contracts.lock import declared_mutators, declared_nondeterministic, load_lock
-
-    lock = load_lock(lock_path)
-    return declared_mutators(lock, chosen), state_aware, declared_nondeterministic(lock), volatile
-
-
-def _replay(
-    transcript: str, judge: Callable[[Iterable[Call]], ReplayResult], volatile: Volatile | None
-) -> ReplayResult:
-    """Judge a transcript's calls, on every core when the file is worth it (and no volatile
-    rule masks: the parallel reader's workers digest the raw texts)."""
-    from toolreplay.analyses.replay import read_calls
-
-    if volatile is None and transcript != "-" and parallel.worth_it(transcript):
-        # a refused line or an index out of order: the sequential reader names it
-        with contextlib.suppress(parallel.Fallback):
-            return judge(parallel.file_calls(transcript))
-    return judge(read_calls(transcript, volatile))

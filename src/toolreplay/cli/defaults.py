@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from toolreplay.escape import one_line
+from toolreplay.mutators import DEFAULT_MUTATORS
 
 if TYPE_CHECKING:
     from toolreplay.analyses.volatile import Volatile
@@ -23,8 +24,8 @@ def config_option(func: Callable[..., Any]) -> Callable[..., Any]:
     return click.option(
         "--config",
         "config_file",
-        # a str, made a Path by read_config: verify SEALED and seal read no config, and
-        # pathlib (with the config loader, tomllib ...) is a start-up cost they need not pay
+        # a str, made a Path by the config's loader: verify SEALED reads no config, and pathlib
+        # (with the loader, tomllib ...) is a start-up cost it need not pay
         type=click.Path(),
         help="Config file to take defaults from (default: the nearest from here up; flags win).",
     )(func)
@@ -32,11 +33,10 @@ def config_option(func: Callable[..., Any]) -> Callable[..., Any]:
 
 def read_config(config_file: str | None) -> Config | None:
     """The named config, or the nearest one, or None when there is none."""
-    from pathlib import Path
-
+    # The loader (tomllib, pathlib) only now: verify SEALED, which shares --config, reads none
     from toolreplay.config import nearest_config
 
-    return nearest_config(None if config_file is None else Path(config_file))
+    return nearest_config(config_file)
 
 
 def announce(config: Config | None, used: Sequence[str]) -> None:
@@ -52,15 +52,15 @@ def mutators_and_lock(
     """The mutator list and the tool lock a command judges with: the flags, else the config's
     ``mutators`` and ``tools_lock``, else the default list and no lock; what the config
     supplied is appended to ``used`` (for :func:`announce`)."""
-    from toolreplay.analyses.replay import DEFAULT_MUTATORS
-    from toolreplay.config import config_path
-
     chosen = frozenset(mutators) if mutators else DEFAULT_MUTATORS
     if config is not None:
         if not mutators and "mutators" in config.declared:
             chosen = config.mutators
             used.append("mutators")
         if lock_path is None and config.tools_lock is not None:
+            # (the loader is in by now: read_config gave the config; verify shares this module)
+            from toolreplay.config import config_path
+
             lock_path = config_path(config, config.tools_lock)
             used.append("tools_lock")
     return chosen, lock_path
@@ -71,6 +71,7 @@ def volatile_of(config: Config | None, used: list[str]) -> Volatile | None:
     without any; ``volatile`` is appended to ``used`` (for :func:`announce`) when there are."""
     if config is None or not config.volatile:
         return None
+    # (its dataclasses cost verify, which shares this module and compares nothing, milliseconds)
     from toolreplay.analyses.volatile import Volatile
 
     used.append("volatile")

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import click
 
 from toolreplay.cli.base import EXIT_CLEAN, EXIT_FINDINGS
-from toolreplay.config import Config, normal_glob
 from toolreplay.errors import InputError
 from toolreplay.escape import inert, one_line, quote
+from toolreplay.files import normal_glob
 from toolreplay.hooks.drift_note import (
     DEFAULT_BASELINES,
     DEFAULT_NOTES_DIR,
@@ -33,6 +33,9 @@ from toolreplay.hooks.settings import (
     settings_of,
     staged_configs,
 )
+
+if TYPE_CHECKING:
+    from toolreplay.config import Config
 
 
 @click.command(name="drift-note")

@@ -38,7 +38,7 @@ COMMANDS: dict[str, str] = {
     "probe": "toolreplay.cli.capture:probe_cmd",
     "record": "toolreplay.cli.record:record_cmd",
     "render": "toolreplay.cli.render:render_cmd",
-    "replay": "toolreplay.cli.core:replay_cmd",
+    "replay": "toolreplay.cli.replay:replay_cmd",
     "scope": "toolreplay.cli.scope:scope_cmd",
     "seal": "toolreplay.cli.core:seal_cmd",
     "serve": "toolreplay.cli.capture:serve_cmd",

@@ -17,25 +17,22 @@ import os
 import sys
 from typing import Any
 
+from toolreplay.contracts.definitions import import_definitions
+from toolreplay.contracts.lock import ToolLock, dump_lock
+from toolreplay.contracts.mcp import list_mcp_server, listed_definitions
+from toolreplay.contracts.python import load_object, python_lock
 from toolreplay.errors import InputError
 from toolreplay.limits import room_for_depth
 
 
 def _answer(request: dict[str, Any]) -> dict[str, Any]:
-    from toolreplay.contracts.lock import ToolLock, dump_lock
-
     if "mcp" in request:
-        from toolreplay.contracts.definitions import import_definitions
-        from toolreplay.contracts.mcp import list_mcp_server, listed_definitions
-
         tools, version = list_mcp_server(request["mcp"], timeout=float(request["timeout"]))
         # the parent checks the answer again; checking here too names the tool whose schema it
         # cannot take (a schema nested near the decoder's limit is too deep once wrapped in the answer)
         imported = import_definitions(listed_definitions(tools, path=""), version="", path="")
         dump_lock(ToolLock.of(imported.contracts))
         return {"tools": tools, "version": version}
-    from toolreplay.contracts.python import load_object, python_lock
-
     root = request["root"]
     if root not in sys.path:
         sys.path.insert(0, root)

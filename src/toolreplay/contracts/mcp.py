@@ -45,9 +45,8 @@ def list_mcp_server(
     if not argv:
         raise InputError("no MCP server command given")
     require("mcp", "fingerprinting an MCP server")
-    import anyio
-    from mcp import Client, StdioServerParameters
-    from mcp.client.stdio import stdio_client
+    import anyio  # (the MCP SDK's own dependency: it comes with the extra)
+    from mcp import Client, StdioServerParameters, stdio_client
 
     # The server's stderr goes to a temp file: quiet on success, quoted on failure.
     with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog:

@@ -25,7 +25,7 @@ import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from toolreplay.escape import one_line, workflow_command
 from toolreplay.extras import install_hint, installed
@@ -34,6 +34,7 @@ from toolreplay.report.markdown import render_markdown
 
 if TYPE_CHECKING:
     from github import Github, GithubException
+    from github.Auth import Token
 
     from toolreplay.reports import Report
 
@@ -143,12 +144,27 @@ def _event_number(event: dict[str, object]) -> int | None:
     return None
 
 
+class PyGithub(NamedTuple):
+    """What toolreplay uses of PyGithub: the client, its token credentials, its one exception."""
+
+    client: type[Github]
+    token: type[Token]
+    error: type[GithubException]
+
+
+def pygithub() -> PyGithub:
+    """PyGithub (the ``github`` extra), imported here alone and only when a comment is published:
+    its import takes most of a second. Importing it also installs its logger's handler."""
+    from github import Auth, Github, GithubException
+
+    return PyGithub(client=Github, token=Auth.Token, error=GithubException)
+
+
 def make_client(token: str, api_url: str = DEFAULT_API_URL, **options: Any) -> Github:
     """A PyGithub client for ``api_url`` (GitHub Enterprise: ``https://HOST/api/v3``)."""
-    from github import Auth, Github
-
+    library = pygithub()
     options.setdefault("per_page", 100)
-    return Github(base_url=api_url.rstrip("/"), auth=Auth.Token(token), **options)
+    return library.client(base_url=api_url.rstrip("/"), auth=library.token(token), **options)
 
 
 def _is_ours(comment: Any, login: str) -> bool:
@@ -163,20 +179,17 @@ def _same(a: str, b: str) -> bool:
 
 
 def _identity(client: Github) -> str:
-    from github import GithubException
-
+    error = pygithub().error
     try:
         return str(client.get_user().login)
-    except GithubException as err:
+    except error as err:
         if err.status == 403:  # an installation token: /user is not for integrations
             return ACTIONS_BOT
         raise
 
 
 def _reason(err: Exception, token: str) -> str:
-    from github import GithubException
-
-    text = _answered(err) if isinstance(err, GithubException) else _failed(err)
+    text = _answered(err) if isinstance(err, pygithub().error) else _failed(err)
     # belt and braces: whatever the server echoed, the token is not repeated
     return text.replace(token, "***") if token else text
 

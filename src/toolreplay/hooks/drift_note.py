@@ -45,11 +45,10 @@ from toolreplay.errors import InputError, ToolreplayError
 from toolreplay.escape import one_line, quote
 from toolreplay.files import SEALED_SUFFIX
 
-# The chain and the reader are imported where a sealed file changed: most commits change none,
-# and the hook's start-up is paid on every commit.
+# The chain and the reader are imported where a sealed file changed (_chain), YAML where a note
+# is staged (staged_notes): most commits change neither, and the hook's start-up is paid on every commit.
 if TYPE_CHECKING:
     from toolreplay.driftnote import DriftNote
-    from toolreplay.transcript import Link
 
 DEFAULT_BASELINES: tuple[str, ...] = (f"*{SEALED_SUFFIX}",)
 DEFAULT_NOTES_DIR = "drift-notes"
@@ -231,9 +230,8 @@ class _Chain(NamedTuple):  # (a tuple: a dataclass costs a millisecond of every 
 
 
 def _genesis() -> str:
-    from toolreplay.transcript import GENESIS
-
-    return GENESIS
+    """The genesis value (the ``from`` of a baseline added): the head of a chain of no link."""
+    return _chain(b"", "").head
 
 
 def _head_of(chain: _Chain | None) -> str:
@@ -243,20 +241,14 @@ def _head_of(chain: _Chain | None) -> str:
 
 def _chain(raw: bytes, path: str) -> _Chain:
     """Walk a sealed blob; on a parse error or a break, stop at the intact prefix."""
-    from toolreplay.chain import verify
-    from toolreplay.transcript import parse_links
+    # the chain and its reader (orjson, the decoders) only now: most commits change no sealed file
+    from toolreplay.chain import intact_prefix
 
-    links: list[Link] = []
-    problem = None
-    try:
-        links.extend(parse_links(io.BytesIO(raw), path))
-    except InputError as err:
-        problem = one_line(str(err))
-    state = verify(links)
+    state, digests, error = intact_prefix(io.BytesIO(raw), path)
+    problem = None if error is None else one_line(str(error))
     if state.broken is not None and problem is None:
         b = state.broken
         problem = one_line(f"{path}:{b.line}: chain broken at index {b.position}: {b.reason}")
-    digests = tuple(link.digest for link in links[: state.links])
     return _Chain(head=state.head, digests=digests, broken=problem)
 
 

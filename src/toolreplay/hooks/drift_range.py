@@ -20,7 +20,7 @@ from pathlib import Path, PurePosixPath
 from toolreplay.config import Config
 from toolreplay.errors import InputError
 from toolreplay.escape import one_line, quote
-from toolreplay.findings import Finding, kind_fails
+from toolreplay.findings import Finding
 from toolreplay.hooks.drift_note import (
     BaselineChange,
     Git,
@@ -42,6 +42,7 @@ from toolreplay.hooks.settings import (
     settings_change,
     settings_of,
 )
+from toolreplay.kind_names import kind_fails
 from toolreplay.kinds import KINDS
 from toolreplay.reports import Line, Report, Review
 from toolreplay.volatile_rules import Rule

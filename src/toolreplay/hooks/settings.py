@@ -15,9 +15,10 @@ import os
 import posixpath
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from toolreplay.config import CONFIG_NAMES, Config, load_config, parse_toml, toolreplay_table
 from toolreplay.escape import quote
+from toolreplay.files import CONFIG_NAMES
 from toolreplay.hooks.drift_note import (
     DEFAULT_BASELINES,
     DEFAULT_NOTES_DIR,
@@ -27,6 +28,9 @@ from toolreplay.hooks.drift_note import (
     is_baseline,
     normalize_dir,
 )
+
+if TYPE_CHECKING:
+    from toolreplay.config import Config
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -55,30 +59,31 @@ def recorded_config(
     None when there is neither. An invalid one is an :class:`~toolreplay.errors.InputError`.
     ``staged`` is :func:`staged_configs` already asked (for the index: git is then not asked again).
     """
-    # pathlib is imported where it is used: most commits stage no configuration
     for file in CONFIG_NAMES:
         path = _in_folder(folder, file)
         oid = _recorded_oid(git, rev, path, staged)
         if oid is None:
             continue
-        raw = git.blob(oid)
-        label = f"{path} (staged)" if rev is None else f"{name or rev}:{path}"
-        if file == "pyproject.toml" and toolreplay_table(parse_toml(raw, label)) is None:
-            continue
-        from pathlib import Path
+        # The configuration's loader (TOML, pathlib) only now: most commits stage no configuration,
+        # and the hook's start-up is paid on every commit
+        from toolreplay.config import load_recorded
 
-        # the root only now: a git call less for the hook in a repository without a configuration
-        return load_config(Path(git.top(), path), raw=raw, label=label)
+        label = f"{path} (staged)" if rev is None else f"{name or rev}:{path}"
+        config = load_recorded(git.blob(oid), path, label=label, top=git.top)
+        if config is not None:
+            return config
     return None
 
 
-def _in_folder(folder: str, file: str) -> str:
-    """``file`` in ``folder`` (from the root; ``""`` is the root)."""
+def _in_folder(folder: str, name: str) -> str:
+    """``name`` in ``folder`` (from the root; ``""`` is the root), joined as pathlib joins them:
+    an absolute ``name`` stands alone, ``.`` parts and doubled slashes go. (By hand: pathlib is a
+    start-up cost of every commit, and most commits stage no configuration.)"""
     if not folder:
-        return file
-    from pathlib import PurePosixPath
-
-    return str(PurePosixPath(folder, file))
+        return name
+    joined = name if name.startswith("/") else f"{folder}/{name}"
+    parts = [part for part in joined.split("/") if part not in ("", ".")]
+    return ("/" if joined.startswith("/") else "") + "/".join(parts)
 
 
 def _recorded_oid(git: Git, rev: str | None, path: str, staged: Mapping[str, str] | None) -> str | None:

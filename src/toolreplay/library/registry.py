@@ -22,6 +22,7 @@ from toolreplay.analyses.baseline import (
 from toolreplay.analyses.fingerprint_diff import compare_contracts
 from toolreplay.analyses.replay import DEFAULT_MUTATORS
 from toolreplay.canonical import canonical
+from toolreplay.contracts.definitions import definition_contract
 from toolreplay.contracts.fingerprint import python_signature
 from toolreplay.contracts.lock import ToolContract, ToolLock, make_contract
 from toolreplay.extras import installed
@@ -171,8 +172,6 @@ class ToolRegistry:
         --mcp`` and ``record`` give for the same tool and version. ``mutates`` and ``idempotent``
         default to what the MCP annotations say (for other shapes: the mutator list, false).
         """
-        from toolreplay.contracts.definitions import definition_contract
-
         if inspect.iscoroutinefunction(fn):
             raise TypeError("async tools are not supported: register a synchronous wrapper")
         contract = definition_contract(definition, version=version, mutators=self.mutators)

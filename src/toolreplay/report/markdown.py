@@ -24,7 +24,8 @@ from urllib.parse import urlsplit
 
 from toolreplay.escape import one_line, quote
 from toolreplay.files import SEALED_SUFFIX
-from toolreplay.findings import KIND_ORDER, Finding
+from toolreplay.findings import Finding
+from toolreplay.kind_names import KIND_ORDER
 from toolreplay.kinds import NOTE_ACCEPTS, REPORT_ERROR, kind_info
 from toolreplay.report.inert import MAX_CELL, defuse, fenced, md_code
 from toolreplay.report.inert import ZWJ as ZWJ  # re-exported: what a defused text holds
