@@ -1,7 +1,7 @@
 """Live capture over MCP: ``serve`` and ``probe`` (docs/capture.md; ``record``: :mod:`toolreplay.cli.record`).
 
-The MCP SDK is imported inside the commands, so the CLI starts fast and works without
-the ``mcp`` extra; these commands then say how to install it (exit 2).
+The MCP SDK is imported only inside the capture modules' functions that speak MCP, so the CLI
+works without the ``mcp`` extra; these commands then say how to install it (exit 2).
 """
 
 from __future__ import annotations
@@ -14,13 +14,41 @@ from typing import TYPE_CHECKING
 import click
 
 from toolreplay.analyses.fingerprint_diff import text_differences
+from toolreplay.analyses.suggest import Suggestion, suggest, toml
+from toolreplay.capture.exchange import session_path
+from toolreplay.capture.live import EVERY_CAPABILITY, probe_live, recorded_client
+from toolreplay.capture.probe import Failure, _tool_answer
+from toolreplay.capture.receipt import (
+    NOT_SEALED,
+    read_receipt,
+    receipt_records,
+    repeat_of,
+    rules_by_tool,
+    write_receipt,
+)
+from toolreplay.capture.serve import (
+    BrokenRecordingError,
+    build_server,
+    check_lock,
+    handshake_only,
+    load_records,
+    load_session,
+    miss_log,
+    parse_listen,
+    serve_http,
+    serve_stdio,
+)
 from toolreplay.cli.base import EXIT_CLEAN, EXIT_FINDINGS, Seconds, atomic_output, force_option
 from toolreplay.cli.defaults import announce, config_option, mutators_and_lock, read_config, volatile_of
 from toolreplay.cli.formats import format_option
 from toolreplay.cli.gate import emit_gated, fail_on_option, fail_policy
 from toolreplay.cli.record import require_sdk
 from toolreplay.cli.record import warn as _warn
+from toolreplay.contracts.lock import declared_nondeterministic, load_lock
+from toolreplay.errors import InputError
 from toolreplay.escape import one_line, quote
+from toolreplay.files import SEALED_SUFFIX
+from toolreplay.library.errors import ToolDriftError
 from toolreplay.reports import Line, Report, masked_line, receipt_line
 
 if TYPE_CHECKING:
@@ -63,20 +91,6 @@ def serve_cmd(
     With LOCK, a recording whose fingerprints differ from it is refused (exit 1).
     """
     require_sdk("serve")
-    from toolreplay.capture.serve import (
-        BrokenRecordingError,
-        build_server,
-        check_lock,
-        handshake_only,
-        load_records,
-        load_session,
-        miss_log,
-        parse_listen,
-        serve_http,
-        serve_stdio,
-    )
-    from toolreplay.contracts.lock import load_lock
-    from toolreplay.library.errors import ToolDriftError
 
     address = parse_listen(listen) if listen is not None else None
     lock = load_lock(lock_path) if lock_path is not None else None
@@ -225,8 +239,6 @@ def probe_cmd(
         toolreplay probe --against receipt.sealed.jsonl -- python server.py
     """
     require_sdk("probe")
-    from toolreplay.capture.live import probe_live
-    from toolreplay.contracts.lock import load_lock
 
     command = _probe_usage(
         _ProbeForm(
@@ -253,8 +265,6 @@ def probe_cmd(
     source = against if against is not None else str(transcript)
     records, receipt, declared = _probed(ctx, source, against is not None)
     if receipt is not None and repeat is None:
-        from toolreplay.capture.receipt import repeat_of
-
         repeat = repeat_of(receipt)
 
     def run() -> tuple[ProbeResult, Live, Plan]:
@@ -305,8 +315,6 @@ class _ProbeForm:
 
 def _probe_usage(form: _ProbeForm) -> tuple[str, ...]:
     """The server's command line; a usage error for a combination probe does not take."""
-    from toolreplay.capture.receipt import NOT_SEALED
-    from toolreplay.files import SEALED_SUFFIX
 
     command = form.command
     if form.against is not None:
@@ -347,10 +355,6 @@ def _probed(
     """The records to probe (a recording's, or a receipt's with what each holds) and what the
     client declares (what the recorded client did; for a receipt, everything); a sealed file
     whose chain is broken is exit 1."""
-    from toolreplay.capture.exchange import session_path
-    from toolreplay.capture.live import EVERY_CAPABILITY, recorded_client
-    from toolreplay.capture.receipt import read_receipt
-    from toolreplay.capture.serve import BrokenRecordingError, load_records, load_session
 
     try:
         if receipt:
@@ -373,9 +377,6 @@ def _with_receipt(
     volatile: Volatile | None,
 ) -> tuple[ProbeResult, Live]:
     """Probe, and write what the answers gave as a receipt to ``output`` (whole, or not at all)."""
-    from toolreplay.capture.receipt import receipt_records, rules_by_tool, write_receipt
-    from toolreplay.contracts.lock import declared_nondeterministic
-    from toolreplay.errors import InputError
 
     with atomic_output(output, replace=force) as out:
         result, live, planned = run()
@@ -422,8 +423,6 @@ def _probe_header(
 
 def _suggestions(records: Sequence[Record], repeated: Mapping[str, Sequence[Answer]], repeat: int) -> str:
     """``probe --suggest-volatile``'s TOML: per tool, the rules its repeated answers call for."""
-    from toolreplay.analyses.suggest import Suggestion, suggest, toml
-    from toolreplay.capture.probe import Failure, _tool_answer
 
     found: dict[str, list[Suggestion]] = {}
     for record in records:
