@@ -348,12 +348,19 @@ def pair_runs(baselines: Sequence[str], transcripts: Sequence[str]) -> dict[str,
     stems = sorted(((Path(b).name[: -len(SEALED_SUFFIX)], b) for b in baselines), key=lambda s: -len(s[0]))
     pairs: dict[str, list[str]] = {b: [] for b in baselines}
     for run in transcripts:
-        name = Path(run).name.removesuffix(".jsonl")
-        for stem, baseline in stems:
-            if name == stem or name.startswith((stem + "-", stem + ".")):
-                pairs[baseline].append(run)
-                break
+        baseline = _baseline_of(Path(run).name.removesuffix(".jsonl"), stems)
+        if baseline is not None:
+            pairs[baseline].append(run)
     return pairs
+
+
+def _baseline_of(name: str, stems: list[tuple[str, str]]) -> str | None:
+    """The baseline a run of this name belongs to: the longest stem it is, or starts with and a
+    ``-`` or ``.``."""
+    for stem, baseline in stems:
+        if name == stem or name.startswith((stem + "-", stem + ".")):
+            return baseline
+    return None
 
 
 def plan(

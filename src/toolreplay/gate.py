@@ -114,10 +114,18 @@ def parse_fail_on(text: str, default: frozenset[str] | None, *, name: str) -> Fa
     value = text.strip()
     if not value:
         return FailPolicy(kinds=default)
-    if value.lower() == "any":
-        return FailPolicy(kinds=None)
-    if value.lower() == "none":
-        return FailPolicy(kinds=frozenset(), errors=False)
+    word = _WORDS.get(value.lower())
+    if word is not None:
+        return word
+    return _listed(value, name)
+
+
+#: the words ``fail-on`` takes instead of a list: every kind fails, or nothing does
+_WORDS = {"any": FailPolicy(kinds=None), "none": FailPolicy(kinds=frozenset(), errors=False)}
+
+
+def _listed(value: str, name: str) -> FailPolicy:
+    """A list of kinds separated by commas, as :func:`resolve` reads it."""
     items = [item.strip() for item in value.split(",") if item.strip()]
     choices = "use any, none, all, -KIND after all, or kinds separated by commas: " + ", ".join(
         sorted(known_kinds())

@@ -189,9 +189,12 @@ def first_difference(old: Any, new: Any, pointer: str = "") -> tuple[str, Any, A
         return _first_in_object(old, new, pointer)
     if isinstance(old, list) and isinstance(new, list):
         return _first_in_array(old, new, pointer)
-    if old is _ABSENT or new is _ABSENT or canonical(old) != canonical(new):
-        return pointer, old, new
-    return None
+    return (pointer, old, new) if _differ(old, new) else None
+
+
+def _differ(old: Any, new: Any) -> bool:
+    """Whether two leaves differ (one side absent, or other JSON)."""
+    return old is _ABSENT or new is _ABSENT or canonical(old) != canonical(new)
 
 
 def _first_in_object(old: dict[str, Any], new: dict[str, Any], pointer: str) -> tuple[str, Any, Any] | None:

@@ -409,8 +409,13 @@ def _walk(old: Any, new: Any, pointer: str, out: list[Change]) -> None:
         return
     for key in sorted(set(old) | set(new)):
         a, b = old.get(key, MISSING), new.get(key, MISSING)
-        if a is MISSING or b is MISSING or canonical(a) != canonical(b):
+        if _differ(a, b):
             _walk_keyword(key, a, b, f"{pointer}/{pointer_token(key)}", out)
+
+
+def _differ(a: Any, b: Any) -> bool:
+    """Whether a keyword's two values differ (one side missing, or other JSON)."""
+    return a is MISSING or b is MISSING or canonical(a) != canonical(b)
 
 
 def _boolean_loosened(old: Any, new: Any) -> bool:

@@ -51,12 +51,15 @@ def suggest(tool: str, answers: Sequence[dict[str, Any]]) -> list[Suggestion]:
         if at not in found:
             found[at] = _rule(tool, at, values)
     out = sorted(found.values(), key=lambda s: s.at)
-    rules = [s.rule for s in out if s.rule is not None]
-    if rules and not _stable(tool, answers, rules):
-        out.append(
-            Suggestion(rule=None, at="/response", seen=(), why="the answers still differ under these rules")
-        )
-    return out
+    return out + _still_differ(tool, answers, out)
+
+
+def _still_differ(tool: str, answers: Sequence[dict[str, Any]], found: list[Suggestion]) -> list[Suggestion]:
+    """The answers as a place no rule fits when they still differ under the rules found."""
+    rules = [s.rule for s in found if s.rule is not None]
+    if not rules or _stable(tool, answers, rules):
+        return []
+    return [Suggestion(rule=None, at="/response", seen=(), why="the answers still differ under these rules")]
 
 
 def _differences(values: list[Any], at: str) -> Iterator[tuple[str, list[Any]]]:

@@ -144,7 +144,12 @@ def _kept(parts: list[tuple[str, bool]]) -> list[bool]:
     changed = [i for i, (_, change) in enumerate(parts) if change]
     if not changed:
         return [i < CONTEXT for i in range(len(parts))]
-    return [any(abs(i - c) <= CONTEXT for c in changed) for i in range(len(parts))]
+    return [_near(i, changed) for i in range(len(parts))]
+
+
+def _near(i: int, changed: list[int]) -> bool:
+    """Whether part ``i`` is within :data:`CONTEXT` parts of a change."""
+    return any(abs(i - c) <= CONTEXT for c in changed)
 
 
 def _part(text: str, change: bool, start: str, end: str) -> str:

@@ -289,9 +289,18 @@ def diff_cmd(
             mutators=comparison.mutators,
             explain=comparison.explain,
         )
-    # a stale baseline is a finding, told once: in the first run's block, located at the baseline
+    reports = _diff_reports(baseline, state, freshness, result, volatile)
+    # the exit code follows the findings: every reason to fail is one the reports show
+    ctx.exit(emit_gated(reports, fmt, comparison.policy))
+
+
+def _diff_reports(
+    baseline: str, state: ChainState, freshness: Freshness | None, result: DiffResult, volatile: Volatile
+) -> list[Report]:
+    """A report per run; a stale baseline is a finding told once, in the first run's block, located
+    at the baseline."""
     stale = [integrity.stale_baseline(freshness, path=baseline)] if freshness and freshness.stale else []
-    reports = [
+    return [
         _run_report(
             baseline,
             state,
@@ -303,8 +312,6 @@ def diff_cmd(
         )
         for n, run in enumerate(result.runs)
     ]
-    # the exit code follows the findings: every reason to fail is one the reports show
-    ctx.exit(emit_gated(reports, fmt, comparison.policy))
 
 
 def _freshness(baseline: str, max_age_days: int | None) -> Freshness | None:

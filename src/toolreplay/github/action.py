@@ -23,7 +23,7 @@ from toolreplay.gate import FailPolicy as FailPolicy
 from toolreplay.gate import known_kinds as known_kinds
 from toolreplay.hooks.drift_range import PullRange, is_sha
 from toolreplay.outputs import write_error
-from toolreplay.reports import Report
+from toolreplay.reports import Line, Report
 
 #: environment variable -> the action.yml input it carries
 INPUTS = {
@@ -153,13 +153,13 @@ def _sha(side: object) -> str | None:
 
 def divergence(reports: Sequence[Report]) -> int | None:
     """The first divergence over all transcripts: the smallest ``divergence`` index reported."""
-    found = [
-        line.value
-        for r in reports
-        for line in r.header
-        if line.key == "divergence" and isinstance(line.value, int) and not isinstance(line.value, bool)
-    ]
+    found = [line.value for r in reports for line in r.header if _is_divergence(line)]
     return min(found) if found else None
+
+
+def _is_divergence(line: Line) -> bool:
+    """A header line naming a divergence index (an integer, not a boolean)."""
+    return line.key == "divergence" and isinstance(line.value, int) and not isinstance(line.value, bool)
 
 
 def write_outputs(path: str, values: Mapping[str, str]) -> None:

@@ -564,8 +564,7 @@ def _unaccepted(
     taken: Collection[str],
 ) -> list[str] | None:
     """Why no note accepts a change and what to do, one line each; None when a note accepts it."""
-    genesis = "  (genesis: new baseline)" if change.from_head == _genesis() else ""
-    lines = [f"from: {change.from_head}{genesis}"]
+    lines = [_from_line(change)]
     if change.refused is not None or change.broken is not None:
         return lines + _unacceptable(change)
     lines.append("to:   " + (change.to_head or "none (deleted)"))
@@ -573,6 +572,11 @@ def _unaccepted(
     if _accepted(change, candidates, chains=chains):
         return None
     return lines + _what_to_do(change, candidates, strays, notes_dir, chains=chains, taken=taken)
+
+
+def _from_line(change: BaselineChange) -> str:
+    genesis = "  (genesis: new baseline)" if change.from_head == _genesis() else ""
+    return f"from: {change.from_head}{genesis}"
 
 
 def _unacceptable(change: BaselineChange) -> list[str]:

@@ -135,16 +135,21 @@ def _where(report: Report, f: Finding, links: Links | None) -> str:
     file = f.path or report.path
     in_run = file != report.path
     parts = [f"run {md_code(file)}"] if in_run else []
-    if f.index is not None:
-        parts.append(f"index {f.index}")
-    if f.line:
-        parts.append(_linked(f"line {f.line}", _url(links, file, f.line)))
+    parts += _record_place(f, file, links)
     if in_run and f.related is not None:
         parts.append(f"baseline index {f.related}")
     if f.index is None and not f.line:
         # about the file as a whole (a drift note, a contract): link the file itself
         parts.append(_linked("whole file", _url(links, file)))
     return " · ".join(parts)
+
+
+def _record_place(f: Finding, file: str, links: Links | None) -> list[str]:
+    """The record's index and its line, linked to the head commit."""
+    parts = [f"index {f.index}"] if f.index is not None else []
+    if f.line:
+        parts.append(_linked(f"line {f.line}", _url(links, file, f.line)))
+    return parts
 
 
 def _url(links: Links | None, file: str, line: int | None = None) -> str | None:
