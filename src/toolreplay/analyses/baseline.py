@@ -462,31 +462,38 @@ def _text_drift(
     """The contract-text-drift message of a run call (and the baseline call it aligns with, if
     any): contract-text digests are held to each other and to the lock as fingerprints are."""
     why = explain.get(r.tool, "")
-    differences = (why,) if why else ()
-    locked = declared.text_digest if declared else None
     if b is not None and b.text_digest and r.text_digest and b.text_digest != r.text_digest:
-        if not lock_checks_runs and locked and r.text_digest != locked:
+        if not lock_checks_runs and _text_off_the_lock(r, declared):
             return None  # the run's own check against the lock reports this call
-        return text_drift_message(
-            r.tool,
-            b.text_digest,
-            r.text_digest,
-            where=f"baseline index {b.index}",
-            against="the run",
-            differences=differences,
-        )
-    if not locked:
+        where = f"baseline index {b.index}"
+        return _text_message(r.tool, b.text_digest, r.text_digest, where=where, against="the run", why=why)
+    if declared is None or not declared.text_digest:
         return None
+    return _text_lock_drift(b, r, declared.text_digest, why, lock_checks_runs)
+
+
+def _text_off_the_lock(r: Record, declared: ToolBehaviour | None) -> bool:
+    """Whether a call's contract-text digest is not the one the lock holds for its tool."""
+    return declared is not None and bool(declared.text_digest) and r.text_digest != declared.text_digest
+
+
+def _text_lock_drift(
+    b: Record | None, r: Record, locked: str, why: str, lock_checks_runs: bool
+) -> str | None:
+    """The contract-text-drift message of a call whose text digest is not the lock's: the baseline's first."""
     if b is not None and b.text_digest and b.text_digest != locked:
         where = f"baseline index {b.index}"
-        return text_drift_message(
-            r.tool, b.text_digest, locked, where=where, against="the lock", differences=differences
-        )
+        return _text_message(r.tool, b.text_digest, locked, where=where, against="the lock", why=why)
     if lock_checks_runs and r.text_digest and r.text_digest != locked:
-        return text_drift_message(
-            r.tool, r.text_digest, locked, where="in the run", against="the lock", differences=differences
-        )
+        return _text_message(r.tool, r.text_digest, locked, where="in the run", against="the lock", why=why)
     return None
+
+
+def _text_message(tool: str, recorded: str, other: str, *, where: str, against: str, why: str) -> str:
+    """A contract-text-drift message, with what changed when the tool source says."""
+    return text_drift_message(
+        tool, recorded, other, where=where, against=against, differences=(why,) if why else ()
+    )
 
 
 def _with_version(fingerprint: str, version: str | None) -> str:

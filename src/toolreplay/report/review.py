@@ -200,16 +200,17 @@ def other_advice(report: Report, findings: Sequence[Finding]) -> Advice | None:
     again, and a note, where the guard counts it as a baseline, accepts that new version.
     """
     if report.command == "probe" and any(f.kind in REWRITE_ACCEPTS for f in findings):
-        answers = next((line.value for line in report.header if line.key == RECEIPT), None)
+        answers = _header_value(report, RECEIPT)
         return _rewrite_receipt(report.path, answers) if answers is not None else _record_again(report.path)
-    baseline = next((line.value for line in report.header if line.key == "baseline"), None)
-    if (
-        report.command == "diff"
-        and isinstance(baseline, str)
-        and any(f.kind in NOTE_ACCEPTS for f in findings)
-    ):
-        return _run_as_baseline(report.path, baseline)
+    if report.command == "diff" and any(f.kind in NOTE_ACCEPTS for f in findings):
+        baseline = _header_value(report, "baseline")
+        return _run_as_baseline(report.path, baseline) if isinstance(baseline, str) else None
     return None
+
+
+def _header_value(report: Report, key: str) -> object:
+    """The value of the report's header line ``key`` (None without one)."""
+    return next((line.value for line in report.header if line.key == key), None)
 
 
 _NOT_A_NOTE = (
