@@ -82,15 +82,20 @@ def guard_block(report: Report, view: View) -> list[str]:
     parts = [p for f in report.findings if f.kind == GUARD_CHANGED for p in f.message.split("; ")]
     if not parts:
         return []
-    versions = ""
-    if report.review is not None:
-        base, head = report.review.base, report.review.head
-        old = _link("base version", view.blob(base, report.path), base)
-        new = _link("head version", view.blob(head, report.path), head)
-        versions = f" ({old} → {new})"
+    versions = _guard_versions(report, view)
     out = ["", f"**The drift guard's settings change** in {code(report.path)}{versions}:", ""]
     out += [f"- {code(part)}" for part in parts]
     return out
+
+
+def _guard_versions(report: Report, view: View) -> str:
+    """`` (base version → head version)``, each linked, when the report knows both commits."""
+    if report.review is None:
+        return ""
+    base, head = report.review.base, report.review.head
+    old = _link("base version", view.blob(base, report.path), base)
+    new = _link("head version", view.blob(head, report.path), head)
+    return f" ({old} → {new})"
 
 
 def is_guard_change(report: Report) -> bool:
