@@ -616,7 +616,6 @@ def _diff_run(
     explain = explain or {}
     # a call the run makes differently (a new required argument, say) is not aligned, but its
     # contract is still compared: with the baseline's calls of that tool, or with the lock
-    recorded = base.recorded
     for tag, i1, i2, j1, j2 in align_tables(base, run):
         if tag == "equal":
             aligned += i2 - i1
@@ -630,19 +629,26 @@ def _diff_run(
             continue
         _agent_drift(out, tag, base, run, i1, i2, j1, j2)
         for r in run.lights(j1, j2):
-            drift = _fingerprint_drift(
-                recorded.get(r.tool), r, behaviour.get(r.tool), explain, lock_checks_runs
-            )
-            if drift is not None:
-                out.add("tool-drift", index=r.index, tool=r.tool, related=None, line=r.line, message=drift)
-            text = _text_drift(
-                base.described.get(r.tool), r, behaviour.get(r.tool), explain, lock_checks_runs
-            )
-            if text is not None:
-                out.add(
-                    "contract-text-drift", index=r.index, tool=r.tool, related=None, line=r.line, message=text
-                )
+            _unaligned_contract(out, r, base, behaviour.get(r.tool), explain, lock_checks_runs)
     return out, aligned
+
+
+def _unaligned_contract(
+    out: _Collector,
+    r: Record,
+    base: CallTable,
+    declared: ToolBehaviour | None,
+    explain: Mapping[str, str],
+    lock_checks_runs: bool,
+) -> None:
+    """A run call no baseline call aligns with: its contract held to the baseline's calls of that
+    tool (their fingerprint, their contract text), or to the lock."""
+    drift = _fingerprint_drift(base.recorded.get(r.tool), r, declared, explain, lock_checks_runs)
+    if drift is not None:
+        out.add("tool-drift", index=r.index, tool=r.tool, related=None, line=r.line, message=drift)
+    text = _text_drift(base.described.get(r.tool), r, declared, explain, lock_checks_runs)
+    if text is not None:
+        out.add("contract-text-drift", index=r.index, tool=r.tool, related=None, line=r.line, message=text)
 
 
 # --- the same comparison, call by call (re-execution) ------------------------------------
