@@ -537,13 +537,18 @@ def run_check_with_status(
     explain, changed, failed = source_contracts(config, report=drift_shard)
     explain = _with_lock_change(config, explain, base if lock_base is None else lock_base)
     first += failed
-    planned = plan(judged, explain=explain, changed_schemas=changed)
-    if shard is not None:
-        planned = [job for job in planned if shard_of(job.path, shard.count) == shard.index]
+    planned = _in_shard(plan(judged, explain=explain, changed_schemas=changed), shard)
     reports = _run_jobs(planned, jobs)
     if first:
         reports = sorted([*reports, *first], key=lambda r: r.path)
     return reports, status
+
+
+def _in_shard(planned: list[Job], shard: Shard | None) -> list[Job]:
+    """The jobs of one shard (every job without one)."""
+    if shard is None:
+        return planned
+    return [job for job in planned if shard_of(job.path, shard.count) == shard.index]
 
 
 def _with_lock_change(

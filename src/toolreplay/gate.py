@@ -83,14 +83,20 @@ def resolve(items: Sequence[str]) -> frozenset[str] | None:
     another kind the list keeps (``scope-unjudged`` while ``argument-overreach`` fails).
     """
     _refuse_unknown(items)
-    removed = {item[1:] for item in items if item.startswith("-")}
-    named = {item for item in items if item != ALL and not item.startswith("-")}
+    named, removed = _named_and_removed(items)
     _refuse_odd_removals(items, named, removed)
     kinds = ((default_kinds() if ALL in items else frozenset()) | named) - removed
     _refuse_idle_removals(removed, kinds)
     if kinds == default_kinds() and ALL in items:
         return None
     return frozenset(kinds)
+
+
+def _named_and_removed(items: Sequence[str]) -> tuple[set[str], set[str]]:
+    """The kinds a list names, and those it takes out (``-KIND``)."""
+    removed = {item[1:] for item in items if item.startswith("-")}
+    named = {item for item in items if item != ALL and not item.startswith("-")}
+    return named, removed
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
