@@ -601,13 +601,18 @@ def explain_drift(lock: ToolLock, source: ToolLock) -> dict[str, str]:
     """
     out: dict[str, str] = {}
     for name in sorted(set(lock.tools) | set(source.tools)):
-        new = source.tools.get(name)
-        differences = _tool_differences(name, lock.tools.get(name), new)
-        if new is not None and new.version == "":
-            differences = [d for d in differences if d.kind != "version"]
+        differences = _source_differences(name, lock.tools.get(name), source.tools.get(name))
         if differences:
             out[name] = "the tool source differs from the lock: " + "; ".join(d.text() for d in differences)
     return out
+
+
+def _source_differences(name: str, old: ToolContract | None, new: ToolContract | None) -> list[Difference]:
+    """A tool's differences from the lock to the source, but a version a source without one drops."""
+    differences = _tool_differences(name, old, new)
+    if new is not None and new.version == "":
+        return [d for d in differences if d.kind != "version"]
+    return differences
 
 
 def compare_transcript(

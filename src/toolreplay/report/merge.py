@@ -23,7 +23,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import Any
+from typing import Any, NoReturn
 
 from toolreplay._version import __version__
 from toolreplay.check import (
@@ -134,8 +134,13 @@ def _home_prefixes(shards: Sequence[ShardReport], count: int) -> list[str]:
     placed = [(s, r.path) for s in shards for r in s.reports if r.command == "check"]
     candidates = _folder_prefixes([path for _, path in placed])
     valid = [prefix for prefix in candidates if _misplaced(placed, prefix, count) is None]
-    if valid:
-        return valid
+    if not valid:
+        _refuse_misplaced(placed, count)
+    return valid
+
+
+def _refuse_misplaced(placed: list[tuple[ShardReport, str]], count: int) -> NoReturn:
+    """Refuse the first file (named from the config's folder) reported by a shard it does not hash to."""
     wrong = _misplaced(placed, "", count)
     assert wrong is not None
     shard, path, home = wrong
