@@ -380,12 +380,16 @@ def _render(
     blocks, budget, hidden_rows = _finding_blocks((failing, advisory), keep, fails, links, view)
     out += blocks[0]
     out += _advisory_files(len(advisory), blocks[1])
-    clean = [r for r in reports if not r.failed and r.review is None]
-    clean_shown = budget is None or budget > 0
-    if clean_shown:
-        out += _clean_block(clean)
-    out += _hidden_note(hidden_rows, 0 if clean_shown else len(clean))
+    out += _clean_and_hidden(reports, budget, hidden_rows)
     return "\n".join(out) + "\n"
+
+
+def _clean_and_hidden(reports: Sequence[Report], budget: int | None, hidden_rows: int) -> list[str]:
+    """The clean files, when the rows left leave room for them, and what the size limit left out."""
+    clean = [r for r in reports if not r.failed and r.review is None]
+    if budget is None or budget > 0:
+        return _clean_block(clean) + _hidden_note(hidden_rows, 0)
+    return _hidden_note(hidden_rows, len(clean))
 
 
 def _failed_files(
