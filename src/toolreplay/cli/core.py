@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 import click
 
@@ -35,21 +35,31 @@ SignatureAnchor = Callable[[str, ChainState], tuple[Line, list[Finding]]]
 def seal_cmd(ctx: click.Context, transcript: str, output: str | None, force: bool) -> None:
     """Print TRANSCRIPT sealed into a SHA-256 hash chain."""
     with atomic_output(output, replace=force) as out:
-        if transcript != "-" and parallel.worth_it(transcript):
-            try:
-                for block in parallel.seal_blocks(transcript):
-                    out.write(block)
-                return
-            except parallel.Fallback:
-                out.seek(0)
-                out.truncate()
-        stream = open_input(transcript)
-        try:
-            for line in seal_lines(stream, transcript):
-                out.write(line + "\n")
-        finally:
-            if transcript != "-":
-                stream.close()
+        if transcript != "-" and parallel.worth_it(transcript) and _sealed_in_parallel(transcript, out):
+            return
+        _seal_in_order(transcript, out)
+
+
+def _sealed_in_parallel(transcript: str, out: IO[str]) -> bool:
+    """Seal a large file on every core; False (and nothing written) when a range is in doubt."""
+    try:
+        for block in parallel.seal_blocks(transcript):
+            out.write(block)
+    except parallel.Fallback:
+        out.seek(0)
+        out.truncate()
+        return False
+    return True
+
+
+def _seal_in_order(transcript: str, out: IO[str]) -> None:
+    stream = open_input(transcript)
+    try:
+        for line in seal_lines(stream, transcript):
+            out.write(line + "\n")
+    finally:
+        if transcript != "-":
+            stream.close()
 
 
 def _verify(sealed: str) -> ChainState:
