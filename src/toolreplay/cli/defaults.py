@@ -53,17 +53,24 @@ def mutators_and_lock(
     ``mutators`` and ``tools_lock``, else the default list and no lock; what the config
     supplied is appended to ``used`` (for :func:`announce`)."""
     chosen = frozenset(mutators) if mutators else DEFAULT_MUTATORS
-    if config is not None:
-        if not mutators and "mutators" in config.declared:
-            chosen = config.mutators
-            used.append("mutators")
-        if lock_path is None and config.tools_lock is not None:
-            # (the loader is in by now: read_config gave the config; verify shares this module)
-            from toolreplay.config import config_path
+    if config is None:
+        return chosen, lock_path
+    if not mutators and "mutators" in config.declared:
+        chosen = config.mutators
+        used.append("mutators")
+    return chosen, _lock_of(config, lock_path, used)
 
-            lock_path = config_path(config, config.tools_lock)
-            used.append("tools_lock")
-    return chosen, lock_path
+
+def _lock_of(config: Config, lock_path: str | None, used: list[str]) -> str | None:
+    """``--tools``, else the config's ``tools_lock`` (appended to ``used``)."""
+    if lock_path is not None or config.tools_lock is None:
+        return lock_path
+    # (the loader is in by now: read_config gave the config; verify shares this module)
+    from toolreplay.config import config_path
+
+    path = config_path(config, config.tools_lock)
+    used.append("tools_lock")
+    return path
 
 
 def volatile_of(config: Config | None, used: list[str]) -> Volatile | None:
