@@ -299,6 +299,14 @@ def _stop_idle() -> None:
         _stop(process)
 
 
+def _keep_idle(pid: int, process: subprocess.Popen[bytes]) -> None:
+    """Keep a healthy worker for the next search in process ``pid`` (one per process)."""
+    previous = _IDLE.pop(pid, None)
+    if previous is not None:
+        _stop(previous)
+    _IDLE[pid] = process
+
+
 class BoundedSearch:
     """ECMA-262 search in a worker process, with a time limit per value and a total budget.
 
@@ -342,10 +350,7 @@ class BoundedSearch:
             self._in_flight = False
             _stop(process)
             return
-        previous = _IDLE.pop(self._pid, None)
-        if previous is not None:
-            _stop(previous)
-        _IDLE[self._pid] = process
+        _keep_idle(self._pid, process)
 
     def _discard(self) -> None:
         """Stop the worker (it is stuck, or broken); the next search starts a fresh one."""

@@ -126,7 +126,7 @@ class CassetteRegistry(ToolRegistry):
         self.existed = os.path.exists(self.cassette)
         self._replay = _replay(self.cassette, mode, existed=self.existed, volatile=volatile)
         self._old: tuple[Record, ...] = self._replay.records if self._replay is not None else ()
-        self.recording = mode in ("all", "new_episodes") or (mode == "once" and not self.existed)
+        self.recording = _records(mode, existed=self.existed)
         #: calls answered from the cassette
         self.served = 0
 
@@ -249,6 +249,12 @@ class CassetteRegistry(ToolRegistry):
             return self.contract(record.tool)
         found = old_lock().tools.get(record.tool)
         return found if found is not None and found.fingerprint == record.fingerprint else None
+
+
+def _records(mode: str, *, existed: bool) -> bool:
+    """Whether calls the cassette lacks are run and recorded: always in modes all and new_episodes,
+    in mode once when there was no cassette."""
+    return mode in ("all", "new_episodes") or (mode == "once" and not existed)
 
 
 def _replay(cassette: str, mode: str, *, existed: bool, volatile: Iterable[Rule]) -> Snapshot | None:
