@@ -616,11 +616,16 @@ def parse_shard(spec: str) -> Shard:
 def _numbers(spec: str) -> tuple[int, int]:
     """The two whole numbers of ``K/N``."""
     parts = spec.strip().split("/")
-    if len(parts) != 2 or not all(p.isascii() and p.isdigit() for p in parts):
+    if len(parts) != 2 or not all(_digits(p) for p in parts):
         raise InputError(f"--shard {quote(spec)}: expected K/N, two whole numbers such as 2/4")
     if any(len(p) > _SHARD_DIGITS for p in parts):  # (and int() stops at 4300 digits)
         raise InputError(f"--shard {quote(spec)}: K and N have at most {_SHARD_DIGITS} digits")
     return int(parts[0]), int(parts[1])
+
+
+def _digits(text: str) -> bool:
+    """ASCII digits only (``str.isdigit`` also takes "²")."""
+    return text.isascii() and text.isdigit()
 
 
 def shard_of(path: str, count: int) -> int:

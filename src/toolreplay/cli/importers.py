@@ -145,15 +145,22 @@ def import_cmd(
         return
     _refuse_shared_stems(files)
     _make_directory(output)
+    if not _imported_all(files, fmt, output, state_of, replace=force):
+        ctx.exit(EXIT_USAGE)
+
+
+def _imported_all(
+    files: tuple[str, ...], fmt: str, directory: str, state_of: frozenset[str], *, replace: bool
+) -> bool:
+    """Import each input into ``directory``; one that cannot be read is said and skipped (False)."""
     failed = False
     for path in files:
         try:
-            _import_into(path, fmt, output, state_of, replace=force)
+            _import_into(path, fmt, directory, state_of, replace=replace)
         except InputError as err:
             click.echo(f"toolreplay: error: {one_line(str(err))}", err=True)
             failed = True
-    if failed:
-        ctx.exit(EXIT_USAGE)
+    return not failed
 
 
 def _state_tools(
