@@ -50,17 +50,21 @@ def _refuse_unknown(items: Sequence[str]) -> None:
 
 def _refuse_odd_removals(items: Sequence[str], named: set[str], removed: set[str]) -> None:
     """``-report-error``, a ``-KIND`` without ``all``, and a kind both named and taken out."""
-    if REPORT_ERROR in removed:
-        # check fails on a file it cannot read whatever the list says (only the Action's none does not)
-        raise FailOnError(
-            f"{quote('-' + REPORT_ERROR)} changes nothing: a file that cannot be read fails the build"
-        )
+    _refuse_report_error_removal(removed)
     if removed and ALL not in items:
         first = next(item for item in items if item.startswith("-"))
         raise FailOnError(f"{quote(first)} takes a kind out of nothing; start the list with {quote(ALL)}")
     both = sorted(named & removed)
     if both:
         raise FailOnError(f"{quote(both[0])} is both named and taken out ({quote('-' + both[0])})")
+
+
+def _refuse_report_error_removal(removed: set[str]) -> None:
+    # check fails on a file it cannot read whatever the list says (only the Action's none does not)
+    if REPORT_ERROR in removed:
+        raise FailOnError(
+            f"{quote('-' + REPORT_ERROR)} changes nothing: a file that cannot be read fails the build"
+        )
 
 
 def _refuse_idle_removals(removed: set[str], kinds: frozenset[str]) -> None:

@@ -83,9 +83,14 @@ def action_cmd(ctx: click.Context) -> None:
             err=True,
         )
         code = EXIT_INTERNAL
+    _exit_code_output(settings, code)
+    ctx.exit(code)
+
+
+def _exit_code_output(settings: Settings | None, code: int) -> None:
+    """The step's exit-code output of a run that ended in an error (publish sets it otherwise)."""
     if code not in (EXIT_CLEAN, EXIT_FINDINGS) and settings is not None and settings.output:
         write_outputs(settings.output, {"exit-code": str(code)})
-    ctx.exit(code)
 
 
 def run_action(settings: Settings) -> int:
