@@ -21,6 +21,7 @@ from toolreplay.cli.gate import emit_gated, fail_on_option, fail_policy
 from toolreplay.cli.record import require_sdk
 from toolreplay.cli.record import warn as _warn
 from toolreplay.escape import one_line, quote
+from toolreplay.limits import MAX_REPEAT
 from toolreplay.reports import Line, Report, masked_line, receipt_line
 
 if TYPE_CHECKING:
@@ -158,7 +159,7 @@ def _text_explained(
 @fail_on_option
 @click.option(
     "--repeat",
-    type=click.IntRange(min=2),
+    type=click.IntRange(min=2, max=MAX_REPEAT),
     metavar="N",
     help="Ask each probed call N times, a second apart: every answer is compared, and a tool the"
     " lock declares deterministic that gives two different answers is silent-drift.",
