@@ -34,7 +34,7 @@ from toolreplay.contracts.lock import ToolContract, ToolLock, declared_mutators,
 from toolreplay.contracts.mcp import describe, innermost_error, server_said
 from toolreplay.contracts.text import text_of_tool
 from toolreplay.errors import InputError
-from toolreplay.escape import one_line, quote
+from toolreplay.escape import one_line, quote, url_shown
 from toolreplay.locate import pointer_of
 from toolreplay.transcript import Record
 
@@ -286,7 +286,7 @@ def ask_live(
     from mcp.client.stdio import stdio_client
     from mcp.client.streamable_http import streamable_http_client
 
-    name = target if isinstance(target, str) else describe(target)
+    name = url_shown(target) if isinstance(target, str) else describe(target)
     tap = _Tap()
     with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog, _sdk_logs_kept() as logs:
 
