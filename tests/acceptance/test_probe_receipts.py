@@ -156,6 +156,36 @@ def test_a_tampered_receipt_and_bad_combinations_are_refused(time_receipt: Writt
     assert not (tmp_path / "new.sealed.jsonl").exists() and not (tmp_path / "r.jsonl").exists()
 
 
+#: a real server behind a relay that kills it half a second after the second tools/call went on:
+#: between probe's first and second rounds (a second apart)
+DYING = """
+import os, subprocess, sys, threading
+server = subprocess.Popen(sys.argv[1:], stdin=subprocess.PIPE)
+calls = 0
+def die():
+    server.kill(); server.wait(); os._exit(0)
+for line in sys.stdin.buffer:
+    server.stdin.write(line); server.stdin.flush()
+    if b'"tools/call"' in line:
+        calls += 1
+        if calls == 2:
+            threading.Timer(0.5, die).start()
+"""
+
+
+def test_a_call_after_the_server_died_takes_no_earlier_answer(time_receipt: Written, tmp_path: Path) -> None:
+    """mcp-server-time dies between two rounds of --repeat 3: every later call is unavailable; none
+    takes the answer of the call before it (get_current_time was given convert_time's answer, and
+    convert_time was stable with one real answer in three)."""
+    relay = tmp_path / "dying.py"
+    relay.write_text(DYING, encoding="utf-8")
+    server = [sys.executable, str(relay), *python_server("time")]
+    argv = ["probe", str(time_receipt.run), "--lock", str(time_receipt.lock), "--repeat", "3", "--"]
+    code, out, _ = invoke(CliRunner(), *argv, *server)
+    assert code == 1
+    assert "tool 'convert_time': unavailable\ntool 'get_current_time': unavailable\nfindings: 2\n" in out, out
+
+
 @pytest.mark.parametrize("answers", [1, 1_000_000])
 def test_a_resealed_receipt_asking_too_few_or_too_many_answers_is_refused(
     time_receipt: Written, tmp_path: Path, answers: int

@@ -152,6 +152,10 @@ class _Tap:
     asked: list[str] = field(default_factory=list)
     unreadable: int = 0
 
+    def begin(self) -> None:
+        """Forget the last call: the next one may never reach :meth:`sent` (a closed connection)."""
+        self.call_id, self.answer, self.asked = None, None, []
+
     def sent(self, item: Any) -> None:
         message = getattr(getattr(item, "message", None), "method", None)
         if message == "tools/call":
@@ -362,6 +366,7 @@ async def _ask(client: Any, tap: _Tap, record: Record, timeout: float) -> Answer
     import anyio
 
     problem = ""
+    tap.begin()  # else a call the SDK never sends would take the previous call's answer
     try:
         with anyio.fail_after(timeout):
             await client.call_tool(record.tool, record.args)
