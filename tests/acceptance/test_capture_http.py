@@ -170,6 +170,7 @@ def test_record_over_http_with_a_target_that_breaks_off_warns_in_one_line(tmp_pa
     out = tmp_path / "run.jsonl"
     proxy_port = free_port()
     target = f"http://127.0.0.1:{short_port}/mcp"
+    origin = f"http://127.0.0.1:{short_port}"  # how messages name the target
     argv = [*TOOLREPLAY, "record", "-o", str(out), "--listen", f"127.0.0.1:{proxy_port}", "--target", target]
     proxy = _start(argv, proxy_port)
     try:
@@ -186,7 +187,7 @@ def test_record_over_http_with_a_target_that_breaks_off_warns_in_one_line(tmp_pa
     lines = err.decode().splitlines()
     assert status == 0
     assert lines[0].startswith(
-        f"toolreplay: warning: the target {target} broke off its answer: RemoteProtocolError: "
+        f"toolreplay: warning: the target {origin} broke off its answer: RemoteProtocolError: "
     )
     assert lines[1:] == [f"toolreplay: recorded 0 calls to {out}"]
 
