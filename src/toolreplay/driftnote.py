@@ -225,11 +225,16 @@ def _extra_key_line(error: Any, front: _FrontMatter, pointer: str, line: int) ->
     """For a key the schema does not know, the line of that key rather than of its object."""
     if error.validator != "additionalProperties" or not isinstance(error.instance, dict):
         return line
-    known = error.schema.get("properties", {}) if isinstance(error.schema, dict) else {}
-    extra = [key for key in error.instance if key not in known]
+    extra = _unknown_keys(error)
     if not extra:
         return line
     return front.nodes.get(pointer + "/" + pointer_token(str(extra[0])), (line, None))[0]
+
+
+def _unknown_keys(error: Any) -> list[Any]:
+    """The keys of an object the schema's ``properties`` do not name."""
+    known = error.schema.get("properties", {}) if isinstance(error.schema, dict) else {}
+    return [key for key in error.instance if key not in known]
 
 
 def _unquoted_non_string(node: Any) -> bool:

@@ -70,17 +70,23 @@ def committed_blob(path: str, rev: str = "HEAD") -> bytes | None:
     name = repo_path(path)
     if _git(["rev-parse", "--verify", "--quiet", rev + "^{commit}"], root).returncode != 0:
         return None  # no commits yet
+    oid = _regular_blob(root, rev, name)
+    if oid is None:
+        return None
+    done = _git(["cat-file", "blob", oid], root)
+    if done.returncode != 0:
+        return None
+    return done.stdout
+
+
+def _regular_blob(root: str, rev: str, name: str) -> str | None:
+    """The blob of regular file ``name`` (from the root) in ``rev``; None when no such file is there."""
     listed = _git(["ls-tree", "-z", "--full-tree", rev, "--", name], root)
     meta, _, listed_name = listed.stdout.partition(b"\t")
     fields = meta.decode("ascii", "replace").split(" ")
     if listed.returncode != 0 or listed_name.rstrip(b"\0") != os.fsencode(name) or len(fields) != 3:
         return None
-    if fields[0] not in REGULAR_MODES:
-        return None
-    done = _git(["cat-file", "blob", fields[2]], root)
-    if done.returncode != 0:
-        return None
-    return done.stdout
+    return fields[2] if fields[0] in REGULAR_MODES else None
 
 
 def merge_base(path: str, rev: str) -> str:

@@ -66,15 +66,20 @@ def parse_at(at: str) -> tuple[tuple[str, ...], ...]:
     for number, text in enumerate(at.split("#")):
         if not text.startswith("/"):
             raise ValueError(_START if number == 0 else "must go on with / after #")
-        tokens = []
-        for token in text[1:].split("/"):
-            if "~" in token.replace("~0", "").replace("~1", ""):
-                raise ValueError(f"has {_shown(token)}: ~ must be written ~0 (and / as ~1)")
-            tokens.append(token.replace("~1", "/").replace("~0", "~"))
-        segments.append(tuple(tokens))
+        segments.append(_tokens(text))
     if segments[0][0] not in PARTS:
         raise ValueError(_START)
     return tuple(segments)
+
+
+def _tokens(pointer: str) -> tuple[str, ...]:
+    """A JSON pointer's tokens, unescaped; ValueError for a ``~`` that escapes nothing."""
+    tokens = []
+    for token in pointer[1:].split("/"):
+        if "~" in token.replace("~0", "").replace("~1", ""):
+            raise ValueError(f"has {_shown(token)}: ~ must be written ~0 (and / as ~1)")
+        tokens.append(token.replace("~1", "/").replace("~0", "~"))
+    return tuple(tokens)
 
 
 def rule_problem(rule: Rule) -> tuple[str, str] | None:

@@ -462,31 +462,38 @@ def _text_drift(
     """The contract-text-drift message of a run call (and the baseline call it aligns with, if
     any): contract-text digests are held to each other and to the lock as fingerprints are."""
     why = explain.get(r.tool, "")
-    differences = (why,) if why else ()
-    locked = declared.text_digest if declared else None
     if b is not None and b.text_digest and r.text_digest and b.text_digest != r.text_digest:
-        if not lock_checks_runs and locked and r.text_digest != locked:
+        if not lock_checks_runs and _text_off_the_lock(r, declared):
             return None  # the run's own check against the lock reports this call
-        return text_drift_message(
-            r.tool,
-            b.text_digest,
-            r.text_digest,
-            where=f"baseline index {b.index}",
-            against="the run",
-            differences=differences,
-        )
-    if not locked:
+        where = f"baseline index {b.index}"
+        return _text_message(r.tool, b.text_digest, r.text_digest, where=where, against="the run", why=why)
+    if declared is None or not declared.text_digest:
         return None
+    return _text_lock_drift(b, r, declared.text_digest, why, lock_checks_runs)
+
+
+def _text_off_the_lock(r: Record, declared: ToolBehaviour | None) -> bool:
+    """Whether a call's contract-text digest is not the one the lock holds for its tool."""
+    return declared is not None and bool(declared.text_digest) and r.text_digest != declared.text_digest
+
+
+def _text_lock_drift(
+    b: Record | None, r: Record, locked: str, why: str, lock_checks_runs: bool
+) -> str | None:
+    """The contract-text-drift message of a call whose text digest is not the lock's: the baseline's first."""
     if b is not None and b.text_digest and b.text_digest != locked:
         where = f"baseline index {b.index}"
-        return text_drift_message(
-            r.tool, b.text_digest, locked, where=where, against="the lock", differences=differences
-        )
+        return _text_message(r.tool, b.text_digest, locked, where=where, against="the lock", why=why)
     if lock_checks_runs and r.text_digest and r.text_digest != locked:
-        return text_drift_message(
-            r.tool, r.text_digest, locked, where="in the run", against="the lock", differences=differences
-        )
+        return _text_message(r.tool, r.text_digest, locked, where="in the run", against="the lock", why=why)
     return None
+
+
+def _text_message(tool: str, recorded: str, other: str, *, where: str, against: str, why: str) -> str:
+    """A contract-text-drift message, with what changed when the tool source says."""
+    return text_drift_message(
+        tool, recorded, other, where=where, against=against, differences=(why,) if why else ()
+    )
 
 
 def _with_version(fingerprint: str, version: str | None) -> str:
@@ -609,7 +616,6 @@ def _diff_run(
     explain = explain or {}
     # a call the run makes differently (a new required argument, say) is not aligned, but its
     # contract is still compared: with the baseline's calls of that tool, or with the lock
-    recorded = base.recorded
     for tag, i1, i2, j1, j2 in align_tables(base, run):
         if tag == "equal":
             aligned += i2 - i1
@@ -623,19 +629,26 @@ def _diff_run(
             continue
         _agent_drift(out, tag, base, run, i1, i2, j1, j2)
         for r in run.lights(j1, j2):
-            drift = _fingerprint_drift(
-                recorded.get(r.tool), r, behaviour.get(r.tool), explain, lock_checks_runs
-            )
-            if drift is not None:
-                out.add("tool-drift", index=r.index, tool=r.tool, related=None, line=r.line, message=drift)
-            text = _text_drift(
-                base.described.get(r.tool), r, behaviour.get(r.tool), explain, lock_checks_runs
-            )
-            if text is not None:
-                out.add(
-                    "contract-text-drift", index=r.index, tool=r.tool, related=None, line=r.line, message=text
-                )
+            _unaligned_contract(out, r, base, behaviour.get(r.tool), explain, lock_checks_runs)
     return out, aligned
+
+
+def _unaligned_contract(
+    out: _Collector,
+    r: Record,
+    base: CallTable,
+    declared: ToolBehaviour | None,
+    explain: Mapping[str, str],
+    lock_checks_runs: bool,
+) -> None:
+    """A run call no baseline call aligns with: its contract held to the baseline's calls of that
+    tool (their fingerprint, their contract text), or to the lock."""
+    drift = _fingerprint_drift(base.recorded.get(r.tool), r, declared, explain, lock_checks_runs)
+    if drift is not None:
+        out.add("tool-drift", index=r.index, tool=r.tool, related=None, line=r.line, message=drift)
+    text = _text_drift(base.described.get(r.tool), r, declared, explain, lock_checks_runs)
+    if text is not None:
+        out.add("contract-text-drift", index=r.index, tool=r.tool, related=None, line=r.line, message=text)
 
 
 # --- the same comparison, call by call (re-execution) ------------------------------------

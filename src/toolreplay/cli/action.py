@@ -27,7 +27,6 @@ from toolreplay.cli.gate import tally
 from toolreplay.config import Config, load_config, unmatched_globs
 from toolreplay.errors import InputError, ToolreplayError
 from toolreplay.escape import workflow_command
-from toolreplay.findings import Finding
 from toolreplay.gate import describe
 from toolreplay.github.action import (
     REPORT_NAME,
@@ -291,23 +290,23 @@ def rebase(reports: Sequence[Report], config: Config, workspace: str) -> list[Re
     if prefix == os.curdir or prefix.startswith(os.pardir):
         return list(reports)
     base = PurePosixPath(Path(prefix).as_posix())
+    return [_moved_report(r, base) for r in reports]
 
-    def moved(path: str) -> str:
-        return str(base / path) if path and not os.path.isabs(path) else path
 
-    def finding(f: Finding) -> Finding:
-        return dataclasses.replace(f, path=moved(f.path))
+def _moved_report(r: Report, base: PurePosixPath) -> Report:
+    """A report with its paths (its findings', its notes folder and note) under ``base``."""
+    return dataclasses.replace(
+        r,
+        path=_moved(base, r.path),
+        findings=tuple(dataclasses.replace(f, path=_moved(base, f.path)) for f in r.findings),
+        notes=None if r.notes is None else _moved(base, r.notes),
+        note=None if r.note is None else _moved(base, r.note),
+    )
 
-    return [
-        dataclasses.replace(
-            r,
-            path=moved(r.path),
-            findings=tuple(finding(f) for f in r.findings),
-            notes=None if r.notes is None else moved(r.notes),
-            note=None if r.note is None else moved(r.note),
-        )
-        for r in reports
-    ]
+
+def _moved(base: PurePosixPath, path: str) -> str:
+    """A relative path under ``base``; an absolute one (or none) as it is."""
+    return str(base / path) if path and not os.path.isabs(path) else path
 
 
 def _write(path: str, text: str) -> None:

@@ -132,6 +132,21 @@ def _target(path: str, *, replace: bool) -> str:
     return target
 
 
+def _close_and_place(out: IO[str], tmp: str, target: str, path: str, *, replace: bool) -> None:
+    """Close the temp file (its last buffer flushed: a full disk can show here) and rename it onto
+    ``target``."""
+    try:
+        out.close()
+    except OSError as err:
+        raise write_error(err, path) from err
+    try:
+        place(tmp, target, replace=replace)
+    except FileExistsError as err:
+        raise InputError(EXISTS, path=path) from err
+    except OSError as err:
+        raise InputError(f"cannot write here: {err.strerror}", path=path) from err
+
+
 def _into_special(target: str, path: str, spool: IO[str]) -> None:
     """Copy the spooled output into a FIFO or a device."""
     try:
@@ -167,16 +182,7 @@ def _renamed_into_place(target: str, path: str, *, mode: int, replace: bool) -> 
             with contextlib.suppress(OSError):
                 out.close()
             raise
-        try:
-            out.close()  # flushes the last buffer: a full disk can show here
-        except OSError as err:
-            raise write_error(err, path) from err
-        try:
-            place(tmp, target, replace=replace)
-        except FileExistsError as err:
-            raise InputError(EXISTS, path=path) from err
-        except OSError as err:
-            raise InputError(f"cannot write here: {err.strerror}", path=path) from err
+        _close_and_place(out, tmp, target, path, replace=replace)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)

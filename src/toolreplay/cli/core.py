@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import click
 
@@ -18,6 +19,9 @@ from toolreplay.files import SEALED_SUFFIX
 from toolreplay.findings import Finding, sort_findings
 from toolreplay.reports import Line, Report
 from toolreplay.transcript import open_input
+
+if TYPE_CHECKING:
+    from toolreplay.config import Config
 
 #: the signature's part of verify's report, given the chain's state (a line, and its finding)
 SignatureAnchor = Callable[[str, ChainState], tuple[Line, list[Finding]]]
@@ -120,7 +124,6 @@ def _configured_baselines(config_file: str | None, *, anchored: bool) -> list[st
     """
     # the loader (tomllib, pathlib) only here: verify SEALED reads no config
     from toolreplay.config import config_path, expand
-    from toolreplay.hooks.settings import unjudged_baseline
 
     config = read_config(config_file)
     if config is None or not config.baselines:
@@ -131,11 +134,19 @@ def _configured_baselines(config_file: str | None, *, anchored: bool) -> list[st
         raise click.UsageError("anchors (--expect-head, --expect-count, --key) need one SEALED")
     announce(config, ["baselines"])
     found = [p for p in expand(config, config.baselines) if p.endswith(SEALED_SUFFIX)]
-    for path in found:
+    _refuse_unjudged(config, found)
+    return [config_path(config, p) for p in found]
+
+
+def _refuse_unjudged(config: Config, paths: list[str]) -> None:
+    """Refuse the first of ``paths`` that ``check`` would not read as a baseline."""
+    from toolreplay.config import config_path
+    from toolreplay.hooks.settings import unjudged_baseline
+
+    for path in paths:
         refused = unjudged_baseline(config, path)
         if refused is not None:
             raise InputError(refused, path=config_path(config, path))
-    return [config_path(config, p) for p in found]
 
 
 def _verify_report(

@@ -242,32 +242,35 @@ def render(result: GuardResult, *, notes_dir: str, mode: str = "staged", warning
     ``mode``: ``staged`` (a commit being made), ``amend`` (a commit amended) or ``range``.
     Warnings follow, one line each.
     """
-    folder = notes_dir + "/"
-    out: list[str] = []
     if not result.problems:
         out = [_passed(result), *(f"warning: {w}" for w in warnings)]
         return "\n".join(out) + "\n"
-    out.append(
-        {
-            "staged": "toolreplay: commit refused: a sealed baseline changes without a drift note for that"
-            " exact change",
-            "amend": "toolreplay: amend refused: the amended commit changes a sealed baseline without a drift"
-            " note for that exact change",
-            "range": "toolreplay: a sealed baseline changes in this range without a drift note for that exact"
-            " change",
-        }[mode]
-    )
-    for problem in result.problems:
-        out.append("")
-        out.append(problem.subject)
-        out.extend("  " + line for line in problem.lines)
+    out = [_REFUSED[mode], *_problem_lines(result)]
     out.append("")
-    out.append(f"A drift note is Markdown under {folder}: YAML front matter with baseline, from and to")
+    out.append(f"A drift note is Markdown under {notes_dir}/: YAML front matter with baseline, from and to")
     out.append("(no 'to' for a deletion), then why the drift is accepted. See docs/hooks.md.")
     if warnings:
         out.append("")
         out += [f"warning: {w}" for w in warnings]
     return "\n".join(out) + "\n"
+
+
+#: the refusal's first line, by what was judged
+_REFUSED = {
+    "staged": "toolreplay: commit refused: a sealed baseline changes without a drift note for that"
+    " exact change",
+    "amend": "toolreplay: amend refused: the amended commit changes a sealed baseline without a drift"
+    " note for that exact change",
+    "range": "toolreplay: a sealed baseline changes in this range without a drift note for that exact change",
+}
+
+
+def _problem_lines(result: GuardResult) -> list[str]:
+    """Each problem: a blank line, its subject, and its lines indented."""
+    out: list[str] = []
+    for problem in result.problems:
+        out += ["", problem.subject, *("  " + line for line in problem.lines)]
+    return out
 
 
 def _passed(result: GuardResult) -> str:

@@ -380,14 +380,17 @@ def schema_problems(schema: Any) -> list[tuple[str, str]]:
         return [("input schema is not a JSON Schema (an object or a boolean)", "")]
     errors = sorted(_META.iter_errors(schema), key=lambda e: [str(p) for p in e.absolute_path])
     if errors:
-        pointer = "".join("/" + pointer_token(p) for p in errors[0].absolute_path)  # "" is the schema itself
-        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-        return [
-            (f"input schema is not valid JSON Schema: {_meta_problem(errors[0], pointer)}{more}", pointer)
-        ]
+        return [_invalid(errors)]
     if isinstance(schema, dict) and schema.get("type", "object") != "object":
         return [(f'input schema has type {canonical(schema["type"])}, not "object"', "/type")]
     return []
+
+
+def _invalid(errors: list[ValidationError]) -> tuple[str, str]:
+    """The first of the metaschema's errors (with how many more), and where it is."""
+    pointer = "".join("/" + pointer_token(p) for p in errors[0].absolute_path)  # "" is the schema itself
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return f"input schema is not valid JSON Schema: {_meta_problem(errors[0], pointer)}{more}", pointer
 
 
 def _meta_problem(error: ValidationError, pointer: str) -> str:

@@ -149,6 +149,13 @@ def _hints_problem(text: dict[str, Any]) -> tuple[str, str] | None:
     return None
 
 
+def _recorded_at(index: int | None, where: str) -> str:
+    """Which call recorded the digest: ``where``, else the call at ``index``."""
+    if where:
+        return f" ({where})"
+    return f" (recorded call at index {index})" if index is not None else ""
+
+
 def text_drift_message(
     tool: str,
     recorded: str,
@@ -162,9 +169,7 @@ def text_drift_message(
     """The one wording of a ``contract-text-drift``, whichever check found it (digests shown by
     their first 16 hex digits; ``differences``: what changed, as ``fingerprint-diff`` words it;
     ``where``: which call recorded the digest, when not the recorded call at ``index``)."""
-    at = f" (recorded call at index {index})" if index is not None else ""
-    if where:
-        at = f" ({where})"
+    at = _recorded_at(index, where)
     holder = f"{against} has" if against else "is now"
     now = f"{holder} {live[:16]}" if live is not None else "the tool is gone"
     what = (

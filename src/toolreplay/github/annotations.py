@@ -17,6 +17,7 @@ from toolreplay.kinds import REPORT_ERROR, Level, kind_info
 from toolreplay.report.paths import repo_relative
 
 if TYPE_CHECKING:
+    from toolreplay.findings import Finding
     from toolreplay.reports import Report
 
 #: GitHub shows at most this many annotations of one type (error, warning, notice) per step ...
@@ -95,6 +96,18 @@ class AnnotationPlan:
         )
 
 
+def _finding_annotation(report: Report, f: Finding, level: Level) -> Annotation:
+    """A finding's annotation, on its own file (else the report's) and line, if any."""
+    return Annotation(
+        level=level,
+        kind=f.kind,
+        path=f.path or report.path,
+        line=f.line or None,
+        index=f.index,
+        message=f.text,
+    )
+
+
 def collect_annotations(
     reports: Sequence[Report], *, level: Callable[[str], Level] | None = None
 ) -> list[Annotation]:
@@ -106,17 +119,7 @@ def collect_annotations(
     level_of = level or (lambda kind: kind_info(kind).level)
     out: list[Annotation] = []
     for report in reports:
-        for f in report.findings:
-            out.append(
-                Annotation(
-                    level=level_of(f.kind),
-                    kind=f.kind,
-                    path=f.path or report.path,
-                    line=f.line or None,
-                    index=f.index,
-                    message=f.text,
-                )
-            )
+        out += [_finding_annotation(report, f, level_of(f.kind)) for f in report.findings]
         for error in report.errors:
             out.append(
                 Annotation(

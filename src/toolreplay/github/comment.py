@@ -124,14 +124,18 @@ def target_from_env(environ: Mapping[str, str] | None = None) -> CommentTarget |
         return None
     number = _event_number(event_payload(env))
     if number is None:
-        match = _PULL_REF.match(env.get("GITHUB_REF", ""))
-        if match:
-            number = int(match.group(1))
+        number = _ref_number(env.get("GITHUB_REF", ""))
     if number is None:
         return None
     return CommentTarget(
         repository=repository, number=number, api_url=env.get("GITHUB_API_URL") or DEFAULT_API_URL
     )
+
+
+def _ref_number(ref: str) -> int | None:
+    """The pull request's number in a ``refs/pull/N/merge`` ref."""
+    match = _PULL_REF.match(ref)
+    return int(match.group(1)) if match else None
 
 
 def _event_number(event: dict[str, object]) -> int | None:

@@ -159,18 +159,21 @@ def parse_raw_diff(out: bytes) -> list[Entry]:
         status = meta[4][:1]
         paths = [_decode_path(p) for p in fields[i + 1 : i + (3 if status in "RC" else 2)]]
         i += 1 + len(paths)
-        entries.append(
-            Entry(
-                status=status,
-                old_path=None if status == "A" else paths[0],
-                new_path=None if status == "D" else paths[-1],
-                old_oid=_oid(meta[2]),
-                new_oid=_oid(meta[3]),
-                old_mode=meta[0],
-                new_mode=meta[1],
-            )
-        )
+        entries.append(_entry(meta, status, paths))
     return entries
+
+
+def _entry(meta: list[str], status: str, paths: list[str]) -> Entry:
+    """One entry from its modes, object ids and status, and its path (both, for a rename or copy)."""
+    return Entry(
+        status=status,
+        old_path=None if status == "A" else paths[0],
+        new_path=None if status == "D" else paths[-1],
+        old_oid=_oid(meta[2]),
+        new_oid=_oid(meta[3]),
+        old_mode=meta[0],
+        new_mode=meta[1],
+    )
 
 
 def _oid(oid: str) -> str | None:

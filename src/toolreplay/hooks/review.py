@@ -54,15 +54,19 @@ def review_of(
 ) -> Review:
     """The change to one baseline between ``base`` and ``head`` (commits), with the notes that accept it."""
     notes = [n for n in result.notes if n.baseline == change.baseline]
-    kinds = sorted({k for n in notes for k in n.kinds})
     return Review(
         base=base,
         head=head,
         note=" and ".join(n.path for n in notes) or None,
         reason=_reason(notes),
-        kinds=tuple(kinds),
+        kinds=_kinds(notes),
         changes=tuple(_changes(git, change, base=base, head=head, mutators=mutators, explain=explain)),
     )
+
+
+def _kinds(notes: Sequence[DriftNote]) -> tuple[str, ...]:
+    """The kinds the notes accept, sorted."""
+    return tuple(sorted({k for n in notes for k in n.kinds}))
 
 
 def _reason(notes: Sequence[DriftNote]) -> str:

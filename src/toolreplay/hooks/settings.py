@@ -148,20 +148,27 @@ def unjudged_baseline(config: Config, path: str) -> str | None:
     its way) is stored as the name it points to, and a file inside a submodule (a folder with its
     own ``.git``) as the submodule's commit, so an edit behind either would pass the guard.
     """
+    hidden = _hidden(str(config.root), [part for part in path.split("/") if part])
+    if hidden is not None:
+        return f"{hidden}: {_NOT_JUDGED}"
+    if not is_baseline(path, glob_patterns(config.baselines, "")):
+        return f"is not matched by the drift-note guard's patterns: {_NOT_JUDGED}"
+    return None
+
+
+def _hidden(root: str, parts: list[str]) -> str | None:
+    """Whether the file at ``parts`` under ``root`` is, or lies under, a symlink, or lies in a
+    submodule (a folder with its own ``.git``); None when neither."""
     # no pathlib: the drift-note hook imports this module, and its start-up is measured
-    parts = [part for part in path.split("/") if part]
-    here = str(config.root)
+    here = root
     for depth, part in enumerate(parts):
         here = os.path.join(here, part)
         last = depth == len(parts) - 1
         folder = quote("/".join(parts[: depth + 1]))
         if os.path.islink(here):
-            where = "is a symlink" if last else f"lies under a symlink ({folder})"
-            return f"{where}: {_NOT_JUDGED}"
+            return "is a symlink" if last else f"lies under a symlink ({folder})"
         if not last and os.path.exists(os.path.join(here, ".git")):
-            return f"lies in another git repository ({folder}, a submodule, has its own .git): {_NOT_JUDGED}"
-    if not is_baseline(path, glob_patterns(config.baselines, "")):
-        return f"is not matched by the drift-note guard's patterns: {_NOT_JUDGED}"
+            return f"lies in another git repository ({folder}, a submodule, has its own .git)"
     return None
 
 

@@ -113,15 +113,20 @@ def _tool_result(pairing: Pairing, message: dict[str, Any], location: Location, 
     name = message.get("name")
     if name is not None and not isinstance(name, str):
         raise location.at("name").error('"name" of a tool message must be a string')
-    if ids_key is not None and ids_key in message:
-        ids = need_list(message[ids_key], location.at(ids_key), f'"{ids_key}"')
-        for i, call_id in enumerate(ids):
-            if not isinstance(call_id, str):
-                raise location.at(ids_key, i).error("a tool call id must be a string")
-            pairing.result(call_id=call_id, tool=name, response=_content(message))
-        return
-    call_id = need_string(message, "tool_call_id", location, "a tool message")
-    pairing.result(call_id=call_id, tool=name, response=_content(message))
+    for call_id in _answered_ids(message, location, ids_key):
+        pairing.result(call_id=call_id, tool=name, response=_content(message))
+
+
+def _answered_ids(message: dict[str, Any], location: Location, ids_key: str | None) -> list[str]:
+    """The calls a tool message answers: its list under ``ids_key`` (SWE-agent's), else its one
+    ``tool_call_id``."""
+    if ids_key is None or ids_key not in message:
+        return [need_string(message, "tool_call_id", location, "a tool message")]
+    ids = need_list(message[ids_key], location.at(ids_key), f'"{ids_key}"')
+    for i, call_id in enumerate(ids):
+        if not isinstance(call_id, str):
+            raise location.at(ids_key, i).error("a tool call id must be a string")
+    return ids
 
 
 def _content(message: dict[str, Any]) -> dict[str, Any]:

@@ -76,16 +76,21 @@ class OTel:
         # sorted() is stable: spans that start together keep their file order
         ranked = sorted(traces.items(), key=lambda kv: (min(s.start for s in kv[1]), kv[0]))
         for number, (_, spans) in enumerate(ranked):
-            pairing = Pairing()
-            for span in sorted(spans, key=lambda s: s.start):
-                pairing.call(
-                    tool=span.tool,
-                    call_id=span.call_id,
-                    arguments=span.arguments,
-                    location=span.location,
-                    response=span.response,
-                )
-            yield pairing.session(number)
+            yield _trace(spans, number)
+
+
+def _trace(spans: list[_ToolSpan], number: int) -> Session:
+    """One trace's tool spans as a session, in the order they started."""
+    pairing = Pairing()
+    for span in sorted(spans, key=lambda s: s.start):
+        pairing.call(
+            tool=span.tool,
+            call_id=span.call_id,
+            arguments=span.arguments,
+            location=span.location,
+            response=span.response,
+        )
+    return pairing.session(number)
 
 
 def _members(
@@ -177,11 +182,13 @@ def _failed(span: dict[str, Any], at: Location) -> str | None:
 #: a decimal integer as OTLP JSON writes int64 and uint64 fields: ASCII digits (str.isdigit
 #: also takes "²", which int() refuses), no more than Python converts (MAX_INT_DIGITS)
 _DECIMAL = re.compile(rf"-?[0-9]{{1,{MAX_INT_DIGITS}}}")
+#: the same without a sign: a time
+_UNSIGNED = re.compile(rf"[0-9]{{1,{MAX_INT_DIGITS}}}")
 
 
 def _start(span: dict[str, Any], at: Location) -> int:
     raw = span.get("startTimeUnixNano")
-    if isinstance(raw, str) and _DECIMAL.fullmatch(raw) and not raw.startswith("-"):
+    if isinstance(raw, str) and _UNSIGNED.fullmatch(raw):
         return int(raw)
     if isinstance(raw, int) and not isinstance(raw, bool) and raw >= 0:
         return raw

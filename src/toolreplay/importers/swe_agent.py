@@ -20,6 +20,7 @@ one) and the raw observation (the history's copy is templated, and may be elided
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from typing import Any
 
 from toolreplay.importers.base import (
     Arguments,
@@ -42,22 +43,30 @@ class SWEAgent:
 
     def sessions(self, items: Iterable[Item]) -> Iterator[Session]:
         for number, item in enumerate(items):
-            trajectory = need_object(item.value, item.location, "a SWE-agent trajectory")
-            steps = trajectory.get("trajectory")
-            if steps:
-                yield _steps(item, number)
-            elif "history" in trajectory:
-                history = list_member(item, "history")
-                if history is None:
-                    raise item.location.at("history").error(
-                        f'"history" must be an array, not {type_name(trajectory["history"])}'
-                    )
-                yield read_conversation(history, number, ids_key="tool_call_ids")
-            elif "trajectory" in trajectory:
-                need_list(steps, item.location.at("trajectory"), '"trajectory"')
-                yield Pairing().session(number)
-            else:
-                raise item.location.error('not a SWE-agent trajectory: no "trajectory" or "history"')
+            yield _trajectory(item, number)
+
+
+def _trajectory(item: Item, number: int) -> Session:
+    """One trajectory: its steps, else its history (a chat), else an empty ``trajectory``."""
+    trajectory = need_object(item.value, item.location, "a SWE-agent trajectory")
+    steps = trajectory.get("trajectory")
+    if steps:
+        return _steps(item, number)
+    if "history" in trajectory:
+        return _history(item, trajectory, number)
+    if "trajectory" in trajectory:
+        need_list(steps, item.location.at("trajectory"), '"trajectory"')
+        return Pairing().session(number)
+    raise item.location.error('not a SWE-agent trajectory: no "trajectory" or "history"')
+
+
+def _history(item: Item, trajectory: dict[str, Any], number: int) -> Session:
+    history = list_member(item, "history")
+    if history is None:
+        raise item.location.at("history").error(
+            f'"history" must be an array, not {type_name(trajectory["history"])}'
+        )
+    return read_conversation(history, number, ids_key="tool_call_ids")
 
 
 def _steps(item: Item, number: int) -> Session:

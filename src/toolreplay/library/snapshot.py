@@ -40,14 +40,21 @@ def _anchored(
     if expect_head is not None and expect_head.lower() != state.head:
         raise SealError(f"the chain ends on head {state.head}, expected {expect_head.lower()}", path=name)
     if key is not None:
-        check = signing.check(
-            os.fspath(signature) if signature is not None else name + ".sig",
-            signing.load_public_key(os.fspath(key)),
-            signing.Statement(head=state.head, count=state.links),
-        )
-        if check.problem:
-            raise SealError(f"the signature does not anchor this file: {check.problem}", path=name)
+        _signed(name, state, key, signature)
     return state
+
+
+def _signed(
+    name: str, state: ChainState, key: str | os.PathLike[str], signature: str | os.PathLike[str] | None
+) -> None:
+    """The signature (default ``NAME.sig``) verifies with ``key`` over the chain's head and length."""
+    check = signing.check(
+        os.fspath(signature) if signature is not None else name + ".sig",
+        signing.load_public_key(os.fspath(key)),
+        signing.Statement(head=state.head, count=state.links),
+    )
+    if check.problem:
+        raise SealError(f"the signature does not anchor this file: {check.problem}", path=name)
 
 
 def match_key(tool: str, args: dict[str, Any], volatile: Volatile | None = None) -> str:

@@ -119,29 +119,29 @@ def reports_from_data(data: dict[str, Any]) -> list[Report]:
     A report without ``header`` (written before it existed) gets its lines from ``summary``
     with the values as text.
     """
-    out = []
-    for r in data["reports"]:
-        if "header" in r:
-            header = tuple(
-                Line(key=h["key"], value=h["value"], text=h["text"], label=h.get("label", ""))
-                for h in r["header"]
-            )
-        else:
-            header = tuple(Line(key=k, value=v, text=str(v)) for k, v in r["summary"].items())
-        findings = tuple(_read_finding(f, r["file"]) for f in r["findings"])
-        out.append(
-            Report(
-                command=r["command"],
-                path=r["file"],
-                header=header,
-                findings=findings,
-                errors=tuple(r["errors"]),
-                notes=r.get("notes"),
-                note=r.get("note"),
-                review=_read_review(r["review"], r["file"]) if "review" in r else None,
-            )
-        )
-    return out
+    return [_read_report(r) for r in data["reports"]]
+
+
+def _read_report(r: dict[str, Any]) -> Report:
+    return Report(
+        command=r["command"],
+        path=r["file"],
+        header=_read_header(r),
+        findings=tuple(_read_finding(f, r["file"]) for f in r["findings"]),
+        errors=tuple(r["errors"]),
+        notes=r.get("notes"),
+        note=r.get("note"),
+        review=_read_review(r["review"], r["file"]) if "review" in r else None,
+    )
+
+
+def _read_header(r: dict[str, Any]) -> tuple[Line, ...]:
+    """A report's header lines; from its ``summary`` (values as text) when it has no ``header``."""
+    if "header" not in r:
+        return tuple(Line(key=k, value=v, text=str(v)) for k, v in r["summary"].items())
+    return tuple(
+        Line(key=h["key"], value=h["value"], text=h["text"], label=h.get("label", "")) for h in r["header"]
+    )
 
 
 def dump_inert(value: Any) -> str:

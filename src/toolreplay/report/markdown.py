@@ -253,6 +253,11 @@ def _accept(report: Report, findings: Sequence[Finding], base: str | None) -> li
         return _advised(other_advice(report, findings))
     if not report.path.endswith(SEALED_SUFFIX) or not any(f.kind in NOTE_ACCEPTS for f in findings):
         return []
+    return _accept_drift(report, findings)
+
+
+def _accept_drift(report: Report, findings: Sequence[Finding]) -> list[str]:
+    """A checked baseline's drift: the note command, naming the runs and where the note goes."""
     words = ["toolreplay", "note", report.path]
     for run in drifted_runs(report, findings):
         words += ["--run", run]

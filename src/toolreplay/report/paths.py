@@ -13,21 +13,25 @@ def repo_root(environ: Mapping[str, str] | None = None) -> str:
     return env.get("GITHUB_WORKSPACE") or os.getcwd()
 
 
+def _under(path: str, root: str | None) -> str | None:
+    """An absolute ``path`` relative to ``root`` (default: the repository's); None outside it."""
+    base = os.path.abspath(root if root is not None else repo_root())
+    try:
+        if os.path.commonpath([base, os.path.abspath(path)]) != base:
+            return None
+    except ValueError:  # another drive on Windows
+        return None
+    return os.path.relpath(path, base)
+
+
 def repo_relative(path: str, root: str | None = None) -> str | None:
     """``path`` relative to ``root`` in POSIX form, or None when it lies outside ``root``.
 
     A relative path is taken as already relative to the root (the Action runs there).
     """
-    if not os.path.isabs(path):
-        rel = os.path.normpath(path)
-    else:
-        base = os.path.abspath(root if root is not None else repo_root())
-        try:
-            if os.path.commonpath([base, os.path.abspath(path)]) != base:
-                return None
-        except ValueError:  # another drive on Windows
-            return None
-        rel = os.path.relpath(path, base)
+    rel = os.path.normpath(path) if not os.path.isabs(path) else _under(path, root)
+    if rel is None:
+        return None
     posix = PurePath(rel).as_posix()
     if posix == ".." or posix.startswith("../"):
         return None

@@ -82,15 +82,20 @@ def guard_block(report: Report, view: View) -> list[str]:
     parts = [p for f in report.findings if f.kind == GUARD_CHANGED for p in f.message.split("; ")]
     if not parts:
         return []
-    versions = ""
-    if report.review is not None:
-        base, head = report.review.base, report.review.head
-        old = _link("base version", view.blob(base, report.path), base)
-        new = _link("head version", view.blob(head, report.path), head)
-        versions = f" ({old} → {new})"
+    versions = _guard_versions(report, view)
     out = ["", f"**The drift guard's settings change** in {code(report.path)}{versions}:", ""]
     out += [f"- {code(part)}" for part in parts]
     return out
+
+
+def _guard_versions(report: Report, view: View) -> str:
+    """`` (base version → head version)``, each linked, when the report knows both commits."""
+    if report.review is None:
+        return ""
+    base, head = report.review.base, report.review.head
+    old = _link("base version", view.blob(base, report.path), base)
+    new = _link("head version", view.blob(head, report.path), head)
+    return f" ({old} → {new})"
 
 
 def is_guard_change(report: Report) -> bool:
@@ -200,16 +205,17 @@ def other_advice(report: Report, findings: Sequence[Finding]) -> Advice | None:
     again, and a note, where the guard counts it as a baseline, accepts that new version.
     """
     if report.command == "probe" and any(f.kind in REWRITE_ACCEPTS for f in findings):
-        answers = next((line.value for line in report.header if line.key == RECEIPT), None)
+        answers = _header_value(report, RECEIPT)
         return _rewrite_receipt(report.path, answers) if answers is not None else _record_again(report.path)
-    baseline = next((line.value for line in report.header if line.key == "baseline"), None)
-    if (
-        report.command == "diff"
-        and isinstance(baseline, str)
-        and any(f.kind in NOTE_ACCEPTS for f in findings)
-    ):
-        return _run_as_baseline(report.path, baseline)
+    if report.command == "diff" and any(f.kind in NOTE_ACCEPTS for f in findings):
+        baseline = _header_value(report, "baseline")
+        return _run_as_baseline(report.path, baseline) if isinstance(baseline, str) else None
     return None
+
+
+def _header_value(report: Report, key: str) -> object:
+    """The value of the report's header line ``key`` (None without one)."""
+    return next((line.value for line in report.header if line.key == key), None)
 
 
 _NOT_A_NOTE = (
