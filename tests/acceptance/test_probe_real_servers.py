@@ -11,7 +11,9 @@ from typing import Any
 
 import anyio
 import pytest
+from click.testing import CliRunner
 
+from tests.conftest import invoke
 from tests.mcp_agent import TIMEOUT, TOOLREPLAY
 from tests.realservers import node_server, python_server
 
@@ -56,6 +58,13 @@ def _record(
 
 
 def _probe(*args: str) -> subprocess.CompletedProcess[str]:
+    """``toolreplay probe ARGS`` in-process (the server it asks is a real process): exit code, output."""
+    code, out, err = invoke(CliRunner(), "probe", *args)
+    return subprocess.CompletedProcess(["probe", *args], code, out, err)
+
+
+def _probe_process(*args: str) -> subprocess.CompletedProcess[str]:
+    """``toolreplay probe ARGS`` in a process of its own: its stderr holds everything printed there."""
     argv = [*TOOLREPLAY, "probe", *args]
     return subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT * 2, check=False)
 
@@ -195,7 +204,7 @@ def test_a_server_that_hangs_or_crashes_fails(tmp_path: Path) -> None:
     ]
     out = tmp_path / "run.jsonl"
     out.write_text("".join(json.dumps(c) + "\n" for c in calls), encoding="utf-8")
-    result = _probe(str(out), "--timeout", "3", "--", sys.executable, str(HOSTILE))
+    result = _probe_process(str(out), "--timeout", "3", "--", sys.executable, str(HOSTILE))
     assert result.returncode == 1, result.stdout + result.stderr
     assert result.stdout.splitlines()[:5] == [
         "calls: 3",
