@@ -65,15 +65,20 @@ def invoke(
     return result.exit_code, result.stdout, result.stderr
 
 
-@pytest.fixture
-def git_isolated(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Commands that run git with the inherited environment see a clean test identity and no outer repo."""
+def isolate_git(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Give git run with the inherited environment a clean test identity and no outer repo."""
     from tests.gitrepo import GIT_LEAKS, git_env
 
     for key in GIT_LEAKS:
         monkeypatch.delenv(key, raising=False)
     for key, value in git_env().items():
         monkeypatch.setenv(key, value)
+
+
+@pytest.fixture
+def git_isolated(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Commands that run git with the inherited environment see a clean test identity and no outer repo."""
+    isolate_git(monkeypatch)
 
 
 @pytest.fixture(autouse=True)

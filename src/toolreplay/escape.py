@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from urllib.parse import urlsplit
 
 # Every boundary str.splitlines() knows, a superset of the runner's \r and \n: text is cut
 # into lines wherever any reader of the log might see a new one.
@@ -147,3 +148,11 @@ def workflow_command(
     # The message may hold "::" or "##[" as they are: the runner parses this line as our
     # command first (TryParseV2) and only tries the legacy "##[" form when that fails.
     return f"{head}::{escape_data(message)}"
+
+
+def url_shown(url: str) -> str:
+    """A server's URL as messages name it: its scheme and host (and port) only, never the
+    credentials or the query it may carry (``https://user:pass@host/mcp?key=...`` is
+    ``https://host``), for messages go to logs and, in a proxy's 502, to the client."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}" if parts.scheme and parts.netloc else url

@@ -15,6 +15,9 @@ MAX_DEPTH = 128
 MAX_INT_DIGITS = 4300
 #: Largest record accepted, in bytes of its line (without the line ending).
 MAX_RECORD_BYTES = 8 * 1024 * 1024
+#: Most answers ``probe --repeat N`` asks of each call, a second apart (and a receipt may ask for):
+#: a sample, not a soak test; a hand-edited receipt cannot keep probe asking for days.
+MAX_REPEAT = 100
 #: Time the scope's argument patterns may take on one transcript, in all (docs/scope.md).
 DEFAULT_BUDGET_SECONDS = 10.0
 

@@ -44,4 +44,6 @@ def parse_state_command(value: str) -> Command:
         raise ValueError(f"cannot be split into words: {str(err).lower()}") from None
     if not argv:
         raise ValueError("names no command" + (f" for tool {tool!r}" if tool else ""))
+    if "\0" in text:  # no command line can hold one: the operating system would refuse to start it
+        raise ValueError("holds a NUL character, which no command's words can hold")
     return Command(text=text, argv=argv, tool=tool)

@@ -110,17 +110,19 @@ def test_record_and_serve_over_streamable_http(runner: CliRunner, tmp_path: Path
 @pytest.mark.slow
 def test_record_over_http_with_the_target_down_answers_502_and_warns_in_one_line(tmp_path: Path) -> None:
     """A target that refuses the connection gets the client a 502 and the proxy one warning line
-    per request on stderr, no traceback; the proxy keeps serving and exits 0 when stopped."""
+    per request on stderr, no traceback; the proxy keeps serving and exits 0 when stopped. Both
+    name the target by its origin: the URL's credentials and query (an API key) are in neither."""
     import urllib.error
     import urllib.request
 
     out = tmp_path / "run.jsonl"
     proxy_port, dead_port = free_port(), free_port()
-    target = f"http://127.0.0.1:{dead_port}/mcp"
-    argv = [*TOOLREPLAY, "record", "-o", str(out), "--listen", f"127.0.0.1:{proxy_port}", "--target", target]
-    proxy = _start(argv, proxy_port)
+    target = f"http://127.0.0.1:{dead_port}"
+    secret_url = f"http://agent:s3cret@127.0.0.1:{dead_port}/mcp?api_key=TOPSECRET"
+    argv = [*TOOLREPLAY, "record", "-o", str(out), "--listen", f"127.0.0.1:{proxy_port}"]
+    proxy = _start([*argv, "--target", secret_url], proxy_port)
     try:
-        codes = []
+        codes, bodies = [], []
         for _ in range(2):
             request = urllib.request.Request(
                 f"http://127.0.0.1:{proxy_port}/mcp",
@@ -130,10 +132,15 @@ def test_record_over_http_with_the_target_down_answers_502_and_warns_in_one_line
             with pytest.raises(urllib.error.HTTPError) as refused:
                 urllib.request.urlopen(request, timeout=TIMEOUT)
             codes.append(refused.value.code)
+            bodies.append(refused.value.read().decode())
             refused.value.close()
     finally:
         status, err = stop(proxy)
     assert codes == [502, 502]
+    assert [body.startswith(f"cannot reach the target {target}: ") for body in bodies] == [True, True]
+    assert (
+        "s3cret" not in "".join(bodies) + err.decode() and "TOPSECRET" not in "".join(bodies) + err.decode()
+    )
     assert status == 0
     warning = (
         f"toolreplay: warning: cannot reach the target {target}: ConnectionRefusedError:"
@@ -163,6 +170,7 @@ def test_record_over_http_with_a_target_that_breaks_off_warns_in_one_line(tmp_pa
     out = tmp_path / "run.jsonl"
     proxy_port = free_port()
     target = f"http://127.0.0.1:{short_port}/mcp"
+    origin = f"http://127.0.0.1:{short_port}"  # how messages name the target
     argv = [*TOOLREPLAY, "record", "-o", str(out), "--listen", f"127.0.0.1:{proxy_port}", "--target", target]
     proxy = _start(argv, proxy_port)
     try:
@@ -179,7 +187,7 @@ def test_record_over_http_with_a_target_that_breaks_off_warns_in_one_line(tmp_pa
     lines = err.decode().splitlines()
     assert status == 0
     assert lines[0].startswith(
-        f"toolreplay: warning: the target {target} broke off its answer: RemoteProtocolError: "
+        f"toolreplay: warning: the target {origin} broke off its answer: RemoteProtocolError: "
     )
     assert lines[1:] == [f"toolreplay: recorded 0 calls to {out}"]
 

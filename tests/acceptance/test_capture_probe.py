@@ -10,7 +10,7 @@ import anyio
 import pytest
 from click.testing import CliRunner
 
-from tests.mcp_agent import SERVER_CMD, TIMEOUT, TOOLREPLAY
+from tests.mcp_agent import SERVER_CMD, TIMEOUT, TOOLREPLAY, free_port
 from toolreplay.cli import cli
 
 CALLS: list[tuple[str, dict[str, Any]]] = [
@@ -131,6 +131,22 @@ def test_probe_of_a_server_that_dies_at_start(runner: CliRunner, tmp_path: Path)
         f"toolreplay: error: mcp:{sys.executable} {dying}: cannot talk to the MCP server: "
     )
     assert result.output.endswith("; the server's last words: missing API key\n")
+    assert len(result.output.splitlines()) == 1
+
+
+def test_probe_names_an_unreachable_target_without_its_credentials(runner: CliRunner, tmp_path: Path) -> None:
+    """A --target URL that cannot be reached is one line naming its origin only: the URL's
+    credentials and query (an API key) stay out of the message a CI log keeps."""
+    empty = tmp_path / "run.jsonl"
+    empty.write_bytes(b"")
+    port = free_port()
+    url = f"http://agent:s3cret@127.0.0.1:{port}/mcp?api_key=TOPSECRET"
+    result = runner.invoke(cli, ["probe", str(empty), "--timeout", "20", "--target", url])
+    assert result.exit_code == 2
+    assert result.output.startswith(
+        f"toolreplay: error: http://127.0.0.1:{port}: cannot talk to the MCP server: "
+    )
+    assert "s3cret" not in result.output and "TOPSECRET" not in result.output
     assert len(result.output.splitlines()) == 1
 
 

@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -176,23 +177,37 @@ LOCK_CHANGES = {
 }
 
 
+#: (transcript, lock) recorded through ``record --lock`` from the rug-pull server with a change
+Recording = Callable[[str, bool], tuple[Path, Path]]
+
+
+@pytest.fixture(scope="module")
+def rug_recordings(tmp_path_factory: pytest.TempPathFactory) -> Recording:
+    """Each recording of the rug-pull server made once for the module's cases, which only read it."""
+    made: dict[tuple[str, bool], tuple[Path, Path]] = {}
+
+    def recording(change: str, seal: bool) -> tuple[Path, Path]:
+        if (change, seal) not in made:
+            made[change, seal] = rug_record(tmp_path_factory.mktemp(f"rug-{change}"), change, seal=seal)
+        return made[change, seal]
+
+    return recording
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("change", "rerecord"), [("maximum", True), ("maximum", False), ("description", False)]
 )
 def test_contract_drift_is_explained_by_the_base_lock(
-    change: str, rerecord: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    change: str, rerecord: bool, rug_recordings: Recording, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A PR that updates the lock to a changed server (max_count's maximum 10 -> 3, or a new
     description), re-recording the run against it or not: the drift says what changed, since the
     base's lock holds the old contract, not only two fingerprints or digests."""
     kind, words = LOCK_CHANGES[change]
-    recorded, again, later = tmp_path / "recorded", tmp_path / "again", tmp_path / "changed"
-    for folder in (recorded, again, later):
-        folder.mkdir()
-    approved, approved_lock = rug_record(recorded, "none")
-    run_file, _ = rug_record(again, "none", seal=False)
-    changed, changed_lock = rug_record(later, change, seal=False)
+    approved, approved_lock = rug_recordings("none", True)
+    run_file, _ = rug_recordings("none", False)  # a second run of the approved server
+    changed, changed_lock = rug_recordings(change, False)
     repo = Repo.create(tmp_path / "ws")
     repo.write("toolreplay.toml", CONFIG + 'tools_lock = "tools.lock.json"\n')
     repo.write("baselines/git.sealed.jsonl", approved.read_text())

@@ -22,6 +22,13 @@ HOSTILE = Path(__file__).resolve().parent.parent / "data" / "mcp" / "probe_hosti
 
 
 def _probe(*args: str) -> subprocess.CompletedProcess[str]:
+    """``toolreplay probe ARGS`` in-process (the server it asks is a real process): exit code, output."""
+    code, out, err = invoke(CliRunner(), "probe", *args)
+    return subprocess.CompletedProcess(["probe", *args], code, out, err)
+
+
+def _probe_process(*args: str) -> subprocess.CompletedProcess[str]:
+    """``toolreplay probe ARGS`` in a process of its own: its stderr holds everything printed there."""
     argv = [*TOOLREPLAY, "probe", *args]
     return subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT * 2, check=False)
 
@@ -244,7 +251,7 @@ def test_a_server_that_hangs_or_crashes_fails(tmp_path: Path) -> None:
     ]
     out = tmp_path / "run.jsonl"
     out.write_text("".join(json.dumps(c) + "\n" for c in calls), encoding="utf-8")
-    result = _probe(str(out), "--timeout", "3", "--", sys.executable, str(HOSTILE))
+    result = _probe_process(str(out), "--timeout", "3", "--", sys.executable, str(HOSTILE))
     assert result.returncode == 1, result.stdout + result.stderr
     assert result.stdout.splitlines()[:5] == [
         "calls: 3",

@@ -9,6 +9,7 @@ import hashlib
 import json
 import re
 import shlex
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -153,6 +154,67 @@ def test_a_tampered_receipt_and_bad_combinations_are_refused(time_receipt: Writt
     assert code == 2 and "give TRANSCRIPT (the recording to ask again) or --against RECEIPT" in err
     assert time_receipt.receipt.read_bytes() == before
     assert not (tmp_path / "new.sealed.jsonl").exists() and not (tmp_path / "r.jsonl").exists()
+
+
+#: a real server behind a relay that kills it half a second after the second tools/call went on:
+#: between probe's first and second rounds (a second apart)
+DYING = """
+import os, subprocess, sys, threading
+server = subprocess.Popen(sys.argv[1:], stdin=subprocess.PIPE)
+calls = 0
+def die():
+    server.kill(); server.wait(); os._exit(0)
+for line in sys.stdin.buffer:
+    server.stdin.write(line); server.stdin.flush()
+    if b'"tools/call"' in line:
+        calls += 1
+        if calls == 2:
+            threading.Timer(0.5, die).start()
+"""
+
+
+def test_a_call_after_the_server_died_takes_no_earlier_answer(time_receipt: Written, tmp_path: Path) -> None:
+    """mcp-server-time dies between two rounds of --repeat 3: every later call is unavailable; none
+    takes the answer of the call before it (get_current_time was given convert_time's answer, and
+    convert_time was stable with one real answer in three)."""
+    relay = tmp_path / "dying.py"
+    relay.write_text(DYING, encoding="utf-8")
+    server = [sys.executable, str(relay), *python_server("time")]
+    argv = ["probe", str(time_receipt.run), "--lock", str(time_receipt.lock), "--repeat", "3", "--"]
+    code, out, _ = invoke(CliRunner(), *argv, *server)
+    assert code == 1
+    assert "tool 'convert_time': unavailable\ntool 'get_current_time': unavailable\nfindings: 2\n" in out, out
+
+
+@pytest.mark.parametrize("answers", [1, 1_000_000])
+def test_a_resealed_receipt_asking_too_few_or_too_many_answers_is_refused(
+    time_receipt: Written, tmp_path: Path, answers: int
+) -> None:
+    """A receipt edited and sealed again to ask each call once (no determinism left to prove) or a
+    million times, a second apart (days of probing): exit 2 naming its line and place before any
+    server starts; --repeat has the same bounds."""
+    records = _lines(time_receipt.receipt)
+    for record in records:
+        del record["digest"], record["prev"]
+        record["response"]["answers"] = answers
+        record["response"]["digests"] = record["response"]["digests"][:1]
+    plain, edited = tmp_path / "edited.jsonl", tmp_path / "edited.sealed.jsonl"
+    plain.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    runner = CliRunner()
+    assert invoke(runner, "seal", str(plain), "-o", str(edited))[0] == 0
+    server = [sys.executable, "-c", "open('started', 'w')"]
+    code, out, err = invoke(runner, "probe", "--against", str(edited), "--", *server, cwd=tmp_path)
+    bound = "less than the minimum of 2" if answers == 1 else "greater than the maximum of 100"
+    assert (code, out, err) == (
+        2,
+        "",
+        f"toolreplay: error: {edited}:1: not a probe receipt: {answers} is {bound} (at /response/answers)\n",
+    )
+    assert not (tmp_path / "started").exists()
+    code, _, err = invoke(
+        runner, "probe", "--against", str(time_receipt.receipt), "--repeat", "101", "--", *server
+    )
+    assert code == 2 and "101 is not in the range 2<=x<=100" in err
 
 
 def test_git_answers_that_change_are_silent_drift_naming_both_digests(tmp_path: Path) -> None:

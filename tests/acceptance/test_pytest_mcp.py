@@ -3,7 +3,9 @@
 Each inner session is a project of its own whose test drives mcp-server-time (stdio) or
 server-everything (Streamable HTTP) through the SDK's ``Client``. The server's command line
 or URL comes from the environment, so a test can make the real server unavailable and prove
-that a replay never needed it.
+that a replay never needed it. The sessions run in this process (``runpytest``), as the
+plugin's other tests do; the proxy, ``serve`` and the servers are real processes, and the
+xdist sessions are whole pytest processes of their own.
 """
 
 from __future__ import annotations
@@ -11,7 +13,9 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
+import sys
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
@@ -70,17 +74,59 @@ LOCK = "tests/cassettes/test_agent/test_time.lock.json"
 GONE = "/nonexistent/mcp-server-time"
 
 
+#: the inner projects' ini: no cache folder, and no hypothesis plugin (the agents use none, and its start-up
+#: costs each inner session, and each of its xdist workers, about a second)
+INI = "[pytest]\naddopts = -p no:cacheprovider -p no:hypothesispytest\n"
+#: the environment the inner projects take out of the outer run's (the outer run may be in CI)
+OUTER = ("CI", "PYTEST_ADDOPTS", "TOOLREPLAY_RECORD_IN_CI")
+
+
 @pytest.fixture
 def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
     """An inner project outside any CI, whose agent reaches mcp-server-time (Lisbon as local zone)."""
-    monkeypatch.delenv("CI", raising=False)
-    monkeypatch.delenv("PYTEST_ADDOPTS", raising=False)
-    monkeypatch.delenv("TOOLREPLAY_RECORD_IN_CI", raising=False)
+    for key in OUTER:
+        monkeypatch.delenv(key, raising=False)
     monkeypatch.setenv("TIME_SERVER", python_server("time")[0])
     monkeypatch.setenv("LOCAL_TZ", "Europe/Lisbon")
-    pytester.makeini("[pytest]\naddopts = -p no:cacheprovider\n")
+    pytester.makeini(INI)
     pytester.makepyfile(test_agent=AGENT)
     return pytester
+
+
+@pytest.fixture(scope="module")
+def first_recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The `tests` folder (cassette and lock) that the project's first run records, recorded once for
+    the tests that start from it; test_record_then_replay_with_the_server_gone checks that run."""
+    folder = tmp_path_factory.mktemp("first-recording")
+    (folder / "tox.ini").write_text(INI)
+    (folder / "test_agent.py").write_text(AGENT)
+    env = {key: value for key, value in os.environ.items() if key not in OUTER}
+    env.update(
+        TIME_SERVER=python_server("time")[0],
+        LOCAL_TZ="Europe/Lisbon",
+        HOME=str(folder),
+        PY_COLORS="0",
+        PYTHONPATH=os.pathsep.join(filter(None, [str(folder), env.get("PYTHONPATH")])),
+    )
+    first = subprocess.run(
+        [sys.executable, "-m", "pytest", f"--basetemp={folder / 'basetemp'}"],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert (folder / CASSETTE).exists() and (folder / LOCK).exists(), first.stdout
+    return folder / "tests"
+
+
+@pytest.fixture
+def recorded(project: pytest.Pytester, first_recording: Path) -> pytest.Pytester:
+    """The project after its first run: its own copy of the recorded cassette and lock."""
+    shutil.copytree(first_recording, project.path / "tests")
+    return project
 
 
 def answers(project: pytest.Pytester) -> list[list[str]]:
@@ -103,7 +149,7 @@ def test_record_then_replay_with_the_server_gone(
 ) -> None:
     """`once` records a sealed cassette and its lock through the proxy; the replay answers the recorded
     (time-dependent) answers byte for byte with the real server's command pointing nowhere."""
-    first = project.runpytest_subprocess()
+    first = project.runpytest()
     first.assert_outcomes(passed=1)
     assert summary(first) == ["toolreplay cassettes: 0 replayed, 1 recorded (record mode once: the default)"]
     cassette = project.path / CASSETTE
@@ -115,7 +161,7 @@ def test_record_then_replay_with_the_server_gone(
     assert not list(cassette.parent.glob(".toolreplay-*"))  # no temp file left behind
 
     monkeypatch.setenv("TIME_SERVER", GONE)
-    second = project.runpytest_subprocess()
+    second = project.runpytest()
     second.assert_outcomes(passed=1)
     assert summary(second) == ["toolreplay cassettes: 1 replayed, 0 recorded (record mode once: the default)"]
     recorded, replayed = answers(project)
@@ -123,14 +169,13 @@ def test_record_then_replay_with_the_server_gone(
 
 
 def test_a_changed_argument_fails_with_a_miss_naming_it(
-    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+    recorded: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A call the cassette lacks fails the test with SnapshotMissError naming the nearest call and the
     argument that differs, not with a closed connection; the real server is not needed."""
-    project.runpytest_subprocess().assert_outcomes(passed=1)
     monkeypatch.setenv("TIME_SERVER", GONE)
     monkeypatch.setenv("AGENT_TIME", "12:30")
-    result = project.runpytest_subprocess()
+    result = recorded.runpytest()
     result.assert_outcomes(failed=1, errors=1)  # the agent's own failure, then the cassette's
     result.stdout.fnmatch_lines(
         [
@@ -146,14 +191,13 @@ def test_a_changed_argument_fails_with_a_miss_naming_it(
 
 
 def test_a_description_change_fails_with_drift_when_run_live(
-    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+    recorded: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Run live against the cassette (new_episodes), a server whose argument descriptions changed fails
     with ToolDriftError and the fingerprint-diff lines; the cassette is left as it was."""
-    project.runpytest_subprocess().assert_outcomes(passed=1)
-    before = (project.path / CASSETTE).read_bytes()
+    before = (recorded.path / CASSETTE).read_bytes()
     monkeypatch.setenv("LOCAL_TZ", "Asia/Tokyo")  # named in the tools' argument descriptions
-    result = project.runpytest_subprocess("--toolreplay-record-mode=new_episodes")
+    result = recorded.runpytest("--toolreplay-record-mode=new_episodes")
     result.assert_outcomes(passed=1, errors=1)
     result.stdout.fnmatch_lines(
         [
@@ -166,7 +210,7 @@ def test_a_description_change_fails_with_drift_when_run_live(
             " and commit it with a drift note",
         ]
     )
-    assert (project.path / CASSETTE).read_bytes() == before
+    assert (recorded.path / CASSETTE).read_bytes() == before
     assert summary(result) == [
         "toolreplay cassettes: 0 replayed, 0 recorded, 1 not saved (their tests failed)"
         " (record mode new_episodes: --toolreplay-record-mode=new_episodes)"
@@ -174,20 +218,19 @@ def test_a_description_change_fails_with_drift_when_run_live(
 
 
 def test_new_episodes_appends_only_the_new_calls(
-    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+    recorded: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`new_episodes` runs live and appends the calls the cassette did not hold after its links."""
-    project.runpytest_subprocess().assert_outcomes(passed=1)
-    cassette = project.path / CASSETTE
+    cassette = recorded.path / CASSETTE
     before = cassette.read_text()
     monkeypatch.setenv("AGENT_TIME", "12:30")
-    project.runpytest_subprocess("--toolreplay-record-mode=new_episodes").assert_outcomes(passed=1)
+    recorded.runpytest("--toolreplay-record-mode=new_episodes").assert_outcomes(passed=1)
     assert cassette.read_text().startswith(before)
     assert "links: 3\n" in verify(cassette)
     monkeypatch.setenv("TIME_SERVER", GONE)
     for time in ("11:00", "12:30"):
         monkeypatch.setenv("AGENT_TIME", time)
-        project.runpytest_subprocess("--toolreplay-record-mode=none").assert_outcomes(passed=1)
+        recorded.runpytest("--toolreplay-record-mode=none").assert_outcomes(passed=1)
 
 
 def test_ci_never_records(project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -195,7 +238,7 @@ def test_ci_never_records(project: pytest.Pytester, monkeypatch: pytest.MonkeyPa
     written; TOOLREPLAY_RECORD_IN_CI=1 with a recording mode records."""
     monkeypatch.setenv("CI", "true")
     monkeypatch.setenv("TIME_SERVER", GONE)
-    result = project.runpytest_subprocess()
+    result = project.runpytest()
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
@@ -204,12 +247,12 @@ def test_ci_never_records(project: pytest.Pytester, monkeypatch: pytest.MonkeyPa
         ]
     )
     assert not (project.path / "tests").exists()
-    refused = project.runpytest_subprocess("--toolreplay-record-mode=once")
+    refused = project.runpytest("--toolreplay-record-mode=once")
     refused.assert_outcomes(errors=1)
     refused.stdout.fnmatch_lines(["*recording in CI needs TOOLREPLAY_RECORD_IN_CI=1*"])
     monkeypatch.setenv("TIME_SERVER", python_server("time")[0])
     monkeypatch.setenv("TOOLREPLAY_RECORD_IN_CI", "1")
-    recorded = project.runpytest_subprocess("--toolreplay-record-mode=once")
+    recorded = project.runpytest("--toolreplay-record-mode=once")
     recorded.assert_outcomes(passed=1)
     assert summary(recorded) == [
         "toolreplay cassettes: 0 replayed, 1 recorded in CI (record mode once:"
@@ -217,14 +260,13 @@ def test_ci_never_records(project: pytest.Pytester, monkeypatch: pytest.MonkeyPa
     ]
 
 
-def test_a_tampered_cassette_fails_with_serves_reason(project: pytest.Pytester) -> None:
+def test_a_tampered_cassette_fails_with_serves_reason(recorded: pytest.Pytester) -> None:
     """A cassette whose seal fails is refused before the client starts: the test fails with the one-line
     reason serve gives, not with `Connection closed`."""
-    project.runpytest_subprocess().assert_outcomes(passed=1)
-    cassette = project.path / CASSETTE
+    cassette = recorded.path / CASSETTE
     cassette.write_text(re.sub(r'"time": ?"11:00"', '"time":"11:01"', cassette.read_text(), count=1))
     assert "11:01" in cassette.read_text()
-    result = project.runpytest_subprocess()
+    result = recorded.runpytest()
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [f"*toolreplay serve refuses the cassette {CASSETTE}: *{CASSETTE}: the chain is broken at index 1*"]
@@ -235,23 +277,24 @@ def test_a_tampered_cassette_fails_with_serves_reason(project: pytest.Pytester) 
 def test_xdist_and_parametrised_ids_never_collide(project: pytest.Pytester) -> None:
     """Parametrised cases on xdist workers each record and replay their own cassette."""
     pytest.importorskip("xdist")
+    # three cases on two workers: both workers record at once, and one of them records two
     project.makepyfile(
         test_many=AGENT.replace(
             "def test_time(toolreplay_mcp):",
-            '@pytest.mark.parametrize("n", range(4))\ndef test_time(toolreplay_mcp, n):',
+            '@pytest.mark.parametrize("n", range(3))\ndef test_time(toolreplay_mcp, n):',
         )
     )
     first = project.runpytest_subprocess("-n", "2", "test_many.py")
-    first.assert_outcomes(passed=4)
-    assert summary(first) == ["toolreplay cassettes: 0 replayed, 4 recorded (record mode once: the default)"]
+    first.assert_outcomes(passed=3)
+    assert summary(first) == ["toolreplay cassettes: 0 replayed, 3 recorded (record mode once: the default)"]
     folder = project.path / "tests/cassettes/test_many"
     assert sorted(p.name for p in folder.glob("*.sealed.jsonl")) == [
-        f"test_time[{n}].sealed.jsonl" for n in range(4)
+        f"test_time[{n}].sealed.jsonl" for n in range(3)
     ]
     second = project.runpytest_subprocess("-n", "2", "test_many.py", "--toolreplay-record-mode=none")
-    second.assert_outcomes(passed=4)
+    second.assert_outcomes(passed=3)
     assert summary(second) == [
-        "toolreplay cassettes: 4 replayed, 0 recorded (record mode none: --toolreplay-record-mode=none)"
+        "toolreplay cassettes: 3 replayed, 0 recorded (record mode none: --toolreplay-record-mode=none)"
     ]
 
 
@@ -301,17 +344,17 @@ def test_http_records_through_a_proxy_and_replays_with_serve(
     url, process = everything
     monkeypatch.setenv("EVERYTHING_URL", url)
     project.makepyfile(test_agent=HTTP_AGENT)
-    first = project.runpytest_subprocess()
+    first = project.runpytest()
     first.assert_outcomes(passed=1)
     cassette = project.path / "tests/cassettes/test_agent/test_sum.sealed.jsonl"
     (link,) = list(read_links(str(cassette)))
     assert (link.record.tool, link.record.args) == ("get-sum", {"a": 2, "b": 3})
     stop(process)
-    second = project.runpytest_subprocess()
+    second = project.runpytest()
     second.assert_outcomes(passed=1)
     assert summary(second) == ["toolreplay cassettes: 1 replayed, 0 recorded (record mode once: the default)"]
     monkeypatch.setenv("AGENT_B", "4")
-    missed = project.runpytest_subprocess()
+    missed = project.runpytest()
     missed.assert_outcomes(failed=1, errors=1)
     missed.stdout.fnmatch_lines(["E *SnapshotMissError: *differs at argument '/b': recorded 3, given 4"])
     leftover = subprocess.run(["pgrep", "-f", str(cassette)], capture_output=True, check=False)
@@ -337,12 +380,12 @@ def test_docs_example_records_then_replays_in_ci(
     repo.write("README.md", "hello\n")
     repo.commit_all("First commit")
     monkeypatch.setenv("PATH", f"{Path(python_server('git')[0]).parent}{os.pathsep}{os.environ['PATH']}")
-    first = project.runpytest_subprocess()
+    first = project.runpytest()
     first.assert_outcomes(passed=1)
     assert summary(first) == ["toolreplay cassettes: 0 replayed, 1 recorded (record mode once: the default)"]
     monkeypatch.setenv("CI", "true")
     monkeypatch.setenv("PATH", "/usr/bin:/bin")  # mcp-server-git is not there any more
-    result = project.runpytest_subprocess()
+    result = project.runpytest()
     result.assert_outcomes(passed=1)
     assert summary(result) == ["toolreplay cassettes: 1 replayed, 0 recorded (record mode none: CI is set)"]
 

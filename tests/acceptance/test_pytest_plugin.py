@@ -71,7 +71,8 @@ def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytes
     monkeypatch.delenv("CI", raising=False)
     monkeypatch.delenv("PYTEST_ADDOPTS", raising=False)
     monkeypatch.delenv("TOOLREPLAY_RECORD_IN_CI", raising=False)
-    pytester.makeini("[pytest]\naddopts = -p no:cacheprovider\n")
+    # no hypothesis plugin: the agents use none, and it costs each pytest process about a second
+    pytester.makeini("[pytest]\naddopts = -p no:cacheprovider -p no:hypothesispytest\n")
     return pytester
 
 

@@ -71,7 +71,9 @@ def test_a_target_that_breaks_off_breaks_the_clients_response_too(tmp_path: Path
     assert received == (sent if kind == "json" else b'event: message\ndata: {"j')
     lines = err.decode().splitlines()
     assert status == 0
-    assert lines[0].startswith(f"toolreplay: warning: the target {target} broke off its answer: ")
+    assert lines[0].startswith(
+        f"toolreplay: warning: the target http://127.0.0.1:{port} broke off its answer: "
+    )
     assert lines[1:] == [f"toolreplay: recorded 0 calls to {out}"]
 
 

@@ -12,6 +12,7 @@ import anyio
 import pytest
 from click.testing import CliRunner
 
+from tests.conftest import invoke
 from tests.mcp_agent import TIMEOUT, TOOLREPLAY, server_env
 from toolreplay.cli import cli
 
@@ -64,16 +65,15 @@ def record(tmp_path: Path, change: str, *, seal: bool = True) -> tuple[Path, Pat
 
 
 def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*TOOLREPLAY, *args], capture_output=True, text=True, timeout=TIMEOUT, cwd=cwd, env=server_env()
-    )
+    """``toolreplay ARGS`` in-process (the servers it asks are real processes): its exit code and output."""
+    code, out, err = invoke(CliRunner(), *args, cwd=cwd)
+    return subprocess.CompletedProcess(list(args), code, out, err)
 
 
 def fingerprint(lock: Path, change: str) -> int:
     """``fingerprint --mcp`` of the server with ``change``, at the version record stamps."""
-    return run(
-        "fingerprint", "-o", str(lock), "--version", "1.0.0", "--mcp", "--", *server(change)
-    ).returncode
+    argv = ["fingerprint", "-o", str(lock), "--version", "1.0.0", "--mcp", "--", *server(change)]
+    return run(*argv).returncode
 
 
 def kinds(stdout: str) -> list[tuple[str, str]]:
@@ -109,10 +109,7 @@ def test_an_unchanged_server_passes_everything(approved: tuple[Path, Path], tmp_
     """The same server again: fingerprint-diff, probe and serve --lock find nothing."""
     transcript, lock = approved
     again = tmp_path / "again.lock.json"
-    assert (
-        run("fingerprint", "-o", str(again), "--version", "1.0.0", "--mcp", "--", *server("none")).returncode
-        == 0
-    )
+    assert fingerprint(again, "none") == 0
     assert run("fingerprint-diff", str(lock), str(again)).returncode == 0
     probe = run("probe", str(transcript), "--lock", str(lock), "--format", "json", "--", *server("none"))
     assert (probe.returncode, kinds(probe.stdout)) == (0, [])
@@ -125,10 +122,7 @@ def test_each_rug_pull_is_caught(change: str, approved: tuple[Path, Path], tmp_p
     kind, words = CHANGES[change]
     transcript, lock = approved
     live = tmp_path / "live.lock.json"
-    assert (
-        run("fingerprint", "-o", str(live), "--version", "1.0.0", "--mcp", "--", *server(change)).returncode
-        == 0
-    )
+    assert fingerprint(live, change) == 0
 
     diff = run("fingerprint-diff", str(lock), str(live), "--format", "json")
     assert diff.returncode == 1
@@ -220,12 +214,7 @@ def test_a_recorded_call_over_the_new_maximum_is_a_schema_break(
     """fingerprint-diff --calls validates the recorded max_count 5 against the new maximum 3."""
     transcript, lock = approved
     live = tmp_path / "live.lock.json"
-    assert (
-        run(
-            "fingerprint", "-o", str(live), "--version", "1.0.0", "--mcp", "--", *server("maximum")
-        ).returncode
-        == 0
-    )
+    assert fingerprint(live, "maximum") == 0
     diff = run("fingerprint-diff", str(lock), str(live), "--calls", str(transcript), "--format", "json")
     found = [(k, m) for k, m in kinds(diff.stdout) if k == "schema-break"]
     assert diff.returncode == 1

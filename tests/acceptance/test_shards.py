@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tests.conftest import SAMPLES
+from tests.conftest import SAMPLES, isolate_git
 from tests.gitrepo import Repo, sealed
 from toolreplay.check import parse_shard, shard_of
 from toolreplay.cli import cli
@@ -30,11 +30,10 @@ def invoke(runner: CliRunner, cwd: Path, *args: str) -> tuple[int, str, str]:
     return result.exit_code, result.stdout, result.stderr
 
 
-@pytest.fixture
-def project(tmp_path: Path, git_isolated: None) -> Path:
+def make_project(folder: Path) -> Path:
     """A repository with every kind of job: baselines with runs, many transcripts, an unreadable
     file, a stale baseline, and a pull-request branch that changes a baseline without a note."""
-    repo = Repo.create(tmp_path / "repo")
+    repo = Repo.create(folder / "repo")
     root = repo.path
     clean = (SAMPLES / "session-clean.jsonl").read_text()
     dirty = (SAMPLES / "session-dirty.jsonl").read_text()
@@ -60,6 +59,12 @@ def project(tmp_path: Path, git_isolated: None) -> Path:
     return root
 
 
+@pytest.fixture
+def project(tmp_path: Path, git_isolated: None) -> Path:
+    """The repository of `make_project`, the test's own."""
+    return make_project(tmp_path)
+
+
 def shard_reports(runner: CliRunner, root: Path, count: int, *extra: str) -> list[Path]:
     paths = []
     for index in range(1, count + 1):
@@ -73,16 +78,27 @@ def shard_reports(runner: CliRunner, root: Path, count: int, *extra: str) -> lis
     return paths
 
 
+@pytest.fixture(scope="module")
+def sharded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[int, list[Path]]]:
+    """A `make_project` repository and its JSON shard reports against main for each N in 1..4,
+    made once for every format (the merges only read them)."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        isolate_git(monkeypatch)
+        root = make_project(tmp_path_factory.mktemp("sharded"))
+        runner = CliRunner()
+        return root, {count: shard_reports(runner, root, count, "--base", "main") for count in range(1, 5)}
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_merge_of_every_sharding_is_byte_identical_to_one_check(
-    runner: CliRunner, project: Path, fmt: str
+    runner: CliRunner, sharded: tuple[Path, dict[int, list[Path]]], fmt: str, git_isolated: None
 ) -> None:
     """For N in 1..4, merging the shards prints the same bytes and exit code as one unsharded check."""
+    project, shardings = sharded
     whole = invoke(runner, project, "check", "--base", "main", "--format", fmt)
     assert whole[0] == 1 and whole[1]
-    for count in range(1, 5):
-        paths = shard_reports(runner, project, count, "--base", "main")
+    for count, paths in shardings.items():
         merged = invoke(runner, project, "merge", *map(str, reversed(paths)), "--format", fmt)
         assert merged == whole, f"N={count}"
 

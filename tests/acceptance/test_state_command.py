@@ -311,6 +311,25 @@ def test_the_config_state_command_is_checked_by_record_and_validate(tmp_path: Pa
     )
 
 
+def test_a_config_state_command_with_a_nul_character_is_refused(tmp_path: Path) -> None:
+    """A TOML escape can put a NUL character in a command no process can be started with: record
+    refuses it with file and pointer (exit 2, nothing written, the server not started), validate
+    reports it; it never reaches the first call as a traceback in the proxy."""
+    config = tmp_path / "toolreplay.toml"
+    config.write_text('state_command = ["echo \\u0000x"]\n', encoding="utf-8")
+    out = tmp_path / "run.jsonl"
+    code, _, err = invoke(CliRunner(), "record", "-o", str(out), *python_server("time"), cwd=tmp_path)
+    assert code == 2
+    assert err == (
+        f'toolreplay: error: {config}: state_command "echo \\u0000x" holds a NUL character, which no'
+        " command's words can hold (at /state_command/0)\n"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["toolreplay.toml"]
+    code, out_text, _ = invoke(CliRunner(), "validate", str(config))
+    assert code == 1
+    assert "holds a NUL character, which no command's words can hold (at /state_command/0)" in out_text
+
+
 @pytest.mark.slow
 def test_over_streamable_http_the_lock_written_decides(tmp_path: Path) -> None:
     """Through the HTTP proxy, a plain command runs after the calls of the tools the lock being

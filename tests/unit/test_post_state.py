@@ -41,6 +41,7 @@ def test_the_grammar(given: str, tool: str | None, argv: tuple[str, ...]) -> Non
         ("git status 'x", "cannot be split into words: no closing quotation"),
         ("   ", "names no command"),
         ("git_add=", "names no command for tool 'git_add'"),
+        ("echo a\0b", "holds a NUL character, which no command's words can hold"),
     ],
 )
 def test_a_command_that_cannot_run_is_refused(given: str, problem: str) -> None:
@@ -80,6 +81,17 @@ def test_output_that_is_not_utf8_gives_no_state() -> None:
     assert taken is None
     assert warning.endswith(
         "for 'write_file' at index 4: its output is not UTF-8 text; the call stays audit-incomplete"
+    )
+
+
+def test_a_tool_name_with_a_nul_character_gives_a_warning_not_a_crash() -> None:
+    """A tool name (a client's or a server's) the environment cannot hold: the call has no state and
+    one warning says why; the process is never started."""
+    taken, warning = StateCommand("echo hi").take("write\0file", {}, mutates=True, index=2)
+    assert taken is None
+    assert warning == (
+        "state command 'echo hi' for 'write\\x00file' at index 2: cannot start 'echo': its words or the"
+        " tool's name hold a NUL character; the call stays audit-incomplete"
     )
 
 

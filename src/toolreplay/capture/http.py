@@ -33,6 +33,7 @@ import h11
 from toolreplay.capture.recording import Recording
 from toolreplay.capture.stdio import LineSplitter
 from toolreplay.errors import InputError
+from toolreplay.escape import url_shown
 
 _HOP_BY_HOP = frozenset(
     {
@@ -154,11 +155,13 @@ class _Target:
 
     def __init__(self, url: str) -> None:
         parts = urlsplit(url)
-        self.url = url
         self.host = parts.hostname or ""
         self.tls = _tls_context() if parts.scheme == "https" else None
         self.port = parts.port or (443 if self.tls is not None else 80)
         authority = parts.netloc.rpartition("@")[2]
+        #: the target as messages name it (to stderr and in a 502 to the client): the origin the
+        #: proxy reaches, never the URL's credentials or query (where an API key often sits)
+        self.url = url_shown(url)
         self.headers = [(b"Host", authority.encode("idna"))]
         if parts.username is not None or parts.password is not None:  # as httpx did: Basic auth
             secret = f"{unquote(parts.username or '')}:{unquote(parts.password or '')}".encode()

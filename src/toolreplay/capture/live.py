@@ -34,7 +34,7 @@ from toolreplay.contracts.lock import ToolContract, ToolLock, declared_mutators,
 from toolreplay.contracts.mcp import describe, innermost_error, server_said
 from toolreplay.contracts.text import text_of_tool
 from toolreplay.errors import InputError
-from toolreplay.escape import one_line, quote
+from toolreplay.escape import one_line, quote, url_shown
 from toolreplay.locate import pointer_of
 from toolreplay.transcript import Record
 
@@ -151,6 +151,10 @@ class _Tap:
     #: the methods of the requests the server sent during the current call
     asked: list[str] = field(default_factory=list)
     unreadable: int = 0
+
+    def begin(self) -> None:
+        """Forget the last call: the next one may never reach :meth:`sent` (a closed connection)."""
+        self.call_id, self.answer, self.asked = None, None, []
 
     def sent(self, item: Any) -> None:
         message = getattr(getattr(item, "message", None), "method", None)
@@ -286,7 +290,7 @@ def ask_live(
     from mcp.client.stdio import stdio_client
     from mcp.client.streamable_http import streamable_http_client
 
-    name = target if isinstance(target, str) else describe(target)
+    name = url_shown(target) if isinstance(target, str) else describe(target)
     tap = _Tap()
     with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog, _sdk_logs_kept() as logs:
 
@@ -362,6 +366,7 @@ async def _ask(client: Any, tap: _Tap, record: Record, timeout: float) -> Answer
     import anyio
 
     problem = ""
+    tap.begin()  # else a call the SDK never sends would take the previous call's answer
     try:
         with anyio.fail_after(timeout):
             await client.call_tool(record.tool, record.args)

@@ -25,6 +25,7 @@ from toolreplay.capture.serve import load_records
 from toolreplay.chain import seal
 from toolreplay.errors import InputError
 from toolreplay.files import SEALED_SUFFIX
+from toolreplay.limits import MAX_REPEAT
 from toolreplay.locate import pointer_of
 from toolreplay.transcript import Record, make_record
 from toolreplay.volatile_rules import Rule, rule_problem
@@ -35,7 +36,7 @@ RESPONSE_SCHEMA: dict[str, Any] = {
     "required": ["answers", "compared", "digests", "server", "volatile"],
     "additionalProperties": False,
     "properties": {
-        "answers": {"type": "integer", "minimum": 1},
+        "answers": {"type": "integer", "minimum": 2, "maximum": MAX_REPEAT},
         "compared": {"enum": ["answer", "shape"]},
         "digests": {
             "type": "array",

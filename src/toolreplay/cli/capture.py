@@ -49,6 +49,7 @@ from toolreplay.errors import InputError
 from toolreplay.escape import one_line, quote
 from toolreplay.files import SEALED_SUFFIX
 from toolreplay.library.errors import ToolDriftError
+from toolreplay.limits import MAX_REPEAT
 from toolreplay.reports import Line, Report, masked_line, receipt_line
 
 if TYPE_CHECKING:
@@ -172,7 +173,7 @@ def _text_explained(
 @fail_on_option
 @click.option(
     "--repeat",
-    type=click.IntRange(min=2),
+    type=click.IntRange(min=2, max=MAX_REPEAT),
     metavar="N",
     help="Ask each probed call N times, a second apart: every answer is compared, and a tool the"
     " lock declares deterministic that gives two different answers is silent-drift.",

@@ -22,7 +22,7 @@ from toolreplay.contracts.lock import ToolLock, dump_lock, load_lock
 from toolreplay.contracts.mcp import describe
 from toolreplay.contracts.source import is_python_source, source_lock
 from toolreplay.errors import InputError
-from toolreplay.escape import one_line, quote
+from toolreplay.escape import one_line, quote, url_shown
 from toolreplay.findings import Finding, sort_findings
 from toolreplay.reports import Line, Report
 from toolreplay.transcript import Record, read_links, read_transcript
@@ -237,7 +237,7 @@ def _configured_source(config: Config | None, used: list[str]) -> tuple[str, Too
     lock, warnings = source_lock(config.tools_source, root=config.root, mutators=config.mutators)
     _warn(warnings)
     source = config.tools_source
-    name = source if isinstance(source, str) else describe(source)
+    name = url_shown(source) if isinstance(source, str) else describe(source)
     return name, lock, all(c.version == "" for c in lock.tools.values())
 
 

@@ -102,6 +102,9 @@ class StateCommand:
                 )
             except OSError as error:
                 return None, f"cannot start {quote(command.argv[0])}: {error.strerror or error}"
+            except ValueError:  # a NUL character in the environment: the called tool's name
+                nul = "its words or the tool's name hold a NUL character"
+                return None, f"cannot start {quote(command.argv[0])}: {nul}"
             try:
                 code: int | None = process.wait(self.timeout)
             except subprocess.TimeoutExpired:
