@@ -192,17 +192,9 @@ def _configured(
 
 def _with_config(flags: _Comparison, config: Config, mutators_given: bool, used: list[str]) -> _Comparison:
     """The config's settings where the flags leave them out, each one used named in ``used``."""
-    tools, max_age_days = flags.tools, flags.max_age_days
-    if tools is None and config.tools_lock is not None:
-        tools = config_path(config, config.tools_lock)
-        used.append("tools_lock")
-    chosen = flags.mutators
-    if not mutators_given and "mutators" in config.declared:
-        chosen = config.mutators
-        used.append("mutators")
-    if max_age_days is None and config.max_baseline_age_days is not None:
-        max_age_days = config.max_baseline_age_days
-        used.append("max_baseline_age_days")
+    tools = _lock_setting(flags.tools, config, used)
+    chosen = _mutators_setting(flags.mutators, config, mutators_given, used)
+    max_age_days = _max_age_setting(flags.max_age_days, config, used)
     explain = _source_explanations(config, tools, chosen, used)
     if config.volatile:
         used.append("volatile")
@@ -214,6 +206,32 @@ def _with_config(flags: _Comparison, config: Config, mutators_given: bool, used:
         explain=explain,
         volatile=config.volatile,
     )
+
+
+def _lock_setting(tools: str | None, config: Config, used: list[str]) -> str | None:
+    """``--tools``, else the config's tools_lock."""
+    if tools is not None or config.tools_lock is None:
+        return tools
+    used.append("tools_lock")
+    return config_path(config, config.tools_lock)
+
+
+def _mutators_setting(
+    mutators: frozenset[str], config: Config, given: bool, used: list[str]
+) -> frozenset[str]:
+    """The ``--mutator`` tools (or the default list), else the mutators the config declares."""
+    if given or "mutators" not in config.declared:
+        return mutators
+    used.append("mutators")
+    return config.mutators
+
+
+def _max_age_setting(max_age_days: int | None, config: Config, used: list[str]) -> int | None:
+    """``--max-age-days``, else the config's max_baseline_age_days."""
+    if max_age_days is not None or config.max_baseline_age_days is None:
+        return max_age_days
+    used.append("max_baseline_age_days")
+    return config.max_baseline_age_days
 
 
 def _source_explanations(
