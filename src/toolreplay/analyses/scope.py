@@ -86,17 +86,22 @@ def _scope_of(value: Any, path: str) -> Scope:
     agent = value.get("agent")
     if not isinstance(agent, str):
         raise InputError('field "agent" must be a string', path=path, pointer="/agent")
-    tools = value.get("allowed_tools")
-    if not isinstance(tools, list) or not all(isinstance(t, str) for t in tools):
-        raise InputError(
-            'field "allowed_tools" must be an array of strings', path=path, pointer="/allowed_tools"
-        )
+    tools = _allowed_tools(value.get("allowed_tools"), path)
     arguments = value.get("arguments", {})
     if not isinstance(arguments, dict):
         raise InputError('field "arguments" must be an object', path=path, pointer="/arguments")
     for tool, schema in sorted(arguments.items()):
         _check_arguments(tool, schema, tools, path)
     return Scope(agent=agent, allowed_tools=frozenset(tools), arguments=dict(arguments), path=path)
+
+
+def _allowed_tools(tools: Any, path: str) -> list[str]:
+    """``allowed_tools``: an array of strings."""
+    if not isinstance(tools, list) or not all(isinstance(t, str) for t in tools):
+        raise InputError(
+            'field "allowed_tools" must be an array of strings', path=path, pointer="/allowed_tools"
+        )
+    return tools
 
 
 def _refuse_unknown(value: dict[str, Any], path: str) -> None:
