@@ -12,6 +12,8 @@ from click.testing import CliRunner
 
 from tests.conftest import SAMPLES
 from tests.gitrepo import Repo
+from tests.mcp_agent import record_calls
+from tests.realservers import python_server
 from toolreplay.cli import cli
 
 TRANSCRIPT = SAMPLES / "session-clean.jsonl"
@@ -73,6 +75,14 @@ def _record(tmp: Path) -> tuple[list[str], Path]:
     return ["record", "--", sys.executable, "-c", "pass"], tmp / "run.jsonl"
 
 
+def _probe(tmp: Path) -> tuple[list[str], Path]:
+    # a receipt of a real server's stable call (mcp-server-time's convert_time)
+    server = python_server("time")
+    call = ("convert_time", {"source_timezone": "UTC", "time": "12:00", "target_timezone": "Europe/Paris"})
+    recording, _ = record_calls(tmp, server, [call])
+    return ["probe", str(recording), "--repeat", "2", "--", *server], tmp / "receipt.sealed.jsonl"
+
+
 def _render(tmp: Path) -> tuple[list[str], Path]:
     return ["render", str(TRANSCRIPT)], tmp / "chain.svg"
 
@@ -85,6 +95,7 @@ CASES: dict[str, Callable[[Path], tuple[list[str], Path]]] = {
     "note": _note,
     "import": _import,
     "render": _render,
+    "probe": _probe,
 }
 
 
