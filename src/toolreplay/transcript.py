@@ -404,6 +404,14 @@ def make_record(
         raise InputError(f"not representable as JSON: {err}") from err
 
 
+def with_state(record: Record, state: dict[str, str] | None) -> Record:
+    """``record`` with the post-call state ``state`` instead of its own (None: without one),
+    checked as the reader checks it."""
+    if state is not None:
+        _check_state(state)
+    return replace(record, state=state, canon_state=None if state is None else canonical(state))
+
+
 def record_line(record: Record) -> str:
     """The record as one canonical JSON line (without the newline): how toolreplay writes transcripts."""
     return canonical(record.fields())

@@ -25,7 +25,7 @@ from toolreplay.escape import quote
 from toolreplay.files import temp_beside
 from toolreplay.library.post_state import StateCommand
 from toolreplay.library.recorder import Recorder
-from toolreplay.transcript import make_record
+from toolreplay.transcript import make_record, with_state
 
 _LOCK_PROBLEM = "cannot write the lock: "
 #: The JSON-RPC error (internal error) a client gets for an answer that could not be recorded as sent.
@@ -196,15 +196,7 @@ class Recording:
             return f"the record would be over the {MAX_RECORD_BYTES}-byte limit of a transcript line"
         state = self._fitting(call, self.redactor(state), size)
         if state is not None:
-            record = make_record(
-                index=self.count,
-                tool=call.tool,
-                args=args,
-                response=response,
-                fingerprint=call.fingerprint,
-                state=state,
-                text_digest=call.text_digest,
-            )
+            record = with_state(record, state)
         written = self.recorder.write(record)
         self.states += written.state is not None
         if call.notifications:

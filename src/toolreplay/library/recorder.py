@@ -14,7 +14,7 @@ from toolreplay.escape import quote
 from toolreplay.library.errors import StateCommandWarning
 from toolreplay.library.post_state import StateCommand
 from toolreplay.state_command import Command
-from toolreplay.transcript import GENESIS, Record, make_record, record_line
+from toolreplay.transcript import GENESIS, Record, make_record, record_line, with_state
 
 
 def _warn(text: str) -> None:
@@ -89,14 +89,7 @@ class Recorder:
                 f"the state its state commands gave the call of {quote(tool)} at index {record.index} would"
                 f" take the line over the {MAX_RECORD_BYTES}-byte limit; the call has no post-call state"
             )
-            record = make_record(
-                index=record.index,
-                tool=tool,
-                args=args,
-                response=response,
-                fingerprint=fingerprint,
-                text_digest=text_digest,
-            )
+            record = with_state(record, None)
             digest, line = self._line(record)
         return self._commit(record, digest, line)
 
