@@ -316,19 +316,7 @@ class _ProbeForm:
 
 def _probe_usage(form: _ProbeForm) -> tuple[str, ...]:
     """The server's command line; a usage error for a combination probe does not take."""
-
-    command = form.command
-    if form.against is not None:
-        # no TRANSCRIPT in this form: the first argument starts the server's command line
-        if form.transcript is not None and form.transcript.endswith(".jsonl"):
-            raise click.UsageError("--against RECEIPT takes the place of TRANSCRIPT: give one of them")
-        command = (form.transcript, *command) if form.transcript is not None else command
-        if form.output is not None or form.sequence or form.suggest_volatile:
-            raise click.UsageError(
-                "--against RECEIPT goes with neither -o, --sequence nor --suggest-volatile"
-            )
-    elif form.transcript is None:
-        raise click.UsageError("give TRANSCRIPT (the recording to ask again) or --against RECEIPT")
+    command = _server_command(form)
     if (form.target is None) == (not command):
         raise click.UsageError("give the server's command line after -- or --target URL (one of them)")
     if form.sequence and form.target is not None:
@@ -337,13 +325,34 @@ def _probe_usage(form: _ProbeForm) -> tuple[str, ...]:
         raise click.UsageError("--sequence replays the recording once: --repeat does not go with it")
     if form.repeat is None and (form.suggest_volatile or form.output is not None):
         raise click.UsageError("--suggest-volatile and -o RECEIPT need --repeat N (N answers to compare)")
-    if form.suggest_volatile and form.output is not None:
-        raise click.UsageError("--suggest-volatile prints rules, not a report: -o does not go with it")
-    if form.output is not None and not form.output.endswith(SEALED_SUFFIX):
-        raise click.UsageError(f"-o {one_line(form.output)}: {NOT_SEALED}")
-    if form.output is not None and form.transcript is not None and _same_file(form.output, form.transcript):
-        raise click.UsageError("-o RECEIPT must not be TRANSCRIPT itself")
+    _receipt_usage(form)
     return command
+
+
+def _server_command(form: _ProbeForm) -> tuple[str, ...]:
+    """The server's command line as given: with ``--against`` (no TRANSCRIPT) the first argument
+    starts it; a usage error for a form that names neither or both of TRANSCRIPT and RECEIPT."""
+    if form.against is None:
+        if form.transcript is None:
+            raise click.UsageError("give TRANSCRIPT (the recording to ask again) or --against RECEIPT")
+        return form.command
+    if form.transcript is not None and form.transcript.endswith(".jsonl"):
+        raise click.UsageError("--against RECEIPT takes the place of TRANSCRIPT: give one of them")
+    if form.output is not None or form.sequence or form.suggest_volatile:
+        raise click.UsageError("--against RECEIPT goes with neither -o, --sequence nor --suggest-volatile")
+    return (form.transcript, *form.command) if form.transcript is not None else form.command
+
+
+def _receipt_usage(form: _ProbeForm) -> None:
+    """A usage error for an ``-o RECEIPT`` probe cannot write."""
+    if form.output is None:
+        return
+    if form.suggest_volatile:
+        raise click.UsageError("--suggest-volatile prints rules, not a report: -o does not go with it")
+    if not form.output.endswith(SEALED_SUFFIX):
+        raise click.UsageError(f"-o {one_line(form.output)}: {NOT_SEALED}")
+    if form.transcript is not None and _same_file(form.output, form.transcript):
+        raise click.UsageError("-o RECEIPT must not be TRANSCRIPT itself")
 
 
 def _same_file(one: str, other: str) -> bool:
