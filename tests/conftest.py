@@ -27,14 +27,49 @@ settings.load_profile("toolreplay")
 WORKFLOW_TESTS = bool(os.environ.get("CI") or os.environ.get("TOOLREPLAY_WORKFLOW_TESTS"))
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Outside CI, the workflow tier is skipped with the reason saying how to run it."""
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Outside CI, the workflow tier is skipped with the reason saying how to run it; on xdist
+    workers the modules of slow tests start each worker's share."""
+    workers: int = getattr(config, "workerinput", {}).get("workercount", 1)
+    if workers > 1:
+        items[:] = slow_modules_first(items, workers)
     if WORKFLOW_TESTS:
         return
     skip = pytest.mark.skip(reason="workflow tier: runs in CI, or with TOOLREPLAY_WORKFLOW_TESTS=1")
     for item in items:
         if item.get_closest_marker("workflow"):
             item.add_marker(skip)
+
+
+def slow_modules_first(items: list[pytest.Item], workers: int) -> list[pytest.Item]:
+    """The tests reordered so that each of the ``workers`` shares starts with modules of slow tests.
+
+    ``--dist worksteal`` gives each worker an equal run of the collection, in order, and later
+    moves tests from the end of a busy worker's run to an idle one: a slow test left near the
+    end keeps one core busy while the others wait. Modules stay whole (and in collection order),
+    so a module-scoped fixture is still made once per worker.
+    """
+    modules: dict[Path, list[pytest.Item]] = {}
+    for item in items:
+        modules.setdefault(item.path, []).append(item)
+    heads: list[list[pytest.Item]] = [[] for _ in range(workers)]
+    rest: list[pytest.Item] = []
+    slow = 0
+    for tests in modules.values():
+        if any(test.get_closest_marker("slow") or test.get_closest_marker("workflow") for test in tests):
+            heads[slow % workers] += tests
+            slow += 1
+        else:
+            rest += tests
+    ordered: list[pytest.Item] = []
+    left = len(items)
+    for index, head in enumerate(heads):
+        share = left // (workers - index)  # the run worksteal hands this worker
+        fill = max(0, share - len(head))
+        ordered += head + rest[:fill]
+        rest = rest[fill:]
+        left -= share
+    return ordered + rest
 
 
 def examples(count: int) -> int:
