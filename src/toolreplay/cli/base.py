@@ -139,12 +139,19 @@ def _close_and_place(out: IO[str], tmp: str, target: str, path: str, *, replace:
         out.close()
     except OSError as err:
         raise write_error(err, path) from err
+    place_output(tmp, target, replace=replace, path=path)
+
+
+def place_output(temp: str, target: str, *, replace: bool, path: str | None = None) -> None:
+    """Rename the finished temp file onto ``target``; an existing target (without ``replace``) or
+    a failed rename is an ``InputError`` naming ``path`` (default: ``target``)."""
+    shown = target if path is None else path
     try:
-        place(tmp, target, replace=replace)
+        place(temp, target, replace=replace)
     except FileExistsError as err:
-        raise InputError(EXISTS, path=path) from err
+        raise InputError(EXISTS, path=shown) from err
     except OSError as err:
-        raise InputError(f"cannot write here: {err.strerror}", path=path) from err
+        raise InputError(f"cannot write here: {err.strerror}", path=shown) from err
 
 
 def _into_special(target: str, path: str, spool: IO[str]) -> None:

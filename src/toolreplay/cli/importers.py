@@ -11,11 +11,11 @@ from hashlib import sha256
 import click
 
 from toolreplay.analyses.replay import DEFAULT_MUTATORS
-from toolreplay.cli.base import EXISTS, EXIT_USAGE, force_option
+from toolreplay.cli.base import EXISTS, EXIT_USAGE, force_option, place_output
 from toolreplay.cli.defaults import announce, config_option, read_config
 from toolreplay.errors import InputError
 from toolreplay.escape import one_line
-from toolreplay.files import place, temp_beside
+from toolreplay.files import temp_beside
 from toolreplay.importers import FORMATS, Session, import_stream
 from toolreplay.outputs import write_error
 from toolreplay.transcript import make_record, open_input, record_line
@@ -221,7 +221,7 @@ def _import_into(
         targets = [os.path.join(directory, n) for n in names]
         _check_targets(path, targets, replace=replace)
         for temp, target in zip(temps, targets, strict=True):
-            _place(temp, target, replace=replace)
+            place_output(temp, target, replace=replace)
         temps = []
     finally:
         for temp in temps:
@@ -252,15 +252,6 @@ def _refuse_own_input(path: str, targets: Sequence[str]) -> None:
     for target in targets:
         if os.path.exists(target) and os.path.samefile(target, path):
             raise InputError(f"would overwrite its own input {target}", path=path)
-
-
-def _place(temp: str, target: str, *, replace: bool) -> None:
-    try:
-        place(temp, target, replace=replace)
-    except FileExistsError as err:
-        raise InputError(EXISTS, path=target) from err
-    except OSError as err:
-        raise InputError(f"cannot write here: {err.strerror}", path=target) from err
 
 
 #: the resource key of a post-call state taken from the response (``--state-from-response``)

@@ -20,6 +20,7 @@ import contextlib
 import functools
 import os
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from toolreplay.analyses.fingerprint_diff import compare_contracts, text_differences
@@ -300,14 +301,7 @@ def write_cassette(cassette: str, records: Sequence[Record], lock: ToolLock) -> 
     try:
         with Recorder(tmp, seal=True) as recorder:
             for record in records:
-                recorder.record(
-                    tool=record.tool,
-                    args=record.args,
-                    response=record.response,
-                    fingerprint=record.fingerprint,
-                    state=record.state,
-                    text_digest=record.text_digest,
-                )
+                recorder.write(replace(record, index=recorder.count))
         os.replace(tmp, cassette)
     except BaseException:
         with contextlib.suppress(OSError):
