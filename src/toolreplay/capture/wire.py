@@ -29,6 +29,7 @@ __all__ = [
     "JSONRPCResponse",
     "as_request_id",
     "correlation",
+    "load",
     "read_decoded",
     "read_raw",
 ]
@@ -67,6 +68,12 @@ def _sdk() -> dict[str, Any]:
                     invalid=ValidationError,
                 )
     return _loaded
+
+
+def load() -> None:
+    """Import the SDK's parts now (a command that will need them soon loads them under
+    :func:`toolreplay.cli.loading.loading`, so the collector never walks them again)."""
+    _sdk()
 
 
 def __getattr__(name: str) -> Any:

@@ -13,9 +13,11 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from toolreplay.capture import wire
 from toolreplay.capture.exchange import session_path
 from toolreplay.cli.base import EXISTS, Seconds, force_option
 from toolreplay.cli.defaults import announce, config_option, read_config
+from toolreplay.cli.loading import loading
 from toolreplay.errors import InputError
 from toolreplay.escape import one_line, quote
 from toolreplay.extras import require
@@ -232,7 +234,9 @@ def _record_stdio(command: tuple[str, ...], opening: Opening) -> tuple[int, Reco
     def load() -> None:  # once the server has said something (its CPU is its own until then)
         while not early.first.wait(0.05) and child.poll() is None:
             pass
-        opened.append(opening.open())
+        with loading():  # what lives as long as the session, out of the collector's way
+            opened.append(opening.open())
+            wire.load()  # the recording reads the lines kept so far with it at once
         early.attach(opened[0])
 
     try:
@@ -261,6 +265,9 @@ def _record_http(opening: Opening, listen: str, target: str) -> tuple[int, Recor
     from toolreplay.capture.serve import parse_listen
 
     address, target = parse_listen(listen), check_target(target)
-    with opening.open() as recording:
+    with loading():  # before the first request, not during it; out of the collector's way
+        wire.load()
+        recording = opening.open()
+    with recording:
         serve_proxy(*address, target, recording)
     return 0, recording
