@@ -8,7 +8,8 @@ a result that is not an object: the SDK's client refuses the message, so it answ
 
 Importing the SDK takes longer than a server takes to answer ``initialize``, and the first
 messages of a session (``initialize`` and its answer, which no recording can replace) need
-none of it: the SDK is imported on first use (:mod:`toolreplay.capture.early`).
+none of it: the SDK is imported on first use, or by :func:`load` (``record`` calls it with the
+recording, :mod:`toolreplay.capture.early`).
 """
 
 from __future__ import annotations
