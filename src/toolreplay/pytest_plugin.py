@@ -15,6 +15,7 @@ import os
 import re
 from collections.abc import Generator, Iterator
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, NoReturn
 
 import pytest
@@ -24,10 +25,8 @@ from toolreplay.files import SEALED_SUFFIX
 if TYPE_CHECKING:
     import pluggy
 
-    from toolreplay.config import Config
     from toolreplay.library.cassette import CassetteRegistry
     from toolreplay.library.mcp_cassette import McpCassettes
-    from toolreplay.volatile_rules import Rule
 
 #: pytest-recording's names (the same tuple as toolreplay.library.cassette.RECORD_MODES)
 RECORD_MODES = ("none", "once", "new_episodes", "all")
@@ -209,20 +208,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.fixture
 def toolreplay(request: pytest.FixtureRequest) -> Iterator[CassetteRegistry]:
     """A ToolRegistry bound to this test's cassette (see ``--toolreplay-record-mode``)."""
-    from toolreplay.errors import ToolreplayError
-    from toolreplay.library.cassette import CassetteRegistry
-
     item = request.node
     path = cassette_path(item)
     mode, why = _test_mode(item)
     label = _label(item.config, path)
-    try:
-        registry = CassetteRegistry(path, mode=mode, why=why, label=label, volatile=_volatile(request.config))
-    except ToolreplayError as err:
-        text = str(err)
-        if str(path) not in text:
-            text = f"cassette {label}: {text}"
-        pytest.fail(f"toolreplay: {text}", pytrace=False)
+    registry = _fixtures().cassette(path, mode=mode, why=why, label=label, root=item.config.rootpath)
+    if isinstance(registry, str):
+        pytest.fail(f"toolreplay: {registry}", pytrace=False)
     yield registry
     outcomes = item.stash.setdefault(_OUTCOME, [])
     if registry.recording and registry.recorded:
@@ -239,9 +231,7 @@ def toolreplay(request: pytest.FixtureRequest) -> Iterator[CassetteRegistry]:
 def toolreplay_mcp(request: pytest.FixtureRequest) -> Iterator[McpCassettes]:
     """MCP servers bound to this test's cassettes: ``.stdio(command, args, env, cwd)`` gives the
     ``StdioServerParameters`` and ``.http(url)`` the URL the agent's client should use."""
-    from toolreplay.library.errors import SnapshotMissError, ToolDriftError
-    from toolreplay.library.mcp_cassette import McpCassettes
-
+    fixtures = _fixtures()
     item = request.node
     base = cassette_path(item)
     mode, why = _test_mode(item)
@@ -255,17 +245,25 @@ def toolreplay_mcp(request: pytest.FixtureRequest) -> Iterator[McpCassettes]:
             path = base.with_name(f"{stem}.{safe_name(name or 'mcp')}{SEALED_SUFFIX}")
         return str(path), _label(item.config, path)
 
-    servers = McpCassettes(cassette_for, mode=mode, why=why, fail=_fail, config=_project_config(item.config))
+    servers = fixtures.mcp_cassettes(cassette_for, mode=mode, why=why, fail=_fail, root=item.config.rootpath)
     try:
         yield servers
         outcomes, problem = servers.finish(item.stash.get(_CALL_PASSED, False))
         item.stash.setdefault(_OUTCOME, []).extend(outcomes)
         if problem is not None:
-            if not isinstance(problem, (SnapshotMissError, ToolDriftError)):
+            if not fixtures.is_drift(problem):
                 pytest.fail(f"toolreplay: {problem}", pytrace=False)
             raise problem.with_traceback(None)
     finally:
         servers.close()
+
+
+def _fixtures() -> ModuleType:
+    """What the fixtures do (:mod:`toolreplay.library.pytest_fixtures`): imported when a test
+    first asks for one, so a session that never does pays nothing for it."""
+    from toolreplay.library import pytest_fixtures
+
+    return pytest_fixtures
 
 
 def _fail(text: str) -> NoReturn:
@@ -285,20 +283,6 @@ def _label(config: pytest.Config, path: Path) -> str:
         return path.relative_to(config.rootpath).as_posix()
     except ValueError:
         return str(path)
-
-
-def _volatile(config: pytest.Config) -> tuple[Rule, ...]:
-    """The volatile rules of the project's configuration (the nearest from the rootdir up):
-    an argument they mask does not count for finding a call in a cassette."""
-    found = _project_config(config)
-    return found.volatile if found is not None else ()
-
-
-def _project_config(config: pytest.Config) -> Config | None:
-    """The project's configuration: the nearest from the rootdir up (None: there is none)."""
-    from toolreplay.config import nearest_config
-
-    return nearest_config(cwd=config.rootpath)
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -30,6 +30,7 @@ from urllib.parse import unquote, urlsplit
 
 import h11
 
+from toolreplay import sdk
 from toolreplay.capture.recording import Recording
 from toolreplay.capture.stdio import LineSplitter
 from toolreplay.errors import InputError
@@ -207,9 +208,7 @@ class _Target:
 
 def _tls_context() -> ssl.SSLContext:
     """The certificates httpx trusts (``SSL_CERT_FILE``, ``SSL_CERT_DIR``, the system's)."""
-    import httpx2  # the HTTP client the MCP SDK depends on
-
-    return httpx2.create_ssl_context()
+    return sdk.httpx2.create_ssl_context()  # the HTTP client the MCP SDK depends on
 
 
 def _origin_form(target: bytes) -> bytes:

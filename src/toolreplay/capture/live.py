@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from toolreplay import sdk
 from toolreplay.analyses.volatile import Volatile
 from toolreplay.capture.probe import (
     Answer,
@@ -68,15 +69,12 @@ EVERY_CAPABILITY = Declared(sampling={}, elicitation=True, roots=True)
 def recorded_client(session: Sequence[Record], path: str) -> Declared:
     """What the client declared in the first ``initialize`` of the session file ``path`` that the
     server answered (read with the MCP SDK's model); :data:`EVERY_CAPABILITY` without one."""
-    from mcp.types import InitializeRequestParams
-    from pydantic import ValidationError
-
     record = next((r for r in session if r.tool == "initialize" and "result" in r.response), None)
     if record is None:
         return EVERY_CAPABILITY
     try:
-        params = InitializeRequestParams.model_validate(record.args)
-    except ValidationError as err:
+        params = sdk.types.InitializeRequestParams.model_validate(record.args)
+    except sdk.ValidationError as err:
         first = err.errors()[0]
         problem = f"the recorded initialize is not one an MCP client sends: {one_line(first['msg'])}"
         raise InputError(
@@ -95,18 +93,16 @@ def recorded_client(session: Sequence[Record], path: str) -> Declared:
 def _declaring(declared: Declared) -> dict[str, Any]:
     """The MCP SDK client's options that declare ``declared``: the SDK derives each capability
     from the callback given for it, and each callback refuses."""
-    from mcp.types import Implementation, SamplingCapability
-
     options: dict[str, Any] = {}
     if declared.sampling is not None:
         options["sampling_callback"] = _refuser("sampling/createMessage")
-        options["sampling_capabilities"] = SamplingCapability.model_validate(declared.sampling)
+        options["sampling_capabilities"] = sdk.types.SamplingCapability.model_validate(declared.sampling)
     if declared.elicitation:
         options["elicitation_callback"] = _refuser("elicitation/create")
     if declared.roots:
         options["list_roots_callback"] = _refuser("roots/list")
     if declared.client is not None:
-        options["client_info"] = Implementation(name=declared.client[0], version=declared.client[1])
+        options["client_info"] = sdk.types.Implementation(name=declared.client[0], version=declared.client[1])
     return options
 
 
@@ -261,9 +257,7 @@ def _sdk_logs_kept() -> Iterator[_Collect]:
 
 def _refuser(method: str) -> Callable[..., Any]:
     async def refuse(*_: Any) -> Any:
-        from mcp.types import ErrorData
-
-        return ErrorData(code=REFUSAL_CODE, message=REFUSAL.format(method=method))
+        return sdk.types.ErrorData(code=REFUSAL_CODE, message=REFUSAL.format(method=method))
 
     return refuse
 
@@ -285,11 +279,6 @@ def ask_live(
     is a :class:`Failure`; one during which the server asked the client something (probe
     refuses) is :class:`Unjudged`.
     """
-    import anyio
-    from mcp import Client, StdioServerParameters
-    from mcp.client.stdio import stdio_client
-    from mcp.client.streamable_http import streamable_http_client
-
     name = url_shown(target) if isinstance(target, str) else describe(target)
     tap = _Tap()
     with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog, _sdk_logs_kept() as logs:
@@ -297,14 +286,16 @@ def ask_live(
         async def run() -> Live:
             inner: Any
             if isinstance(target, str):
-                inner = streamable_http_client(target)
+                inner = sdk.streamable_http_client(target)
             else:
                 # the server sees this environment, as it would started from a shell
-                params = StdioServerParameters(command=target[0], args=list(target[1:]), env=dict(os.environ))
-                inner = stdio_client(params, errlog=errlog)
-            client = Client(_Tapped(inner, tap), cache=None, **_declaring(declared))
+                params = sdk.StdioServerParameters(
+                    command=target[0], args=list(target[1:]), env=dict(os.environ)
+                )
+                inner = sdk.stdio_client(params, errlog=errlog)
+            client = sdk.Client(_Tapped(inner, tap), cache=None, **_declaring(declared))
             async with client:
-                with anyio.fail_after(timeout):
+                with sdk.anyio.fail_after(timeout):
                     tools, raw = await _list_tools(client)
                 info = client.server_info
                 version = info.version if info is not None else ""
@@ -320,7 +311,7 @@ def ask_live(
                 chosen = list(choose(listing))
                 for round_ in range(repeat):
                     if round_:
-                        await anyio.sleep(ROUND_GAP)  # a value to the second changes between rounds
+                        await sdk.anyio.sleep(ROUND_GAP)  # a value to the second changes between rounds
                     for record in chosen:
                         got = await _ask(client, tap, record, timeout)
                         answers[record.index] = (*answers.get(record.index, ()), got)
@@ -338,7 +329,7 @@ def ask_live(
                 )
 
         try:
-            live = anyio.run(run)
+            live = sdk.anyio.run(run)
         except TimeoutError as err:
             problem = f"the MCP server did not list its tools within {timeout:g} s"
             raise InputError(problem + server_said(errlog), path=name) from err
@@ -363,12 +354,10 @@ def _with_warning(live: Live, warning: str) -> Live:
 
 async def _ask(client: Any, tap: _Tap, record: Record, timeout: float) -> Answer:
     """One call's answer as the server sent it, or why there is none to compare."""
-    import anyio
-
     problem = ""
     tap.begin()  # else a call the SDK never sends would take the previous call's answer
     try:
-        with anyio.fail_after(timeout):
+        with sdk.anyio.fail_after(timeout):
             await client.call_tool(record.tool, record.args)
     except TimeoutError:
         problem = f"no answer within {timeout:g} s"

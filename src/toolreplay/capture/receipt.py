@@ -23,6 +23,7 @@ from toolreplay.analyses.volatile import Volatile
 from toolreplay.capture.probe import Answer, Receipted, answer_digest, tool_rules
 from toolreplay.capture.serve import load_records
 from toolreplay.chain import seal
+from toolreplay.ecma import EcmaValidator
 from toolreplay.errors import InputError
 from toolreplay.files import SEALED_SUFFIX
 from toolreplay.limits import MAX_REPEAT
@@ -141,8 +142,6 @@ def read_receipt(path: str) -> tuple[tuple[Record, ...], dict[int, Receipted]]:
 
 
 def _receipted(record: Record, path: str) -> Receipted:
-    from toolreplay.ecma import EcmaValidator
-
     response = record.response
     errors = sorted(EcmaValidator(RESPONSE_SCHEMA).iter_errors(response), key=lambda e: list(e.absolute_path))
     if errors:

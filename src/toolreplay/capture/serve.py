@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
+from toolreplay import sdk
 from toolreplay.analyses.volatile import Volatile
 from toolreplay.canonical import canonical
 from toolreplay.capture.exchange import (
@@ -255,11 +256,8 @@ def build_server(
     """The low-level SDK server that answers from ``records`` (and the session file's ``session``);
     ``on_miss`` hears of each tool call the recording does not hold, and a call is looked up
     without what the ``volatile`` rules mask in its arguments."""
-    import mcp.types as types
-    from mcp.server.lowlevel import Server
-
     recorded = Recorded(records=records, session=session, volatile=volatile or ())
-    tools = [types.Tool.model_validate(tool) for tool in tool_list(records, lock)]
+    tools = [sdk.types.Tool.model_validate(tool) for tool in tool_list(records, lock)]
     name, version = server_identity(records)
     if recorded.initialize is not None and isinstance(recorded.initialize.get("serverInfo"), dict):
         info = recorded.initialize["serverInfo"]
@@ -277,38 +275,38 @@ def build_server(
         return replays[key]
 
     async def list_tools(
-        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
-    ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=tools)
+        ctx: ServerRequestContext[Any], params: sdk.types.PaginatedRequestParams | None
+    ) -> sdk.types.ListToolsResult:
+        return sdk.types.ListToolsResult(tools=tools)
 
-    async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> HandlerResult:
+    async def call_tool(
+        ctx: ServerRequestContext[Any], params: sdk.types.CallToolRequestParams
+    ) -> HandlerResult:
         calls = replay(ctx).calls
         calls.last = None
         response = answer(calls, params.name, dict(params.arguments or {}), on_miss)
         if calls.last is not None:
             await _notify(ctx, recorded.notes.get(calls.last.index, ()))
         try:
-            types.CallToolResult.model_validate(response)
+            sdk.types.CallToolResult.model_validate(response)
         except ValueError:
             response = tool_error(f"the recorded response of {params.name!r} is not a valid CallToolResult")
         return _shaped(ctx, response)
 
     async def asked(ctx: ServerRequestContext[Any], params: Any) -> HandlerResult:
         """Any other request: the recorded answer to the same method and params."""
-        from mcp.shared.exceptions import MCPError
-
         given = without_meta(dict(ctx.params or {}))
         try:
             response = replay(ctx).asked.serve(ctx.method, given, live=None, check=False)
         except SnapshotMissError as miss:
-            raise MCPError(code=MISS_CODE, message=miss_message(ctx.method, given, miss)) from None
+            raise sdk.MCPError(code=MISS_CODE, message=miss_message(ctx.method, given, miss)) from None
         await _notify(ctx, response.get("notifications", ()))
         _raise_recorded(response)
         result = response.get("result")
         return _shaped(ctx, result if isinstance(result, dict) else {})
 
-    server: Server[Any] = Server(name, version=version, on_list_tools=list_tools)
-    server.add_request_handler("tools/call", types.CallToolRequestParams, call_tool)
+    server: Server[Any] = sdk.Server(name, version=version, on_list_tools=list_tools)
+    server.add_request_handler("tools/call", sdk.types.CallToolRequestParams, call_tool)
     if session is not None:
         for method in sorted(recorded.methods()):
             server.add_request_handler(method, _params_model(method), asked)
@@ -334,37 +332,31 @@ class _Initialize:
 def _shaped(ctx: ServerRequestContext[Any], result: dict[str, Any]) -> dict[str, Any]:
     """A recorded result as the SDK writes it for the session's protocol revision: as recorded,
     with the ``resultType`` the 2026 revision requires when the recorded server (older) sent none."""
-    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-
-    if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS and "resultType" not in result:
+    if ctx.protocol_version in sdk.MODERN_PROTOCOL_VERSIONS and "resultType" not in result:
         return {**result, "resultType": "complete"}
     return result
 
 
 def _params_model(method: str) -> Any:
     """The SDK's model of ``method``'s params (they are validated as the real server's SDK would)."""
-    import mcp.types as types
-
     models: dict[str, Any] = {
-        "resources/read": types.ReadResourceRequestParams,
-        "resources/subscribe": types.SubscribeRequestParams,
-        "resources/unsubscribe": types.UnsubscribeRequestParams,
-        "prompts/get": types.GetPromptRequestParams,
-        "completion/complete": types.CompleteRequestParams,
-        "logging/setLevel": types.SetLevelRequestParams,
-        "server/discover": types.RequestParams,
+        "resources/read": sdk.types.ReadResourceRequestParams,
+        "resources/subscribe": sdk.types.SubscribeRequestParams,
+        "resources/unsubscribe": sdk.types.UnsubscribeRequestParams,
+        "prompts/get": sdk.types.GetPromptRequestParams,
+        "completion/complete": sdk.types.CompleteRequestParams,
+        "logging/setLevel": sdk.types.SetLevelRequestParams,
+        "server/discover": sdk.types.RequestParams,
     }
-    return models.get(method, types.PaginatedRequestParams)
+    return models.get(method, sdk.types.PaginatedRequestParams)
 
 
 def _raise_recorded(response: dict[str, Any]) -> None:
     """Raise the recorded JSON-RPC error (``{"error": ...}``) as it was, ``data`` and all."""
-    from mcp.shared.exceptions import MCPError
-
     error = response.get("error")
     if "result" not in response and isinstance(error, dict):
         code, message = error.get("code"), error.get("message")
-        raise MCPError(
+        raise sdk.MCPError(
             code=code if isinstance(code, int) else -32603,
             message=message if isinstance(message, str) else "",
             data=error.get("data"),
@@ -377,9 +369,6 @@ async def _notify(ctx: ServerRequestContext[Any], notes: Any) -> None:
     A progress notification goes under the progress token this request asked for (none
     asked: none sent); a log message goes as the SDK sends one (at the level the session asked for).
     """
-    import mcp.types as types
-    from pydantic import TypeAdapter, ValidationError
-
     token = progress_token(dict(ctx.params or {}))
     for note in notes if isinstance(notes, list | tuple) else ():
         method = note.get("method") if isinstance(note, dict) else None
@@ -400,11 +389,11 @@ async def _notify(ctx: ServerRequestContext[Any], notes: Any) -> None:
                 if token is None:
                     continue
                 params["progressToken"] = token
-            notification = TypeAdapter(types.ServerNotification).validate_python(
+            notification = sdk.TypeAdapter(sdk.types.ServerNotification).validate_python(
                 {"method": method, "params": params}, by_name=False
             )
             await ctx.session.send_notification(notification, related_request_id=ctx.request_id)
-        except ValidationError:
+        except sdk.ValidationError:
             print(
                 f"toolreplay: warning: a recorded notification {quote(str(method))} is not one the SDK"
                 " can send; not sent",
@@ -440,20 +429,17 @@ def miss_log(path: str) -> OnMiss:
 
 def serve_stdio(server: Server[Any], *, handshake: bool = False) -> None:
     """Serve one session over stdin and stdout until the client closes it."""
-    import anyio
-    from mcp.server.runner import serve_loop
-    from mcp.server.stdio import stdio_server
 
     async def run() -> None:
-        async with stdio_server() as (read, write):
+        async with sdk.stdio_server() as (read, write):
             if not handshake:
                 await server.run(read, write, server.create_initialization_options())
                 return
             options = server.create_initialization_options()
             async with server.lifespan(server) as state:
-                await serve_loop(server, read, write, lifespan_state=state, init_options=options)
+                await sdk.serve_loop(server, read, write, lifespan_state=state, init_options=options)
 
-    anyio.run(run)
+    sdk.anyio.run(run)
 
 
 def parse_listen(listen: str) -> tuple[str, int]:
@@ -477,16 +463,15 @@ def serve_http(server: Server[Any], host: str, port: int) -> None:
 
 def run_until_stopped(app: Any, host: str, port: int) -> None:
     """Serve an ASGI app until SIGINT or SIGTERM, then return (uvicorn would re-raise the signal)."""
-    import uvicorn
 
-    class Server(uvicorn.Server):
+    class _Uvicorn(sdk.uvicorn.Server):
         @contextlib.contextmanager
         def capture_signals(self) -> Iterator[None]:
             yield  # the handlers below stop it instead
 
     # an open event stream (a client's GET) must not hold the shutdown forever
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=5)
-    server = Server(config)
+    config = sdk.uvicorn.Config(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=5)
+    server = _Uvicorn(config)
 
     def stop(signum: int, frame: FrameType | None) -> None:
         server.should_exit = True

@@ -14,73 +14,22 @@ recording, :mod:`toolreplay.capture.early`).
 
 from __future__ import annotations
 
-import threading
 from typing import TYPE_CHECKING, Any
 
+from toolreplay import sdk
 from toolreplay.canonical import canonical
 
 if TYPE_CHECKING:
-    from mcp.shared.dispatcher import as_request_id
-    from mcp_types import JSONRPCError, JSONRPCMessage, JSONRPCNotification, JSONRPCRequest, JSONRPCResponse
+    from mcp_types import JSONRPCMessage
 
-__all__ = [
-    "JSONRPCError",
-    "JSONRPCNotification",
-    "JSONRPCRequest",
-    "JSONRPCResponse",
-    "as_request_id",
-    "correlation",
-    "load",
-    "read_decoded",
-    "read_raw",
-]
-
-#: the SDK's names this module gives, imported on first use
-_LAZY = frozenset(
-    {"JSONRPCError", "JSONRPCNotification", "JSONRPCRequest", "JSONRPCResponse", "as_request_id"}
-)
-_loaded: dict[str, Any] = {}
-_loading = threading.Lock()
-
-
-def _sdk() -> dict[str, Any]:
-    """The SDK's parts this module uses, imported once (a second caller waits for the first)."""
-    if not _loaded:
-        with _loading:
-            if not _loaded:
-                from mcp.shared.dispatcher import as_request_id, coerce_request_id
-                from mcp_types import (
-                    JSONRPCError,
-                    JSONRPCNotification,
-                    JSONRPCRequest,
-                    JSONRPCResponse,
-                    jsonrpc_message_adapter,
-                )
-                from pydantic import ValidationError
-
-                _loaded.update(
-                    JSONRPCError=JSONRPCError,
-                    JSONRPCNotification=JSONRPCNotification,
-                    JSONRPCRequest=JSONRPCRequest,
-                    JSONRPCResponse=JSONRPCResponse,
-                    as_request_id=as_request_id,
-                    coerce=coerce_request_id,
-                    adapter=jsonrpc_message_adapter,
-                    invalid=ValidationError,
-                )
-    return _loaded
+#: the SDK's parts this module uses
+PARTS = ("jsonrpc_message_adapter", "ValidationError", "coerce_request_id", "as_request_id", "types")
 
 
 def load() -> None:
     """Import the SDK's parts now (a command that will need them soon loads them under
     :func:`toolreplay.cli.loading.loading`, so the collector never walks them again)."""
-    _sdk()
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return _sdk()[name]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    sdk.load(*PARTS)
 
 
 def read_decoded(value: Any) -> JSONRPCMessage | None:
@@ -90,24 +39,22 @@ def read_decoded(value: Any) -> JSONRPCMessage | None:
     keys, ``NaN`` and overflowing numbers, where the two could differ), so validating the
     decoded value is validating the line, without parsing it twice.
     """
-    sdk = _sdk()
     try:
-        message: JSONRPCMessage = sdk["adapter"].validate_python(value, by_name=False)
-    except sdk["invalid"]:
+        message: JSONRPCMessage = sdk.jsonrpc_message_adapter.validate_python(value, by_name=False)
+    except sdk.ValidationError:
         return None
     return message
 
 
 def read_raw(raw: bytes) -> JSONRPCMessage | None:
     """The message a client reads from a line the strict decoder refused (None: it refuses it too)."""
-    sdk = _sdk()
     try:
-        message: JSONRPCMessage = sdk["adapter"].validate_json(raw, by_name=False)
-    except sdk["invalid"]:
+        message: JSONRPCMessage = sdk.jsonrpc_message_adapter.validate_json(raw, by_name=False)
+    except sdk.ValidationError:
         return None
     return message
 
 
 def correlation(ident: int | str) -> str:
     """The key under which a client pairs an answer with its request (``"7"`` and ``7`` are one)."""
-    return canonical(_sdk()["coerce"](ident))
+    return canonical(sdk.coerce_request_id(ident))

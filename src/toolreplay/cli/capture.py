@@ -1,7 +1,7 @@
 """Live capture over MCP: ``serve`` and ``probe`` (docs/capture.md; ``record``: :mod:`toolreplay.cli.record`).
 
-The MCP SDK is imported only inside the capture modules' functions that speak MCP, so the CLI
-works without the ``mcp`` extra; these commands then say how to install it (exit 2).
+The MCP SDK is imported on first use (:mod:`toolreplay.sdk`), so the CLI works without the
+``mcp`` extra; these commands then say how to install it (exit 2).
 """
 
 from __future__ import annotations
@@ -38,12 +38,11 @@ from toolreplay.capture.serve import (
     serve_http,
     serve_stdio,
 )
-from toolreplay.cli.base import EXIT_CLEAN, EXIT_FINDINGS, Seconds, atomic_output, force_option
+from toolreplay.cli.base import EXIT_CLEAN, EXIT_FINDINGS, Seconds, atomic_output, force_option, warn
 from toolreplay.cli.defaults import announce, config_option, mutators_and_lock, read_config, volatile_of
 from toolreplay.cli.formats import format_option
 from toolreplay.cli.gate import emit_gated, fail_on_option, fail_policy
 from toolreplay.cli.record import require_sdk
-from toolreplay.cli.record import warn as _warn
 from toolreplay.contracts.lock import declared_nondeterministic, load_lock
 from toolreplay.errors import InputError
 from toolreplay.escape import one_line, quote
@@ -290,7 +289,7 @@ def probe_cmd(
     else:
         result, live = _with_receipt(run, output, force=force, lock=lock, volatile=volatile)
     for problem in live.warnings:
-        _warn(problem)
+        warn(problem)
     if suggest_volatile:
         click.echo(_suggestions(records, live.repeated or {}, repeat or 1), nl=False)
         ctx.exit(EXIT_CLEAN)

@@ -9,48 +9,30 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 import click
 
-from toolreplay.capture import wire
+from toolreplay.capture.early import Early
 from toolreplay.capture.exchange import session_path
-from toolreplay.cli.base import EXISTS, Seconds, force_option
-from toolreplay.cli.defaults import announce, config_option, read_config
+from toolreplay.capture.redact import Redactor
+from toolreplay.capture.stdio import proxy, start_server
+from toolreplay.cli.base import EXISTS, Seconds, force_option, warn
+from toolreplay.cli.defaults import config_option
 from toolreplay.cli.loading import loading
 from toolreplay.errors import InputError
 from toolreplay.escape import one_line, quote
 from toolreplay.extras import require
-from toolreplay.mutators import DEFAULT_MUTATORS
 from toolreplay.state_command import DEFAULT_TIMEOUT, Command, parse_state_command
 
 if TYPE_CHECKING:
     from toolreplay.capture.recording import Recording
-    from toolreplay.contracts.lock import ToolLock
-    from toolreplay.library.post_state import StateCommand
 
 
 def require_sdk(command: str) -> None:
     """Refuse (exit 2) with the install hint when the MCP SDK is not installed (found, not imported)."""
     require("mcp", f"toolreplay {command}")
-
-
-def warn(text: str) -> None:
-    click.echo(f"toolreplay: warning: {one_line(text)}", err=True)
-
-
-def check_result(result: dict[str, Any]) -> str | None:
-    """Why ``result`` is not a valid ``CallToolResult`` as the SDK reads it (None: it is)."""
-    from mcp.types import CallToolResult
-    from pydantic import ValidationError
-
-    try:
-        CallToolResult.model_validate(result)
-    except ValidationError as err:
-        first = err.errors()[0]
-        where = "/".join(str(part) for part in first["loc"])
-        return f"{where}: {first['msg']}" if where else first["msg"]
-    return None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -69,51 +51,26 @@ class Opening:
     timeout: float | None = None
 
     def open(self) -> Recording:
-        """The recording, with its state commands (docs/spec.md §8)."""
-        from toolreplay.capture.recording import Recording
-
-        state_command, declared = self._state_command()
-        return Recording(
+        """The recording (its machinery loads now: the server has said something, or is remote)."""
+        recording: Recording = _machinery().open_recording(
             self.output,
             seal=self.seal,
             lock_path=self.lock_path,
-            redact=self.patterns,
-            warn=warn,
-            check_result=check_result,
-            state_command=state_command,
-            tools_lock=declared,
+            patterns=self.patterns,
+            config_file=self.config_file,
+            commands=self.commands,
+            timeout=self.timeout,
         )
+        return recording
 
-    def _state_command(self) -> tuple[StateCommand | None, ToolLock | None]:
-        """The state commands: ``--state-command``, else the config's ``state_command``; with them
-        what decides which calls change state (the config's ``mutators``, and its ``tools_lock``
-        unless ``--lock``), as ``check`` reads them. Says which settings the config supplied."""
-        from toolreplay.config import config_path
-        from toolreplay.contracts.lock import load_lock
-        from toolreplay.library.post_state import StateCommand
 
-        config = read_config(self.config_file)
-        used: list[str] = []
-        commands, timeout = self.commands, self.timeout
-        if not commands and config is not None and config.state_command:
-            commands = config.state_command
-            used.append("state_command")
-        if not commands:
-            return None, None
-        mutators, declared = DEFAULT_MUTATORS, None
-        if config is not None:
-            if timeout is None and "state_timeout_seconds" in config.declared:
-                timeout = config.state_timeout_seconds
-                used.append("state_timeout_seconds")
-            if "mutators" in config.declared:
-                mutators = config.mutators
-                used.append("mutators")
-            tools_lock = config_path(config, config.tools_lock) if config.tools_lock is not None else None
-            if self.lock_path is None and tools_lock is not None and os.path.isfile(tools_lock):
-                declared = load_lock(tools_lock)
-                used.append("tools_lock")
-        announce(config, used)
-        return StateCommand(commands, timeout=timeout or DEFAULT_TIMEOUT, mutators=mutators), declared
+def _machinery() -> ModuleType:
+    """The recording's machinery and the MCP SDK: :mod:`toolreplay.cli.record_open` (imported
+    under :func:`loading`: it lives as long as the session, out of the collector's way)."""
+    with loading():
+        from toolreplay.cli import record_open
+
+    return record_open
 
 
 def _parsed(value: str) -> Command:
@@ -201,7 +158,7 @@ def record_cmd(
         timeout=state_timeout,
     )
     if listen is not None and target is not None:
-        status, recording = _record_http(opening, listen, target)
+        status, recording = _machinery().record_http(listen, target, opening.open)
     else:
         status, recording = _record_stdio(command, opening)
     for kept in recording.kept:
@@ -218,10 +175,6 @@ def record_cmd(
 
 def _record_stdio(command: tuple[str, ...], opening: Opening) -> tuple[int, Recording]:
     """Start the server, then load the recording while it boots; (exit status, the recording)."""
-    from toolreplay.capture.early import Early
-    from toolreplay.capture.redact import Redactor
-    from toolreplay.capture.stdio import proxy, start_server
-
     Redactor(opening.patterns)  # a bad pattern is refused before anything starts
     if not _plainly_writable(opening.output, opening.lock_path):
         # the recording says why it cannot be written (exit 2), before the server starts
@@ -234,9 +187,7 @@ def _record_stdio(command: tuple[str, ...], opening: Opening) -> tuple[int, Reco
     def load() -> None:  # once the server has said something (its CPU is its own until then)
         while not early.first.wait(0.05) and child.poll() is None:
             pass
-        with loading():  # what lives as long as the session, out of the collector's way
-            opened.append(opening.open())
-            wire.load()  # the recording reads the lines kept so far with it at once
+        opened.append(opening.open())
         early.attach(opened[0])
 
     try:
@@ -258,16 +209,3 @@ def _plainly_writable(*paths: str | None) -> bool:
         if os.path.lexists(path) and not os.access(path, os.W_OK):
             return False
     return True
-
-
-def _record_http(opening: Opening, listen: str, target: str) -> tuple[int, Recording]:
-    from toolreplay.capture.http import check_target, serve_proxy
-    from toolreplay.capture.serve import parse_listen
-
-    address, target = parse_listen(listen), check_target(target)
-    with loading():  # before the first request, not during it; out of the collector's way
-        wire.load()
-        recording = opening.open()
-    with recording:
-        serve_proxy(*address, target, recording)
-    return 0, recording

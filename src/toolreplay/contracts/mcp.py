@@ -13,6 +13,7 @@ import tempfile
 from collections.abc import Sequence
 from typing import IO, Any
 
+from toolreplay import sdk
 from toolreplay.contracts.definitions import ToolDefinition
 from toolreplay.contracts.text import text_of_tool
 from toolreplay.errors import InputError
@@ -45,17 +46,14 @@ def list_mcp_server(
     if not argv:
         raise InputError("no MCP server command given")
     require("mcp", "fingerprinting an MCP server")
-    import anyio  # (the MCP SDK's own dependency: it comes with the extra)
-    from mcp import Client, StdioServerParameters, stdio_client
-
     # The server's stderr goes to a temp file: quiet on success, quoted on failure.
     with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog:
 
         async def fetch() -> tuple[list[dict[str, Any]], str]:
-            params = StdioServerParameters(command=argv[0], args=list(argv[1:]), env=dict(os.environ))
+            params = sdk.StdioServerParameters(command=argv[0], args=list(argv[1:]), env=dict(os.environ))
             tools: list[dict[str, Any]] = []
-            with anyio.fail_after(timeout):
-                async with Client(stdio_client(params, errlog=errlog)) as client:
+            with sdk.anyio.fail_after(timeout):
+                async with sdk.Client(sdk.stdio_client(params, errlog=errlog)) as client:
                     info = client.server_info
                     version = info.version if info is not None else ""
                     cursor: str | None = None
@@ -70,7 +68,7 @@ def list_mcp_server(
                             return tools, version
 
         try:
-            return anyio.run(fetch)
+            return sdk.anyio.run(fetch)
         except TimeoutError as err:
             problem = f"the MCP server did not list its tools within {timeout:g} s"
             raise InputError(problem + server_said(errlog), path=describe(argv)) from err

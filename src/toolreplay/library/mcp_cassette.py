@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 from urllib.parse import urlsplit, urlunsplit
 
+from toolreplay import sdk
 from toolreplay.analyses.volatile import Volatile
 from toolreplay.capture.serve import check_lock, load_records
 from toolreplay.contracts.lock import ToolContract, ToolLock, load_lock
@@ -123,21 +124,21 @@ class McpCassettes:
         (default: the command's file name); ``state_command`` is ``record --state-command``'s
         (each ``CMD`` or ``TOOL=CMD``; default: the configuration's ``state_command``).
         """
-        from mcp import StdioServerParameters
-
         if isinstance(args, str):
             raise TypeError("args is a sequence of arguments, not one string")
         server = self._server(name if name is not None else Path(command).name)
         if server.recording:
             self._check_command(command, env, cwd)
             argv = [*TOOLREPLAY[1:], *self._record_args(server, state_command)]
-            return StdioServerParameters(
+            return sdk.StdioServerParameters(
                 command=TOOLREPLAY[0],
                 args=[*argv, "--", command, *args],
                 env=dict(env) if env is not None else None,
                 cwd=os.fspath(cwd) if cwd is not None else None,
             )
-        return StdioServerParameters(command=TOOLREPLAY[0], args=[*TOOLREPLAY[1:], *self._serve_args(server)])
+        return sdk.StdioServerParameters(
+            command=TOOLREPLAY[0], args=[*TOOLREPLAY[1:], *self._serve_args(server)]
+        )
 
     def http(self, url: str, *, name: str | None = None, state_command: str | Sequence[str] = ()) -> str:
         """A URL for the Streamable HTTP server at ``url``: a recording proxy in front of it, or

@@ -1,0 +1,104 @@
+"""``record``'s second half: the recording it opens once the server has said something.
+
+:mod:`toolreplay.cli.record` starts the server first (a client waits for it); this module, the
+recording's machinery and the MCP SDK's parts it reads messages with load after that, under
+:func:`toolreplay.cli.loading.loading` (they live as long as the session, out of the
+collector's way). Over Streamable HTTP there is no server to start: all of it loads before
+the proxy listens, so no request waits for it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+from toolreplay import sdk
+from toolreplay.capture import wire
+from toolreplay.capture.http import check_target, serve_proxy
+from toolreplay.capture.recording import Recording
+from toolreplay.capture.serve import parse_listen
+from toolreplay.cli.base import warn
+from toolreplay.cli.defaults import announce, read_config
+from toolreplay.cli.loading import loading
+from toolreplay.config import config_path
+from toolreplay.contracts.lock import ToolLock, load_lock
+from toolreplay.library.post_state import StateCommand
+from toolreplay.mutators import DEFAULT_MUTATORS
+from toolreplay.state_command import DEFAULT_TIMEOUT, Command
+
+
+def check_result(result: dict[str, Any]) -> str | None:
+    """Why ``result`` is not a valid ``CallToolResult`` as the SDK reads it (None: it is)."""
+    try:
+        sdk.types.CallToolResult.model_validate(result)
+    except sdk.ValidationError as err:
+        first = err.errors()[0]
+        where = "/".join(str(part) for part in first["loc"])
+        return f"{where}: {first['msg']}" if where else first["msg"]
+    return None
+
+
+def open_recording(
+    output: str,
+    *,
+    seal: bool,
+    lock_path: str | None,
+    patterns: tuple[str, ...],
+    config_file: str | None,
+    commands: tuple[Command, ...],
+    timeout: float | None,
+) -> Recording:
+    """The recording of ``record``'s options, with its state commands (docs/spec.md §8)."""
+    with loading():  # what lives as long as the session, out of the collector's way
+        wire.load()
+        sdk.load("types", "ValidationError")  # check_result's
+    state_command, declared = state_commands(config_file, commands, timeout, lock_path)
+    return Recording(
+        output,
+        seal=seal,
+        lock_path=lock_path,
+        redact=patterns,
+        warn=warn,
+        check_result=check_result,
+        state_command=state_command,
+        tools_lock=declared,
+    )
+
+
+def state_commands(
+    config_file: str | None, commands: tuple[Command, ...], timeout: float | None, lock_path: str | None
+) -> tuple[StateCommand | None, ToolLock | None]:
+    """The state commands: ``--state-command`` (``commands``), else the config's ``state_command``;
+    with them what decides which calls change state (the config's ``mutators``, and its
+    ``tools_lock`` unless ``--lock``), as ``check`` reads them. Says which settings the config supplied."""
+    config = read_config(config_file)
+    used: list[str] = []
+    if not commands and config is not None and config.state_command:
+        commands = config.state_command
+        used.append("state_command")
+    if not commands:
+        return None, None
+    mutators, declared = DEFAULT_MUTATORS, None
+    if config is not None:
+        if timeout is None and "state_timeout_seconds" in config.declared:
+            timeout = config.state_timeout_seconds
+            used.append("state_timeout_seconds")
+        if "mutators" in config.declared:
+            mutators = config.mutators
+            used.append("mutators")
+        tools_lock = config_path(config, config.tools_lock) if config.tools_lock is not None else None
+        if lock_path is None and tools_lock is not None and os.path.isfile(tools_lock):
+            declared = load_lock(tools_lock)
+            used.append("tools_lock")
+    announce(config, used)
+    return StateCommand(commands, timeout=timeout or DEFAULT_TIMEOUT, mutators=mutators), declared
+
+
+def record_http(listen: str, target: str, opened: Callable[[], Recording]) -> tuple[int, Recording]:
+    """Proxy ``target`` at ``listen`` until stopped, recording to what ``opened`` opens;
+    (exit status, the recording)."""
+    address, target = parse_listen(listen), check_target(target)
+    with opened() as recording:
+        serve_proxy(*address, target, recording)
+    return 0, recording

@@ -1,0 +1,57 @@
+"""What the pytest plugin's fixtures do, loaded the first time a test asks for one.
+
+:mod:`toolreplay.pytest_plugin` loads in every pytest session of every project that installs
+toolreplay, so it imports only pytest and the standard library; the cassettes, snapshots and
+the project's configuration are here, behind its one lazy import.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import NoReturn
+
+from toolreplay.config import Config, nearest_config
+from toolreplay.errors import ToolreplayError
+from toolreplay.library.cassette import CassetteRegistry
+from toolreplay.library.errors import SnapshotMissError, ToolDriftError
+from toolreplay.library.mcp_cassette import McpCassettes
+
+__all__ = ["CassetteRegistry", "McpCassettes", "cassette", "is_drift", "mcp_cassettes", "project_config"]
+
+
+def project_config(root: Path) -> Config | None:
+    """The project's configuration: the nearest from ``root`` up (None: there is none)."""
+    return nearest_config(cwd=root)
+
+
+def cassette(path: Path, *, mode: str, why: str, label: str, root: Path) -> CassetteRegistry | str:
+    """The registry bound to the cassette at ``path``, or why it cannot be (naming the cassette).
+
+    The project's volatile rules apply: an argument they mask does not count for finding a call.
+    """
+    found = project_config(root)
+    try:
+        return CassetteRegistry(
+            path, mode=mode, why=why, label=label, volatile=found.volatile if found is not None else ()
+        )
+    except ToolreplayError as err:
+        text = str(err)
+        return text if str(path) in text else f"cassette {label}: {text}"
+
+
+def mcp_cassettes(
+    cassette_for: Callable[[str | None], tuple[str, str]],
+    *,
+    mode: str,
+    why: str,
+    fail: Callable[[str], NoReturn],
+    root: Path,
+) -> McpCassettes:
+    """The MCP servers of one test, each bound to the cassette ``cassette_for`` names."""
+    return McpCassettes(cassette_for, mode=mode, why=why, fail=fail, config=project_config(root))
+
+
+def is_drift(problem: BaseException) -> bool:
+    """Whether ``problem`` is a miss or a drift (raised as it is), not a failure to report."""
+    return isinstance(problem, SnapshotMissError | ToolDriftError)

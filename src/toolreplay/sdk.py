@@ -1,0 +1,88 @@
+"""The MCP SDK, as toolreplay uses it: the one module that imports it (the ``mcp`` extra).
+
+Every part of the SDK (and of what it brings: anyio, pydantic, uvicorn, httpx) that toolreplay
+uses is a name of this module, imported the first time it is used: ``sdk.types.Tool``,
+``sdk.Client(...)``. So the modules that speak MCP import this one at their top, and a command
+that never touches the SDK never pays for it (importing it takes longer than most servers take
+to start).
+
+Without the extra, the first use is an ``InputError`` that says how to install it (the commands
+that need the SDK check for it before they start anything: ``toolreplay.extras.require``).
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+from toolreplay.errors import InputError
+from toolreplay.extras import install_hint
+
+if TYPE_CHECKING:
+    import anyio as anyio
+    import httpx2 as httpx2
+    import uvicorn as uvicorn
+    from mcp import Client as Client
+    from mcp import StdioServerParameters as StdioServerParameters
+    from mcp import types as types
+    from mcp.client.stdio import stdio_client as stdio_client
+    from mcp.client.streamable_http import streamable_http_client as streamable_http_client
+    from mcp.server.lowlevel import Server as Server
+    from mcp.server.runner import serve_loop as serve_loop
+    from mcp.server.stdio import stdio_server as stdio_server
+    from mcp.shared.dispatcher import as_request_id as as_request_id
+    from mcp.shared.dispatcher import coerce_request_id as coerce_request_id
+    from mcp.shared.exceptions import MCPError as MCPError
+    from mcp_types import jsonrpc_message_adapter as jsonrpc_message_adapter
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS as MODERN_PROTOCOL_VERSIONS
+    from pydantic import TypeAdapter as TypeAdapter
+    from pydantic import ValidationError as ValidationError
+
+#: each name this module gives: ``"module"`` or ``"module:attribute"``
+PARTS: dict[str, str] = {
+    "Client": "mcp:Client",
+    "MCPError": "mcp.shared.exceptions:MCPError",
+    "MODERN_PROTOCOL_VERSIONS": "mcp_types.version:MODERN_PROTOCOL_VERSIONS",
+    "Server": "mcp.server.lowlevel:Server",
+    "StdioServerParameters": "mcp:StdioServerParameters",
+    "TypeAdapter": "pydantic:TypeAdapter",
+    "ValidationError": "pydantic:ValidationError",
+    "anyio": "anyio",
+    "as_request_id": "mcp.shared.dispatcher:as_request_id",
+    "coerce_request_id": "mcp.shared.dispatcher:coerce_request_id",
+    "httpx2": "httpx2",
+    "jsonrpc_message_adapter": "mcp_types:jsonrpc_message_adapter",
+    "serve_loop": "mcp.server.runner:serve_loop",
+    "stdio_client": "mcp.client.stdio:stdio_client",
+    "stdio_server": "mcp.server.stdio:stdio_server",
+    "streamable_http_client": "mcp.client.streamable_http:streamable_http_client",
+    "types": "mcp.types",
+    "uvicorn": "uvicorn",
+}
+
+
+def _part(name: str) -> Any:
+    where = PARTS.get(name)
+    if where is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module, _, attribute = where.partition(":")
+    try:
+        value = import_module(module)
+    except ModuleNotFoundError as err:
+        raise InputError(f"this needs the MCP SDK ({err.name} is missing): {install_hint('mcp')}") from None
+    if attribute:
+        value = getattr(value, attribute)
+    globals()[name] = value  # the next use is a plain global
+    return value
+
+
+if not TYPE_CHECKING:  # the type checker sees the imports above: a misspelt name is its error
+
+    def __getattr__(name: str) -> Any:
+        return _part(name)
+
+
+def load(*names: str) -> None:
+    """Import the parts ``names`` now (for a command that will need them soon)."""
+    for name in names:
+        _part(name)
