@@ -21,6 +21,7 @@ from toolreplay.extras import install_hint
 if TYPE_CHECKING:
     import anyio as anyio
     import httpx2 as httpx2
+    import mcp_types as mcp_types
     import uvicorn as uvicorn
     from mcp import Client as Client
     from mcp import StdioServerParameters as StdioServerParameters
@@ -30,10 +31,7 @@ if TYPE_CHECKING:
     from mcp.server.lowlevel import Server as Server
     from mcp.server.runner import serve_loop as serve_loop
     from mcp.server.stdio import stdio_server as stdio_server
-    from mcp.shared.dispatcher import as_request_id as as_request_id
-    from mcp.shared.dispatcher import coerce_request_id as coerce_request_id
     from mcp.shared.exceptions import MCPError as MCPError
-    from mcp_types import jsonrpc_message_adapter as jsonrpc_message_adapter
     from mcp_types.version import MODERN_PROTOCOL_VERSIONS as MODERN_PROTOCOL_VERSIONS
     from pydantic import TypeAdapter as TypeAdapter
     from pydantic import ValidationError as ValidationError
@@ -48,10 +46,8 @@ PARTS: dict[str, str] = {
     "TypeAdapter": "pydantic:TypeAdapter",
     "ValidationError": "pydantic:ValidationError",
     "anyio": "anyio",
-    "as_request_id": "mcp.shared.dispatcher:as_request_id",
-    "coerce_request_id": "mcp.shared.dispatcher:coerce_request_id",
     "httpx2": "httpx2",
-    "jsonrpc_message_adapter": "mcp_types:jsonrpc_message_adapter",
+    "mcp_types": "mcp_types",
     "serve_loop": "mcp.server.runner:serve_loop",
     "stdio_client": "mcp.client.stdio:stdio_client",
     "stdio_server": "mcp.server.stdio:stdio_server",

@@ -110,7 +110,7 @@ class Session:
     def _ask(self, message: dict[str, Any], channel: str) -> str:
         """Remember a request until its answer; a problem when it cannot be paired."""
         method, ident = message["method"], message["id"]
-        if not isinstance(wire.read_decoded(message), sdk.types.JSONRPCRequest):
+        if not isinstance(wire.read_decoded(message), sdk.mcp_types.JSONRPCRequest):
             # no MCP peer takes it (an id 4.0, true or null): nothing can answer it for the client
             return (
                 f"{method} with id {quote(canonical(ident))} is not a request an MCP peer accepts"
@@ -133,7 +133,7 @@ class Session:
     def _cancel(self, message: dict[str, Any], channel: str) -> None:
         """A cancelled request takes no answer: its sender ignores one that comes after."""
         params = message.get("params")
-        ident = sdk.as_request_id(params.get("requestId") if isinstance(params, dict) else None)
+        ident = wire.as_request_id(params.get("requestId") if isinstance(params, dict) else None)
         if ident is not None:
             self._pending.pop(channel + wire.correlation(ident), None)
 
@@ -155,10 +155,10 @@ class Session:
         if message is None:
             return Observed(warnings=(_NOT_JSONRPC,))
         self._remember_version(value)
-        if isinstance(message, sdk.types.JSONRPCNotification):
+        if isinstance(message, sdk.mcp_types.JSONRPCNotification):
             self._notified(value, channel)
             return Observed()
-        if not isinstance(message, sdk.types.JSONRPCResponse | sdk.types.JSONRPCError):
+        if not isinstance(message, sdk.mcp_types.JSONRPCResponse | sdk.mcp_types.JSONRPCError):
             return Observed()  # a request of the server's own
         pending = self._answered(message.id, channel, first_answers)
         if pending is None or not pending.method:
@@ -195,7 +195,7 @@ class Session:
         """A line the strict decoder refuses: does the client take it as an answer all the same?"""
         message = wire.read_raw(raw)
         pending = None
-        if isinstance(message, sdk.types.JSONRPCResponse | sdk.types.JSONRPCError):
+        if isinstance(message, sdk.mcp_types.JSONRPCResponse | sdk.mcp_types.JSONRPCError):
             pending = self._answered(message.id, channel, first_answers)
         if pending is None or pending.method != "tools/call":
             return Observed(warnings=(f"unreadable: {problem}; passed on, not looked at",))
@@ -281,7 +281,7 @@ class Session:
         if args is None:
             return None, f"tools/call of {quote(tool)} has arguments that are not an object; not recorded"
         problem = ""
-        if isinstance(message, sdk.types.JSONRPCError):
+        if isinstance(message, sdk.mcp_types.JSONRPCError):
             # as the client reads it: the code an integer, the data kept
             response: dict[str, Any] = {"error": message.error.model_dump(exclude_none=True)}
         else:
@@ -313,7 +313,7 @@ _NOT_JSONRPC = "not a JSON-RPC 2.0 message; passed on, not looked at"
 
 def _exchange(pending: _Pending, value: dict[str, Any], message: Any) -> Exchange:
     """The answer to a request other than tools/call: the result as sent, the error as read."""
-    if isinstance(message, sdk.types.JSONRPCError):
+    if isinstance(message, sdk.mcp_types.JSONRPCError):
         response: dict[str, Any] = {"error": message.error.model_dump(exclude_none=True)}
     else:
         response = {"result": value["result"]}

@@ -31,7 +31,7 @@ from toolreplay.state_command import DEFAULT_TIMEOUT, Command
 def check_result(result: dict[str, Any]) -> str | None:
     """Why ``result`` is not a valid ``CallToolResult`` as the SDK reads it (None: it is)."""
     try:
-        sdk.types.CallToolResult.model_validate(result)
+        sdk.mcp_types.CallToolResult.model_validate(result)
     except sdk.ValidationError as err:
         first = err.errors()[0]
         where = "/".join(str(part) for part in first["loc"])
@@ -52,7 +52,6 @@ def open_recording(
     """The recording of ``record``'s options, with its state commands (docs/spec.md §8)."""
     with loading():  # what lives as long as the session, out of the collector's way
         wire.load()
-        sdk.load("types", "ValidationError")  # check_result's
     state_command, declared = state_commands(config_file, commands, timeout, lock_path)
     return Recording(
         output,
