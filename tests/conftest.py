@@ -27,6 +27,15 @@ settings.load_profile("toolreplay")
 WORKFLOW_TESTS = bool(os.environ.get("CI") or os.environ.get("TOOLREPLAY_WORKFLOW_TESTS"))
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """``-n auto`` is one worker per core and one more: many tests wait (for a server to answer,
+    for a process's grace period), and the extra worker uses the core a waiting one leaves idle."""
+    if config.option.numprocesses != "auto":
+        return None
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return cores + 1
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Outside CI, the workflow tier is skipped with the reason saying how to run it; on xdist
     workers the modules of slow tests start each worker's share."""

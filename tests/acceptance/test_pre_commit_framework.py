@@ -90,7 +90,7 @@ def hook_repo(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
     # pip leaves no byte code where PYTHONDONTWRITEBYTECODE is set, and then every hook run would
     # compile toolreplay and its dependencies again: compile the hook environment once, as pip does
     for env in hook.home.glob("*/py_env-*"):
-        subprocess.run([sys.executable, "-m", "compileall", "-q", str(env)], capture_output=True, check=True)
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(env)], capture_output=True, check=False)
     return hook
 
 
