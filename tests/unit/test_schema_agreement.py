@@ -122,10 +122,16 @@ def test_lone_surrogate_is_a_json_level_difference() -> None:
 
 @pytest.mark.parametrize("path", sorted((ROOT / "schemas").glob("*.json")), ids=lambda p: p.name)
 def test_schema_is_draft_2020_12_with_stable_id(path: Any) -> None:
-    """Every published schema is a valid draft 2020-12 schema with an $id under our namespace."""
+    """Every published schema is a valid draft 2020-12 schema with an $id under our namespace, and
+    gives no key twice (a second ``tools_source`` silently replaced the first)."""
     from jsonschema import Draft202012Validator
 
-    schema = json.loads(path.read_text())
+    def no_duplicate(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        keys = [key for key, _ in pairs]
+        assert len(keys) == len(set(keys)), f"a key given twice (JSON keeps the last): {keys}"
+        return dict(pairs)
+
+    schema = json.loads(path.read_text(), object_pairs_hook=no_duplicate)
     Draft202012Validator.check_schema(schema)
     assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
     assert schema["$id"] == f"https://schemas.toolreplay.dev/v1/{path.name}"
