@@ -305,9 +305,12 @@ def test_the_target_gets_each_clients_headers_and_nothing_of_the_proxys_own(
 def test_a_client_that_leaves_a_stream_and_the_proxy_that_stops_with_one_open(tmp_path: Path) -> None:
     """An event stream passes with the target's own headers (no Server or Date of the proxy's);
     when its client leaves, the proxy drops the target's stream too and goes on serving; stopped
-    with a stream still open, it ends it and exits 0 within its 5 s of grace."""
+    with a stream still open and a call the target never answers, it ends them, says the call
+    was not recorded and exits 0 within its 5 s of grace. A request that is not HTTP/1.1 gets a
+    400 that shows its line as text."""
     import http.client
     import http.server
+    import socket
     import threading
     import time
 
@@ -334,7 +337,10 @@ def test_a_client_that_leaves_a_stream_and_the_proxy_that_stops_with_one_open(tm
                 dropped.set()
 
         def do_POST(self) -> None:
-            self.rfile.read(int(self.headers["Content-Length"]))
+            asked = self.rfile.read(int(self.headers["Content-Length"]))
+            if b'"tools/call"' in asked:  # never answered: the proxy is stopped while it waits
+                time.sleep(TIMEOUT)
+                return
             body = b'{"jsonrpc": "2.0", "id": 1, "result": {}}'
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
@@ -370,10 +376,18 @@ def test_a_client_that_leaves_a_stream_and_the_proxy_that_stops_with_one_open(tm
         answered = post.getresponse().read()
         post.close()
         second, _, _ = listen()  # left open while the proxy stops
+        waiting = http.client.HTTPConnection("127.0.0.1", proxy_port, timeout=TIMEOUT)
+        call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "hang", "arguments": {}}}
+        waiting.request("POST", "/mcp", body=json.dumps(call).encode())
+        garbage = socket.create_connection(("127.0.0.1", proxy_port), timeout=TIMEOUT)
+        garbage.sendall(b"GARBAGE \x01LINE\r\n\r\n")
+        refused = garbage.recv(4096)
+        garbage.close()
         began = time.monotonic()
         status, err = stop(proxy)
         took = time.monotonic() - began
         second.close()
+        waiting.close()
     finally:
         if proxy.poll() is None:
             stop(proxy)
@@ -384,5 +398,12 @@ def test_a_client_that_leaves_a_stream_and_the_proxy_that_stops_with_one_open(tm
         event == b'event: message\ndata: {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}\n\n'
     )
     assert answered == b'{"jsonrpc": "2.0", "id": 1, "result": {}}'
-    assert (status, err.decode()) == (0, f"toolreplay: recorded 0 calls to {out}\n")
+    assert (status, err.decode()) == (
+        0,
+        "toolreplay: warning: record stopped before the target answered tools/call 'hang' (id 2)"
+        f" (after 5 s of grace); not recorded\ntoolreplay: recorded 0 calls to {out}\n",
+    )
     assert took < TIMEOUT
+    # a client that does not speak HTTP/1.1 is told why, its line shown as text
+    assert refused.startswith(b"HTTP/1.1 400 ")
+    assert refused.endswith(b"\r\n\r\nnot an HTTP/1.1 request: illegal request line: 'GARBAGE \\x01LINE'")

@@ -17,10 +17,12 @@ Connections to the target are kept alive and reused; none is shared by two reque
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import base64
 import contextlib
 import itertools
+import re
 import signal
 import ssl
 from collections.abc import Iterator
@@ -34,7 +36,7 @@ from toolreplay import sdk
 from toolreplay.capture.recording import Recording
 from toolreplay.capture.stdio import LineSplitter
 from toolreplay.errors import InputError
-from toolreplay.escape import url_shown
+from toolreplay.escape import one_line, quote, url_shown
 
 _HOP_BY_HOP = frozenset(
     {
@@ -61,6 +63,8 @@ _IDLE = 20
 #: the largest answer head taken from the target (httpx's limit)
 _HEAD_LIMIT = 100 * 1024
 _TEXT = [(b"content-type", b"text/plain; charset=utf-8")]
+#: how h11 shows the bytes of a line it refuses
+_BYTES_REPR = re.compile(r"""bytearray\((b'(?:[^'\\]|\\.)*'|b"(?:[^"\\]|\\.)*")\)""")
 
 
 class EventSplitter:
@@ -365,9 +369,7 @@ class Proxy:
             return event, bytes(body)
         except h11.RemoteProtocolError as err:  # not HTTP/1.1: answered as h11 says, then closed
             with contextlib.suppress(h11.LocalProtocolError):
-                client.write(
-                    *_whole(err.error_status_hint, _TEXT, f"not an HTTP/1.1 request: {err}".encode())
-                )
+                client.write(*_whole(err.error_status_hint, _TEXT, _refusal(err).encode()))
             return None
 
     async def forward(self, client: _Client, request: h11.Request, body: bytes) -> bool:
@@ -393,11 +395,19 @@ class Proxy:
             client.write(*_whole(502, _TEXT, b"" if request.method == b"HEAD" else problem.encode()))
             self._unanswered(request, channel)
             return True
+        except asyncio.CancelledError:  # stopped, the grace over, before the target's answer began
+            if upstream is not None:
+                upstream.close()
+            self._unanswered(request, channel, stopped=True)
+            raise
         try:
             return await self._answer(client, upstream, head, request.method, channel)
         except BrokeOff:
             upstream.close()
             return False
+        except asyncio.CancelledError:
+            self._unanswered(request, channel, stopped=self.stopping)
+            raise
         finally:
             self._unanswered(request, channel)
 
@@ -491,14 +501,33 @@ class Proxy:
         client.write(*([h11.Data(data=tail)] if tail else []), before=sent)
         raise BrokeOff from None
 
-    def _unanswered(self, request: h11.Request, channel: str) -> None:
+    def _unanswered(self, request: h11.Request, channel: str, *, stopped: bool = False) -> None:
+        """A warning for each call on ``channel`` the target did not answer (its response ended,
+        or record was ``stopped`` and the grace ran out first); they are forgotten."""
         unanswered = self.recording.unanswered(channel)
-        if unanswered:
-            path = request.target.partition(b"?")[0].decode("latin-1")
+        if not unanswered:
+            return
+        calls = ", ".join(unanswered)
+        if stopped:
             self.recording.warn(
-                f"the target's response to {request.method.decode('latin-1')} {path} ended before it"
-                f" answered tools/call {', '.join(unanswered)}; not recorded"
+                f"record stopped before the target answered tools/call {calls} (after {GRACE:g} s of grace);"
+                " not recorded"
             )
+            return
+        path = request.target.partition(b"?")[0].decode("latin-1")
+        self.recording.warn(
+            f"the target's response to {request.method.decode('latin-1')} {path} ended before it"
+            f" answered tools/call {calls}; not recorded"
+        )
+
+
+def _refusal(err: h11.RemoteProtocolError) -> str:
+    """What a client that did not speak HTTP/1.1 is told: h11's reason, the line it quotes shown
+    as text (h11 shows it as ``bytearray(b'...')``), on one line."""
+    reason = _BYTES_REPR.sub(
+        lambda match: quote(ast.literal_eval(match.group(1)).decode("latin-1")), str(err)
+    )
+    return one_line(f"not an HTTP/1.1 request: {reason}")
 
 
 def _send(conn: h11.Connection, *events: Any) -> bytes:
