@@ -156,3 +156,15 @@ def test_serve_refuses_a_broken_chain(runner: CliRunner, tmp_path: Path) -> None
         f"toolreplay: error: {sealed}: the chain is broken at index 0 (digest does not match the"
         " link's content); run toolreplay verify\n"
     )
+
+
+@pytest.mark.parametrize("command", [["serve"], ["probe", "--", "true"]], ids=["serve", "probe"])
+def test_a_folder_where_the_session_file_goes_is_refused(tmp_path: Path, command: list[str]) -> None:
+    """A folder named like the session file (``OUT.mcp``) is an error naming it, not "no session file"."""
+    from tests.conftest import SAMPLES, invoke
+
+    run = tmp_path / "run.jsonl"
+    run.write_bytes((Path(SAMPLES) / "session-clean.jsonl").read_bytes())
+    (tmp_path / "run.jsonl.mcp").mkdir()
+    code, out, err = invoke(CliRunner(), command[0], str(run), *command[1:])
+    assert (code, out, err) == (2, "", f"toolreplay: error: {run}.mcp: is a directory, not a file\n")

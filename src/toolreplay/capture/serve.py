@@ -68,7 +68,7 @@ def load_session(path: str) -> tuple[Record, ...] | None:
     """The records of the session file beside recording ``path`` (None when it has none);
     sealed, and verified, when the recording is."""
     beside = session_path(path)
-    if path == "-" or not os.path.isfile(beside):
+    if path == "-" or not os.path.lexists(beside):
         return None
     return _load(beside, sealed=path.endswith(SEALED_SUFFIX))
 
