@@ -169,14 +169,16 @@ def test_diff_findings_say_which_file_their_index_and_line_are_in() -> None:
 
 
 def test_top_summary_counts_kinds_and_says_what_fails() -> None:
-    """The verdict and a table of kinds with level, count and whether each fails the build."""
+    """The verdict and a table of kinds with level, count and whether each fails the build; a kind
+    the gate lets pass is a warning there, as in annotations and SARIF (never "error" in a passing run)."""
     md = render_markdown(drift_reports("x"), fails=lambda kind: kind == "behavior-drift")
     html = gfm(md)
     verdict = "<strong>Fails the build</strong>: 1 finding of kinds that fail it"
     verdict += " (3 advisory findings, folded below)"
     assert verdict in html
     assert '<td>behavior-drift</td>\n<td>error</td>\n<td align="right">1</td>\n<td>yes</td>' in html
-    assert '<td>non-determinism</td>\n<td>error</td>\n<td align="right">1</td>\n<td>no</td>' in html
+    assert '<td>non-determinism</td>\n<td>warning</td>\n<td align="right">1</td>\n<td>no</td>' in html
+    assert "(by level: 1 error, 3 warning)" in html
     passing = gfm(render_markdown(drift_reports("x"), fails=lambda kind: False))
     assert "<strong>Passes</strong>: 4 findings, none of a kind that fails the build" in passing
 

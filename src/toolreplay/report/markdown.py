@@ -26,7 +26,7 @@ from toolreplay.escape import one_line, quote
 from toolreplay.files import SEALED_SUFFIX
 from toolreplay.findings import Finding
 from toolreplay.kind_names import KIND_ORDER
-from toolreplay.kinds import NOTE_ACCEPTS, REPORT_ERROR, kind_info
+from toolreplay.kinds import NOTE_ACCEPTS, REPORT_ERROR, gated_level
 from toolreplay.report.inert import MAX_CELL, defuse, fenced, md_code
 from toolreplay.report.inert import ZWJ as ZWJ  # re-exported: what a defused text holds
 from toolreplay.report.paths import repo_relative
@@ -163,12 +163,19 @@ def _linked(text: str, url: str | None) -> str:
     return f"[{text}]({url})" if url else text
 
 
-def _rows(report: Report, findings: Sequence[Finding], links: Links | None, cell: int | None) -> list[str]:
-    """One row per finding; the same finding from several runs is one row naming the runs."""
+def _rows(
+    report: Report,
+    findings: Sequence[Finding],
+    links: Links | None,
+    cell: int | None,
+    fails: Callable[[str], bool],
+) -> list[str]:
+    """One row per finding, at its level under the gate (an advisory kind is a warning); the same
+    finding from several runs is one row naming the runs."""
     rows = []
     for group in _grouped(report, findings):
         f = group[0]
-        level = kind_info(f.kind).level
+        level = gated_level(f.kind, fails)
         where = _group_where(report, group, links)
         text = _without_run(f) if len(group) > 1 else f.text
         rows.append(f"| {where} | {level} | {_word(f.kind)} | {md_code(text, max_len=cell)} |")
@@ -319,7 +326,7 @@ def _verdict(reports: Sequence[Report], fails: Callable[[str], bool]) -> list[st
     failing = sum(n for kind, n in counts.items() if fails(kind))
     failed = len({r.path for r in reports if r.failed})
     verdict = _verdict_head(total, failing)
-    out = [f"{verdict}, in {failed} of {files} (by level: {_by_level(counts)}).", ""]
+    out = [f"{verdict}, in {failed} of {files} (by level: {_by_level(counts, fails)}).", ""]
     return out + _kind_table(counts, fails)
 
 
@@ -332,11 +339,12 @@ def _verdict_head(total: int, failing: int) -> str:
     return verdict + f" ({_plural(rest, 'advisory finding')}, folded below)" if rest else verdict
 
 
-def _by_level(counts: dict[str, int]) -> str:
-    """The findings counted by level: ``N error, M warning`` (a level without findings left out)."""
+def _by_level(counts: dict[str, int], fails: Callable[[str], bool]) -> str:
+    """The findings counted by their level under the gate: ``N error, M warning`` (a level without
+    findings left out)."""
     levels: Counter[str] = Counter()
     for kind, n in counts.items():
-        levels[kind_info(kind).level] += n
+        levels[gated_level(kind, fails)] += n
     return ", ".join(f"{levels[level]} {level}" for level in ("error", "warning") if levels[level])
 
 
@@ -356,9 +364,8 @@ def _kind_table(counts: dict[str, int], fails: Callable[[str], bool]) -> list[st
     order = {kind: n for n, kind in enumerate((*KIND_ORDER, REPORT_ERROR))}
     out = ["| kind | level | findings | fails the build |", "| --- | --- | ---: | --- |"]
     for kind in sorted(counts, key=lambda k: (order.get(k, len(order)), k)):
-        out.append(
-            f"| {_word(kind)} | {kind_info(kind).level} | {counts[kind]} | {'yes' if fails(kind) else 'no'} |"
-        )
+        gate = "yes" if fails(kind) else "no"
+        out.append(f"| {_word(kind)} | {gated_level(kind, fails)} | {counts[kind]} | {gate} |")
     return out
 
 
@@ -536,13 +543,18 @@ def _finding_tables(
     below it (not folded when they are all there is)."""
     failing = [f for f in findings if fails(f.kind)]
     advisory = [f for f in findings if not fails(f.kind)]
-    rows = [*_error_rows(report, cell), *_rows(report, failing, links, cell)]
+    rows = [*_error_rows(report, cell), *_rows(report, failing, links, cell, fails)]
     if not rows:
-        return _table(_rows(report, advisory, links, cell))
+        return _table(_rows(report, advisory, links, cell, fails))
     if not advisory:
         return _table(rows)
     label = _plural(len(advisory), "advisory finding") + " (they do not fail the build)"
-    folded = ["", f"<details><summary>{label}</summary>", "", *_table(_rows(report, advisory, links, cell))]
+    folded = [
+        "",
+        f"<details><summary>{label}</summary>",
+        "",
+        *_table(_rows(report, advisory, links, cell, fails)),
+    ]
     return [*_table(rows), *folded, "", "</details>"]
 
 
