@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from importlib import import_module
 from typing import TYPE_CHECKING, Any
+
+from toolreplay.lazy import module_attribute
 
 if TYPE_CHECKING:
     from toolreplay.canonical import canonical
@@ -57,13 +58,11 @@ _EXPORTS = {
 }
 
 
+_SPECS = {name: f"{module}:{name}" for name, module in _EXPORTS.items()}
+
+
 def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'toolreplay' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value
-    return value
+    return module_attribute(globals(), _SPECS, name)
 
 
 def __dir__() -> list[str]:

@@ -12,11 +12,11 @@ that need the SDK check for it before they start anything: ``toolreplay.extras.r
 
 from __future__ import annotations
 
-from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 from toolreplay.errors import InputError
 from toolreplay.extras import install_hint
+from toolreplay.lazy import module_attribute
 
 if TYPE_CHECKING:
     import anyio as anyio
@@ -58,18 +58,10 @@ PARTS: dict[str, str] = {
 
 
 def _part(name: str) -> Any:
-    where = PARTS.get(name)
-    if where is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    module, _, attribute = where.partition(":")
     try:
-        value = import_module(module)
+        return module_attribute(globals(), PARTS, name)
     except ModuleNotFoundError as err:
         raise InputError(f"this needs the MCP SDK ({err.name} is missing): {install_hint('mcp')}") from None
-    if attribute:
-        value = getattr(value, attribute)
-    globals()[name] = value  # the next use is a plain global
-    return value
 
 
 if not TYPE_CHECKING:  # the type checker sees the imports above: a misspelt name is its error

@@ -22,8 +22,8 @@ def test_the_plugin_imports_no_library_code() -> None:
         "print(sorted(m for m in sys.modules if m.startswith('toolreplay')))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    # toolreplay.files: the sealed suffix (the standard library only)
-    assert out == "['toolreplay', 'toolreplay.files', 'toolreplay.pytest_plugin']\n"
+    # toolreplay.files: the sealed suffix; toolreplay.lazy: the package's exports (the standard library only)
+    assert out == "['toolreplay', 'toolreplay.files', 'toolreplay.lazy', 'toolreplay.pytest_plugin']\n"
 
 
 def test_the_package_still_exports_its_api() -> None:

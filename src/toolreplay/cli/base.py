@@ -19,7 +19,6 @@ import stat
 import sys
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
-from importlib import import_module
 from typing import IO, Any, cast
 
 import click
@@ -28,6 +27,7 @@ from toolreplay.cli.loading import loading
 from toolreplay.errors import InputError
 from toolreplay.escape import one_line
 from toolreplay.files import new_file_mode, place, temp_beside
+from toolreplay.lazy import resolve
 from toolreplay.outputs import STDOUT, NamedOutput, write_error
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
@@ -65,9 +65,8 @@ class LazyGroup(click.Group):
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name in self.lazy:
-            module, _, attr = self.lazy[cmd_name].partition(":")
             with loading():
-                command = getattr(import_module(module), attr)
+                command = resolve(self.lazy[cmd_name])
             if not isinstance(command, click.Command):  # pragma: no cover - a wrong table entry
                 raise TypeError(f"{self.lazy[cmd_name]} is not a click command")
             return command

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from importlib import import_module
 from typing import TYPE_CHECKING, ClassVar, Protocol
+
+from toolreplay.lazy import resolve
 
 if TYPE_CHECKING:
     from toolreplay.reports import CheckInfo, Report
@@ -31,17 +32,17 @@ class _Renderers(Mapping[str, Renderer]):
     """Format name -> renderer, each renderer's module imported when it is first asked for:
     a command prints one format, and start-up is paid by every hook and CI step."""
 
-    _WHERE: ClassVar[dict[str, tuple[str, str]]] = {
-        "text": ("toolreplay.report.text", "render_text"),
-        "json": ("toolreplay.report.json", "render_json"),
-        "sarif": ("toolreplay.report.sarif", "render_sarif"),
-        "github": ("toolreplay.report.github", "render_github"),
-        "markdown": ("toolreplay.report.markdown", "render_markdown"),
+    #: format name -> ``"module:function"`` (:func:`toolreplay.lazy.resolve`)
+    _WHERE: ClassVar[dict[str, str]] = {
+        "text": "toolreplay.report.text:render_text",
+        "json": "toolreplay.report.json:render_json",
+        "sarif": "toolreplay.report.sarif:render_sarif",
+        "github": "toolreplay.report.github:render_github",
+        "markdown": "toolreplay.report.markdown:render_markdown",
     }
 
     def __getitem__(self, name: str) -> Renderer:
-        module, function = self._WHERE[name]
-        renderer: Renderer = getattr(import_module(module), function)
+        renderer: Renderer = resolve(self._WHERE[name])
         return renderer
 
     def __iter__(self) -> Iterator[str]:
