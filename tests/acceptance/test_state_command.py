@@ -367,3 +367,40 @@ def test_over_streamable_http_the_lock_written_decides(tmp_path: Path) -> None:
         ("echo", None),
         ("erase_notes", {"cat notes.txt": "first\nerased\n"}),
     ]
+
+
+@pytest.mark.parametrize("folder_lock", [False, True], ids=["no-command", "lock-is-a-folder"])
+def test_settings_that_do_nothing_or_cannot_be_read_are_said(tmp_path: Path, folder_lock: bool) -> None:
+    """--state-timeout without any state command is a warning (it would change nothing); a
+    configured tools_lock that is a folder is refused, not taken for a lock not written yet."""
+    answer = json.dumps({"jsonrpc": "2.0", "id": 0, "result": {}})
+    config = 'state_command = "true"\ntools_lock = "tools.lock.json"\n' if folder_lock else ""
+    (tmp_path / "toolreplay.toml").write_text(config, encoding="utf-8")
+    if folder_lock:
+        (tmp_path / "tools.lock.json").mkdir()
+    out = tmp_path / "run.jsonl"
+    argv = [
+        *TOOLREPLAY,
+        "record",
+        "-o",
+        str(out),
+        "--state-timeout",
+        "3",
+        "--",
+        "sh",
+        "-c",
+        f"echo '{answer}'",
+    ]
+    done = subprocess.run(argv, cwd=tmp_path, stdin=subprocess.DEVNULL, capture_output=True, timeout=TIMEOUT)
+    err = done.stderr.decode()
+    if folder_lock:
+        assert done.returncode == 2, err
+        assert err.endswith("toolreplay: error: tools.lock.json: is a directory, not a file\n"), err
+        assert not out.exists()
+    else:
+        assert done.returncode == 0, err
+        assert err == (
+            "toolreplay: warning: --state-timeout has no effect: there is no state command"
+            " (--state-command, or the configuration's state_command)\n"
+            f"toolreplay: recorded 0 calls to {out}\n"
+        )

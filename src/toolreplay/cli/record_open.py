@@ -77,6 +77,11 @@ def state_commands(
         commands = config.state_command
         used.append("state_command")
     if not commands:
+        if timeout is not None:
+            warn(
+                "--state-timeout has no effect: there is no state command"
+                " (--state-command, or the configuration's state_command)"
+            )
         return None, None
     mutators, declared = DEFAULT_MUTATORS, None
     if config is not None:
@@ -87,7 +92,8 @@ def state_commands(
             mutators = config.mutators
             used.append("mutators")
         tools_lock = config_path(config, config.tools_lock) if config.tools_lock is not None else None
-        if lock_path is None and tools_lock is not None and os.path.isfile(tools_lock):
+        # (a lock not written yet is none; anything else at that path is read, and refused if it is no lock)
+        if lock_path is None and tools_lock is not None and os.path.lexists(tools_lock):
             declared = load_lock(tools_lock)
             used.append("tools_lock")
     announce(config, used)
