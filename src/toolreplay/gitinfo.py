@@ -106,21 +106,59 @@ REGULAR_MODES = frozenset({"100644", "100755"})
 
 
 def regular_baseline(path: str) -> None:
-    """Refuse a baseline given as a symlink, or under a symlinked folder of its work tree: git
-    stores the name a symlink points to, not the file, so the drift-note guard never judges what
-    the symlink leads to."""
+    """Refuse a baseline given as a symlink, under a symlinked folder of its work tree, or in
+    another repository inside the current one (a submodule): git stores the name a symlink points
+    to, and a submodule's commit, not the file, so the drift-note guard never judges that file."""
     if os.path.islink(path):
         where = "is a symlink"
-    else:
-        folder = _symlinked_folder(path)
-        if folder is None:
-            return
+    elif (folder := _symlinked_folder(path)) is not None:
         where = f"lies under a symlink ({quote(folder)})"
+    elif (inner := _inner_repository(path)) is not None:
+        raise InputError(
+            f"lies in another git repository ({quote(inner)}, a submodule, has its own .git): a baseline"
+            " must be a regular file of this repository (git stores a submodule as its commit, so the"
+            " drift-note guard cannot judge the file in it)",
+            path=path,
+        )
+    else:
+        return
     raise InputError(
         f"{where}: a baseline must be a regular file (git stores a symlink as the name it"
         " points to, so the drift-note guard cannot judge the file behind it)",
         path=path,
     )
+
+
+def _inner_repository(path: str) -> str | None:
+    """The outermost folder with its own ``.git`` (a submodule, a repository inside this one)
+    between ``path`` and the top of the work tree the current folder is in (as ``path`` is given,
+    relative or not); None when there is none, or ``path`` is not in that work tree."""
+    top = _holding_work_tree(os.getcwd())
+    if top is None:
+        return None
+    found = None
+    here = os.path.dirname(os.path.abspath(path))
+    while here != top:
+        if os.path.lexists(os.path.join(here, ".git")):
+            found = here
+        parent = os.path.dirname(here)
+        if parent == here:
+            return None  # not in the current work tree: not the guard's to judge either way
+        here = parent
+    if found is None:
+        return None
+    return os.path.relpath(found) if not os.path.isabs(path) else found
+
+
+def _holding_work_tree(folder: str) -> str | None:
+    """The nearest folder at or above ``folder`` with a ``.git``; None when there is none."""
+    here = os.path.abspath(folder)
+    while not os.path.lexists(os.path.join(here, ".git")):
+        parent = os.path.dirname(here)
+        if parent == here:
+            return None
+        here = parent
+    return here
 
 
 def _symlinked_folder(path: str) -> str | None:

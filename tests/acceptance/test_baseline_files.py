@@ -239,7 +239,7 @@ def test_baselines_in_a_submodule_are_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, git_isolated: None, runner: CliRunner
 ) -> None:
     """A re-seal committed inside a submodule the baseline patterns reach into: the hook refuses the
-    new gitlink, and check refuses the baseline files behind it."""
+    new gitlink, and check, diff and note refuse the baseline files behind it."""
     vendor = Repo.create(tmp_path / "vendor")
     vendor.write_baseline("baselines/checkout.sealed.jsonl", 3)
     vendor.commit_all("baseline")
@@ -267,3 +267,19 @@ def test_baselines_in_a_submodule_are_refused(
         "vendor/baselines/checkout.sealed.jsonl: lies in another git repository ('vendor', a submodule,"
         " has its own .git): a baseline must be a regular file of this repository"
     ) in out
+    # diff and note refuse it as a BASELINE too (from the repository's folders, or given whole)
+    repo.write("run.jsonl", "")
+    baseline = "vendor/baselines/checkout.sealed.jsonl"
+    refusal = (
+        ": lies in another git repository ('vendor', a submodule, has its own .git): a baseline must be a"
+        " regular file of this repository (git stores a submodule as its commit, so the drift-note guard"
+        " cannot judge the file in it)\n"
+    )
+    assert run(runner, "diff", baseline, "run.jsonl") == (2, f"toolreplay: error: {baseline}{refusal}")
+    assert run(runner, "note", baseline) == (2, f"toolreplay: error: {baseline}{refusal}")
+    whole = str(repo.path / baseline)
+    given_whole = refusal.replace("'vendor'", repr(str(repo.path / "vendor")))
+    assert run(runner, "note", whole) == (2, f"toolreplay: error: {whole}{given_whole}")
+    # from inside the submodule, the file is that repository's own
+    monkeypatch.chdir(repo.path / "vendor")
+    assert run(runner, "diff", "baselines/checkout.sealed.jsonl", "../run.jsonl")[0] != 2
