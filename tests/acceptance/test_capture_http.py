@@ -377,7 +377,8 @@ def test_a_client_that_leaves_a_stream_and_the_proxy_that_stops_with_one_open(tm
         post.close()
         second, _, _ = listen()  # left open while the proxy stops
         waiting = http.client.HTTPConnection("127.0.0.1", proxy_port, timeout=TIMEOUT)
-        call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "hang", "arguments": {}}}
+        params = {"name": "hang", "arguments": {}}
+        call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": params}
         waiting.request("POST", "/mcp", body=json.dumps(call).encode())
         garbage = socket.create_connection(("127.0.0.1", proxy_port), timeout=TIMEOUT)
         garbage.sendall(b"GARBAGE \x01LINE\r\n\r\n")
