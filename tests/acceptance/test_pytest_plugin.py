@@ -578,3 +578,18 @@ def test_cassettes_are_baselines_for_the_guard_and_check(project: pytest.Pyteste
     again = toolreplay("hook", "drift-note")
     assert again.returncode == 1
     assert f"baseline '{CASSETTE}' (modified)" in again.stdout
+
+
+@pytest.mark.parametrize("fixture", ["toolreplay", "toolreplay_mcp"])
+def test_a_configuration_that_cannot_be_read_fails_in_one_line(
+    project: pytest.Pytester, fixture: str
+) -> None:
+    """The project's configuration is read when a test asks for a fixture: one that cannot be read
+    fails that test with one line naming the file and the problem, never a traceback."""
+    project.makefile(".toml", toolreplay="volatile = 3\n")
+    project.makepyfile(test_agent=f"def test_one({fixture}):\n    pass\n")
+    result = project.runpytest()
+    result.assert_outcomes(errors=1)
+    output = result.stdout.str()
+    assert "toolreplay.toml: invalid configuration: 3 is not of type 'array' (at /volatile)" in output
+    assert "Traceback" not in output and "InputError" not in output and "raise " not in output

@@ -211,3 +211,16 @@ def test_the_note_command_runs_on_the_exact_paths_whatever_they_hold() -> None:
     shown = command.replace("toolreplay", "printf '%s\\n'", 1)
     out = subprocess.run(["bash", "-c", shown], capture_output=True, text=True, check=True).stdout
     assert out.split("\n")[:-1] == ["note", baseline, "--run", run, "-o", "drift-notes/<x> it's.md"]
+
+
+def test_an_unreadable_file_the_gate_lets_pass_is_a_warning_everywhere() -> None:
+    """A report error (a file that could not be read) the gate lets pass (the Action's fail-on: none)
+    is a warning in its row, the counts and the kind table, and sits with the advisory files."""
+    reports = [Report(command="check", path="b.jsonl", errors=("cannot read it",))]
+    passing = render_markdown(reports, fails=lambda kind: False)
+    assert "| | warning | report-error | `cannot read it` |" in passing
+    assert "(by level: 1 warning)" in passing and "| error |" not in passing
+    assert "with advisory findings only" in passing
+    failing = render_markdown(reports)
+    assert "| | error | report-error | `cannot read it` |" in failing
+    assert "**Fails the build**" in failing

@@ -30,8 +30,8 @@ def cassette(path: Path, *, mode: str, why: str, label: str, root: Path) -> Cass
 
     The project's volatile rules apply: an argument they mask does not count for finding a call.
     """
-    found = project_config(root)
     try:
+        found = project_config(root)  # a configuration that cannot be read fails the test in one line too
         return CassetteRegistry(
             path, mode=mode, why=why, label=label, volatile=found.volatile if found is not None else ()
         )
@@ -48,8 +48,13 @@ def mcp_cassettes(
     fail: Callable[[str], NoReturn],
     root: Path,
 ) -> McpCassettes:
-    """The MCP servers of one test, each bound to the cassette ``cassette_for`` names."""
-    return McpCassettes(cassette_for, mode=mode, why=why, fail=fail, config=project_config(root))
+    """The MCP servers of one test, each bound to the cassette ``cassette_for`` names; a project
+    configuration that cannot be read fails the test in one line (``fail``)."""
+    try:
+        config = project_config(root)
+    except ToolreplayError as err:
+        fail(f"toolreplay: {err}")
+    return McpCassettes(cassette_for, mode=mode, why=why, fail=fail, config=config)
 
 
 def is_drift(problem: BaseException) -> bool:

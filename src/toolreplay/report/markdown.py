@@ -191,9 +191,11 @@ def _group_where(report: Report, group: list[Finding], links: Links | None) -> s
     return f"runs {runs} · " + where.split(" · ", 1)[-1]
 
 
-def _error_rows(report: Report, cell: int | None) -> list[str]:
+def _error_rows(report: Report, cell: int | None, fails: Callable[[str], bool]) -> list[str]:
+    """A row per error of the report (a file that could not be read), at its level under the gate."""
+    level = gated_level(REPORT_ERROR, fails)
     return [
-        f"| | error | {_word(REPORT_ERROR)} | {md_code(error, max_len=cell)} |" for error in report.errors
+        f"| | {level} | {_word(REPORT_ERROR)} | {md_code(error, max_len=cell)} |" for error in report.errors
     ]
 
 
@@ -410,7 +412,7 @@ def _failed_files(
 
 
 def _fails_build(report: Report, fails: Callable[[str], bool]) -> bool:
-    return bool(report.errors) or any(fails(f.kind) for f in report.findings)
+    return (bool(report.errors) and fails(REPORT_ERROR)) or any(fails(f.kind) for f in report.findings)
 
 
 def _advisory_files(count: int, blocks: list[str]) -> list[str]:
@@ -543,18 +545,16 @@ def _finding_tables(
     below it (not folded when they are all there is)."""
     failing = [f for f in findings if fails(f.kind)]
     advisory = [f for f in findings if not fails(f.kind)]
-    rows = [*_error_rows(report, cell), *_rows(report, failing, links, cell, fails)]
+    errors = _error_rows(report, cell, fails)
+    errors_fail = fails(REPORT_ERROR)
+    rows = [*(errors if errors_fail else []), *_rows(report, failing, links, cell, fails)]
+    passing = [*([] if errors_fail else errors), *_rows(report, advisory, links, cell, fails)]
     if not rows:
-        return _table(_rows(report, advisory, links, cell, fails))
-    if not advisory:
+        return _table(passing)
+    if not passing:
         return _table(rows)
-    label = _plural(len(advisory), "advisory finding") + " (they do not fail the build)"
-    folded = [
-        "",
-        f"<details><summary>{label}</summary>",
-        "",
-        *_table(_rows(report, advisory, links, cell, fails)),
-    ]
+    label = _plural(len(passing), "advisory finding") + " (they do not fail the build)"
+    folded = ["", f"<details><summary>{label}</summary>", "", *_table(passing)]
     return [*_table(rows), *folded, "", "</details>"]
 
 
