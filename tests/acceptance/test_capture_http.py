@@ -306,7 +306,8 @@ def test_a_client_that_leaves_a_stream_and_the_proxy_that_stops_with_one_open(tm
     """An event stream passes with the target's own headers (no Server or Date of the proxy's);
     when its client leaves, the proxy drops the target's stream too and goes on serving; stopped
     with a stream still open and a call the target never answers, it ends them, says the call
-    was not recorded and exits 0 within its 5 s of grace. A request that is not HTTP/1.1 gets a
+    was not recorded and exits 0 within its 5 s of grace. A call whose client left before its
+    answer is named too, with that reason (not as the target's doing). A request that is not HTTP/1.1 gets a
     400 that shows its line as text."""
     import http.client
     import http.server
@@ -314,7 +315,7 @@ def test_a_client_that_leaves_a_stream_and_the_proxy_that_stops_with_one_open(tm
     import threading
     import time
 
-    dropped = threading.Event()
+    dropped, dropped_call = threading.Event(), threading.Event()
 
     class Target(http.server.BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -338,6 +339,19 @@ def test_a_client_that_leaves_a_stream_and_the_proxy_that_stops_with_one_open(tm
 
         def do_POST(self) -> None:
             asked = self.rfile.read(int(self.headers["Content-Length"]))
+            if b'"streamed"' in asked:  # an event stream that never brings the answer: its client leaves
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                try:
+                    for _ in range(int(TIMEOUT * 20)):
+                        self.wfile.write(b"e\r\n: keep-alive\n\n\r\n")
+                        self.wfile.flush()
+                        time.sleep(0.05)
+                except OSError:
+                    dropped_call.set()
+                return
             if b'"tools/call"' in asked:  # never answered: the proxy is stopped while it waits
                 time.sleep(TIMEOUT)
                 return
@@ -375,6 +389,13 @@ def test_a_client_that_leaves_a_stream_and_the_proxy_that_stops_with_one_open(tm
         post.request("POST", "/mcp", body=b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}')
         answered = post.getresponse().read()
         post.close()
+        leaving = http.client.HTTPConnection("127.0.0.1", proxy_port, timeout=TIMEOUT)
+        params = {"name": "streamed", "arguments": {}}
+        call = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": params}
+        leaving.request("POST", "/mcp", body=json.dumps(call).encode())
+        assert leaving.getresponse().status == 200
+        leaving.close()  # before the answer: the proxy drops the target's stream and says why
+        assert dropped_call.wait(TIMEOUT)
         second, _, _ = listen()  # left open while the proxy stops
         waiting = http.client.HTTPConnection("127.0.0.1", proxy_port, timeout=TIMEOUT)
         params = {"name": "hang", "arguments": {}}
@@ -401,8 +422,10 @@ def test_a_client_that_leaves_a_stream_and_the_proxy_that_stops_with_one_open(tm
     assert answered == b'{"jsonrpc": "2.0", "id": 1, "result": {}}'
     assert (status, err.decode()) == (
         0,
-        "toolreplay: warning: record stopped before the target answered tools/call 'hang' (id 2)"
-        f" (after 5 s of grace); not recorded\ntoolreplay: recorded 0 calls to {out}\n",
+        "toolreplay: warning: the client left before the target answered tools/call 'streamed' (id 3);"
+        " not recorded\n"
+        "toolreplay: warning: record stopped before the target answered tools/call 'hang' (id 2);"
+        f" not recorded\ntoolreplay: recorded 0 calls to {out}\n",
     )
     assert took < TIMEOUT
     # a client that does not speak HTTP/1.1 is told why, its line shown as text

@@ -395,18 +395,21 @@ class Proxy:
             client.write(*_whole(502, _TEXT, b"" if request.method == b"HEAD" else problem.encode()))
             self._unanswered(request, channel)
             return True
-        except asyncio.CancelledError:  # stopped, the grace over, before the target's answer began
+        except asyncio.CancelledError:  # stopped before the target's answer began
             if upstream is not None:
                 upstream.close()
-            self._unanswered(request, channel, stopped=True)
+            self._unanswered(request, channel, "stopped")
             raise
         try:
-            return await self._answer(client, upstream, head, request.method, channel)
+            if await self._answer(client, upstream, head, request.method, channel):
+                return True
+            self._unanswered(request, channel, "left")
+            return False
         except BrokeOff:
             upstream.close()
             return False
         except asyncio.CancelledError:
-            self._unanswered(request, channel, stopped=self.stopping)
+            self._unanswered(request, channel, "stopped" if self.stopping else "left")
             raise
         finally:
             self._unanswered(request, channel)
@@ -501,24 +504,22 @@ class Proxy:
         client.write(*([h11.Data(data=tail)] if tail else []), before=sent)
         raise BrokeOff from None
 
-    def _unanswered(self, request: h11.Request, channel: str, *, stopped: bool = False) -> None:
-        """A warning for each call on ``channel`` the target did not answer (its response ended,
-        or record was ``stopped`` and the grace ran out first); they are forgotten."""
+    def _unanswered(self, request: h11.Request, channel: str, why: str = "ended") -> None:
+        """One warning naming the calls on ``channel`` the target did not answer, and why: its
+        response ``ended`` first, the client ``left`` first, or record was ``stopped`` first (its
+        grace over, or a second interrupt); they are forgotten."""
         unanswered = self.recording.unanswered(channel)
         if not unanswered:
             return
-        calls = ", ".join(unanswered)
-        if stopped:
-            self.recording.warn(
-                f"record stopped before the target answered tools/call {calls} (after {GRACE:g} s of grace);"
-                " not recorded"
-            )
-            return
-        path = request.target.partition(b"?")[0].decode("latin-1")
-        self.recording.warn(
-            f"the target's response to {request.method.decode('latin-1')} {path} ended before it"
-            f" answered tools/call {calls}; not recorded"
-        )
+        calls = f"tools/call {', '.join(unanswered)}; not recorded"
+        if why == "stopped":
+            self.recording.warn(f"record stopped before the target answered {calls}")
+        elif why == "left":
+            self.recording.warn(f"the client left before the target answered {calls}")
+        else:
+            path = request.target.partition(b"?")[0].decode("latin-1")
+            method = request.method.decode("latin-1")
+            self.recording.warn(f"the target's response to {method} {path} ended before it answered {calls}")
 
 
 def _refusal(err: h11.RemoteProtocolError) -> str:
