@@ -130,35 +130,27 @@ def regular_baseline(path: str) -> None:
 
 
 def _inner_repository(path: str) -> str | None:
-    """The outermost folder with its own ``.git`` (a submodule, a repository inside this one)
-    between ``path`` and the top of the work tree the current folder is in (as ``path`` is given,
-    relative or not); None when there is none, or ``path`` is not in that work tree."""
-    top = _holding_work_tree(os.getcwd())
-    if top is None:
-        return None
-    found = None
+    """The submodule ``path`` lies in (as ``path`` is given, relative or not), unless the command
+    runs inside that submodule (then the file is its own repository's); None when it lies in none.
+
+    The file's repository is the nearest folder above it with a ``.git``; a submodule's is a
+    file, as a linked work tree's is, and git tells the two apart (a submodule has a superproject).
+    """
     here = os.path.dirname(os.path.abspath(path))
-    while here != top:
-        if os.path.lexists(os.path.join(here, ".git")):
-            found = here
-        parent = os.path.dirname(here)
-        if parent == here:
-            return None  # not in the current work tree: not the guard's to judge either way
-        here = parent
-    if found is None:
-        return None
-    return os.path.relpath(found) if not os.path.isabs(path) else found
-
-
-def _holding_work_tree(folder: str) -> str | None:
-    """The nearest folder at or above ``folder`` with a ``.git``; None when there is none."""
-    here = os.path.abspath(folder)
     while not os.path.lexists(os.path.join(here, ".git")):
         parent = os.path.dirname(here)
         if parent == here:
             return None
         here = parent
-    return here
+    if not os.path.isfile(os.path.join(here, ".git")):
+        return None  # a repository of its own (a nested one is not this command's to judge)
+    real, cwd = os.path.realpath(here), os.path.realpath(os.getcwd())
+    if cwd == real or cwd.startswith(real + os.sep):
+        return None
+    done = _git(["rev-parse", "--show-superproject-working-tree"], here)
+    if done.returncode != 0 or not done.stdout.strip():
+        return None  # a linked work tree (git worktree add), not a submodule
+    return os.path.relpath(here) if not os.path.isabs(path) else here
 
 
 def _symlinked_folder(path: str) -> str | None:

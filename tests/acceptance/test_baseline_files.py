@@ -280,6 +280,17 @@ def test_baselines_in_a_submodule_are_refused(
     whole = str(repo.path / baseline)
     given_whole = refusal.replace("'vendor'", repr(str(repo.path / "vendor")))
     assert run(runner, "note", whole) == (2, f"toolreplay: error: {whole}{given_whole}")
+    # the same file through a symlinked folder above the repository is still in the submodule
+    (tmp_path / "via").symlink_to(repo.path)
+    linked = str(tmp_path / "via" / baseline)
+    via_link = refusal.replace("'vendor'", repr(str(tmp_path / "via" / "vendor")))
+    assert run(runner, "note", linked) == (2, f"toolreplay: error: {linked}{via_link}")
     # from inside the submodule, the file is that repository's own
     monkeypatch.chdir(repo.path / "vendor")
-    assert run(runner, "diff", "baselines/checkout.sealed.jsonl", "../run.jsonl")[0] != 2
+    code, out = run(runner, "diff", "baselines/checkout.sealed.jsonl", "../run.jsonl")
+    assert (code, out.splitlines()[0]) == (1, "baseline: baselines/checkout.sealed.jsonl")  # compared
+    # a linked work tree of the repository has a .git file too, but is no submodule
+    monkeypatch.chdir(repo.path)
+    repo.git("worktree", "add", "-q", str(tmp_path / "linked"))
+    other = str(tmp_path / "linked" / "toolreplay.toml")
+    assert "another git repository" not in run(runner, "diff", other, "run.jsonl")[1]
