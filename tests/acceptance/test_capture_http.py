@@ -42,6 +42,17 @@ async def _ask(url: str) -> tuple[list[dict[str, Any]], int]:
     return answers, len(progress)
 
 
+def _json_answer(handler: Any, body: bytes, *headers: tuple[str, str]) -> None:
+    """A target's 200 with a JSON body (and ``headers``), from an http.server handler."""
+    handler.send_response(200)
+    handler.send_header("Content-Type", "application/json")
+    for name, value in headers:
+        handler.send_header(name, value)
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    handler.wfile.write(body)
+
+
 def _start(argv: list[str], port: int) -> subprocess.Popen[bytes]:
     process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=server_env())
     wait_for_port(port, process)
@@ -249,13 +260,11 @@ def test_the_target_gets_each_clients_headers_and_nothing_of_the_proxys_own(
         def do_POST(self) -> None:
             self.rfile.read(int(self.headers["Content-Length"]))
             seen.append({k.lower(): v for k, v in self.headers.items()})
-            body = b'{"jsonrpc": "2.0", "id": 1, "result": {"tools": []}}'
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Set-Cookie", f"session={len(seen)}")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+            _json_answer(
+                self,
+                b'{"jsonrpc": "2.0", "id": 1, "result": {"tools": []}}',
+                ("Set-Cookie", f"session={len(seen)}"),
+            )
 
         def log_message(self, *_: Any) -> None:
             pass
@@ -355,12 +364,7 @@ def test_a_client_that_leaves_a_stream_and_the_proxy_that_stops_with_one_open(tm
             if b'"tools/call"' in asked:  # never answered: the proxy is stopped while it waits
                 time.sleep(TIMEOUT)
                 return
-            body = b'{"jsonrpc": "2.0", "id": 1, "result": {}}'
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+            _json_answer(self, b'{"jsonrpc": "2.0", "id": 1, "result": {}}')
 
         def log_message(self, *_: Any) -> None:
             pass

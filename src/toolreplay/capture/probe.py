@@ -363,20 +363,13 @@ def _unsteady(record: Record, judged: Sequence[dict[str, Any]], judging: _Judgin
         return None
     other = next(n for n, digest in enumerate(digests) if digest != digests[0])
     first, then = (_shown(record, judged[n], how) for n in (0, other))
-    difference = first_difference(first, then)
-    pointer, was, now = difference if difference is not None else ("/", first, then)
-    shown_was, shown_now = excerpts(was, now)
-    return Finding(
-        kind="silent-drift",
-        index=record.index,
-        tool=record.tool,
-        message=(
-            f"tool {quote(record.tool)} is declared deterministic but answered {_which(record, judging)}"
-            f" with {len(set(digests))} different answers in {len(judged)} asks"
-            f" ({_digests(sorted(set(digests)))}), first at {quote(pointer)}: {shown_was}, then {shown_now}"
-        ),
-        path=judging.path,
-        line=record.line or None,
+    pointer, shown_was, shown_now = _first_difference(first, then)
+    return _silent_drift(
+        record,
+        f"tool {quote(record.tool)} is declared deterministic but answered {_which(record, judging)}"
+        f" with {len(set(digests))} different answers in {len(judged)} asks"
+        f" ({_digests(sorted(set(digests)))}), first at {quote(pointer)}: {shown_was}, then {shown_now}",
+        judging.path,
     )
 
 
@@ -389,18 +382,33 @@ def _receipt_drift(
     )
     if tuple(digests) == receipted.digests:
         return None
+    return _silent_drift(
+        record,
+        f"tool {quote(record.tool)} answered {_which(record, None)} differently: the receipt holds"
+        f" {_digests(receipted.digests)} over {receipted.answers} answers, now {_digests(digests)}"
+        f" over {len(judged)}",
+        path,
+    )
+
+
+def _silent_drift(record: Record, message: str, path: str) -> Finding:
+    """A ``silent-drift`` finding on ``record``'s call."""
     return Finding(
         kind="silent-drift",
         index=record.index,
         tool=record.tool,
-        message=(
-            f"tool {quote(record.tool)} answered {_which(record, None)} differently: the receipt holds"
-            f" {_digests(receipted.digests)} over {receipted.answers} answers, now {_digests(digests)}"
-            f" over {len(judged)}"
-        ),
+        message=message,
         path=path,
         line=record.line or None,
     )
+
+
+def _first_difference(was: Any, now: Any) -> tuple[str, str, str]:
+    """Where two answers first differ (a JSON pointer), and each one's excerpt there."""
+    difference = first_difference(was, now)
+    pointer, was, now = difference if difference is not None else ("/", was, now)
+    shown_was, shown_now = excerpts(was, now)
+    return pointer, shown_was, shown_now
 
 
 #: characters of a call's canonical arguments a message shows
@@ -488,21 +496,14 @@ def _drift(
             return None
     if canonical(answer) == canonical(recorded):
         return None
-    difference = first_difference(recorded, answer)
-    pointer, was, now = difference if difference is not None else ("/", recorded, answer)
-    shown_was, shown_now = excerpts(was, now)
+    pointer, shown_was, shown_now = _first_difference(recorded, answer)
     # a redacted recording held a secret: the live answer may hold it anywhere, so it is not shown
     live = "(not shown: the recorded response is redacted)" if redacted else shown_now
-    return Finding(
-        kind="silent-drift",
-        index=record.index,
-        tool=record.tool,
-        message=(
-            f"tool {quote(record.tool)} answered the call recorded at index {record.index}"
-            f" {what} live, first at {quote(pointer)}: recorded {shown_was}, live {live}"
-        ),
-        path=path,
-        line=record.line or None,
+    return _silent_drift(
+        record,
+        f"tool {quote(record.tool)} answered the call recorded at index {record.index}"
+        f" {what} live, first at {quote(pointer)}: recorded {shown_was}, live {live}",
+        path,
     )
 
 
