@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from tests.realservers import warm
 from toolreplay.cli import cli
 
 SERVER = textwrap.dedent(
@@ -43,7 +44,16 @@ def start_and_fingerprint(runner: CliRunner, tmp_path: Path, max_length: int, lo
     server.write_text(SERVER.replace("MAX_LENGTH", str(max_length)), encoding="utf-8")
     result = runner.invoke(
         cli,
-        ["fingerprint", "-o", str(lock), "--version", "1.0", "--mcp", "--", sys.executable, str(server)],
+        [
+            "fingerprint",
+            "-o",
+            str(lock),
+            "--version",
+            "1.0",
+            "--mcp",
+            "--",
+            *warm([sys.executable, str(server)]),
+        ],
         catch_exceptions=False,
     )
     assert result.exit_code == 0, result.output

@@ -167,7 +167,12 @@ def test_probe_declares_what_the_recorded_client_declared(tmp_path: Path, declar
     asked = tmp_path / "probe-side.jsonl"
     result = _probe(str(out), "--", *TOOLREPLAY, "record", "-o", str(asked), "--", *node_server("everything"))
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "tool 'echo': stable\n" in result.stdout
+    # server-everything asks a client that declares roots for them 350 ms after initialize (a
+    # timer of its own): a call under way at that moment is not probed, as docs/capture.md says
+    raced = "tool 'echo': not-probed (the server asked the client 'roots/list' during the call, which probe"
+    assert "tool 'echo': stable\n" in result.stdout or (
+        declares != "nothing" and raced + " refuses)\n" in result.stdout
+    )
     recorded, listed = _session(out)
     declared, listed_live = _session(asked)
     assert declared["capabilities"] == recorded["capabilities"]

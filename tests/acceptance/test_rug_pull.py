@@ -14,6 +14,7 @@ from click.testing import CliRunner
 
 from tests.conftest import invoke
 from tests.mcp_agent import TIMEOUT, TOOLREPLAY, server_env
+from tests.realservers import warm
 from toolreplay.cli import cli
 
 RUG = Path(__file__).resolve().parent.parent / "data" / "mcp" / "rug_server.py"
@@ -40,7 +41,7 @@ CHANGES = {
 
 
 def server(change: str) -> list[str]:
-    return [sys.executable, str(RUG), change]
+    return warm([sys.executable, str(RUG), change])
 
 
 async def _call(argv: list[str]) -> None:
