@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import compileall
 import os
+import re
+import sys
 from pathlib import Path
 
 # The MCP SDK's stdio_client takes sys.stderr as its errlog default when its module is first
@@ -16,6 +19,12 @@ from hypothesis import settings
 
 from toolreplay.cli import cli
 
+# Where PYTHONDONTWRITEBYTECODE is set, every worker would rewrite the test modules' assertions
+# again (about 3 s of CPU each): while the tests are collected, their bytecode is kept, as it
+# would be without that variable (the package's too: see pytest_configure).
+_DONT_WRITE_BYTECODE = sys.dont_write_bytecode
+sys.dont_write_bytecode = False
+
 # Property tests run their full counts in CI (CI is set there) and a tenth of them on a
 # developer's machine, so the README's test command stays quick; every property still runs.
 FULL_PROPERTIES = bool(os.environ.get("CI"))
@@ -25,6 +34,22 @@ settings.load_profile("toolreplay")
 
 #: the workflow tier (the Action under act, on another Python) runs in CI, or where asked for
 WORKFLOW_TESTS = bool(os.environ.get("CI") or os.environ.get("TOOLREPLAY_WORKFLOW_TESTS"))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Before any worker starts: the package and the tests' scripts compiled, so the hundreds of
+    processes the tests start (the CLI, the test servers) read bytecode rather than compiling
+    their source each time. Only what changed is compiled again."""
+    if hasattr(config, "workerinput"):
+        return
+    root = Path(__file__).resolve().parent.parent
+    compileall.compile_dir(root / "src" / "toolreplay", quiet=1)
+    compileall.compile_dir(root / "tests", quiet=1, rx=re.compile(r"node_modules"))
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """The tests run as the environment says (a session a test runs writes no bytecode if so)."""
+    sys.dont_write_bytecode = _DONT_WRITE_BYTECODE
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:

@@ -89,6 +89,8 @@ class Zygote:
         return self.launchers[script]
 
     def stop(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
         self.process.kill()
         self.process.wait()
         shutil.rmtree(self.folder, ignore_errors=True)
