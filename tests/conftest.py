@@ -17,6 +17,7 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import settings
 
+from tests.realservers import share_servers
 from toolreplay.cli import cli
 
 # Where PYTHONDONTWRITEBYTECODE is set, every worker would rewrite the test modules' assertions
@@ -39,12 +40,15 @@ WORKFLOW_TESTS = bool(os.environ.get("CI") or os.environ.get("TOOLREPLAY_WORKFLO
 def pytest_configure(config: pytest.Config) -> None:
     """Before any worker starts: the package and the tests' scripts compiled, so the hundreds of
     processes the tests start (the CLI, the test servers) read bytecode rather than compiling
-    their source each time. Only what changed is compiled again."""
+    their source each time (only what changed is compiled again); and the warm servers' zygote
+    (tests/realservers.py) started, for the workers to share."""
     if hasattr(config, "workerinput"):
         return
     root = Path(__file__).resolve().parent.parent
     compileall.compile_dir(root / "src" / "toolreplay", quiet=1)
     compileall.compile_dir(root / "tests", quiet=1, rx=re.compile(r"node_modules"))
+    if config.getoption("numprocesses", None):  # workers to come: one zygote for all of them
+        share_servers()
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

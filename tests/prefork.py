@@ -134,14 +134,15 @@ def zygote(address: str, preload: list[str]) -> None:
                     selector.register(conn, selectors.EVENT_READ, ("launcher", pid))
                 continue
             what, pid = key.data
+            if what != "parent" and pid not in launchers:
+                continue  # reaped earlier in this round (its launcher's socket is closed)
             if what == "parent":
                 if not os.read(0, 4096):
                     os._exit(0)  # the servers still running get SIGKILL (their parent-death signal)
                 continue
             if what == "launcher":  # the launcher closed its end (it was killed): so is its server
                 selector.unregister(key.fileobj)
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
+                os.kill(pid, signal.SIGKILL)  # not reaped yet, so the pid is still the server's
                 continue
             _, status = os.waitpid(pid, 0)
             selector.unregister(pidfds[pid])

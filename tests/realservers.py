@@ -23,8 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
 from tests.prefork import launcher_text
+
+ROOT = Path(__file__).resolve().parent.parent
 
 NODE_BIN = ROOT / "tests" / "servers" / "node_modules" / ".bin"
 PYTHON_BIN = Path(sys.executable).parent
@@ -32,6 +33,8 @@ PYTHON_BIN = Path(sys.executable).parent
 COLD = bool(os.environ.get("CI") or os.environ.get("TOOLREPLAY_COLD_SERVERS"))
 #: what the zygote imports before it forks: the SDK's server and the PyPI servers' modules
 PRELOAD = ["mcp.server.mcpserver", "mcp_server_time", "mcp_server_git"]
+#: where the xdist workers find the one zygote their controller started (:func:`share_servers`)
+SHARED = "TOOLREPLAY_TEST_ZYGOTE"
 
 
 def _require(path: Path, how: str) -> str:
@@ -59,15 +62,18 @@ def conformance() -> list[str]:
 
 
 class Zygote:
-    """A zygote of this process (it ends when this process ends), and the launchers of its scripts."""
+    """A zygote (it ends when the process that started it ends), and the launchers of its scripts
+    this process wrote; with ``address``, the zygote another process started there."""
 
-    def __init__(self, preload: list[str]) -> None:
+    def __init__(self, preload: list[str], *, address: str | None = None) -> None:
         self.folder = Path(tempfile.mkdtemp(prefix="toolreplay-prefork-"))
-        self.address = str(self.folder / "zygote")
-        argv = [sys.executable, str(ROOT / "tests" / "prefork.py"), "zygote", self.address, *preload]
-        # its stdin is a pipe from this process: when this process ends, however it ends, the
-        # zygote reads end-of-file and ends, and its servers with it
-        self.process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
+        self.process: subprocess.Popen[bytes] | None = None
+        self.address = address or str(self.folder / "zygote")
+        if address is None:
+            argv = [sys.executable, str(ROOT / "tests" / "prefork.py"), "zygote", self.address, *preload]
+            # its stdin is a pipe from this process: when this process ends, however it ends, the
+            # zygote reads end-of-file and ends, and its servers with it
+            self.process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
         self.launchers: dict[str, str] = {}
         atexit.register(self.stop)
 
@@ -89,10 +95,10 @@ class Zygote:
         return self.launchers[script]
 
     def stop(self) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.close()
-        self.process.kill()
-        self.process.wait()
+        if self.process is not None and self.process.stdin is not None:
+            self.process.stdin.close()
+            self.process.kill()
+            self.process.wait()
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
@@ -101,15 +107,25 @@ _servers: Zygote | None = None
 
 def warm(argv: list[str]) -> list[str]:
     """The command line ``argv`` (``python SCRIPT ARGS`` or a console script of this venv) started
-    warm: a launcher that forks the script from this worker's zygote, which has imported
+    warm: a launcher that forks the script from the zygote (the workers share their controller's),
+    which has imported
     :data:`PRELOAD`. Cold (``argv`` itself) in CI, where ``TOOLREPLAY_COLD_SERVERS`` is set, and
     for any other command line."""
     global _servers
     if COLD or script_of(argv) is None:
         return argv
     if _servers is None:
-        _servers = Zygote(PRELOAD)
+        _servers = Zygote(PRELOAD, address=os.environ.get(SHARED))
     return _servers.command(argv)
+
+
+def share_servers() -> None:
+    """Start the zygote here, in the xdist controller before its workers start, for all of them
+    (each worker's own would import the SDK again)."""
+    global _servers
+    if not COLD and _servers is None:
+        _servers = Zygote(PRELOAD)
+        os.environ[SHARED] = _servers.address
 
 
 def script_of(argv: list[str]) -> str | None:
