@@ -8,11 +8,6 @@ import re
 import sys
 from pathlib import Path
 
-# The MCP SDK's stdio_client takes sys.stderr as its errlog default when its module is first
-# imported. Imported here, before any CliRunner swaps sys.stderr for a buffer without a file
-# descriptor, every test's SDK client logs to the real stderr (otherwise a worker that first
-# imported it under CliRunner fails later SDK tests with "fileno").
-import mcp.client.stdio  # noqa: F401
 import pytest
 from click.testing import CliRunner
 from hypothesis import settings
@@ -42,6 +37,13 @@ def pytest_configure(config: pytest.Config) -> None:
     processes the tests start (the CLI, the test servers) read bytecode rather than compiling
     their source each time (only what changed is compiled again); and the warm servers' zygote
     (tests/realservers.py) started, for the workers to share."""
+    if hasattr(config, "workerinput") or not config.getoption("numprocesses", None):
+        # The MCP SDK's stdio_client takes sys.stderr as its errlog default when its module is
+        # first imported. Imported here, in the process that runs tests, before any CliRunner
+        # swaps sys.stderr for a buffer without a file descriptor, every test's SDK client logs
+        # to the real stderr (otherwise a worker that first imported it under CliRunner fails
+        # later SDK tests with "fileno"). An xdist controller runs none: it need not wait for it.
+        import mcp.client.stdio  # noqa: F401
     if hasattr(config, "workerinput"):
         return
     root = Path(__file__).resolve().parent.parent

@@ -19,7 +19,8 @@ start-up options are the zygote's. Tests about those start their servers cold. S
 test when ``TOOLREPLAY_COLD_SERVERS`` is set, and in CI (where ``CI`` is set), which judges with
 servers run exactly as users run them.
 
-This module is both halves: ``python prefork.py zygote SOCKET`` is the zygote, and a launcher is
+This module is both halves: ``python prefork.py zygote SOCKET OWNER MODULE...`` is the zygote
+(it imports the modules, and ends when process OWNER ends), and a launcher is
 this file with its socket and target written in (:func:`launcher_text`). Standard library only.
 """
 
@@ -102,12 +103,17 @@ def launcher_text(address: str, script: str) -> str:
 # --- the zygote ----------------------------------------------------------------------------------
 
 
-def zygote(address: str, preload: list[str]) -> None:
-    """Import ``preload``, listen at ``address``, and fork a server for each launcher that asks."""
+def zygote(address: str, owner: int, preload: list[str]) -> None:
+    """Import ``preload``, listen at ``address``, and fork a server for each launcher that asks,
+    until process ``owner`` (the test run) ends."""
     import gc
     import importlib
     import selectors
 
+    try:
+        ending = os.pidfd_open(owner)
+    except ProcessLookupError:
+        return
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     listener.bind(address)
     listener.listen(64)  # launchers that come while the imports run wait in the backlog
@@ -119,7 +125,7 @@ def zygote(address: str, preload: list[str]) -> None:
     sys.stdout.flush()
     selector = selectors.DefaultSelector()
     selector.register(listener, selectors.EVENT_READ, None)
-    selector.register(0, selectors.EVENT_READ, ("parent", 0))  # end-of-file: the tests are over
+    selector.register(ending, selectors.EVENT_READ, ("owner", owner))  # readable: the tests are over
     launchers: dict[int, socket.socket] = {}  # child pid -> its launcher's socket
     pidfds: dict[int, int] = {}  # child pid -> its pidfd
     while True:
@@ -134,12 +140,10 @@ def zygote(address: str, preload: list[str]) -> None:
                     selector.register(conn, selectors.EVENT_READ, ("launcher", pid))
                 continue
             what, pid = key.data
-            if what != "parent" and pid not in launchers:
+            if what == "owner":
+                os._exit(0)  # the servers still running get SIGKILL (their parent-death signal)
+            if pid not in launchers:
                 continue  # reaped earlier in this round (its launcher's socket is closed)
-            if what == "parent":
-                if not os.read(0, 4096):
-                    os._exit(0)  # the servers still running get SIGKILL (their parent-death signal)
-                continue
             if what == "launcher":  # the launcher closed its end (it was killed): so is its server
                 selector.unregister(key.fileobj)
                 os.kill(pid, signal.SIGKILL)  # not reaped yet, so the pid is still the server's
@@ -266,4 +270,4 @@ def _run(request: dict[str, object]) -> int:
 
 
 if __name__ == "__main__" and sys.argv[1:2] == ["zygote"]:
-    zygote(sys.argv[2], sys.argv[3:])
+    zygote(sys.argv[2], int(sys.argv[3]), sys.argv[4:])

@@ -14,8 +14,11 @@ In CI, or with ``TOOLREPLAY_COLD_SERVERS`` set, every server is started as users
 from __future__ import annotations
 
 import atexit
+import contextlib
+import fcntl
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -33,8 +36,8 @@ PYTHON_BIN = Path(sys.executable).parent
 COLD = bool(os.environ.get("CI") or os.environ.get("TOOLREPLAY_COLD_SERVERS"))
 #: what the zygote imports before it forks: the SDK's server and the PyPI servers' modules
 PRELOAD = ["mcp.server.mcpserver", "mcp_server_time", "mcp_server_git"]
-#: where the xdist workers find the one zygote their controller started (:func:`share_servers`)
-SHARED = "TOOLREPLAY_TEST_ZYGOTE"
+#: the folder of the run's one zygote, and the process it serves (:func:`share_servers`)
+SHARED, OWNER = "TOOLREPLAY_TEST_ZYGOTE", "TOOLREPLAY_TEST_ZYGOTE_OWNER"
 
 
 def _require(path: Path, how: str) -> str:
@@ -62,18 +65,32 @@ def conformance() -> list[str]:
 
 
 class Zygote:
-    """A zygote (it ends when the process that started it ends), and the launchers of its scripts
-    this process wrote; with ``address``, the zygote another process started there."""
+    """A zygote and the launchers of its scripts this process wrote.
 
-    def __init__(self, preload: list[str], *, address: str | None = None) -> None:
+    Started here (ending when this process ends), or, given ``shared`` (a folder an xdist
+    controller made, :func:`share_servers`), the one zygote of the whole run: the first worker
+    that needs it starts it there, and it ends when the controller ends.
+    """
+
+    def __init__(self, preload: list[str], *, shared: str | None = None) -> None:
         self.folder = Path(tempfile.mkdtemp(prefix="toolreplay-prefork-"))
-        self.process: subprocess.Popen[bytes] | None = None
-        self.address = address or str(self.folder / "zygote")
-        if address is None:
-            argv = [sys.executable, str(ROOT / "tests" / "prefork.py"), "zygote", self.address, *preload]
-            # its stdin is a pipe from this process: when this process ends, however it ends, the
-            # zygote reads end-of-file and ends, and its servers with it
-            self.process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
+        home, owner = (Path(shared), int(os.environ[OWNER])) if shared else (self.folder, os.getpid())
+        self.address = str(home / "zygote")
+        self.process: subprocess.Popen[bytes] | None = None  # the zygote, if this process started it
+        with open(home / "lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # one start, whichever worker comes first
+            if not (home / "pid").exists():
+                argv = [
+                    sys.executable,
+                    str(ROOT / "tests" / "prefork.py"),
+                    "zygote",
+                    self.address,
+                    str(owner),
+                ]
+                self.process = subprocess.Popen(
+                    [*argv, *preload], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL
+                )
+                (home / "pid").write_text(str(self.process.pid))
         self.launchers: dict[str, str] = {}
         atexit.register(self.stop)
 
@@ -95,11 +112,14 @@ class Zygote:
         return self.launchers[script]
 
     def stop(self) -> None:
-        if self.process is not None and self.process.stdin is not None:
-            self.process.stdin.close()
-            self.process.kill()
-            self.process.wait()
-        shutil.rmtree(self.folder, ignore_errors=True)
+        end_zygote(self.folder)
+
+
+def end_zygote(folder: Path) -> None:
+    """End the zygote started in ``folder`` (if one was) and remove the folder."""
+    with contextlib.suppress(FileNotFoundError, ProcessLookupError, ValueError):
+        os.kill(int((folder / "pid").read_text()), signal.SIGKILL)
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 _servers: Zygote | None = None
@@ -107,25 +127,26 @@ _servers: Zygote | None = None
 
 def warm(argv: list[str]) -> list[str]:
     """The command line ``argv`` (``python SCRIPT ARGS`` or a console script of this venv) started
-    warm: a launcher that forks the script from the zygote (the workers share their controller's),
-    which has imported
-    :data:`PRELOAD`. Cold (``argv`` itself) in CI, where ``TOOLREPLAY_COLD_SERVERS`` is set, and
-    for any other command line."""
+    warm: a launcher that forks the script from the zygote (the run's one, under xdist), which
+    has imported :data:`PRELOAD`. Cold (``argv`` itself) in CI, where ``TOOLREPLAY_COLD_SERVERS``
+    is set, and for any other command line."""
     global _servers
     if COLD or script_of(argv) is None:
         return argv
     if _servers is None:
-        _servers = Zygote(PRELOAD, address=os.environ.get(SHARED))
+        _servers = Zygote(PRELOAD, shared=os.environ.get(SHARED))
     return _servers.command(argv)
 
 
 def share_servers() -> None:
-    """Start the zygote here, in the xdist controller before its workers start, for all of them
-    (each worker's own would import the SDK again)."""
-    global _servers
-    if not COLD and _servers is None:
-        _servers = Zygote(PRELOAD)
-        os.environ[SHARED] = _servers.address
+    """In the xdist controller, before its workers start: a folder where the first worker that
+    starts a server starts the zygote for all of them (each worker's own would import the SDK
+    again), ended with this process. Nothing starts if no test starts a Python server."""
+    if COLD or SHARED in os.environ:
+        return
+    folder = Path(tempfile.mkdtemp(prefix="toolreplay-prefork-"))
+    os.environ[SHARED], os.environ[OWNER] = str(folder), str(os.getpid())
+    atexit.register(end_zygote, folder)
 
 
 def script_of(argv: list[str]) -> str | None:
