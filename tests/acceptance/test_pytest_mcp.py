@@ -430,14 +430,14 @@ def test_state_commands_reach_the_recording(
     monkeypatch.delenv("CI", raising=False)
     monkeypatch.setenv("GIT_SERVER", python_server("git")[0])
     monkeypatch.setenv("STATE_COMMAND", json.dumps(given))
-    pytester.makeini("[pytest]\naddopts = -p no:cacheprovider\n")
+    pytester.makeini(INI)
     if config is not None:
         (pytester.path / "toolreplay.toml").write_text(config, encoding="utf-8")
     pytester.makepyfile(test_git=GIT_AGENT)
     repo = pytester.path / "repo"
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     (repo / "notes.txt").write_text("hello\n", encoding="utf-8")
-    pytester.runpytest_subprocess().assert_outcomes(passed=1)
+    pytester.runpytest().assert_outcomes(passed=1)
     records = [link.record for link in read_links(str(pytester.path / GIT_CASSETTE))]
     assert [(r.tool, r.state) for r in records] == [
         ("git_add", {PORCELAIN: "A  notes.txt\n"}),
