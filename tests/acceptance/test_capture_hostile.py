@@ -10,6 +10,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,8 @@ from tests.mcp_agent import (
     stop,
     wait_for_port,
 )
-from toolreplay.capture.recording import UNKEPT_CODE, UNKEPT_MESSAGE
+from toolreplay.capture import stdio
+from toolreplay.capture.recording import UNKEPT_CODE, UNKEPT_MESSAGE, Recording
 
 HOSTILE = [sys.executable, str(Path(__file__).resolve().parent.parent / "data" / "mcp" / "hostile.py")]
 SECOND = {"content": [{"type": "text", "text": "second"}], "isError": False}
@@ -160,6 +162,53 @@ def test_a_server_that_ignores_eof_is_stopped(tmp_path: Path) -> None:
         "toolreplay: warning: the MCP server was still running 5 s after the client closed its input;"
         " stopped with SIGKILL (2 s after SIGTERM)",
         f"toolreplay: recorded 0 calls to {out}",
+    ]
+
+
+def test_the_stop_warning_is_said_before_the_session_ends(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The warning about a server stopped after the client's input ended comes from the thread that
+    read that input; the session waits for it, however slowly it is said (it was cut off when
+    record's main thread got to the end first: seen as a flaky test under load)."""
+    monkeypatch.setattr(stdio, "EOF_GRACE", 0.2)
+    monkeypatch.setattr(stdio, "KILL_GRACE", 0.2)
+    pidfile = tmp_path / "server.pid"
+    said: list[str] = []
+
+    def slow_warn(message: str) -> None:
+        time.sleep(0.5)
+        said.append(message)
+
+    client_to_proxy, proxy_from_client = os.pipe()
+    proxy_to_client, client_from_proxy = os.pipe()
+
+    def client() -> None:  # initializes (the server ignores SIGTERM by then), then leaves
+        os.write(proxy_from_client, INITIALIZE)
+        with os.fdopen(proxy_to_client, "rb") as answers:
+            answers.readline()
+            os.close(proxy_from_client)
+
+    leaving = threading.Thread(target=client, daemon=True)
+    leaving.start()
+    recording = Recording(str(tmp_path / "run.jsonl"), warn=said.append)
+    try:
+        status = stdio.proxy(
+            [*HOSTILE, "ignore-eof", str(pidfile)],
+            recording,
+            stdin_fd=client_to_proxy,
+            stdout_fd=client_from_proxy,
+            warn=slow_warn,
+        )
+    finally:
+        leaving.join(TIMEOUT)
+        recording.close()
+        for fd in (client_to_proxy, client_from_proxy):
+            os.close(fd)
+    assert status == 128 + signal.SIGKILL
+    assert said == [
+        "the MCP server was still running 0.2 s after the client closed its input;"
+        " stopped with SIGKILL (0.2 s after SIGTERM)"
     ]
 
 

@@ -104,6 +104,7 @@ def proxy(
     to_server, from_server = child.stdin.fileno(), child.stdout.fileno()
     lock = threading.Lock()
     answered = False
+    client_ended = threading.Event()  # set once the client's input ended: the server is being stopped
 
     def pump_client() -> None:
         lines = LineSplitter()
@@ -118,6 +119,7 @@ def proxy(
             pass  # the server is gone; its exit ends the session
         finally:
             child.stdin.close()  # type: ignore[union-attr]
+            client_ended.set()
         _stop_after_eof(child, warn)
 
     def pump_server() -> None:
@@ -147,7 +149,8 @@ def proxy(
             _write(stdout_fd, lines.rest())
 
     previous = _forward_signals(child)
-    threading.Thread(target=pump_client, name="client-to-server", daemon=True).start()
+    client_side = threading.Thread(target=pump_client, name="client-to-server", daemon=True)
+    client_side.start()
     try:
         if meanwhile is None:
             pump_server()
@@ -162,6 +165,10 @@ def proxy(
                 raise
             server_side.join()
         status = child.wait()
+        if client_ended.is_set():
+            # it stopped the server, or is about to see it gone: what it says of the stop comes
+            # before the end (a daemon thread still running at exit is cut off mid-word)
+            client_side.join()
     finally:
         child.stdout.close()
         for signum, handler in previous.items():
