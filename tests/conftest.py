@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import settings
 
-from tests.realservers import share_servers
+from tests.realservers import ROOT, share_servers
 from toolreplay.cli import cli
 
 # Where PYTHONDONTWRITEBYTECODE is set, every worker would rewrite the test modules' assertions
@@ -37,19 +37,20 @@ def pytest_configure(config: pytest.Config) -> None:
     processes the tests start (the CLI, the test servers) read bytecode rather than compiling
     their source each time (only what changed is compiled again); and the warm servers' zygote
     (tests/realservers.py) started, for the workers to share."""
-    if hasattr(config, "workerinput") or not config.getoption("numprocesses", None):
+    worker = hasattr(config, "workerinput")
+    controller = not worker and bool(config.getoption("numprocesses", None))  # workers to come
+    if not controller:
         # The MCP SDK's stdio_client takes sys.stderr as its errlog default when its module is
         # first imported. Imported here, in the process that runs tests, before any CliRunner
         # swaps sys.stderr for a buffer without a file descriptor, every test's SDK client logs
         # to the real stderr (otherwise a worker that first imported it under CliRunner fails
         # later SDK tests with "fileno"). An xdist controller runs none: it need not wait for it.
         import mcp.client.stdio  # noqa: F401
-    if hasattr(config, "workerinput"):
+    if worker:
         return
-    root = Path(__file__).resolve().parent.parent
-    compileall.compile_dir(root / "src" / "toolreplay", quiet=1)
-    compileall.compile_dir(root / "tests", quiet=1, rx=re.compile(r"node_modules"))
-    if config.getoption("numprocesses", None):  # workers to come: one zygote for all of them
+    compileall.compile_dir(ROOT / "src" / "toolreplay", quiet=1)
+    compileall.compile_dir(ROOT / "tests", quiet=1, rx=re.compile(r"node_modules"))
+    if controller:  # one zygote for all the workers
         share_servers()
 
 
@@ -117,7 +118,6 @@ def examples(count: int) -> int:
     return count if FULL_PROPERTIES else max(25, count // 10)
 
 
-ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"
 
 

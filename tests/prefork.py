@@ -3,7 +3,7 @@
 Every Python MCP server the tests start (mcp-server-time, mcp-server-git, the SDK-built test
 servers in tests/data/mcp) spends about 0.9 s of CPU importing the SDK before it reads a line;
 the suite starts about a hundred of them. Here a *zygote* imports the SDK and those servers once
-per test worker, and each start forks it: the server's own code then runs as it would have, in
+per test run, and each start forks it: the server's own code then runs as it would have, in
 a process of its own, reading and writing the very pipes the caller gave it.
 
 The caller (``record``, ``probe``, the SDK's client) starts a *launcher* instead of the server:
@@ -121,8 +121,6 @@ def zygote(address: str, owner: int, preload: list[str]) -> None:
         importlib.import_module(name)
     gc.collect()
     gc.freeze()  # the children do not walk (and so copy) what was imported here
-    sys.stdout.write("ready\n")
-    sys.stdout.flush()
     selector = selectors.DefaultSelector()
     selector.register(listener, selectors.EVENT_READ, None)
     selector.register(ending, selectors.EVENT_READ, ("owner", owner))  # readable: the tests are over

@@ -6,8 +6,8 @@ with ``npm install --prefix tests/servers`` (both steps of the README's test com
 needs a server that is not installed is skipped on a developer's machine and fails under CI,
 where a missing install step must not pass as a skip.
 
-The Python servers start warm (:func:`warm`, tests/prefork.py) outside CI: forked from a process
-per test worker that has imported the MCP SDK once, which saves each start about 0.9 s of CPU.
+The Python servers start warm (:func:`warm`, tests/prefork.py) outside CI: forked from one
+process per test run that has imported the MCP SDK once, which saves each start about 0.9 s of CPU.
 In CI, or with ``TOOLREPLAY_COLD_SERVERS`` set, every server is started as users start it.
 """
 
