@@ -407,85 +407,94 @@ def fingerprint_message(
     return text + (f"; {explain}" if explain else "")
 
 
-def _fingerprint_drift(
-    b: Record | None,
-    r: Record,
-    declared: ToolBehaviour | None,
-    explain: Mapping[str, str],
-    lock_checks_runs: bool,
-) -> str | None:
-    """The tool-drift message of a run call (and the baseline call it aligns with, if any)."""
-    why = explain.get(r.tool, "")
-    if b is not None and b.fingerprint and r.fingerprint and b.fingerprint != r.fingerprint:
-        if not lock_checks_runs and _off_the_lock(r, declared):
-            return None  # the run's own check against the lock reports this call
-        return fingerprint_message(
-            r.tool,
-            r.fingerprint,
-            b.fingerprint,
+@dataclass(frozen=True)
+class _Digest:
+    """A digest a call carries and a lock may hold (the fingerprint, the contract-text digest):
+    the finding its drift is, where to read it, and how that drift is worded."""
+
+    kind: str
+    #: the digest of a call ("" or None: not recorded)
+    of: Callable[[Record], str | None]
+    #: the digest the lock holds for a tool (empty: none)
+    locked: Callable[[ToolBehaviour], str | None]
+    #: the baseline's first call of a tool that recorded the digest
+    first: Callable[[CallTable], Mapping[str, Record]]
+    #: the message when a baseline call and a run call differ: (tool, baseline call, run call, why)
+    between: Callable[[str, Record, Record, str], str]
+    #: the message when a call is not the lock's: (tool, its digest, the baseline call or None for
+    #: the run's, what the lock declares, why)
+    off_lock: Callable[[str, str, Record | None, ToolBehaviour, str], str]
+
+
+def _fingerprint_off_lock(tool: str, digest: str, b: Record | None, declared: ToolBehaviour, why: str) -> str:
+    side = "in the run" if b is None else f"in the baseline (index {b.index})"
+    shown = _with_version(declared.fingerprint or "", declared.version)
+    return fingerprint_message(tool, digest, shown, side=side, explain=why)
+
+
+def _text_off_lock(tool: str, digest: str, b: Record | None, declared: ToolBehaviour, why: str) -> str:
+    where = "in the run" if b is None else f"baseline index {b.index}"
+    return _text_message(tool, digest, declared.text_digest or "", where=where, against="the lock", why=why)
+
+
+#: the digests held to each other and to the lock, in the order their findings are added
+_DIGESTS = (
+    _Digest(
+        kind="tool-drift",
+        of=lambda record: record.fingerprint,
+        locked=lambda declared: declared.fingerprint,
+        first=lambda table: table.recorded,
+        between=lambda tool, b, r, why: fingerprint_message(
+            tool,
+            r.fingerprint or "",
+            b.fingerprint or "",
             side="in the run",
             against=f"the baseline (index {b.index})",
             explain=why,
-        )
-    if declared is None or not declared.fingerprint:
-        return None
-    return _lock_drift(b, r, declared, why, lock_checks_runs)
+        ),
+        off_lock=_fingerprint_off_lock,
+    ),
+    _Digest(
+        kind="contract-text-drift",
+        of=lambda record: record.text_digest,
+        locked=lambda declared: declared.text_digest,
+        first=lambda table: table.described,
+        between=lambda tool, b, r, why: _text_message(
+            tool,
+            b.text_digest or "",
+            r.text_digest or "",
+            where=f"baseline index {b.index}",
+            against="the run",
+            why=why,
+        ),
+        off_lock=_text_off_lock,
+    ),
+)
 
 
-def _off_the_lock(r: Record, declared: ToolBehaviour | None) -> bool:
-    """Whether a call's fingerprint is not the one the lock declares for its tool."""
-    return declared is not None and bool(declared.fingerprint) and r.fingerprint != declared.fingerprint
-
-
-def _lock_drift(
-    b: Record | None, r: Record, declared: ToolBehaviour, why: str, lock_checks_runs: bool
-) -> str | None:
-    """The tool-drift message of a call whose fingerprint is not the lock's: the baseline's first."""
-    locked = declared.fingerprint or ""
-    shown = _with_version(locked, declared.version)
-    if b is not None and b.fingerprint and b.fingerprint != locked:
-        return fingerprint_message(
-            r.tool, b.fingerprint, shown, side=f"in the baseline (index {b.index})", explain=why
-        )
-    if lock_checks_runs and r.fingerprint and r.fingerprint != locked:
-        return fingerprint_message(r.tool, r.fingerprint, shown, side="in the run", explain=why)
-    return None
-
-
-def _text_drift(
+def _digest_drift(
+    digest: _Digest,
     b: Record | None,
     r: Record,
     declared: ToolBehaviour | None,
     explain: Mapping[str, str],
     lock_checks_runs: bool,
 ) -> str | None:
-    """The contract-text-drift message of a run call (and the baseline call it aligns with, if
-    any): contract-text digests are held to each other and to the lock as fingerprints are."""
+    """The drift message of a run call's ``digest`` (and of the baseline call it aligns with, if
+    any): a baseline that differs from the run first, then a baseline or a run that is not the lock's."""
     why = explain.get(r.tool, "")
-    if b is not None and b.text_digest and r.text_digest and b.text_digest != r.text_digest:
-        if not lock_checks_runs and _text_off_the_lock(r, declared):
+    ours, theirs = digest.of(r), digest.of(b) if b is not None else None
+    locked = digest.locked(declared) if declared is not None else None
+    if b is not None and theirs and ours and theirs != ours:
+        if not lock_checks_runs and locked and ours != locked:
             return None  # the run's own check against the lock reports this call
-        where = f"baseline index {b.index}"
-        return _text_message(r.tool, b.text_digest, r.text_digest, where=where, against="the run", why=why)
-    if declared is None or not declared.text_digest:
+        return digest.between(r.tool, b, r, why)
+    if declared is None or not locked:
         return None
-    return _text_lock_drift(b, r, declared.text_digest, why, lock_checks_runs)
-
-
-def _text_off_the_lock(r: Record, declared: ToolBehaviour | None) -> bool:
-    """Whether a call's contract-text digest is not the one the lock holds for its tool."""
-    return declared is not None and bool(declared.text_digest) and r.text_digest != declared.text_digest
-
-
-def _text_lock_drift(
-    b: Record | None, r: Record, locked: str, why: str, lock_checks_runs: bool
-) -> str | None:
-    """The contract-text-drift message of a call whose text digest is not the lock's: the baseline's first."""
-    if b is not None and b.text_digest and b.text_digest != locked:
-        where = f"baseline index {b.index}"
-        return _text_message(r.tool, b.text_digest, locked, where=where, against="the lock", why=why)
-    if lock_checks_runs and r.text_digest and r.text_digest != locked:
-        return _text_message(r.tool, r.text_digest, locked, where="in the run", against="the lock", why=why)
+    if b is not None and theirs and theirs != locked:
+        return digest.off_lock(r.tool, theirs, b, declared, why)
+    if lock_checks_runs and ours and ours != locked:
+        return digest.off_lock(r.tool, ours, None, declared, why)
     return None
 
 
@@ -519,12 +528,10 @@ def _compare_pair(
     def add(kind: str, message: str, change: Change | None = None) -> None:
         out.add(kind, index=r.index, tool=tool, related=b.index, line=r.line, message=message, change=change)
 
-    drift = _fingerprint_drift(b, r, declared, explain, lock_checks_runs)
-    if drift is not None:
-        add("tool-drift", drift)
-    text = _text_drift(b, r, declared, explain, lock_checks_runs)
-    if text is not None:
-        add("contract-text-drift", text)
+    for digest in _DIGESTS:
+        drift = _digest_drift(digest, b, r, declared, explain, lock_checks_runs)
+        if drift is not None:
+            add(digest.kind, drift)
     kind = _value_drift(b, r, declared)
     if kind is not None and out.wants(kind):
         add(kind, *_VALUE_DRIFT[kind](tool, *(full() if full is not None else (b, r))))
@@ -643,12 +650,10 @@ def _unaligned_contract(
 ) -> None:
     """A run call no baseline call aligns with: its contract held to the baseline's calls of that
     tool (their fingerprint, their contract text), or to the lock."""
-    drift = _fingerprint_drift(base.recorded.get(r.tool), r, declared, explain, lock_checks_runs)
-    if drift is not None:
-        out.add("tool-drift", index=r.index, tool=r.tool, related=None, line=r.line, message=drift)
-    text = _text_drift(base.described.get(r.tool), r, declared, explain, lock_checks_runs)
-    if text is not None:
-        out.add("contract-text-drift", index=r.index, tool=r.tool, related=None, line=r.line, message=text)
+    for digest in _DIGESTS:
+        drift = _digest_drift(digest, digest.first(base).get(r.tool), r, declared, explain, lock_checks_runs)
+        if drift is not None:
+            out.add(digest.kind, index=r.index, tool=r.tool, related=None, line=r.line, message=drift)
 
 
 # --- the same comparison, call by call (re-execution) ------------------------------------
