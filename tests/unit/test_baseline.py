@@ -278,3 +278,31 @@ def test_contract_text_drift_against_the_lock() -> None:
     assert "the run has bbbbbbbbbbbbbbbb" in _text_findings(run_off)[0][2]
     left_to_the_run = diff_baseline(calls, [("run.jsonl", moved)], behaviour=lock, lock_checks_runs=False)
     assert _text_findings(left_to_the_run) == []
+
+
+@pytest.mark.parametrize(
+    ("field", "kind", "said"),
+    [
+        (
+            "fingerprint",
+            "tool-drift",
+            "was called with fingerprint bbbbbbbbbbbbbbbb in the run; the lock has",
+        ),
+        ("text_digest", "contract-text-drift", "text digest bbbbbbbbbbbbbbbb (in the run), the lock has"),
+    ],
+)
+def test_a_run_call_off_the_lock_with_nothing_in_the_baseline_to_hold_it_to(
+    field: str, kind: str, said: str
+) -> None:
+    """A run call whose digest is not the lock's, where the baseline has no digest of that tool
+    (recorded without one, or never called it), is held to the lock itself: reported when the lock
+    checks runs, left to the run's own check otherwise. Both digests behave alike."""
+    digest = "b" * (16 if field == "fingerprint" else 64)
+    lock = {"search": ToolBehaviour(**{field: "c" * (16 if field == "fingerprint" else 64)})}
+    run = [rec(0, "search", {"q": "a"}, {"n": 1}, **{field: digest})]
+    for baseline in ([rec(0, "search", {"q": "a"}, {"n": 1})], [rec(0, "other", {}, {})]):
+        found = [f for r in diff_baseline(baseline, [("run", run)], behaviour=lock).runs for f in r.findings]
+        assert [f.kind for f in found if f.kind == kind] == [kind]
+        assert said in next(f.message for f in found if f.kind == kind)
+        left = diff_baseline(baseline, [("run", run)], behaviour=lock, lock_checks_runs=False)
+        assert [f.kind for r in left.runs for f in r.findings if f.kind == kind] == []
