@@ -76,7 +76,7 @@ def hook_repo(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
     configured = os.environ.get("TOOLREPLAY_PRE_COMMIT_CACHE")
     if configured:
         base = Path(configured)
-    elif request.config.cache is not None:
+    elif getattr(request.config, "cache", None) is not None:  # None too under -p no:cacheprovider
         base = request.config.cache.mkdir("pre-commit")
     else:
         base = tmp_path_factory.mktemp("pre-commit")
