@@ -126,7 +126,10 @@ def stop(process: subprocess.Popen[bytes]) -> tuple[int, bytes]:
         _, err = process.communicate(timeout=TIMEOUT)
     except subprocess.TimeoutExpired:
         process.kill()
-        _, err = process.communicate()
+        try:
+            _, err = process.communicate(timeout=TIMEOUT)
+        except subprocess.TimeoutExpired:  # killed, yet its output never ends: a child holds it
+            raise AssertionError(f"{process.args!r}: a process it started still holds its output") from None
     return process.returncode, err or b""
 
 
