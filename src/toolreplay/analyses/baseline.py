@@ -491,18 +491,10 @@ def _digest_drift(
         return digest.between(r.tool, b, r, why)
     if declared is None or not locked:
         return None
-    return _off_lock(digest, b, r, declared, locked, why, lock_checks_runs)
-
-
-def _off_lock(
-    digest: _Digest, b: Record | None, r: Record, declared: ToolBehaviour, locked: str, why: str, runs: bool
-) -> str | None:
-    """The drift message of a baseline call (first) or, when the lock checks runs, of a run call
-    whose ``digest`` is not the ``locked`` one."""
-    if b is not None and digest.of(b) not in (None, "", locked):
-        return digest.off_lock(r.tool, digest.of(b) or "", b, declared, why)
-    if runs and digest.of(r) not in (None, "", locked):
-        return digest.off_lock(r.tool, digest.of(r) or "", None, declared, why)
+    if theirs and theirs != locked:  # the baseline's call first
+        return digest.off_lock(r.tool, theirs, b, declared, why)
+    if lock_checks_runs and ours and ours != locked:
+        return digest.off_lock(r.tool, ours, None, declared, why)
     return None
 
 
