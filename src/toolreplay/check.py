@@ -68,14 +68,14 @@ from toolreplay.chain import ChainState, verify
 from toolreplay.config import Config, expand
 from toolreplay.contracts.lock import ToolLock, declared_mutators, declared_nondeterministic, load_lock
 from toolreplay.contracts.runner import SourceRunError, work_tree
-from toolreplay.contracts.source import source_lock
+from toolreplay.contracts.source import is_python_source, source_lock
 from toolreplay.errors import InputError
 from toolreplay.escape import one_line, quote
 from toolreplay.files import SEALED_SUFFIX
 from toolreplay.findings import Finding, sort_findings
 from toolreplay.gitinfo import head_commit, last_commit_time
 from toolreplay.hooks.drift_note import note_name
-from toolreplay.hooks.drift_range import PullRange, check_pull_request, judged_volatile
+from toolreplay.hooks.drift_range import PullRange, check_pull_request, judged_config
 from toolreplay.hooks.review import lock_change
 from toolreplay.hooks.settings import unjudged_baseline
 from toolreplay.kinds import NOTE_ACCEPTS
@@ -458,8 +458,16 @@ def source_explanations(
     return explain, failed
 
 
+def _ran_code(config: Config) -> bool:
+    """Whether the check runs project code: a tools_source that is not a file, beside a lock."""
+    source = config.tools_source
+    if config.tools_lock is None or source is None:
+        return False
+    return not isinstance(source, str) or is_python_source(source, root=config.root)
+
+
 def source_contracts(
-    config: Config, *, report: bool = True
+    config: Config, *, report: bool = True, source_root: Path | None = None
 ) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...], tuple[Report, ...]]:
     """What changed per tool between the lock and the config's tools_source (none without
     both), the source's input schemas (canonical JSON) that differ from the lock's, against which
@@ -469,6 +477,8 @@ def source_contracts(
     A module or a server is the project's code (in CI, the pull request's): it runs in a
     child, and a child that dies, hangs, answers garbage or changes the work tree is a
     ``tools-source-failed`` finding (``report=False``: the error itself), never a pass.
+    ``source_root``: where the source runs from, when not the config's folder (over a pull
+    request's range, the base commit's tree).
     """
     lock = _beside(config, config.tools_lock)
     if lock is None or config.tools_source is None:
@@ -477,7 +487,7 @@ def source_contracts(
     try:
         source, _ = source_lock(
             config.tools_source,
-            root=config.root,
+            root=config.root if source_root is None else source_root,
             mutators=config.mutators,
             timeout=SOURCE_TIMEOUT,
             watch=work_tree(config.root),
@@ -509,9 +519,13 @@ def run_check(
     base: str | None = None,
     shard: Shard | None = None,
     lock_base: str | None = None,
+    source_root: Path | None = None,
 ) -> list[Report]:
     """Run every job (of ``shard``), on worker processes when there are many files; reports in path order."""
-    return run_check_with_status(config, jobs=jobs, base=base, shard=shard, lock_base=lock_base)[0]
+    found = run_check_with_status(
+        config, jobs=jobs, base=base, shard=shard, lock_base=lock_base, source_root=source_root
+    )
+    return found[0]
 
 
 def run_check_with_status(
@@ -521,6 +535,7 @@ def run_check_with_status(
     base: str | None = None,
     shard: Shard | None = None,
     lock_base: str | None = None,
+    source_root: Path | None = None,
 ) -> tuple[list[Report], str | None]:
     """:func:`run_check`, and with ``base`` the drift-note rule's verdict line (None without).
 
@@ -528,17 +543,21 @@ def run_check_with_status(
     the tools_lock where a pull request against it starts and the lock now, unless the
     tools_source explains it."""
     pull = None if base is None else PullRange(base=base, head="HEAD")
-    # what the volatile rules hide is the base commit's decision (in every shard); the
-    # drift-note rule below reports the pull request's own change of them
-    judged = judged_volatile(config, pull, workspace=str(config.root))
+    # what is compared, the lock and the code that runs are the base commit's decision (in every
+    # shard); the drift-note rule below reports the pull request's own change of them
+    judged = judged_config(config, pull, workspace=str(config.root))
+    if source_root is None:
+        source_root = judged.source_root
     drift_shard = shard is None or shard.index == DRIFT_SHARD
     first, status = _drift_rule(config, pull if drift_shard else None)
     # one shard reports a failed tools_source (merge takes such reports from it); the others stop
-    explain, changed, failed = source_contracts(config, report=drift_shard)
+    explain, changed, failed = source_contracts(judged.config, report=drift_shard, source_root=source_root)
     explain = _with_lock_change(config, explain, base if lock_base is None else lock_base)
     first += failed
-    planned = _in_shard(plan(judged, explain=explain, changed_schemas=changed), shard)
-    reports = _run_jobs(planned, jobs)
+    planned = _in_shard(plan(judged.config, explain=explain, changed_schemas=changed), shard)
+    # once the project's code has run, no interpreter is started: one would import from the disk
+    # that code could write to (docs/spec.md §7.4)
+    reports = _run_jobs(planned, 1 if _ran_code(judged.config) else jobs)
     if first:
         reports = sorted([*reports, *first], key=lambda r: r.path)
     return reports, status

@@ -27,6 +27,7 @@ from toolreplay.cli.gate import tally
 from toolreplay.config import Config, load_config, unmatched_globs
 from toolreplay.errors import InputError, ToolreplayError
 from toolreplay.escape import workflow_command
+from toolreplay.extras import installed
 from toolreplay.gate import describe
 from toolreplay.github.action import (
     REPORT_NAME,
@@ -45,10 +46,11 @@ from toolreplay.hooks.drift_range import (
     DriftOutcome,
     PullRange,
     check_pull_request,
+    judged_config,
     judged_fail_on,
-    judged_volatile,
 )
 from toolreplay.kinds import REPORT_ERROR, gated_level
+from toolreplay.report import RENDERERS
 from toolreplay.report.json import render_json
 from toolreplay.report.merge import merge_shards, read_shard_report
 from toolreplay.report.sarif import render_sarif
@@ -106,22 +108,32 @@ def run_action(settings: Settings) -> int:
     shard = parse_shard(settings.shard) if settings.shard else None
     config = _config(settings)
     pull = pull_range_from_env()
-    # whether the drift-note rule's findings fail is the base commit's decision, not the PR's
-    fail_on = judged_fail_on(config, config.fail_on, pull, workspace=settings.workspace)
+    # which findings fail is the base commit's decision, not the PR's
+    fail_on = judged_fail_on(config, config.fail_on, pull, workspace=settings.workspace, from_config=True)
     policy = parse_fail_on(settings.fail_on, fail_on)
     for warning in unmatched_globs(config):
         click.echo(workflow_command("warning", f"toolreplay: {warning}", title="toolreplay"))
     drift = _drift_rule(config, pull, shard, settings.workspace)
-    # what the volatile rules hide is the base commit's decision too (the drift-note rule above
-    # reports the pull request's change of them)
-    judged = judged_volatile(config, pull, workspace=settings.workspace)
-    checked = run_check(judged, shard=shard, lock_base=_base(pull))
+    # what is compared, the lock and the code that runs are the base commit's decision too (the
+    # drift-note rule above reports the pull request's change of them)
+    judged = judged_config(config, pull, workspace=settings.workspace)
+    _preload(settings)
+    checked = run_check(judged.config, shard=shard, lock_base=_base(pull), source_root=judged.source_root)
     reports, status = _with_drift(rebase(checked, config, settings.workspace), drift, shard)
     if shard is not None:
         return _write_shard(
             settings, reports, check_info(config, base=None, shard=shard, fail_on=fail_on), status
         )
     return publish(settings, reports, policy, status, base=_base(pull))
+
+
+def _preload(settings: Settings) -> None:
+    """Import now what publishing imports later: check may run the project's code (its tools_source,
+    in a child), and nothing the judge imports afterwards may come from a disk that code could write."""
+    for name in RENDERERS:
+        RENDERERS[name]  # (imported when asked for)
+    if settings.comment and settings.token and installed("github"):
+        pygithub()
 
 
 def _config(settings: Settings) -> Config:

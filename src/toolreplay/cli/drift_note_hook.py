@@ -27,6 +27,7 @@ from toolreplay.hooks.drift_note import (
 from toolreplay.hooks.settings import (
     GuardSettings,
     config_folders,
+    judged_files,
     judged_patterns,
     recorded_config,
     settings_change,
@@ -118,8 +119,10 @@ def drift_note_hook(
 def _judge_commit(git: Git, settings: GuardSettings, amended: _Amend | None) -> GuardResult:
     """The amended commit against its parent, else the staged change."""
     if amended is not None:
-        return check_commit(git, amended.new, patterns=settings.patterns, notes_dir=settings.notes_dir)
-    return check_staged(git, patterns=settings.patterns, notes_dir=settings.notes_dir)
+        return check_commit(
+            git, amended.new, patterns=settings.patterns, notes_dir=settings.notes_dir, files=settings.files
+        )
+    return check_staged(git, patterns=settings.patterns, notes_dir=settings.notes_dir, files=settings.files)
 
 
 def _check_options(base: str | None, head: str, rewrite: str | None) -> None:
@@ -136,8 +139,12 @@ def _judge_range(
     cannot take one away, only add); a warning when the head's settings differ."""
     after = _settings(git, head, patterns, notes_dir)
     change = settings_change(settings, after)
-    settings = replace(settings, patterns=judged_patterns(settings, after))
-    result = check_range(git, base, head, patterns=settings.patterns, notes_dir=settings.notes_dir)
+    settings = replace(
+        settings, patterns=judged_patterns(settings, after), files=judged_files(settings, after)
+    )
+    result = check_range(
+        git, base, head, patterns=settings.patterns, notes_dir=settings.notes_dir, files=settings.files
+    )
     return settings, result, [change] if change is not None else []
 
 

@@ -17,6 +17,7 @@ import os
 import sys
 from typing import Any
 
+from toolreplay.confine import confine
 from toolreplay.contracts.definitions import import_definitions
 from toolreplay.contracts.lock import ToolLock, dump_lock
 from toolreplay.contracts.mcp import list_mcp_server, listed_definitions
@@ -44,11 +45,16 @@ def _answer(request: dict[str, Any]) -> dict[str, Any]:
 
 
 def main() -> int:
+    request = json.loads(sys.argv[1])
+    # before any of the project's code is imported: namespaces of its own, the judge's files read-only
+    outside = confine(request.get("readonly", ()))
+    if outside is not None:
+        return outside
     answer = os.fdopen(os.dup(1), "w", encoding="ascii")
     os.dup2(2, 1)  # the project's prints land on stderr, not in the answer
     try:
         with room_for_depth():  # as the command line gives every command (cli.base)
-            result = _answer(json.loads(sys.argv[1]))
+            result = _answer(request)
         code = 0
     except InputError as err:
         result, code = {"error": err.problem, "pointer": err.pointer}, 2

@@ -22,6 +22,7 @@ from stat import S_ISDIR
 from typing import IO, Any
 
 from toolreplay.canonical import decode
+from toolreplay.confine import guarded, judge_roots
 from toolreplay.errors import InputError
 from toolreplay.escape import one_line, quote
 from toolreplay.processes import end_group, last_words, status_of
@@ -45,6 +46,16 @@ _WITHHELD = frozenset(
         "GITHUB_STEP_SUMMARY",
     }
 )
+#: what a variable's name says it holds: a credential of some service (AWS_SECRET_ACCESS_KEY, NPM_TOKEN ...)
+_SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "API_KEY", "PRIVATE_KEY", "AUTH")
+
+
+def _withheld(name: str) -> bool:
+    """Whether a configuration's tools_source runs without the variable ``name``."""
+    upper = name.upper()
+    return name in _WITHHELD or upper.startswith("ACTIONS_") or any(w in upper for w in _SECRET_WORDS)
+
+
 #: the answer is one JSON document: a lock or a tools/list, no bigger than a lock file may be
 _ANSWER_BYTES = 64 * 1024 * 1024
 #: how many changed paths a message names
@@ -72,32 +83,46 @@ def run_python(
 ) -> Any:
     """The child's answer for the Python tool source ``spec``: ``{"lock": ...}``, decoded."""
     request = {"python": spec, "root": str(root), "version": version, "mutators": sorted(mutators)}
-    return _run(request, label=spec, timeout=timeout, watch=watch, caller_env=caller_env)
+    return _run(request, label=spec, timeout=timeout, watch=watch, caller_env=caller_env, cwd=root)
 
 
 def run_mcp(
-    argv: Sequence[str], *, label: str, timeout: float, watch: Path | None, caller_env: bool = False
+    argv: Sequence[str],
+    *,
+    label: str,
+    timeout: float,
+    watch: Path | None,
+    caller_env: bool = False,
+    cwd: Path | None = None,
 ) -> Any:
     """The child's answer for the MCP server ``argv``: ``{"tools": [...], "version": V}``, decoded
     (``version``: the server's ``serverInfo.version``)."""
     if not argv:
         raise InputError("no MCP server command given")
     request = {"mcp": list(argv), "timeout": timeout}
-    return _run(request, label=label, timeout=timeout, watch=watch, caller_env=caller_env)
+    return _run(request, label=label, timeout=timeout, watch=watch, caller_env=caller_env, cwd=cwd)
 
 
 def _run(
-    request: dict[str, Any], *, label: str, timeout: float, watch: Path | None, caller_env: bool = False
+    request: dict[str, Any],
+    *,
+    label: str,
+    timeout: float,
+    watch: Path | None,
+    caller_env: bool = False,
+    cwd: Path | None = None,
 ) -> Any:
     before = snapshot(watch) if watch is not None else None
+    request = {**request, "readonly": judge_roots(sys.path)}
     command = [sys.executable, "-P", "-B", "-m", "toolreplay.contracts._source_worker", json.dumps(request)]
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, guarded():
         process = subprocess.Popen(
             command,
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=err,
             env=_child_env(caller_env),
+            cwd=cwd,
             start_new_session=True,  # one group: the child and whatever it starts end together
         )
         code = _wait(process, timeout)
@@ -161,7 +186,7 @@ def _child_env(caller_env: bool) -> dict[str, str]:
     """The child's environment: the caller's whole one for a source the user named on the command
     line (``fingerprint``, as ``record`` and ``probe`` start a server), else without credentials
     and the step's files (a configuration's ``tools_source``, which in CI is the pull request's)."""
-    env = {k: v for k, v in os.environ.items() if caller_env or k not in _WITHHELD}
+    env = {k: v for k, v in os.environ.items() if caller_env or not _withheld(k)}
     env["PYTHONDONTWRITEBYTECODE"] = "1"  # importing the project's modules writes no __pycache__
     return env
 

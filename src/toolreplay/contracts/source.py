@@ -26,12 +26,18 @@ _T = TypeVar("_T")
 
 
 def _server_lock(
-    argv: Sequence[str], *, version: str | None, timeout: float, watch: Path | None, caller_env: bool
+    argv: Sequence[str],
+    *,
+    version: str | None,
+    timeout: float,
+    watch: Path | None,
+    caller_env: bool,
+    cwd: Path | None = None,
 ) -> tuple[ToolLock, tuple[str, ...]]:
     """The lock of an MCP server's tools, as a child process lists them (pinned to ``version``, else
     to the server's own)."""
     label = describe(argv)
-    answer = run_mcp(argv, label=label, timeout=timeout, watch=watch, caller_env=caller_env)
+    answer = run_mcp(argv, label=label, timeout=timeout, watch=watch, caller_env=caller_env, cwd=cwd)
     tools = answer.get("tools") if isinstance(answer, dict) else None
     pinned = _server_version(answer, label) if version is None else version
     imported = _checked(
@@ -66,7 +72,12 @@ def source_lock(
     (:class:`~toolreplay.contracts.runner.SourceRunError`).
     """
     if not isinstance(source, str):
-        return _server_lock(source, version=version, timeout=timeout, watch=watch, caller_env=caller_env)
+        # a configuration's server starts in the configuration's folder (over a pull request's range,
+        # the base commit's copy of it); one the user named, where the user is
+        cwd = None if caller_env else root
+        return _server_lock(
+            source, version=version, timeout=timeout, watch=watch, caller_env=caller_env, cwd=cwd
+        )
     if not is_python_source(source, root=root):
         path = root / source
         imported = import_definitions(

@@ -32,6 +32,7 @@ repeats the rule on a pull request's diff, since a local hook can be skipped.
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import io
 import os
 import posixpath
@@ -202,6 +203,8 @@ class BaselineChange:
     older_heads: frozenset[str] = frozenset()
     #: why the staged entry is not a file the guard can judge (a symlink, a submodule): no note accepts it
     refused: str | None = None
+    #: what the file is, for messages: a baseline, or the tool lock (whose head is its bytes' digest)
+    kind: str = "baseline"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -292,6 +295,41 @@ def _added_or_modified(git: Git, path: str, oid: str, action: str, before: _Chai
         broken=after.broken,
         older_heads=_older(after, from_head, before),
     )
+
+
+def file_head(raw: bytes) -> str:
+    """The head of a guarded file that is not a chain (the tool lock): the SHA-256 of its bytes."""
+    return hashlib.sha256(raw).hexdigest()
+
+
+def file_changes(git: Git, entries: Iterable[Entry], files: Collection[str]) -> list[BaselineChange]:
+    """The changes of the guarded files that are not chains (``files``, from the root): ``from`` and
+    ``to`` are digests of their bytes (:func:`file_head`), the genesis value for a file added."""
+    changes = []
+    for entry in entries:
+        old = entry.old_path if entry.old_path in files and entry.status != "C" else None
+        new = entry.new_path if entry.new_path in files and entry.new_oid is not None else None
+        for path in dict.fromkeys(p for p in (old, new) if p is not None):
+            before = _file_side(git, entry.old_oid, entry.old_mode) if path == old else None
+            after = _file_side(git, entry.new_oid, entry.new_mode) if path == new else None
+            if before == after:
+                continue
+            action = "added" if before is None else "deleted" if after is None else "modified"
+            changes.append(
+                BaselineChange(
+                    baseline=path,
+                    action=action,
+                    from_head=before or _genesis(),
+                    to_head=after,
+                    kind="tool lock",
+                )
+            )
+    return changes
+
+
+def _file_side(git: Git, oid: str | None, mode: str) -> str | None:
+    """The digest of one side of a guarded file; None where no regular file is."""
+    return file_head(git.blob(oid)) if oid is not None and mode in _REGULAR else None
 
 
 def baseline_changes(git: Git, entries: Iterable[Entry], patterns: Sequence[str]) -> list[BaselineChange]:
@@ -552,7 +590,7 @@ def judge(
     for change in changes:
         lines = _unaccepted(change, notes, strays, notes_dir, chains=chains, taken=taken)
         if lines is not None:
-            subject = f"baseline {quote(change.baseline)} ({change.action})"
+            subject = f"{change.kind} {quote(change.baseline)} ({change.action})"
             problems.append(Problem(subject=subject, lines=tuple(lines), baseline=change.baseline))
     return problems
 
@@ -677,6 +715,7 @@ def _check(
     *,
     chains: bool,
     revs: Callable[[], Sequence[str | None]],
+    files: Collection[str] = (),
 ) -> GuardResult:
     """The guard's verdict on the ``diff_args`` change; ``revs`` gives the revisions whose notes
     are taken (None: the index), asked only when a baseline changes (most commits change none)."""
@@ -697,7 +736,7 @@ def _check(
         git.top()  # outside a work tree, this names it; inside one, the diff's own error stands
         raise
     entries = parse_raw_diff(out)
-    changes = baseline_changes(git, entries, patterns)
+    changes = baseline_changes(git, entries, patterns) + file_changes(git, entries, files)
     notes, note_problems = staged_notes(git, entries, folder)
     taken = existing_notes(git, folder, revs()) if changes else frozenset()
     problems = note_problems + judge(changes, notes, folder, chains=chains, taken=taken)
@@ -710,18 +749,27 @@ def _check(
 
 
 def check_staged(
-    git: Git, *, patterns: Sequence[str] = DEFAULT_BASELINES, notes_dir: str = DEFAULT_NOTES_DIR
+    git: Git,
+    *,
+    patterns: Sequence[str] = DEFAULT_BASELINES,
+    notes_dir: str = DEFAULT_NOTES_DIR,
+    files: Collection[str] = (),
 ) -> GuardResult:
     """Judge the change the next commit would record (HEAD against the index)."""
 
     def revs() -> list[str | None]:  # a git call, for a commit that changes a baseline only
         return [None, "HEAD"] if git.revision("HEAD") else [None]
 
-    return _check(git, ["--cached"], patterns, notes_dir, chains=False, revs=revs)
+    return _check(git, ["--cached"], patterns, notes_dir, chains=False, revs=revs, files=files)
 
 
 def check_commit(
-    git: Git, commit: str, *, patterns: Sequence[str] = DEFAULT_BASELINES, notes_dir: str = DEFAULT_NOTES_DIR
+    git: Git,
+    commit: str,
+    *,
+    patterns: Sequence[str] = DEFAULT_BASELINES,
+    notes_dir: str = DEFAULT_NOTES_DIR,
+    files: Collection[str] = (),
 ) -> GuardResult:
     """Judge one commit against its first parent (an amended commit, once git has made it).
 
@@ -730,7 +778,9 @@ def check_commit(
     """
     parent = git.revision(commit + "^")
     old = parent if parent is not None else git.run("hash-object", "-t", "tree", os.devnull).decode().strip()
-    return _check(git, [old, commit, "--"], patterns, notes_dir, chains=True, revs=lambda: [commit])
+    return _check(
+        git, [old, commit, "--"], patterns, notes_dir, chains=True, revs=lambda: [commit], files=files
+    )
 
 
 def check_range(
@@ -740,6 +790,7 @@ def check_range(
     *,
     patterns: Sequence[str] = DEFAULT_BASELINES,
     notes_dir: str = DEFAULT_NOTES_DIR,
+    files: Collection[str] = (),
 ) -> GuardResult:
     """Judge a pull request's change: from the merge base of ``base`` and ``head`` to ``head``.
 
@@ -749,4 +800,6 @@ def check_range(
     """
     for rev in (base, head):
         check_revision(rev)
-    return _check(git, [f"{base}...{head}", "--"], patterns, notes_dir, chains=True, revs=lambda: [head])
+    return _check(
+        git, [f"{base}...{head}", "--"], patterns, notes_dir, chains=True, revs=lambda: [head], files=files
+    )

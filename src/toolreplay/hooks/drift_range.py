@@ -9,8 +9,13 @@ in the PR comment like any other finding.
 
 from __future__ import annotations
 
+import atexit
+import io
 import os
 import re
+import shutil
+import tarfile
+import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -30,6 +35,7 @@ from toolreplay.hooks.drift_note import (
     check_range,
     check_revision,
     existing_notes,
+    normalize_dir,
     note_command,
     note_name,
     unguarded_warning,
@@ -37,6 +43,8 @@ from toolreplay.hooks.drift_note import (
 from toolreplay.hooks.review import commits, lock_change, review_of
 from toolreplay.hooks.settings import (
     GuardSettings,
+    in_folder,
+    judged_files,
     judged_patterns,
     recorded_config,
     settings_change,
@@ -44,6 +52,7 @@ from toolreplay.hooks.settings import (
 )
 from toolreplay.kind_names import kind_fails
 from toolreplay.kinds import KINDS
+from toolreplay.mutators import DEFAULT_MUTATORS
 from toolreplay.reports import Line, Report, Review
 from toolreplay.volatile_rules import Rule
 
@@ -126,13 +135,16 @@ def _judge_range(config: Config, pull: PullRange, workspace: str, config_file: s
     warnings = _settings_findings(before, after, recorded, config, config_file)
     # every file this configuration's check reads as a baseline is judged: the head may add patterns
     patterns = judged_patterns(before, after)
-    if not patterns:
+    if not patterns and not judged_files(before, after):
         return DriftOutcome(
             reports=_warning_reports(warnings, span_commits),
             status=f"drift notes: no baselines configured in {base_source}, nothing to check",
         )
+    files = judged_files(before, after)
     with _or_unchecked(f"git could not diff {span}", GitError):
-        result = check_range(git, pull.base, pull.head, patterns=patterns, notes_dir=before.notes_dir)
+        result = check_range(
+            git, pull.base, pull.head, patterns=patterns, notes_dir=before.notes_dir, files=files
+        )
     where = partial(_in_workspace, top, workspace)
     warnings += _unguarded(result, patterns, where)
     with _or_unchecked(f"git could not read {span}", GitError):
@@ -215,19 +227,28 @@ GUARD_KINDS = (MISSING, INVALID, UNCHECKED, "tools-source-failed")
 
 
 def judged_fail_on(
-    config: Config, fail_on: frozenset[str] | None, pull: PullRange | None, *, workspace: str
+    config: Config,
+    fail_on: frozenset[str] | None,
+    pull: PullRange | None,
+    *,
+    workspace: str,
+    from_config: bool = False,
 ) -> frozenset[str] | None:
-    """``fail_on`` for a run that judges ``pull``: the pull request's own, except that whether
-    the drift-note rule's findings fail is decided by the base commit's configuration.
+    """``fail_on`` for a run that judges ``pull``: the base commit's configuration decides.
 
-    A pull request could otherwise leave ``missing-drift-note`` out of its ``fail_on`` and
-    pass its own baseline change (the change is reported as ``drift-guard-changed`` too).
-    Where the base's configuration cannot be read, the drift-note kinds fail (the default).
+    ``from_config``: ``fail_on`` is the configuration's own (no ``--fail-on``), so the base's
+    ``fail_on`` replaces it whole; else (the command line chose) only whether the drift-note rule's
+    findings fail is the base's decision. A pull request could otherwise leave
+    ``missing-drift-note`` out of its ``fail_on`` and pass its own baseline change (the change is
+    reported as ``drift-guard-changed`` too). Where the base's configuration cannot be read, the
+    drift-note kinds fail (the default).
     """
     if pull is None:
         return fail_on
-
-    decided = _base_decides(_base_config(config, pull, workspace))
+    base = _base_config(config, pull, workspace)
+    if from_config and base is not None:
+        fail_on = base.fail_on
+    decided = _base_decides(base)
     if all(decided[k] == kind_fails(k, fail_on) for k in GUARD_KINDS):
         return fail_on
     return frozenset(k for k in KINDS if decided.get(k, kind_fails(k, fail_on)))
@@ -251,18 +272,113 @@ def _base_config(config: Config, pull: PullRange, workspace: str) -> Config | No
         return None
 
 
-def judged_volatile(config: Config, pull: PullRange | None, *, workspace: str) -> Config:
-    """``config`` for a run that judges ``pull``: with the base commit's volatile rules.
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Judged:
+    """A run that judges a pull request, as its base commit decides it (docs/spec.md §7.4)."""
 
-    A rule hides drift (``at = "/response"`` would hide every one), so a pull request cannot
-    add or widen one for itself; the change is reported as ``drift-guard-changed``. Where the
-    base has no configuration, or it cannot be read, nothing is masked.
+    #: the configuration with the base commit's judging settings
+    config: Config
+    #: where the base's tools_source runs from: the config's folder in a copy of the base commit's
+    #: tree (None outside a range, or where the base names no source)
+    source_root: Path | None = None
+
+
+def judged_config(config: Config, pull: PullRange | None, *, workspace: str) -> Judged:
+    """``config`` for a run that judges ``pull``: with the base commit's judging settings.
+
+    Volatile rules, mutators and state-awareness (what is compared), the tools lock (its path, and
+    its content unless a drift note in the range accepts the pull request's change of it) and the
+    tools_source (run from the base commit's tree: none of the pull request's code runs) are the
+    base's; the pull request's change of them is reported by the drift-note rule. Where the base
+    has no configuration, or it cannot be read, nothing is masked, no lock is held and no code runs.
     """
     if pull is None:
-        return config
+        return Judged(config=config)
     base = _base_config(config, pull, workspace)
-    rules = base.volatile if base is not None else ()
-    return config if rules == config.volatile else replace(config, volatile=rules)
+    if base is None:
+        bare = replace(config, volatile=(), mutators=DEFAULT_MUTATORS, tools_lock=None, tools_source=None)
+        return Judged(config=bare)
+    lock = _judged_lock(config, base, pull, workspace)
+    source_root = _base_tree(config, pull, workspace) if base.tools_source is not None and lock else None
+    judged = replace(
+        config,
+        volatile=base.volatile,
+        mutators=base.mutators,
+        state_aware=base.state_aware,
+        tools_lock=lock,
+        tools_source=base.tools_source if source_root is not None else None,
+    )
+    return Judged(config=judged, source_root=source_root)
+
+
+def _judged_lock(config: Config, base: Config, pull: PullRange, workspace: str) -> str | None:
+    """The lock a range is judged with: the base's path; the file as it is when it is unchanged or
+    a note in the range accepts its change, else the base commit's bytes (in a temporary file)."""
+    if base.tools_lock is None:
+        return None
+    try:
+        git = Git(cwd=workspace)
+        prefix = _prefix(config, git.top())
+        if prefix is None:
+            return None
+        name = in_folder(prefix, base.tools_lock)
+        start, _ = commits(git, pull.base, pull.head)
+        oid = git.file_oid(start, name)
+        if oid is None:
+            return None  # the base holds no lock there: the pull request's own is not the base's decision
+        before = git.blob(oid)
+        now = Path(config.root, base.tools_lock)
+        if _read(now) == before or _accepted_lock(git, base, pull, prefix, name):
+            return base.tools_lock
+    except (GitError, InputError):
+        return None
+    return str(_kept(before, Path(name).name))
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
+
+
+def _accepted_lock(git: Git, base: Config, pull: PullRange, prefix: str, name: str) -> bool:
+    """Whether a drift note in the range accepts the change of the lock ``name`` (and the work
+    tree holds the range's head of it)."""
+    notes_dir = normalize_dir(in_folder(prefix, base.drift_notes))
+    result = check_range(git, pull.base, pull.head, patterns=(), notes_dir=notes_dir, files=(name,))
+    if any(problem.baseline == name for problem in result.problems):
+        return False
+    head = git.file_oid(pull.head, name)
+    return head is not None and _read(Path(git.top(), name)) == git.blob(head)
+
+
+def _kept(content: bytes, name: str) -> Path:
+    """``content`` in a temporary file named ``name`` that lasts as long as this process."""
+    folder = Path(tempfile.mkdtemp(prefix="toolreplay-base-"))
+    atexit.register(shutil.rmtree, folder, True)
+    path = folder / name
+    path.write_bytes(content)
+    return path
+
+
+def _base_tree(config: Config, pull: PullRange, workspace: str) -> Path | None:
+    """The config's folder in a copy of the commit the range starts from (git archive), which lasts
+    as long as this process; None when git cannot make one (then no tools_source runs)."""
+    try:
+        git = Git(cwd=workspace)
+        prefix = _prefix(config, git.top())
+        start, _ = commits(git, pull.base, pull.head)
+        archive = git.run("archive", "--format=tar", start)
+    except (GitError, InputError):
+        return None
+    if prefix is None:
+        return None
+    folder = Path(tempfile.mkdtemp(prefix="toolreplay-base-tree-"))
+    atexit.register(shutil.rmtree, folder, True)
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(folder, filter="data")
+    return folder / prefix if prefix else folder
 
 
 def _volatile_change(base: Config | None, head: Config) -> list[str]:
@@ -491,7 +607,7 @@ def _review(
     explain: Mapping[str, str],
 ) -> Review | None:
     """The change as a reviewer approves it; None for a change no note can accept."""
-    if change.refused is not None or change.broken is not None:
+    if change.refused is not None or change.broken is not None or change.kind != "baseline":
         return None
     start, end = context.commits
     review = review_of(context.git, change, result, base=start, head=end, mutators=mutators, explain=explain)

@@ -41,6 +41,9 @@ class GuardSettings:
     notes_dir: str
     #: where they came from, for messages: ``toolreplay.toml (staged)``, ``REV:toolreplay.toml``...
     source: str
+    #: the other files a change of which needs a note, from the root: the tool lock (what it declares
+    #: decides what check compares)
+    files: tuple[str, ...] = ()
 
 
 def recorded_config(
@@ -60,7 +63,7 @@ def recorded_config(
     ``staged`` is :func:`staged_configs` already asked (for the index: git is then not asked again).
     """
     for file in CONFIG_NAMES:
-        path = _in_folder(folder, file)
+        path = in_folder(folder, file)
         oid = _recorded_oid(git, rev, path, staged)
         if oid is None:
             continue
@@ -75,7 +78,7 @@ def recorded_config(
     return None
 
 
-def _in_folder(folder: str, name: str) -> str:
+def in_folder(folder: str, name: str) -> str:
     """``name`` in ``folder`` (from the root; ``""`` is the root), joined as pathlib joins them:
     an absolute ``name`` stands alone, ``.`` parts and doubled slashes go. (By hand: pathlib is a
     start-up cost of every commit, and most commits stage no configuration.)"""
@@ -201,8 +204,15 @@ def settings_of(
     else:
         patterns = DEFAULT_BASELINES if default else ()
     notes = config.drift_notes if config is not None else DEFAULT_NOTES_DIR
-    notes_dir = normalize_dir(_in_folder(prefix, notes))
-    return GuardSettings(patterns=patterns, notes_dir=notes_dir, source=source)
+    notes_dir = normalize_dir(in_folder(prefix, notes))
+    lock = config.tools_lock if config is not None else None
+    files = (in_folder(prefix, lock).lstrip("/"),) if lock else ()
+    return GuardSettings(patterns=patterns, notes_dir=notes_dir, source=source, files=files)
+
+
+def judged_files(before: GuardSettings, after: GuardSettings) -> tuple[str, ...]:
+    """The tool locks a range is judged with: the base's, and the head's when it names another."""
+    return before.files + tuple(f for f in after.files if f not in before.files)
 
 
 def settings_change(before: GuardSettings, after: GuardSettings) -> str | None:
