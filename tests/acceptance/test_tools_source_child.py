@@ -91,13 +91,15 @@ MODULES = {
     "hangs": "import time\ntime.sleep(20)\n" + BENIGN,
     "exits": "import os\nos._exit(3)\n",
     "answers garbage": "import json\njson.dumps = lambda *a, **k: 'not json'\n" + BENIGN,
-    "writes": "from pathlib import Path\nPath(__file__).with_name('planted.txt').write_text('x')\n" + BENIGN,
+    # (over a range the module runs from a copy of the base commit's tree: it writes into the work tree
+    # by its path, which the test writes in, see WORK_TREE)
+    "writes": "from pathlib import Path\nPath(WORK_TREE, 'planted.txt').write_text('x')\n" + BENIGN,
 }
 COMMANDS = {
     "hangs": ["sh", "-c", "sleep 20"],
     "exits": ["sh", "-c", "exit 3"],
     "answers garbage": ["sh", "-c", "echo garbage; echo '{not json'"],
-    "writes": ["sh", "-c", "echo x > planted.txt"],
+    "writes": ["sh", "-c", "echo x > WORK_TREE/planted.txt"],
 }
 WHY = {
     "hangs": "within 2 s",
@@ -122,8 +124,11 @@ def test_a_failing_tools_source_is_a_failing_finding(
     is a tools-source-failed finding (exit 1) on the config file, and every other verdict stands."""
     # (a generous bound but for the child that hangs: a loaded machine starts Python slowly)
     monkeypatch.setattr(check_module, "SOURCE_TIMEOUT", 2.0 if failure == "hangs" else 60.0)
-    source = '"agent_tools:TOOLS"' if form == "module" else json.dumps(COMMANDS[failure])
-    repo, base = _project(tmp_path, source=source, module=MODULES[failure] if form == "module" else BENIGN)
+    tree = str(tmp_path / "repo")
+    command = [word.replace("WORK_TREE", tree) for word in COMMANDS[failure]]
+    source = '"agent_tools:TOOLS"' if form == "module" else json.dumps(command)
+    module = MODULES[failure].replace("WORK_TREE", repr(tree)) if form == "module" else BENIGN
+    repo, base = _project(tmp_path, source=source, module=module)
     code, found = _invoke(runner, repo, "--base", base)
     assert code == 1
     [finding] = found["toolreplay.toml"]
@@ -137,7 +142,8 @@ def test_a_pull_request_that_changes_tools_source_or_tools_lock_is_a_guard_chang
     runner: CliRunner, tmp_path: Path, git_isolated: None
 ) -> None:
     """tools_source and tools_lock name the code check runs and the lock it holds tools to: a pull
-    request that changes them is reported as drift-guard-changed, like the guard's own settings."""
+    request that changes them is reported as drift-guard-changed, like the guard's own settings, and
+    the lock it adds needs a drift note as a baseline does."""
     repo, base = _project(tmp_path, source='"tools.json"')
     repo.write("tools.json", '{"tools": []}')
     changed = CONFIG.format(source='"other_tools:TOOLS"').replace("tools.lock", "new.lock")
@@ -148,6 +154,7 @@ def test_a_pull_request_that_changes_tools_source_or_tools_lock_is_a_guard_chang
     code, found = _invoke(runner, repo, "--base", base)
     [finding] = found["toolreplay.toml"]
     assert finding["kind"] == "drift-guard-changed"
+    assert [f["kind"] for f in found["new.lock.json"]] == ["missing-drift-note"]
     assert (
         "tools_source 'tools.json' -> 'other_tools:TOOLS' (the code check runs, in a child process)"
         in finding["message"]
@@ -156,7 +163,7 @@ def test_a_pull_request_that_changes_tools_source_or_tools_lock_is_a_guard_chang
         "tools_lock 'tools.lock.json' -> 'new.lock.json' (the lock check holds the tools to)"
         in (finding["message"])
     )
-    assert code == 0  # advisory, as the guard's other settings
+    assert code == 1  # the guard change is advisory; the lock added without a note is not
 
 
 @pytest.mark.slow
@@ -164,13 +171,13 @@ def test_a_pull_request_cannot_take_its_failing_tools_source_out_of_fail_on(
     runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, git_isolated: None
 ) -> None:
     """Over a range, whether tools-source-failed fails is the base commit's fail_on: a pull request
-    whose own code fails cannot leave the kind out of its fail_on and pass."""
+    cannot leave the kind out of its fail_on and pass while the tools_source (the base's, which is
+    the one that runs) fails."""
     monkeypatch.setattr(check_module, "SOURCE_TIMEOUT", 60.0)
-    repo, base = _project(tmp_path)
-    repo.write("agent_tools.py", MODULES["exits"])
+    repo, base = _project(tmp_path, module=MODULES["exits"])
     config = CONFIG.format(source='"agent_tools:TOOLS"') + 'fail_on = ["chain-broken"]\n'
     repo.write("toolreplay.toml", config)
-    repo.commit_all("a failing tools_source, and fail_on without its kind")
+    repo.commit_all("fail_on without the failing tools_source's kind")
     code, found = _invoke(runner, repo, "--base", base)
     assert code == 1
     kinds = sorted(f["kind"] for f in found["toolreplay.toml"])

@@ -38,9 +38,11 @@ from toolreplay.contracts.lock import load_lock
 from toolreplay.contracts.source import source_lock
 from toolreplay.errors import InputError
 from toolreplay.escape import one_line, quote
+from toolreplay.files import SEALED_SUFFIX
 from toolreplay.findings import Finding, sort_findings
 from toolreplay.gate import FailPolicy
 from toolreplay.gitinfo import committed_blob, last_commit_time, merge_base, regular_baseline, repo_path
+from toolreplay.hooks.drift_note import file_head
 from toolreplay.reports import Line, Report, masked_line
 from toolreplay.transcript import GENESIS, Record, parse_links, read_input, read_links, read_transcript, slim
 from toolreplay.volatile_rules import Rule
@@ -343,6 +345,10 @@ def _freshness(baseline: str, max_age_days: int | None) -> Freshness | None:
 
 
 def _head_of(data: bytes, label: str) -> tuple[list[Record], str]:
+    """A guarded file's records and head: a sealed baseline's chain, or the tool lock's digest (no
+    records: a note accepts its change as bytes, docs/spec.md §1.6)."""
+    if not label.endswith(SEALED_SUFFIX):
+        return [], file_head(data)
     links = list(parse_links(io.BytesIO(data), label))
     state = verify(links)
     if state.broken:
