@@ -556,7 +556,7 @@ def run_check_with_status(
     first += failed
     planned = _in_shard(plan(judged.config, explain=explain, changed_schemas=changed), shard)
     # once the project's code has run, no interpreter is started: one would import from the disk
-    # that code could write to (docs/spec.md §7.4)
+    # that code could write to (docs/spec.md §7.1)
     reports = _run_jobs(planned, 1 if _ran_code(judged.config) else jobs)
     if first:
         reports = sorted([*reports, *first], key=lambda r: r.path)

@@ -2,7 +2,7 @@
 
 A configuration's ``tools_source`` is the project's code, and in CI the pull request's. It runs in
 a child (:mod:`toolreplay.contracts.runner`), and what the child could reach beyond its answer is
-closed here, on both sides (docs/spec.md §7.4):
+closed here, on both sides (docs/spec.md §7.1):
 
 - the judge (:func:`guarded`): made non-dumpable, so a process of the same user without
   ``CAP_SYS_PTRACE`` cannot read its ``/proc/PID/environ`` or memory; made the subreaper of what

@@ -1,5 +1,5 @@
 """Nothing a pull request adds or changes runs while it is judged, and the project's code that does run
-(a tools_source outside a range) cannot reach the process that judges (docs/spec.md §7.4).
+(a tools_source outside a range) cannot reach the process that judges (docs/spec.md §7.1).
 
 The attacks are real: a module that reads every ``/proc/*/environ`` for the token, appends to the
 step's ``GITHUB_ENV``, overwrites a package the judge imports afterwards and leaves a double-forked

@@ -71,7 +71,7 @@ def check_cmd(
         # whether the drift-note rule's findings fail is the base commit's decision, not the PR's
         pull = PullRange(base=base, head="HEAD")
         kinds = judged_fail_on(config, kinds, pull, workspace=str(config.root), from_config=fail_on is None)
-    RENDERERS[fmt]  # (imported before check may run the project's code, docs/spec.md §7.4)
+    RENDERERS[fmt]  # (imported before check may run the project's code, docs/spec.md §7.1)
     reports, status = run_check_with_status(config, jobs=jobs, base=base, shard=shard)
     info = check_info(config, base=base, shard=shard, drift=status, fail_on=kinds)
     ctx.exit(finish(reports, info, fmt))

@@ -274,7 +274,7 @@ def _base_config(config: Config, pull: PullRange, workspace: str) -> Config | No
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Judged:
-    """A run that judges a pull request, as its base commit decides it (docs/spec.md §7.4)."""
+    """A run that judges a pull request, as its base commit decides it (docs/spec.md §7.1)."""
 
     #: the configuration with the base commit's judging settings
     config: Config
