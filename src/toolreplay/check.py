@@ -496,6 +496,11 @@ def source_contracts(
         if not report:
             raise
         return (), (), (_source_failed(config, err),)
+    except InputError as err:
+        if source_root is None or not report:
+            raise
+        # the base commit's source (over a range) is not the pull request's to fix: a finding
+        return (), (), (_source_failed(config, err),)
     changed = tuple((tool, canonical(schema)) for tool, schema in changed_schemas(recorded, source).items())
     return tuple(sorted(explain_drift(recorded, source).items())), changed, ()
 

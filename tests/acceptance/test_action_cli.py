@@ -353,7 +353,8 @@ def test_a_pull_request_cannot_stop_its_missing_note_from_failing(
     pr = replace(pr, head=pr.repo.head())
     result, outputs, _ = run_action(pr.path, tmp_path, monkeypatch, event=pr.event(tmp_path))
     assert result.exit_code == 1, result.output
-    assert outputs["failing"] == "1"  # the missing note; the transcript's findings follow fail_on
+    # the missing note, and the transcript's two findings: over the range the base's fail_on (every kind)
+    assert outputs["failing"] == "3"
     assert f"::error file={BASELINE},title=toolreplay missing-drift-note::" in result.stdout
     assert "title=toolreplay drift-guard-changed::" in result.stdout
 

@@ -146,6 +146,8 @@ def test_a_pull_request_that_changes_tools_source_or_tools_lock_is_a_guard_chang
     the lock it adds needs a drift note as a baseline does."""
     repo, base = _project(tmp_path, source='"tools.json"')
     repo.write("tools.json", '{"tools": []}')
+    repo.commit_all("the definitions file the base names")
+    base = repo.head()
     changed = CONFIG.format(source='"other_tools:TOOLS"').replace("tools.lock", "new.lock")
     repo.write("toolreplay.toml", changed)
     repo.write("other_tools.py", BENIGN)
