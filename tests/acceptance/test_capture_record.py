@@ -218,7 +218,8 @@ def test_malformed_server_line(tmp_path: Path) -> None:
     assert result.stderr.decode().splitlines() == [
         "toolreplay: warning: server message 1: unreadable: invalid JSON: Expecting value at column 1;"
         " passed on, not looked at",
-        "toolreplay: warning: server message 2: not a JSON-RPC message an MCP peer reads; passed on, not looked at",
+        "toolreplay: warning: server message 2: not a JSON-RPC message an MCP peer reads;"
+        " passed on, not looked at",
         f"toolreplay: recorded 1 call to {out}",
     ]
     assert json.loads(out.read_text(encoding="ascii")) == {

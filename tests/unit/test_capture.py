@@ -307,15 +307,26 @@ def test_recording_writes_redacted_records_and_replaces_what_a_transcript_cannot
 
 
 def test_client_messages_no_peer_reads_are_judged_once_and_change_nothing() -> None:
-    """Each client message an MCP peer does not read (method [1] or {}, params not an object, a
-    batch of them) is one warning, and a request waiting for its answer is still answered after them
-    (a method [1] raised TypeError, which stopped the proxy's forwarding)."""
+    """Each message an MCP peer does not read, either way (method [1] or {}, params or a result not
+    an object, a batch of them), is one warning, and a request waiting for its answer is still
+    answered after them (a client's method [1] raised TypeError, which stopped the forwarding)."""
     from tests.mcp_agent import MALFORMED
 
     session = Session()
     session.from_client(call(1, "t", {}))
     for raw, said in MALFORMED:
         assert session.from_client(raw).warnings == (said,), raw
+    server_side = [
+        {"jsonrpc": "2.0", "id": 1, "method": [1]},
+        {"jsonrpc": "2.0", "method": {}},
+        {"jsonrpc": "2.0", "id": 1, "result": [1]},
+        {"jsonrpc": "2.0", "id": 1, "error": "no"},
+        {"jsonrpc": "2.0", "id": [1], "result": {}},
+    ]
+    for message in server_side:
+        assert session.from_server(line(message)).warnings == (
+            "not a JSON-RPC message an MCP peer reads; passed on, not looked at",
+        ), message
     assert [c.tool for c in session.from_server(result(1, {"content": []})).calls] == ["t"]
 
 
