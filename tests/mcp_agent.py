@@ -7,10 +7,13 @@ mid-session).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import queue
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import IO, Any
 
@@ -52,6 +55,25 @@ INITIALIZE = request(
 )
 INITIALIZED = b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n'
 
+_UNREAD = "not a JSON-RPC message an MCP peer reads; passed on, not looked at"
+#: client messages record cannot judge, each with the warning it gives: passed on, and the session goes on
+MALFORMED: list[tuple[bytes, str]] = [
+    (b'{"jsonrpc":"2.0","id":9,"method":[1]}', _UNREAD),
+    (b'{"jsonrpc":"2.0","id":10,"method":{}}', _UNREAD),
+    (b'{"jsonrpc":"2.0","id":11,"method":"tools/call","params":[1]}', _UNREAD),
+    (b'{"jsonrpc":"2.0","id":12,"method":"tools/list","params":"x"}', _UNREAD),
+    (b'[{"jsonrpc":"2.0","id":13,"method":[1]}]', _UNREAD),
+    (b'{"jsonrpc":"2.0","method":{"a":1}}', _UNREAD),
+    (b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":[14]}', _UNREAD),
+    (b'{"jsonrpc":"2.0","id":15,"result":[1]}', _UNREAD),
+    (b'{"jsonrpc":"2.0","id":16,"error":"no"}', _UNREAD),
+    (
+        b'{"jsonrpc":"2.0","id":[17],"method":"tools/call","params":{"name":"echo"}}',
+        "tools/call with id '[17]' is not a request an MCP peer accepts (ids are integers or strings);"
+        " passed on, not recorded",
+    ),
+]
+
 
 class PipeAgent:
     """A client that writes raw lines to a process's stdin and reads its stdout line by line."""
@@ -84,6 +106,31 @@ class PipeAgent:
         assert self.process.stdout is not None
         answer = self.process.stdout.readline()
         self.received.append(answer)
+        return answer
+
+    def answer_to(self, ident: int) -> dict[str, Any]:
+        """The first line from now on that answers request ``ident`` (others are skipped), within
+        :data:`TIMEOUT`; an AssertionError when output ends or the time runs out without it."""
+        assert self.process.stdout is not None
+        stdout = self.process.stdout
+        found: queue.Queue[dict[str, Any] | None] = queue.Queue()
+
+        def read() -> None:
+            for line in stdout:
+                with contextlib.suppress(ValueError):
+                    message = json.loads(line)
+                    if isinstance(message, dict) and message.get("id") == ident:
+                        found.put(message)
+                        return
+            found.put(None)
+
+        threading.Thread(target=read, daemon=True).start()
+        try:
+            answer = found.get(timeout=TIMEOUT)
+        except queue.Empty:
+            answer = None
+        if answer is None:
+            raise AssertionError(f"request {ident} was never answered")
         return answer
 
     def finish(self) -> tuple[int, bytes, bytes]:

@@ -31,18 +31,22 @@ if TYPE_CHECKING:
     from mcp.server.lowlevel import Server as Server
     from mcp.server.runner import serve_loop as serve_loop
     from mcp.server.stdio import stdio_server as stdio_server
+    from mcp.server.transport_security import TransportSecuritySettings as TransportSecuritySettings
     from mcp.shared.exceptions import MCPError as MCPError
     from mcp_types.version import MODERN_PROTOCOL_VERSIONS as MODERN_PROTOCOL_VERSIONS
     from pydantic import TypeAdapter as TypeAdapter
     from pydantic import ValidationError as ValidationError
+    from uvicorn.protocols.http.h11_impl import H11Protocol as H11Protocol
 
 #: each name this module gives: ``"module"`` or ``"module:attribute"``
 PARTS: dict[str, str] = {
     "Client": "mcp:Client",
+    "H11Protocol": "uvicorn.protocols.http.h11_impl:H11Protocol",
     "MCPError": "mcp.shared.exceptions:MCPError",
     "MODERN_PROTOCOL_VERSIONS": "mcp_types.version:MODERN_PROTOCOL_VERSIONS",
     "Server": "mcp.server.lowlevel:Server",
     "StdioServerParameters": "mcp:StdioServerParameters",
+    "TransportSecuritySettings": "mcp.server.transport_security:TransportSecuritySettings",
     "TypeAdapter": "pydantic:TypeAdapter",
     "ValidationError": "pydantic:ValidationError",
     "anyio": "anyio",

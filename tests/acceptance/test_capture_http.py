@@ -14,7 +14,20 @@ import anyio
 import pytest
 from click.testing import CliRunner
 
-from tests.mcp_agent import SERVER_CMD, TIMEOUT, TOOLREPLAY, dump, free_port, server_env, stop, wait_for_port
+from tests import mcp_agent
+from tests.mcp_agent import (
+    INITIALIZE,
+    INITIALIZED,
+    MALFORMED,
+    SERVER_CMD,
+    TIMEOUT,
+    TOOLREPLAY,
+    dump,
+    free_port,
+    server_env,
+    stop,
+    wait_for_port,
+)
 from toolreplay.cli import cli
 
 CALLS: list[tuple[str, dict[str, Any]]] = [
@@ -435,3 +448,64 @@ def test_a_client_that_leaves_a_stream_and_the_proxy_that_stops_with_one_open(tm
     # a client that does not speak HTTP/1.1 is told why, its line shown as text
     assert refused.startswith(b"HTTP/1.1 400 ")
     assert refused.endswith(b"\r\n\r\nnot an HTTP/1.1 request: illegal request line: 'GARBAGE \\x01LINE'")
+
+
+class _RawSession:
+    """An MCP session over Streamable HTTP spoken with http.client on one connection, so a body no
+    SDK client would send can be posted, and a connection the proxy drops shows (RemoteDisconnected)."""
+
+    def __init__(self, port: int) -> None:
+        import http.client
+
+        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=TIMEOUT)
+        self.headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+
+    def post(self, body: bytes) -> tuple[int, list[dict[str, Any]]]:
+        """POST ``body``: the status and the JSON-RPC messages of the answer (JSON or events)."""
+        self.conn.request("POST", "/mcp", body=body, headers=self.headers)
+        answer = self.conn.getresponse()
+        session = answer.getheader("mcp-session-id")
+        if session:
+            self.headers["Mcp-Session-Id"] = session
+        data = answer.read()
+        if answer.getheader("content-type", "").startswith("text/event-stream"):
+            lines = [line[5:].strip() for line in data.splitlines() if line.startswith(b"data:")]
+            return answer.status, [json.loads(line) for line in lines if line]
+        return answer.status, [json.loads(data)] if data.strip() else []
+
+
+@pytest.mark.slow
+def test_client_messages_record_cannot_judge_pass_on_over_http(tmp_path: Path) -> None:
+    """Over Streamable HTTP, bodies no MCP peer reads (a method [1] or {}, params that are not an
+    object...) reach the target with one warning each, the connection stays open, and the tools/call
+    after them is answered and recorded (a method [1] dropped the connection with "please report")."""
+    out = tmp_path / "run.jsonl"
+    server_port, proxy_port = free_port(), free_port()
+    server = _start([*SERVER_CMD, "http", str(server_port)], server_port)
+    try:
+        argv = [*TOOLREPLAY, "record", "-o", str(out), "--listen", f"127.0.0.1:{proxy_port}"]
+        proxy = _start([*argv, "--target", f"http://127.0.0.1:{server_port}/mcp"], proxy_port)
+        session = _RawSession(proxy_port)
+        session.post(INITIALIZE)
+        session.headers["Mcp-Protocol-Version"] = "2025-06-18"
+        session.post(INITIALIZED)
+        try:
+            for line, _ in MALFORMED:
+                session.post(line)
+            call = mcp_agent.request(20, "tools/call", {"name": "echo", "arguments": {"text": "hi"}})
+            status, answers = session.post(call)
+        finally:
+            session.conn.close()
+            _, err = stop(proxy)
+    finally:
+        stop(server)
+    assert status == 200
+    assert [answer["result"]["content"] for answer in answers if answer.get("id") == 20] == [
+        [{"type": "text", "text": "hi"}]
+    ]
+    records = [json.loads(line) for line in out.read_text(encoding="ascii").splitlines()]
+    assert [record["args"] for record in records] == [{"text": "hi"}]
+    assert err.decode().splitlines() == [
+        *(f"toolreplay: warning: client message {n}: {said}" for n, (_, said) in enumerate(MALFORMED, 3)),
+        f"toolreplay: recorded 1 call to {out}",
+    ]

@@ -18,6 +18,7 @@ from click.testing import CliRunner
 from tests.mcp_agent import (
     INITIALIZE,
     INITIALIZED,
+    MALFORMED,
     SERVER_CMD,
     TIMEOUT,
     TOOLREPLAY,
@@ -217,7 +218,8 @@ def test_malformed_server_line(tmp_path: Path) -> None:
     assert result.stderr.decode().splitlines() == [
         "toolreplay: warning: server message 1: unreadable: invalid JSON: Expecting value at column 1;"
         " passed on, not looked at",
-        "toolreplay: warning: server message 2: not a JSON-RPC 2.0 message; passed on, not looked at",
+        "toolreplay: warning: server message 2: not a JSON-RPC message an MCP peer reads;"
+        " passed on, not looked at",
         f"toolreplay: recorded 1 call to {out}",
     ]
     assert json.loads(out.read_text(encoding="ascii")) == {
@@ -226,6 +228,30 @@ def test_malformed_server_line(tmp_path: Path) -> None:
         "response": {"content": [], "isError": False},
         "tool": "t",
     }
+
+
+@pytest.mark.slow
+def test_client_lines_record_cannot_judge_pass_on_and_the_session_goes_on(tmp_path: Path) -> None:
+    """After initialize, client lines no MCP peer reads (a method [1] or {}, params that are not an
+    object, a batch of such, odd results and ids) each reach the server with one warning line, and the
+    tools/call after them is answered and recorded (a method [1] stopped all forwarding, exit 0)."""
+    out = tmp_path / "run.jsonl"
+    agent = PipeAgent([*TOOLREPLAY, "record", "-o", str(out), "--", *SERVER_CMD], env=server_env())
+    agent.ask(INITIALIZE)
+    agent.send(INITIALIZED)
+    for line, _ in MALFORMED:
+        agent.send(line + b"\n")
+    agent.send(request(20, "tools/call", {"name": "echo", "arguments": {"text": "hi"}}))
+    answer = agent.answer_to(20)
+    status, _, err = agent.finish()
+    assert status == 0
+    assert answer["result"]["content"] == [{"type": "text", "text": "hi"}]
+    records = [json.loads(line) for line in out.read_text(encoding="ascii").splitlines()]
+    assert [record["args"] for record in records] == [{"text": "hi"}]
+    assert err.decode().splitlines() == [
+        *(f"toolreplay: warning: client message {n}: {said}" for n, (_, said) in enumerate(MALFORMED, 3)),
+        f"toolreplay: recorded 1 call to {out}",
+    ]
 
 
 def test_command_that_does_not_exist(runner: CliRunner, tmp_path: Path) -> None:

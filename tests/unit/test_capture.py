@@ -100,7 +100,7 @@ def test_unreadable_lines_are_warned_about_not_recorded() -> None:
         " passed on, not looked at",
     )
     assert session.from_server(b'{"id": 1}\n').warnings == (
-        "not a JSON-RPC 2.0 message; passed on, not looked at",
+        "not a JSON-RPC message an MCP peer reads; passed on, not looked at",
     )
     assert session.from_server(b"\r\n") == session.from_server(b"")
 
@@ -303,6 +303,54 @@ def test_recording_writes_redacted_records_and_replaces_what_a_transcript_cannot
     assert warnings == [
         f"server message 2: tools/call of 'dump': {problem}; the client is answered with an error instead,"
         " and that is recorded"
+    ]
+
+
+def test_client_messages_no_peer_reads_are_judged_once_and_change_nothing() -> None:
+    """Each message an MCP peer does not read, either way (method [1] or {}, params or a result not
+    an object, a batch of them), is one warning, and a request waiting for its answer is still
+    answered after them (a client's method [1] raised TypeError, which stopped the forwarding)."""
+    from tests.mcp_agent import MALFORMED
+
+    session = Session()
+    session.from_client(call(1, "t", {}))
+    for raw, said in MALFORMED:
+        assert session.from_client(raw).warnings == (said,), raw
+    server_side = [
+        {"jsonrpc": "2.0", "id": 1, "method": [1]},
+        {"jsonrpc": "2.0", "method": {}},
+        {"jsonrpc": "2.0", "id": 1, "result": [1]},
+        {"jsonrpc": "2.0", "id": 1, "error": "no"},
+        {"jsonrpc": "2.0", "id": [1], "result": {}},
+    ]
+    for message in server_side:
+        assert session.from_server(line(message)).warnings == (
+            "not a JSON-RPC message an MCP peer reads; passed on, not looked at",
+        ), message
+    assert [c.tool for c in session.from_server(result(1, {"content": []})).calls] == ["t"]
+
+
+def test_a_message_the_session_fails_to_read_is_a_warning_and_the_recording_goes_on(tmp_path: Any) -> None:
+    """Should reading a message ever fail, the recording says so in one warning and returns as for
+    any message it passes on unread (the proxy forwards it), and the next message is read as usual."""
+    from toolreplay.capture.recording import Recording
+    from toolreplay.capture.session import Observed
+
+    class Failing(Session):
+        def from_client(self, raw: bytes, channel: str = "") -> Observed:
+            if b"boom" in raw:
+                raise TypeError("unhashable type: 'list'")
+            return super().from_client(raw, channel)
+
+    warnings: list[str] = []
+    with Recording(str(tmp_path / "run.jsonl"), warn=warnings.append) as recording:
+        recording.session = Failing()
+        recording.from_client(call(1, "boom"))
+        recording.from_client(call(2, "t"))
+        assert recording.from_server(result(2, {"content": []})) is None
+        assert recording.count == 1
+    assert warnings == [
+        "client message 1: not looked at (TypeError: unhashable type: 'list'); passed on, please report"
     ]
 
 

@@ -32,7 +32,14 @@ def needs_recording(raw: bytes) -> bool:
     except InputError:
         return bool(raw.strip())  # the recording says what it makes of it
     items = value if isinstance(value, list) else [value]
-    return any(not isinstance(item, dict) or item.get("method") in _NEEDED for item in items)
+    return any(not isinstance(item, dict) or _method(item) in _NEEDED for item in items)
+
+
+def _method(message: dict[str, object]) -> str:
+    """The method a message names ("" when it names none: a method ``[1]`` is the recording's
+    to judge, and goes on in order with the lines that need no recording)."""
+    method = message.get("method")
+    return method if isinstance(method, str) else ""
 
 
 class Early:

@@ -33,6 +33,7 @@ from urllib.parse import unquote, urlsplit
 import h11
 
 from toolreplay import sdk
+from toolreplay.capture.listen import MAX_BODY_BYTES, TOO_LARGE, Admission, Refusal, request_seconds
 from toolreplay.capture.recording import Recording
 from toolreplay.capture.stdio import LineSplitter
 from toolreplay.errors import InputError
@@ -116,9 +117,10 @@ def check_target(target: str) -> str:
     return target
 
 
-def serve_proxy(host: str, port: int, target: str, recording: Recording) -> None:
-    """Listen on ``host:port`` and proxy to ``target``'s origin until SIGINT or SIGTERM."""
-    asyncio.run(Proxy(target, recording).serve(host, port))
+def serve_proxy(host: str, port: int, target: str, recording: Recording, admission: Admission) -> None:
+    """Listen on ``host:port`` and proxy to ``target``'s origin until SIGINT or SIGTERM, letting in
+    the requests ``admission`` admits."""
+    asyncio.run(Proxy(target, recording, admission).serve(host, port))
 
 
 class _Upstream:
@@ -284,9 +286,10 @@ class Proxy:
     """The proxy: each client connection's requests, one after the other, sent on to the target
     and answered with what it answers, the messages shown to the recording on the way."""
 
-    def __init__(self, target: str, recording: Recording) -> None:
+    def __init__(self, target: str, recording: Recording, admission: Admission) -> None:
         self.target = _Target(target)
         self.recording = recording
+        self.admission = admission
         self.channels = itertools.count()
         #: each client connection's task, and whether it is answering a request right now
         self.open: dict[asyncio.Task[None], bool] = {}
@@ -356,21 +359,39 @@ class Proxy:
             writer.close()
 
     async def _request(self, client: _Client) -> tuple[h11.Request, bytes] | None:
-        """The client's next request and its whole body; None when the client is done."""
+        """The client's next request and its whole body, once it is let in (capture/listen.py);
+        None when the client is done, was refused, or did not send it all in time."""
         try:
-            event = await client.next_event()
-            if not isinstance(event, h11.Request):
-                return None
-            if client.h11.they_are_waiting_for_100_continue:
-                client.write(h11.InformationalResponse(status_code=100, headers=[]))
-            body = bytearray()
-            while isinstance(part := await client.next_event(), h11.Data):
-                body += part.data
-            return event, bytes(body)
+            return await asyncio.wait_for(self._admitted(client), request_seconds())
+        except TimeoutError:  # a client that sends half a request holds no connection for long
+            return None
         except h11.RemoteProtocolError as err:  # not HTTP/1.1: answered as h11 says, then closed
             with contextlib.suppress(h11.LocalProtocolError):
                 client.write(*_whole(err.error_status_hint, _TEXT, _refusal(err).encode()))
             return None
+
+    async def _admitted(self, client: _Client) -> tuple[h11.Request, bytes] | None:
+        event = await client.next_event()
+        if not isinstance(event, h11.Request):
+            return None
+        refusal = self.admission.refusal(event.headers)
+        if refusal is not None:  # before a byte of the body is read, or anything forwarded
+            self._refuse(client, refusal)
+            return None
+        if client.h11.they_are_waiting_for_100_continue:
+            client.write(h11.InformationalResponse(status_code=100, headers=[]))
+        body = bytearray()
+        while isinstance(part := await client.next_event(), h11.Data):
+            body += part.data
+            if len(body) > MAX_BODY_BYTES:  # a body sent in chunks, without its length
+                self._refuse(client, TOO_LARGE)
+                return None
+        return event, bytes(body)
+
+    def _refuse(self, client: _Client, refusal: Refusal) -> None:
+        """Answer with ``refusal`` (the connection closes after it), and say so on stderr."""
+        self.recording.warn(f"refused a request: {refusal.message}")
+        client.write(*_whole(refusal.status, refusal.headers(), refusal.body()))
 
     async def forward(self, client: _Client, request: h11.Request, body: bytes) -> bool:
         """Send one request on to the target and its answer back; whether the connection goes on."""

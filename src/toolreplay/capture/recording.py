@@ -17,7 +17,7 @@ from typing import Any
 from toolreplay.canonical import MAX_RECORD_BYTES, canonical
 from toolreplay.capture.exchange import Exchange, session_path
 from toolreplay.capture.redact import Redactor
-from toolreplay.capture.session import Call, Session
+from toolreplay.capture.session import Call, Observed, Session
 from toolreplay.contracts.keep import Kept, keep_declared, previous_lock
 from toolreplay.contracts.lock import ToolLock, save_lock
 from toolreplay.errors import InputError
@@ -41,6 +41,15 @@ def _check_writable(lock_path: str) -> None:
         os.unlink(tmp)
     except OSError as err:
         raise InputError(_LOCK_PROBLEM + str(err.strerror), path=lock_path) from err
+
+
+def _looked(look: Callable[[], Observed]) -> Observed:
+    """What the session made of a message; a warning when it failed to read it. The proxy never
+    decides what is forwarded: a message the reading did not foresee still goes on, unrecorded."""
+    try:
+        return look()
+    except Exception as err:  # a bug, not the message's fault: the session goes on
+        return Observed(warnings=(f"not looked at ({type(err).__name__}: {err}); passed on, please report",))
 
 
 class Recording:
@@ -106,7 +115,7 @@ class Recording:
     def from_client(self, raw: bytes, channel: str = "") -> None:
         """A line the client sent (before it is forwarded: the request is known before its answer)."""
         self.lines["client"] += 1
-        observed = self.session.from_client(raw, channel)
+        observed = _looked(lambda: self.session.from_client(raw, channel))
         for problem in observed.warnings:
             self.warn(f"client message {self.lines['client']}: {problem}")
 
@@ -118,7 +127,7 @@ class Recording:
         could not be recorded as sent, and the error is what was recorded.
         """
         self.lines["server"] += 1
-        observed = self.session.from_server(raw, channel, first_answers=first_answers)
+        observed = _looked(lambda: self.session.from_server(raw, channel, first_answers=first_answers))
         for problem in observed.warnings:
             self.warn(f"server message {self.lines['server']}: {problem}")
         replacement = None

@@ -14,6 +14,7 @@ error whose message starts so; a recorded JSON-RPC error is answered as that err
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import signal
@@ -23,6 +24,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from types import FrameType
 from typing import TYPE_CHECKING, Any
+
+import h11
 
 from toolreplay import sdk
 from toolreplay.analyses.volatile import Volatile
@@ -35,6 +38,7 @@ from toolreplay.capture.exchange import (
     session_path,
     without_meta,
 )
+from toolreplay.capture.listen import MAX_BODY_BYTES, Admission, request_seconds
 from toolreplay.capture.session import SERVER_INFO_META
 from toolreplay.chain import verify_stream
 from toolreplay.contracts.lock import ToolLock
@@ -442,23 +446,70 @@ def serve_stdio(server: Server[Any], *, handshake: bool = False) -> None:
     sdk.anyio.run(run)
 
 
-def parse_listen(listen: str) -> tuple[str, int]:
-    """``HOST:PORT`` (``[::1]:PORT`` for IPv6) as (host, port)."""
-    host, sep, port = listen.rpartition(":")
-    # (isascii: str.isdigit takes digits int() refuses, such as "²"; five digits at most)
-    if (
-        not sep
-        or not host
-        or not (port.isascii() and port.isdigit() and len(port) <= 5)
-        or not 0 < int(port) < 65536
-    ):
-        raise InputError(f"--listen {listen!r} is not HOST:PORT")
-    return host.strip("[]"), int(port)
+def serve_http(server: Server[Any], host: str, port: int, admission: Admission) -> None:
+    """Serve Streamable HTTP at ``http://HOST:PORT/mcp`` until SIGINT or SIGTERM, to the requests
+    ``admission`` lets in (the SDK's own Host and Origin check gives way to it: one rule for
+    ``record`` and ``serve``; its body limit is the same)."""
+    app = server.streamable_http_app(
+        host=host,
+        transport_security=sdk.TransportSecuritySettings(enable_dns_rebinding_protection=False),
+        max_request_body_size=MAX_BODY_BYTES,
+    )
+    run_until_stopped(_Admitted(app, admission), host, port)
 
 
-def serve_http(server: Server[Any], host: str, port: int) -> None:
-    """Serve Streamable HTTP at ``http://HOST:PORT/mcp`` until SIGINT or SIGTERM."""
-    run_until_stopped(server.streamable_http_app(host=host), host, port)
+class _Admitted:
+    """An ASGI app that answers only the requests :class:`Admission` lets in; the others get its
+    refusal before their body is read."""
+
+    def __init__(self, app: Any, admission: Admission) -> None:
+        self.app, self.admission = app, admission
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        refusal = self.admission.refusal(scope["headers"]) if scope["type"] == "http" else None
+        if refusal is None:
+            await self.app(scope, receive, send)
+            return
+        print(f"toolreplay: warning: refused a request: {refusal.message}", file=sys.stderr)
+        headers = [(name.lower(), value) for name, value in refusal.headers()]
+        await send({"type": "http.response.start", "status": refusal.status, "headers": headers})
+        await send({"type": "http.response.body", "body": refusal.body()})
+
+
+def _timed() -> type[asyncio.Protocol]:
+    """uvicorn's HTTP/1.1 protocol, with a connection closed when its request has not arrived whole
+    within :func:`request_seconds` of the connection opening or the previous answer ending
+    (uvicorn waits without end for a request begun, or for the first)."""
+    seconds = request_seconds()
+
+    class Timed(sdk.H11Protocol):
+        deadline: asyncio.TimerHandle | None = None
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self._arm()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            self._arm()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            if self.deadline is not None:
+                self.deadline.cancel()
+            super().connection_lost(exc)
+
+        def _arm(self) -> None:
+            if self.deadline is not None:
+                self.deadline.cancel()
+            self.deadline = self.loop.call_later(seconds, self._expired)
+
+        def _expired(self) -> None:
+            self.deadline = None
+            # a request read whole is being answered (an event stream may take long): it stays
+            if self.conn.their_state is not h11.DONE and not self.transport.is_closing():
+                self.transport.close()
+
+    return Timed
 
 
 def run_until_stopped(app: Any, host: str, port: int) -> None:
@@ -470,7 +521,9 @@ def run_until_stopped(app: Any, host: str, port: int) -> None:
             yield  # the handlers below stop it instead
 
     # an open event stream (a client's GET) must not hold the shutdown forever
-    config = sdk.uvicorn.Config(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=5)
+    config = sdk.uvicorn.Config(
+        app, host=host, port=port, http=_timed(), log_level="warning", timeout_graceful_shutdown=5
+    )
     server = _Uvicorn(config)
 
     def stop(signum: int, frame: FrameType | None) -> None:

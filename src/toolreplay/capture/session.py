@@ -98,24 +98,28 @@ class Session:
             return Observed(warnings=(problem,))
         warnings: list[str] = []
         for message in messages:
-            method = message.get("method")
-            if method == "notifications/cancelled":
-                self._cancel(message, channel)
-            elif "id" in message and (method == "tools/call" or method in EXCHANGED):
-                problem = self._ask(message, channel)
+            # the one judgement of a client's message: what an MCP peer reads it as (None: nothing)
+            read = wire.read_decoded(message)
+            if read is None:  # a method [1], params that are not an object...
+                warnings.append(_NOT_JSONRPC)
+            elif isinstance(read, sdk.mcp_types.JSONRPCNotification):
+                if read.method == "notifications/cancelled":
+                    self._cancel(message, channel)
+                elif "id" in message and _paired(read.method):
+                    # an id 4.0, true or null: the SDK reads a notification, which nothing answers
+                    warnings.append(
+                        f"{read.method} with id {quote(canonical(message['id']))} is not a request an MCP"
+                        " peer accepts (ids are integers or strings); passed on, not recorded"
+                    )
+            elif isinstance(read, sdk.mcp_types.JSONRPCRequest) and _paired(read.method):
+                problem = self._ask(read.method, message, channel)
                 if problem:
                     warnings.append(problem)
         return Observed(warnings=tuple(warnings))
 
-    def _ask(self, message: dict[str, Any], channel: str) -> str:
+    def _ask(self, method: str, message: dict[str, Any], channel: str) -> str:
         """Remember a request until its answer; a problem when it cannot be paired."""
-        method, ident = message["method"], message["id"]
-        if not isinstance(wire.read_decoded(message), sdk.mcp_types.JSONRPCRequest):
-            # no MCP peer takes it (an id 4.0, true or null): nothing can answer it for the client
-            return (
-                f"{method} with id {quote(canonical(ident))} is not a request an MCP peer accepts"
-                " (ids are integers or strings); passed on, not recorded"
-            )
+        ident = message["id"]
         key = channel + wire.correlation(ident)
         if key in self._pending:
             # which request an answer is for cannot be told: neither is recorded
@@ -308,7 +312,12 @@ class Session:
         return call, problem
 
 
-_NOT_JSONRPC = "not a JSON-RPC 2.0 message; passed on, not looked at"
+_NOT_JSONRPC = "not a JSON-RPC message an MCP peer reads; passed on, not looked at"
+
+
+def _paired(method: str) -> bool:
+    """Whether the answer to a request for ``method`` is recorded (the recording or the session file)."""
+    return method == "tools/call" or method in EXCHANGED
 
 
 def _exchange(pending: _Pending, value: dict[str, Any], message: Any) -> Exchange:

@@ -101,6 +101,18 @@ def force_option(func: Callable[..., Any]) -> Callable[..., Any]:
     )(func)
 
 
+def allow_origin_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``--allow-origin`` of ``record --listen`` and ``serve --listen`` (toolreplay.capture.listen)."""
+    return click.option(
+        "--allow-origin",
+        "origins",
+        multiple=True,
+        metavar="ORIGIN",
+        help="With --listen: also answer requests from this web origin (scheme://host[:port]) and"
+        " to its host in Host; loopback ones are always answered (repeatable).",
+    )(func)
+
+
 @contextlib.contextmanager
 def atomic_output(path: str | None, *, private: bool = False, replace: bool = False) -> Iterator[IO[str]]:
     """Write to ``path`` through a temp file renamed into place on success; stdout without one.

@@ -16,6 +16,7 @@ import click
 from toolreplay.analyses.fingerprint_diff import text_differences
 from toolreplay.analyses.suggest import Suggestion, suggest, toml
 from toolreplay.capture.exchange import session_path
+from toolreplay.capture.listen import Admission, parse_listen
 from toolreplay.capture.live import EVERY_CAPABILITY, probe_live, recorded_client
 from toolreplay.capture.probe import Failure, _tool_answer
 from toolreplay.capture.receipt import (
@@ -34,11 +35,18 @@ from toolreplay.capture.serve import (
     load_records,
     load_session,
     miss_log,
-    parse_listen,
     serve_http,
     serve_stdio,
 )
-from toolreplay.cli.base import EXIT_CLEAN, EXIT_FINDINGS, Seconds, atomic_output, force_option, warn
+from toolreplay.cli.base import (
+    EXIT_CLEAN,
+    EXIT_FINDINGS,
+    Seconds,
+    allow_origin_option,
+    atomic_output,
+    force_option,
+    warn,
+)
 from toolreplay.cli.defaults import announce, config_option, mutators_and_lock, read_config, volatile_of
 from toolreplay.cli.formats import format_option
 from toolreplay.cli.gate import emit_gated, fail_on_option, fail_policy
@@ -67,6 +75,7 @@ if TYPE_CHECKING:
 @click.option(
     "--listen", metavar="HOST:PORT", help="Serve Streamable HTTP at http://HOST:PORT/mcp, not stdio."
 )
+@allow_origin_option
 @click.option(
     "--misses",
     "misses_path",
@@ -80,6 +89,7 @@ def serve_cmd(
     transcript: str,
     lock_path: str | None,
     listen: str | None,
+    origins: tuple[str, ...],
     misses_path: str | None,
     config_file: str | None,
 ) -> None:
@@ -92,7 +102,10 @@ def serve_cmd(
     """
     require_sdk("serve")
 
+    if origins and listen is None:
+        raise click.UsageError("--allow-origin goes with --listen")
     address = parse_listen(listen) if listen is not None else None
+    admission = Admission.of(address[0], origins) if address is not None else None
     lock = load_lock(lock_path) if lock_path is not None else None
     config = read_config(config_file)
     used: list[str] = []
@@ -113,10 +126,10 @@ def serve_cmd(
         miss_log(misses_path) if misses_path is not None else None,
         volatile=volatile,
     )
-    if address is None:
+    if address is None or admission is None:
         serve_stdio(server, handshake=handshake_only(session))
     else:
-        serve_http(server, *address)
+        serve_http(server, *address, admission)
 
 
 def _text_explained(

@@ -18,7 +18,7 @@ from toolreplay.capture.early import Early
 from toolreplay.capture.exchange import session_path
 from toolreplay.capture.redact import Redactor
 from toolreplay.capture.stdio import proxy, start_server
-from toolreplay.cli.base import EXISTS, Seconds, force_option, warn
+from toolreplay.cli.base import EXISTS, Seconds, allow_origin_option, force_option, warn
 from toolreplay.cli.defaults import config_option
 from toolreplay.cli.loading import loading
 from toolreplay.errors import InputError
@@ -109,6 +109,7 @@ def _parsed(value: str) -> Command:
 )
 @click.option("--listen", metavar="HOST:PORT", help="Proxy Streamable HTTP: listen here (with --target).")
 @click.option("--target", metavar="URL", help="The MCP server's Streamable HTTP URL (with --listen).")
+@allow_origin_option
 @force_option
 @config_option
 @click.pass_context
@@ -123,6 +124,7 @@ def record_cmd(
     state_timeout: float | None,
     listen: str | None,
     target: str | None,
+    origins: tuple[str, ...],
     force: bool,
     config_file: str | None,
 ) -> None:
@@ -141,6 +143,8 @@ def record_cmd(
     require_sdk("record")
     if (listen is None) != (target is None) or (listen is not None) == bool(command):
         raise click.UsageError("give the server's command line after --, or --listen and --target")
+    if origins and listen is None:
+        raise click.UsageError("--allow-origin goes with --listen")
     if lock_path is not None and os.path.realpath(lock_path) == os.path.realpath(output):
         raise click.UsageError("-o and --lock name the same file; give the lock its own name")
     if not force:
@@ -158,7 +162,7 @@ def record_cmd(
         timeout=state_timeout,
     )
     if listen is not None and target is not None:
-        status, recording = _machinery().record_http(listen, target, opening.open)
+        status, recording = _machinery().record_http(listen, target, origins, opening.open)
     else:
         status, recording = _record_stdio(command, opening)
     for kept in recording.kept:

@@ -16,8 +16,8 @@ from typing import Any
 from toolreplay import sdk
 from toolreplay.capture import wire
 from toolreplay.capture.http import check_target, serve_proxy
+from toolreplay.capture.listen import Admission, parse_listen
 from toolreplay.capture.recording import Recording
-from toolreplay.capture.serve import parse_listen
 from toolreplay.cli.base import warn
 from toolreplay.cli.defaults import announce, read_config
 from toolreplay.cli.loading import loading
@@ -100,10 +100,13 @@ def state_commands(
     return StateCommand(commands, timeout=timeout or DEFAULT_TIMEOUT, mutators=mutators), declared
 
 
-def record_http(listen: str, target: str, opened: Callable[[], Recording]) -> tuple[int, Recording]:
-    """Proxy ``target`` at ``listen`` until stopped, recording to what ``opened`` opens;
-    (exit status, the recording)."""
+def record_http(
+    listen: str, target: str, origins: tuple[str, ...], opened: Callable[[], Recording]
+) -> tuple[int, Recording]:
+    """Proxy ``target`` at ``listen`` until stopped, recording to what ``opened`` opens, with the
+    ``--allow-origin`` ``origins`` let in too; (exit status, the recording)."""
     address, target = parse_listen(listen), check_target(target)
+    admission = Admission.of(address[0], origins)
     with opened() as recording:
-        serve_proxy(*address, target, recording)
+        serve_proxy(*address, target, recording, admission)
     return 0, recording
