@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     from mcp import types as types
     from mcp.client.stdio import stdio_client as stdio_client
     from mcp.client.streamable_http import streamable_http_client as streamable_http_client
+    from mcp.server.connection import Connection as Connection
+    from mcp.server.context import ServerRequestContext as ServerRequestContext
     from mcp.server.lowlevel import Server as Server
     from mcp.server.runner import serve_loop as serve_loop
     from mcp.server.stdio import stdio_server as stdio_server
@@ -39,9 +41,11 @@ if TYPE_CHECKING:
 #: each name this module gives: ``"module"`` or ``"module:attribute"``
 PARTS: dict[str, str] = {
     "Client": "mcp:Client",
+    "Connection": "mcp.server.connection:Connection",
     "MCPError": "mcp.shared.exceptions:MCPError",
     "MODERN_PROTOCOL_VERSIONS": "mcp_types.version:MODERN_PROTOCOL_VERSIONS",
     "Server": "mcp.server.lowlevel:Server",
+    "ServerRequestContext": "mcp.server.context:ServerRequestContext",
     "StdioServerParameters": "mcp:StdioServerParameters",
     "TypeAdapter": "pydantic:TypeAdapter",
     "ValidationError": "pydantic:ValidationError",
@@ -68,6 +72,13 @@ if not TYPE_CHECKING:  # the type checker sees the imports above: a misspelt nam
 
     def __getattr__(name: str) -> Any:
         return _part(name)
+
+
+def connection(ctx: ServerRequestContext[Any]) -> Connection:
+    """The connection a request came on: its session id, and the teardown the SDK runs when it ends
+    (the low-level server's request context reaches it only through the session it carries)."""
+    found: Connection = ctx.session._connection
+    return found
 
 
 def load(*names: str) -> None:
