@@ -12,6 +12,9 @@ that need the SDK check for it before they start anything: ``toolreplay.extras.r
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from toolreplay.errors import InputError
@@ -59,6 +62,42 @@ PARTS: dict[str, str] = {
     "types": "mcp.types",
     "uvicorn": "uvicorn",
 }
+
+
+#: the loggers the SDK and what it brings log under: its modules' (``mcp.*``, ``mcp_types.*``), its
+#: client session's and server entry's own (``client``, ``server``) and its HTTP stack's
+LOGGERS = ("mcp", "mcp_types", "client", "server", "httpx2", "uvicorn", "starlette", "sse_starlette")
+
+
+class _Routed(logging.Handler):
+    def __init__(self, to: Callable[[logging.LogRecord], None]) -> None:
+        super().__init__(logging.WARNING)
+        self.to = to
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.to(record)
+
+
+@contextmanager
+def logs_routed(to: Callable[[logging.LogRecord], None]) -> Iterator[None]:
+    """Hand the SDK's log records (warnings and worse) to ``to``, and none to the terminal.
+
+    Left alone, Python prints them on stderr, tracebacks and all, and they quote what the other
+    side sent (a server's notification params, a client's request): the caller says what is worth
+    saying, in one line of its own.
+    """
+    handler = _Routed(to)
+    loggers = [logging.getLogger(name) for name in LOGGERS]
+    before = [logger.propagate for logger in loggers]
+    for logger in loggers:
+        logger.addHandler(handler)
+        logger.propagate = False
+    try:
+        yield
+    finally:
+        for logger, propagate in zip(loggers, before, strict=True):
+            logger.removeHandler(handler)
+            logger.propagate = propagate
 
 
 def _part(name: str) -> Any:

@@ -296,3 +296,24 @@ def test_a_session_that_ends_frees_its_place_in_the_recording(tmp_path: Path, en
             anyio.run(lambda: _one_session(url, end=by_client, during=held))
             _until(lambda: len(sessions) == 0)
     assert open_ones == [1] * 5
+
+
+def test_what_the_sdk_logs_while_serving_is_one_warning_line(tmp_path: Path) -> None:
+    """A client's progress notification the SDK refuses (its params a workflow command) is one
+    toolreplay warning line on serve's stderr (it was the SDK's own log line), and serve goes on."""
+    from tests.mcp_agent import INITIALIZE, INITIALIZED, PipeAgent, request
+
+    run = tmp_path / "run.jsonl"
+    answer = {"content": [{"type": "text", "text": "ok"}]}
+    run.write_text(json.dumps({"index": 0, "tool": "t", "args": {}, "response": answer}) + "\n")
+    note = {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"n": "##[set-output name=x;]1"}}
+    agent = PipeAgent([*TOOLREPLAY, "serve", str(run)], env=server_env())
+    assert json.loads(agent.ask(INITIALIZE))["id"] == 0
+    agent.send(INITIALIZED)
+    agent.send(json.dumps(note).encode() + b"\n")
+    assert json.loads(agent.ask(request(1, "tools/call", {"name": "t"})))["result"] == answer
+    status, rest, err = agent.finish()
+    assert (status, rest) == (0, b"")
+    assert err.decode() == (
+        "toolreplay: warning: mcp.server.runner: dropped 'notifications/progress': malformed params\n"
+    )

@@ -39,7 +39,7 @@ from toolreplay.capture.session import SERVER_INFO_META
 from toolreplay.chain import verify_stream
 from toolreplay.contracts.lock import ToolLock
 from toolreplay.errors import InputError, ToolreplayError
-from toolreplay.escape import quote
+from toolreplay.escape import inert, quote
 from toolreplay.files import SEALED_SUFFIX
 from toolreplay.library.errors import ABSENT, ContractTextDriftError, SnapshotMissError, ToolDriftError
 from toolreplay.library.snapshot import Snapshot
@@ -434,11 +434,8 @@ async def _notify(ctx: ServerRequestContext[Any], notes: Any) -> None:
             )
             await ctx.session.send_notification(notification, related_request_id=ctx.request_id)
         except sdk.ValidationError:
-            print(
-                f"toolreplay: warning: a recorded notification {quote(str(method))} is not one the SDK"
-                " can send; not sent",
-                file=sys.stderr,
-            )
+            said = f"a recorded notification {quote(str(method))} is not one the SDK can send; not sent"
+            print(f"toolreplay: warning: {inert(said)}", file=sys.stderr)
 
 
 def handshake_only(session: Sequence[Record] | None) -> bool:
@@ -513,7 +510,10 @@ def run_until_stopped(app: Any, host: str, port: int) -> None:
             yield  # the handlers below stop it instead
 
     # an open event stream (a client's GET) must not hold the shutdown forever
-    config = sdk.uvicorn.Config(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=5)
+    # (log_config None: uvicorn's records go where the SDK's go, not to handlers of its own)
+    config = sdk.uvicorn.Config(
+        app, host=host, port=port, log_level="warning", log_config=None, timeout_graceful_shutdown=5
+    )
     server = _Uvicorn(config)
 
     def stop(signum: int, frame: FrameType | None) -> None:
