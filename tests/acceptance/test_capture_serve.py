@@ -247,7 +247,8 @@ class _Serving:
         from tests.mcp_agent import free_port
 
         self.port = free_port()
-        config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning")
+        # (log_config None: uvicorn leaves the test process's logging as it is, as serve has it)
+        config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning", log_config=None)
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
