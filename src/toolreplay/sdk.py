@@ -12,6 +12,9 @@ that need the SDK check for it before they start anything: ``toolreplay.extras.r
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from toolreplay.errors import InputError
@@ -28,6 +31,8 @@ if TYPE_CHECKING:
     from mcp import types as types
     from mcp.client.stdio import stdio_client as stdio_client
     from mcp.client.streamable_http import streamable_http_client as streamable_http_client
+    from mcp.server.connection import Connection as Connection
+    from mcp.server.context import ServerRequestContext as ServerRequestContext
     from mcp.server.lowlevel import Server as Server
     from mcp.server.runner import serve_loop as serve_loop
     from mcp.server.stdio import stdio_server as stdio_server
@@ -42,9 +47,11 @@ if TYPE_CHECKING:
 PARTS: dict[str, str] = {
     "Client": "mcp:Client",
     "H11Protocol": "uvicorn.protocols.http.h11_impl:H11Protocol",
+    "Connection": "mcp.server.connection:Connection",
     "MCPError": "mcp.shared.exceptions:MCPError",
     "MODERN_PROTOCOL_VERSIONS": "mcp_types.version:MODERN_PROTOCOL_VERSIONS",
     "Server": "mcp.server.lowlevel:Server",
+    "ServerRequestContext": "mcp.server.context:ServerRequestContext",
     "StdioServerParameters": "mcp:StdioServerParameters",
     "TransportSecuritySettings": "mcp.server.transport_security:TransportSecuritySettings",
     "TypeAdapter": "pydantic:TypeAdapter",
@@ -61,6 +68,42 @@ PARTS: dict[str, str] = {
 }
 
 
+#: the loggers the SDK and what it brings log under: its modules' (``mcp.*``, ``mcp_types.*``), its
+#: client session's and server entry's own (``client``, ``server``) and its HTTP stack's
+LOGGERS = ("mcp", "mcp_types", "client", "server", "httpx2", "uvicorn", "starlette", "sse_starlette")
+
+
+class _Routed(logging.Handler):
+    def __init__(self, to: Callable[[logging.LogRecord], None]) -> None:
+        super().__init__(logging.WARNING)
+        self.to = to
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.to(record)
+
+
+@contextmanager
+def logs_routed(to: Callable[[logging.LogRecord], None]) -> Iterator[None]:
+    """Hand the SDK's log records (warnings and worse) to ``to``, and none to the terminal.
+
+    Left alone, Python prints them on stderr, tracebacks and all, and they quote what the other
+    side sent (a server's notification params, a client's request): the caller says what is worth
+    saying, in one line of its own.
+    """
+    handler = _Routed(to)
+    loggers = [logging.getLogger(name) for name in LOGGERS]
+    before = [logger.propagate for logger in loggers]
+    for logger in loggers:
+        logger.addHandler(handler)
+        logger.propagate = False
+    try:
+        yield
+    finally:
+        for logger, propagate in zip(loggers, before, strict=True):
+            logger.removeHandler(handler)
+            logger.propagate = propagate
+
+
 def _part(name: str) -> Any:
     try:
         return module_attribute(globals(), PARTS, name)
@@ -72,6 +115,13 @@ if not TYPE_CHECKING:  # the type checker sees the imports above: a misspelt nam
 
     def __getattr__(name: str) -> Any:
         return _part(name)
+
+
+def connection(ctx: ServerRequestContext[Any]) -> Connection:
+    """The connection a request came on: its session id, and the teardown the SDK runs when it ends
+    (the low-level server's request context reaches it only through the session it carries)."""
+    found: Connection = ctx.session._connection
+    return found
 
 
 def load(*names: str) -> None:

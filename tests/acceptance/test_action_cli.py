@@ -76,6 +76,7 @@ def run_action(
     monkeypatch: pytest.MonkeyPatch,
     event: Path | None = None,
     api_url: str | None = None,
+    runner: dict[str, str] | None = None,
     **settings: str,
 ) -> tuple[Result, dict[str, str], Path]:
     """Run ``toolreplay action`` in ``workspace`` as the runner would; (result, outputs, runner temp)."""
@@ -101,6 +102,7 @@ def run_action(
         event_sha = json.loads(event.read_text())["pull_request"]["head"]["sha"]
         env.update(GITHUB_EVENT_NAME="pull_request", GITHUB_EVENT_PATH=str(event), GITHUB_SHA=event_sha)
     env.update({f"TOOLREPLAY_{k.upper()}": v for k, v in settings.items()})
+    env.update(runner or {})
     monkeypatch.chdir(workspace)
     result = CliRunner().invoke(cli, ["action"], env=env, catch_exceptions=False)
     return result, parse_outputs(output.read_text()), runner_temp
@@ -368,6 +370,42 @@ def test_bad_boolean_input_is_a_usage_error(tmp_path: Path, monkeypatch: pytest.
         result.stderr
         == "::error title=toolreplay::toolreplay: input comment: expected true or false, got 'maybe'\n"
     )
+
+
+#: (runner variable, its value under the test's tmp_path (or as it is), what is wrong with it)
+BAD_RUNNER = [
+    ("GITHUB_WORKSPACE", "{tmp}/ws/toolreplay.toml", "is not a folder"),
+    ("GITHUB_WORKSPACE", "{tmp}/gone", "does not exist"),
+    ("RUNNER_TEMP", "runner/tmp", "is not an absolute path"),
+    ("RUNNER_TEMP", "{tmp}/ws/toolreplay.toml", "is not a folder"),
+    ("GITHUB_OUTPUT", "{tmp}/ws", "is a folder, not a file"),
+    ("GITHUB_STEP_SUMMARY", "{tmp}/gone/summary.md", "is in no folder that exists"),
+    ("GITHUB_EVENT_PATH", "{tmp}/ws", "is a folder, not a file"),
+    ("GITHUB_EVENT_PATH", "{tmp}/gone.json", "does not exist"),
+    ("GITHUB_API_URL", "api.github.example", "is not an http(s) URL with a host"),
+]
+
+
+@pytest.mark.parametrize(("name", "value", "problem"), BAD_RUNNER, ids=[f"{n}-{p}" for n, _, p in BAD_RUNNER])
+def test_a_runner_variable_it_cannot_use_is_a_usage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, value: str, problem: str
+) -> None:
+    """A runner variable that is not what the runner sets (a workspace that is a file, a relative
+    RUNNER_TEMP, an output that is a folder...) is one ::error naming it, exit 2, before anything
+    runs (it was an internal error, exit 3, or a run that went on without it)."""
+    pr = pull_request(tmp_path / "ws")
+    value = value.format(tmp=tmp_path)
+    result, outputs, runner_temp = run_action(
+        pr.path, tmp_path, monkeypatch, runner={name: value}, comment="true", token=TOKEN
+    )
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert (
+        result.stderr
+        == f"::error title=toolreplay::toolreplay: runner variable {name}: '{value}' {problem}\n"
+    )
+    assert outputs == {}
+    assert not (runner_temp / "toolreplay-report.json").exists()
+    assert not (pr.path / "runner").exists()
 
 
 def test_sarif_and_annotations_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -168,3 +168,153 @@ def test_a_folder_where_the_session_file_goes_is_refused(tmp_path: Path, command
     (tmp_path / "run.jsonl.mcp").mkdir()
     code, out, err = invoke(CliRunner(), command[0], str(run), *command[1:])
     assert (code, out, err) == (2, "", f"toolreplay: error: {run}.mcp: is a directory, not a file\n")
+
+
+#: a recording as long as the audit's (issue 37): each session held its own index of it, ~1 MB
+LONG = 3000
+
+
+def _long_recording(path: Path) -> Path:
+    from toolreplay.transcript import make_record, record_line
+
+    answer = {"content": [{"type": "text", "text": "answer " * 30}]}
+    lines = (
+        record_line(
+            make_record(index=i, tool="lookup", args={"q": f"query {i} " + "x" * 100}, response=answer)
+        )
+        for i in range(LONG)
+    )
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+async def _one_session(url: str, *, end: bool, during: Any = None) -> None:
+    """initialize, one tools/call, then (``end``) the session's DELETE; ``during()`` runs while it is open."""
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    with anyio.fail_after(TIMEOUT):
+        async with Client(streamable_http_client(url, terminate_on_close=end), mode="legacy") as client:
+            result = await client.call_tool("lookup", {"q": "query 5 " + "x" * 100})
+            assert not result.is_error, dump(result)
+            if during is not None:
+                during()
+
+
+def _rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmRSS")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads a process's memory from /proc")
+def test_sessions_that_end_leave_serve_holding_no_more(tmp_path: Path) -> None:
+    """serve --listen, 120 sessions of initialize, tools/call and DELETE against a 3,000-call recording:
+    its memory after the last is within 20 MB of after the 20th (each session held ~1 MB for good)."""
+    import subprocess
+
+    from tests.mcp_agent import free_port, stop, wait_for_port
+
+    run = _long_recording(tmp_path / "run.jsonl")
+    port = free_port()
+    argv = [*TOOLREPLAY, "serve", str(run), "--listen", f"127.0.0.1:{port}"]
+    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=server_env())
+    try:
+        wait_for_port(port, process)
+        url = f"http://127.0.0.1:{port}/mcp"
+        for _ in range(20):
+            anyio.run(lambda: _one_session(url, end=True))
+        warm = _rss_mb(process.pid)
+        for _ in range(100):
+            anyio.run(lambda: _one_session(url, end=True))
+        grown = _rss_mb(process.pid) - warm
+    finally:
+        status, err = stop(process)
+    assert (status, err) == (0, b"")
+    assert grown < 20, f"serve grew by {grown:.0f} MB over 100 ended sessions"
+
+
+class _Serving:
+    """A snapshot server's Streamable HTTP app, served by uvicorn in a thread of the test."""
+
+    def __init__(self, app: Any) -> None:
+        import threading
+
+        import uvicorn
+
+        from tests.mcp_agent import free_port
+
+        self.port = free_port()
+        # (log_config None: uvicorn leaves the test process's logging as it is, as serve has it)
+        config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning", log_config=None)
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def __enter__(self) -> str:
+        import time
+
+        self.thread.start()
+        deadline = time.monotonic() + TIMEOUT
+        while not self.server.started:
+            assert self.thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
+            time.sleep(0.02)
+        return f"http://127.0.0.1:{self.port}/mcp"
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(TIMEOUT)
+
+
+def _until(done: Any) -> None:
+    import time
+
+    deadline = time.monotonic() + TIMEOUT
+    while not done():
+        assert time.monotonic() < deadline, "never came about"
+        time.sleep(0.02)
+
+
+@pytest.mark.parametrize("ended", ["by the client (DELETE)", "by the SDK (idle)"])
+def test_a_session_that_ends_frees_its_place_in_the_recording(tmp_path: Path, ended: str) -> None:
+    """A session holds its place in the recording while it is open; the client's DELETE, or the
+    SDK ending it once idle, frees it (it was held for as long as serve ran)."""
+    from toolreplay.capture.serve import Sessions, build_server, load_records
+
+    sessions = Sessions()
+    server = build_server(load_records(str(_long_recording(tmp_path / "run.jsonl"))), None, sessions=sessions)
+    by_client = ended.startswith("by the client")
+    # ended by the client: an idle time the test never reaches; else one it waits for
+    app = server.streamable_http_app(host="127.0.0.1", session_idle_timeout=3600 if by_client else 2)
+    open_ones: list[int] = []
+
+    def held() -> None:
+        open_ones.append(len(sessions))
+
+    with _Serving(app) as url:
+        for _ in range(5):
+            anyio.run(lambda: _one_session(url, end=by_client, during=held))
+            _until(lambda: len(sessions) == 0)
+    assert open_ones == [1] * 5
+
+
+def test_what_the_sdk_logs_while_serving_is_one_warning_line(tmp_path: Path) -> None:
+    """A client's progress notification the SDK refuses (its params a workflow command) is one
+    toolreplay warning line on serve's stderr (it was the SDK's own log line), and serve goes on."""
+    from tests.mcp_agent import INITIALIZE, INITIALIZED, PipeAgent, request
+
+    run = tmp_path / "run.jsonl"
+    answer = {"content": [{"type": "text", "text": "ok"}]}
+    run.write_text(json.dumps({"index": 0, "tool": "t", "args": {}, "response": answer}) + "\n")
+    note = {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"n": "##[set-output name=x;]1"}}
+    agent = PipeAgent([*TOOLREPLAY, "serve", str(run)], env=server_env())
+    assert json.loads(agent.ask(INITIALIZE))["id"] == 0
+    agent.send(INITIALIZED)
+    agent.send(json.dumps(note).encode() + b"\n")
+    assert json.loads(agent.ask(request(1, "tools/call", {"name": "t"})))["result"] == answer
+    status, rest, err = agent.finish()
+    assert (status, rest) == (0, b"")
+    assert err.decode() == (
+        "toolreplay: warning: mcp.server.runner: dropped 'notifications/progress': malformed params\n"
+    )

@@ -101,3 +101,18 @@ def test_server_that_fails_to_start_is_a_usage_error(runner: CliRunner, tmp_path
     assert result.exit_code == 2
     assert result.output.startswith(f"toolreplay: error: mcp:{sys.executable} {broken}: ")
     assert len(result.output.splitlines()) == 1
+
+
+def test_what_the_sdk_logs_while_listing_stays_off_stderr() -> None:
+    """fingerprint --mcp's worker, as the runner starts it, lists the tools of a server that sends a
+    notification the SDK's model refuses (its params a workflow command): the tools are listed,
+    and its stderr stays empty (no traceback quoting the server)."""
+    import subprocess
+
+    hostile = Path(__file__).resolve().parent.parent / "data" / "mcp" / "probe_hostile.py"
+    request = {"mcp": [sys.executable, str(hostile), "--noisy-list"], "timeout": 60}
+    worker = [sys.executable, "-P", "-B", "-m", "toolreplay.contracts._source_worker", json.dumps(request)]
+    done = subprocess.run(worker, capture_output=True, text=True, timeout=120, check=False)
+    assert (done.returncode, done.stderr) == (0, "")
+    answer = json.loads(done.stdout)
+    assert [tool["name"] for tool in answer["tools"]] == ["garbage", "hang", "die", "badnote"]

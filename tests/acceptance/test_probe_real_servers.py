@@ -275,3 +275,23 @@ def test_a_server_that_hangs_or_crashes_fails(tmp_path: Path) -> None:
     assert result.stderr == (
         "toolreplay: warning: the server sent 1 line that an MCP client cannot read (not JSON-RPC); ignored\n"
     )
+
+
+def test_a_notification_the_sdk_refuses_is_one_inert_line(tmp_path: Path) -> None:
+    """A progress notification whose params the SDK's model refuses (they hold '##[set-output ...')
+    is one warning line: no traceback, no workflow command, and the probe completes."""
+    from tests.runner_sim import commands
+
+    out = tmp_path / "run.jsonl"
+    answer = {"content": [{"type": "text", "text": "ok"}]}
+    out.write_text(json.dumps({"index": 0, "tool": "badnote", "args": {}, "response": answer}) + "\n")
+    result = _probe_process(str(out), "--format", "github", "--", sys.executable, str(HOSTILE))
+    assert (result.returncode, result.stdout) == (
+        0,
+        "calls: 1\nasked: 1\ntool 'badnote': stable\nfindings: 0\n",
+    ), result.stderr
+    assert "Traceback" not in result.stderr
+    assert commands(result.stderr) == []
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("toolreplay: warning: the MCP SDK refused what the server sent: "), line
+    assert "notifications/progress" in line

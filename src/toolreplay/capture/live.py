@@ -4,7 +4,8 @@ The SDK's client speaks the protocol; what the server *said* is read off the tra
 on the SDK's message streams), so a tool's answer is compared as sent (``1`` stays ``1``, not
 the model's ``1.0``), and an answer the server never sent (the SDK's own "Connection closed")
 is a :class:`Failure`, never an answer. The SDK's log records (a traceback for a line that is
-not JSON-RPC) are collected, not printed: each kind becomes one warning line.
+not JSON-RPC, or for a notification its models refuse, quoting the server's text) are collected,
+not printed: each kind becomes one warning line.
 """
 
 from __future__ import annotations
@@ -12,8 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import tempfile
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -146,7 +146,8 @@ class _Tap:
     answer: dict[str, Any] | None = None
     #: the methods of the requests the server sent during the current call
     asked: list[str] = field(default_factory=list)
-    unreadable: int = 0
+    #: the lines the client could not read, as the SDK's transport handed them on (its exceptions)
+    errors: list[BaseException] = field(default_factory=list)
 
     def begin(self) -> None:
         """Forget the last call: the next one may never reach :meth:`sent` (a closed connection)."""
@@ -161,7 +162,7 @@ class _Tap:
 
     def received(self, item: Any) -> None:
         if isinstance(item, Exception):
-            self.unreadable += 1
+            self.errors.append(item)
             return
         message = getattr(item, "message", None)
         ident, method = getattr(message, "id", None), getattr(message, "method", None)
@@ -230,31 +231,6 @@ class _Tapped:
         return await self._inner.__aexit__(*exc)
 
 
-class _Collect(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.messages: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if record.levelno >= logging.WARNING:
-            self.messages.append(record.getMessage())
-
-
-@contextmanager
-def _sdk_logs_kept() -> Iterator[_Collect]:
-    """The SDK's log records (tracebacks included) collected instead of reaching the terminal."""
-    logger = logging.getLogger("mcp")
-    handler = _Collect()
-    before = logger.propagate
-    logger.addHandler(handler)
-    logger.propagate = False
-    try:
-        yield handler
-    finally:
-        logger.removeHandler(handler)
-        logger.propagate = before
-
-
 def _refuser(method: str) -> Callable[..., Any]:
     async def refuse(*_: Any) -> Any:
         return sdk.types.ErrorData(code=REFUSAL_CODE, message=REFUSAL.format(method=method))
@@ -281,7 +257,11 @@ def ask_live(
     """
     name = url_shown(target) if isinstance(target, str) else describe(target)
     tap = _Tap()
-    with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog, _sdk_logs_kept() as logs:
+    logged: list[logging.LogRecord] = []
+    with (
+        tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog,
+        sdk.logs_routed(logged.append),
+    ):
 
         async def run() -> Live:
             inner: Any
@@ -337,19 +317,32 @@ def ask_live(
             cause = innermost_error(err)
             problem = f"cannot talk to the MCP server: {type(cause).__name__}: {one_line(str(cause))}"
             raise InputError(problem + server_said(errlog), path=name) from err
-        said = _unreadable_warning(tap.unreadable, logs.messages)
-        return live if not said else _with_warning(live, said)
+        said = [_unreadable_warning(len(tap.errors)), _sdk_warning(logged, tap.errors)]
+        return _with_warnings(live, [warning for warning in said if warning])
 
 
-def _unreadable_warning(count: int, messages: list[str]) -> str:
+def _unreadable_warning(count: int) -> str:
     if not count:
         return ""
     plural = "s" if count != 1 else ""
     return f"the server sent {count} line{plural} that an MCP client cannot read (not JSON-RPC); ignored"
 
 
-def _with_warning(live: Live, warning: str) -> Live:
-    return replace(live, warnings=(*live.warnings, warning))
+def _sdk_warning(logged: Sequence[logging.LogRecord], told: Sequence[BaseException]) -> str:
+    """What the SDK logged besides the lines :func:`_unreadable_warning` counts (a notification its
+    models refuse, say), as one line: how many, and the first one's message without its traceback
+    (which quotes the server's own text)."""
+    said = [record for record in logged if not (record.exc_info and record.exc_info[1] in told)]
+    if not said:
+        return ""
+    first = quote(said[0].getMessage())
+    if len(said) == 1:
+        return f"the MCP SDK refused what the server sent: {first}; ignored"
+    return f"the MCP SDK refused what the server sent {len(said)} times, first: {first}; ignored"
+
+
+def _with_warnings(live: Live, warnings: Sequence[str]) -> Live:
+    return replace(live, warnings=(*live.warnings, *warnings)) if warnings else live
 
 
 async def _ask(client: Any, tap: _Tap, record: Record, timeout: float) -> Answer:

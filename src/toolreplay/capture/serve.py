@@ -43,7 +43,7 @@ from toolreplay.capture.session import SERVER_INFO_META
 from toolreplay.chain import verify_stream
 from toolreplay.contracts.lock import ToolLock
 from toolreplay.errors import InputError, ToolreplayError
-from toolreplay.escape import quote
+from toolreplay.escape import inert, quote
 from toolreplay.files import SEALED_SUFFIX
 from toolreplay.library.errors import ABSENT, ContractTextDriftError, SnapshotMissError, ToolDriftError
 from toolreplay.library.snapshot import Snapshot
@@ -187,6 +187,48 @@ class _Replay:
     calls: Snapshot
     asked: Snapshot
 
+    def restarted(self) -> _Replay:
+        """A new session's place: the recording's start (the recording itself shared, not copied)."""
+        return _Replay(calls=self.calls.restarted(), asked=self.asked.restarted())
+
+
+#: Streamable HTTP sessions open at once: a client that opens one more is answered 503 until one ends
+MAX_SESSIONS = 1000
+#: seconds a Streamable HTTP session may go without a request before it is ended (and its place freed)
+SESSION_IDLE_TIMEOUT = 30 * 60
+
+
+class Sessions:
+    """Each live session's place in the recording, by its session id.
+
+    A session's place is freed when its connection ends: the client ends the session (HTTP
+    ``DELETE``), it goes :data:`SESSION_IDLE_TIMEOUT` seconds without a request, or the server
+    stops. Requests without a session (stdio's one session, the 2026 revision's requests over
+    HTTP) share one place, which lasts as long as the server.
+    """
+
+    def __init__(self) -> None:
+        self._held: dict[str, _Replay] = {}
+        self._shared: _Replay | None = None
+
+    def __len__(self) -> int:
+        """How many sessions' places are held (the shared one not counted)."""
+        return len(self._held)
+
+    def place(self, ctx: ServerRequestContext[Any], start: _Replay) -> _Replay:
+        """The place of the session ``ctx`` came in, at ``start``'s when the session is new."""
+        connection = sdk.connection(ctx)
+        key = connection.session_id
+        if key is None:
+            if self._shared is None:
+                self._shared = start.restarted()
+            return self._shared
+        held = self._held.get(key)
+        if held is None:
+            held = self._held[key] = start.restarted()
+            connection.exit_stack.callback(self._held.pop, key, None)
+        return held
+
 
 @dataclass(slots=True)
 class Recorded:
@@ -256,27 +298,25 @@ def build_server(
     on_miss: OnMiss | None = None,
     *,
     volatile: Volatile | None = None,
+    sessions: Sessions | None = None,
 ) -> Server[Any]:
     """The low-level SDK server that answers from ``records`` (and the session file's ``session``);
     ``on_miss`` hears of each tool call the recording does not hold, and a call is looked up
-    without what the ``volatile`` rules mask in its arguments."""
+    without what the ``volatile`` rules mask in its arguments. Each session's place in the
+    recording is kept in ``sessions`` (a new :class:`Sessions` when not given)."""
     recorded = Recorded(records=records, session=session, volatile=volatile or ())
     tools = [sdk.types.Tool.model_validate(tool) for tool in tool_list(records, lock)]
     name, version = server_identity(records)
     if recorded.initialize is not None and isinstance(recorded.initialize.get("serverInfo"), dict):
         info = recorded.initialize["serverInfo"]
         name, version = str(info.get("name", name)), str(info.get("version", version))
-    replays: dict[str, _Replay] = {}
+    places = sessions if sessions is not None else Sessions()
+    start = _Replay(
+        calls=Snapshot(recorded.records, volatile=recorded.volatile), asked=Snapshot(recorded.asked)
+    )
 
     def replay(ctx: ServerRequestContext[Any]) -> _Replay:
-        """The state of the session ``ctx`` belongs to (over HTTP, by its session id)."""
-        headers = getattr(ctx.request, "headers", None)
-        key = str(headers.get("mcp-session-id", "")) if headers is not None else ""
-        if key not in replays:
-            replays[key] = _Replay(
-                calls=Snapshot(recorded.records, volatile=recorded.volatile), asked=Snapshot(recorded.asked)
-            )
-        return replays[key]
+        return places.place(ctx, start)
 
     async def list_tools(
         ctx: ServerRequestContext[Any], params: sdk.types.PaginatedRequestParams | None
@@ -398,11 +438,8 @@ async def _notify(ctx: ServerRequestContext[Any], notes: Any) -> None:
             )
             await ctx.session.send_notification(notification, related_request_id=ctx.request_id)
         except sdk.ValidationError:
-            print(
-                f"toolreplay: warning: a recorded notification {quote(str(method))} is not one the SDK"
-                " can send; not sent",
-                file=sys.stderr,
-            )
+            said = f"a recorded notification {quote(str(method))} is not one the SDK can send; not sent"
+            print(f"toolreplay: warning: {inert(said)}", file=sys.stderr)
 
 
 def handshake_only(session: Sequence[Record] | None) -> bool:
@@ -454,6 +491,8 @@ def serve_http(server: Server[Any], host: str, port: int, admission: Admission) 
         host=host,
         transport_security=sdk.TransportSecuritySettings(enable_dns_rebinding_protection=False),
         max_request_body_size=MAX_BODY_BYTES,
+        max_sessions=MAX_SESSIONS,
+        session_idle_timeout=SESSION_IDLE_TIMEOUT,
     )
     run_until_stopped(_Admitted(app, admission), host, port)
 
@@ -521,8 +560,15 @@ def run_until_stopped(app: Any, host: str, port: int) -> None:
             yield  # the handlers below stop it instead
 
     # an open event stream (a client's GET) must not hold the shutdown forever
+    # (log_config None: uvicorn's records go where the SDK's go, not to handlers of its own)
     config = sdk.uvicorn.Config(
-        app, host=host, port=port, http=_timed(), log_level="warning", timeout_graceful_shutdown=5
+        app,
+        host=host,
+        port=port,
+        http=_timed(),
+        log_level="warning",
+        log_config=None,
+        timeout_graceful_shutdown=5,
     )
     server = _Uvicorn(config)
 

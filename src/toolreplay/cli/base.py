@@ -25,7 +25,7 @@ import click
 
 from toolreplay.cli.loading import loading
 from toolreplay.errors import InputError
-from toolreplay.escape import one_line
+from toolreplay.escape import inert, one_line
 from toolreplay.files import new_file_mode, place, temp_beside
 from toolreplay.lazy import resolve
 from toolreplay.outputs import STDOUT, NamedOutput, write_error
@@ -34,8 +34,9 @@ EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
 
 def warn(text: str) -> None:
-    """One warning line on stderr (a newline or control character in ``text`` cannot break it)."""
-    click.echo(f"toolreplay: warning: {one_line(text)}", err=True)
+    """One warning line on stderr (a newline or control character in ``text`` cannot break it, and
+    what it quotes cannot start a GitHub workflow command)."""
+    click.echo(f"toolreplay: warning: {inert(one_line(text))}", err=True)
 
 
 class Seconds(click.FloatRange):

@@ -6,6 +6,7 @@ The MCP SDK is imported on first use (:mod:`toolreplay.sdk`), so the CLI works w
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from toolreplay import sdk
 from toolreplay.analyses.fingerprint_diff import text_differences
 from toolreplay.analyses.suggest import Suggestion, suggest, toml
 from toolreplay.capture.exchange import session_path
@@ -53,7 +55,7 @@ from toolreplay.cli.gate import emit_gated, fail_on_option, fail_policy
 from toolreplay.cli.record import require_sdk
 from toolreplay.contracts.lock import declared_nondeterministic, load_lock
 from toolreplay.errors import InputError
-from toolreplay.escape import one_line, quote
+from toolreplay.escape import inert, one_line, quote
 from toolreplay.files import SEALED_SUFFIX
 from toolreplay.library.errors import ToolDriftError
 from toolreplay.limits import MAX_REPEAT
@@ -117,7 +119,7 @@ def serve_cmd(
         if lock is not None:
             check_lock(records, lock)
     except (ToolDriftError, BrokenRecordingError) as err:
-        click.echo(f"toolreplay: error: {one_line(str(err))}", err=True)
+        click.echo(f"toolreplay: error: {inert(one_line(str(err)))}", err=True)
         ctx.exit(EXIT_FINDINGS)
     server = build_server(
         records,
@@ -126,10 +128,17 @@ def serve_cmd(
         miss_log(misses_path) if misses_path is not None else None,
         volatile=volatile,
     )
-    if address is None or admission is None:
-        serve_stdio(server, handshake=handshake_only(session))
-    else:
-        serve_http(server, *address, admission)
+    with sdk.logs_routed(_warn_logged):
+        if address is None or admission is None:
+            serve_stdio(server, handshake=handshake_only(session))
+        else:
+            serve_http(server, *address, admission)
+
+
+def _warn_logged(record: logging.LogRecord) -> None:
+    """What the SDK logs while serving (a client's message it refuses, say) as one warning line:
+    its traceback, which quotes what the client sent, left out."""
+    warn(f"{record.name}: {record.getMessage()}")
 
 
 def _text_explained(
@@ -385,7 +394,7 @@ def _probed(
         # the client declares what the recorded one did, so the server lists the same tools
         records, session = load_records(source), load_session(source)
     except BrokenRecordingError as err:
-        click.echo(f"toolreplay: error: {one_line(str(err))}", err=True)
+        click.echo(f"toolreplay: error: {inert(one_line(str(err)))}", err=True)
         ctx.exit(EXIT_FINDINGS)
     return records, None, recorded_client(session or (), session_path(source))
 

@@ -8,11 +8,10 @@ from pathlib import Path
 import click
 
 from toolreplay.check import check_info, parse_shard, run_check_with_status
-from toolreplay.cli.base import EXIT_CLEAN, EXIT_FINDINGS
+from toolreplay.cli.base import EXIT_CLEAN, EXIT_FINDINGS, warn
 from toolreplay.cli.formats import format_option
 from toolreplay.cli.gate import fail_on_option, fail_policy, tally
 from toolreplay.config import load_config, unmatched_globs
-from toolreplay.escape import one_line
 from toolreplay.hooks.drift_range import PullRange, judged_fail_on
 from toolreplay.report import RENDERERS
 from toolreplay.report.merge import merge_shards, read_shard_report
@@ -65,7 +64,7 @@ def check_cmd(
     shard = parse_shard(shard_spec) if shard_spec is not None else None
     config = load_config(config_path)
     for warning in unmatched_globs(config):
-        click.echo(f"toolreplay: warning: {one_line(warning)}", err=True)
+        warn(warning)
     kinds = fail_policy(config, fail_on, []).kinds
     if base is not None:
         # whether the drift-note rule's findings fail is the base commit's decision, not the PR's
@@ -105,7 +104,7 @@ def _totals(total: str, drift: str | None, masked: list[int] | None) -> None:
 def _warn_stale(masked: list[int] | None) -> None:
     """A warning for each volatile rule that masked nothing."""
     for warning in stale_rules(masked) if masked is not None else ():
-        click.echo(f"toolreplay: warning: {warning}", err=True)
+        warn(warning)
 
 
 @click.command(name="merge")

@@ -12,7 +12,7 @@ from toolreplay.analyses.fingerprint_diff import Difference, compare_locks, comp
 from toolreplay.analyses.replay import DEFAULT_MUTATORS
 from toolreplay.analyses.schema_break import changed_schemas, schema_breaks
 from toolreplay.analyses.text_diff import TEXT_CLASSES
-from toolreplay.cli.base import Seconds, atomic_output, force_option
+from toolreplay.cli.base import Seconds, atomic_output, force_option, warn
 from toolreplay.cli.defaults import announce, config_option, read_config
 from toolreplay.cli.formats import emit, format_option
 from toolreplay.config import Config, config_path
@@ -22,7 +22,7 @@ from toolreplay.contracts.lock import ToolLock, dump_lock, load_lock
 from toolreplay.contracts.mcp import describe
 from toolreplay.contracts.source import is_python_source, source_lock
 from toolreplay.errors import InputError
-from toolreplay.escape import one_line, quote, url_shown
+from toolreplay.escape import quote, url_shown
 from toolreplay.findings import Finding, sort_findings
 from toolreplay.reports import Line, Report
 from toolreplay.transcript import Record, read_links, read_transcript
@@ -125,14 +125,14 @@ def _lock_of(
 
 def _warn(warnings: Iterable[str]) -> None:
     for warning in warnings:
-        click.echo(f"toolreplay: warning: {one_line(warning)}", err=True)
+        warn(warning)
 
 
 def _keep_declared(output: str, lock: ToolLock) -> ToolLock:
     """``lock`` with what the lock it replaces declared (its flags), each field kept said on stderr."""
     old, problem = previous_lock(output)
     if problem:
-        click.echo(f"toolreplay: warning: {one_line(problem)}", err=True)
+        warn(problem)
     lock, kept = keep_declared(old, lock)
     for item in kept:
         click.echo(f"toolreplay: {item.text(output)}", err=True)

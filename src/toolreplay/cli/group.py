@@ -18,7 +18,7 @@ import click
 from toolreplay._version import __version__
 from toolreplay.cli.base import EXIT_INTERNAL, EXIT_USAGE, LazyGroup
 from toolreplay.errors import InputError, ToolreplayError
-from toolreplay.escape import one_line
+from toolreplay.escape import inert, one_line
 from toolreplay.limits import room_for_depth
 from toolreplay.outputs import STDOUT, is_write_error, write_error
 
@@ -76,7 +76,7 @@ def _usage_error(ctx: click.Context, err: ToolreplayError) -> NoReturn:
     """One of our errors: one line, exit 2."""
     if isinstance(err, InputError) and err.path == STDOUT:
         _drop_stdout()
-    click.echo(f"toolreplay: error: {one_line(str(err))}", err=True)
+    click.echo(f"toolreplay: error: {inert(one_line(str(err)))}", err=True)
     ctx.exit(EXIT_USAGE)
 
 
@@ -89,7 +89,7 @@ def _unexpected(ctx: click.Context, err: Exception) -> NoReturn:
         click.echo(f"toolreplay: error: {write_error(err, STDOUT)}", err=True)
         ctx.exit(EXIT_USAGE)
     click.echo(
-        f"toolreplay: internal error: {type(err).__name__}: {one_line(str(err))}"
+        f"toolreplay: internal error: {type(err).__name__}: {inert(one_line(str(err)))}"
         " (please report this; rerun with --traceback for details)",
         err=True,
     )

@@ -14,7 +14,7 @@ from toolreplay.analyses.replay import DEFAULT_MUTATORS
 from toolreplay.cli.base import EXISTS, EXIT_USAGE, force_option, place_output
 from toolreplay.cli.defaults import announce, config_option, read_config
 from toolreplay.errors import InputError
-from toolreplay.escape import one_line
+from toolreplay.escape import inert, one_line
 from toolreplay.files import temp_beside
 from toolreplay.importers import FORMATS, Session, import_stream
 from toolreplay.outputs import write_error
@@ -158,7 +158,7 @@ def _imported_all(
         try:
             _import_into(path, fmt, directory, state_of, replace=replace)
         except InputError as err:
-            click.echo(f"toolreplay: error: {one_line(str(err))}", err=True)
+            click.echo(f"toolreplay: error: {inert(one_line(str(err)))}", err=True)
             failed = True
     return not failed
 

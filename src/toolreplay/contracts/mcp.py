@@ -7,6 +7,7 @@ definition, so a live server and a saved ``tools/list`` give the same lock.
 
 from __future__ import annotations
 
+import logging
 import os
 import shlex
 import tempfile
@@ -46,8 +47,13 @@ def list_mcp_server(
     if not argv:
         raise InputError("no MCP server command given")
     require("mcp", "fingerprinting an MCP server")
-    # The server's stderr goes to a temp file: quiet on success, quoted on failure.
-    with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog:
+    # The server's stderr goes to a temp file: quiet on success, quoted on failure. The SDK's log
+    # records (a traceback quoting a notification its models refuse) are dropped: they change
+    # nothing listed, and the server's text has no place on our stderr.
+    with (
+        tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog,
+        sdk.logs_routed(_dropped),
+    ):
 
         async def fetch() -> tuple[list[dict[str, Any]], str]:
             params = sdk.StdioServerParameters(command=argv[0], args=list(argv[1:]), env=dict(os.environ))
@@ -78,6 +84,10 @@ def list_mcp_server(
                 f"cannot list the tools of the MCP server: {type(cause).__name__}: {one_line(str(cause))}"
             )
             raise InputError(problem + server_said(errlog), path=describe(argv)) from err
+
+
+def _dropped(record: logging.LogRecord) -> None:
+    """A log record of the SDK's, not shown."""
 
 
 def innermost_error(err: BaseException) -> BaseException:

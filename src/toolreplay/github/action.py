@@ -15,6 +15,7 @@ import secrets
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
 from toolreplay import gate
 from toolreplay.errors import InputError
@@ -83,8 +84,10 @@ class Settings:
 
 
 def settings_from_env(environ: Mapping[str, str] | None = None) -> Settings:
-    """Read the inputs ``action.yml`` sets (``TOOLREPLAY_*``) and GitHub's own variables."""
+    """Read the inputs ``action.yml`` sets (``TOOLREPLAY_*``) and GitHub's own variables (each
+    runner variable the Action reads is checked first: :func:`check_runner`)."""
     env = os.environ if environ is None else environ
+    check_runner(env)
     token = env.get("TOOLREPLAY_TOKEN") or env.get("GITHUB_TOKEN") or ""
     return Settings(
         config=_text(env, "TOOLREPLAY_CONFIG"),
@@ -100,6 +103,58 @@ def settings_from_env(environ: Mapping[str, str] | None = None) -> Settings:
         shard=_text(env, "TOOLREPLAY_SHARD"),
         merge=_text(env, "TOOLREPLAY_MERGE"),
     )
+
+
+#: the runner's variables that name a path, and what each must be: a folder the Action works in,
+#: a file it appends to (made when missing), or a file it reads
+RUNNER_PATHS = {
+    "GITHUB_WORKSPACE": "folder",
+    "RUNNER_TEMP": "folder",
+    "GITHUB_OUTPUT": "output",
+    "GITHUB_STEP_SUMMARY": "output",
+    "GITHUB_EVENT_PATH": "input",
+}
+
+
+def check_runner(env: Mapping[str, str]) -> None:
+    """Refuse a runner variable the Action reads that it cannot use (an :class:`InputError` naming
+    the variable and the problem), before anything runs: the runner sets each to an absolute path,
+    or to its API's URL. Unset or empty, each has its default."""
+    for name, kind in RUNNER_PATHS.items():
+        path = env.get(name)
+        problem = _path_problem(path, kind) if path else None
+        if problem:
+            raise InputError(f"runner variable {name}: {quote(path or '')} {problem}")
+    url = env.get("GITHUB_API_URL")
+    if url and not _http_url(url):
+        raise InputError(f"runner variable GITHUB_API_URL: {quote(url)} is not an http(s) URL with a host")
+
+
+def _path_problem(path: str, kind: str) -> str | None:
+    """What keeps ``path`` from being the ``kind`` of path its variable names (None: nothing)."""
+    if not os.path.isabs(path):
+        return "is not an absolute path"
+    if kind == "folder":
+        if os.path.isdir(path):
+            return None
+        return "is not a folder" if os.path.lexists(path) else "does not exist"
+    if os.path.isdir(path):
+        return "is a folder, not a file"
+    if kind == "output":
+        return None if os.path.isdir(os.path.dirname(path)) else "is in no folder that exists"
+    if not os.path.isfile(path):
+        return "does not exist"
+    return None if os.access(path, os.R_OK) else "cannot be read"
+
+
+def _http_url(text: str) -> bool:
+    """Whether ``text`` is an http(s) URL with a host (GitHub's API: ``https://HOST/api/v3``)."""
+    try:
+        url = urlsplit(text)
+        url.port  # noqa: B018  (raises ValueError on a port that is not a number)
+    except ValueError:
+        return False
+    return url.scheme in ("http", "https") and bool(url.hostname) and "@" not in url.netloc
 
 
 def _text(env: Mapping[str, str], name: str) -> str | None:

@@ -142,6 +142,13 @@ class Snapshot:
         snapshot.head = state.head
         return snapshot
 
+    def restarted(self) -> Snapshot:
+        """The same recording at its start again: nothing served yet, the index shared with this one
+        (what a session of ``toolreplay serve`` holds is its counters, not a copy of the recording)."""
+        fresh = copy.copy(self)
+        fresh.served, fresh.last, fresh._next = 0, None, {}
+        return fresh
+
     def call(self, name: str, /, **args: Any) -> dict[str, Any]:
         """Answer a call from the recording, checking drift against ``live``."""
         live = self.live.get(name) if self.live is not None else None

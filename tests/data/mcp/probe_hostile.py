@@ -1,5 +1,7 @@
 """A hostile read-only MCP server for probe's tests: ``garbage`` writes a line that is not JSON-RPC
-before its answer, ``hang`` never answers, ``die`` exits mid-call. Every tool says readOnlyHint."""
+before its answer, ``hang`` never answers, ``die`` exits mid-call, ``badnote`` sends a progress
+notification the SDK's model refuses (its params carry a workflow command) before its answer;
+with ``--noisy-list``, so does ``tools/list``. Every tool says readOnlyHint."""
 
 from __future__ import annotations
 
@@ -7,9 +9,12 @@ import json
 import sys
 from typing import Any
 
+#: a progress notification without a token or progress, its params a legacy workflow command
+BAD_NOTE = {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"n": "##[set-output name=x;]1"}}
+NOISY_LIST = sys.argv[1:] == ["--noisy-list"]
 TOOLS = [
     {"name": name, "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": True}}
-    for name in ("garbage", "hang", "die")
+    for name in ("garbage", "hang", "die", "badnote")
 ]
 
 
@@ -26,7 +31,7 @@ for line in sys.stdin:
         result = {"protocolVersion": "2025-06-18", "capabilities": {"tools": {}}, "serverInfo": info}
         out({"jsonrpc": "2.0", "id": ident, "result": result})
     elif method == "tools/list":
-        out({"jsonrpc": "2.0", "id": ident, "result": {"tools": TOOLS}})
+        out(*([BAD_NOTE] if NOISY_LIST else []), {"jsonrpc": "2.0", "id": ident, "result": {"tools": TOOLS}})
     elif method == "tools/call":
         name = message["params"]["name"]
         if name == "die":
@@ -34,5 +39,8 @@ for line in sys.stdin:
         if name == "garbage":
             answer = {"content": [{"type": "text", "text": "ok"}], "isError": False}
             out("this is not JSON-RPC", {"jsonrpc": "2.0", "id": ident, "result": answer})
+        if name == "badnote":
+            answer = {"content": [{"type": "text", "text": "ok"}], "isError": False}
+            out(BAD_NOTE, {"jsonrpc": "2.0", "id": ident, "result": answer})
     elif ident is not None:
         out({"jsonrpc": "2.0", "id": ident, "error": {"code": -32601, "message": "no such method"}})
