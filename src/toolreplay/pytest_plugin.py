@@ -13,7 +13,8 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Generator, Iterator
+import sys
+from collections.abc import Generator, Iterator, Mapping
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, NoReturn
@@ -39,11 +40,15 @@ _CALL_PASSED = pytest.StashKey[bool]()
 #: characters kept as they are in a cassette file name; everything else is %XX-escaped
 _SAFE = re.compile(r"[A-Za-z0-9_.\-\[\]]")
 _NAME_LIMIT = 120
-#: the one opt-in to recording under CI: the job's environment, which no ini file, addopts or
-#: PYTEST_ADDOPTS can set (read before any conftest or ini-driven plugin, such as pytest-env, runs)
+#: the one opt-in to recording under CI: the environment the pytest process started with, which
+#: nothing pytest reads or loads can set (see :func:`started_environment`)
 RECORD_IN_CI = "TOOLREPLAY_RECORD_IN_CI"
-_ENVIRONMENT = pytest.StashKey[tuple[bool, bool]]()
+#: (CI is set, the opt-in is given; None: where the start environment cannot be read)
+Environment = tuple[bool, bool | None]
+_ENVIRONMENT = pytest.StashKey[Environment]()
 _WORKER_KEY = "toolreplay_environment"
+#: Linux keeps the environment a process was started with here, apart from what it sets later
+_PROC_ENVIRON = "/proc/self/environ"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -57,7 +62,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
             "what the toolreplay fixture does with cassettes: none (replay only), once (record a"
             " missing cassette, else replay), new_episodes (replay, record and append the rest),"
             " all (record anew). Default: once, or none when the CI environment variable is set;"
-            f" under CI only none, unless the environment sets {RECORD_IN_CI}=1."
+            f" under CI only none, unless pytest was started with {RECORD_IN_CI}=1 in its environment."
         ),
     )
     parser.addini(
@@ -76,27 +81,60 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(_Summary(config), "toolreplay-summary")
 
 
+def started_environment() -> Mapping[str, str] | None:
+    """The environment this process was started with, which no code it runs can change: on
+    Linux the kernel's copy (``/proc/self/environ``; ``os.environ`` and ``posix.environ`` are
+    the one dictionary a plugin sets), on Windows the copy Python takes at start-up
+    (``nt.environ``); None where there is none to read (macOS, the BSDs).
+
+    pytest imports the ``-p`` plugins an ini file's ``addopts`` or ``PYTEST_ADDOPTS`` names
+    before its entry-point plugins, this one included: whatever this plugin reads from
+    ``os.environ`` a plugin of the repository under test may have set already.
+    """
+    if os.name == "nt":  # pragma: no cover - Windows
+        return dict(sys.modules["nt"].environ)
+    try:
+        with open(_PROC_ENVIRON, "rb") as stream:
+            raw = stream.read()
+    except OSError:
+        return None
+    pairs = (entry.partition(b"=") for entry in raw.split(b"\0") if entry)
+    found: dict[str, str] = {}
+    for key, _, value in pairs:  # the first of a name, as getenv takes it
+        found.setdefault(os.fsdecode(key), os.fsdecode(value))
+    return found
+
+
+def _read_environment() -> Environment:
+    started = started_environment()
+    if started is None:  # CI as pytest found it; an opt-in nothing can vouch for is none
+        return bool(os.environ.get("CI")), None
+    return bool(started.get("CI")), started.get(RECORD_IN_CI) == "1"
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_load_initial_conftests(early_config: pytest.Config) -> Generator[None, None, None]:
-    # a wrapper runs before every plain implementation, pytest-env's (tryfirst) included
-    early_config.stash[_ENVIRONMENT] = (bool(os.environ.get("CI")), os.environ.get(RECORD_IN_CI) == "1")
+    # a wrapper runs before every plain implementation, pytest-env's (tryfirst) included: where the
+    # start environment cannot be read, CI is at least read before any conftest.py changes it
+    early_config.stash[_ENVIRONMENT] = _read_environment()
     return (yield)
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: object) -> None:
-    # an xdist worker inherits the environment as the session changed it: it takes the session's view
+    # an xdist worker starts with the environment as the session changed it: it takes the session's view
     config: pytest.Config = node.config  # type: ignore[attr-defined]
     node.workerinput[_WORKER_KEY] = list(environment(config))  # type: ignore[attr-defined]
 
 
-def environment(config: pytest.Config) -> tuple[bool, bool]:
-    """(CI is set, recording in CI is opted into) as the pytest process was started."""
+def environment(config: pytest.Config) -> Environment:
+    """(CI is set, recording in CI is opted into) as the pytest process was started (the opt-in
+    None where that cannot be read)."""
     given = getattr(config, "workerinput", {}).get(_WORKER_KEY)
     if given is not None:
-        return bool(given[0]), bool(given[1])
+        return bool(given[0]), None if given[1] is None else bool(given[1])
     if _ENVIRONMENT not in config.stash:  # pragma: no cover - a config pytest did not parse
-        return bool(os.environ.get("CI")), os.environ.get(RECORD_IN_CI) == "1"
+        return _read_environment()
     return config.stash[_ENVIRONMENT]
 
 
@@ -114,9 +152,14 @@ def record_mode(config: pytest.Config) -> tuple[str, str]:
     if not ci or given == "none":
         return given, why
     if not opted_in:
+        where = (
+            "nothing pytest reads or loads can give it"
+            if opted_in is not None
+            else "which toolreplay can read on Linux and Windows only"
+        )
         raise pytest.UsageError(
             f"{why} records cassettes, and CI is set: recording in CI needs {RECORD_IN_CI}=1 in the"
-            " job's environment (an ini file, addopts or PYTEST_ADDOPTS cannot give it)"
+            f" environment pytest was started with ({where})"
         )
     return given, f"{why}, CI is set and {RECORD_IN_CI}=1"
 

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from tests.acceptance.test_pytest_plugin import started_as_it_stands
 from tests.mcp_agent import free_port, stop, wait_for_port
 from tests.realservers import node_server, python_server
 from toolreplay.cli import cli
@@ -86,6 +87,7 @@ def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytes
     """An inner project outside any CI, whose agent reaches mcp-server-time (Lisbon as local zone)."""
     for key in OUTER:
         monkeypatch.delenv(key, raising=False)
+    started_as_it_stands(monkeypatch)
     monkeypatch.setenv("TIME_SERVER", python_server("time")[0])
     monkeypatch.setenv("LOCAL_TZ", "Europe/Lisbon")
     pytester.makeini(INI)
@@ -428,6 +430,7 @@ def test_state_commands_reach_the_recording(
     """``stdio(..., state_command=[...])``, or the project's ``state_command``, gives the cassette's
     mutating call of mcp-server-git its post-call state (the read-only call none)."""
     monkeypatch.delenv("CI", raising=False)
+    started_as_it_stands(monkeypatch)
     monkeypatch.setenv("GIT_SERVER", python_server("git")[0])
     monkeypatch.setenv("STATE_COMMAND", json.dumps(given))
     pytester.makeini(INI)

@@ -8,6 +8,7 @@ so a test can prove the tool was (not) called.
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -17,6 +18,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from toolreplay import pytest_plugin
 from toolreplay.cli import cli
 from toolreplay.transcript import read_links
 
@@ -71,9 +73,17 @@ def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytes
     monkeypatch.delenv("CI", raising=False)
     monkeypatch.delenv("PYTEST_ADDOPTS", raising=False)
     monkeypatch.delenv("TOOLREPLAY_RECORD_IN_CI", raising=False)
+    started_as_it_stands(monkeypatch)
     # no hypothesis plugin: the agents use none, and it costs each pytest process about a second
     pytester.makeini("[pytest]\naddopts = -p no:cacheprovider -p no:hypothesispytest\n")
     return pytester
+
+
+def started_as_it_stands(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An inner session run in this process (``runpytest``) starts where the test stands: the
+    environment it was started with is the test's environment at that moment. A session in a
+    subprocess (``runpytest_subprocess``) reads its own, as every pytest process does."""
+    monkeypatch.setattr(pytest_plugin, "started_environment", lambda: dict(os.environ))
 
 
 def live_calls(project: pytest.Pytester) -> list[dict[str, object]]:
@@ -196,8 +206,8 @@ def test_ci_never_records_and_a_missing_cassette_fails(
 
 REFUSED = (
     "*::test_search: --toolreplay-record-mode=all records cassettes, and CI is set: recording in CI"
-    " needs TOOLREPLAY_RECORD_IN_CI=1 in the job's environment (an ini file, addopts or PYTEST_ADDOPTS"
-    " cannot give it)*"
+    " needs TOOLREPLAY_RECORD_IN_CI=1 in the environment pytest was started with (nothing pytest reads"
+    " or loads can give it)*"
 )
 
 
@@ -253,6 +263,65 @@ def test_the_opt_in_is_read_before_the_project_can_set_it(
         refused.stdout.fnmatch_lines([REFUSED])
         assert not (project.path / CASSETTE).exists()
     assert live_calls(project) == []
+
+
+#: a plugin of the project under test that sets the opt-in when it is imported (or, for "clears CI",
+#: takes CI away): pytest imports the -p plugins of addopts and PYTEST_ADDOPTS before its own
+#: entry-point plugins, toolreplay's included
+PLUGIN = "import os\nos.environ['TOOLREPLAY_RECORD_IN_CI'] = '1'\n"
+CLEARS_CI = "import os\nos.environ.pop('CI', None)\n"
+
+
+@pytest.mark.parametrize("where", ["addopts", "PYTEST_ADDOPTS", "conftest", "clears CI"])
+def test_nothing_the_project_runs_can_switch_recording_on_in_ci(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    """Under CI, neither a plugin that ``addopts`` (or ``PYTEST_ADDOPTS``) loads with ``-p`` nor a
+    conftest.py can set TOOLREPLAY_RECORD_IN_CI, nor a plugin clear CI to get the default ``once``:
+    each pytest here is a process of its own, started with CI=true and no opt-in (issue 37)."""
+    project.makepyfile(test_agent=agent(), recplug=CLEARS_CI if where == "clears CI" else PLUGIN)
+    monkeypatch.setenv("CI", "true")
+    args: list[str] = []
+    if where == "addopts":
+        project.makeini(
+            "[pytest]\naddopts = -p no:cacheprovider -p no:hypothesispytest -p recplug"
+            " --toolreplay-record-mode=all\n"
+        )
+    elif where == "PYTEST_ADDOPTS":
+        monkeypatch.setenv("PYTEST_ADDOPTS", "-p recplug --toolreplay-record-mode=all")
+    elif where == "conftest":
+        project.makeconftest(PLUGIN)
+        args = ["--toolreplay-record-mode=all"]
+    else:
+        args = ["-p", "recplug"]
+    result = project.runpytest_subprocess(*args)
+    if where == "clears CI":  # still CI: the mode is none, and the missing cassette fails the test
+        result.assert_outcomes(failed=1)
+        result.stdout.fnmatch_lines(["E * the record mode is none (CI is set)*"])
+    else:
+        result.assert_outcomes(errors=1)
+        result.stdout.fnmatch_lines([REFUSED])
+    assert summary(result) == []
+    assert live_calls(project) == []
+    assert not (project.path / CASSETTE).exists()
+
+
+def test_the_opt_in_is_the_one_pytest_was_started_with(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Started with CI and TOOLREPLAY_RECORD_IN_CI=1, pytest records in CI even when a conftest.py
+    takes the variable away: what counts is the environment the process was started with."""
+    project.makepyfile(test_agent=agent())
+    project.makeconftest("import os\nos.environ.pop('TOOLREPLAY_RECORD_IN_CI')\n")
+    monkeypatch.setenv("CI", "true")
+    monkeypatch.setenv("TOOLREPLAY_RECORD_IN_CI", "1")
+    result = project.runpytest_subprocess("--toolreplay-record-mode=all")
+    result.assert_outcomes(passed=1)
+    assert summary(result) == [
+        "toolreplay cassettes: 0 replayed, 1 recorded in CI (record mode all:"
+        " --toolreplay-record-mode=all, CI is set and TOOLREPLAY_RECORD_IN_CI=1)"
+    ]
+    assert live_calls(project) == [{"query": "pytest", "limit": 2}]
 
 
 def test_new_episodes_appends_and_reseals(project: pytest.Pytester) -> None:
