@@ -153,12 +153,19 @@ def _action(repo: Repo, pull: PullRequest, env: dict[str, str], tmp_path: Path) 
         TOOLREPLAY_COMMENT="false",
         TOOLREPLAY_SARIF=str(sarif),
     )
-    done = subprocess.run(
+    done = _judge(repo, env, "action")
+    assert "Traceback" not in done.stderr, done.stderr
+    return done.returncode, output, sarif
+
+
+def _judge(repo: Repo, env: dict[str, str], command: str) -> subprocess.CompletedProcess[str]:
+    """toolreplay COMMAND in a process of its own that imported the shadow package first (the judge)."""
+    return subprocess.run(
         [
             sys.executable,
             "-c",
             "import shadowpkg, sys; from toolreplay.cli import main; sys.exit(main())",
-            "action",
+            command,
         ],
         cwd=repo.path,
         env=env,
@@ -167,8 +174,6 @@ def _action(repo: Repo, pull: PullRequest, env: dict[str, str], tmp_path: Path) 
         timeout=120,
         check=False,
     )
-    assert "Traceback" not in done.stderr, done.stderr
-    return done.returncode, output, sarif
 
 
 def _sarif_kinds(sarif: Path) -> list[str]:
@@ -219,20 +224,7 @@ def test_a_tools_source_that_runs_cannot_reach_the_judge(tmp_path: Path, namespa
     env, github_env = _runner_env(tmp_path, tmp_path / "shadow", probe)
     if not namespaces:
         env["TOOLREPLAY_NO_NAMESPACES"] = "1"
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "import shadowpkg, sys; from toolreplay.cli import main; sys.exit(main())",
-            "check",
-        ],
-        cwd=repo.path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = _judge(repo, env, "check")
     assert "Traceback" not in done.stderr, done.stderr
     assert probe.exists(), done.stdout + done.stderr  # the module did run, in its child
     seen = json.loads(probe.read_text())
