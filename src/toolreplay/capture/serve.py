@@ -162,6 +162,8 @@ def answer(
         if on_miss is not None:
             on_miss(tool, args)
         return tool_error(MISS_PREFIX + str(miss))
+    except InputError as err:  # a volatile rule's pattern that could not mask the arguments in time
+        return tool_error(str(err))
     if set(response) == {"error"}:
         _raise_recorded(response)
     return response
@@ -252,10 +254,12 @@ def build_server(
     on_miss: OnMiss | None = None,
     *,
     volatile: Volatile | None = None,
+    path: str = "",
 ) -> Server[Any]:
     """The low-level SDK server that answers from ``records`` (and the session file's ``session``);
     ``on_miss`` hears of each tool call the recording does not hold, and a call is looked up
-    without what the ``volatile`` rules mask in its arguments."""
+    without what the ``volatile`` rules mask in its arguments (``path``: the recording's file, for
+    messages)."""
     recorded = Recorded(records=records, session=session, volatile=volatile or ())
     tools = [sdk.types.Tool.model_validate(tool) for tool in tool_list(records, lock)]
     name, version = server_identity(records)
@@ -263,15 +267,17 @@ def build_server(
         info = recorded.initialize["serverInfo"]
         name, version = str(info.get("name", name)), str(info.get("version", version))
     replays: dict[str, _Replay] = {}
+    # indexed once, before the first request: a volatile rule that cannot mask a recorded call's
+    # arguments in time stops serve here, naming the rule
+    calls = Snapshot(recorded.records, volatile=recorded.volatile, path=path)
+    asked_calls = Snapshot(recorded.asked)
 
     def replay(ctx: ServerRequestContext[Any]) -> _Replay:
         """The state of the session ``ctx`` belongs to (over HTTP, by its session id)."""
         headers = getattr(ctx.request, "headers", None)
         key = str(headers.get("mcp-session-id", "")) if headers is not None else ""
         if key not in replays:
-            replays[key] = _Replay(
-                calls=Snapshot(recorded.records, volatile=recorded.volatile), asked=Snapshot(recorded.asked)
-            )
+            replays[key] = _Replay(calls=calls.restarted(), asked=asked_calls.restarted())
         return replays[key]
 
     async def list_tools(

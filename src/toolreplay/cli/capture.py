@@ -112,6 +112,7 @@ def serve_cmd(
         session,
         miss_log(misses_path) if misses_path is not None else None,
         volatile=volatile,
+        path=transcript,
     )
     if address is None:
         serve_stdio(server, handshake=handshake_only(session))
