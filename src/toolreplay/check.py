@@ -148,9 +148,11 @@ def check_transcript(job: Job) -> Report:
         mutators, nondeterministic = _declared(settings)
         with contextlib.ExitStack() as stack:
             analyses = _fed_analyses(stack, job)
-            volatile = Volatile(settings.volatile)
+            volatile = Volatile(settings.volatile, budget=settings.pattern_budget)
+            records = _fed(read_transcript(job.absolute), [feed for feed, _ in analyses])
             result = replay(
-                _fed(read_transcript(job.absolute), [feed for feed, _ in analyses]),
+                # the matches of the rules' patterns, a batch of records at a time
+                volatile.ahead(records, job.path),
                 mutators=mutators,
                 state_aware=settings.state_aware,
                 nondeterministic=nondeterministic,
@@ -215,7 +217,7 @@ def check_baseline(job: Job) -> Report:
         state = verify(read_links(job.absolute))
     except InputError as err:
         return Report(command="check", path=job.path, errors=(_relocate(err, job.path),))
-    volatile = Volatile(job.settings.volatile)
+    volatile = Volatile(job.settings.volatile, budget=job.settings.pattern_budget)
     header: list[Line] = []
     findings: list[Finding] = []
     errors: list[str] = []

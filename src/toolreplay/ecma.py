@@ -16,15 +16,17 @@ boolean subschema or ``unevaluatedProperties`` mean is the library's decision.
 
 regress backtracks, so a pattern such as ``(a+)+$`` or even ``a+$`` can take exponential
 or quadratic time, and it holds the interpreter's lock while it runs: it cannot be
-interrupted from inside the process. Patterns from an untrusted place (a scope file can be
-edited in the pull request it judges) run in a worker process under a time limit per
-value and a budget per transcript (:class:`BoundedSearch`); toolreplay's own published
-schemas use only anchored, linear patterns and run in process (:func:`search`).
+interrupted from inside the process. Patterns from a configuration or a scope file (either
+can be edited in the pull request it judges, and the values come from the run) run in a
+worker process under a time limit per value and a budget per transcript
+(:class:`BoundedSearch`: a scope's searches, a volatile rule's matches); toolreplay's own
+published schemas use only anchored, linear patterns and run in process (:func:`search`).
 """
 
 from __future__ import annotations
 
 import atexit
+import collections
 import contextlib
 import json
 import os
@@ -33,7 +35,7 @@ import subprocess
 import sys
 import time
 import types
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, NoReturn
@@ -58,6 +60,9 @@ Search = Callable[[str, str], bool]
 
 class Unjudged(ToolreplayError):
     """A pattern could not be evaluated in time (or at all): the value is neither in nor out."""
+
+    #: in :meth:`BoundedSearch.cuts`, the request that could not be judged
+    position = 0
 
 
 @lru_cache(maxsize=1024)
@@ -279,8 +284,10 @@ KNOWN_VERDICTS = 10_000
 KNOWN_TEXT_CHARS = 256
 #: what :meth:`BoundedSearch._reply` says when the worker's output ends
 _STOPPED = b"Ethe pattern engine stopped"
-#: one idle worker per process (by pid), handed from one transcript's search to the next
-_IDLE: dict[int, subprocess.Popen[bytes]] = {}
+#: idle workers per process (by pid), handed from one transcript's search to the next: two, for
+#: the two that search one transcript at once (its scope's patterns, its volatile rules')
+_IDLE: dict[int, list[subprocess.Popen[bytes]]] = {}
+IDLE_WORKERS = 2
 
 
 def _stop(process: subprocess.Popen[bytes]) -> None:
@@ -294,17 +301,27 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 
 @atexit.register
 def _stop_idle() -> None:
-    process = _IDLE.pop(os.getpid(), None)
-    if process is not None:
+    for process in _IDLE.pop(os.getpid(), []):
         _stop(process)
 
 
 def _keep_idle(pid: int, process: subprocess.Popen[bytes]) -> None:
-    """Keep a healthy worker for the next search in process ``pid`` (one per process)."""
-    previous = _IDLE.pop(pid, None)
-    if previous is not None:
-        _stop(previous)
-    _IDLE[pid] = process
+    """Keep a healthy worker for the next search in process ``pid`` (at most IDLE_WORKERS)."""
+    idle = _IDLE.setdefault(pid, [])
+    idle.append(process)
+    while len(idle) > IDLE_WORKERS:
+        _stop(idle.pop(0))
+
+
+def _take_idle(pid: int) -> subprocess.Popen[bytes] | None:
+    """The idle worker kept last in process ``pid`` that still runs, if any."""
+    idle = _IDLE.get(pid, [])
+    while idle:
+        process = idle.pop()
+        if process.poll() is None:
+            return process
+        _stop(process)
+    return None
 
 
 class BoundedSearch:
@@ -322,12 +339,21 @@ class BoundedSearch:
     busy machine.
     """
 
-    def __init__(self, *, budget: float = DEFAULT_BUDGET_SECONDS, per_value: float = PATTERN_SECONDS) -> None:
+    def __init__(
+        self,
+        *,
+        budget: float = DEFAULT_BUDGET_SECONDS,
+        per_value: float = PATTERN_SECONDS,
+        spent: float = 0.0,
+    ) -> None:
         self.budget = budget
         self.per_value = per_value
-        self.spent = 0.0
+        #: engine time spent from the budget (``spent``: by earlier searches of the same transcript)
+        self.spent = spent
         self._process: subprocess.Popen[bytes] | None = None
         self._pid = os.getpid()
+        #: the worker's answers read and not taken yet, and the start of the next one
+        self._lines: collections.deque[bytes] = collections.deque()
         self._buffer = b""
         #: a request was sent and its answer not read: the worker must not be handed on, or
         #: its late answer would become the verdict on another value
@@ -346,7 +372,7 @@ class BoundedSearch:
         process, self._process = self._process, None
         if process is None or self._pid != os.getpid():
             return
-        if self._buffer or self._in_flight or process.poll() is not None:
+        if self._buffer or self._lines or self._in_flight or process.poll() is not None:
             self._in_flight = False
             _stop(process)
             return
@@ -356,6 +382,7 @@ class BoundedSearch:
         """Stop the worker (it is stuck, or broken); the next search starts a fresh one."""
         process, self._process = self._process, None
         self._buffer = b""
+        self._lines.clear()
         self._in_flight = False
         if process is not None and self._pid == os.getpid():
             _stop(process)
@@ -370,48 +397,98 @@ class BoundedSearch:
         return found
 
     def _search(self, pattern: str, text: str) -> bool:
-        left = self.budget - self.spent
-        if left <= 0:
-            raise Unjudged(f"the pattern budget of {self.budget:g} s for this transcript is spent")
-        limit = min(self.per_value, left)
+        limit = self._limit()
         request = json.dumps([pattern, text, limit]).encode() + b"\n"
-        if self._in_flight:  # an earlier search was interrupted: its answer is not for this one
-            self._discard()
         process = self._started()
         start = time.monotonic()
-        reply = self._ask(process, request, start, limit)
-        if reply is None:
-            self._cut_off(pattern, start, limit)
+        self._send(process, request, start)
+        reply = self._answer(process, pattern, start, limit)
+        self._in_flight = False
         if reply.startswith(b"E"):
             self._could_not_run(pattern, start, reply)
         found, _, seconds = reply.partition(b" ")
         self.spent += float(seconds)
         return found == b"1"
 
+    def cuts(self, requests: Sequence[tuple[str, str]]) -> list[list[int]]:
+        """Where each ``(pattern, text)``'s matches are, in one trip to the worker for them all.
+
+        Each answer is the matches' UTF-8 byte ranges, flat (``[start, stop, start, stop,
+        ...]``), as regress's ``find_iter`` gives them. Each request has the time limit of one
+        value, all share the budget; one that runs out (or cannot run) raises
+        :class:`Unjudged` with its ``position`` in ``requests``. A text must be UTF-8 (no lone
+        surrogate), which the engine requires.
+        """
+        if not requests:
+            return []
+        limit = self._limit()
+        request = json.dumps({"cut": requests, "seconds": limit}, ensure_ascii=False).encode() + b"\n"
+        process = self._started()
+        start = time.monotonic()
+        self._send(process, request, start)
+        out: list[list[int]] = []
+        for position, (pattern, _) in enumerate(requests):
+            try:
+                limit = self._limit() if position else limit
+                reply = self._answer(process, pattern, start, limit)
+                if reply.startswith(b"E"):
+                    self._could_not_run(pattern, start, reply)
+            except Unjudged as err:
+                self._discard()  # the worker may still be at work on the rest
+                err.position = position
+                raise
+            seconds, *spans = reply.split()
+            self.spent += float(seconds)
+            out.append([int(bound) for bound in spans])
+            start = time.monotonic()  # the worker searches the requests one after the other
+        self._in_flight = False
+        return out
+
+    def _limit(self) -> float:
+        """The longest the next value may take: its own limit, or what is left of the budget."""
+        left = self.budget - self.spent
+        if left <= 0:
+            raise Unjudged(f"the pattern budget of {self.budget:g} s for this transcript is spent")
+        return min(self.per_value, left)
+
+    def _answer(self, process: subprocess.Popen[bytes], pattern: str, start: float, limit: float) -> bytes:
+        """The worker's answer on one value, due ``limit`` seconds after ``start``."""
+        reply = self._read(process, start + limit, start)
+        if reply is None:
+            self._cut_off(pattern, start, limit)
+        return reply
+
     def _started(self) -> subprocess.Popen[bytes]:
         """The worker, started if need be."""
+        if self._in_flight:  # an earlier search was interrupted: its answers are not for this one
+            self._discard()
         try:
             return self._worker()
         except OSError as err:  # no pipes to wait on (select needs POSIX), no interpreter
             self._discard()
             raise ToolreplayError(f"the ECMA-262 pattern engine did not start: {err}") from err
 
-    def _ask(
-        self, process: subprocess.Popen[bytes], request: bytes, start: float, limit: float
-    ) -> bytes | None:
-        """The worker's reply to one search, None when it is cut off at ``limit`` seconds."""
+    def _send(self, process: subprocess.Popen[bytes], request: bytes, start: float) -> None:
+        """Send one request line; the answers are in flight until they are all read."""
         try:
             assert process.stdin is not None
             self._in_flight = True
             process.stdin.write(request)
             process.stdin.flush()
-            reply = self._reply(process, start + limit)
-            self._in_flight = reply is None  # cut off: still searching until it is killed
-            return reply
         except OSError as err:
-            self.spent += time.monotonic() - start
-            self._discard()
-            raise Unjudged(f"the pattern engine failed: {err.strerror or err}") from err
+            self._failed(err, start)
+
+    def _read(self, process: subprocess.Popen[bytes], deadline: float, start: float) -> bytes | None:
+        """The worker's next answer, None when it is cut off at ``deadline``."""
+        try:
+            return self._reply(process, deadline)
+        except OSError as err:
+            self._failed(err, start)
+
+    def _failed(self, err: OSError, start: float) -> NoReturn:
+        self.spent += time.monotonic() - start
+        self._discard()
+        raise Unjudged(f"the pattern engine failed: {err.strerror or err}") from err
 
     def _cut_off(self, pattern: str, start: float, limit: float) -> NoReturn:
         """A search that ran out of time: the value's limit, or what was left of the budget."""
@@ -436,8 +513,9 @@ class BoundedSearch:
             return self._process
         # forked (a pool worker) with the parent's worker: leave that one to the parent
         self._process, self._pid, self._buffer, self._in_flight = None, os.getpid(), b"", False
-        idle = _IDLE.pop(self._pid, None)
-        if idle is not None and idle.poll() is None:
+        self._lines.clear()
+        idle = _take_idle(self._pid)
+        if idle is not None:
             self._process = idle
             return idle
         process = subprocess.Popen(
@@ -456,7 +534,7 @@ class BoundedSearch:
         """The worker's next line (without its newline); None when the deadline passes first."""
         assert process.stdout is not None
         fd = process.stdout.fileno()
-        while b"\n" not in self._buffer:
+        while not self._lines:
             left = deadline - time.monotonic()
             if left <= 0:
                 return None
@@ -466,6 +544,7 @@ class BoundedSearch:
             chunk = os.read(fd, 65536)
             if not chunk:
                 return _STOPPED
-            self._buffer += chunk
-        line, _, self._buffer = self._buffer.partition(b"\n")
-        return line
+            # a batch's answers come many to a read: split once, take them one by one
+            *lines, self._buffer = (self._buffer + chunk).split(b"\n")
+            self._lines.extend(lines)
+        return self._lines.popleft()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -56,6 +57,7 @@ def json_type(value: Any) -> str:
     return "array" if isinstance(value, list) else "object"
 
 
+@lru_cache(maxsize=1024)
 def parse_at(at: str) -> tuple[tuple[str, ...], ...]:
     """The tokens of each ``#``-separated segment of a rule's ``at``; ValueError saying why not.
 

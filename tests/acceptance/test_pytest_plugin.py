@@ -324,6 +324,29 @@ def test_the_opt_in_is_the_one_pytest_was_started_with(
     assert live_calls(project) == [{"query": "pytest", "limit": 2}]
 
 
+def test_where_the_start_environment_cannot_be_read_the_opt_in_is_refused(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a system that keeps no copy of the environment pytest started with (macOS), nothing can
+    vouch for TOOLREPLAY_RECORD_IN_CI: recording in CI is refused, saying why; CI still counts."""
+    project.makepyfile(test_agent=agent())
+    monkeypatch.setattr(pytest_plugin, "started_environment", lambda: None)
+    monkeypatch.setenv("CI", "true")
+    monkeypatch.setenv("TOOLREPLAY_RECORD_IN_CI", "1")
+    refused = project.runpytest("--toolreplay-record-mode=all")
+    refused.assert_outcomes(errors=1)
+    refused.stdout.fnmatch_lines(
+        [
+            "*::test_search: --toolreplay-record-mode=all records cassettes, and CI is set: recording in CI"
+            " needs TOOLREPLAY_RECORD_IN_CI=1 in the environment pytest was started with (which toolreplay"
+            " can read on Linux and Windows only)*"
+        ]
+    )
+    replayed = project.runpytest()
+    replayed.assert_outcomes(failed=1)  # CI is set: mode none, and there is no cassette
+    assert live_calls(project) == []
+
+
 def test_new_episodes_appends_and_reseals(project: pytest.Pytester) -> None:
     """`new_episodes` replays the recorded call, runs only the new one, appends it; the chain verifies."""
     project.makepyfile(test_agent=agent())

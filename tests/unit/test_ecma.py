@@ -265,3 +265,39 @@ def test_a_search_interrupted_mid_flight_never_answers_the_next_one() -> None:
     time.sleep(1.0)
     with BoundedSearch() as third:
         assert not third("^docs/", "/etc/passwd")
+
+
+def test_cuts_find_every_match_of_many_values_in_one_trip() -> None:
+    """``cuts`` answers many (pattern, text) requests with one request line: the matches' UTF-8 byte
+    ranges as regress's find_iter gives them, in order."""
+    requests = [("[0-9a-f]{4}", "id beef and cafe"), ("é+", "aéé b é"), ("x", "none here")]
+    with BoundedSearch() as bounded:
+        assert bounded.cuts(requests) == [[3, 7, 12, 16], [1, 5, 8, 10], []]
+        assert bounded.cuts([]) == []
+
+
+def test_a_cut_past_the_limit_names_its_request_and_the_worker_is_replaced() -> None:
+    """A request that runs past the limit of one value raises Unjudged with its position; the worker,
+    still at work on it, is killed, and the next requests get a fresh one."""
+    catastrophic = ("(a+)+$", "a" * 40 + "!")
+    with BoundedSearch(per_value=0.2) as bounded:
+        start = time.monotonic()
+        with pytest.raises(Unjudged, match=r"did not finish within 0\.2 s on one value") as caught:
+            bounded.cuts([("a", "a"), catastrophic, ("b", "b")])
+        assert caught.value.position == 1
+        assert time.monotonic() - start < 5
+        assert bounded.cuts([("b", "abb")]) == [[1, 2, 2, 3]]
+
+
+def test_cuts_share_the_budget_and_a_budget_spent_before_names_none_later() -> None:
+    """The budget counts across the requests (and from ``spent``, what earlier trips of the same
+    transcript took): once it is spent, every request is Unjudged at once."""
+    with BoundedSearch(budget=0.3, spent=0.3) as bounded:
+        with pytest.raises(Unjudged, match="is spent") as caught:
+            bounded.cuts([("a", "a")])
+        assert caught.value.position == 0
+    with BoundedSearch(budget=0.3) as bounded:
+        with pytest.raises(Unjudged, match="ran out while") as caught:
+            bounded.cuts([("a", "a"), ("(a+)+$", "a" * 40 + "!")])
+        assert caught.value.position == 1
+        assert bounded.spent >= 0.3

@@ -13,7 +13,7 @@ from toolreplay.analyses.baseline import diff_baseline
 from toolreplay.analyses.replay import replay
 from toolreplay.analyses.volatile import Volatile
 from toolreplay.cli import cli
-from toolreplay.transcript import Record, make_record
+from toolreplay.transcript import Record, make_record, record_line
 from toolreplay.volatile_rules import Rule, parse_at
 
 HASH_A, HASH_B = "a" * 40, "0123456789abcdef0123456789abcdef01234567"
@@ -265,3 +265,70 @@ def test_match_key_is_where_the_args_rules_apply() -> None:
     args = {"request_id": "a1"}
     assert match_key("other", args, volatile) == rec("other", {}, args).call_key
     assert match_key("search", args) == rec("search", {}, args).call_key
+
+
+#: exponential in regress (minutes in process): past the one-second limit of a value
+SLOW_ARG = "a" * 40 + "!"
+
+
+def slow_rule() -> Rule:
+    return Rule(tool="search", at="/args/q", pattern="(a+)+$")
+
+
+def test_a_snapshot_names_the_rule_that_cannot_mask_a_recorded_call_in_time(tmp_path: Path) -> None:
+    """Snapshot replay, serve and the cassettes index a recording by its masked calls: a rule whose
+    pattern runs past its time there is one error naming the rule, the file and the line."""
+    from toolreplay import Snapshot
+    from toolreplay.errors import InputError
+
+    recording = tmp_path / "calls.jsonl"
+    recording.write_text(
+        "".join(
+            record_line(rec("search", {"hits": []}, {"q": q}, i)) + "\n"
+            for i, q in enumerate(["b", SLOW_ARG])
+        ),
+        encoding="utf-8",
+    )
+    with pytest.raises(InputError) as caught:
+        Snapshot.from_file(recording, volatile=Volatile([slow_rule()], budget=0.5))
+    assert str(caught.value) == (
+        f"{recording}:2: volatile rule 1 (tool 'search', at '/args/q') could not mask a value: the pattern"
+        " budget of 0.5 s for this transcript ran out while '(a+)+$' was running; simplify its pattern"
+        " (anchor it, avoid nested quantifiers) or raise pattern_budget_seconds"
+    )
+
+
+def test_serve_answers_a_call_it_cannot_mask_in_time_with_a_tool_error() -> None:
+    """A live call whose arguments a rule's pattern cannot mask in time gets a tool error naming the
+    rule (the server goes on), not an internal error or a hang."""
+    from toolreplay.capture.serve import answer
+    from toolreplay.library.snapshot import Snapshot
+
+    snapshot = Snapshot(
+        [rec("search", {"hits": [1]}, {"q": "b"})], volatile=Volatile([slow_rule()], budget=0.5)
+    )
+    assert snapshot.call("search", q="b") == {"hits": [1]}
+    refused = answer(snapshot, "search", {"q": SLOW_ARG})
+    assert refused["isError"] is True
+    assert refused["content"][0]["text"].startswith("volatile rule 1 (tool 'search', at '/args/q') could not")
+
+
+def test_a_cassette_whose_rule_cannot_mask_in_time_fails_the_test_in_one_line(tmp_path: Path) -> None:
+    """The pytest fixtures read the project's rules and budget: a cassette a rule cannot mask in time
+    is the one line the test fails with."""
+    from toolreplay.chain import seal
+    from toolreplay.library.pytest_fixtures import cassette
+
+    (tmp_path / "toolreplay.toml").write_text(
+        'pattern_budget_seconds = 0.5\n[[volatile]]\ntool = "search"\nat = "/args/q"\npattern = "(a+)+$"\n',
+        encoding="utf-8",
+    )
+    path = tmp_path / "test.sealed.jsonl"
+    records = [rec("search", {"hits": []}, {"q": SLOW_ARG})]
+    path.write_text("".join(line + "\n" for _, line in seal(records)), encoding="utf-8")
+    found = cassette(path, mode="none", why="CI is set", label="test.sealed.jsonl", root=tmp_path)
+    assert isinstance(found, str)
+    assert found.startswith(
+        f"{path}:1: volatile rule 1 (tool 'search', at '/args/q') could not mask a value:"
+    )
+    assert "budget of 0.5 s" in found

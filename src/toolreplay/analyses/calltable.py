@@ -20,7 +20,7 @@ import hashlib
 import struct
 import sys
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import IO, Any, cast
 
 from toolreplay.analyses.volatile import Volatile
@@ -273,7 +273,7 @@ class CallTable:
 def table_of(store: Store, records: Sequence[Record], source: str | None = "") -> CallTable:
     """The table of records already in memory (their values are read from the sequence)."""
     table = CallTable(store, lambda position, line, offset: records[position], source)
-    for record in records:
+    for record in records if store.volatile is None else store.volatile.ahead(records, source or ""):
         table.add(record)
     return table.finish()
 
@@ -330,6 +330,10 @@ class Tee:
             self._stream.close()
 
 
+def _first(read: tuple[Record, int]) -> Record:
+    return read[0]
+
+
 def read_table(
     store: Store, path: str, *, sealed: bool, again: IO[bytes] | None = None, source: str | None = ""
 ) -> CallTable:
@@ -349,12 +353,16 @@ def read_table(
     tracked = Tee(stream)
     try:
         table = CallTable(store, _reader(path, spool, sealed), path if source == "" else source)
+        records: Iterator[Record]
         if sealed:
-            for link in parse_links(cast(IO[bytes], tracked), path):
-                table.add(link.record, tracked.start)
+            records = (link.record for link in parse_links(cast(IO[bytes], tracked), path))
         else:
-            for record in parse_transcript(cast(IO[bytes], tracked), path):
-                table.add(record, tracked.start)
+            records = parse_transcript(cast(IO[bytes], tracked), path)
+        read: Iterable[tuple[Record, int]] = ((record, tracked.start) for record in records)
+        if store.volatile is not None:  # the matches of the rules' patterns, a batch at a time
+            read = store.volatile.ahead(read, path, _first)
+        for record, offset in read:
+            table.add(record, offset)
     finally:
         if again is None:
             stream.close()

@@ -138,25 +138,36 @@ def read_calls(path: str, volatile: Volatile | None = None) -> Iterator[Call]:
     (and no ``volatile`` rule names the call's tool)."""
     stream = open_input(path)
     try:
-        for expected, (number, raw) in enumerate(iter_lines(stream, path)):
-            call = fast_call(raw, number)
-            if call is None or (volatile is not None and volatile.for_tool(call.tool)):
-                call = _exact_call(raw, number, volatile, path)
-            if call.position != expected:
-                raise out_of_order(call.position, expected, path=path, line=number)
-            yield call
+        read = _read_calls(iter_lines(stream, path), volatile, path)
+        if volatile is not None:  # the matches of the rules' patterns, a batch of records at a time
+            read = volatile.ahead(read, path, _record_read)
+        for read_call in read:
+            yield read_call if isinstance(read_call, Call) else call_of(read_call, volatile, path)
     finally:
         if path != "-":
             stream.close()
 
 
-def _exact_call(raw: bytes, number: int, volatile: Volatile | None, path: str) -> Call:
-    """The call of a line read the exact way (the fast path could not answer, or a rule masks it)."""
-    try:
-        record, _ = parse_line(raw, line=number)
-    except InputError as err:
-        raise InputError(err.problem, path=path, line=number, pointer=err.pointer) from err
-    return call_of(record, volatile, path)
+def _record_read(read: Call | Record) -> Record | None:
+    return read if isinstance(read, Record) else None
+
+
+def _read_calls(
+    lines: Iterable[tuple[int, bytes]], volatile: Volatile | None, path: str
+) -> Iterator[Call | Record]:
+    """Each line's call, or its record where the exact reader reads it (the fast path could not
+    answer, or a rule masks the call), refused here in the file's order."""
+    for expected, (number, raw) in enumerate(lines):
+        read: Call | Record | None = fast_call(raw, number)
+        if read is None or (volatile is not None and volatile.for_tool(read.tool)):
+            try:
+                read = parse_line(raw, line=number)[0]
+            except InputError as err:
+                raise InputError(err.problem, path=path, line=number, pointer=err.pointer) from err
+        position = read.position if isinstance(read, Call) else read.index
+        if position != expected:
+            raise out_of_order(position, expected, path=path, line=number)
+        yield read
 
 
 # --- the same calls read on every core (parallel.py's pool), for a large file -----------------

@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from toolreplay.analyses.volatile import Volatile, _matches
+from toolreplay.analyses.volatile import Volatile, trusted_matches
 from toolreplay.canonical import canonical, canonical_str, decode
 from toolreplay.errors import InputError
 from toolreplay.locate import pointer_token
@@ -154,7 +154,7 @@ def _only_matches_differ(pattern: str, values: list[str]) -> bool:
     """Whether each value holds a match and, with the matches masked, all are the same."""
     shapes = set()
     for value in values:
-        cut = _matches(pattern, value)
+        cut = trusted_matches(pattern, value)
         if not cut:
             return False
         shapes.add(tuple(piece if not matched else None for piece, matched in cut))

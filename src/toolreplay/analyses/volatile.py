@@ -9,6 +9,14 @@ The sealed bytes never change: masking happens only on the texts a comparison di
 A record a rule masks nothing in keeps its canonical texts, so a comparison without rules,
 or of a tool no rule names, is the one it always was.
 
+A pattern comes from the configuration (over a pull request's range, the base commit's) and
+the values it runs on from the run, so it runs where the scope's patterns run: in the killable
+worker of :mod:`toolreplay.ecma`, with the same limits (one second on one value,
+``pattern_budget_seconds`` in all per transcript), the matches of many values asked in one
+trip (:meth:`Volatile.ahead`). A value a pattern could not be cut in time has no comparison
+text that is neither a guess nor a difference the run does not have, so it is an error naming
+the rule, the file and the line (:class:`~toolreplay.errors.InputError`), never a hang.
+
 The place is a JSON pointer from the record (``/args/...``, ``/response/...`` or
 ``/state/...``) in which ``*`` stands for any one member or item, and ``#`` steps into a
 string holding a JSON text: ``/response/content/*/text#/datetime`` is the ``datetime``
@@ -19,12 +27,14 @@ reached only by ``*``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypeVar
 
 from toolreplay.canonical import canonical, canonical_str, decode
 from toolreplay.errors import InputError
+from toolreplay.escape import quote
+from toolreplay.limits import DEFAULT_BUDGET_SECONDS
 from toolreplay.transcript import Record
 from toolreplay.volatile_rules import Rule, compiled_pattern, json_type
 
@@ -82,35 +92,55 @@ class _Embedded:
 _MASKED = (_Whole, _Pieces, _Embedded)
 
 
-def _matches(pattern: str, text: str) -> list[tuple[str, bool]]:
-    """``text`` cut at each non-empty match of ``pattern``: (piece, whether it is a match), in order.
+#: a string cut at its matches: (piece, whether it is a match), in order (no match: empty)
+Pieces = list[tuple[str, bool]]
+#: what cuts a string at the matches of rule number N's pattern
+Cut = Callable[[int, str], Pieces]
 
-    regress gives UTF-8 byte offsets (on code point boundaries, with the ``u`` flag). A string
-    UTF-8 cannot hold (a lone surrogate) has no match: it is compared whole.
-    """
-    try:
-        raw = text.encode("utf-8")
-        found = [m.range() for m in compiled_pattern(pattern).find_iter(text) or ()]
-    except UnicodeEncodeError:
-        return []
-    out: list[tuple[str, bool]] = []
+
+def pieces(text: str, spans: Sequence[int]) -> Pieces:
+    """``text`` cut at the non-empty matches whose UTF-8 byte ranges ``spans`` holds, flat (``start,
+    stop, start, stop, ...``, as regress gives them: on code point boundaries, with the ``u`` flag)."""
+    raw = text.encode("utf-8")
+    out: Pieces = []
     at = 0
-    for span in found:
-        if span.stop > span.start:
-            out.append((raw[at : span.start].decode("utf-8"), False))
-            out.append((raw[span.start : span.stop].decode("utf-8"), True))
-            at = span.stop
+    for start, stop in zip(spans[0::2], spans[1::2], strict=True):
+        if stop > start:
+            out.append((raw[at:start].decode("utf-8"), False))
+            out.append((raw[start:stop].decode("utf-8"), True))
+            at = stop
     if out:
         out.append((raw[at:].decode("utf-8"), False))
     return out
 
 
+def trusted_matches(pattern: str, text: str) -> Pieces:
+    """``text`` cut at the matches of ``pattern``, in process and without a time limit: only for
+    toolreplay's own linear patterns (``probe --suggest-volatile``'s candidates), as
+    :func:`toolreplay.ecma.search` is for its published schemas. A rule's pattern goes through
+    :class:`Volatile`, in the worker."""
+    if not _utf8(text):
+        return []
+    found = compiled_pattern(pattern).find_iter(text) or ()
+    return pieces(text, [bound for span in (m.range() for m in found) for bound in (span.start, span.stop)])
+
+
+def _utf8(text: str) -> bool:
+    """Whether UTF-8 holds ``text``: one with a lone surrogate has no match, and is compared whole."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 class _Masking:
     """One rule applied to one record: counts what it masked."""
 
-    def __init__(self, rule: Rule, number: int) -> None:
+    def __init__(self, rule: Rule, number: int, cut: Cut) -> None:
         self.rule = rule
         self.number = number
+        self.cut = cut
         self.masked = 0
 
     def apply(self, value: Any, tokens: Sequence[str], rest: Sequence[Sequence[str]]) -> Any:
@@ -169,11 +199,32 @@ class _Masking:
     def _pieces(self, value: Any) -> Any:
         if not isinstance(value, str):
             return value
-        cut = _matches(self.rule.pattern or "", value)
+        cut = self.cut(self.number, value)
         if not cut:
             return value
         self.masked += sum(matched for _, matched in cut)
         return _Pieces(tuple(self.number if matched else piece for piece, matched in cut))
+
+
+def _landings(value: Any, tokens: Sequence[str], rest: Sequence[Sequence[str]]) -> Iterator[str]:
+    """The strings a rule's place lands on in a record's values, as they were recorded: every string
+    a pattern may have to cut there (an earlier rule may have masked some of them whole)."""
+    if tokens:
+        if isinstance(value, dict):
+            for key in _keys(value, tokens[0]):
+                yield from _landings(value[key], tokens[1:], rest)
+        elif isinstance(value, list):
+            for i in _indices(tokens[0], len(value)):
+                yield from _landings(value[i], tokens[1:], rest)
+    elif rest:
+        if isinstance(value, str):
+            try:
+                held = decode(value.encode("utf-8", "surrogatepass"), what="JSON text")
+            except (InputError, UnicodeEncodeError):
+                return
+            yield from _landings(held, rest[0], rest[1:])
+    elif isinstance(value, str):
+        yield value
 
 
 def _keys(value: dict[str, Any], token: str) -> list[str]:
@@ -239,15 +290,54 @@ def _masked_texts(record: Record, tree: dict[str, Any], *, masked: int) -> Maske
     return Masked(call_key=call_key, response=response, state=state, masked=masked)
 
 
+#: a batch of :meth:`Volatile.ahead`: the records whose matches one trip to the pattern worker
+#: finds, at most this many, with at most this many characters of canonical text, among at most
+#: this many items (the calls no pattern applies to wait with them)
+BATCH_RECORDS, BATCH_CHARS, BATCH_ITEMS = 1024, 1 << 20, 8192
+#: matches kept across batches: of texts at most this long (texts repeat: the same answer, the
+#: same argument), at most this many
+KNOWN_TEXT_CHARS, KNOWN_CUTS = 256, 10_000
+
+T = TypeVar("T")
+#: who asked for a pattern's matches in a text: the record (None: not known) and the rule's number
+_Owner = tuple[Record | None, int]
+
+
+def _record(item: object) -> Record | None:
+    return item if isinstance(item, Record) else None
+
+
+def _size(record: Record) -> int:
+    return len(record.canon_args) + len(record.canon_response) + len(record.canon_state or "")
+
+
 class Volatile:
     """The config's rules, applied to the records a comparison reads; counts what they mask,
-    per source (a file's path): each comparison reads each record once."""
+    per source (a file's path): each comparison reads each record once.
 
-    def __init__(self, rules: Iterable[Rule] = ()) -> None:
+    A rule's ``pattern`` runs in the pattern worker (:mod:`toolreplay.ecma`): at most one second
+    on one value and ``budget`` seconds per transcript (by the path a record is read from); the
+    matches of a record's values are asked in one trip, and those of many records in one trip
+    when the records come through :meth:`ahead`. A value that could not be cut in time raises
+    :class:`~toolreplay.errors.InputError` naming the rule (and the file and line, when known).
+    """
+
+    def __init__(self, rules: Iterable[Rule] = (), *, budget: float = DEFAULT_BUDGET_SECONDS) -> None:
         self.rules = tuple(rules)
+        self.budget = budget
         #: source -> values masked per rule (in the rules' order)
         self.by_source: dict[str, list[int]] = {}
         self._by_tool: dict[str, tuple[tuple[int, Rule], ...]] = {}
+        self._patterned: dict[str, bool] = {}
+        #: the matches (flat UTF-8 byte ranges) found for (rule number, text): those of the last
+        #: batch of records, of the last record asked about alone, and of short texts
+        self._batch: dict[tuple[int, str], list[int]] = {}
+        self._single: dict[tuple[int, str], list[int]] = {}
+        self._known: dict[tuple[int, str], list[int]] = {}
+        #: the records of the last batch (by id: they are alive while it is handed out)
+        self._ready: set[int] = set()
+        #: engine seconds spent per transcript (its path; "" for records of no file)
+        self._spent: dict[str, float] = {}
 
     def __bool__(self) -> bool:
         return bool(self.rules)
@@ -260,25 +350,132 @@ class Volatile:
             )
         return found
 
-    def _tree(self, record: Record) -> tuple[dict[str, Any], dict[int, int]]:
+    def _has_pattern(self, tool: str) -> bool:
+        found = self._patterned.get(tool)
+        if found is None:
+            found = self._patterned[tool] = any(rule.pattern is not None for _, rule in self.for_tool(tool))
+        return found
+
+    def ahead(
+        self, items: Iterable[T], path: str = "", record: Callable[[T], Record | None] = _record
+    ) -> Iterator[T]:
+        """``items`` as they come, the matches of the records among them (``record`` finds each
+        item's) asked of the pattern worker a batch at a time: one trip per batch, not per value.
+        ``path`` names the file they are read from, for the budget and the messages."""
+        if not any(rule.pattern is not None for rule in self.rules):
+            yield from items
+            return
+        batch: list[T] = []
+        records: list[Record] = []
+        size = 0
+        try:
+            for item in items:
+                batch.append(item)
+                found = record(item)
+                if found is not None:
+                    size += _size(found)
+                    if self._has_pattern(found.tool):
+                        records.append(found)
+                if len(records) >= BATCH_RECORDS or size >= BATCH_CHARS or len(batch) >= BATCH_ITEMS:
+                    self._fetch(records, path, batch=True)
+                    yield from batch
+                    batch, records, size = [], [], 0
+            self._fetch(records, path, batch=True)
+            yield from batch
+        finally:  # the batch's records are gone: their ids may be another's
+            self._batch, self._ready = {}, set()
+
+    def _fetch(self, records: Sequence[Record], path: str | None, *, batch: bool = False) -> None:
+        """Find the matches the rules' patterns have in ``records`` (a batch, or one record) in one trip."""
+        wanted: dict[tuple[int, str], _Owner] = {}
+        for record in records:
+            tree = {"args": record.args, "response": record.response, "state": record.state}
+            for number, rule in self.for_tool(record.tool):
+                if rule.pattern is not None:
+                    segments = rule.segments
+                    for text in _landings(tree, segments[0], segments[1:]):
+                        wanted.setdefault((number, text), (record, number))
+        if batch:
+            self._batch, self._ready = {}, {id(record) for record in records}
+        else:  # (a record of no batch, or one built from a batch's record: its texts are found there)
+            self._single = {}
+        found = self._batch if batch else self._single
+        missing = [key for key in wanted if not self._has(key) and _utf8(key[1])]
+        for key, spans in zip(missing, self._run(missing, wanted, path), strict=True):
+            found[key] = spans
+            if len(key[1]) <= KNOWN_TEXT_CHARS and len(self._known) < KNOWN_CUTS:
+                self._known[key] = spans
+
+    def _has(self, key: tuple[int, str]) -> bool:
+        return key in self._known or key in self._batch
+
+    def _cut(self, number: int, text: str) -> Pieces:
+        """``text`` cut at the matches of rule ``number``'s pattern, found by :meth:`_fetch`."""
+        key = (number, text)
+        spans = self._batch.get(key)
+        if spans is None:
+            spans = self._single.get(key)
+        if spans is None:
+            spans = self._known.get(key)
+        if spans is None:  # not asked for ahead (cannot happen: the walks are the same)
+            if not _utf8(text):
+                return []
+            spans = self._run([key], {key: (None, number)}, None)[0]
+        return pieces(text, spans)
+
+    def _run(
+        self, keys: Sequence[tuple[int, str]], owners: dict[tuple[int, str], _Owner], path: str | None
+    ) -> list[list[int]]:
+        """The matches of each (rule number, text), from the pattern worker."""
+        if not keys:
+            return []
+        # the worker (toolreplay.ecma, with jsonschema) only for a rule with a pattern
+        from toolreplay.ecma import BoundedSearch, Unjudged
+
+        spent = path or ""
+        bounded = BoundedSearch(budget=self.budget, spent=self._spent.get(spent, 0.0))
+        try:
+            with bounded:
+                return bounded.cuts([(self.rules[number].pattern or "", text) for number, text in keys])
+        except Unjudged as err:
+            record, number = owners[keys[err.position]]
+            line = record.line if record is not None and record.line else None
+            raise InputError(self._unjudged(number, err), path=path or None, line=line) from err
+        finally:
+            self._spent[spent] = bounded.spent
+
+    def _unjudged(self, number: int, err: Exception) -> str:
+        rule = self.rules[number]
+        return (
+            f"volatile rule {number + 1} (tool {quote(rule.tool)}, at {quote(rule.at)}) could not mask a"
+            f" value: {err}; simplify its pattern (anchor it, avoid nested quantifiers) or raise"
+            " pattern_budget_seconds"
+        )
+
+    def _apply(self, record: Record, cut: Cut) -> tuple[dict[str, Any], dict[int, int]]:
         tree: dict[str, Any] = {"args": record.args, "response": record.response}
         if record.state is not None:
             tree["state"] = record.state
         counts: dict[int, int] = {}
         for number, rule in self.for_tool(record.tool):
-            masking = _Masking(rule, number)
+            masking = _Masking(rule, number, cut)
             segments = rule.segments
             tree = masking.apply(tree, segments[0], segments[1:])
             if masking.masked:
                 counts[number] = counts.get(number, 0) + masking.masked
         return tree, counts
 
+    def _tree(self, record: Record, path: str | None) -> tuple[dict[str, Any], dict[int, int]]:
+        if self._has_pattern(record.tool) and id(record) not in self._ready:
+            self._fetch([record], path)
+        return self._apply(record, self._cut)
+
     def texts(self, record: Record, source: str | None = "") -> Masked:
         """The record's comparison texts, masked (its canonical texts where nothing is); what
         was masked counts for ``source`` (None: not counted, another report counts it)."""
         if not self.for_tool(record.tool):
             return Masked(call_key=record.call_key, response=record.canon_response, state=record.canon_state)
-        tree, counts = self._tree(record)
+        tree, counts = self._tree(record, source)
         if source is not None:
             total = self.counts(source)
             for number, n in counts.items():
@@ -308,7 +505,7 @@ class Volatile:
         """The record with each masked value or substring shown as ``<volatile>`` (for messages)."""
         if not self.for_tool(record.tool):
             return record
-        tree, counts = self._tree(record)
+        tree, counts = self._tree(record, None)
         if not counts:
             return record
         args, response = _shown(tree["args"]), _shown(tree["response"])

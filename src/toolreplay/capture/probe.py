@@ -23,6 +23,7 @@ Tool drift is judged on the contracts: a recorded fingerprint that the live ``to
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -443,7 +444,7 @@ def answer_digest(record: Record, answer: dict[str, Any], *, shape_only: bool, r
     if shape_only:
         text = canonical(shape(value))
     elif rules:
-        text = Volatile(rules).texts(_as_record(record, value), None).response
+        text = _masking(tuple(rules)).texts(_as_record(record, value), None).response
     else:
         text = canonical(value)
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
@@ -455,8 +456,15 @@ def _shown(record: Record, answer: dict[str, Any], how: Receipted) -> Any:
     if how.shape_only:
         return shape(value)
     if how.rules:
-        return Volatile(how.rules).shown(_as_record(record, value)).response
+        return _masking(tuple(how.rules)).shown(_as_record(record, value)).response
     return value
+
+
+@functools.lru_cache(maxsize=64)
+def _masking(rules: tuple[Rule, ...]) -> Volatile:
+    """The rules a receipt digests a tool's answers with: one :class:`Volatile` per process (a probe run),
+    so their patterns share one time budget (nothing is counted: masked values count elsewhere)."""
+    return Volatile(rules)
 
 
 def _as_record(record: Record, response: dict[str, Any]) -> Record:

@@ -166,6 +166,8 @@ def answer(
         if on_miss is not None:
             on_miss(tool, args)
         return tool_error(MISS_PREFIX + str(miss))
+    except InputError as err:  # a volatile rule's pattern that could not mask the arguments in time
+        return tool_error(str(err))
     if set(response) == {"error"}:
         _raise_recorded(response)
     return response
@@ -299,11 +301,13 @@ def build_server(
     *,
     volatile: Volatile | None = None,
     sessions: Sessions | None = None,
+    path: str = "",
 ) -> Server[Any]:
     """The low-level SDK server that answers from ``records`` (and the session file's ``session``);
     ``on_miss`` hears of each tool call the recording does not hold, and a call is looked up
-    without what the ``volatile`` rules mask in its arguments. Each session's place in the
-    recording is kept in ``sessions`` (a new :class:`Sessions` when not given)."""
+    without what the ``volatile`` rules mask in its arguments (``path``: the recording's file, for
+    messages). Each session's place in the recording is kept in ``sessions`` (a new
+    :class:`Sessions` when not given)."""
     recorded = Recorded(records=records, session=session, volatile=volatile or ())
     tools = [sdk.types.Tool.model_validate(tool) for tool in tool_list(records, lock)]
     name, version = server_identity(records)
@@ -311,8 +315,11 @@ def build_server(
         info = recorded.initialize["serverInfo"]
         name, version = str(info.get("name", name)), str(info.get("version", version))
     places = sessions if sessions is not None else Sessions()
+    # indexed once, before the first request: a volatile rule that cannot mask a recorded call's
+    # arguments in time stops serve here, naming the rule
     start = _Replay(
-        calls=Snapshot(recorded.records, volatile=recorded.volatile), asked=Snapshot(recorded.asked)
+        calls=Snapshot(recorded.records, volatile=recorded.volatile, path=path),
+        asked=Snapshot(recorded.asked),
     )
 
     def replay(ctx: ServerRequestContext[Any]) -> _Replay:

@@ -43,6 +43,7 @@ from toolreplay.findings import Finding, sort_findings
 from toolreplay.gate import FailPolicy
 from toolreplay.gitinfo import committed_blob, last_commit_time, merge_base, regular_baseline, repo_path
 from toolreplay.hooks.drift_note import file_head
+from toolreplay.limits import DEFAULT_BUDGET_SECONDS
 from toolreplay.reports import Line, Report, masked_line
 from toolreplay.transcript import GENESIS, Record, parse_links, read_input, read_links, read_transcript, slim
 from toolreplay.volatile_rules import Rule
@@ -166,6 +167,8 @@ class _Comparison:
     explain: Mapping[str, str] = field(default_factory=dict)
     policy: FailPolicy
     volatile: tuple[Rule, ...] = ()
+    #: the time the rules' patterns may take on one file (the config's pattern_budget_seconds)
+    pattern_budget: float = DEFAULT_BUDGET_SECONDS
 
 
 def _configured(
@@ -207,6 +210,7 @@ def _with_config(flags: _Comparison, config: Config, mutators_given: bool, used:
         max_age_days=max_age_days,
         explain=explain,
         volatile=config.volatile,
+        pattern_budget=config.pattern_budget_seconds,
     )
 
 
@@ -293,7 +297,7 @@ def diff_cmd(
 
     regular_baseline(baseline)
     comparison = _configured(config_file, tools, mutators, max_age_days, fail_on, gated=True)
-    volatile = Volatile(comparison.volatile)
+    volatile = Volatile(comparison.volatile, budget=comparison.pattern_budget)
     with Store(volatile) as store:
         # calls as digests (docs/spec.md §3.4 compares canonical texts): memory stays the same
         # whatever the size of the baseline and the runs

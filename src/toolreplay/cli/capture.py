@@ -127,6 +127,7 @@ def serve_cmd(
         session,
         miss_log(misses_path) if misses_path is not None else None,
         volatile=volatile,
+        path=transcript,
     )
     with sdk.logs_routed(_warn_logged):
         if address is None or admission is None:

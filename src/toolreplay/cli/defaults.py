@@ -82,4 +82,4 @@ def volatile_of(config: Config | None, used: list[str]) -> Volatile | None:
     from toolreplay.analyses.volatile import Volatile
 
     used.append("volatile")
-    return Volatile(config.volatile)
+    return Volatile(config.volatile, budget=config.pattern_budget_seconds)

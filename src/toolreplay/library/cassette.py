@@ -25,6 +25,7 @@ from typing import Any
 
 from toolreplay.analyses.fingerprint_diff import compare_contracts, text_differences
 from toolreplay.analyses.replay import DEFAULT_MUTATORS
+from toolreplay.analyses.volatile import Volatile
 from toolreplay.contracts.lock import ToolContract, ToolLock, load_lock, save_lock
 from toolreplay.errors import ToolreplayError
 from toolreplay.files import SEALED_SUFFIX, temp_beside
@@ -111,7 +112,7 @@ class CassetteRegistry(ToolRegistry):
         why: str = "",
         label: str | None = None,
         mutators: frozenset[str] = DEFAULT_MUTATORS,
-        volatile: Iterable[Rule] = (),
+        volatile: Iterable[Rule] | Volatile = (),
     ) -> None:
         if mode not in RECORD_MODES:
             raise ValueError(f"record mode must be one of {', '.join(RECORD_MODES)}, not {mode!r}")
@@ -258,7 +259,9 @@ def _records(mode: str, *, existed: bool) -> bool:
     return mode in ("all", "new_episodes") or (mode == "once" and not existed)
 
 
-def _replay(cassette: str, mode: str, *, existed: bool, volatile: Iterable[Rule]) -> Snapshot | None:
+def _replay(
+    cassette: str, mode: str, *, existed: bool, volatile: Iterable[Rule] | Volatile
+) -> Snapshot | None:
     """What answers calls: the cassette (unless the mode records all afresh), else, in mode none,
     an empty snapshot that every call misses; None when every call runs live."""
     if existed and mode != "all":

@@ -40,6 +40,7 @@ from toolreplay.escape import one_line, quote
 from toolreplay.library.cassette import REDO, explain_drift, lock_path, write_cassette
 from toolreplay.library.errors import SnapshotMissError, ToolDriftError
 from toolreplay.library.snapshot import Snapshot, match_key
+from toolreplay.limits import DEFAULT_BUDGET_SECONDS
 from toolreplay.state_command import parse_state_command
 from toolreplay.transcript import Record, read_links
 
@@ -350,7 +351,8 @@ class McpCassettes:
 
     def _volatile(self) -> Volatile | None:
         rules = self.config.volatile if self.config is not None else ()
-        return Volatile(rules) if rules else None
+        budget = self.config.pattern_budget_seconds if self.config is not None else DEFAULT_BUDGET_SECONDS
+        return Volatile(rules, budget=budget) if rules else None
 
     def stop(self) -> None:
         """Stop every process the fixture started (the proxies and ``serve --listen``)."""

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
 
+from toolreplay.analyses.volatile import Volatile
 from toolreplay.config import Config, nearest_config
 from toolreplay.errors import ToolreplayError
 from toolreplay.library.cassette import CassetteRegistry
@@ -32,9 +33,8 @@ def cassette(path: Path, *, mode: str, why: str, label: str, root: Path) -> Cass
     """
     try:
         found = project_config(root)  # a configuration that cannot be read fails the test in one line too
-        return CassetteRegistry(
-            path, mode=mode, why=why, label=label, volatile=found.volatile if found is not None else ()
-        )
+        volatile = Volatile(found.volatile, budget=found.pattern_budget_seconds) if found is not None else ()
+        return CassetteRegistry(path, mode=mode, why=why, label=label, volatile=volatile)
     except ToolreplayError as err:
         text = str(err)
         return text if str(path) in text else f"cassette {label}: {text}"

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import copy
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from toolreplay import signing
@@ -66,8 +67,30 @@ def match_key(tool: str, args: dict[str, Any], volatile: Volatile | None = None)
     the pytest plugin's cassettes all match calls the same way.
     """
     if volatile is not None and volatile.for_tool(tool):
-        return volatile.texts(make_record(index=0, tool=tool, args=args, response={}), None).call_key
+        return volatile.texts(_asked(tool, args), None).call_key
     return '{"args":' + canonical(args) + ',"tool":' + canonical(tool) + "}"
+
+
+def _asked(tool: str, args: dict[str, Any], line: int = 0) -> Record:
+    """A call as the record :func:`match_key` masks: its arguments, no response (and the line of
+    the recorded call it stands for, for messages)."""
+    return replace(make_record(index=0, tool=tool, args=args, response={}), line=line)
+
+
+def _keys(records: Sequence[Record], volatile: Volatile | None, path: str) -> Iterator[str]:
+    """The :func:`match_key` of each record; under ``volatile`` rules the matches of their patterns
+    are asked of the pattern worker a batch of calls at a time."""
+    if volatile is None:
+        return (match_key(record.tool, record.args) for record in records)
+    asked = ((r, _asked(r.tool, r.args, r.line) if volatile.for_tool(r.tool) else None) for r in records)
+    return (
+        match_key(record.tool, record.args) if call is None else volatile.texts(call, None).call_key
+        for record, call in volatile.ahead(asked, path, _call)
+    )
+
+
+def _call(pair: tuple[Record, Record | None]) -> Record | None:
+    return pair[1]
 
 
 class Snapshot:
@@ -102,8 +125,8 @@ class Snapshot:
         #: how many calls were answered
         self.served = 0
         self._by_key: dict[str, list[Record]] = {}
-        for record in self.records:
-            self._by_key.setdefault(match_key(record.tool, record.args, self.volatile), []).append(record)
+        for record, key in zip(self.records, _keys(self.records, self.volatile, path), strict=True):
+            self._by_key.setdefault(key, []).append(record)
         self._next: dict[str, int] = {}
         #: the record that answered the last call (None before the first)
         self.last: Record | None = None
