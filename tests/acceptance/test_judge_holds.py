@@ -20,7 +20,9 @@ import pytest
 
 from tests.action_env import OWNER, PullRequest, parse_outputs
 from tests.gitrepo import Repo, git_env, note
+from toolreplay.config import load_config
 from toolreplay.contracts.lock import ToolLock, make_contract, save_lock
+from toolreplay.hooks.drift_range import PullRange, judged_config
 from toolreplay.transcript import make_record, record_line
 
 TOKEN = "ghs_judgeTOKEN0123456789abcdefXYZ"
@@ -360,3 +362,38 @@ def test_toolreplay_note_writes_the_lock_s_note(tmp_path: Path) -> None:
         check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+BASE_SETTINGS = 'transcripts = ["runs/*.jsonl"]\npattern_budget_seconds = 1\n'
+
+
+def test_every_judging_setting_over_a_range_is_the_base_s(tmp_path: Path) -> None:
+    """A PR that widens the pattern budget, adds a mutator, a state command and a volatile rule and
+    points tools_source elsewhere: over its range every one of them is the base's."""
+    repo = Repo.create(tmp_path / "repo")
+    repo.write("toolreplay.toml", BASE_SETTINGS)
+    repo.commit_all("base")
+    base = repo.head()
+    repo.write(
+        "toolreplay.toml",
+        'transcripts = ["runs/*.jsonl"]\npattern_budget_seconds = 100\nmutators = ["search"]\n'
+        'state_command = "cat /etc/passwd"\ntools_source = "evil:tools"\ntools_lock = "l.json"\n'
+        '[[volatile]]\ntool = "*"\nat = "/response"\n',
+    )
+    repo.commit_all("widen everything")
+    config = load_config(repo.path / "toolreplay.toml")
+    judged = judged_config(config, PullRange(base=base, head="HEAD"), workspace=str(repo.path)).config
+    (tmp_path / "base").mkdir()
+    (tmp_path / "base" / "toolreplay.toml").write_text(
+        'transcripts = ["runs/*.jsonl"]\npattern_budget_seconds = 1\n'
+    )
+    fresh = load_config(tmp_path / "base" / "toolreplay.toml")
+    for key in (
+        "pattern_budget_seconds",
+        "mutators",
+        "state_command",
+        "volatile",
+        "tools_source",
+        "tools_lock",
+    ):
+        assert getattr(judged, key) == getattr(fresh, key), key

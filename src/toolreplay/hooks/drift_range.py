@@ -286,7 +286,8 @@ class Judged:
 def judged_config(config: Config, pull: PullRange | None, *, workspace: str) -> Judged:
     """``config`` for a run that judges ``pull``: with the base commit's judging settings.
 
-    Volatile rules, mutators and state-awareness (what is compared), the tools lock (its path, and
+    Volatile rules, mutators and state-awareness (what is compared), the time patterns may take,
+    the state commands, the tools lock (its path, and
     its content unless a drift note in the range accepts the pull request's change of it) and the
     tools_source (run from the base commit's tree: none of the pull request's code runs) are the
     base's; the pull request's change of them is reported by the drift-note rule. Where the base
@@ -305,6 +306,9 @@ def judged_config(config: Config, pull: PullRange | None, *, workspace: str) -> 
         volatile=base.volatile,
         mutators=base.mutators,
         state_aware=base.state_aware,
+        pattern_budget_seconds=base.pattern_budget_seconds,
+        state_command=base.state_command,
+        state_timeout_seconds=base.state_timeout_seconds,
         tools_lock=lock,
         tools_source=base.tools_source if source_root is not None else None,
     )
