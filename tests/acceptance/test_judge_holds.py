@@ -18,10 +18,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.action_env import OWNER, PullRequest, parse_outputs
+from tests.action_env import NUMBER, OWNER, PullRequest, parse_outputs
+from tests.github_fake import Account, FakeGitHub
 from tests.gitrepo import Repo, git_env, note
 from toolreplay.config import load_config
 from toolreplay.contracts.lock import ToolLock, make_contract, save_lock
+from toolreplay.github.comment import ACTIONS_BOT
 from toolreplay.hooks.drift_range import PullRange, judged_config
 from toolreplay.transcript import make_record, record_line
 
@@ -35,17 +37,19 @@ ATTACK = f"""\
 import glob, json, os, sys, time
 probe = os.environ.get("PROBE_OUT")
 seen = {{"token": [], "wrote": [], "planted": False, "errors": []}}
+temp = os.environ.get("RUNNER_TEMP", "")
 for path in glob.glob("/proc/[0-9]*/environ"):
     try:
         data = open(path, "rb").read()
     except OSError:
         continue
-    if b"{TOKEN}" in data:
+    # this test's judge (other tests' run beside it): its token, beside this test's probe path
+    if b"{TOKEN}" in data and ("PROBE_OUT=" + probe).encode() in data:
         seen["token"].append(path)
     for part in data.split(b"\\0"):
-        if part.startswith(b"GITHUB_ENV="):
+        # (only this test's runner: other tests' judges run beside it)
+        if part.startswith(b"GITHUB_ENV=" + temp.encode()):
             seen["wrote"].append(part[11:].decode())
-temp = os.environ.get("RUNNER_TEMP", "")
 for path in set(seen["wrote"]) | set(glob.glob(temp + "/_runner_file_commands/*")):
     try:
         with open(path, "a") as f:
@@ -135,7 +139,9 @@ def _assert_contained(probe: Path, github_env: Path, shadow: Path, *, ran: bool)
     assert _daemons() == []
 
 
-def _action(repo: Repo, pull: PullRequest, env: dict[str, str], tmp_path: Path) -> tuple[int, Path, Path]:
+def _action(
+    repo: Repo, pull: PullRequest, env: dict[str, str], tmp_path: Path, *, comment: bool = False
+) -> tuple[int, Path, Path]:
     """``toolreplay action`` in its own process, as the runner starts it; (exit, outputs, SARIF)."""
     temp = Path(env["RUNNER_TEMP"])
     output = temp / "_runner_file_commands" / "set_output_0f3a"
@@ -152,7 +158,7 @@ def _action(repo: Repo, pull: PullRequest, env: dict[str, str], tmp_path: Path) 
         GITHUB_EVENT_NAME="pull_request",
         GITHUB_EVENT_PATH=str(event),
         GITHUB_SHA=pull.head,
-        TOOLREPLAY_COMMENT="false",
+        TOOLREPLAY_COMMENT="true" if comment else "false",
         TOOLREPLAY_SARIF=str(sarif),
     )
     done = _judge(repo, env, "action")
@@ -397,3 +403,92 @@ def test_every_judging_setting_over_a_range_is_the_base_s(tmp_path: Path) -> Non
         "tools_lock",
     ):
         assert getattr(judged, key) == getattr(fresh, key), key
+
+
+def _lock_pull(tmp_path: Path) -> tuple[Repo, str]:
+    """A range that sets deterministic false in the lock, with no note (the base: true)."""
+    repo = Repo.create(tmp_path / "repo")
+    repo.write("toolreplay.toml", LOCK_CONFIG)
+    save_lock(_lock(deterministic=True), repo.path / "tools.lock.json")
+    repo.write("runs/search.jsonl", _run((1, 2)))
+    repo.commit_all("base")
+    base = repo.head()
+    save_lock(_lock(deterministic=False), repo.path / "tools.lock.json")
+    return repo, base
+
+
+def _cli(repo: Repo, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "toolreplay", *args],
+        cwd=repo.path,
+        env=git_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.mark.slow
+def test_the_pre_commit_guard_and_hook_base_refuse_a_lock_change_without_a_note(tmp_path: Path) -> None:
+    """The sibling paths of the lock's rule: the staged change (the pre-commit guard) and the range
+    (hook drift-note --base) refuse the lock's change without a note, naming the command that writes it."""
+    repo, base = _lock_pull(tmp_path)
+    repo.git("add", "-A")
+    staged = _cli(repo, "hook", "drift-note")
+    assert staged.returncode == 1, staged.stdout
+    assert "tool lock 'tools.lock.json' (modified)" in staged.stdout
+    assert "toolreplay note tools.lock.json" in staged.stdout
+    repo.commit_all("declare")
+    ranged = _cli(repo, "hook", "drift-note", "--base", base)
+    assert ranged.returncode == 1, ranged.stdout
+    assert "tool lock 'tools.lock.json' (modified)" in ranged.stdout
+
+
+@pytest.mark.slow
+def test_every_shard_judges_with_the_base_s_lock(tmp_path: Path) -> None:
+    """check --base --shard K/N: the shard that holds the run judges it with the base's lock (the
+    lock's content is decided in every shard), and shard 1 reports the lock's missing note."""
+    repo, base = _lock_pull(tmp_path)
+    repo.commit_all("declare")
+    kinds: dict[str, list[str]] = {}
+    for shard in ("1/2", "2/2"):
+        done = _cli(repo, "check", "--base", base, "--shard", shard, "--format", "json")
+        for report in json.loads(done.stdout)["reports"]:
+            kinds.setdefault(report["file"], []).extend(f["kind"] for f in report["findings"])
+    assert "non-determinism" in kinds["runs/search.jsonl"]
+    assert kinds["tools.lock.json"] == ["missing-drift-note"]
+
+
+@pytest.mark.slow
+def test_the_action_with_a_comment_neither_runs_the_module_nor_loses_the_verdict(tmp_path: Path) -> None:
+    """The Action posting its comment (the real PyGithub against the fake API) over a PR that adds a
+    tools_source: the module never runs, the comment says the build fails, GITHUB_ENV is untouched."""
+    probe = tmp_path / "probe.json"
+    env, github_env = _runner_env(tmp_path, tmp_path / "shadow", probe)
+    repo = Repo.create(tmp_path / "repo")
+    head = repo.write_baseline(BASELINE, 2)
+    repo.write("drift-notes/search-recorded.md", note(BASELINE, "0" * 64, head))
+    repo.write("toolreplay.toml", BASE_CONFIG)
+    repo.commit_all("base")
+    base = repo.head()
+    repo.write("toolreplay.toml", SOURCE_CONFIG)
+    save_lock(ToolLock.of([]), repo.path / "tools.lock.json")
+    repo.write("agenttools.py", ATTACK)
+    repo.write_baseline(BASELINE, 3)
+    repo.commit_all("re-seal, no note")
+    pull = PullRequest(repo=repo, base=base, head=repo.head())
+    server = FakeGitHub(
+        owner=OWNER,
+        repo="agents",
+        number=NUMBER,
+        tokens={TOKEN: Account(login=ACTIONS_BOT, installation=True)},
+    )
+    with server:
+        env.update(TOOLREPLAY_COMMENT="true", GITHUB_API_URL=server.api_url)
+        code, output, _ = _action(repo, pull, env, tmp_path, comment=True)
+    assert code == 1
+    assert parse_outputs(output.read_text())["exit-code"] == "1"
+    [comment] = server.comments
+    assert "Fails the build" in comment["body"] and "missing-drift-note" in comment["body"]
+    _assert_contained(probe, github_env, tmp_path / "shadow", ran=False)
