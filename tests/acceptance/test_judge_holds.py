@@ -82,11 +82,13 @@ BASE_CONFIG = 'baselines = ["baselines/*.sealed.jsonl"]\n'
 SOURCE_CONFIG = BASE_CONFIG + 'tools_lock = "tools.lock.json"\ntools_source = "agenttools:tools"\n'
 
 
-def _daemons() -> list[str]:
+def _daemons(probe: Path) -> list[str]:
+    """The attack's daemons of this test (its command line names this test's probe) still alive."""
     found = []
     for path in Path("/proc").glob("[0-9]*/cmdline"):
         try:
-            if DAEMON.encode() in path.read_bytes():
+            line = path.read_bytes()
+            if DAEMON.encode() in line and str(probe).encode() in line:
                 found.append(path.parent.name)
         except OSError:
             continue
@@ -136,7 +138,7 @@ def _assert_contained(probe: Path, github_env: Path, shadow: Path, *, ran: bool)
     assert (shadow / "shadowpkg" / "__init__.py").read_text() == "VALUE = 1\n"
     time.sleep(2.5)  # the daemon would have written by now
     assert not Path(str(probe) + ".daemon").exists(), "a process of the child outlived it"
-    assert _daemons() == []
+    assert _daemons(probe) == []
 
 
 def _action(
@@ -242,7 +244,7 @@ def test_a_tools_source_that_runs_cannot_reach_the_judge(tmp_path: Path, namespa
     assert github_env.read_text() == "", "the child's write to the step's environment file stayed"
     time.sleep(2.5)
     assert not Path(str(probe) + ".daemon").exists(), "a process of the child outlived it"
-    assert _daemons() == []
+    assert _daemons(probe) == []
 
 
 #: a redundant call does not fail: the runs ask search twice on purpose
