@@ -17,8 +17,10 @@ What runs, by configuration:
 - with ``base`` (``check --base REF``): the drift-note rule over ``REF...HEAD``, as the
   GitHub Action enforces it on a pull request (``hooks/drift_range.py``), judged first;
 - with ``tools_lock`` and ``tools_source``: the source's code runs in a child process (after the
-  drift-note rule), and what changed per tool words the ``tool-drift`` findings; a child that
-  fails is a ``tools-source-failed`` finding (:func:`source_explanations`).
+  drift-note rule); the lock is judged against it as ``fingerprint-diff`` judges two locks, runs or
+  not, what changed per tool words the ``tool-drift`` findings, and every recorded call (of a run or
+  a baseline) is validated against the source's changed input schemas; a child that fails is a
+  ``tools-source-failed`` finding (:func:`source_contracts`).
 
 With ``shard`` (``check --shard K/N``) only the jobs of shard K run, and the drift-note rule
 only in shard 1; ``toolreplay merge`` puts the shards' reports back together
@@ -52,15 +54,20 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from toolreplay._version import __version__
 from toolreplay.analyses.baseline import ToolBehaviour, behaviour_of, check_freshness, diff_tables
 from toolreplay.analyses.calltable import CallTable, Store, read_table
-from toolreplay.analyses.fingerprint_diff import FingerprintCheck, explain_drift
+from toolreplay.analyses.fingerprint_diff import (
+    FingerprintCheck,
+    carries_no_versions,
+    explain_drift,
+    lock_report,
+)
 from toolreplay.analyses.integrity import chain_broken, stale_baseline
 from toolreplay.analyses.replay import replay
-from toolreplay.analyses.schema_break import SchemaBreaks, changed_schemas
+from toolreplay.analyses.schema_break import SchemaBreaks, changed_schemas, schema_breaks
 from toolreplay.analyses.scope import Scope, ScopeJudge, load_scope
 from toolreplay.analyses.volatile import Volatile
 from toolreplay.canonical import canonical, room_for_depth
@@ -195,8 +202,7 @@ def _fed_analyses(stack: contextlib.ExitStack[bool | None], job: Job) -> list[_F
         fingerprints = FingerprintCheck(_lock(settings.lock), path=job.path, explain=dict(settings.explain))
         analyses.append((fingerprints.feed, lambda: fingerprints.result().findings))
     if settings.changed_schemas:
-        schemas = {t: json.loads(c) for t, c in settings.changed_schemas}
-        breaks = stack.enter_context(SchemaBreaks(schemas, path=job.path))
+        breaks = stack.enter_context(SchemaBreaks(_changed(settings), path=job.path))
         analyses.append((breaks.feed, lambda: breaks.findings))
     return analyses
 
@@ -222,7 +228,14 @@ def check_baseline(job: Job) -> Report:
     findings: list[Finding] = []
     errors: list[str] = []
     # in this order: the masked values are counted as the runs are diffed
-    for part in (_chain(job, state), _age(job), _runs(job, state, volatile), _masked(job, volatile)):
+    parts = (
+        _chain(job, state),
+        _breaks(job, state),
+        _age(job),
+        _runs(job, state, volatile),
+        _masked(job, volatile),
+    )
+    for part in parts:
         header += part.lines
         findings += part.findings
         errors += part.errors
@@ -254,6 +267,20 @@ def _chain(job: Job, state: ChainState) -> _Part:
         Line(key="head", value=state.head, text=state.head),
     )
     return _Part(lines, (chain_broken(state.broken, path=job.path),) if state.broken else ())
+
+
+def _breaks(job: Job, state: ChainState) -> _Part:
+    """The baseline's recorded calls against the tools_source's changed input schemas (``schema-break``),
+    as each run's are: whether or not a run is paired with it."""
+    if not job.settings.changed_schemas or state.broken:
+        return _Part()
+    records = (link.record for link in read_links(job.absolute))
+    return _Part(findings=tuple(schema_breaks(records, _changed(job.settings), path=job.path)))
+
+
+def _changed(settings: Settings) -> dict[str, Any]:
+    """The tools_source's input schemas that differ from the lock's, by tool."""
+    return {tool: json.loads(schema) for tool, schema in settings.changed_schemas}
 
 
 def _runs(job: Job, state: ChainState, volatile: Volatile) -> _Part:
@@ -456,8 +483,8 @@ def source_explanations(
     config: Config, *, report: bool = True
 ) -> tuple[tuple[tuple[str, str], ...], tuple[Report, ...]]:
     """:func:`source_contracts` without the changed schemas."""
-    explain, _, failed = source_contracts(config, report=report)
-    return explain, failed
+    explain, _, reports = source_contracts(config, report=report)
+    return explain, reports
 
 
 def _ran_code(config: Config) -> bool:
@@ -473,8 +500,8 @@ def source_contracts(
 ) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...], tuple[Report, ...]]:
     """What changed per tool between the lock and the config's tools_source (none without
     both), the source's input schemas (canonical JSON) that differ from the lock's, against which
-    the recorded calls are validated (``schema-break``), and the report of a tools_source that
-    failed in its child process.
+    the recorded calls are validated (``schema-break``), and the source's report: the lock judged
+    against it, or a tools_source that failed in its child process (none with ``report=False``).
 
     A module or a server is the project's code (in CI, the pull request's): it runs in a
     child, and a child that dies, hangs, answers garbage or changes the work tree is a
@@ -504,7 +531,21 @@ def source_contracts(
         # the base commit's source (over a range) is not the pull request's to fix: a finding
         return (), (), (_source_failed(config, err),)
     changed = tuple((tool, canonical(schema)) for tool, schema in changed_schemas(recorded, source).items())
-    return tuple(sorted(explain_drift(recorded, source).items())), changed, ()
+    judged = (_source_judged(config, source, source_root),) if report else ()
+    return tuple(sorted(explain_drift(recorded, source).items())), changed, judged
+
+
+def _source_judged(config: Config, source: ToolLock, source_root: Path | None) -> Report:
+    """The tools_lock against the tools_source, as ``fingerprint-diff`` judges them (``tool-drift``,
+    ``contract-text-drift``), whether or not a run calls the tools. The lock is the one beside the
+    source: over a pull request's range, the base commit's, as its source is."""
+    name = str(config.tools_lock)
+    recorded = _lock(str((config.root if source_root is None else source_root) / name))
+    # over a range the lock may be a temporary copy of the base's: named by its file name
+    shown = Path(name).name if Path(name).is_absolute() else name
+    return lock_report(
+        recorded, source, command=SOURCE_COMMAND, path=shown, unversioned=carries_no_versions(source)
+    )
 
 
 def _source_failed(config: Config, err: InputError) -> Report:
@@ -557,10 +598,11 @@ def run_check_with_status(
         source_root = judged.source_root
     drift_shard = shard is None or shard.index == DRIFT_SHARD
     first, status = _drift_rule(config, pull if drift_shard else None)
-    # one shard reports a failed tools_source (merge takes such reports from it); the others stop
-    explain, changed, failed = source_contracts(judged.config, report=drift_shard, source_root=source_root)
+    # one shard reports the source (the lock judged against it, or its failure; merge takes such
+    # reports from it); the others stop where it failed
+    explain, changed, sourced = source_contracts(judged.config, report=drift_shard, source_root=source_root)
     explain = _with_lock_change(config, explain, base if lock_base is None else lock_base)
-    first += failed
+    first += sourced
     planned = _in_shard(plan(judged.config, explain=explain, changed_schemas=changed), shard)
     # once the project's code has run, no interpreter is started: one would import from the disk
     # that code could write to (docs/spec.md §7.1)

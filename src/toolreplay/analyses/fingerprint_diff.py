@@ -28,6 +28,7 @@ from toolreplay.contracts.text import text_drift_message
 from toolreplay.escape import quote
 from toolreplay.findings import Finding
 from toolreplay.locate import pointer_token
+from toolreplay.reports import Line, Report
 from toolreplay.transcript import Record
 
 
@@ -137,6 +138,44 @@ _SIGNATURE_SHOWN: dict[str, Callable[[str], str]] = {
     "default changed": show_default,
     "parameter retyped": show_type,
 }
+
+
+def lock_report(
+    recorded: ToolLock, live: ToolLock, *, command: str, path: str, unversioned: bool = False
+) -> Report:
+    """Every difference from ``recorded`` to ``live`` as a finding (``contract-text-drift`` for the
+    contract text, ``tool-drift`` otherwise), counted in the header: ``fingerprint-diff``'s lock
+    against lock, and ``check``'s lock against its tools_source. ``unversioned``: ``live`` carries
+    no versions (a source read without them), which is not a change of version."""
+    differences = compare_locks(recorded, live)
+    if unversioned:
+        differences = [d for d in differences if not (d.kind == "version" and d.new == "")]
+    findings = tuple(drift_finding(d, path) for d in differences)
+    drifted = len({d.tool for d in differences})
+    breaking = sum(1 for d in differences if d.breaking)
+    return Report(
+        command=command,
+        path=path,
+        header=(
+            Line(key="tools recorded", value=len(recorded.tools), text=str(len(recorded.tools))),
+            Line(key="tools live", value=len(live.tools), text=str(len(live.tools))),
+            Line(key="tools drifted", value=drifted, text=str(drifted)),
+            Line(key="breaking", value=breaking, text=str(breaking)),
+            Line(key="findings", value=len(findings), text=str(len(findings))),
+        ),
+        findings=findings,
+    )
+
+
+def carries_no_versions(lock: ToolLock) -> bool:
+    """Whether no tool of ``lock`` carries a version (a source read without one)."""
+    return all(c.version == "" for c in lock.tools.values())
+
+
+def drift_finding(difference: Difference, path: str) -> Finding:
+    """A difference of two contracts as a finding: of their text, or of the tool itself."""
+    kind = "contract-text-drift" if difference.kind in TEXT_CLASSES else "tool-drift"
+    return Finding(kind=kind, index=None, tool=difference.tool, message=difference.text(), path=path)
 
 
 def compare_locks(recorded: ToolLock, live: ToolLock) -> list[Difference]:

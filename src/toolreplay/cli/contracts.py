@@ -8,10 +8,9 @@ from typing import Any
 
 import click
 
-from toolreplay.analyses.fingerprint_diff import Difference, compare_locks, compare_transcript
+from toolreplay.analyses.fingerprint_diff import carries_no_versions, compare_transcript, lock_report
 from toolreplay.analyses.replay import DEFAULT_MUTATORS
 from toolreplay.analyses.schema_break import changed_schemas, schema_breaks
-from toolreplay.analyses.text_diff import TEXT_CLASSES
 from toolreplay.cli.base import Seconds, atomic_output, force_option, warn
 from toolreplay.cli.defaults import announce, config_option, read_config
 from toolreplay.cli.formats import emit, format_option
@@ -23,7 +22,7 @@ from toolreplay.contracts.mcp import describe
 from toolreplay.contracts.source import is_python_source, source_lock
 from toolreplay.errors import InputError
 from toolreplay.escape import quote, url_shown
-from toolreplay.findings import Finding, sort_findings
+from toolreplay.findings import sort_findings
 from toolreplay.reports import Line, Report
 from toolreplay.transcript import Record, read_links, read_transcript
 
@@ -187,7 +186,9 @@ def fingerprint_diff_cmd(
         report = _transcript_report(recorded, _records(recorded), live_lock)
         ctx.exit(emit([report], fmt))
     recorded_lock = load_lock(recorded)
-    reports = [_lock_report(recorded_lock, live_lock, live, unversioned=unversioned)]
+    reports = [
+        lock_report(recorded_lock, live_lock, command="fingerprint-diff", path=live, unversioned=unversioned)
+    ]
     if calls:
         schemas = changed_schemas(recorded_lock, live_lock)
         reports.extend(_calls_report(path, schemas) for path in calls)
@@ -238,7 +239,7 @@ def _configured_source(config: Config | None, used: list[str]) -> tuple[str, Too
     _warn(warnings)
     source = config.tools_source
     name = url_shown(source) if isinstance(source, str) else describe(source)
-    return name, lock, all(c.version == "" for c in lock.tools.values())
+    return name, lock, carries_no_versions(lock)
 
 
 def _records(path: str) -> Iterable[Record]:
@@ -252,38 +253,6 @@ def _records(path: str) -> Iterable[Record]:
 
 def _is_transcript(path: str) -> bool:
     return path.endswith(".jsonl")
-
-
-def _lock_report(recorded: ToolLock, live: ToolLock, path: str, *, unversioned: bool = False) -> Report:
-    differences = compare_locks(recorded, live)
-    if unversioned:
-        differences = _versions_kept(differences)
-    findings = tuple(_drift_finding(d, path) for d in differences)
-    drifted = len({d.tool for d in differences})
-    breaking = sum(1 for d in differences if d.breaking)
-    return Report(
-        command="fingerprint-diff",
-        path=path,
-        header=(
-            Line(key="tools recorded", value=len(recorded.tools), text=str(len(recorded.tools))),
-            Line(key="tools live", value=len(live.tools), text=str(len(live.tools))),
-            Line(key="tools drifted", value=drifted, text=str(drifted)),
-            Line(key="breaking", value=breaking, text=str(breaking)),
-            Line(key="findings", value=len(findings), text=str(len(findings))),
-        ),
-        findings=findings,
-    )
-
-
-def _versions_kept(differences: list[Difference]) -> list[Difference]:
-    """The differences but a version "removed": a source that carries no versions removes none."""
-    return [d for d in differences if not (d.kind == "version" and d.new == "")]
-
-
-def _drift_finding(difference: Difference, path: str) -> Finding:
-    """A difference of the contracts as a finding: of their text, or of the tool itself."""
-    kind = "contract-text-drift" if difference.kind in TEXT_CLASSES else "tool-drift"
-    return Finding(kind=kind, index=None, tool=difference.tool, message=difference.text(), path=path)
 
 
 def _transcript_report(path: str, records: Iterable[Record], live: ToolLock) -> Report:

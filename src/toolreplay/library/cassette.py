@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -179,27 +179,9 @@ class CassetteRegistry(ToolRegistry):
 
     def _check_texts(self, contract: ToolContract) -> None:
         __tracebackhide__ = True
-        live = contract.text_digest
-        if live is None:
-            return
-        for record in self._old:
-            said = record.text_digest
-            if record.tool == contract.name and said is not None and said != live:
-                differences = self._text_notes(contract, said)
-                raise ContractTextDriftError(
-                    tool=contract.name, recorded=said, live=live, index=record.index, differences=differences
-                )
-
-    def _text_notes(self, live: ToolContract, recorded: str) -> tuple[str, ...]:
-        """What changed in the contract text, when the cassette's lock holds the recorded one."""
-        where = lock_path(self.cassette)
-        try:
-            old = load_lock(where).tools.get(live.name) if os.path.exists(where) else None
-        except (OSError, ToolreplayError):
-            return ()
-        if old is None or old.text_digest != recorded:
-            return ()
-        return tuple(d.text() for d in text_differences(old, live))
+        err = text_drift(self._old, {contract.name: contract}, lock_path(self.cassette))
+        if err is not None:
+            raise err
 
     def _drift_notes(self, live: ToolContract, recorded: str) -> list[str]:
         return explain_drift(
@@ -288,6 +270,37 @@ def explain_drift(
         for d in compare_contracts(old, live)
     ]
     return [f"fingerprint-diff {shown} (recorded) -> {against}:", *lines, REDO]
+
+
+def text_drift(
+    records: Iterable[Record], live: Mapping[str, ToolContract], lock_file: str
+) -> ContractTextDriftError | None:
+    """The first of ``records`` whose tool ``live`` has with another contract text, as the error to
+    raise (what changed, when the cassette's lock ``lock_file`` holds the recorded text, and what to
+    do); None when every recorded text is the live one, or either is unknown."""
+    for record in records:
+        said, contract = record.text_digest, live.get(record.tool)
+        now = contract.text_digest if contract is not None else None
+        if contract is None or now is None or said is None or said == now:
+            continue
+        differences = _text_differences(lock_file, contract, said)
+        err = ContractTextDriftError(
+            tool=record.tool, recorded=said, live=now, index=record.index, differences=differences
+        )
+        err.add_note(REDO)
+        return err
+    return None
+
+
+def _text_differences(lock_file: str, live: ToolContract, recorded: str) -> tuple[str, ...]:
+    """What changed in the contract text, when the cassette's lock holds the recorded one."""
+    try:
+        old = load_lock(lock_file).tools.get(live.name) if os.path.exists(lock_file) else None
+    except (OSError, ToolreplayError):
+        return ()
+    if old is None or old.text_digest != recorded:
+        return ()
+    return tuple(d.text() for d in text_differences(old, live))
 
 
 def write_cassette(cassette: str, records: Sequence[Record], lock: ToolLock) -> None:

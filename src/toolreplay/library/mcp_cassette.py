@@ -37,7 +37,7 @@ from toolreplay.capture.serve import check_lock, load_records
 from toolreplay.contracts.lock import ToolContract, ToolLock, load_lock
 from toolreplay.errors import ToolreplayError
 from toolreplay.escape import one_line, quote
-from toolreplay.library.cassette import REDO, explain_drift, lock_path, write_cassette
+from toolreplay.library.cassette import REDO, explain_drift, lock_path, text_drift, write_cassette
 from toolreplay.library.errors import SnapshotMissError, ToolDriftError
 from toolreplay.library.snapshot import Snapshot, match_key
 from toolreplay.limits import DEFAULT_BUDGET_SECONDS
@@ -306,7 +306,16 @@ class McpCassettes:
         return "recorded"
 
     def _check_drift(self, server: McpCassette, old: Sequence[Record], live: ToolLock) -> None:
-        """Raise :class:`ToolDriftError` for the first recorded call whose tool the server lists otherwise."""
+        """Raise :class:`ToolDriftError` for the first recorded call whose tool the server lists with
+        another fingerprint, else :class:`ContractTextDriftError` for the first whose tool it lists with
+        another contract text (the cassettes' one judgement, :func:`text_drift`)."""
+        __tracebackhide__ = True
+        self._check_fingerprints(server, old, live)
+        err = text_drift(old, live.tools, lock_path(server.path))
+        if err is not None:
+            raise err
+
+    def _check_fingerprints(self, server: McpCassette, old: Sequence[Record], live: ToolLock) -> None:
         __tracebackhide__ = True
         for record in old:
             recorded = record.fingerprint
