@@ -11,6 +11,7 @@ import contextlib
 import json
 import os
 import queue
+import re
 import subprocess
 import sys
 import threading
@@ -137,6 +138,17 @@ class PipeAgent:
         """Close stdin; return (exit status, the rest of stdout, stderr)."""
         rest, err = self.process.communicate(timeout=TIMEOUT)
         return self.process.returncode, rest, err
+
+
+#: the one line serve says once it answers (docs/spec.md §8)
+READY = re.compile(rb"toolreplay: serving .+ \(\d+ recorded calls?\) at (stdio|http://\S+/mcp)\n")
+
+
+def after_ready(err: bytes) -> bytes:
+    """serve's stderr after its ready line, which must be its first."""
+    found = READY.match(err)
+    assert found is not None, err
+    return err[found.end() :]
 
 
 def free_port() -> int:

@@ -2,9 +2,9 @@
 
 The Python ones (mcp-server-git, mcp-server-time) install from PyPI with requirements-dev.txt;
 the Node ones (server-everything, -memory, -filesystem, and the conformance suite) from npm
-with ``npm install --prefix tests/servers`` (both steps of the README's test command). A test that
-needs a server that is not installed is skipped on a developer's machine and fails under CI,
-where a missing install step must not pass as a skip.
+with ``npm install --ignore-scripts --prefix tests/servers`` (both steps of the README's test
+command). A test that needs a server that is not installed is skipped on a developer's machine
+and fails under CI, where a missing install step must not pass as a skip.
 
 The Python servers start warm (:func:`warm`, tests/prefork.py) outside CI: forked from one
 process per test run that has imported the MCP SDK once, which saves each start about 0.9 s of CPU.
@@ -51,7 +51,7 @@ def _require(path: Path, how: str) -> str:
 
 def node_server(name: str) -> list[str]:
     """The command line of an npm MCP server: ``everything``, ``memory``, ``filesystem``."""
-    return [_require(NODE_BIN / f"mcp-server-{name}", "npm install --prefix tests/servers")]
+    return [_require(NODE_BIN / f"mcp-server-{name}", "npm install --ignore-scripts --prefix tests/servers")]
 
 
 def python_server(name: str) -> list[str]:
@@ -61,7 +61,7 @@ def python_server(name: str) -> list[str]:
 
 def conformance() -> list[str]:
     """The official MCP conformance suite's command line."""
-    return [_require(NODE_BIN / "conformance", "npm install --prefix tests/servers")]
+    return [_require(NODE_BIN / "conformance", "npm install --ignore-scripts --prefix tests/servers")]
 
 
 class Zygote:

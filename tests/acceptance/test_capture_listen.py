@@ -18,7 +18,17 @@ import anyio
 import pytest
 from click.testing import CliRunner
 
-from tests.mcp_agent import SERVER_CMD, TIMEOUT, TOOLREPLAY, dump, free_port, server_env, stop, wait_for_port
+from tests.mcp_agent import (
+    SERVER_CMD,
+    TIMEOUT,
+    TOOLREPLAY,
+    after_ready,
+    dump,
+    free_port,
+    server_env,
+    stop,
+    wait_for_port,
+)
 from toolreplay.capture.listen import MAX_BODY_BYTES, SECONDS_VARIABLE
 from toolreplay.cli import cli
 
@@ -76,16 +86,17 @@ class _Listening:
     """A ``record --listen`` or ``serve --listen`` under test, with ``--allow-origin`` ALLOWED."""
 
     def __init__(self, argv: list[str]) -> None:
+        self.serves = "serve" in argv
         self.port = free_port()
         self.process = _start(
             [*argv, "--listen", f"127.0.0.1:{self.port}", "--allow-origin", ALLOWED], self.port
         )
 
     def stop(self) -> list[str]:
-        """Stop it: its stderr lines."""
+        """Stop it: its stderr lines (after serve's ready line)."""
         status, err = stop(self.process)
         assert status == 0
-        return err.decode().splitlines()
+        return (after_ready(err) if self.serves else err).decode().splitlines()
 
 
 @pytest.fixture(params=["record", "serve"])
@@ -256,6 +267,7 @@ def test_the_sdk_client_is_answered_through_record_and_by_serve(tmp_path: Path) 
         served = anyio.run(_session, f"http://127.0.0.1:{serve_port}/mcp", DEADLINE * 1.5)
     finally:
         status, err = stop(snapshot)
+        err = after_ready(err)
     assert served == live
     assert (status, err) == (0, b"")
 

@@ -10,7 +10,7 @@ import anyio
 import pytest
 from click.testing import CliRunner
 
-from tests.mcp_agent import SERVER_CMD, TIMEOUT, TOOLREPLAY, dump, server_env
+from tests.mcp_agent import SERVER_CMD, TIMEOUT, TOOLREPLAY, after_ready, dump, server_env
 from toolreplay.cli import cli
 from toolreplay.contracts.lock import ToolLock, load_lock, make_contract, save_lock
 
@@ -215,7 +215,7 @@ def test_sessions_that_end_leave_serve_holding_no_more(tmp_path: Path) -> None:
     its memory after the last is within 20 MB of after the 20th (each session held ~1 MB for good)."""
     import subprocess
 
-    from tests.mcp_agent import free_port, stop, wait_for_port
+    from tests.mcp_agent import after_ready, free_port, stop, wait_for_port
 
     run = _long_recording(tmp_path / "run.jsonl")
     port = free_port()
@@ -232,7 +232,7 @@ def test_sessions_that_end_leave_serve_holding_no_more(tmp_path: Path) -> None:
         grown = _rss_mb(process.pid) - warm
     finally:
         status, err = stop(process)
-    assert (status, err) == (0, b"")
+    assert (status, after_ready(err)) == (0, b"")
     assert grown < 20, f"serve grew by {grown:.0f} MB over 100 ended sessions"
 
 
@@ -315,6 +315,29 @@ def test_what_the_sdk_logs_while_serving_is_one_warning_line(tmp_path: Path) -> 
     assert json.loads(agent.ask(request(1, "tools/call", {"name": "t"})))["result"] == answer
     status, rest, err = agent.finish()
     assert (status, rest) == (0, b"")
-    assert err.decode() == (
+    assert after_ready(err).decode() == (
         "toolreplay: warning: mcp.server.runner: dropped 'notifications/progress': malformed params\n"
     )
+
+
+@pytest.mark.slow
+def test_serve_says_one_line_once_it_answers(tmp_path: Path) -> None:
+    """serve --listen prints one line on stderr once its socket listens: a CI job that waits for the
+    line (and nothing else) reaches the URL it names with the SDK's client."""
+    import subprocess
+
+    from tests.mcp_agent import free_port, stop
+
+    run = _long_recording(tmp_path / "run.jsonl")
+    port = free_port()
+    argv = [*TOOLREPLAY, "serve", str(run), "--listen", f"127.0.0.1:{port}"]
+    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=server_env())
+    try:
+        assert process.stderr is not None
+        line = process.stderr.readline().decode()
+        url = f"http://127.0.0.1:{port}/mcp"
+        assert line == f"toolreplay: serving {run} (3000 recorded calls) at {url}\n"
+        anyio.run(lambda: _one_session(url, end=True))
+    finally:
+        status, err = stop(process)
+    assert (status, err) == (0, b"")

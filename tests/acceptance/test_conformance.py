@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import ROOT
-from tests.mcp_agent import TIMEOUT, TOOLREPLAY, free_port, server_env, stop, wait_for_port
+from tests.mcp_agent import TIMEOUT, TOOLREPLAY, after_ready, free_port, server_env, stop, wait_for_port
 from tests.realservers import conformance, node_server
 
 pytestmark = pytest.mark.slow  # real servers, the proxy, serve, and the suite three times over
@@ -151,5 +151,5 @@ def test_serve_passes_every_check_the_server_passes(runs: Runs) -> None:
     live = _passing(runs.direct) & _passing(runs.recorded)
     assert _passing(runs.served) == {key for key in live if key[0] not in EXCEPTED}
     assert _unexcepted(runs.served) == _unexcepted(runs.direct)
-    assert runs.serve_stderr == ""
+    assert after_ready(runs.serve_stderr.encode()) == b""
     assert (len(live), len(_passing(runs.served))) == PASSING[runs.server]

@@ -490,7 +490,13 @@ def serve_stdio(server: Server[Any], *, handshake: bool = False) -> None:
     sdk.anyio.run(run)
 
 
-def serve_http(server: Server[Any], host: str, port: int, admission: Admission) -> None:
+def serve_http(
+    server: Server[Any],
+    host: str,
+    port: int,
+    admission: Admission,
+    ready: Callable[[str], None] | None = None,
+) -> None:
     """Serve Streamable HTTP at ``http://HOST:PORT/mcp`` until SIGINT or SIGTERM, to the requests
     ``admission`` lets in (the SDK's own Host and Origin check gives way to it: one rule for
     ``record`` and ``serve``; its body limit is the same)."""
@@ -501,7 +507,7 @@ def serve_http(server: Server[Any], host: str, port: int, admission: Admission) 
         max_sessions=MAX_SESSIONS,
         session_idle_timeout=SESSION_IDLE_TIMEOUT,
     )
-    run_until_stopped(_Admitted(app, admission), host, port)
+    run_until_stopped(_Admitted(app, admission), host, port, ready=ready)
 
 
 class _Admitted:
@@ -558,13 +564,21 @@ def _timed() -> type[asyncio.Protocol]:
     return Timed
 
 
-def run_until_stopped(app: Any, host: str, port: int) -> None:
-    """Serve an ASGI app until SIGINT or SIGTERM, then return (uvicorn would re-raise the signal)."""
+def run_until_stopped(app: Any, host: str, port: int, *, ready: Callable[[str], None] | None = None) -> None:
+    """Serve an ASGI app until SIGINT or SIGTERM, then return (uvicorn would re-raise the signal).
+    ``ready`` hears the endpoint's URL once the socket listens (its port, when ``port`` is 0)."""
 
     class _Uvicorn(sdk.uvicorn.Server):
         @contextlib.contextmanager
         def capture_signals(self) -> Iterator[None]:
             yield  # the handlers below stop it instead
+
+        async def startup(self, sockets: Any = None) -> None:
+            await super().startup(sockets=sockets)
+            if self.started and ready is not None and self.servers:
+                bound = self.servers[0].sockets[0].getsockname()[1]
+                shown = f"[{host}]" if ":" in host else host
+                ready(f"http://{shown}:{bound}/mcp")
 
     # an open event stream (a client's GET) must not hold the shutdown forever
     # (log_config None: uvicorn's records go where the SDK's go, not to handlers of its own)

@@ -129,11 +129,17 @@ def serve_cmd(
         volatile=volatile,
         path=transcript,
     )
+    calls = f"{len(records)} recorded call{'' if len(records) == 1 else 's'}"
+
+    def ready(where: str) -> None:  # one line, so a CI job can wait for it
+        click.echo(f"toolreplay: serving {inert(one_line(transcript))} ({calls}) at {where}", err=True)
+
     with sdk.logs_routed(_warn_logged):
         if address is None or admission is None:
+            ready("stdio")
             serve_stdio(server, handshake=handshake_only(session))
         else:
-            serve_http(server, *address, admission)
+            serve_http(server, *address, admission, ready=ready)
 
 
 def _warn_logged(record: logging.LogRecord) -> None:
