@@ -295,7 +295,7 @@ def test_suggestions_are_the_narrowest_rules_that_make_answers_equal() -> None:
     assert suggest("t", [{"a": 1}, {"a": 1}]) == []
     (gone,) = suggest("t", [{"a": {"x": 1}}, {"a": {"y": 1}}])
     assert gone.rule is None and gone.why == "members come and go"
-    text = toml({"t": found, "u": [gone]}, 2)
+    text = toml({"t": found, "u": [gone]}, 2, "toolreplay.toml")
     assert '# "u" at "/response/a": no rule fits (members come and go): {"x":1}, {"y":1}' in text
     import tomllib
 
