@@ -1,9 +1,11 @@
-"""Where a JSON pointer lands in a JSON text: the line to name in an error message.
+"""Where a JSON pointer lands in a JSON text, or a table in a TOML text: the line to name in an
+error message.
 
 Whole-document files (a scope, a tool lock, a report) are checked on their decoded value,
 which knows pointers but not positions. :func:`line_of` walks the text to the member or
 item the pointer names, skipping every other value with the standard library's C decoder,
-so the cost is one pass over the text.
+so the cost is one pass over the text. tomllib gives no positions either: :func:`toml_lines`
+scans a TOML text's lines for its table headers and keys.
 """
 
 from __future__ import annotations
@@ -105,3 +107,80 @@ def line_of(raw: bytes, pointer: str | None) -> int | None:
         return None
     offset = position_of(text, pointer)
     return None if offset is None else text.count("\n", 0, offset) + 1
+
+
+#: one key of a TOML dotted key: a basic string, a literal string or a bare key
+_TOML_KEY = re.compile(r"""\s*(?:"((?:[^"\\]|\\.)*)"|'([^']*)'|([A-Za-z0-9_-]+))\s*""")
+#: where a TOML document, a table or an array of tables' item (by its index) is
+TomlPath = tuple[str | int, ...]
+
+
+def toml_lines(text: str) -> dict[TomlPath, int]:
+    """The 1-based line each table header and key of a TOML text first appears on, by its path
+    (an item of an array of tables by its index). A scan of lines, enough to name a line in a
+    message: it skips multi-line strings, not multi-line arrays."""
+    found: dict[TomlPath, int] = {}
+    items: dict[TomlPath, int] = {}
+    table: TomlPath = ()
+    fence: str | None = None
+    for number, line in enumerate(text.splitlines(), start=1):
+        if fence is not None:
+            fence = None if line.count(fence) % 2 else fence
+            continue
+        header = _toml_header(line)
+        if header is not None:
+            table = _table_path(*header, items)
+            found.setdefault(table, number)
+            continue
+        keys, end = _dotted_key(line, 0)
+        if keys and line.startswith("=", end):
+            found.setdefault(table + keys, number)
+        fence = next((quotes for quotes in ('"""', "'''") if line.count(quotes) % 2), None)
+    return found
+
+
+def _toml_header(line: str) -> tuple[tuple[str, ...], bool] | None:
+    """(the keys, whether it is an array of tables) of a table header line; None for another line."""
+    text = line.strip()
+    if not text.startswith("["):
+        return None
+    array = text.startswith("[[")
+    keys, end = _dotted_key(text, 2 if array else 1)
+    close = "]]" if array else "]"
+    if not keys or not text.startswith(close, end):
+        return None
+    rest = text[end + len(close) :].strip()
+    return (keys, array) if not rest or rest.startswith("#") else None
+
+
+def _table_path(keys: tuple[str, ...], array: bool, items: dict[TomlPath, int]) -> TomlPath:
+    """A header's path: through the last item of each array of tables it names (``items`` counts them)."""
+    path: TomlPath = ()
+    for number, key in enumerate(keys, start=1):
+        path += (key,)
+        if array and number == len(keys):
+            items[path] = items.get(path, 0) + 1
+        if path in items:
+            path += (items[path] - 1,)
+    return path
+
+
+def _dotted_key(text: str, at: int) -> tuple[tuple[str, ...], int]:
+    """The keys of the dotted key at ``at`` in ``text`` (none when there is none), and where it ends."""
+    keys: list[str] = []
+    while (match := _TOML_KEY.match(text, at)) is not None:
+        basic, literal, bare = match.groups()
+        keys.append(bare if bare is not None else literal if literal is not None else _basic(basic))
+        at = match.end()
+        if not text.startswith(".", at):
+            return tuple(keys), at
+        at += 1
+    return (), at
+
+
+def _basic(body: str) -> str:
+    """A TOML basic string's body, unescaped (as JSON escapes it; left as it is where JSON cannot)."""
+    try:
+        return str(json.loads(f'"{body}"'))
+    except ValueError:
+        return body

@@ -36,12 +36,18 @@ class Rule:
     def segments(self) -> tuple[tuple[str, ...], ...]:
         return parse_at(self.at)
 
-    def toml(self) -> str:
-        """The rule as a TOML table to paste into a config."""
-        lines = ["[[volatile]]", f"tool = {_shown(self.tool)}", f"at = {_shown(self.at)}"]
+    def toml(self, table: str = "volatile") -> str:
+        """The rule as a TOML table to paste into a config (``table``: :func:`rules_table`)."""
+        lines = [f"[[{table}]]", f"tool = {_shown(self.tool)}", f"at = {_shown(self.at)}"]
         if self.pattern is not None:
             lines.append(f"pattern = {_shown(self.pattern)}")
         return "\n".join(lines)
+
+
+def rules_table(name: str | None) -> str:
+    """The table a configuration file named ``name`` holds the volatile rules in: each rule is a
+    ``[[tool.toolreplay.volatile]]`` in a pyproject.toml, a ``[[volatile]]`` in a toolreplay.toml."""
+    return "tool.toolreplay.volatile" if name == "pyproject.toml" else "volatile"
 
 
 def json_type(value: Any) -> str:

@@ -1,10 +1,10 @@
-"""line_of: the line a JSON pointer lands on, for errors in whole-document files."""
+"""line_of and toml_lines: the line a JSON pointer, or a TOML table or key, is on (for errors)."""
 
 from __future__ import annotations
 
 import pytest
 
-from toolreplay.locate import line_of
+from toolreplay.locate import line_of, toml_lines
 
 TEXT = b"""{
   "agent": "docs-reader",
@@ -48,3 +48,35 @@ def test_line_of_bad_text() -> None:
     assert line_of(b"{\n oops", "/a") is None
     assert line_of(b"\xff", "/a") is None
     assert line_of(b"{}", None) is None
+
+
+TOML = """[project]
+name = "x"
+description = \"\"\"
+[[volatile]]
+\"\"\"
+
+[tool.toolreplay]
+transcripts = ["runs/*.jsonl"]
+
+[[volatile]]  # pasted at the top level
+tool = "a"
+
+[[ tool . toolreplay . "volatile" ]]
+tool = "b"
+[[tool.toolreplay.volatile]]
+'pattrn' = "c"
+"""
+
+
+def test_toml_lines() -> None:
+    """toml_lines: each table header and key by its path (an array's items by index), past a
+    multi-line string that holds a header, with spaces and quoted keys."""
+    lines = toml_lines(TOML)
+    assert lines[("project", "description")] == 3
+    assert lines[("tool", "toolreplay")] == 7
+    assert lines[("volatile", 0)] == 10
+    assert lines[("volatile", 0, "tool")] == 11
+    assert lines[("tool", "toolreplay", "volatile", 0)] == 13
+    assert lines[("tool", "toolreplay", "volatile", 1, "pattrn")] == 16
+    assert ("volatile", 1) not in lines

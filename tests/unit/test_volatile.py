@@ -149,6 +149,55 @@ def test_diff_masks_state_and_shows_the_mask() -> None:
     assert [f.kind for f in diff_baseline(base, [("run", same_answer)]).runs[0].findings] == ["effect-drift"]
 
 
+def test_rules_on_one_string_all_apply_and_each_counts() -> None:
+    """Each rule masks what it would alone, in the config's order; overlapping matches are one mask
+    of both rules, and each rule counts its own matches."""
+    at = "/response/text"
+    sha = Rule(tool="t", at=at, pattern="[0-9a-f]{40}")
+    time = Rule(tool="t", at=at, pattern="[0-9]{2}:[0-9]{2}")
+    digits = Rule(tool="t", at=at, pattern="[0-9]+")
+
+    def answer(text: str) -> Record:
+        return rec("t", {"text": text})
+
+    a, b = answer(f"{HASH_A} at 10:00"), answer(f"{HASH_B} at 11:59")
+    assert same([sha, time], a, b) and same([time, sha], a, b)
+    assert not same([sha], a, b) and not same([time], a, b)
+    assert not same([sha, time], a, answer(f"{HASH_B} on 11:59"))
+    volatile = Volatile([sha, time, digits])
+    # rule 3's matches overlap rule 1's and rule 2's, and each rule counts its own: the hash holds
+    # three runs of digits, the time two
+    assert volatile.texts(b, "b").masked == 7
+    assert volatile.counts("b") == [1, 1, 5]
+    assert volatile.shown(b).response == {"text": "<volatile> at <volatile>"}
+
+
+def test_a_whole_mask_and_a_pattern_on_one_value() -> None:
+    """A value one rule masks whole stays whole under another rule's pattern, whichever comes first,
+    and both rules count it."""
+    whole = Rule(tool="t", at="/response/text")
+    digits = Rule(tool="t", at="/response/text", pattern="[0-9]+")
+    for rules in ([whole, digits], [digits, whole]):
+        volatile = Volatile(rules)
+        assert same(rules, rec("t", {"text": "id 1"}), rec("t", {"text": "no 2"}))
+        volatile.texts(rec("t", {"text": "id 1 or 2"}), "x")
+        assert volatile.counts("x") == ([1, 2] if rules[0] is whole else [2, 1])
+
+
+def test_a_pattern_does_not_cut_a_text_compared_as_json() -> None:
+    """A string a rule entered with ``#`` is compared as the JSON it holds: a later rule's pattern
+    on that string does not apply there (and counts nothing); a later rule masking it whole does."""
+    inner = Rule(tool="t", at="/response/text#/datetime")
+    digits = Rule(tool="t", at="/response/text", pattern="[0-9]+")
+    volatile = Volatile([inner, digits])
+    first = rec("t", {"text": '{"datetime": "10:00", "n": 1}'})
+    second = rec("t", {"text": '{"datetime": "11:00", "n": 2}'})
+    assert not same([inner, digits], first, second)
+    volatile.texts(first, "x")
+    assert volatile.counts("x") == [1, 0]
+    assert same([inner, Rule(tool="t", at="/response/text")], first, second)
+
+
 def _config(tmp_path: Path, body: str) -> CliRunner:
     (tmp_path / "toolreplay.toml").write_text('transcripts = ["*.jsonl"]\n' + body, encoding="utf-8")
     return CliRunner()
@@ -246,7 +295,7 @@ def test_suggestions_are_the_narrowest_rules_that_make_answers_equal() -> None:
     assert suggest("t", [{"a": 1}, {"a": 1}]) == []
     (gone,) = suggest("t", [{"a": {"x": 1}}, {"a": {"y": 1}}])
     assert gone.rule is None and gone.why == "members come and go"
-    text = toml({"t": found, "u": [gone]}, 2)
+    text = toml({"t": found, "u": [gone]}, 2, "toolreplay.toml")
     assert '# "u" at "/response/a": no rule fits (members come and go): {"x":1}, {"y":1}' in text
     import tomllib
 

@@ -11,6 +11,7 @@ only, a value whose JSON type changes) is said, not hidden.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,7 +21,7 @@ from toolreplay.canonical import canonical, canonical_str, decode
 from toolreplay.errors import InputError
 from toolreplay.locate import pointer_token
 from toolreplay.transcript import make_record
-from toolreplay.volatile_rules import Rule, json_type
+from toolreplay.volatile_rules import Rule, json_type, rules_table
 
 #: (what it is, ECMA-262 pattern), narrowest first: tried in this order on a differing string
 CANDIDATES: tuple[tuple[str, str], ...] = (
@@ -173,11 +174,15 @@ def _clip(text: str) -> str:
     return text if len(text) <= _LIMIT else text[: _LIMIT - 3] + "..."
 
 
-def toml(suggestions: dict[str, list[Suggestion]], repeat: int) -> str:
-    """The suggestions as TOML to paste into the config (``tool -> suggestions``), values in comments."""
+def toml(suggestions: dict[str, list[Suggestion]], repeat: int, config: str | None) -> str:
+    """The suggestions as TOML to paste into the configuration file ``config`` (None: no file was
+    found), ``tool -> suggestions``, values in comments: as that file holds rules."""
+    table = rules_table(None if config is None else os.path.basename(config))
     lines = [f"# toolreplay probe --suggest-volatile: each read-only call asked {repeat} times"]
     if not any(suggestions.values()):
         lines.append("# every answer was the same each time: no volatile rule is needed")
+    elif any(s.rule is not None for found in suggestions.values() for s in found):
+        lines.append(_where(config))
     for tool, found in sorted(suggestions.items()):
         for s in found:
             lines.append("")
@@ -188,5 +193,15 @@ def toml(suggestions: dict[str, list[Suggestion]], repeat: int) -> str:
                 )
                 continue
             lines.append(f"# {canonical_str(tool)}: {s.why} changes at {canonical_str(s.at)}: seen {seen}")
-            lines.append(s.rule.toml())
+            lines.append(s.rule.toml(table))
     return "\n".join(lines) + "\n"
+
+
+def _where(config: str | None) -> str:
+    """The comment that says where the rules go."""
+    if config is not None:
+        return f"# to paste into {config}"
+    return (
+        f"# no configuration found: paste into a toolreplay.toml as they are, or into pyproject.toml"
+        f" with each [[{rules_table(None)}]] written [[{rules_table('pyproject.toml')}]]"
+    )

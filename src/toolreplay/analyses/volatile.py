@@ -4,6 +4,9 @@ A rule (the config's ``[[volatile]]``) names a tool (or ``*``), a place in the r
 optionally, an ECMA-262 ``pattern``. Where it lands, the whole value (no pattern) or each
 match of the pattern inside a string is *masked*: it compares equal to any value of the same
 JSON type (any other match of the same pattern). Everything else is compared as before.
+Every rule that lands on a value applies, in the config's order, where and as it would alone
+(:class:`_Masking`): matches of several rules in one string are masked together, and each rule
+counts what it masks.
 
 The sealed bytes never change: masking happens only on the texts a comparison digests.
 A record a rule masks nothing in keeps its canonical texts, so a comparison without rules,
@@ -28,7 +31,7 @@ reached only by ``*``.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from toolreplay.canonical import canonical, canonical_str, decode
@@ -52,9 +55,11 @@ SHOWN = "<volatile>"
 
 @dataclass(frozen=True, slots=True)
 class _Whole:
-    """A masked value: only its JSON type is compared."""
+    """A masked value: only its JSON type is compared. ``value`` is what was there (a later rule
+    counts what it would mask in it)."""
 
     kind: str
+    value: Any = field(compare=False)
 
     def text(self) -> str:
         return f"<{self.kind}>"
@@ -63,17 +68,31 @@ class _Whole:
         return SHOWN
 
 
+#: a masked run of a string: its start, its end, and the numbers of the rules whose matches it holds
+Run = tuple[int, int, tuple[int, ...]]
+
+
 @dataclass(frozen=True, slots=True)
 class _Pieces:
-    """A string with masked matches: the text between them, and the rule's number per match."""
+    """A string with masked runs: the text between them is compared, each run by the rules it holds."""
 
-    parts: tuple[str | int, ...]
+    source: str
+    runs: tuple[Run, ...]
+
+    def parts(self) -> Iterator[tuple[str, tuple[int, ...]]]:
+        """(the text before a run, the run's rules) for each run, then (the rest, ())."""
+        at = 0
+        for start, stop, numbers in self.runs:
+            yield self.source[at:start], numbers
+            at = stop
+        yield self.source[at:], ()
 
     def text(self) -> str:
-        return "(" + " ".join(canonical_str(p) if isinstance(p, str) else f"<{p}>" for p in self.parts) + ")"
+        marks = (canonical_str(p) + (f" <{','.join(map(str, n))}>" if n else "") for p, n in self.parts())
+        return "(" + " ".join(marks) + ")"
 
     def shown(self) -> Any:
-        return "".join(p if isinstance(p, str) else SHOWN for p in self.parts)
+        return "".join(piece + (SHOWN if numbers else "") for piece, numbers in self.parts())
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +100,7 @@ class _Embedded:
     """A string holding a JSON text, some of which is masked: that value, masked."""
 
     value: Any
+    source: str = field(compare=False)
 
     def text(self) -> str:
         return "#" + _text(self.value)
@@ -135,7 +155,9 @@ def _utf8(text: str) -> bool:
 
 
 class _Masking:
-    """One rule applied to one record: counts what it masked."""
+    """One rule applied to one record, after the rules before it in the config: counts what it
+    masked. Each rule lands where it would alone and counts what it would mask alone; where an
+    earlier rule masked the value whole, it stays whole."""
 
     def __init__(self, rule: Rule, number: int, cut: Cut) -> None:
         self.rule = rule
@@ -144,8 +166,11 @@ class _Masking:
         self.masked = 0
 
     def apply(self, value: Any, tokens: Sequence[str], rest: Sequence[Sequence[str]]) -> Any:
-        if isinstance(value, (_Whole, _Pieces)):
-            return value  # masked already, by an earlier rule
+        if isinstance(value, _Whole):
+            self.apply(value.value, tokens, rest)  # counted as alone; the value stays masked whole
+            return value
+        if isinstance(value, _Pieces):
+            return value if tokens or rest else self._recut(value)
         if isinstance(value, _Embedded):
             return self._reenter(value, tokens, rest)
         if tokens:
@@ -154,12 +179,24 @@ class _Masking:
             return self._embedded(value, rest)
         return self._mask(value)
 
+    def _recut(self, value: _Pieces) -> Any:
+        """A string an earlier rule's pattern cut: masked whole, or this rule's matches masked too."""
+        if self.rule.pattern is None:
+            self.masked += 1
+            return _Whole("string", value)
+        spans = self._matches(value.source)
+        return _Pieces(value.source, _merged(value.runs, spans)) if spans else value
+
     def _reenter(self, value: _Embedded, tokens: Sequence[str], rest: Sequence[Sequence[str]]) -> Any:
-        """Into a JSON text an earlier rule entered (only at the ``#`` that enters it)."""
+        """A JSON text an earlier rule entered: entered again at the same ``#``, or masked whole (a
+        pattern does not cut a text compared as the JSON value it holds)."""
+        if not tokens and not rest and self.rule.pattern is None:
+            self.masked += 1
+            return _Whole("string", value)
         if tokens or not rest:
             return value
         inner = self.apply(value.value, rest[0], rest[1:])
-        return value if inner is value.value else _Embedded(inner)
+        return value if inner is value.value else _Embedded(inner, value.source)
 
     def _descend(self, value: Any, tokens: Sequence[str], rest: Sequence[Sequence[str]]) -> Any:
         if isinstance(value, dict):
@@ -183,8 +220,9 @@ class _Masking:
         """The value the rule lands on: masked whole, or its pattern's matches."""
         if self.rule.pattern is None:
             self.masked += 1
-            return _Whole(json_type(value))
-        return self._pieces(value)
+            return _Whole(json_type(value), value)
+        spans = self._matches(value) if isinstance(value, str) else []
+        return _Pieces(value, tuple(spans)) if spans else value
 
     def _embedded(self, value: Any, rest: Sequence[Sequence[str]]) -> Any:
         if not isinstance(value, str):
@@ -194,16 +232,36 @@ class _Masking:
         except (InputError, UnicodeEncodeError):
             return value
         inner = self.apply(held, rest[0], rest[1:])
-        return value if inner is held else _Embedded(inner)
+        return value if inner is held else _Embedded(inner, value)
 
-    def _pieces(self, value: Any) -> Any:
-        if not isinstance(value, str):
-            return value
-        cut = self.cut(self.number, value)
-        if not cut:
-            return value
-        self.masked += sum(matched for _, matched in cut)
-        return _Pieces(tuple(self.number if matched else piece for piece, matched in cut))
+    def _matches(self, text: str) -> list[Run]:
+        """The matches of this rule's pattern in ``text``, counted."""
+        spans = _spans(self.cut(self.number, text), self.number)
+        self.masked += len(spans)
+        return spans
+
+
+def _spans(cut: Pieces, number: int) -> list[Run]:
+    """The matches of a string cut at them, as runs of rule ``number``."""
+    spans: list[Run] = []
+    at = 0
+    for piece, matched in cut:
+        if matched:
+            spans.append((at, at + len(piece), (number,)))
+        at += len(piece)
+    return spans
+
+
+def _merged(runs: Sequence[Run], spans: Sequence[Run]) -> tuple[Run, ...]:
+    """The masked runs of two rules' matches in one string: runs that overlap become one run of both rules."""
+    out: list[Run] = []
+    for start, stop, numbers in sorted([*runs, *spans]):
+        if out and start < out[-1][1]:
+            last = out[-1]
+            out[-1] = (last[0], max(last[1], stop), tuple(sorted({*last[2], *numbers})))
+        else:
+            out.append((start, stop, numbers))
+    return tuple(out)
 
 
 def _landings(value: Any, tokens: Sequence[str], rest: Sequence[Sequence[str]]) -> Iterator[str]:

@@ -111,7 +111,7 @@ def run_action(settings: Settings) -> int:
     # which findings fail is the base commit's decision, not the PR's
     fail_on = judged_fail_on(config, config.fail_on, pull, workspace=settings.workspace, from_config=True)
     policy = parse_fail_on(settings.fail_on, fail_on)
-    for warning in unmatched_globs(config):
+    for warning in [*config.unread, *unmatched_globs(config)]:
         click.echo(workflow_command("warning", f"toolreplay: {warning}", title="toolreplay"))
     drift = _drift_rule(config, pull, shard, settings.workspace)
     # what is compared, the lock and the code that runs are the base commit's decision too (the

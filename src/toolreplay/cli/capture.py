@@ -49,7 +49,14 @@ from toolreplay.cli.base import (
     force_option,
     warn,
 )
-from toolreplay.cli.defaults import announce, config_option, mutators_and_lock, read_config, volatile_of
+from toolreplay.cli.defaults import (
+    announce,
+    config_option,
+    config_shown,
+    mutators_and_lock,
+    read_config,
+    volatile_of,
+)
 from toolreplay.cli.formats import format_option
 from toolreplay.cli.gate import emit_gated, fail_on_option, fail_policy
 from toolreplay.cli.record import require_sdk
@@ -320,7 +327,8 @@ def probe_cmd(
     for problem in live.warnings:
         warn(problem)
     if suggest_volatile:
-        click.echo(_suggestions(records, live.repeated or {}, repeat or 1), nl=False)
+        into = None if config is None else one_line(config_shown(config))
+        click.echo(_suggestions(records, live.repeated or {}, repeat or 1, into), nl=False)
         ctx.exit(EXIT_CLEAN)
     answers = repeat if receipt is not None else None
     header = _probe_header(result, volatile, source, answers)
@@ -459,8 +467,11 @@ def _probe_header(
     return tuple(header)
 
 
-def _suggestions(records: Sequence[Record], repeated: Mapping[str, Sequence[Answer]], repeat: int) -> str:
-    """``probe --suggest-volatile``'s TOML: per tool, the rules its repeated answers call for."""
+def _suggestions(
+    records: Sequence[Record], repeated: Mapping[str, Sequence[Answer]], repeat: int, config: str | None
+) -> str:
+    """``probe --suggest-volatile``'s TOML: per tool, the rules its repeated answers call for, as
+    the configuration file ``config`` (None: none was found) holds rules."""
 
     found: dict[str, list[Suggestion]] = {}
     for record in records:
@@ -472,4 +483,4 @@ def _suggestions(records: Sequence[Record], repeated: Mapping[str, Sequence[Answ
             # one rule per place, with the values of the first call that needed it
             if all((s.rule, s.at) != (suggestion.rule, suggestion.at) for s in mine):
                 mine.append(suggestion)
-    return toml(found, repeat)
+    return toml(found, repeat, config)

@@ -63,7 +63,7 @@ def check_cmd(
         raise click.UsageError("--fail-on does not go with --shard: set fail_on in the configuration")
     shard = parse_shard(shard_spec) if shard_spec is not None else None
     config = load_config(config_path)
-    for warning in unmatched_globs(config):
+    for warning in [*config.unread, *unmatched_globs(config)]:
         warn(warning)
     kinds = fail_policy(config, fail_on, []).kinds
     if base is not None:
@@ -126,5 +126,7 @@ def merge_cmd(ctx: click.Context, paths: tuple[str, ...], config_path: Path | No
     shards must also have judged this checkout: its commit, its files, that configuration.
     """
     config = load_config(config_path) if config_path is not None else None
+    for warning in config.unread if config is not None else ():
+        warn(warning)
     info, reports = merge_shards([read_shard_report(p) for p in paths], config=config)
     ctx.exit(finish(reports, info, fmt))

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from toolreplay.cli.base import warn
 from toolreplay.escape import one_line
 from toolreplay.mutators import DEFAULT_MUTATORS
 
@@ -32,18 +33,27 @@ def config_option(func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def read_config(config_file: str | None) -> Config | None:
-    """The named config, or the nearest one, or None when there is none."""
+    """The named config, or the nearest one, or None when there is none; a warning for each
+    volatile table it holds where it is not read."""
     # The loader (tomllib, pathlib) only now: verify SEALED, which shares --config, reads none
     from toolreplay.config import nearest_config
 
-    return nearest_config(config_file)
+    config = nearest_config(config_file)
+    for line in config.unread if config is not None else ():
+        warn(line)
+    return config
 
 
 def announce(config: Config | None, used: Sequence[str]) -> None:
     """Say on stderr which config supplied which settings (nothing when it supplied none)."""
     if config is not None and used:
-        shown = os.path.relpath(config.source) if os.path.isabs(config.source) else config.source
-        click.echo(f"toolreplay: using config {one_line(shown)} ({', '.join(sorted(used))})", err=True)
+        shown = one_line(config_shown(config))
+        click.echo(f"toolreplay: using config {shown} ({', '.join(sorted(used))})", err=True)
+
+
+def config_shown(config: Config) -> str:
+    """The config's file as a command names it: relative to the current folder when it was found."""
+    return os.path.relpath(config.source) if os.path.isabs(config.source) else config.source
 
 
 def mutators_and_lock(
