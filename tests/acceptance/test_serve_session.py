@@ -11,7 +11,17 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.mcp_agent import SERVER_CMD, TIMEOUT, TOOLREPLAY, dump, free_port, server_env, stop, wait_for_port
+from tests.mcp_agent import (
+    SERVER_CMD,
+    TIMEOUT,
+    TOOLREPLAY,
+    after_ready,
+    dump,
+    free_port,
+    server_env,
+    stop,
+    wait_for_port,
+)
 from tests.realservers import node_server
 
 pytestmark = pytest.mark.slow
@@ -139,4 +149,4 @@ def test_each_http_session_starts_at_the_recordings_start(tmp_path: Path) -> Non
         status, err = stop(snapshot)
     assert first == [{"result": 1}, {"result": 2}]
     assert second == [{"result": 1}, {"result": 2}, {"result": 3}, {"result": 3}]
-    assert (status, err) == (0, b"")
+    assert (status, after_ready(err)) == (0, b"")
