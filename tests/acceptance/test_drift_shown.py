@@ -133,3 +133,19 @@ def test_a_long_string_is_cut_around_where_it_differs(
     assert (
         'baseline `...\\nline\\nline\\nline\\nok"` → run `...\\nline\\nline\\nline\\ndegraded"`' in markdown
     )
+
+
+def test_the_comment_shows_the_first_few_changes_side_by_side_and_names_the_other_tools(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Eight tools drifting: a row each, the first five side by side, then one line naming the
+    other three."""
+    tools = [f"tool_{n}" for n in range(8)]
+    baseline = [make_record(index=n, tool=t, args={}, response={"v": 1}) for n, t in enumerate(tools)]
+    run = [make_record(index=n, tool=t, args={}, response={"v": 2}) for n, t in enumerate(tools)]
+    write(tmp_path, baseline, run)
+    monkeypatch.chdir(tmp_path)
+    markdown = invoke(*DIFF, "--format", "markdown").stdout
+    assert markdown.count("| error | behavior-drift |") == 8
+    assert markdown.count("  baseline `1` → run `2`") == 5
+    assert "3 more differences (tools `tool_5`, `tool_6`, `tool_7`): the table above" in markdown
