@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from toolreplay.capture.http import EventSplitter
 from toolreplay.analyses.difference import excerpts
+from toolreplay.capture.http import EventSplitter
 from toolreplay.capture.probe import EXCERPT, Failure, Rules, judge, plan
 from toolreplay.capture.redact import Redactor
 from toolreplay.capture.session import Session
