@@ -57,8 +57,8 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from toolreplay._version import __version__
-from toolreplay.analyses.baseline import ToolBehaviour, behaviour_of, check_freshness, diff_tables
-from toolreplay.analyses.calltable import CallTable, Store, read_table
+from toolreplay.analyses.baseline import check_freshness, diff_tables
+from toolreplay.analyses.calltable import CallTable, read_table
 from toolreplay.analyses.fingerprint_diff import (
     FingerprintCheck,
     carries_no_versions,
@@ -66,6 +66,7 @@ from toolreplay.analyses.fingerprint_diff import (
     lock_report,
 )
 from toolreplay.analyses.integrity import chain_broken, stale_baseline
+from toolreplay.analyses.judging import Judging, judging_of
 from toolreplay.analyses.replay import replay
 from toolreplay.analyses.schema_break import SchemaBreaks, changed_schemas, schema_breaks
 from toolreplay.analyses.scope import Scope, ScopeJudge, load_scope
@@ -118,6 +119,8 @@ class Settings:
     changed_schemas: tuple[tuple[str, str], ...] = ()
     #: the config's volatile rules
     volatile: tuple[Rule, ...] = ()
+    #: what a baseline and its runs are judged with (the configuration's rules, mutators and lock)
+    judging: Judging = field(default_factory=Judging)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -142,10 +145,6 @@ def _scope(path: str) -> Scope:
 @cache
 def _lock(path: str) -> ToolLock:
     return load_lock(path)
-
-
-def _behaviour(settings: Settings) -> dict[str, ToolBehaviour]:
-    return {} if settings.lock is None else behaviour_of(_lock(settings.lock))
 
 
 def check_transcript(job: Job) -> Report:
@@ -223,7 +222,7 @@ def check_baseline(job: Job) -> Report:
         state = verify(read_links(job.absolute))
     except InputError as err:
         return Report(command="check", path=job.path, errors=(_relocate(err, job.path),))
-    volatile = Volatile(job.settings.volatile, budget=job.settings.pattern_budget)
+    volatile = job.settings.judging.masking()
     header: list[Line] = []
     findings: list[Finding] = []
     errors: list[str] = []
@@ -334,7 +333,8 @@ def _age(job: Job) -> _Part:
 
 def _diff_runs(job: Job, volatile: Volatile) -> list[Finding]:
     # calls as digests, as `diff` holds them: memory stays flat whatever the files' size
-    with Store(volatile) as store:
+    judging = job.settings.judging
+    with judging.store(volatile) as store:
         baseline = read_table(store, job.absolute, sealed=True, source=job.path)
         runs: list[tuple[str, CallTable]] = []
         for path, absolute in job.runs:
@@ -343,17 +343,7 @@ def _diff_runs(job: Job, volatile: Volatile) -> list[Finding]:
                 runs.append((path, read_table(store, absolute, sealed=False, source=None)))
             except InputError as err:
                 raise InputError(err.problem, path=path, line=err.line, pointer=err.pointer) from err
-        # every run is also checked as a transcript, against the lock: that check reports a run
-        # call whose fingerprint the lock does not have, so the diff does not report it again
-        settings = job.settings
-        result = diff_tables(
-            baseline,
-            runs,
-            behaviour=_behaviour(settings),
-            mutators=settings.mutators,
-            explain=dict(settings.explain),
-            lock_checks_runs=False,
-        )
+        result = diff_tables(baseline, runs, judging)
     # the findings sit in the baseline's block, so each says which run it is about
     return [
         replace(f, message=f"in run {quote(run.path)}: {f.message}")
@@ -441,6 +431,9 @@ def _settings(
         explain=explain,
         changed_schemas=changed_schemas,
         volatile=config.volatile,
+        # every run is also checked as a transcript, against the lock: that check reports a run
+        # call whose fingerprint the lock does not have, so the diff does not report it again
+        judging=judging_of(config, explain=dict(explain), lock_checks_runs=False),
     )
 
 

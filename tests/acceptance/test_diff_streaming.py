@@ -112,16 +112,18 @@ def _polls(tmp_path: Path, runner: CliRunner) -> None:
     assert sealed.exit_code == 0, sealed.output
 
 
-# what diff reported on these polls before calls were held as digests
+# what diff reported on these polls before calls were held as digests (since then every drifting
+# tool's first call of each kind is a finding)
 POLLS_EXPECTED = """\
 calls: 2301
 aligned: 2298
 differences: agent-drift 3, behavior-drift 1, silent-drift 1
 tool 'poll': silent-drift
 tool 'read_file': stable
-findings: 3 (the first of each kind; differences: counts every one)
+findings: 4 (the first call of each tool and kind; differences: counts every one)
 index 499: agent-drift: the run did not make the call to tool 'poll' at baseline index 499; it went on with\
- the call at baseline index 500
+ the call at baseline index 500 (and 1 more call of this tool with agent-drift)
+index 1000: agent-drift: the run called tool 'read_file' where the baseline called 'poll' at index 1001
 index 1700: behavior-drift: tool 'poll' returned a different response than at baseline index 1701: at\
  '/status' the baseline has "running", the run has "done"
 index 1700: silent-drift: tool 'poll' returned a different response than the identical call at index 1,\

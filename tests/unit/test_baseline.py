@@ -9,16 +9,14 @@ from typing import Any
 import pytest
 
 from toolreplay.analyses.baseline import (
-    ToolBehaviour,
     call_drift,
     check_freshness,
     compare_call,
     diff_baseline,
-    first_difference,
-    lock_behaviour,
-    show_value,
     stop_drift,
 )
+from toolreplay.analyses.difference import ABSENT, clipped, first_difference
+from toolreplay.analyses.judging import Judging, ToolBehaviour, lock_behaviour
 from toolreplay.errors import InputError
 from toolreplay.transcript import Record, parse_line
 
@@ -42,8 +40,9 @@ def test_first_difference_marks_a_missing_member() -> None:
     """A member on one side only is reported with 'no value' for the other side."""
     pointer, old, new = first_difference({"hits": [1]}, {"hits": [1, 2]}) or ("", None, None)
     assert pointer == "/hits/1"
-    assert show_value(old) == "no value"
-    assert show_value(new) == "2"
+    assert old is ABSENT
+    assert clipped(old, 60) == "no value"
+    assert clipped(new, 60) == "2"
 
 
 def test_first_difference_tells_int_from_float_and_bool() -> None:
@@ -55,9 +54,9 @@ def test_first_difference_tells_int_from_float_and_bool() -> None:
 
 def test_show_value_clips_long_values_to_one_line() -> None:
     """A long, multi-line or non-ASCII value is shown as clipped canonical JSON on one ASCII line."""
-    shown = show_value("line\n\u202e" * 40)
+    shown = clipped("line\n\u202e" * 40, 60)
     assert shown.startswith('"line\\n\\u202e') and shown.endswith("...")
-    assert shown.isascii() and shown.isprintable() and len(shown) == 60
+    assert shown.isascii() and shown.isprintable() and len(shown) <= 60
 
 
 def test_freshness_uses_the_injected_now() -> None:
@@ -73,7 +72,7 @@ def test_inserted_call_is_one_agent_drift_and_the_rest_still_compares() -> None:
     """An extra call does not shift the comparison: later behaviour drift is still found."""
     base = [rec(0, "a", {}, {"v": 1}), rec(1, "b", {}, {"v": 1})]
     run = [rec(0, "a", {}, {"v": 1}), rec(1, "x", {}, {}), rec(2, "b", {}, {"v": 2})]
-    [result] = diff_baseline(base, [("run", run)]).runs
+    [result] = diff_baseline(base, [("run", run)], Judging()).runs
     assert [(f.kind, f.index, f.related) for f in result.findings] == [
         ("agent-drift", 1, 1),
         ("behavior-drift", 2, 1),
@@ -85,7 +84,7 @@ def test_only_the_first_of_each_kind_is_a_finding_but_all_are_counted() -> None:
     """Three behaviour differences give one finding and a count of three."""
     base = [rec(i, "t", {"i": i}, {"v": 0}) for i in range(3)]
     run = [rec(i, "t", {"i": i}, {"v": 1}) for i in range(3)]
-    [result] = diff_baseline(base, [("run", run)]).runs
+    [result] = diff_baseline(base, [("run", run)], Judging()).runs
     assert [f.index for f in result.findings] == [0]
     assert result.counts == (("behavior-drift", 3),)
 
@@ -93,9 +92,9 @@ def test_only_the_first_of_each_kind_is_a_finding_but_all_are_counted() -> None:
 def test_lock_mutates_false_overrides_the_default_mutators() -> None:
     """A lock declaring write_file non-mutating silences audit-incomplete for it."""
     base = [rec(0, "write_file", {}, {"ok": True})]
-    assert diff_baseline(base, [("r", base)]).drifted
+    assert diff_baseline(base, [("r", base)], Judging()).drifted
     lock = {"write_file": ToolBehaviour(mutates=False)}
-    assert not diff_baseline(base, [("r", base)], behaviour=lock).drifted
+    assert not diff_baseline(base, [("r", base)], Judging(behaviour=lock)).drifted
 
 
 def test_nondeterministic_tool_still_has_its_effect_compared() -> None:
@@ -103,7 +102,7 @@ def test_nondeterministic_tool_still_has_its_effect_compared() -> None:
     base = [rec(0, "mk", {}, {"id": 1}, state={"r": "1"})]
     run = [rec(0, "mk", {}, {"id": 2}, state={"r": "2"})]
     lock = {"mk": ToolBehaviour(deterministic=False, mutates=True)}
-    result = diff_baseline(base, [("r", run)], behaviour=lock)
+    result = diff_baseline(base, [("r", run)], Judging(behaviour=lock))
     assert [f.kind for f in result.runs[0].findings] == ["effect-drift"]
     assert result.verdicts == {"mk": "no-dependency"}
 
@@ -111,14 +110,14 @@ def test_nondeterministic_tool_still_has_its_effect_compared() -> None:
 def test_silent_drift_inside_the_baseline_sets_the_verdict() -> None:
     """The baseline disagreeing with itself is silent drift of that tool even when the run agrees."""
     base = [rec(0, "t", {}, {"v": 1}), rec(1, "t", {}, {"v": 2})]
-    result = diff_baseline(base, [("r", base)])
+    result = diff_baseline(base, [("r", base)], Judging())
     assert result.verdicts == {"t": "silent-drift"}
     assert result.drifted
 
 
 def test_empty_run_against_empty_baseline_is_faithful() -> None:
     """Nothing recorded and nothing run: no drift, no verdicts."""
-    result = diff_baseline([], [("r", [])])
+    result = diff_baseline([], [("r", [])], Judging())
     assert not result.drifted and result.verdicts == {}
 
 
@@ -188,7 +187,7 @@ def test_state_fingerprints_are_shown_whole() -> None:
     old, new = "sha256:" + "a" * 64, "sha256:" + "b" * 64
     base = rec(0, "write", {"p": "x"}, {"ok": True}, state={"x": old})
     run = rec(0, "write", {"p": "x"}, {"ok": True}, state={"x": new})
-    result = diff_baseline([base], [("run.jsonl", [run])])
+    result = diff_baseline([base], [("run.jsonl", [run])], Judging())
     assert [f.message for f in result.runs[0].findings] == [
         f"tool 'write' returned the same response as at baseline index 0 but left a different state:"
         f' at \'/x\' the baseline has "{old}", the run has "{new}"'
@@ -199,7 +198,7 @@ def test_call_by_call_comparison_is_diffs_own() -> None:
     """compare_call / call_drift / stop_drift give the findings diff gives for the same pair or gap."""
     base = [rec(0, "write", {"p": "x"}, {"ok": True}, state={"x": "1"}), rec(1, "read", {}, {"v": 1})]
     run = [rec(0, "write", {"p": "x"}, {"ok": True}, state={"x": "2"})]
-    diffed = diff_baseline(base, [("run.jsonl", run)]).runs[0].findings
+    diffed = diff_baseline(base, [("run.jsonl", run)], Judging()).runs[0].findings
     pair = compare_call(base[0], run[0], path="run.jsonl")
     stopped = stop_drift(base, run, path="run.jsonl")
     assert stopped is not None
@@ -220,7 +219,7 @@ def test_a_run_dropping_recorded_state_is_audit_incomplete_for_any_tool() -> Non
     whether or not the tool is in the mutators list or declared non-mutating."""
     base = [rec(0, "write_config", {"v": 1}, {"status": "ok"}, state={"config.toml": "aaa"})]
     run = [rec(0, "write_config", {"v": 1}, {"status": "ok"})]
-    [result] = diff_baseline(base, [("run", run)]).runs
+    [result] = diff_baseline(base, [("run", run)], Judging()).runs
     assert [(f.kind, f.message) for f in result.findings] == [
         (
             "audit-incomplete",
@@ -229,9 +228,9 @@ def test_a_run_dropping_recorded_state_is_audit_incomplete_for_any_tool() -> Non
         )
     ]
     lock = {"write_config": ToolBehaviour(mutates=False)}
-    assert diff_baseline(base, [("run", run)], behaviour=lock).drifted
+    assert diff_baseline(base, [("run", run)], Judging(behaviour=lock)).drifted
     # the other way round (a run that starts recording state for a read) stays quiet
-    assert not diff_baseline(run, [("run", base)]).drifted
+    assert not diff_baseline(run, [("run", base)], Judging()).drifted
 
 
 OLD_TEXT, NEW_TEXT, LOCK_TEXT = "a" * 64, "b" * 64, "c" * 64
@@ -257,10 +256,10 @@ def test_contract_text_drift_between_baseline_and_run_aligned_or_not() -> None:
         " the run has bbbbbbbbbbbbbbbb; its title, description, parameter descriptions, annotations or"
         " output schema changed"
     )
-    assert _text_findings(diff_baseline(baseline, [("run.jsonl", aligned)])) == [(0, 0, said)]
-    assert _text_findings(diff_baseline(baseline, [("run.jsonl", extra)])) == [(0, None, said)]
+    assert _text_findings(diff_baseline(baseline, [("run.jsonl", aligned)], Judging())) == [(0, 0, said)]
+    assert _text_findings(diff_baseline(baseline, [("run.jsonl", extra)], Judging())) == [(0, None, said)]
     same = [rec(0, "search", {"q": "a"}, {"n": 1}, text_digest=OLD_TEXT)]
-    assert _text_findings(diff_baseline(baseline, [("run.jsonl", same)])) == []
+    assert _text_findings(diff_baseline(baseline, [("run.jsonl", same)], Judging())) == []
 
 
 def test_contract_text_drift_against_the_lock() -> None:
@@ -269,14 +268,16 @@ def test_contract_text_drift_against_the_lock() -> None:
     lock = {"search": ToolBehaviour(text_digest=LOCK_TEXT)}
     calls = [rec(0, "search", {"q": "a"}, {"n": 1}, text_digest=LOCK_TEXT)]
     moved = [rec(0, "search", {"q": "a"}, {"n": 1}, text_digest=NEW_TEXT)]
-    base_off = diff_baseline(moved, [("run.jsonl", moved)], behaviour=lock)
+    base_off = diff_baseline(moved, [("run.jsonl", moved)], Judging(behaviour=lock))
     assert [m.split(", ")[1] for _, _, m in _text_findings(base_off)] == [
         "the lock has cccccccccccccccc; its title"
     ]
     assert "(baseline index 0)" in _text_findings(base_off)[0][2]
-    run_off = diff_baseline(calls, [("run.jsonl", moved)], behaviour=lock)
+    run_off = diff_baseline(calls, [("run.jsonl", moved)], Judging(behaviour=lock))
     assert "the run has bbbbbbbbbbbbbbbb" in _text_findings(run_off)[0][2]
-    left_to_the_run = diff_baseline(calls, [("run.jsonl", moved)], behaviour=lock, lock_checks_runs=False)
+    left_to_the_run = diff_baseline(
+        calls, [("run.jsonl", moved)], Judging(behaviour=lock, lock_checks_runs=False)
+    )
     assert _text_findings(left_to_the_run) == []
 
 
@@ -301,8 +302,12 @@ def test_a_run_call_off_the_lock_with_nothing_in_the_baseline_to_hold_it_to(
     lock = {"search": ToolBehaviour(**{field: "c" * (16 if field == "fingerprint" else 64)})}
     run = [rec(0, "search", {"q": "a"}, {"n": 1}, **{field: digest})]
     for baseline in ([rec(0, "search", {"q": "a"}, {"n": 1})], [rec(0, "other", {}, {})]):
-        found = [f for r in diff_baseline(baseline, [("run", run)], behaviour=lock).runs for f in r.findings]
+        found = [
+            f
+            for r in diff_baseline(baseline, [("run", run)], Judging(behaviour=lock)).runs
+            for f in r.findings
+        ]
         assert [f.kind for f in found if f.kind == kind] == [kind]
         assert said in next(f.message for f in found if f.kind == kind)
-        left = diff_baseline(baseline, [("run", run)], behaviour=lock, lock_checks_runs=False)
+        left = diff_baseline(baseline, [("run", run)], Judging(behaviour=lock, lock_checks_runs=False))
         assert [f.kind for r in left.runs for f in r.findings if f.kind == kind] == []

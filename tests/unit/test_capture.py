@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
+from toolreplay.analyses.difference import excerpts
 from toolreplay.capture.http import EventSplitter
-from toolreplay.capture.probe import Failure, Rules, excerpts, judge, plan
+from toolreplay.capture.probe import EXCERPT, Failure, Rules, judge, plan
 from toolreplay.capture.redact import Redactor
 from toolreplay.capture.session import Session
 from toolreplay.capture.stdio import LineSplitter
@@ -262,14 +263,15 @@ def test_probe_shape_only_for_a_tool_declared_not_deterministic() -> None:
 
 def test_excerpts_show_where_long_values_first_differ() -> None:
     """Two long texts that differ after 80 characters are shown from a little before the first
-    difference, with its position (they used to print as the same excerpt)."""
+    difference, both cut at the same place (they used to print as the same excerpt)."""
     was, now = "x" * 200 + "old tail", "x" * 200 + "new tail"
-    old, new = excerpts(was, now)
+    old, new = excerpts(was, now, EXCERPT)
     assert old != new
     assert old == '...xxxxxxxxxxxxxxxxxxxxold tail"'
-    assert new == '...xxxxxxxxxxxxxxxxxxxxnew tail" (first differs at character 202)'
-    assert excerpts("a", "b") == ('"a"', '"b"')
-    assert excerpts("ab" * 50, "ba" * 50)[0].startswith('"abab') and excerpts("ab" * 50, "ba")[1] == '"ba"'
+    assert new == '...xxxxxxxxxxxxxxxxxxxxnew tail"'
+    assert excerpts("a", "b", EXCERPT) == ('"a"', '"b"')
+    assert excerpts("ab" * 50, "ba" * 50, EXCERPT)[0].startswith('"abab')
+    assert excerpts("ab" * 50, "ba", EXCERPT)[1] == '"ba"'
 
 
 def test_recording_writes_redacted_records_and_replaces_what_a_transcript_cannot_hold(tmp_path: Any) -> None:

@@ -4,6 +4,7 @@ the shards' reports back), valid against the published schema, and the comment d
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 from toolreplay.findings import Change, Finding
 from toolreplay.report.json import render_json, reports_from_data
@@ -98,3 +99,26 @@ def test_advisory_findings_fold_below_the_failing_ones() -> None:
         "<details><summary>1 file with advisory findings only (they do not fail the build)</summary>"
     )
     assert advisory_row < only < md.index("<code>runs/b.jsonl</code>")
+
+
+def test_a_capped_review_names_every_drifting_tool_it_does_not_show() -> None:
+    """Past the first five differences the comment says how many more and in which tools, the
+    first twenty by name (every drifting tool stays in the comment, in a few lines)."""
+    drifts = tuple(
+        Finding(
+            kind="behavior-drift",
+            index=n,
+            tool=f"tool_{n:02}",
+            message=f"tool 'tool_{n:02}' returned a different response (and 9 more calls of this tool)",
+            path=BASELINE,
+            change=Change(pointer="/v", baseline="1", run="2"),
+        )
+        for n in range(30)
+    )
+    assert REVIEWED.review is not None
+    report = replace(REVIEWED, review=replace(REVIEWED.review, changes=drifts))
+    capped = render_markdown([report])
+    named = ", ".join(f"`tool_{n:02}`" for n in range(5, 25))
+    assert f"25 more differences (tools {named} and 5 more tools): run `toolreplay diff`" in capped
+    assert capped.count("· behavior-drift ·") == 5
+    assert render_markdown([report], caps=False).count("· behavior-drift ·") == 30

@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from toolreplay.analyses.baseline import diff_baseline
+from toolreplay.analyses.judging import Judging
 from toolreplay.analyses.replay import replay
 from toolreplay.analyses.volatile import Volatile
 from toolreplay.cli import cli
@@ -136,17 +137,19 @@ def test_diff_masks_state_and_shows_the_mask() -> None:
     base = [make_record(index=0, tool="commit", args={}, response={"ok": "x 1"}, state={"head": HASH_A})]
     run = [make_record(index=0, tool="commit", args={}, response={"ok": "y 2"}, state={"head": HASH_B})]
     rules = [Rule(tool="commit", at="/state/head"), Rule(tool="commit", at="/response/ok", pattern="[0-9]")]
-    result = diff_baseline(base, [("run", run)], volatile=Volatile(rules))
+    result = diff_baseline(base, [("run", run)], Judging(volatile=tuple(rules)))
     (finding,) = result.runs[0].findings
     assert finding.kind == "behavior-drift"
     assert '"x <volatile>"' in finding.message and '"y <volatile>"' in finding.message
     # without the rules the state is compared too
-    assert dict(diff_baseline(base, [("run", run)]).runs[0].counts) == {"behavior-drift": 1}
+    assert dict(diff_baseline(base, [("run", run)], Judging()).runs[0].counts) == {"behavior-drift": 1}
     same_answer = [
         make_record(index=0, tool="commit", args={}, response={"ok": "x 1"}, state={"head": HASH_B})
     ]
-    assert diff_baseline(base, [("run", same_answer)], volatile=Volatile(rules)).runs[0].findings == ()
-    assert [f.kind for f in diff_baseline(base, [("run", same_answer)]).runs[0].findings] == ["effect-drift"]
+    assert diff_baseline(base, [("run", same_answer)], Judging(volatile=tuple(rules))).runs[0].findings == ()
+    assert [f.kind for f in diff_baseline(base, [("run", same_answer)], Judging()).runs[0].findings] == [
+        "effect-drift"
+    ]
 
 
 def test_rules_on_one_string_all_apply_and_each_counts() -> None:

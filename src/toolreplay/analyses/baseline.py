@@ -6,8 +6,8 @@ identical calls, as ``difflib`` finds them), so one inserted or skipped call is 
 fingerprints (``tool-drift``), contract-text digests (``contract-text-drift``: a description
 rewritten between the two recordings), responses (``behavior-drift``), post-call state
 (``effect-drift``) and whether a mutating call recorded its state at all
-(``audit-incomplete``). Only the first difference of each kind becomes a finding;
-the rest are counted.
+(``audit-incomplete``). The first difference of each kind in each tool's calls becomes a
+finding, which says how many more calls of that tool differ that way; every one is counted.
 
 Per tool a determinism verdict compares *identical* calls across the baseline and all
 runs: same tool, same arguments and the same mutating calls before it in its own
@@ -27,24 +27,21 @@ import hashlib
 import json
 import struct
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from difflib import SequenceMatcher
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
-from toolreplay.analyses.calltable import DIGEST_SIZE, HAS_STATE, ROW, CallTable, Column, Store, table_of
-from toolreplay.analyses.replay import DEFAULT_MUTATORS
+from toolreplay.analyses.calltable import DIGEST_SIZE, HAS_STATE, ROW, CallTable, Column, table_of
+from toolreplay.analyses.difference import excerpts, first_difference
+from toolreplay.analyses.judging import Judging, ToolBehaviour
 from toolreplay.analyses.volatile import Volatile
 from toolreplay.canonical import canonical
-from toolreplay.contracts.lock import load_lock
 from toolreplay.contracts.text import text_drift_message
 from toolreplay.escape import quote
 from toolreplay.findings import Change, Finding
-from toolreplay.locate import pointer_token
+from toolreplay.mutators import DEFAULT_MUTATORS
 from toolreplay.transcript import Record
-
-if TYPE_CHECKING:
-    from toolreplay.contracts.lock import ToolLock
 
 #: Finding kinds of a baseline diff, in report order.
 DRIFT_KINDS: tuple[str, ...] = (
@@ -80,26 +77,13 @@ NOT_COMMITTED = "not committed yet"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ToolBehaviour:
-    """What a tool lock declares about one tool (docs/spec.md §1.5); None means "not declared"."""
-
-    fingerprint: str | None = None
-    deterministic: bool = True
-    mutates: bool | None = None
-    #: the locked contract's version, shown beside its fingerprint
-    version: str | None = None
-    #: the locked contract's text digest (None: the lock keeps no contract text)
-    text_digest: str | None = None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
 class RunDiff:
     """How one run compares with the baseline."""
 
     path: str
     calls: int
     aligned: int
-    #: every difference found, by kind (only the first of each kind is a finding)
+    #: every difference found, by kind (the first of each kind for each tool is a finding)
     counts: tuple[tuple[str, int], ...]
     findings: tuple[Finding, ...]
     #: the tools this run called, sorted
@@ -130,29 +114,6 @@ class Freshness:
     uncommitted: bool = False
 
 
-# --- the tool lock, as far as the diff needs it ---------------------------------------
-
-
-def lock_behaviour(path: str) -> dict[str, ToolBehaviour]:
-    """Per-tool ``fingerprint``, ``deterministic`` and ``mutates`` from a tool lock (docs/spec.md §1.5)."""
-
-    return behaviour_of(load_lock(path))
-
-
-def behaviour_of(lock: ToolLock) -> dict[str, ToolBehaviour]:
-    """What the diff needs of each contract in a loaded lock."""
-    return {
-        name: ToolBehaviour(
-            fingerprint=c.fingerprint,
-            deterministic=c.deterministic,
-            mutates=c.mutates,
-            version=c.version,
-            text_digest=c.text_digest,
-        )
-        for name, c in lock.tools.items()
-    }
-
-
 # --- freshness -------------------------------------------------------------------------
 
 
@@ -173,78 +134,21 @@ def check_freshness(commit_time: int | None, *, now: int, max_age_days: int) -> 
     return Freshness(committed=committed, max_age_days=max_age_days, stale=stale)
 
 
-# --- JSON value differences ------------------------------------------------------------
-
-#: stands for a member present on one side only of a difference
-ABSENT: Any = object()
-_ABSENT = ABSENT
-
-
-def first_difference(old: Any, new: Any, pointer: str = "") -> tuple[str, Any, Any] | None:
-    """The first JSON pointer (in canonical key order) where two values differ, with both values.
-
-    A member present on one side only is reported with a private "absent" marker on the other.
-    """
-    if isinstance(old, dict) and isinstance(new, dict):
-        return _first_in_object(old, new, pointer)
-    if isinstance(old, list) and isinstance(new, list):
-        return _first_in_array(old, new, pointer)
-    return (pointer, old, new) if _differ(old, new) else None
-
-
-def _differ(old: Any, new: Any) -> bool:
-    """Whether two leaves differ (one side absent, or other JSON)."""
-    return old is _ABSENT or new is _ABSENT or canonical(old) != canonical(new)
-
-
-def _first_in_object(old: dict[str, Any], new: dict[str, Any], pointer: str) -> tuple[str, Any, Any] | None:
-    for key in sorted(old.keys() | new.keys()):
-        at = pointer + "/" + pointer_token(key)
-        found = first_difference(old.get(key, _ABSENT), new.get(key, _ABSENT), at)
-        if found:
-            return found
-    return None
-
-
-def _first_in_array(old: list[Any], new: list[Any], pointer: str) -> tuple[str, Any, Any] | None:
-    for i in range(max(len(old), len(new))):
-        a = old[i] if i < len(old) else _ABSENT
-        b = new[i] if i < len(new) else _ABSENT
-        found = first_difference(a, b, f"{pointer}/{i}")
-        if found:
-            return found
-    return None
-
-
-def show_value(value: Any, limit: int = _VALUE_LIMIT) -> str:
-    """A value for a message: its canonical JSON, clipped to ``limit``; ``no value`` when missing.
-
-    Canonical JSON is ASCII with every control character escaped, so it is already
-    one safe line and self-delimiting (strings keep their double quotes).
-    """
-    if value is _ABSENT:
-        return "no value"
-    text = canonical(value)
-    if len(text) > limit:
-        text = text[: limit - 3] + "..."
-    return text
+# --- how a difference is shown ----------------------------------------------------------
 
 
 def _change(difference: tuple[str, Any, Any] | None, limit: int = _VALUE_LIMIT) -> Change | None:
     if difference is None:  # pragma: no cover - callers compare canonical texts first
         return None
     pointer, old, new = difference
-    return Change(pointer=pointer, baseline=show_value(old, limit), run=show_value(new, limit))
+    baseline, run = excerpts(old, new, limit)
+    return Change(pointer=pointer, baseline=baseline, run=run)
 
 
-def _where(difference: tuple[str, Any, Any] | None, limit: int = _VALUE_LIMIT) -> str:
-    if difference is None:  # pragma: no cover - callers compare canonical texts first
+def _where(change: Change | None) -> str:
+    if change is None:  # pragma: no cover - callers compare canonical texts first
         return ""
-    pointer, old, new = difference
-    return (
-        f": at {quote(pointer)} the baseline has {show_value(old, limit)},"
-        f" the run has {show_value(new, limit)}"
-    )
+    return f": at {quote(change.pointer)} the baseline has {change.baseline}, the run has {change.run}"
 
 
 # --- the diff --------------------------------------------------------------------------
@@ -258,20 +162,24 @@ def _is_mutator(tool: str, behaviour: Mapping[str, ToolBehaviour], mutators: fro
 
 
 class _Collector:
-    """Keeps the first finding of each kind and counts every difference."""
+    """Keeps the first finding of each kind for each tool, and counts every difference."""
 
     def __init__(self, path: str) -> None:
         self.path = path
+        #: every difference, by kind
         self.counts: dict[str, int] = {}
-        self.first: dict[str, Finding] = {}
+        #: (kind, tool) -> the first such difference, as a finding, and how many more there are
+        self.first: dict[tuple[str, str], Finding] = {}
+        self.rest: dict[tuple[str, str], int] = {}
 
-    def wants(self, kind: str) -> bool:
-        """Would a difference of ``kind`` be a finding? If not, :meth:`count` it: its message
-        (which may need a call's values read again) is never shown."""
-        return kind not in self.first
+    def wants(self, kind: str, tool: str) -> bool:
+        """Would a difference of ``kind`` in a call of ``tool`` be a finding? If not, :meth:`count`
+        it: its message (which may need a call's values read again) is never shown."""
+        return (kind, tool) not in self.first
 
-    def count(self, kind: str, n: int = 1) -> None:
+    def count(self, kind: str, tool: str, n: int = 1) -> None:
         self.counts[kind] = self.counts.get(kind, 0) + n
+        self.rest[kind, tool] = self.rest.get((kind, tool), 0) + n
 
     def add(
         self,
@@ -284,18 +192,45 @@ class _Collector:
         message: str,
         change: Change | None = None,
     ) -> None:
+        if not self.wants(kind, tool):
+            self.count(kind, tool)
+            return
         self.counts[kind] = self.counts.get(kind, 0) + 1
-        if kind not in self.first:
-            self.first[kind] = Finding(
-                kind=kind,
-                index=index,
-                tool=tool,
-                message=message,
-                path=self.path,
-                line=line,
-                related=related,
-                change=change,
-            )
+        self.first[kind, tool] = Finding(
+            kind=kind,
+            index=index,
+            tool=tool,
+            message=message,
+            path=self.path,
+            line=line,
+            related=related,
+            change=change,
+        )
+
+    def findings(self) -> tuple[Finding, ...]:
+        """The first finding of each kind for each tool, in report order (kind, then call), each
+        saying how many more calls of its tool differ that way."""
+        order = {kind: n for n, kind in enumerate(DRIFT_KINDS)}
+
+        def key(item: tuple[str, str]) -> tuple[int, int, str]:
+            index = self.first[item].index
+            return order[item[0]], -1 if index is None else index, item[1]
+
+        ordered = sorted(self.first, key=key)
+        return tuple(_with_rest(self.first[item], self.rest.get(item, 0)) for item in ordered)
+
+    def finding(self, kind: str) -> Finding | None:
+        """The first finding of ``kind`` (of one call's comparison: there is one tool)."""
+        return next((f for f in self.findings() if f.kind == kind), None)
+
+
+def _with_rest(finding: Finding, rest: int) -> Finding:
+    """``finding``, its message saying how many more calls of its tool differ the same way."""
+    if not rest:
+        return finding
+    calls = "call" if rest == 1 else "calls"
+    more = f" (and {rest} more {calls} of this tool with {finding.kind})"
+    return replace(finding, message=finding.message + more)
 
 
 class _Calls(Protocol):
@@ -334,8 +269,9 @@ def _agent_drift(
     j1: int,
     j2: int,
 ) -> None:
-    if not out.wants("agent-drift"):
-        out.count("agent-drift")
+    tool = base.light(i1).tool if tag == "delete" else run.light(j1).tool
+    if not out.wants("agent-drift", tool):
+        out.count("agent-drift", tool)
         return
     _AGENT_DRIFT[tag](out, base, run, i1, i2, j1)
 
@@ -350,9 +286,9 @@ def _replaced(out: _Collector, base: _Calls, run: _Calls, i1: int, i2: int, j1: 
         out.add("agent-drift", index=j1, tool=r.tool, related=i1, line=r.line, message=message)
         return
     difference = first_difference(json.loads(base.full(i1).canon_args), json.loads(run.full(j1).canon_args))
-    where = _where(difference)
-    message = f"tool {quote(r.tool)} was called with other arguments than at baseline index {i1}{where}"
     change = _change(difference)
+    where = _where(change)
+    message = f"tool {quote(r.tool)} was called with other arguments than at baseline index {i1}{where}"
     out.add("agent-drift", index=j1, tool=r.tool, related=i1, line=r.line, message=message, change=change)
 
 
@@ -533,10 +469,10 @@ def _compare_pair(
         if drift is not None:
             add(digest.kind, drift)
     kind = _value_drift(b, r, declared)
-    if kind is not None and out.wants(kind):
+    if kind is not None and out.wants(kind, tool):
         add(kind, *_VALUE_DRIFT[kind](tool, *(full() if full is not None else (b, r))))
     elif kind is not None:
-        out.count(kind)
+        out.count(kind, tool)
     unrecorded = _unrecorded_state(b, r, tool, behaviour, mutators)
     if unrecorded is not None:
         add(
@@ -562,19 +498,19 @@ def _value_drift(b: Record, r: Record, declared: ToolBehaviour | None) -> str | 
 
 def _behavior_drift(tool: str, b: Record, r: Record) -> tuple[str, Change | None]:
     """The message and change of a response that differs from the baseline's (full records)."""
-    difference = first_difference(json.loads(b.canon_response), json.loads(r.canon_response))
-    where = _where(difference)
+    change = _change(first_difference(json.loads(b.canon_response), json.loads(r.canon_response)))
+    where = _where(change)
     message = f"tool {quote(tool)} returned a different response than at baseline index {b.index}{where}"
-    return message, _change(difference)
+    return message, change
 
 
 def _effect_drift(tool: str, b: Record, r: Record) -> tuple[str, Change | None]:
     """The message and change of a post-call state that differs from the baseline's (full records)."""
-    difference = first_difference(b.state, r.state)
-    where = _where(difference, _STATE_LIMIT)
+    change = _change(first_difference(b.state, r.state), _STATE_LIMIT)
     same = "returned the same response as" if r.canon_response == b.canon_response else "was called as"
+    where = _where(change)
     message = f"tool {quote(tool)} {same} at baseline index {b.index} but left a different state{where}"
-    return message, _change(difference, _STATE_LIMIT)
+    return message, change
 
 
 def _unrecorded_state(
@@ -609,18 +545,11 @@ _VALUE_DRIFT: dict[str, Callable[[str, Record, Record], tuple[str, Change | None
 }
 
 
-def _diff_run(
-    path: str,
-    base: CallTable,
-    run: CallTable,
-    behaviour: Mapping[str, ToolBehaviour],
-    mutators: frozenset[str],
-    explain: Mapping[str, str] | None = None,
-    lock_checks_runs: bool = True,
-) -> tuple[_Collector, int]:
+def _diff_run(path: str, base: CallTable, run: CallTable, judging: Judging) -> tuple[_Collector, int]:
     out = _Collector(path)
     aligned = 0
-    explain = explain or {}
+    behaviour, mutators, explain = judging.behaviour, judging.mutators, judging.explain
+    lock_checks_runs = judging.lock_checks_runs
     # a call the run makes differently (a new required argument, say) is not aligned, but its
     # contract is still compared: with the baseline's calls of that tool, or with the lock
     for tag, i1, i2, j1, j2 in align_tables(base, run):
@@ -676,7 +605,7 @@ def call_drift(
         _agent_drift(out, "insert", old, new, len(recorded), len(recorded), position, position + 1)
     elif _key(recorded[position], volatile) != _key(run[position], volatile):
         _agent_drift(out, "replace", old, new, position, position + 1, position, position + 1)
-    return out.first.get("agent-drift")
+    return out.finding("agent-drift")
 
 
 def _key(record: Record, volatile: Volatile | None) -> str:
@@ -689,7 +618,7 @@ def stop_drift(recorded: Sequence[Record], run: Sequence[Record], *, path: str =
         return None
     out = _Collector(path)
     _agent_drift(out, "delete", _Listed(recorded), _Listed(run), len(run), len(recorded), len(run), len(run))
-    return out.first["agent-drift"]
+    return out.finding("agent-drift")
 
 
 def compare_call(
@@ -717,7 +646,7 @@ def compare_call(
         _compare_pair(out, b, r, behaviour or {}, mutators, full=full)
     else:
         _compare_pair(out, recorded, run, behaviour or {}, mutators)
-    return tuple(out.first[kind] for kind in DRIFT_KINDS if kind in out.first)
+    return out.findings()
 
 
 Opcode = tuple[str, int, int, int, int]
@@ -920,10 +849,10 @@ def _observe(
     names = tables[0].store.names
     silent: set[str] = set()
     agreed: set[str] = set()
-    # per run source: how many silent drifts, and the first one as
-    # (position, tool number, source and position of the call it disagrees with)
-    found: dict[int, int] = {}
-    first: dict[int, tuple[int, int, int, int]] = {}
+    # per run source and tool number: how many silent drifts, and the first one as
+    # (position, source and position of the call it disagrees with)
+    found: dict[tuple[int, int], int] = {}
+    first: dict[tuple[int, int], tuple[int, int, int]] = {}
 
     def group(observations: Iterable[tuple[bytes, bytes, int, int, int]]) -> None:
         seen: dict[bytes, tuple[bytes | None, tuple[int, int, bytes] | None]] = {}
@@ -941,16 +870,17 @@ def _observe(
                 seen[key] = (baseline, (source, position, response))
             elif run[2] != response:
                 silent.add(names[tool])
-                found[source] = found.get(source, 0) + 1
-                if source not in first or position < first[source][0]:
-                    first[source] = (position, tool, run[0], run[1])
+                found[source, tool] = found.get((source, tool), 0) + 1
+                if (source, tool) not in first or position < first[source, tool][0]:
+                    first[source, tool] = (position, run[0], run[1])
 
     for observations in _buckets(tables, behaviour, mutators, total, groups):
         group(observations)
-    for source, (position, tool, first_source, first_position) in sorted(first.items()):
+    for (source, tool), (position, first_source, first_position) in sorted(first.items()):
         out = collectors[source - 1]
         _silent_drift(out, sources, source, position, names[tool], first_source, first_position)
-        out.count("silent-drift", found[source] - 1)
+        if found[source, tool] > 1:
+            out.count("silent-drift", names[tool], found[source, tool] - 1)
     return silent, agreed
 
 
@@ -1010,53 +940,32 @@ def _silent_drift(
 
 
 def diff_baseline(
-    baseline: Sequence[Record],
-    runs: Sequence[tuple[str, Sequence[Record]]],
-    *,
-    behaviour: Mapping[str, ToolBehaviour] | None = None,
-    mutators: frozenset[str] = DEFAULT_MUTATORS,
-    explain: Mapping[str, str] | None = None,
-    lock_checks_runs: bool = True,
-    volatile: Volatile | None = None,
+    baseline: Sequence[Record], runs: Sequence[tuple[str, Sequence[Record]]], judging: Judging
 ) -> DiffResult:
-    """Compare each ``(path, records)`` run with the baseline records.
-
-    ``behaviour`` holds what a tool lock declares: a tool's ``mutates`` overrides the
-    ``mutators`` list for it, ``deterministic: false`` exempts its responses from
-    comparison (verdict ``no-dependency``), and its fingerprint is compared with the
-    ones recorded. ``explain`` maps a tool to what changed in its contract (the
-    ``fingerprint-diff`` lines between the lock and the tool source), added to its
-    ``tool-drift``. Without ``lock_checks_runs`` a run call whose fingerprint differs from the
-    lock is left to that run's own check against the lock (``check`` runs it), so the same
-    call is not reported twice. Under ``volatile`` rules calls and responses are compared
-    with their volatile values masked.
-    """
-    with Store(volatile) as store:
+    """:func:`diff_tables` of records in memory: each ``(path, records)`` run with the baseline's."""
+    with judging.store() as store:
         return diff_tables(
             table_of(store, baseline),
             [(path, table_of(store, records, path)) for path, records in runs],
-            behaviour=behaviour,
-            mutators=mutators,
-            explain=explain,
-            lock_checks_runs=lock_checks_runs,
+            judging,
         )
 
 
-def diff_tables(
-    baseline: CallTable,
-    runs: Sequence[tuple[str, CallTable]],
-    *,
-    behaviour: Mapping[str, ToolBehaviour] | None = None,
-    mutators: frozenset[str] = DEFAULT_MUTATORS,
-    explain: Mapping[str, str] | None = None,
-    lock_checks_runs: bool = True,
-) -> DiffResult:
-    """:func:`diff_baseline` over call tables (of one :class:`Store`), for transcripts of any size."""
-    behaviour = behaviour or {}
+def diff_tables(baseline: CallTable, runs: Sequence[tuple[str, CallTable]], judging: Judging) -> DiffResult:
+    """The one judgement of a baseline and its runs (docs/spec.md §3.4): what differs and which
+    differences are findings, decided by ``judging`` alone.
+
+    The tables are of one store, :meth:`Judging.store`'s (their calls masked by its volatile rules);
+    any size of transcript goes (see :mod:`toolreplay.analyses.calltable`).
+    """
+    masked = baseline.store.volatile.rules if baseline.store.volatile is not None else ()
+    if masked != judging.volatile:
+        raise ValueError("the tables were not read under the judging's volatile rules")
+    behaviour, mutators = judging.behaviour, judging.mutators
     collectors = []
     aligned_counts = []
     for path, table in runs:
-        collector, aligned = _diff_run(path, baseline, table, behaviour, mutators, explain, lock_checks_runs)
+        collector, aligned = _diff_run(path, baseline, table, judging)
         collectors.append(collector)
         aligned_counts.append(aligned)
     silent, agreed = _observe([("", baseline), *runs], behaviour, mutators, collectors)
@@ -1086,6 +995,6 @@ def _run_diff(path: str, table: CallTable, collector: _Collector, aligned: int) 
         calls=len(table),
         aligned=aligned,
         counts=tuple((kind, collector.counts[kind]) for kind in DRIFT_KINDS if kind in collector.counts),
-        findings=tuple(collector.first[kind] for kind in DRIFT_KINDS if kind in collector.first),
+        findings=collector.findings(),
         tools=tuple(sorted(table.tools)),
     )

@@ -25,18 +25,18 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolreplay.analyses.baseline import first_difference
+from toolreplay.analyses.difference import clipped, excerpts, first_difference
 from toolreplay.analyses.volatile import Volatile
 from toolreplay.canonical import canonical
 from toolreplay.capture.redact import MASK
 from toolreplay.contracts.text import text_drift_message
 from toolreplay.escape import one_line, quote
 from toolreplay.findings import Finding, sort_findings
-from toolreplay.library.errors import ABSENT
 from toolreplay.transcript import Record, make_record
 from toolreplay.volatile_rules import Rule
 
@@ -408,7 +408,7 @@ def _first_difference(was: Any, now: Any) -> tuple[str, str, str]:
     """Where two answers first differ (a JSON pointer), and each one's excerpt there."""
     difference = first_difference(was, now)
     pointer, was, now = difference if difference is not None else ("/", was, now)
-    shown_was, shown_now = excerpts(was, now)
+    shown_was, shown_now = excerpts(was, now, EXCERPT, absent="(absent)")
     return pointer, shown_was, shown_now
 
 
@@ -428,7 +428,7 @@ def _which(record: Record, judging: _Judging | None) -> str:
     """The call a message names: by its recorded index, or (a receipt's) by its arguments."""
     if judging is not None and judging.receipt is None:
         return f"the call recorded at index {record.index}"
-    return f"the call with args {_clipped(record.canon_args, 0, ARGS_EXCERPT)}"
+    return f"the call with args {clipped(json.loads(record.canon_args), ARGS_EXCERPT)}"
 
 
 def tool_rules(volatile: Volatile | None, tool: str) -> tuple[Rule, ...]:
@@ -591,31 +591,5 @@ def _fits(parts: list[str], live: str) -> bool:
     return len(live) - len(parts[-1]) > at and live.endswith(parts[-1])
 
 
+#: characters of each of two differing values a message shows
 EXCERPT = 80
-
-
-def excerpts(was: Any, now: Any, limit: int = EXCERPT) -> tuple[str, str]:
-    """Both values clipped to ``limit`` characters, around where their texts first differ.
-
-    Clipped from the start, two long texts that differ late would look the same: then both
-    excerpts start a little before the first differing character, and the second says where.
-    """
-    old, new = _text(was), _text(now)
-    if len(old) <= limit and len(new) <= limit:
-        return old, new
-    at = next((i for i, (a, b) in enumerate(zip(old, new, strict=False)) if a != b), min(len(old), len(new)))
-    if at < limit - 3:
-        return _clipped(old, 0, limit), _clipped(new, 0, limit)
-    start = at - 20
-    where = f" (first differs at character {at + 1})"
-    return _clipped(old, start, limit), _clipped(new, start, limit) + where
-
-
-def _text(value: Any) -> str:
-    return "(absent)" if value is ABSENT else canonical(value)
-
-
-def _clipped(text: str, start: int, limit: int) -> str:
-    head = "..." if start > 0 else ""
-    body = text[start:]
-    return head + (body if len(body) <= limit else body[: limit - 3] + "...")

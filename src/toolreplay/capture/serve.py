@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import h11
 
 from toolreplay import sdk
+from toolreplay.analyses.difference import clipped, excerpts
 from toolreplay.analyses.volatile import Volatile
 from toolreplay.canonical import canonical
 from toolreplay.capture.exchange import (
@@ -45,7 +46,7 @@ from toolreplay.contracts.lock import ToolLock
 from toolreplay.errors import InputError, ToolreplayError
 from toolreplay.escape import inert, quote
 from toolreplay.files import SEALED_SUFFIX
-from toolreplay.library.errors import ABSENT, ContractTextDriftError, SnapshotMissError, ToolDriftError
+from toolreplay.library.errors import ContractTextDriftError, SnapshotMissError, ToolDriftError
 from toolreplay.library.snapshot import Snapshot
 from toolreplay.transcript import Record, open_input, read_links, read_transcript
 
@@ -274,23 +275,16 @@ class Recorded:
 
 def miss_message(method: str, params: dict[str, Any], miss: SnapshotMissError) -> str:
     """The message of the error a request the recording does not hold is answered with."""
-    text = f"{MISS_PREFIX}no recorded {method} request has the params {_clip(canonical(params))}"
+    text = f"{MISS_PREFIX}no recorded {method} request has the params {clipped(params, 200)}"
     if miss.nearest_index is None:
         return text + f"; the recording never asks {method}"
     if miss.pointer is None:
         return text
+    recorded, given = excerpts(miss.recorded_value, miss.given_value, 80, absent="(absent)")
     return (
         f"{text}; the nearest recorded one differs at {quote(miss.pointer)}:"
-        f" recorded {_value(miss.recorded_value)}, given {_value(miss.given_value)}"
+        f" recorded {recorded}, given {given}"
     )
-
-
-def _clip(text: str, limit: int = 200) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _value(value: Any) -> str:
-    return "(absent)" if value is ABSENT else _clip(canonical(value), 80)
 
 
 def build_server(

@@ -18,15 +18,13 @@ from toolreplay.analyses.baseline import (
     DiffResult,
     Freshness,
     RunDiff,
-    ToolBehaviour,
     check_freshness,
     diff_baseline,
     diff_tables,
-    lock_behaviour,
 )
 from toolreplay.analyses.calltable import CallTable, Store, open_twice, read_table
 from toolreplay.analyses.fingerprint_diff import explain_drift
-from toolreplay.analyses.replay import DEFAULT_MUTATORS
+from toolreplay.analyses.judging import Judging, ToolBehaviour, lock_behaviour
 from toolreplay.analyses.volatile import Volatile
 from toolreplay.chain import ChainState, verify, verify_stream
 from toolreplay.cli.base import EXISTS, EXIT_FINDINGS, atomic_output, force_option
@@ -43,9 +41,11 @@ from toolreplay.findings import Finding, sort_findings
 from toolreplay.gate import FailPolicy
 from toolreplay.gitinfo import committed_blob, last_commit_time, merge_base, regular_baseline, repo_path
 from toolreplay.hooks.drift_note import file_head
+from toolreplay.hooks.drift_range import PullRange, judged_config
 from toolreplay.limits import DEFAULT_BUDGET_SECONDS
+from toolreplay.mutators import DEFAULT_MUTATORS
 from toolreplay.reports import Line, Report, masked_line
-from toolreplay.transcript import GENESIS, Record, parse_links, read_input, read_links, read_transcript, slim
+from toolreplay.transcript import GENESIS, Record, parse_links, read_input, read_links, read_transcript
 from toolreplay.volatile_rules import Rule
 
 #: drift-note ``kinds`` (docs/spec.md §1.6) for each finding kind that names one
@@ -62,10 +62,10 @@ def _is_sealed(path: str) -> bool:
 
 
 def _read_run(path: str) -> list[Record]:
-    # slim records: the diff compares canonical texts, so the parsed values need not stay
+    # whole records: the volatile rules mask their values
     if _is_sealed(path):
-        return [slim(link.record) for link in read_links(path)]
-    return [slim(record) for record in read_transcript(path)]
+        return [link.record for link in read_links(path)]
+    return list(read_transcript(path))
 
 
 def _baseline_table(store: Store, path: str) -> tuple[CallTable, ChainState]:
@@ -129,11 +129,11 @@ def _run_report(
 
 
 def _findings_line(run: RunDiff, count: int) -> Line:
-    """How many findings: differences: counts every one and a finding line shows the first of each
-    kind, so where the two numbers part, the line says so."""
+    """How many findings: differences: counts every one and a finding line shows the first call of
+    each tool with each kind, so where the two numbers part, the line says so."""
     shown = str(count)
     if sum(n for _, n in run.counts) > len(run.findings):
-        shown += " (the first of each kind; differences: counts every one)"
+        shown += " (the first call of each tool and kind; differences: counts every one)"
     return Line(key="findings", value=count, text=shown)
 
 
@@ -170,6 +170,16 @@ class _Comparison:
     #: the time the rules' patterns may take on one file (the config's pattern_budget_seconds)
     pattern_budget: float = DEFAULT_BUDGET_SECONDS
 
+    def judging(self) -> Judging:
+        """What the baseline and the runs are judged with: these settings, as ``check`` judges."""
+        return Judging(
+            mutators=self.mutators,
+            behaviour=_behaviour(self.tools),
+            volatile=self.volatile,
+            pattern_budget=self.pattern_budget,
+            explain=self.explain,
+        )
+
 
 def _configured(
     config_file: str | None,
@@ -179,10 +189,15 @@ def _configured(
     fail_on: str | None = None,
     *,
     gated: bool = False,
+    base: str | None = None,
 ) -> _Comparison:
     """The comparison's settings; which findings fail (``--fail-on``, else ``fail_on``; the config's
-    is said to be used only for a ``gated`` command, one that exits by it)."""
+    is said to be used only for a ``gated`` command, one that exits by it). Measured from where a
+    pull request against ``base`` starts, the base commit's settings judge, as ``check --base``'s."""
     config = read_config(config_file)
+    if config is not None and base is not None:
+        pull = PullRange(base=base, head="HEAD")
+        config = judged_config(config, pull, workspace=str(config.root), tree=False).config
     used: list[str] = []
     flags = _Comparison(
         tools=tools,
@@ -225,10 +240,12 @@ def _lock_setting(tools: str | None, config: Config, used: list[str]) -> str | N
 def _mutators_setting(
     mutators: frozenset[str], config: Config, given: bool, used: list[str]
 ) -> frozenset[str]:
-    """The ``--mutator`` tools (or the default list), else the mutators the config declares."""
-    if given or "mutators" not in config.declared:
+    """The ``--mutator`` tools, else the config's mutators (the default list unless it declares them;
+    over a pull request's range, the base commit's)."""
+    if given:
         return mutators
-    used.append("mutators")
+    if "mutators" in config.declared:
+        used.append("mutators")
     return config.mutators
 
 
@@ -297,8 +314,9 @@ def diff_cmd(
 
     regular_baseline(baseline)
     comparison = _configured(config_file, tools, mutators, max_age_days, fail_on, gated=True)
-    volatile = Volatile(comparison.volatile, budget=comparison.pattern_budget)
-    with Store(volatile) as store:
+    judging = comparison.judging()
+    volatile = judging.masking()
+    with judging.store(volatile) as store:
         # calls as digests (docs/spec.md §3.4 compares canonical texts): memory stays the same
         # whatever the size of the baseline and the runs
         table, state = _baseline_table(store, baseline)
@@ -306,13 +324,7 @@ def diff_cmd(
             ctx.exit(emit_gated([_broken_report(baseline, state)], fmt, comparison.policy))
         freshness = _freshness(baseline, comparison.max_age_days)
         run_tables = [(path, read_table(store, path, sealed=_is_sealed(path))) for path in runs]
-        result = diff_tables(
-            table,
-            run_tables,
-            behaviour=_behaviour(comparison.tools),
-            mutators=comparison.mutators,
-            explain=comparison.explain,
-        )
+        result = diff_tables(table, run_tables, judging)
     reports = _diff_reports(baseline, state, freshness, result, volatile)
     # the exit code follows the findings: every reason to fail is one the reports show
     ctx.exit(emit_gated(reports, fmt, comparison.policy))
@@ -465,7 +477,7 @@ def note_cmd(
     if file is not None and not force and os.path.isfile(file):
         # before the work: an earlier note's reasoning is never replaced by a template
         raise InputError(EXISTS, path=output)
-    comparison = _configured(config_file, tools, mutators)
+    comparison = _configured(config_file, tools, mutators, base=base)
     heads = _baseline_heads(baseline, base)
     compared = _compared_runs(heads, runs)
     drift = _drift_found(heads.before_records, compared, comparison) if compared else _NoteDrift()
@@ -573,9 +585,7 @@ def _drift_found(
     before: list[Record], compared: list[tuple[str, list[Record]]], comparison: _Comparison
 ) -> _NoteDrift:
     """The comparison of the committed baseline with the runs, as a note words it."""
-    result = diff_baseline(
-        before, compared, behaviour=_behaviour(comparison.tools), mutators=comparison.mutators
-    )
+    result = diff_baseline(before, compared, comparison.judging())
     findings = [(run.path, f) for run in result.runs for f in sort_findings(list(run.findings))]
     return _NoteDrift(
         kinds=frozenset(NOTE_KINDS[f.kind] for _, f in findings if f.kind in NOTE_KINDS),

@@ -16,12 +16,13 @@ import re
 import shutil
 import tarfile
 import tempfile
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path, PurePosixPath
 
+from toolreplay.analyses.judging import Judging, judging_of
 from toolreplay.config import Config
 from toolreplay.errors import InputError
 from toolreplay.escape import one_line, quote
@@ -152,11 +153,19 @@ def _judge_range(config: Config, pull: PullRange, workspace: str, config_file: s
     context = _Context(
         where=where, notes_dir=before.notes_dir, base=pull.base, commits=span_commits, taken=taken, git=git
     )
-    explain = lock_change(config, pull.base) if result.changes else {}
-    reports = _reports(result, context, mutators=config.mutators, explain=explain)
+    judging = _review_judging(config, pull, workspace) if result.changes else Judging()
+    reports = _reports(result, context, judging=judging)
     reports += list(_warning_reports(warnings, span_commits))
     status = _range_status(result, span) + _judged_with(warnings, base_source)
     return DriftOutcome(reports=tuple(sorted(reports, key=lambda r: r.path)), status=status)
+
+
+def _review_judging(config: Config, pull: PullRange, workspace: str) -> Judging:
+    """What a changed baseline's two versions are compared with: what ``check`` judges the range
+    with (the base commit's rules, mutators and lock), its contract drift explained by the lock's
+    change."""
+    judged = judged_config(config, pull, workspace=workspace, tree=False).config
+    return judging_of(judged, explain=lock_change(config, pull.base))
 
 
 def _base_source(recorded: Config | None, pull: PullRange, prefix: str) -> str:
@@ -283,7 +292,7 @@ class Judged:
     source_root: Path | None = None
 
 
-def judged_config(config: Config, pull: PullRange | None, *, workspace: str) -> Judged:
+def judged_config(config: Config, pull: PullRange | None, *, workspace: str, tree: bool = True) -> Judged:
     """``config`` for a run that judges ``pull``: with the base commit's judging settings.
 
     Volatile rules, mutators and state-awareness (what is compared), the time patterns may take,
@@ -292,6 +301,8 @@ def judged_config(config: Config, pull: PullRange | None, *, workspace: str) -> 
     tools_source (run from the base commit's tree: none of the pull request's code runs) are the
     base's; the pull request's change of them is reported by the drift-note rule. Where the base
     has no configuration, or it cannot be read, nothing is masked, no lock is held and no code runs.
+    Without ``tree`` (a run that runs no tools_source: ``note``, a changed baseline's review) no
+    copy of the base commit's tree is made, and no tools_source is kept.
     """
     if pull is None:
         return Judged(config=config)
@@ -300,7 +311,8 @@ def judged_config(config: Config, pull: PullRange | None, *, workspace: str) -> 
         bare = replace(config, volatile=(), mutators=DEFAULT_MUTATORS, tools_lock=None, tools_source=None)
         return Judged(config=bare)
     lock = _judged_lock(config, base, pull, workspace)
-    source_root = _base_tree(config, pull, workspace) if base.tools_source is not None and lock else None
+    runs_source = tree and base.tools_source is not None and lock is not None
+    source_root = _base_tree(config, pull, workspace) if runs_source else None
     judged = replace(
         config,
         volatile=base.volatile,
@@ -540,15 +552,11 @@ class _Context:
     git: Git
 
 
-def _reports(
-    result: GuardResult, context: _Context, *, mutators: frozenset[str], explain: Mapping[str, str]
-) -> list[Report]:
+def _reports(result: GuardResult, context: _Context, *, judging: Judging) -> list[Report]:
     """One report per changed baseline (with its finding when no note accepts it) and per bad note."""
     problems = {p.baseline: p for p in result.problems if p.baseline is not None}
     reports = [
-        _change_report(
-            change, problems.get(change.baseline), result, context, mutators=mutators, explain=explain
-        )
+        _change_report(change, problems.get(change.baseline), result, context, judging=judging)
         for change in result.changes
     ]
     reports += [_invalid_note(problem, context) for problem in result.problems if problem.baseline is None]
@@ -570,8 +578,7 @@ def _change_report(
     result: GuardResult,
     context: _Context,
     *,
-    mutators: frozenset[str],
-    explain: Mapping[str, str],
+    judging: Judging,
 ) -> Report:
     """A changed baseline's report: the change, its finding and a note name that is free when no
     note accepts it, and the change as a reviewer approves it."""
@@ -591,7 +598,7 @@ def _change_report(
             text="missing" if problem else _accepted_by(result, change.baseline),
         ),
     )
-    review = _review(change, result, context, mutators=mutators, explain=explain)
+    review = _review(change, result, context, judging=judging)
     return Report(command=COMMAND, path=path, header=header, findings=findings, note=note, review=review)
 
 
@@ -607,12 +614,11 @@ def _review(
     result: GuardResult,
     context: _Context,
     *,
-    mutators: frozenset[str],
-    explain: Mapping[str, str],
+    judging: Judging,
 ) -> Review | None:
     """The change as a reviewer approves it; None for a change no note can accept."""
     if change.refused is not None or change.broken is not None or change.kind != "baseline":
         return None
     start, end = context.commits
-    review = review_of(context.git, change, result, base=start, head=end, mutators=mutators, explain=explain)
+    review = review_of(context.git, change, result, base=start, head=end, judging=judging)
     return replace(review, note=None if review.note is None else context.where(review.note))

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import io
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from toolreplay.analyses.baseline import diff_baseline
 from toolreplay.analyses.fingerprint_diff import explain_drift
+from toolreplay.analyses.judging import Judging
 from toolreplay.canonical import decode
 from toolreplay.chain import verify
 from toolreplay.config import Config
@@ -22,9 +23,8 @@ from toolreplay.contracts.lock import load_lock, parse_lock
 from toolreplay.errors import InputError
 from toolreplay.findings import Finding, sort_findings
 from toolreplay.hooks.drift_note import BaselineChange, Git, GitError, GuardResult
-from toolreplay.mutators import DEFAULT_MUTATORS
 from toolreplay.reports import Review
-from toolreplay.transcript import Record, parse_links, slim
+from toolreplay.transcript import Record, parse_links
 
 if TYPE_CHECKING:
     from toolreplay.driftnote import DriftNote
@@ -49,8 +49,7 @@ def review_of(
     *,
     base: str,
     head: str,
-    mutators: frozenset[str] = DEFAULT_MUTATORS,
-    explain: Mapping[str, str] | None = None,
+    judging: Judging,
 ) -> Review:
     """The change to one baseline between ``base`` and ``head`` (commits), with the notes that accept it."""
     notes = [n for n in result.notes if n.baseline == change.baseline]
@@ -60,7 +59,7 @@ def review_of(
         note=" and ".join(n.path for n in notes) or None,
         reason=_reason(notes),
         kinds=_kinds(notes),
-        changes=tuple(_changes(git, change, base=base, head=head, mutators=mutators, explain=explain)),
+        changes=tuple(_changes(git, change, base=base, head=head, judging=judging)),
     )
 
 
@@ -83,15 +82,15 @@ def _changes(
     *,
     base: str,
     head: str,
-    mutators: frozenset[str],
-    explain: Mapping[str, str] | None,
+    judging: Judging,
 ) -> list[Finding]:
-    """``diff`` of the head's baseline against the base's; none for a new, deleted or broken one."""
+    """``diff`` of the head's baseline against the base's, judged as ``check`` judges the range;
+    none for a new, deleted or broken one."""
     old = _records(git, base, change.baseline)
     new = _records(git, head, change.baseline)
     if old is None or new is None:
         return []
-    result = diff_baseline(old, [(change.baseline, new)], mutators=mutators, explain=explain)
+    result = diff_baseline(old, [(change.baseline, new)], judging)
     return sort_findings([f for run in result.runs for f in run.findings])
 
 
@@ -106,7 +105,7 @@ def _records(git: Git, rev: str, path: str) -> Sequence[Record] | None:
         return None
     if verify(links).broken:
         return None
-    return [slim(link.record) for link in links]
+    return [link.record for link in links]  # whole: the volatile rules mask their values
 
 
 def lock_change(config: Config, base: str) -> dict[str, str]:

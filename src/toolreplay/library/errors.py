@@ -5,15 +5,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from toolreplay.analyses.baseline import ABSENT as BASELINE_ABSENT
-from toolreplay.canonical import canonical
+from toolreplay.analyses.difference import ABSENT as DIFFERENCE_ABSENT
+from toolreplay.analyses.difference import clipped, excerpts
 from toolreplay.contracts.text import text_drift_message
 from toolreplay.errors import DriftError, ToolreplayError
 from toolreplay.escape import one_line, quote
 from toolreplay.findings import Finding
 
 #: stands for a value absent on one side of a snapshot miss or a divergence
-ABSENT: Any = BASELINE_ABSENT
+ABSENT: Any = DIFFERENCE_ABSENT
+#: characters of a value a message shows
+SHOWN = 120
 
 
 class ToolDriftError(DriftError):
@@ -97,15 +99,16 @@ class SnapshotMissError(ToolreplayError):
         self.pointer = pointer
         self.recorded_value = recorded_value
         self.given_value = given_value
-        call = f"no recorded call matches tool {quote(tool)} with args {_clip(canonical(args))}"
+        call = f"no recorded call matches tool {quote(tool)} with args {clipped(args, SHOWN)}"
         if nearest_index is None:
             names = ", ".join(quote(t) for t in recorded_tools[:5]) or "none"
             more = ", ..." if len(recorded_tools) > 5 else ""
             super().__init__(f"{call}; the recording never calls that tool (it calls {names}{more})")
         else:
+            recorded, given = excerpts(recorded_value, given_value, SHOWN, absent="(absent)")
             super().__init__(
                 f"{call}; nearest recorded call is index {nearest_index}, which differs at argument"
-                f" {quote(pointer or '/')}: recorded {_value(recorded_value)}, given {_value(given_value)}"
+                f" {quote(pointer or '/')}: recorded {recorded}, given {given}"
             )
 
 
@@ -182,11 +185,3 @@ def audit_message(finding: Finding) -> str:
 
 def _source(path: str) -> str:
     return one_line(path) if path else "the recording"
-
-
-def _value(value: Any) -> str:
-    return "(absent)" if value is ABSENT else _clip(canonical(value))
-
-
-def _clip(text: str, limit: int = 120) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -12,14 +12,10 @@ from dataclasses import dataclass, replace
 from types import ModuleType
 from typing import Any, TypeVar, overload
 
-from toolreplay.analyses.baseline import (
-    ToolBehaviour,
-    call_drift,
-    compare_call,
-    first_difference,
-    stop_drift,
-)
+from toolreplay.analyses.baseline import call_drift, compare_call, stop_drift
+from toolreplay.analyses.difference import first_difference
 from toolreplay.analyses.fingerprint_diff import compare_contracts
+from toolreplay.analyses.judging import ToolBehaviour
 from toolreplay.analyses.replay import DEFAULT_MUTATORS
 from toolreplay.canonical import canonical
 from toolreplay.contracts.definitions import definition_contract

@@ -33,6 +33,7 @@ from toolreplay.report.paths import repo_relative
 from toolreplay.report.review import (
     GUARD_CHANGED,
     MISSING,
+    OPEN_CHANGES,
     Advice,
     View,
     accept_commands,
@@ -40,6 +41,7 @@ from toolreplay.report.review import (
     drifted_runs,
     guard_block,
     is_guard_change,
+    more_line,
     other_advice,
     review_block,
 )
@@ -215,15 +217,20 @@ def _grouped(report: Report, findings: Sequence[Finding]) -> list[list[Finding]]
     return list(groups.values())
 
 
-def _changes(report: Report, findings: Sequence[Finding], links: Links | None) -> list[str]:
+def _changes(report: Report, findings: Sequence[Finding], links: Links | None, *, caps: bool) -> list[str]:
     """Drift side by side: at which JSON pointer, the baseline's value and the run's (a long value
-    in a fenced block under its line, so nothing is wider than the page)."""
+    in a fenced block under its line, so nothing is wider than the page); with ``caps`` the first
+    few, then how many more and in which tools."""
     changed = [group for group in _grouped(report, findings) if group[0].change is not None]
     if not changed:
         return []
+    shown = changed[:OPEN_CHANGES] if caps else changed
     out = ["", "What changed, baseline → run:", ""]
-    for group in changed:
+    for group in shown:
         out += change_item(group[0], _group_where(report, group, links), message=False)
+    if len(shown) < len(changed):
+        rest = [group[0] for group in changed[len(shown) :]]
+        out += ["", more_line(rest, "the table above says what each one changed.")]
     return out
 
 
@@ -530,7 +537,7 @@ def _failed_block(
     if report.header:
         out += [_pairs(report), ""]
     out += _finding_tables(report, findings, links, fails, cell)
-    out += _changes(report, findings, links)
+    out += _changes(report, findings, links, caps=view.caps)
     return [*out, "", "</details>"]
 
 

@@ -27,6 +27,8 @@ INLINE_VALUE = 60
 OPEN_CHANGES = 5
 #: with caps: a note's reason is shortened to this many characters
 CAPPED_REASON = 300
+#: with caps: the tools a line counting the differences not shown names
+NAMED_TOOLS = 20
 #: a guard change's finding
 GUARD_CHANGED = "drift-guard-changed"
 MISSING = "missing-drift-note"
@@ -152,10 +154,20 @@ def _differences(changes: Sequence[Finding], *, capped: bool) -> list[str]:
     for f in shown:
         where = f"index {f.index}" if f.index is not None else "contract"
         out += change_item(f, where, old="base", new="head")
-    rest = len(changes) - len(shown)
-    if rest:
-        out += ["", f"{_plural(rest, 'more difference')}: run `toolreplay diff` on the two versions."]
+    if len(shown) < len(changes):
+        out += ["", more_line(changes[len(shown) :], "run `toolreplay diff` on the two versions.")]
     return out
+
+
+def more_line(rest: Sequence[Finding], then: str) -> str:
+    """How many more differences there are, and in which tools (the first :data:`NAMED_TOOLS`,
+    sorted), then what shows them."""
+    tools = sorted({f.tool for f in rest if f.tool})
+    named = ", ".join(code(tool, max_len=80) for tool in tools[:NAMED_TOOLS])
+    if len(tools) > NAMED_TOOLS:
+        named += f" and {_plural(len(tools) - NAMED_TOOLS, 'more tool')}"
+    where = f" (tool{'s' * (len(tools) != 1)} {named})" if tools else ""
+    return f"{_plural(len(rest), 'more difference')}{where}: {then}"
 
 
 def accept_commands(report: Report, findings: Sequence[Finding], base: str | None) -> list[list[str]]:

@@ -1,0 +1,145 @@
+"""Where two JSON values first differ, and how both are shown there (docs/spec.md §3.4).
+
+The one excerpt rule every message that quotes two values uses (``diff``, ``check``, ``probe``,
+the PR comment's side by side, the library's errors): a value is its canonical JSON; a long one
+is cut around the first character where the two texts differ, both sides at the same place,
+with ``...`` where something was cut. A string holding a JSON text on both sides is entered
+(``#`` in the pointer, as the volatile rules write it), so the difference is the member that
+differs, not the text's first 60 characters.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from toolreplay.canonical import canonical, decode
+from toolreplay.errors import InputError
+from toolreplay.locate import pointer_token
+
+#: stands for a member present on one side only of a difference
+ABSENT: Any = object()
+#: characters of a value shown before its first difference, when it is cut there
+LEAD = 20
+#: what marks a cut
+CUT = "..."
+
+
+def first_difference(old: Any, new: Any, pointer: str = "") -> tuple[str, Any, Any] | None:
+    """The first JSON pointer (in canonical key order) where two values differ, with both values.
+
+    A member present on one side only is reported with :data:`ABSENT` on the other. Two strings
+    that both hold a JSON object or array are compared as those values (the pointer goes on
+    after a ``#``); when only their spelling differs, the strings themselves are the difference.
+    """
+    if isinstance(old, dict) and isinstance(new, dict):
+        return _first_in_object(old, new, pointer)
+    if isinstance(old, list) and isinstance(new, list):
+        return _first_in_array(old, new, pointer)
+    if not _differ(old, new):
+        return None
+    if isinstance(old, str) and isinstance(new, str):
+        inside = _in_texts(old, new, pointer)
+        if inside is not None:
+            return inside
+    return (pointer, old, new)
+
+
+def _differ(old: Any, new: Any) -> bool:
+    """Whether two leaves differ (one side absent, or other JSON)."""
+    return old is ABSENT or new is ABSENT or canonical(old) != canonical(new)
+
+
+def _first_in_object(old: dict[str, Any], new: dict[str, Any], pointer: str) -> tuple[str, Any, Any] | None:
+    for key in sorted(old.keys() | new.keys()):
+        at = pointer + "/" + pointer_token(key)
+        found = first_difference(old.get(key, ABSENT), new.get(key, ABSENT), at)
+        if found:
+            return found
+    return None
+
+
+def _first_in_array(old: list[Any], new: list[Any], pointer: str) -> tuple[str, Any, Any] | None:
+    for i in range(max(len(old), len(new))):
+        a = old[i] if i < len(old) else ABSENT
+        b = new[i] if i < len(new) else ABSENT
+        found = first_difference(a, b, f"{pointer}/{i}")
+        if found:
+            return found
+    return None
+
+
+def _in_texts(old: str, new: str, pointer: str) -> tuple[str, Any, Any] | None:
+    """The first difference inside two strings that both hold a JSON object or array (None: they
+    do not, or they differ only in how the same value is spelled)."""
+    held = _held(old), _held(new)
+    if held[0] is None or held[1] is None or type(held[0]) is not type(held[1]):
+        return None
+    return first_difference(held[0], held[1], pointer + "#")
+
+
+def _held(text: str) -> dict[str, Any] | list[Any] | None:
+    """The JSON object or array a string holds (None: it holds none)."""
+    if not text.lstrip().startswith(("{", "[")):
+        return None
+    try:
+        value = decode(text.encode("utf-8", "surrogatepass"), what="JSON text")
+    except (InputError, UnicodeEncodeError):
+        return None
+    return value if isinstance(value, dict | list) else None
+
+
+def excerpts(old: Any, new: Any, limit: int, *, absent: str = "no value") -> tuple[str, str]:
+    """Both values as canonical JSON (``absent`` for :data:`ABSENT`), each at most ``limit``
+    characters and the marks of a cut: from the start when the first difference shows there, else
+    both from :data:`LEAD` characters before it.
+
+    Canonical JSON is ASCII with every control character escaped, so each excerpt is one safe
+    line; a cut never splits an escape.
+    """
+    a = absent if old is ABSENT else canonical(old)
+    b = absent if new is ABSENT else canonical(new)
+    if len(a) <= limit and len(b) <= limit:
+        return a, b
+    at = 0 if old is ABSENT or new is ABSENT or a == b else _first_char(a, b)
+    start = 0 if at + LEAD <= limit - len(CUT) else _unit_start(a, at - LEAD)
+    return _cut(a, start, limit), _cut(b, start, limit)
+
+
+def clipped(value: Any, limit: int, *, absent: str = "no value") -> str:
+    """One value as :func:`excerpts` shows it (from its start)."""
+    return excerpts(value, value, limit, absent=absent)[0]
+
+
+def _first_char(a: str, b: str) -> int:
+    """Where two texts first differ (the shorter one's length when it starts the other)."""
+    return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+
+
+def _cut(text: str, start: int, limit: int) -> str:
+    """``text`` from ``start``, at most ``limit`` characters of it, each cut marked."""
+    head = CUT if start > 0 else ""
+    if len(text) - start <= limit:
+        return head + text[start:]
+    stop = _unit_start(text, start + limit - len(CUT))
+    return head + text[start:stop] + CUT
+
+
+def _unit_start(text: str, position: int) -> int:
+    """``position``, or the start of the escape (``\\n``, ``\\u00e9``) it falls inside."""
+    position = max(0, min(position, len(text)))
+    for back in range(1, 6):
+        q = position - back
+        if q < 0:
+            break
+        if text[q] == "\\" and _escapes(text, q):
+            size = 6 if text[q + 1 : q + 2] == "u" else 2
+            return q if q + size > position else position
+    return position
+
+
+def _escapes(text: str, q: int) -> bool:
+    """Whether the backslash at ``q`` starts an escape (an even number of backslashes before it)."""
+    run = 0
+    while q - run - 1 >= 0 and text[q - run - 1] == "\\":
+        run += 1
+    return run % 2 == 0
