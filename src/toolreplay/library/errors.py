@@ -27,6 +27,9 @@ class ToolDriftError(DriftError):
     when the recorded contract is known (a pinned :class:`ToolLock` holds it).
     """
 
+    #: the finding kind the other channels report this drift as (docs/spec.md §3.4)
+    kind = "tool-drift"
+
     def __init__(
         self,
         *,
