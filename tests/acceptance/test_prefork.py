@@ -127,8 +127,11 @@ def _gone(pid: int) -> bool:
             os.kill(pid, 0)
         except ProcessLookupError:
             return True
-        stat = Path(f"/proc/{pid}/stat")
-        if stat.exists() and stat.read_text().rsplit(")", 1)[1].split()[0] == "Z":
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (FileNotFoundError, ProcessLookupError):
+            return True  # reaped between the two looks
+        if state == "Z":
             return True  # ended, not yet reaped by its parent
         time.sleep(0.02)
     return False

@@ -38,7 +38,7 @@ import os
 import posixpath
 import shlex
 import subprocess
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -305,26 +305,21 @@ def file_head(raw: bytes) -> str:
 def file_changes(git: Git, entries: Iterable[Entry], files: Collection[str]) -> list[BaselineChange]:
     """The changes of the guarded files that are not chains (``files``, from the root): ``from`` and
     ``to`` are digests of their bytes (:func:`file_head`), the genesis value for a file added."""
-    changes = []
-    for entry in entries:
-        old = entry.old_path if entry.old_path in files and entry.status != "C" else None
-        new = entry.new_path if entry.new_path in files and entry.new_oid is not None else None
-        for path in dict.fromkeys(p for p in (old, new) if p is not None):
-            before = _file_side(git, entry.old_oid, entry.old_mode) if path == old else None
-            after = _file_side(git, entry.new_oid, entry.new_mode) if path == new else None
-            if before == after:
-                continue
+    return [change for entry in entries for change in _entry_file_changes(git, entry, files)]
+
+
+def _entry_file_changes(git: Git, entry: Entry, files: Collection[str]) -> Iterator[BaselineChange]:
+    """The guarded files' changes of one diff entry: its one side, or both sides of a rename."""
+    old = entry.old_path if entry.old_path in files and entry.status != "C" else None
+    new = entry.new_path if entry.new_path in files and entry.new_oid is not None else None
+    for path in dict.fromkeys(p for p in (old, new) if p is not None):
+        before = _file_side(git, entry.old_oid, entry.old_mode) if path == old else None
+        after = _file_side(git, entry.new_oid, entry.new_mode) if path == new else None
+        if before != after:
             action = "added" if before is None else "deleted" if after is None else "modified"
-            changes.append(
-                BaselineChange(
-                    baseline=path,
-                    action=action,
-                    from_head=before or _genesis(),
-                    to_head=after,
-                    kind="tool lock",
-                )
+            yield BaselineChange(
+                baseline=path, action=action, from_head=before or _genesis(), to_head=after, kind="tool lock"
             )
-    return changes
 
 
 def _file_side(git: Git, oid: str | None, mode: str) -> str | None:
