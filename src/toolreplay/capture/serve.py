@@ -35,7 +35,6 @@ from toolreplay.capture.exchange import (
     EXCHANGED,
     SUBSCRIBE_METHODS,
     progress_token,
-    session_path,
     without_meta,
 )
 from toolreplay.capture.listen import MAX_BODY_BYTES, Admission, request_seconds
@@ -44,7 +43,7 @@ from toolreplay.chain import verify_stream
 from toolreplay.contracts.lock import ToolLock
 from toolreplay.errors import InputError, ToolreplayError
 from toolreplay.escape import inert, quote
-from toolreplay.files import SEALED_SUFFIX
+from toolreplay.files import SEALED_SUFFIX, session_path
 from toolreplay.library.errors import ABSENT, ContractTextDriftError, SnapshotMissError, ToolDriftError
 from toolreplay.library.snapshot import Snapshot
 from toolreplay.transcript import Record, open_input, read_links, read_transcript

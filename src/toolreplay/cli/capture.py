@@ -17,7 +17,6 @@ import click
 from toolreplay import sdk
 from toolreplay.analyses.fingerprint_diff import text_differences
 from toolreplay.analyses.suggest import Suggestion, suggest, toml
-from toolreplay.capture.exchange import session_path
 from toolreplay.capture.listen import Admission, parse_listen
 from toolreplay.capture.live import EVERY_CAPABILITY, probe_live, recorded_client
 from toolreplay.capture.probe import Failure, _tool_answer
@@ -56,7 +55,7 @@ from toolreplay.cli.record import require_sdk
 from toolreplay.contracts.lock import declared_nondeterministic, load_lock
 from toolreplay.errors import InputError
 from toolreplay.escape import inert, one_line, quote
-from toolreplay.files import SEALED_SUFFIX
+from toolreplay.files import SEALED_SUFFIX, session_path
 from toolreplay.library.errors import ToolDriftError
 from toolreplay.limits import MAX_REPEAT
 from toolreplay.reports import Line, Report, masked_line, receipt_line

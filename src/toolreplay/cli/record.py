@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING
 import click
 
 from toolreplay.capture.early import Early
-from toolreplay.capture.exchange import session_path
 from toolreplay.capture.redact import Redactor
 from toolreplay.capture.stdio import proxy, start_server
 from toolreplay.cli.base import EXISTS, Seconds, allow_origin_option, force_option, warn
@@ -24,7 +23,7 @@ from toolreplay.cli.loading import loading
 from toolreplay.errors import InputError
 from toolreplay.escape import one_line, quote
 from toolreplay.extras import require
-from toolreplay.files import SEALED_SUFFIX
+from toolreplay.files import SEALED_SUFFIX, session_path
 from toolreplay.state_command import DEFAULT_TIMEOUT, Command, parse_state_command
 
 if TYPE_CHECKING:

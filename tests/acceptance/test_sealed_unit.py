@@ -1,0 +1,128 @@
+"""One sealed unit: a baseline's session file (``BASELINE.mcp``, what ``serve`` answers with) is
+guarded with it, and ``seal`` carries a run's session file to the baseline's."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from tests.gitrepo import Repo, git_env, note
+from toolreplay.chain import verify_stream
+from toolreplay.cli import cli
+from toolreplay.hooks.drift_note import file_head
+from toolreplay.transcript import make_record, record_line
+
+BASELINE = "baselines/notes.sealed.jsonl"
+SESSION = BASELINE + ".mcp"
+CONFIG = 'baselines = ["baselines/*.sealed.jsonl"]\ndrift_notes = "drift-notes"\n'
+
+
+def session_text(required: list[str]) -> str:
+    """A session file's one ``tools/list`` answer: ``add_note`` requiring ``required``."""
+    schema = {"type": "object", "properties": {n: {"type": "string"} for n in required}, "required": required}
+    tools = [{"name": "add_note", "inputSchema": schema}]
+    record = make_record(index=0, tool="tools/list", args={}, response={"result": {"tools": tools}})
+    return record_line(record) + "\n"
+
+
+def _cli(repo: Repo, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "toolreplay", *args],
+        cwd=repo.path,
+        env=git_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def _sealed_session(repo: Repo, required: list[str]) -> None:
+    """Seal a session file into the baseline's place (as ``seal`` carries it)."""
+    repo.write("tmp.jsonl.mcp", session_text(required))
+    repo.write("tmp.jsonl", "")
+    (repo.path / BASELINE).parent.mkdir(parents=True, exist_ok=True)
+    result = CliRunner().invoke(
+        cli, ["seal", str(repo.path / "tmp.jsonl"), "-o", str(repo.path / BASELINE), "--force"]
+    )
+    assert result.exit_code == 0, result.output
+    for name in ("tmp.jsonl", "tmp.jsonl.mcp"):
+        (repo.path / name).unlink()
+
+
+def _session_pull(tmp_path: Path) -> tuple[Repo, str]:
+    """Base: a baseline with its session file and note. Head: only the session file changed (the
+    schema of add_note now requires priority), staged, nothing committed yet."""
+    repo = Repo.create(tmp_path / "repo")
+    repo.write("toolreplay.toml", CONFIG)
+    repo.write_baseline(BASELINE, 2)
+    repo.write(SESSION, session_text(["text"]))
+    repo.commit_all("base")
+    base = repo.head()
+    repo.write(SESSION, session_text(["text", "priority"]))
+    repo.git("add", "-A")
+    return repo, base
+
+
+def test_seal_carries_the_run_s_session_file_sealed(tmp_path: Path) -> None:
+    """``seal RUN -o BASELINE`` seals ``RUN.mcp`` into ``BASELINE.mcp`` (serve reads it sealed); a
+    session file that cannot be sealed leaves neither file written."""
+    run, out = tmp_path / "run.jsonl", tmp_path / "b.sealed.jsonl"
+    run.write_text("")
+    Path(f"{run}.mcp").write_text(session_text(["text"]))
+    result = CliRunner().invoke(cli, ["seal", str(run), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    with open(f"{out}.mcp", "rb") as stream:
+        state = verify_stream(stream, f"{out}.mcp")
+    assert state.broken is None and state.links == 1
+    Path(f"{run}.mcp").write_text("not json\n")
+    again = CliRunner().invoke(cli, ["seal", str(run), "-o", str(tmp_path / "c.sealed.jsonl")])
+    assert again.exit_code == 2, again.output
+    assert not (tmp_path / "c.sealed.jsonl").exists() and not (tmp_path / "c.sealed.jsonl.mcp").exists()
+
+
+def test_a_change_of_only_the_session_file_needs_a_note(tmp_path: Path) -> None:
+    """The rug pull through the file serve answers with: the pre-commit guard, ``hook drift-note
+    --base`` and ``check --base`` refuse it without a note (its head the digest of its bytes), and
+    the note the advice names (``toolreplay note BASELINE.mcp --base``) accepts it."""
+    repo, base = _session_pull(tmp_path)
+    staged = _cli(repo, "hook", "drift-note")
+    assert staged.returncode == 1, staged.stdout
+    assert f"session file '{SESSION}' (modified)" in staged.stdout
+    assert f"toolreplay note {SESSION} -o drift-notes/notes-session.md" in staged.stdout
+    repo.commit_all("add_note requires priority")
+    ranged = _cli(repo, "hook", "drift-note", "--base", base)
+    assert ranged.returncode == 1, ranged.stdout
+    assert f"session file '{SESSION}' (modified)" in ranged.stdout
+    checked = _cli(repo, "check", "--base", base, "--format", "json")
+    assert checked.returncode == 1, checked.stdout
+    kinds = {r["file"]: [f["kind"] for f in r["findings"]] for r in json.loads(checked.stdout)["reports"]}
+    assert kinds[SESSION] == ["missing-drift-note"]
+    written = _cli(repo, "note", SESSION, "--base", base, "-o", "drift-notes/notes-session.md")
+    assert written.returncode == 0, written.stderr
+    text = (repo.path / "drift-notes/notes-session.md").read_text()
+    assert f'to: "{file_head((repo.path / SESSION).read_bytes())}"' in text
+    (repo.path / "drift-notes/notes-session.md").write_text(text + "add_note now takes a priority.\n")
+    repo.commit_all("note")
+    assert _cli(repo, "check", "--base", base).returncode == 0
+    assert _cli(repo, "hook", "drift-note", "--base", base).returncode == 0
+
+
+def test_a_sealed_session_file_is_guarded_by_its_bytes(tmp_path: Path) -> None:
+    """A session file sealed with its baseline is judged by the digest of its bytes, like an
+    unsealed one: a note naming that digest accepts its change in the same commit."""
+    repo = Repo.create(tmp_path / "repo")
+    repo.write("toolreplay.toml", CONFIG)
+    repo.commit_all("config")
+    _sealed_session(repo, ["text"])
+    digest = file_head((repo.path / SESSION).read_bytes())
+    repo.write("drift-notes/notes-session.md", note(SESSION, "0" * 64, digest))
+    empty = "0" * 64  # an empty transcript's head is the genesis value
+    repo.write("drift-notes/notes.md", note(BASELINE, "0" * 64, empty))
+    repo.git("add", "-A")
+    done = _cli(repo, "hook", "drift-note")
+    assert done.returncode == 0, done.stdout
