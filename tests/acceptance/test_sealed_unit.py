@@ -7,10 +7,15 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
+import anyio
+import pytest
 from click.testing import CliRunner
 
+from tests.acceptance.test_rug_pull import record as rug_record
 from tests.gitrepo import Repo, git_env, note
+from tests.mcp_agent import TIMEOUT, TOOLREPLAY, server_env
 from toolreplay.chain import verify_stream
 from toolreplay.cli import cli
 from toolreplay.hooks.drift_note import file_head
@@ -19,6 +24,8 @@ from toolreplay.transcript import make_record, record_line
 BASELINE = "baselines/notes.sealed.jsonl"
 SESSION = BASELINE + ".mcp"
 CONFIG = 'baselines = ["baselines/*.sealed.jsonl"]\ndrift_notes = "drift-notes"\n'
+RUN_CONFIG = CONFIG + 'transcripts = ["runs/*.jsonl"]\ntools_lock = "tools.lock.json"\n'
+REASON = "git_log now shows at most 3 commits."
 
 
 def session_text(required: list[str]) -> str:
@@ -126,3 +133,81 @@ def test_a_sealed_session_file_is_guarded_by_its_bytes(tmp_path: Path) -> None:
     repo.git("add", "-A")
     done = _cli(repo, "hook", "drift-note")
     assert done.returncode == 0, done.stdout
+
+
+async def _served_tools(argv: list[str]) -> dict[str, Any]:
+    """What ``serve`` lists to a real MCP SDK client: each tool's input schema by name."""
+    from mcp import Client, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    params = StdioServerParameters(command=argv[0], args=argv[1:], env=server_env())
+    with anyio.fail_after(TIMEOUT):
+        async with Client(stdio_client(params)) as client:
+            listed = await client.list_tools()
+    return {tool.name: tool.input_schema for tool in listed.tools}
+
+
+@pytest.mark.slow
+def test_one_accept_makes_a_changed_server_s_run_the_baseline(tmp_path: Path) -> None:
+    """The issue's case with the real MCP SDK: a baseline recorded from the approved server, the
+    server's schema changed (max_count's maximum 10 -> 3), a run recorded against it. After one
+    ``toolreplay accept`` (staged), the pre-commit guard, check, check --base main and serve --lock
+    pass with no other command, and serve advertises the new schema."""
+    for folder in ("approved", "changed"):
+        (tmp_path / folder).mkdir()
+    approved, approved_lock = rug_record(tmp_path / "approved", "none", seal=True)
+    changed, _ = rug_record(tmp_path / "changed", "maximum", seal=False)
+    repo = Repo.create(tmp_path / "repo")
+    repo.write("toolreplay.toml", RUN_CONFIG)
+    for source, target in ((approved, "baselines/git.sealed.jsonl"), (changed, "runs/git.jsonl")):
+        for suffix in ("", ".mcp"):
+            repo.write(target + suffix, Path(f"{source}{suffix}").read_text())
+    repo.write("tools.lock.json", approved_lock.read_text())
+    repo.git("add", "-A")
+    repo.git("rm", "-q", "--cached", "-r", "runs")
+    repo.git("commit", "-q", "--no-verify", "-m", "base")
+    repo.git("checkout", "-q", "-b", "server-changed")
+    before = _cli(repo, "check", "--format", "json")
+    assert before.returncode == 1, before.stdout
+    done = _cli(repo, "accept", "baselines/git.sealed.jsonl", "--run", "runs/git.jsonl", "--reason", REASON)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == (
+        "wrote baselines/git.sealed.jsonl\nwrote baselines/git.sealed.jsonl.mcp\nwrote tools.lock.json\n"
+        "wrote drift-notes/git.md\nwrote drift-notes/git-session.md\nwrote drift-notes/tools.lock.json.md\n"
+    )
+    assert REASON in (repo.path / "drift-notes/git.md").read_text()
+    repo.git("add", "-A")
+    staged = _cli(repo, "hook", "drift-note")
+    assert staged.returncode == 0, staged.stdout
+    repo.git("commit", "-q", "--no-verify", "-m", "accept the new schema")
+    for argv in (["check"], ["check", "--base", "main"], ["hook", "drift-note", "--base", "main"]):
+        result = _cli(repo, *argv)
+        assert result.returncode == 0, (argv, result.stdout, result.stderr)
+    baseline, lock = repo.path / "baselines/git.sealed.jsonl", repo.path / "tools.lock.json"
+    served = anyio.run(_served_tools, [*TOOLREPLAY, "serve", str(baseline), "--lock", str(lock)])
+    assert served["git_log"]["properties"]["max_count"]["maximum"] == 3
+
+
+def test_accept_refuses_and_writes_nothing(tmp_path: Path) -> None:
+    """accept refuses an empty reason, an unreadable run and a run that changes nothing (exit 2,
+    one line), and writes nothing then."""
+    repo = Repo.create(tmp_path / "repo")
+    repo.write("toolreplay.toml", CONFIG)
+    repo.write("runs/same.jsonl", "")
+    repo.write("runs/bad.jsonl", "not json\n")
+    (repo.path / "baselines").mkdir()
+    assert _cli(repo, "seal", "runs/same.jsonl", "-o", BASELINE).returncode == 0
+    repo.commit_all("base")
+    cases = {
+        ("runs/same.jsonl", " "): "--reason is empty: say why the change is accepted",
+        ("runs/bad.jsonl", "why"): "runs/bad.jsonl:1:",
+        (
+            "runs/same.jsonl",
+            "why",
+        ): f"{BASELINE}: nothing to accept: the run, its session and the lock",
+    }
+    for (run, reason), message in cases.items():
+        done = _cli(repo, "accept", BASELINE, "--run", run, "--reason", reason)
+        assert done.returncode == 2 and message in done.stderr, (run, done.stderr)
+        assert len(done.stderr.splitlines()) == 1, done.stderr
+        assert repo.git("status", "--porcelain") == "", run
