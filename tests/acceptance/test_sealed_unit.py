@@ -211,3 +211,22 @@ def test_accept_refuses_and_writes_nothing(tmp_path: Path) -> None:
         assert done.returncode == 2 and message in done.stderr, (run, done.stderr)
         assert len(done.stderr.splitlines()) == 1, done.stderr
         assert repo.git("status", "--porcelain") == "", run
+
+
+@pytest.mark.slow
+def test_serve_lock_refuses_a_session_whose_tools_list_the_lock_does_not_pin(tmp_path: Path) -> None:
+    """The recorded calls match the lock, but the session file beside them is the changed server's
+    (max_count's maximum 10 -> 3): serve --lock refuses to start (exit 1), naming the session file,
+    the tool and what differs, rather than advertise a schema the lock does not pin."""
+    for folder in ("approved", "changed"):
+        (tmp_path / folder).mkdir()
+    approved, lock = rug_record(tmp_path / "approved", "none", seal=True)
+    changed, _ = rug_record(tmp_path / "changed", "maximum", seal=True)
+    assert CliRunner().invoke(cli, ["serve", str(approved), "--lock", str(lock)], input="").exit_code == 0
+    Path(f"{approved}.mcp").write_bytes(Path(f"{changed}.mcp").read_bytes())
+    result = CliRunner().invoke(cli, ["serve", str(approved), "--lock", str(lock)], input="")
+    assert result.exit_code == 1, result.output
+    assert result.stderr == (
+        f"toolreplay: error: {approved}.mcp: its tools/list disagrees with the lock for tool 'git_log':"
+        " schema (breaking): /properties/max_count/maximum 10 -> 3\n"
+    )

@@ -30,8 +30,10 @@ from toolreplay.capture.receipt import (
 )
 from toolreplay.capture.serve import (
     BrokenRecordingError,
+    SessionLockError,
     build_server,
     check_lock,
+    check_session_lock,
     handshake_only,
     load_records,
     load_session,
@@ -117,7 +119,8 @@ def serve_cmd(
         session = load_session(transcript)
         if lock is not None:
             check_lock(records, lock)
-    except (ToolDriftError, BrokenRecordingError) as err:
+            check_session_lock(transcript, session, lock)
+    except (ToolDriftError, BrokenRecordingError, SessionLockError) as err:
         click.echo(f"toolreplay: error: {inert(one_line(str(err)))}", err=True)
         ctx.exit(EXIT_FINDINGS)
     server = build_server(
