@@ -7,6 +7,7 @@ import contextlib
 import io
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import click
 
@@ -54,22 +55,41 @@ def accept_cmd(baseline: str, run: str, reason: str, base: str | None, config_fi
         raise InputError(
             f"a baseline is a sealed transcript: its name must end in {SEALED_SUFFIX}", path=baseline
         )
-    files = [(baseline, _sealed(run))]
-    if os.path.lexists(session_path(run)):
-        files.append((session_path(baseline), _sealed(session_path(run), sealed=run.endswith(SEALED_SUFFIX))))
     config = read_config(config_file)
+    files = _unit(baseline, run)
     lock = _refreshed_lock(config, files)
-    files += [(lock[0], lock[1])] if lock is not None else []
+    if lock is not None:
+        files.append((lock.path, lock.data))
     notes = accepting_notes(files, run=run, base=base, config_file=config_file, reason=reason)
     if not notes:
         raise InputError(
             "nothing to accept: the run, its session and the lock are as committed", path=baseline
         )
     written = _write(files, _named_notes(notes, config))
-    for kept in lock[2] if lock is not None else ():
-        click.echo(f"toolreplay: {kept.text(lock[0] if lock else '')}", err=True)
+    if lock is not None:
+        for kept in lock.kept:
+            click.echo(f"toolreplay: {kept.text(lock.path)}", err=True)
     for path in written:
         click.echo(f"wrote {one_line(path)}")
+
+
+def _unit(baseline: str, run: str) -> list[tuple[str, bytes]]:
+    """The baseline's sealed unit as it is to be: (path, bytes) of the baseline and, when the run
+    has one, its session file."""
+    files = [(baseline, _sealed(run))]
+    if os.path.lexists(session_path(run)):
+        session = _sealed(session_path(run), sealed=run.endswith(SEALED_SUFFIX))
+        files.append((session_path(baseline), session))
+    return files
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Lock:
+    """The tool lock as ``accept`` writes it, and what it kept of what the old one declared."""
+
+    path: str
+    data: bytes
+    kept: tuple[Kept, ...]
 
 
 def _sealed(path: str, *, sealed: bool | None = None) -> bytes:
@@ -85,11 +105,9 @@ def _sealed(path: str, *, sealed: bool | None = None) -> bytes:
     return data
 
 
-def _refreshed_lock(
-    config: Config | None, files: Sequence[tuple[str, bytes]]
-) -> tuple[str, bytes, tuple[Kept, ...]] | None:
+def _refreshed_lock(config: Config | None, files: Sequence[tuple[str, bytes]]) -> _Lock | None:
     """The config's tools_lock with the contracts of the tools the session listed (what it declared
-    kept, other tools as they were): its path, bytes and what was kept; None without both."""
+    kept, other tools as they were); None without a lock configured or tools listed."""
     if config is None or config.tools_lock is None or len(files) < 2:
         return None
     session, data = files[1]
@@ -100,7 +118,8 @@ def _refreshed_lock(
     old = load_lock(path) if os.path.isfile(path) else None
     lock, kept = keep_declared(old, listed)
     others = [c for name, c in (old.tools.items() if old is not None else ()) if name not in lock.tools]
-    return path, dump_lock(ToolLock.of([*lock.tools.values(), *others])).encode("utf-8"), kept
+    text = dump_lock(ToolLock.of([*lock.tools.values(), *others]))
+    return _Lock(path=path, data=text.encode("utf-8"), kept=kept)
 
 
 def _named_notes(notes: Sequence[tuple[str, str]], config: Config | None) -> list[tuple[str, bytes]]:
