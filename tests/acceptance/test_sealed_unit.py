@@ -152,7 +152,7 @@ def test_one_accept_makes_a_changed_server_s_run_the_baseline(tmp_path: Path) ->
     """The issue's case with the real MCP SDK: a baseline recorded from the approved server, the
     server's schema changed (max_count's maximum 10 -> 3), a run recorded against it. After one
     ``toolreplay accept`` (staged), the pre-commit guard, check, check --base main and serve --lock
-    pass with no other command, and serve advertises the new schema."""
+    pass with no other command, serve advertises the new schema, and the lock keeps its note."""
     for folder in ("approved", "changed"):
         (tmp_path / folder).mkdir()
     approved, approved_lock = rug_record(tmp_path / "approved", "none", seal=True)
@@ -162,7 +162,9 @@ def test_one_accept_makes_a_changed_server_s_run_the_baseline(tmp_path: Path) ->
     for source, target in ((approved, "baselines/git.sealed.jsonl"), (changed, "runs/git.jsonl")):
         for suffix in ("", ".mcp"):
             repo.write(target + suffix, Path(f"{source}{suffix}").read_text())
-    repo.write("tools.lock.json", approved_lock.read_text())
+    declared = json.loads(approved_lock.read_text())
+    declared["tools"]["git_log"]["note"] = "reads only"  # what a person declared: accept keeps it
+    repo.write("tools.lock.json", json.dumps(declared))
     repo.git("add", "-A")
     repo.git("rm", "-q", "--cached", "-r", "runs")
     repo.git("commit", "-q", "--no-verify", "-m", "base")
@@ -176,6 +178,8 @@ def test_one_accept_makes_a_changed_server_s_run_the_baseline(tmp_path: Path) ->
         "wrote drift-notes/git.md\nwrote drift-notes/git-session.md\nwrote drift-notes/tools.lock.json.md\n"
     )
     assert REASON in (repo.path / "drift-notes/git.md").read_text()
+    assert json.loads((repo.path / "tools.lock.json").read_text())["tools"]["git_log"]["note"] == "reads only"
+    assert "kept what it declared for tool 'git_log', whose contract changed" in done.stderr
     repo.git("add", "-A")
     staged = _cli(repo, "hook", "drift-note")
     assert staged.returncode == 0, staged.stdout
