@@ -674,7 +674,18 @@ def _what_to_do(
         lines.append(f"then explain the drift in it and add it under {notes_dir}/ in this pull request")
     else:
         lines.append(f"then explain the drift in it and stage it under {notes_dir}/ in this same commit")
+        if change.kind == "baseline":
+            lines.append(f"{ACCEPT_ADVICE} {accept_command(change.baseline)}")
     return lines
+
+
+#: the pre-commit hook's advice to make a run the baseline instead (over a range the comment names the run)
+ACCEPT_ADVICE = "or make a run the baseline, with its notes:"
+
+
+def accept_command(baseline: str) -> str:
+    """``toolreplay accept BASELINE --run RUN --reason WHY`` (RUN and WHY for the person to fill in)."""
+    return f"toolreplay accept {_shell(baseline)} --run RUN --reason WHY"
 
 
 def unguarded(entries: Iterable[Entry], patterns: Sequence[str]) -> list[str]:
