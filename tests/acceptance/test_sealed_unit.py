@@ -193,18 +193,25 @@ def test_one_accept_makes_a_changed_server_s_run_the_baseline(tmp_path: Path) ->
 
 
 def test_accept_refuses_and_writes_nothing(tmp_path: Path) -> None:
-    """accept refuses an empty reason, an unreadable run and a run that changes nothing (exit 2,
-    one line), and writes nothing then."""
+    """accept refuses an empty reason, an unreadable run, a run without the session file its baseline
+    has, and a run that changes nothing (exit 2, one line), and writes nothing then."""
     repo = Repo.create(tmp_path / "repo")
     repo.write("toolreplay.toml", CONFIG)
     repo.write("runs/same.jsonl", "")
     repo.write("runs/bad.jsonl", "not json\n")
+    repo.write("runs/same.jsonl.mcp", "")
+    repo.write("runs/other.jsonl", "")
     (repo.path / "baselines").mkdir()
     assert _cli(repo, "seal", "runs/same.jsonl", "-o", BASELINE).returncode == 0
+    assert (repo.path / SESSION).is_file()  # carried with the baseline
     repo.commit_all("base")
     cases = {
         ("runs/same.jsonl", " "): "--reason is empty: say why the change is accepted",
         ("runs/bad.jsonl", "why"): "runs/bad.jsonl:1:",
+        (
+            "runs/other.jsonl",
+            "why",
+        ): f"runs/other.jsonl: has no session file, and the baseline has one ({SESSION})",
         (
             "runs/same.jsonl",
             "why",

@@ -80,6 +80,13 @@ def _unit(baseline: str, run: str) -> list[tuple[str, bytes]]:
     if os.path.lexists(session_path(run)):
         session = _sealed(session_path(run), sealed=run.endswith(SEALED_SUFFIX))
         files.append((session_path(baseline), session))
+    elif os.path.lexists(session_path(baseline)):
+        # the baseline's session would stay the old server's: serve would answer with it
+        raise InputError(
+            f"has no session file, and the baseline has one ({one_line(session_path(baseline))}):"
+            " record the run with toolreplay record, which writes it",
+            path=run,
+        )
     return files
 
 
