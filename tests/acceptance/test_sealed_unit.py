@@ -94,8 +94,8 @@ def test_seal_carries_the_run_s_session_file_sealed(tmp_path: Path) -> None:
 
 def test_a_change_of_only_the_session_file_needs_a_note(tmp_path: Path) -> None:
     """The rug pull through the file serve answers with: the pre-commit guard, ``hook drift-note
-    --base`` and ``check --base`` refuse it without a note (its head the digest of its bytes), and
-    the note the advice names (``toolreplay note BASELINE.mcp --base``) accepts it."""
+    --base``, ``check --base`` and its comment refuse it without a note (its head the digest of its
+    bytes), and the note the advice names (``toolreplay note BASELINE.mcp --base``) accepts it."""
     repo, base = _session_pull(tmp_path)
     staged = _cli(repo, "hook", "drift-note")
     assert staged.returncode == 1, staged.stdout
@@ -109,6 +109,8 @@ def test_a_change_of_only_the_session_file_needs_a_note(tmp_path: Path) -> None:
     assert checked.returncode == 1, checked.stdout
     kinds = {r["file"]: [f["kind"] for f in r["findings"]] for r in json.loads(checked.stdout)["reports"]}
     assert kinds[SESSION] == ["missing-drift-note"]
+    comment = _cli(repo, "check", "--base", base, "--format", "markdown").stdout
+    assert f"toolreplay note {SESSION} --base {base} -o drift-notes/notes-session.md\n" in comment
     written = _cli(repo, "note", SESSION, "--base", base, "-o", "drift-notes/notes-session.md")
     assert written.returncode == 0, written.stderr
     text = (repo.path / "drift-notes/notes-session.md").read_text()
