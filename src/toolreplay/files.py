@@ -13,6 +13,8 @@ import tempfile
 
 #: a sealed transcript's name ends so (a baseline, a cassette)
 SEALED_SUFFIX = ".sealed.jsonl"
+#: the session file of recording ``OUT`` (what ``serve`` answers besides the calls) is ``OUT`` + this
+SESSION_SUFFIX = ".mcp"
 #: kinds whose files are JSON Lines, one instance a line
 LINE_KINDS = frozenset({"transcript", "sealed"})
 #: how a kind is told from a file name, first match wins
@@ -33,6 +35,11 @@ NAME_PATTERNS: tuple[tuple[str, str], ...] = (
 NOTES_FOLDER = "drift-notes"
 #: the configuration's file names, in the order one is looked for in a folder (docs/spec.md §7)
 CONFIG_NAMES = ("toolreplay.toml", "pyproject.toml")
+
+
+def session_path(recording: str) -> str:
+    """Where the session file of ``recording`` is (docs/spec.md §8)."""
+    return recording + SESSION_SUFFIX
 
 
 def normal_glob(glob: str) -> str:

@@ -510,3 +510,27 @@ def test_client_messages_record_cannot_judge_pass_on_over_http(tmp_path: Path) -
         *(f"toolreplay: warning: client message {n}: {said}" for n, (_, said) in enumerate(MALFORMED, 3)),
         f"toolreplay: recorded 1 call to {out}",
     ]
+
+
+@pytest.mark.slow
+def test_fingerprint_target_locks_a_streamable_http_server_as_mcp_does_over_stdio(
+    runner: CliRunner, tmp_path: Path
+) -> None:
+    """fingerprint --target URL asks the server over Streamable HTTP and writes the same lock as
+    fingerprint --mcp of the same server over stdio (its serverInfo.version pinned); --target with a
+    SOURCE is a usage error."""
+    over_stdio, over_http = tmp_path / "stdio.lock.json", tmp_path / "http.lock.json"
+    result = runner.invoke(cli, ["fingerprint", "-o", str(over_stdio), "--mcp", "--", *SERVER_CMD])
+    assert result.exit_code == 0, result.output
+    port = free_port()
+    server = _start([*SERVER_CMD, "http", str(port)], port)
+    try:
+        url = f"http://127.0.0.1:{port}/mcp"
+        result = runner.invoke(cli, ["fingerprint", "-o", str(over_http), "--target", url])
+        assert result.exit_code == 0, result.output
+    finally:
+        stop(server)
+    assert over_http.read_text() == over_stdio.read_text()
+    mixed = runner.invoke(cli, ["fingerprint", "x.json", "--target", "http://127.0.0.1:1/mcp"])
+    assert mixed.exit_code == 2
+    assert "--target asks a server by its URL: give no SOURCE and no --mcp" in mixed.output

@@ -334,6 +334,19 @@ def test_record_options_are_checked_before_anything_starts(
     assert not out.exists()
 
 
+def test_record_seal_refuses_a_name_without_the_sealed_suffix(runner: CliRunner, tmp_path: Path) -> None:
+    """``record --seal -o run.jsonl`` is a usage error (exit 2) before the server starts: a sealed
+    file under a plain transcript's name made replay and diff fail on its "digest" field."""
+    out, started = tmp_path / "run.jsonl", tmp_path / "started"
+    result = runner.invoke(cli, ["record", "-o", str(out), "--seal", "--", "touch", str(started)])
+    assert result.exit_code == 2
+    assert result.output.endswith(
+        f"-o {out}: --seal writes a sealed transcript: its name must end in .sealed.jsonl\n"
+    )
+    assert not out.exists() and not started.exists()
+    assert not (tmp_path / "run.jsonl.mcp").exists()
+
+
 def test_record_into_a_missing_folder(runner: CliRunner, tmp_path: Path) -> None:
     """An output that cannot be created is one line naming it (exit 2); the server is not started."""
     out = tmp_path / "no" / "run.jsonl"

@@ -97,26 +97,24 @@ def shell(repo: Repo, command: str) -> subprocess.CompletedProcess[str]:
 def test_every_printed_accept_command_works_from_a_clean_checkout(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Each printed sequence (re-seal then note, or note --base) succeeds from a clean checkout of
-    the PR, names a note that does not exist yet, and with a reason written the guard accepts it."""
+    """Each printed command (accept the run, or note --base) succeeds from a clean checkout of the
+    PR with the reason filled in, writes a note that did not exist yet, and the range then passes."""
     repo, base = pull_request(tmp_path / "ws")
     markdown = comment(repo, base, monkeypatch)
     blocks = accept_blocks(markdown)
     assert len(blocks) == 2, markdown
-    seal_and_note = next(b for b in blocks if b[0].startswith("toolreplay seal"))
-    assert seal_and_note == [
-        f"toolreplay seal {RUN} -o {BASELINE} --force",
-        f"toolreplay note {BASELINE} --base {base} --run {RUN} -o drift-notes/gitbot-2.md",
-    ]
-    only_note = next(b for b in blocks if b is not seal_and_note)
+    accept = next(b for b in blocks if b[0].startswith("toolreplay accept"))
+    assert accept == [f"toolreplay accept {BASELINE} --run {RUN} --base {base} --reason WHY"]
+    only_note = next(b for b in blocks if b is not accept)
     assert only_note == [f"toolreplay note {OTHER} --base {base} -o drift-notes/search.md"]
-    for block in blocks:
+    for block, written in ((accept, "drift-notes/gitbot-2.md"), (only_note, "drift-notes/search.md")):
         repo.git("reset", "-q", "--hard")
         repo.git("clean", "-q", "-fdx")
         for command in block:
-            done = shell(repo, command)
+            done = shell(
+                repo, command.replace("--reason WHY", "--reason 'The git agent reads five commits.'")
+            )
             assert done.returncode == 0, (command, done.stderr)
-        written = block[-1].rsplit(" -o ", 1)[1]
         text = (repo.path / written).read_text()
         (repo.path / written).write_text(re.sub(r"<!--.*?-->", "The git agent now reads five commits.", text))
         repo.commit_all("accept")
@@ -240,8 +238,8 @@ def test_diffs_accept_commands_make_the_run_the_baseline_and_note_it(
     sealed_run_file: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """diff --format markdown of a drifted run: its file is the run, not the baseline, so the advice
-    makes the run the baseline (seal, or copy a sealed run) and notes the baseline, never the run;
-    the printed commands work in a real repository and the guard takes the note."""
+    is accept (the run made the baseline, the baseline noted, never the run); the printed command
+    works in a real repository with the reason filled in and the guard takes what it wrote."""
     repo = Repo.create(tmp_path / "ws")
     repo.write("toolreplay.toml", CONFIG)
     sealed_run(repo, 3, BASELINE)
@@ -254,12 +252,12 @@ def test_diffs_accept_commands_make_the_run_the_baseline_and_note_it(
     monkeypatch.chdir(repo.path)
     result = CliRunner().invoke(cli, ["diff", BASELINE, run, "--format", "markdown"], catch_exceptions=False)
     assert result.exit_code == 1, result.output
-    take = f"cp {run} {BASELINE}" if sealed_run_file else f"toolreplay seal {run} -o {BASELINE} --force"
-    assert accept_blocks(result.stdout) == [[take, f"toolreplay note {BASELINE} --run {run}"]]
-    for command in accept_blocks(result.stdout)[0]:
-        done = shell(repo, command)
-        assert done.returncode == 0, (command, done.stderr)
-    assert 'kinds:\n  - "agent"' in done.stdout
-    repo.write("drift-notes/gitbot.md", re.sub(r"<!--.*?-->", "It reads five commits now.", done.stdout))
+    assert accept_blocks(result.stdout) == [[f"toolreplay accept {BASELINE} --run {run} --reason WHY"]]
+    command = accept_blocks(result.stdout)[0][0].replace("WHY", "'It reads five commits now.'")
+    done = shell(repo, command)
+    assert done.returncode == 0, (command, done.stderr)
+    assert done.stdout == f"wrote {BASELINE}\nwrote drift-notes/gitbot.md\n"
+    written = (repo.path / "drift-notes/gitbot.md").read_text()
+    assert 'kinds:\n  - "agent"' in written and written.endswith("---\nIt reads five commits now.\n")
     repo.git("add", "-A")
     assert CliRunner().invoke(cli, ["hook", "drift-note"], catch_exceptions=False).exit_code == 0

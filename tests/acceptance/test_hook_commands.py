@@ -30,7 +30,8 @@ def run(runner: CliRunner, *args: str) -> tuple[int, str]:
 
 
 def test_refusal_text(repo: Repo, runner: CliRunner) -> None:
-    """A baseline change without a note exits 1 with the full refusal: baseline, heads, command."""
+    """A baseline change without a note exits 1 with the full refusal: baseline, heads, the note
+    command, and the accept command that makes a run the baseline instead."""
     repo.write_baseline(BASE, 4)
     repo.git("add", "-A")
     code, out = run(runner, "hook", "drift-note")
@@ -44,6 +45,7 @@ def test_refusal_text(repo: Repo, runner: CliRunner) -> None:
         "  no drift note staged under drift-notes/ names this baseline\n"
         f"  write the note: toolreplay note {BASE} -o drift-notes/checkout.md\n"
         "  then explain the drift in it and stage it under drift-notes/ in this same commit\n"
+        f"  or make a run the baseline, with its notes: toolreplay accept {BASE} --run RUN --reason WHY\n"
         "\n"
         "A drift note is Markdown under drift-notes/: YAML front matter with baseline, from and to\n"
         "(no 'to' for a deletion), then why the drift is accepted. See docs/hooks.md.\n"

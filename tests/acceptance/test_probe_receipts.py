@@ -276,8 +276,8 @@ def test_a_sealed_recording_that_drifted_is_recorded_again_not_noted(
     time_receipt: Written, tmp_path: Path
 ) -> None:
     """probe of a sealed recording whose answer the server no longer gives: the Markdown report says
-    to record it again (the recording has not changed, so a note of it would accept nothing), with
-    record --seal, and never prints toolreplay note for it."""
+    to record a new run and accept it as the recording (which has not changed, so a note of it alone
+    would accept nothing), and never prints toolreplay note for it."""
     runner = CliRunner()
     records = _lines(time_receipt.run)
     records[0]["response"]["content"][0]["text"] = "an answer the server no longer gives"
@@ -289,7 +289,8 @@ def test_a_sealed_recording_that_drifted_is_recorded_again_not_noted(
     code, markdown, err = invoke(runner, *argv, *python_server("time"))
     assert code == 1, markdown + err
     assert "toolreplay note" not in markdown
+    run = tmp_path / "time.new.jsonl"
     assert re.findall(r"```sh\n(.*?)\n```", markdown, re.DOTALL) == [
-        f"toolreplay record -o {recording} --seal --force -- CMD"
+        f"toolreplay record -o {run} --force -- CMD\ntoolreplay accept {recording} --run {run} --reason WHY"
     ]
     assert "and the recording has not changed, the server has." in markdown

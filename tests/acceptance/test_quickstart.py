@@ -81,6 +81,7 @@ def test_quickstart_has_the_adoption_steps() -> None:
         "uses: OWNER/toolreplay@COMMIT",
         "rev: COMMIT",
         "toolreplay note",
+        "toolreplay accept",
         "toolreplay check --base main",
     ):
         assert needed in joined
@@ -115,7 +116,7 @@ def test_quickstart_runs_in_a_fresh_repository(tmp_path: Path, hook_repo: HookRe
     assert uses[-1] == "OWNER/toolreplay@COMMIT"
     log = subprocess.run(["git", "log", "--format=%s"], cwd=project, env=env, capture_output=True, text=True)
     assert log.stdout.splitlines() == ["Refunds carry a reason", "Support agent: first baseline"]
-    assert re.search(r"^Refunds now carry", (project / "drift-notes" / "refund-reason.md").read_text(), re.M)
+    assert re.search(r"^Refunds now carry", (project / "drift-notes" / "support-2.md").read_text(), re.M)
 
 
 def test_config_example_is_valid_and_its_fail_on_is_complete(tmp_path: Path) -> None:

@@ -203,9 +203,9 @@ def test_diff_catches_a_description_rewritten_between_two_recordings(
     checked = run("check", "--format", "json", cwd=project)
     assert checked.returncode == 1, checked.stdout + checked.stderr
     assert kinds(checked.stdout) == [("contract-text-drift", f"in run 'git-1.jsonl': {message}")]
-    # accepted as any drift of a run from its baseline: the run sealed over it, and a note
+    # accepted as any drift of a run from its baseline: the run made the baseline, with its note
     comment = run("check", "--format", "markdown", cwd=project).stdout
-    assert "toolreplay seal git-1.jsonl -o baselines/git.sealed.jsonl --force\n" in comment
+    assert "toolreplay accept baselines/git.sealed.jsonl --run git-1.jsonl --reason WHY\n" in comment
 
 
 @pytest.mark.slow

@@ -150,16 +150,14 @@ def test_no_links_without_valid_github_variables() -> None:
     assert links_from_env({**GITHUB, "GITHUB_SERVER_URL": "https://ghe.example.com/"}) is not None
 
 
-def test_drift_shows_both_values_and_the_note_command() -> None:
-    """What changed gives pointer, baseline and run values; the note command and path are shown."""
+def test_drift_shows_both_values_and_the_accept_command() -> None:
+    """What changed gives pointer, baseline and run values; the accept command is shown, the reason
+    left for the reviewer."""
     html = gfm(render_markdown(drift_reports("0.92"), environ=GITHUB))
     assert "at <code>/hits/0.92</code>:\nbaseline <code>0.92</code> → run <code>0.5</code>" in html
-    command = (
-        "toolreplay note baselines/checkout.sealed.jsonl --run runs/checkout-2.jsonl "
-        "-o drift-notes/checkout.md"
-    )
+    command = "toolreplay accept baselines/checkout.sealed.jsonl --run runs/checkout-2.jsonl --reason WHY"
     assert f'<pre lang="sh"><code>{command}\n</code></pre>' in html
-    assert "The note goes to <code>drift-notes/checkout.md</code>." in html
+    assert "saying why in place of <code>WHY</code>" in html
 
 
 def test_diff_findings_say_which_file_their_index_and_line_are_in() -> None:
@@ -196,7 +194,7 @@ def test_trimmed_comment_still_renders_with_a_plain_more_line() -> None:
 
 
 def test_the_note_command_runs_on_the_exact_paths_whatever_they_hold() -> None:
-    """The note command, copied from the rendered comment into bash, names the exact files (an
+    """The accept command, copied from the rendered comment into bash, names the exact files (an
     ``@team`` folder, ``<``, quotes, a tab) and the raw body still holds no mention or tag."""
     baseline = "baselines/@team/<x> it's.sealed.jsonl"
     run = "runs/@team/a\tb $(id).jsonl"
@@ -207,10 +205,10 @@ def test_the_note_command_runs_on_the_exact_paths_whatever_they_hold() -> None:
     found = re.search(r'<pre lang="sh"><code>(.*)\n</code></pre>', gfm(md))
     assert found is not None
     command = unescape(found.group(1))
-    assert command.startswith("toolreplay note ")
+    assert command.startswith("toolreplay accept ")
     shown = command.replace("toolreplay", "printf '%s\\n'", 1)
     out = subprocess.run(["bash", "-c", shown], capture_output=True, text=True, check=True).stdout
-    assert out.split("\n")[:-1] == ["note", baseline, "--run", run, "-o", "drift-notes/<x> it's.md"]
+    assert out.split("\n")[:-1] == ["accept", baseline, "--run", run, "--reason", "WHY"]
 
 
 def test_an_unreadable_file_the_gate_lets_pass_is_a_warning_everywhere() -> None:

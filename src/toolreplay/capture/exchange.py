@@ -1,7 +1,7 @@
 """The MCP session beside the tool calls: what ``record`` keeps so ``serve`` is the server again.
 
 A recording ``OUT`` holds one record per ``tools/call``; the session file ``OUT.mcp``
-(:data:`SESSION_SUFFIX`) holds the rest of what the server answered: the ``initialize``
+(``files.SESSION_SUFFIX``) holds the rest of what the server answered: the ``initialize``
 result, every page of ``tools/list``, resources, prompts, completions, the logging level,
 and the notifications the server sent while it answered a request. It is itself a
 transcript (sealed when ``OUT`` is), so the strict reader and ``verify`` apply unchanged,
@@ -23,9 +23,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
-
-#: the session file of recording ``OUT`` is ``OUT`` + this
-SESSION_SUFFIX = ".mcp"
 
 #: the requests whose answers the session file keeps (``tools/call`` goes to the recording itself)
 EXCHANGED = frozenset(
@@ -54,11 +51,6 @@ CAPABILITY_METHODS: dict[str, tuple[str, ...]] = {
     "logging": ("logging/setLevel",),
 }
 SUBSCRIBE_METHODS = ("resources/subscribe", "resources/unsubscribe")
-
-
-def session_path(recording: str) -> str:
-    """Where the session file of ``recording`` is."""
-    return recording + SESSION_SUFFIX
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

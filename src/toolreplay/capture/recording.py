@@ -15,14 +15,14 @@ from dataclasses import replace
 from typing import Any
 
 from toolreplay.canonical import MAX_RECORD_BYTES, canonical
-from toolreplay.capture.exchange import Exchange, session_path
+from toolreplay.capture.exchange import Exchange
 from toolreplay.capture.redact import Redactor
 from toolreplay.capture.session import Call, Observed, Session
 from toolreplay.contracts.keep import Kept, keep_declared, previous_lock
 from toolreplay.contracts.lock import ToolLock, save_lock
 from toolreplay.errors import InputError
 from toolreplay.escape import quote
-from toolreplay.files import temp_beside
+from toolreplay.files import session_path, temp_beside
 from toolreplay.library.post_state import StateCommand
 from toolreplay.library.recorder import Recorder
 from toolreplay.transcript import make_record, with_state

@@ -29,6 +29,7 @@ import h11
 
 from toolreplay import sdk
 from toolreplay.analyses.difference import clipped, excerpts
+from toolreplay.analyses.fingerprint_diff import compare_locks
 from toolreplay.analyses.volatile import Volatile
 from toolreplay.canonical import canonical
 from toolreplay.capture.exchange import (
@@ -36,16 +37,15 @@ from toolreplay.capture.exchange import (
     EXCHANGED,
     SUBSCRIBE_METHODS,
     progress_token,
-    session_path,
     without_meta,
 )
 from toolreplay.capture.listen import MAX_BODY_BYTES, Admission, request_seconds
-from toolreplay.capture.session import SERVER_INFO_META
+from toolreplay.capture.session import SERVER_INFO_META, listed_lock
 from toolreplay.chain import verify_stream
 from toolreplay.contracts.lock import ToolLock
 from toolreplay.errors import InputError, ToolreplayError
 from toolreplay.escape import inert, quote
-from toolreplay.files import SEALED_SUFFIX
+from toolreplay.files import SEALED_SUFFIX, session_path
 from toolreplay.library.errors import ContractTextDriftError, SnapshotMissError, ToolDriftError
 from toolreplay.library.snapshot import Snapshot
 from toolreplay.transcript import Record, open_input, read_links, read_transcript
@@ -92,6 +92,28 @@ def _load(path: str, *, sealed: bool) -> tuple[Record, ...]:
             )
         return tuple(link.record for link in read_links(path))
     return tuple(read_transcript(path))
+
+
+class SessionLockError(ToolreplayError):
+    """The session file's ``tools/list`` disagrees with the lock: serve would advertise tools the
+    lock does not pin (docs/spec.md §8)."""
+
+
+def check_session_lock(path: str, session: Sequence[Record] | None, lock: ToolLock) -> None:
+    """Raise :class:`SessionLockError` naming the first tool the session file of recording ``path``
+    lists otherwise than ``lock`` pins it, and what differs (as ``fingerprint-diff`` words it)."""
+    listed = listed_lock(session) if session else None
+    if listed is None:
+        return
+    pinned = ToolLock.of(c for name, c in lock.tools.items() if name in listed.tools)
+    differences = compare_locks(pinned, listed)
+    if not differences:
+        return
+    tool = differences[0].tool
+    what = "; ".join(d.text() for d in differences if d.tool == tool)
+    raise SessionLockError(
+        f"{session_path(path)}: its tools/list disagrees with the lock for tool {quote(tool)}: {what}"
+    )
 
 
 def check_lock(records: Sequence[Record], lock: ToolLock) -> None:

@@ -14,7 +14,7 @@ sampling request) may share an id, so only client requests are paired with serve
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +27,7 @@ from toolreplay.contracts.lock import ToolContract, ToolLock
 from toolreplay.contracts.text import text_of_tool
 from toolreplay.errors import InputError
 from toolreplay.escape import quote
+from toolreplay.transcript import Record
 
 #: Where the 2026 protocol revision stamps the server's identity on a result.
 SERVER_INFO_META = "io.modelcontextprotocol/serverInfo"
@@ -360,3 +361,17 @@ def _messages(raw: bytes) -> tuple[list[dict[str, Any]], str]:
     if not messages or len(messages) != len(items):
         return [], _NOT_JSONRPC
     return messages, ""
+
+
+def listed_lock(records: Iterable[Record]) -> ToolLock | None:
+    """The contracts of the tools a session file's last ``tools/list`` listed, as ``record --lock``
+    wrote them when it was recorded (the version the server's answers gave); None when it lists none."""
+    session = Session()
+    listed = False
+    for record in records:
+        result = record.response.get("result")
+        message = {"result": result} if isinstance(result, dict) else {}
+        session._remember_version(message)  # as the proxy does: every answer may stamp it
+        if record.tool == "tools/list":
+            listed = session._take_tools(record.args, message)[0] or listed
+    return session.lock() if listed else None

@@ -384,8 +384,10 @@ def note_text(
     kinds: Sequence[str],
     tools: Sequence[str],
     found: Sequence[str],
+    reason: str | None = None,
 ) -> str:
-    """The drift-note template: YAML front matter (stable key order), then room for the reason.
+    """The drift-note template: YAML front matter (stable key order), then room for the reason
+    (or the ``reason`` given).
 
     Block style, every value a double-quoted scalar: a digest of digits only (or 64
     zeros) would otherwise read as a number, so both digests are always quoted.
@@ -401,12 +403,11 @@ def note_text(
     if found:
         lines.append("# what toolreplay diff found (a summary for the reviewer; edit kinds/tools as needed):")
         lines += [f"#   {one_line(item)}" for item in found]
-    lines += [
-        "---",
+    asked = (
         "<!-- Why is this drift accepted? Replace this comment with the reason;"
-        " a note without one is refused. -->",
-        "",
-    ]
+        " a note without one is refused. -->"
+    )
+    lines += ["---", asked if reason is None else reason.strip(), ""]
     return "\n".join(lines)
 
 
@@ -515,26 +516,37 @@ class _BaselineHeads:
     after: str | None
 
 
-def _baseline_heads(baseline: str, base: str | None = None) -> _BaselineHeads:
+def _baseline_heads(
+    baseline: str, base: str | None = None, now: tuple[list[Record] | None, str | None] | None = None
+) -> _BaselineHeads:
     """A baseline's head in HEAD, or where a pull request against ``base`` starts (the genesis value
-    when new), and now; refused when unchanged."""
+    when new), and now (``now``: its records and head to be, else as on disk); refused when unchanged."""
+    heads, since = _measured_heads(baseline, base, now)
+    if heads.after is not None and heads.after == heads.before:
+        raise InputError(
+            f"is unchanged since {since} (from == to, head {heads.before}): there is no drift to accept;"
+            " re-seal the baseline first, then write its note",
+            path=baseline,
+        )
+    return heads
+
+
+def _measured_heads(
+    baseline: str, base: str | None, now: tuple[list[Record] | None, str | None] | None
+) -> tuple[_BaselineHeads, str]:
+    """A baseline's heads as :func:`_baseline_heads` measures them, changed or not; and how
+    messages name where they are measured from."""
     name = repo_path(baseline)
     rev, since = _measured_from(baseline, base)
     blob = committed_blob(baseline, rev)
     label = f"{rev[:12]}:{name}"  # (HEAD, or a commit's short id)
     before_records, before = _head_of(blob, label) if blob is not None else ([], GENESIS)
-    if not os.path.exists(baseline) and blob is None:
+    if now is None and not os.path.exists(baseline) and blob is None:
         raise InputError(
             f"no such file, and not in {'git HEAD' if base is None else since} either", path=baseline
         )
-    after_records, after = _now(baseline)
-    if after is not None and after == before:
-        raise InputError(
-            f"is unchanged since {since} (from == to, head {before}): there is no drift to accept;"
-            " re-seal the baseline first, then write its note",
-            path=baseline,
-        )
-    return _BaselineHeads(
+    after_records, after = _now(baseline) if now is None else now
+    heads = _BaselineHeads(
         path=baseline,
         name=name,
         committed=blob is not None,
@@ -543,6 +555,41 @@ def _baseline_heads(baseline: str, base: str | None = None) -> _BaselineHeads:
         after_records=after_records,
         after=after,
     )
+    return heads, since
+
+
+def accepting_notes(
+    files: Sequence[tuple[str, bytes]],
+    *,
+    run: str,
+    base: str | None,
+    config_file: str | None,
+    reason: str,
+) -> list[tuple[str, str]]:
+    """The drift notes accepting each of ``files`` (a path and its bytes to be; the baseline first)
+    with ``reason``, for ``accept``: kinds and tools from comparing the baseline as measured with
+    ``run``, as ``note --run`` does; a file unchanged since then gets none. (path, text) each."""
+    comparison = _configured(config_file, None, ())
+    notes: list[tuple[str, str]] = []
+    drift = _NoteDrift()
+    for number, (path, data) in enumerate(files):
+        records, head = _head_of(data, path)
+        heads, _ = _measured_heads(path, base, (records, head))
+        if number == 0 and heads.committed:
+            drift = _drift_found(heads.before_records, [(run, records)], comparison)
+        if heads.after == heads.before:
+            continue
+        text = note_text(
+            baseline=heads.name,
+            before=heads.before,
+            after=heads.after,
+            kinds=sorted(drift.kinds),
+            tools=sorted(drift.tools),
+            found=drift.found,
+            reason=reason,
+        )
+        notes.append((heads.name, text))
+    return notes
 
 
 def _measured_from(baseline: str, base: str | None) -> tuple[str, str]:

@@ -17,7 +17,6 @@ import click
 from toolreplay import sdk
 from toolreplay.analyses.fingerprint_diff import text_differences
 from toolreplay.analyses.suggest import Suggestion, suggest, toml
-from toolreplay.capture.exchange import session_path
 from toolreplay.capture.listen import Admission, parse_listen
 from toolreplay.capture.live import EVERY_CAPABILITY, probe_live, recorded_client
 from toolreplay.capture.probe import Failure, _tool_answer
@@ -31,8 +30,10 @@ from toolreplay.capture.receipt import (
 )
 from toolreplay.capture.serve import (
     BrokenRecordingError,
+    SessionLockError,
     build_server,
     check_lock,
+    check_session_lock,
     handshake_only,
     load_records,
     load_session,
@@ -63,7 +64,7 @@ from toolreplay.cli.record import require_sdk
 from toolreplay.contracts.lock import declared_nondeterministic, load_lock
 from toolreplay.errors import InputError
 from toolreplay.escape import inert, one_line, quote
-from toolreplay.files import SEALED_SUFFIX
+from toolreplay.files import SEALED_SUFFIX, session_path
 from toolreplay.library.errors import ToolDriftError
 from toolreplay.limits import MAX_REPEAT
 from toolreplay.reports import Line, Report, masked_line, receipt_line
@@ -125,7 +126,8 @@ def serve_cmd(
         session = load_session(transcript)
         if lock is not None:
             check_lock(records, lock)
-    except (ToolDriftError, BrokenRecordingError) as err:
+            check_session_lock(transcript, session, lock)
+    except (ToolDriftError, BrokenRecordingError, SessionLockError) as err:
         click.echo(f"toolreplay: error: {inert(one_line(str(err)))}", err=True)
         ctx.exit(EXIT_FINDINGS)
     server = build_server(

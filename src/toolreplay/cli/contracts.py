@@ -18,7 +18,7 @@ from toolreplay.config import Config, config_path
 from toolreplay.contracts.definitions import import_definitions, read_definitions
 from toolreplay.contracts.keep import keep_declared, previous_lock
 from toolreplay.contracts.lock import ToolLock, dump_lock, load_lock
-from toolreplay.contracts.mcp import describe
+from toolreplay.contracts.mcp import describe, url_lock
 from toolreplay.contracts.source import is_python_source, source_lock
 from toolreplay.errors import InputError
 from toolreplay.escape import quote, url_shown
@@ -39,7 +39,7 @@ def _version_text(ctx: click.Context, param: click.Parameter, value: str | None)
 
 
 @click.command(name="fingerprint")
-@click.argument("source", nargs=-1, required=True)
+@click.argument("source", nargs=-1)
 @click.option(
     "-o", "--output", metavar="LOCK", help="Write the tool lock here (atomically) instead of stdout."
 )
@@ -53,6 +53,7 @@ def _version_text(ctx: click.Context, param: click.Parameter, value: str | None)
 )
 @force_option
 @click.option("--mcp", is_flag=True, help="SOURCE... is the command line of an MCP stdio server to start.")
+@click.option("--target", metavar="URL", help="Ask the MCP server at this Streamable HTTP URL (no SOURCE).")
 @click.option(
     "--mutator",
     "mutators",
@@ -72,6 +73,7 @@ def fingerprint_cmd(
     output: str | None,
     tool_version: str | None,
     mcp: bool,
+    target: str | None,
     mutators: tuple[str, ...],
     timeout: float,
     force: bool,
@@ -81,22 +83,32 @@ def fingerprint_cmd(
     SOURCE is a JSON or JSON Lines file of tool definitions (MCP tools/list, OpenAI
     tools, Anthropic tools), a Python object as module:object (a ToolRegistry, a
     callable, or a list or dict of callables), or, with --mcp, the command line of an
-    MCP server (options go before the --):
+    MCP server (options go before the --), or, with --target, a Streamable HTTP server's URL:
 
     \b
         toolreplay fingerprint -o tools.lock.json --mcp -- python server.py
+        toolreplay fingerprint -o tools.lock.json --target http://127.0.0.1:8000/mcp
     """
     mutator_set = frozenset(mutators) if mutators else DEFAULT_MUTATORS
-    if not mcp and len(source) != 1:
-        raise click.UsageError("give one SOURCE (or --mcp and a server command line)")
-    lock, warnings = _lock_of(source, mcp=mcp, version=tool_version, mutators=mutator_set, timeout=timeout)
+    if target is not None:
+        if source or mcp:
+            raise click.UsageError("--target asks a server by its URL: give no SOURCE and no --mcp")
+        lock, warnings = url_lock(target, version=tool_version, timeout=timeout)
+        named = url_shown(target)
+    elif not mcp and len(source) != 1:
+        raise click.UsageError("give one SOURCE (or --mcp and a server command line, or --target URL)")
+    else:
+        lock, warnings = _lock_of(
+            source, mcp=mcp, version=tool_version, mutators=mutator_set, timeout=timeout
+        )
+        named = describe(source) if mcp else source[0]
     _warn(warnings)
     if output is not None and force:
         lock = _keep_declared(output, lock)
     try:
         text = dump_lock(lock)
     except InputError as err:  # a schema too deep for a lock to hold
-        raise InputError(err.problem, path=describe(source) if mcp else source[0]) from err
+        raise InputError(err.problem, path=named) from err
     with atomic_output(output, replace=force) as out:
         out.write(text)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
 from collections.abc import Callable
 from typing import IO, TYPE_CHECKING
@@ -15,7 +17,7 @@ from toolreplay.cli.base import atomic_output, force_option
 from toolreplay.cli.defaults import announce, config_option, read_config
 from toolreplay.cli.formats import emit, format_option
 from toolreplay.errors import InputError
-from toolreplay.files import SEALED_SUFFIX
+from toolreplay.files import SEALED_SUFFIX, session_path
 from toolreplay.findings import Finding, sort_findings
 from toolreplay.reports import Line, Report
 from toolreplay.transcript import open_input
@@ -33,11 +35,32 @@ SignatureAnchor = Callable[[str, ChainState], tuple[Line, list[Finding]]]
 @force_option
 @click.pass_context
 def seal_cmd(ctx: click.Context, transcript: str, output: str | None, force: bool) -> None:
-    """Print TRANSCRIPT sealed into a SHA-256 hash chain."""
+    """Print TRANSCRIPT sealed into a SHA-256 hash chain.
+
+    With -o OUT named *.sealed.jsonl, TRANSCRIPT's session file (TRANSCRIPT.mcp, what serve
+    answers besides the calls) is sealed into OUT.mcp with it: one sealed unit.
+    """
+    session = _session_of(transcript, output)
     with atomic_output(output, replace=force) as out:
-        if transcript != "-" and parallel.worth_it(transcript) and _sealed_in_parallel(transcript, out):
-            return
-        _seal_in_order(transcript, out)
+        carried = atomic_output(session_path(output), replace=force) if session and output else None
+        with carried or contextlib.nullcontext() as session_out:
+            if session and session_out is not None:
+                _seal_in_order(session, session_out)
+            if (
+                transcript == "-"
+                or not parallel.worth_it(transcript)
+                or not _sealed_in_parallel(transcript, out)
+            ):
+                _seal_in_order(transcript, out)
+
+
+def _session_of(transcript: str, output: str | None) -> str | None:
+    """The session file ``seal`` carries to ``output``'s (docs/spec.md §1.3): TRANSCRIPT's, when it
+    has one and ``output`` is a sealed file's name (serve reads a sealed recording's session sealed)."""
+    if transcript == "-" or output is None or not output.endswith(SEALED_SUFFIX):
+        return None
+    beside = session_path(transcript)
+    return beside if os.path.lexists(beside) else None
 
 
 def _sealed_in_parallel(transcript: str, out: IO[str]) -> bool:

@@ -25,6 +25,7 @@ from toolreplay.outputs import STDOUT, is_write_error, write_error
 #: every command, as ``"module:attr"``: the click command it is (click's lazy group; this is the
 #: one list of them, and no command module imports this one)
 COMMANDS: dict[str, str] = {
+    "accept": "toolreplay.cli.accept:accept_cmd",
     "action": "toolreplay.cli.action:action_cmd",
     "check": "toolreplay.cli.check:check_cmd",
     "diff": "toolreplay.cli.baselines:diff_cmd",

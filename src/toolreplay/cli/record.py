@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING
 import click
 
 from toolreplay.capture.early import Early
-from toolreplay.capture.exchange import session_path
 from toolreplay.capture.redact import Redactor
 from toolreplay.capture.stdio import proxy, start_server
 from toolreplay.cli.base import EXISTS, Seconds, allow_origin_option, force_option, warn
@@ -24,10 +23,15 @@ from toolreplay.cli.loading import loading
 from toolreplay.errors import InputError
 from toolreplay.escape import one_line, quote
 from toolreplay.extras import require
+from toolreplay.files import SEALED_SUFFIX, session_path
 from toolreplay.state_command import DEFAULT_TIMEOUT, Command, parse_state_command
 
 if TYPE_CHECKING:
     from toolreplay.capture.recording import Recording
+
+
+#: why ``record --seal`` refuses an output name (docs/spec.md §8)
+NOT_SEALED = f"--seal writes a sealed transcript: its name must end in {SEALED_SUFFIX}"
 
 
 def require_sdk(command: str) -> None:
@@ -145,6 +149,9 @@ def record_cmd(
         raise click.UsageError("give the server's command line after --, or --listen and --target")
     if origins and listen is None:
         raise click.UsageError("--allow-origin goes with --listen")
+    if seal and not output.endswith(SEALED_SUFFIX):
+        # replay, diff and check read a file by its name: a sealed one named *.jsonl fails there
+        raise click.UsageError(f"-o {one_line(output)}: {NOT_SEALED}")
     if lock_path is not None and os.path.realpath(lock_path) == os.path.realpath(output):
         raise click.UsageError("-o and --lock name the same file; give the lock its own name")
     if not force:

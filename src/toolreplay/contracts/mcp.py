@@ -12,13 +12,14 @@ import os
 import shlex
 import tempfile
 from collections.abc import Sequence
-from typing import IO, Any
+from typing import IO, Any, TextIO
 
 from toolreplay import sdk
-from toolreplay.contracts.definitions import ToolDefinition
+from toolreplay.contracts.definitions import ToolDefinition, import_definitions
+from toolreplay.contracts.lock import ToolLock
 from toolreplay.contracts.text import text_of_tool
 from toolreplay.errors import InputError
-from toolreplay.escape import one_line
+from toolreplay.escape import one_line, url_shown
 from toolreplay.extras import require
 
 #: Seconds allowed for starting the server and listing its tools.
@@ -36,10 +37,11 @@ def list_mcp_tools(argv: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT) -> 
 
 
 def list_mcp_server(
-    argv: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT
+    argv: Sequence[str] | str, *, timeout: float = DEFAULT_TIMEOUT
 ) -> tuple[list[dict[str, Any]], str]:
-    """Start ``argv`` as an MCP stdio server: its tools as ``tools/list`` JSON objects, and its
-    ``serverInfo.version`` ("" when it gives none), the version ``record`` and ``probe`` pin too.
+    """Start ``argv`` as an MCP stdio server (or ask the Streamable HTTP server at the URL ``argv``):
+    its tools as ``tools/list`` JSON objects, and its ``serverInfo.version`` ("" when it gives
+    none), the version ``record`` and ``probe`` pin too.
 
     The server gets this process's environment, as it would started from a shell (the SDK's
     default passes only a few variables, so a server configured through its environment would
@@ -56,10 +58,9 @@ def list_mcp_server(
     ):
 
         async def fetch() -> tuple[list[dict[str, Any]], str]:
-            params = sdk.StdioServerParameters(command=argv[0], args=list(argv[1:]), env=dict(os.environ))
             tools: list[dict[str, Any]] = []
             with sdk.anyio.fail_after(timeout):
-                async with sdk.Client(sdk.stdio_client(params, errlog=errlog)) as client:
+                async with sdk.Client(_transport(argv, errlog)) as client:
                     info = client.server_info
                     version = info.version if info is not None else ""
                     cursor: str | None = None
@@ -77,13 +78,40 @@ def list_mcp_server(
             return sdk.anyio.run(fetch)
         except TimeoutError as err:
             problem = f"the MCP server did not list its tools within {timeout:g} s"
-            raise InputError(problem + server_said(errlog), path=describe(argv)) from err
+            raise InputError(problem + server_said(errlog), path=_named(argv)) from err
         except Exception as err:  # the SDK and the OS raise many kinds; all mean the same here
             cause = innermost_error(err)
             problem = (
                 f"cannot list the tools of the MCP server: {type(cause).__name__}: {one_line(str(cause))}"
             )
-            raise InputError(problem + server_said(errlog), path=describe(argv)) from err
+            raise InputError(problem + server_said(errlog), path=_named(argv)) from err
+
+
+def _transport(argv: Sequence[str] | str, errlog: TextIO) -> Any:
+    """The SDK's transport to the server: Streamable HTTP to a URL, else stdio to a command started."""
+    if isinstance(argv, str):
+        return sdk.streamable_http_client(argv)
+    params = sdk.StdioServerParameters(command=argv[0], args=list(argv[1:]), env=dict(os.environ))
+    return sdk.stdio_client(params, errlog=errlog)
+
+
+def _named(argv: Sequence[str] | str) -> str:
+    """How messages name the server: a URL by its scheme and host only, a command as :func:`describe`."""
+    return url_shown(argv) if isinstance(argv, str) else describe(argv)
+
+
+def url_lock(
+    url: str, *, version: str | None, timeout: float = DEFAULT_TIMEOUT
+) -> tuple[ToolLock, tuple[str, ...]]:
+    """The tool lock of the Streamable HTTP server at ``url`` (nothing runs here: it is asked), with
+    ``version`` pinned, else its ``serverInfo.version``; and the warnings of its definitions."""
+    tools, server_version = list_mcp_server(url, timeout=timeout)
+    imported = import_definitions(
+        listed_definitions(tools, path=url_shown(url)),
+        version=server_version if version is None else version,
+        path=url_shown(url),
+    )
+    return ToolLock.of(imported.contracts), imported.warnings
 
 
 def _dropped(record: logging.LogRecord) -> None:

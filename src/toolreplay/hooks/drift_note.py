@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from toolreplay.errors import InputError, ToolreplayError
 from toolreplay.escape import one_line, quote
-from toolreplay.files import SEALED_SUFFIX
+from toolreplay.files import SEALED_SUFFIX, SESSION_SUFFIX
 
 # The chain and the reader are imported where a sealed file changed (_chain), YAML where a note
 # is staged (staged_notes): most commits change neither, and the hook's start-up is paid on every commit.
@@ -203,7 +203,8 @@ class BaselineChange:
     older_heads: frozenset[str] = frozenset()
     #: why the staged entry is not a file the guard can judge (a symlink, a submodule): no note accepts it
     refused: str | None = None
-    #: what the file is, for messages: a baseline, or the tool lock (whose head is its bytes' digest)
+    #: what the file is, for messages: a baseline, or the tool lock or a baseline's session file
+    #: (whose head is its bytes' digest)
     kind: str = "baseline"
 
 
@@ -302,23 +303,41 @@ def file_head(raw: bytes) -> str:
     return hashlib.sha256(raw).hexdigest()
 
 
-def file_changes(git: Git, entries: Iterable[Entry], files: Collection[str]) -> list[BaselineChange]:
-    """The changes of the guarded files that are not chains (``files``, from the root): ``from`` and
-    ``to`` are digests of their bytes (:func:`file_head`), the genesis value for a file added."""
-    return [change for entry in entries for change in _entry_file_changes(git, entry, files)]
+def is_session_file(path: str, patterns: Sequence[str]) -> bool:
+    """Whether ``path`` is a baseline's session file (``BASELINE.mcp``, what ``serve`` answers with):
+    guarded with its baseline, one sealed unit (docs/spec.md §6)."""
+    return path.endswith(SESSION_SUFFIX) and is_baseline(path[: -len(SESSION_SUFFIX)], patterns)
 
 
-def _entry_file_changes(git: Git, entry: Entry, files: Collection[str]) -> Iterator[BaselineChange]:
+def file_changes(
+    git: Git, entries: Iterable[Entry], files: Collection[str], patterns: Sequence[str] = ()
+) -> list[BaselineChange]:
+    """The changes of the guarded files that are not chains (``files``, from the root, and the session
+    files of the baselines ``patterns`` match): ``from`` and ``to`` are digests of their bytes
+    (:func:`file_head`), the genesis value for a file added."""
+
+    def guarded(path: str | None) -> bool:
+        return path is not None and (path in files or is_session_file(path, patterns))
+
+    return [change for entry in entries for change in _entry_file_changes(git, entry, guarded)]
+
+
+def _entry_file_changes(
+    git: Git, entry: Entry, guarded: Callable[[str | None], bool]
+) -> Iterator[BaselineChange]:
     """The guarded files' changes of one diff entry: its one side, or both sides of a rename."""
-    old = entry.old_path if entry.old_path in files and entry.status != "C" else None
-    new = entry.new_path if entry.new_path in files and entry.new_oid is not None else None
+    old = entry.old_path if guarded(entry.old_path) and entry.status != "C" else None
+    new = entry.new_path if guarded(entry.new_path) and entry.new_oid is not None else None
     for path in dict.fromkeys(p for p in (old, new) if p is not None):
         before = _file_side(git, entry.old_oid, entry.old_mode) if path == old else None
         after = _file_side(git, entry.new_oid, entry.new_mode) if path == new else None
         if before != after:
-            action = "added" if before is None else "deleted" if after is None else "modified"
             yield BaselineChange(
-                baseline=path, action=action, from_head=before or _genesis(), to_head=after, kind="tool lock"
+                baseline=path,
+                action="added" if before is None else "deleted" if after is None else "modified",
+                from_head=before or _genesis(),
+                to_head=after,
+                kind="session file" if path.endswith(SESSION_SUFFIX) else "tool lock",
             )
 
 
@@ -508,7 +527,10 @@ def note_command(
 def note_name(baseline: str, notes_dir: str, taken: Collection[str] = ()) -> str:
     """The note file for ``baseline`` in ``notes_dir`` that is not ``taken``: ``NAME.md``, else
     ``NAME-2.md``, ``NAME-3.md`` ..."""
-    stem = posixpath.basename(baseline).removesuffix(".jsonl").removesuffix(".sealed")
+    name = posixpath.basename(baseline)
+    session = name.endswith(SESSION_SUFFIX)  # beside its baseline's note, not in its place
+    stem = name.removesuffix(SESSION_SUFFIX).removesuffix(".jsonl").removesuffix(".sealed")
+    stem += "-session" if session else ""
     name = f"{notes_dir}/{stem}.md"
     number = 1
     while name in taken:
@@ -652,7 +674,18 @@ def _what_to_do(
         lines.append(f"then explain the drift in it and add it under {notes_dir}/ in this pull request")
     else:
         lines.append(f"then explain the drift in it and stage it under {notes_dir}/ in this same commit")
+        if change.kind == "baseline":
+            lines.append(f"{ACCEPT_ADVICE} {accept_command(change.baseline)}")
     return lines
+
+
+#: the pre-commit hook's advice to make a run the baseline instead (over a range the comment names the run)
+ACCEPT_ADVICE = "or make a run the baseline, with its notes:"
+
+
+def accept_command(baseline: str) -> str:
+    """``toolreplay accept BASELINE --run RUN --reason WHY`` (RUN and WHY for the person to fill in)."""
+    return f"toolreplay accept {_shell(baseline)} --run RUN --reason WHY"
 
 
 def unguarded(entries: Iterable[Entry], patterns: Sequence[str]) -> list[str]:
@@ -731,7 +764,7 @@ def _check(
         git.top()  # outside a work tree, this names it; inside one, the diff's own error stands
         raise
     entries = parse_raw_diff(out)
-    changes = baseline_changes(git, entries, patterns) + file_changes(git, entries, files)
+    changes = baseline_changes(git, entries, patterns) + file_changes(git, entries, files, patterns)
     notes, note_problems = staged_notes(git, entries, folder)
     taken = existing_notes(git, folder, revs()) if changes else frozenset()
     problems = note_problems + judge(changes, notes, folder, chains=chains, taken=taken)

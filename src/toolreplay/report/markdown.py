@@ -17,7 +17,6 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
-from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 from urllib.parse import quote as url_quote
 from urllib.parse import urlsplit
@@ -34,9 +33,11 @@ from toolreplay.report.review import (
     GUARD_CHANGED,
     MISSING,
     OPEN_CHANGES,
+    WHY,
     Advice,
     View,
     accept_commands,
+    accept_words,
     change_item,
     drifted_runs,
     guard_block,
@@ -273,19 +274,13 @@ def _accept(report: Report, findings: Sequence[Finding], base: str | None) -> li
 
 
 def _accept_drift(report: Report, findings: Sequence[Finding]) -> list[str]:
-    """A checked baseline's drift: the note command, naming the runs and where the note goes."""
-    words = ["toolreplay", "note", report.path]
-    for run in drifted_runs(report, findings):
-        words += ["--run", run]
-    note = _note_path(report)
-    where = ""
-    if note is not None:
-        words += ["-o", note]
-        where = f" The note goes to {md_code(note, in_table=False)}."
+    """A checked baseline's drift: the accept command of the first run that drifted."""
+    words = accept_words(report.path, drifted_runs(report, findings)[0])
     return [
         "",
-        "If this drift is intended, accept it with a drift note: run this (from the folder the paths are "
-        f"relative to), write in the note why, and commit it with this pull request.{where}",
+        "If this drift is intended, accept it: run this (from the folder the paths are relative to),"
+        f" saying why in place of {md_code(WHY, in_table=False)}; it makes the run the baseline and writes"
+        " the drift notes. Commit what it wrote with this pull request.",
         "",
         *fenced([_shell_command(words)], "sh"),
     ]
@@ -304,20 +299,13 @@ def _accept_change(report: Report, note: str, commands: list[list[str]]) -> list
         return []
     return [
         "",
-        "If this change is intended, accept it: run these commands from the folder the paths are relative"
-        " to (a clean checkout of this pull request), write in the note why, and commit both with this"
-        f" pull request. The note goes to {md_code(note, in_table=False)}.",
+        "If this change is intended, accept it: run this from the folder the paths are relative to (a"
+        f" clean checkout of this pull request), saying why (in place of {md_code(WHY, in_table=False)},"
+        " or in the note it writes), and commit what it wrote with this pull request. The note goes to"
+        f" {md_code(note, in_table=False)}.",
         "",
         *fenced([_shell_command(words) for words in commands], "sh"),
     ]
-
-
-def _note_path(report: Report) -> str | None:
-    """Where a baseline's drift note goes: the notes folder and the baseline's name (None without one)."""
-    if report.notes is None:
-        return None
-    name = PurePosixPath(report.path).name[: -len(SEALED_SUFFIX)] + ".md"
-    return str(PurePosixPath(report.notes, name))
 
 
 def _shell_command(words: Sequence[str]) -> str:

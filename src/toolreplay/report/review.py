@@ -170,21 +170,28 @@ def more_line(rest: Sequence[Finding], then: str) -> str:
     return f"{_plural(len(rest), 'more difference')}{where}: {then}"
 
 
+#: what an accept command leaves for the reviewer to say (``--reason WHY``)
+WHY = "WHY"
+
+
 def accept_commands(report: Report, findings: Sequence[Finding], base: str | None) -> list[list[str]]:
     """The exact commands (as words) that accept a baseline's drift from a clean checkout of the pull
-    request: re-seal the baseline from the run when the run drifted from it, then write the note."""
+    request: ``accept`` the run as the baseline when a run drifted from it (the reason left for the
+    reviewer), else write the note of the baseline's change."""
     if report.note is None:
         return []
     runs = drifted_runs(report, findings)
     if not _needs_accepting(report, findings, runs):
         return []
-    reseal = [["toolreplay", "seal", runs[0], "-o", report.path, "--force"]] if runs else []
-    note = ["toolreplay", "note", report.path]
-    if base is not None:
-        note += ["--base", base]
-    for run in runs:
-        note += ["--run", run]
-    return [*reseal, [*note, "-o", report.note]]
+    since = ["--base", base] if base is not None else []
+    if runs:
+        return [accept_words(report.path, runs[0], since)]
+    return [["toolreplay", "note", report.path, *since, "-o", report.note]]
+
+
+def accept_words(baseline: str, run: str, since: Sequence[str] = ()) -> list[str]:
+    """``toolreplay accept BASELINE --run RUN [--base REF] --reason WHY``, as words."""
+    return ["toolreplay", "accept", baseline, "--run", run, *since, "--reason", WHY]
 
 
 def drifted_runs(report: Report, findings: Sequence[Finding]) -> list[str]:
@@ -263,7 +270,8 @@ def _rewrite_receipt(receipt: str, answers: object) -> Advice:
 
 
 def _record_again(recording: str) -> Advice:
-    seal = ("--seal",) if recording.endswith(SEALED_SUFFIX) else ()
+    if recording.endswith(SEALED_SUFFIX):
+        return _record_and_accept(recording)
     return Advice(
         text=(
             f"If these answers are intended, record {code(recording)} again: run your agent through"
@@ -271,23 +279,38 @@ def _record_again(recording: str) -> Advice:
             " recording with this pull request, with a drift note where the drift-note guard counts it"
             " as a baseline." + _NOT_A_NOTE.format(what="the recording")
         ),
-        commands=(("toolreplay", "record", "-o", recording, *seal, "--force", "--", "CMD"),),
+        commands=(("toolreplay", "record", "-o", recording, "--force", "--", "CMD"),),
+    )
+
+
+def _record_and_accept(recording: str) -> Advice:
+    """A sealed recording (a baseline): record a new run, then accept it as the recording."""
+    run = recording[: -len(SEALED_SUFFIX)] + ".new.jsonl"
+    return Advice(
+        text=(
+            f"If these answers are intended, record a new run through `toolreplay record` against the"
+            f" server (`CMD`, your agent the client), review it, then accept it as {code(recording)}"
+            f" (its session file, lock entries and drift notes with it), saying why in place of"
+            f" {code(WHY)}, and commit what it wrote with this pull request."
+            + _NOT_A_NOTE.format(what="the recording")
+        ),
+        commands=(
+            ("toolreplay", "record", "-o", run, "--force", "--", "CMD"),
+            tuple(accept_words(recording, run)),
+        ),
     )
 
 
 def _run_as_baseline(run: str, baseline: str) -> Advice | None:
     if "-" in (run, baseline):
         return None  # stdin: no file to name
-    # a sealed run is a baseline as it is; a transcript is sealed into one
-    sealed = run.endswith(SEALED_SUFFIX)
-    take = ("cp", run, baseline) if sealed else ("toolreplay", "seal", run, "-o", baseline, "--force")
     return Advice(
         text=(
-            "If this drift is intended, accept it: make this run the baseline, then write the drift note"
-            " for that change (from the folder the paths are relative to), say in it why, and commit both"
-            " with this pull request."
+            "If this drift is intended, accept it: make this run the baseline with its session file, lock"
+            " entries and drift notes (from the folder the paths are relative to), say why in place of"
+            f" {code(WHY)}, and commit what it wrote with this pull request."
         ),
-        commands=(take, ("toolreplay", "note", baseline, "--run", run)),
+        commands=(tuple(accept_words(baseline, run)),),
     )
 
 
