@@ -5,7 +5,7 @@ the CLOCK_SEED environment variable), ``counter`` (1, 2, 3, ... within a process
 ``write_note`` (a mutator without annotations: it appends to the file named by NOTES_FILE),
 ``erase_notes`` (declared destructive; it appends too), ``picture`` (an
 image: base64 PNG bytes), ``big`` (MBs of text), ``greet`` (non-ASCII), ``slow`` (sleeps,
-reporting progress), ``fail`` (raises).
+reporting progress; SLOW_HANG=1 makes it never answer), ``fail`` (raises).
 Run: ``python server.py [stdio|http PORT]``. SERVER_VERSION sets serverInfo.version;
 SCHEMA_LIMIT changes ``echo``'s input schema (a contract change).
 """
@@ -91,7 +91,7 @@ def greet(name: str) -> str:
 async def slow(seconds: float, tag: str, ctx: Context) -> str:
     """Sleep, reporting progress halfway."""
     await ctx.report_progress(0.5, 1.0, "half way")
-    await anyio.sleep(seconds)
+    await anyio.sleep(seconds if os.environ.get("SLOW_HANG") != "1" else 3600)
     return tag
 
 
