@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 from typing import Annotated
 
 import anyio
@@ -48,8 +49,14 @@ COUNT = [0]
 
 @server.tool(annotations=READ_ONLY)
 def counter() -> int:
-    """Answers 1, 2, 3, ... within one server process."""
+    """Answers 1, 2, 3, ... within one server process; with COUNTER_FILE, across processes (the
+    count kept in that file, as a server keeps state in a database)."""
+    kept = Path(os.environ.get("COUNTER_FILE", ""))
+    if kept.name:
+        COUNT[0] = int(kept.read_text(encoding="ascii")) if kept.exists() else 0
     COUNT[0] += 1
+    if kept.name:
+        kept.write_text(str(COUNT[0]), encoding="ascii")
     return COUNT[0]
 
 
