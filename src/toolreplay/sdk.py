@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     from mcp import types as types
     from mcp.client.stdio import stdio_client as stdio_client
     from mcp.client.streamable_http import streamable_http_client as streamable_http_client
+    from mcp.server.caching import CACHEABLE_METHODS as CACHEABLE_METHODS
+    from mcp.server.caching import CacheHint as CacheHint
     from mcp.server.connection import Connection as Connection
     from mcp.server.context import ServerRequestContext as ServerRequestContext
     from mcp.server.lowlevel import Server as Server
@@ -45,6 +47,8 @@ if TYPE_CHECKING:
 
 #: each name this module gives: ``"module"`` or ``"module:attribute"``
 PARTS: dict[str, str] = {
+    "CACHEABLE_METHODS": "mcp.server.caching:CACHEABLE_METHODS",
+    "CacheHint": "mcp.server.caching:CacheHint",
     "Client": "mcp:Client",
     "H11Protocol": "uvicorn.protocols.http.h11_impl:H11Protocol",
     "Connection": "mcp.server.connection:Connection",

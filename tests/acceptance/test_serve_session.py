@@ -150,3 +150,39 @@ def test_each_http_session_starts_at_the_recordings_start(tmp_path: Path) -> Non
     assert first == [{"result": 1}, {"result": 2}]
     assert second == [{"result": 1}, {"result": 2}, {"result": 3}, {"result": 3}]
     assert (status, after_ready(err)) == (0, b"")
+
+
+async def _listed_and_called(url: str, mode: str) -> list[Any]:
+    from mcp import Client
+
+    with anyio.fail_after(TIMEOUT):
+        async with Client(url, mode=mode) as client:
+            tools = [tool.name for tool in (await client.list_tools()).tools]
+            return [tools, (await client.call_tool("counter", {})).structured_content]
+
+
+def test_a_handshake_recording_answers_every_protocol_over_http(tmp_path: Path) -> None:
+    """A session recorded with the initialize handshake (no server/discover) is served over
+    Streamable HTTP to the SDK client in its default mode (the 2026 revision, whose tools/list
+    needs what the recorded answer lacks) and in legacy mode: both list and call as recorded."""
+    out = tmp_path / "run.jsonl"
+    server_port, proxy_port, port = free_port(), free_port(), free_port()
+    server = _start([*SERVER_CMD, "http", str(server_port)], server_port)
+    try:
+        listen, target = f"127.0.0.1:{proxy_port}", f"http://127.0.0.1:{server_port}/mcp"
+        argv = [*TOOLREPLAY, "record", "-o", str(out), "--listen", listen, "--target", target]
+        proxy = _start(argv, proxy_port)
+        live = anyio.run(_listed_and_called, f"http://127.0.0.1:{proxy_port}/mcp", "legacy")
+        stop(proxy)
+    finally:
+        stop(server)
+    assert live[1] == {"result": 1}
+
+    snapshot = _start([*TOOLREPLAY, "serve", str(out), "--listen", f"127.0.0.1:{port}"], port)
+    try:
+        url = f"http://127.0.0.1:{port}/mcp"
+        served = [anyio.run(_listed_and_called, url, mode) for mode in ("auto", "legacy")]
+    finally:
+        status, err = stop(snapshot)
+    assert served == [live, live]
+    assert (status, after_ready(err)) == (0, b"")

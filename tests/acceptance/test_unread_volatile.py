@@ -112,10 +112,16 @@ def test_a_volatile_table_the_configuration_refuses_names_its_line(
     ],
 )
 def test_suggested_rules_are_written_for_the_configuration_in_use(
-    runner: CliRunner, project: Path, config: str | None, table: str, where: str
+    runner: CliRunner,
+    project: Path,
+    config: str | None,
+    table: str,
+    where: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """probe --suggest-volatile writes [[tool.toolreplay.volatile]] for pyproject.toml and
     [[volatile]] for toolreplay.toml; with neither, it says which form goes where."""
+    monkeypatch.setenv("COUNTER_FILE", str(project / "count"))  # counted across the rounds' servers
     if config == "pyproject.toml":
         (project / config).write_text(PYPROJECT, encoding="utf-8")
     elif config is not None:

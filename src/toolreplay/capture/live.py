@@ -11,11 +11,12 @@ not printed: each kind becomes one warning line.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypeVar
 
 from toolreplay import sdk
 from toolreplay.analyses.volatile import Volatile
@@ -231,6 +232,15 @@ class _Tapped:
         return await self._inner.__aexit__(*exc)
 
 
+_T = TypeVar("_T")
+
+#: why ``--repeat`` over a URL may see drift that is the server's state
+ONE_PROCESS = (
+    "--repeat asks every round of the one server behind --target (probe cannot start it afresh):"
+    " what it keeps between calls can read as drift"
+)
+
+
 def _refuser(method: str) -> Callable[..., Any]:
     async def refuse(*_: Any) -> Any:
         return sdk.types.ErrorData(code=REFUSAL_CODE, message=REFUSAL.format(method=method))
@@ -247,7 +257,8 @@ def ask_live(
     declared: Declared = EVERY_CAPABILITY,
 ) -> Live:
     """Connect declaring ``declared``, list the tools (every page), ask the calls ``choose``
-    picks, in its order: ``repeat`` rounds of them, :data:`ROUND_GAP` seconds apart.
+    picks, in its order: ``repeat`` rounds of them, :data:`ROUND_GAP` seconds apart, each of a
+    fresh server process (a URL's one server is asked every round, with :data:`ONE_PROCESS`).
 
     ``target`` is a server command line (started over stdio) or a URL. Not getting the
     tool list is an ``InputError`` naming the target. Each call is asked ``repeat`` times;
@@ -263,7 +274,7 @@ def ask_live(
         sdk.logs_routed(logged.append),
     ):
 
-        async def run() -> Live:
+        def new_client() -> Any:
             inner: Any
             if isinstance(target, str):
                 inner = sdk.streamable_http_client(target)
@@ -273,43 +284,73 @@ def ask_live(
                     command=target[0], args=list(target[1:]), env=dict(os.environ)
                 )
                 inner = sdk.stdio_client(params, errlog=errlog)
-            client = sdk.Client(_Tapped(inner, tap), cache=None, **_declaring(declared))
-            async with client:
-                with sdk.anyio.fail_after(timeout):
-                    tools, raw = await _list_tools(client)
-                info = client.server_info
-                version = info.version if info is not None else ""
-                server = info.name if info is not None else ""
-                imported = import_definitions(tools, version=version, path="tools/list")
-                fingerprints = {contract.name: contract.fingerprint for contract in imported.contracts}
-                listing = Listing(
-                    listed=frozenset(fingerprints),
-                    destructive=frozenset(t.name for t in tools if says_destructive(t.annotations)),
-                    readonly=frozenset(t["name"] for t in raw if _says_read_only(t.get("annotations"))),
-                )
-                answers: dict[int, tuple[Answer, ...]] = {}
-                chosen = list(choose(listing))
-                for round_ in range(repeat):
-                    if round_:
-                        await sdk.anyio.sleep(ROUND_GAP)  # a value to the second changes between rounds
-                    for record in chosen:
-                        got = await _ask(client, tap, record, timeout)
-                        answers[record.index] = (*answers.get(record.index, ()), got)
-                repeated = {r.call_key: list(answers[r.index]) for r in chosen} if repeat > 1 else None
-                return Live(
-                    fingerprints=fingerprints,
-                    destructive=listing.destructive,
-                    readonly=listing.readonly,
-                    answers=answers,
-                    warnings=imported.warnings,
-                    contracts={contract.name: contract for contract in imported.contracts},
-                    version=version,
-                    server=server,
-                    repeated=repeated,
-                )
+            return sdk.Client(_Tapped(inner, tap), cache=None, **_declaring(declared))
+
+        async def opened(work: Callable[[Any], Awaitable[_T]]) -> _T:
+            client = new_client()
+            # the connection and the handshake are bounded too; the calls, each by its own timeout
+            with sdk.anyio.CancelScope(deadline=sdk.anyio.current_time() + timeout) as opening:
+                async with client:
+                    opening.deadline = math.inf
+                    return await work(client)
+            raise _NoHandshake
+
+        chosen: list[Record] = []
+        # each round asks a fresh server process, so what a server keeps between calls is not
+        # taken for drift; a URL's server cannot be started again: all rounds ask it
+        fresh = not isinstance(target, str)
+
+        async def one_round(client: Any) -> dict[int, tuple[Answer, ...]]:
+            return await _rounds(client, tap, chosen, repeat=1, timeout=timeout)
+
+        async def run() -> Live:
+            live = await opened(lambda client: session(client, 1 if fresh else repeat))
+            answers = dict(live.answers)
+            for _ in range(1, repeat if fresh else 1):
+                await sdk.anyio.sleep(ROUND_GAP)  # a value to the second changes between rounds
+                try:
+                    more = await opened(one_round)
+                except _NoHandshake:
+                    unasked = Failure(
+                        problem=f"not asked: a fresh server did not answer within {timeout:g} s"
+                    )
+                    more = {record.index: (unasked,) for record in chosen}
+                answers.update({index: (*answers.get(index, ()), *got) for index, got in more.items()})
+            repeated = {r.call_key: list(answers[r.index]) for r in chosen} if repeat > 1 else None
+            live = replace(live, answers=answers, repeated=repeated)
+            return live if fresh or repeat == 1 else _with_warnings(live, [ONE_PROCESS])
+
+        async def session(client: Any, rounds: int) -> Live:
+            with sdk.anyio.fail_after(timeout):
+                tools, raw = await _list_tools(client)
+            info = client.server_info
+            version = info.version if info is not None else ""
+            server = info.name if info is not None else ""
+            imported = import_definitions(tools, version=version, path="tools/list")
+            fingerprints = {contract.name: contract.fingerprint for contract in imported.contracts}
+            listing = Listing(
+                listed=frozenset(fingerprints),
+                destructive=frozenset(t.name for t in tools if says_destructive(t.annotations)),
+                readonly=frozenset(t["name"] for t in raw if _says_read_only(t.get("annotations"))),
+            )
+            chosen.extend(choose(listing))
+            answers = await _rounds(client, tap, chosen, repeat=rounds, timeout=timeout)
+            return Live(
+                fingerprints=fingerprints,
+                destructive=listing.destructive,
+                readonly=listing.readonly,
+                answers=answers,
+                warnings=imported.warnings,
+                contracts={contract.name: contract for contract in imported.contracts},
+                version=version,
+                server=server,
+            )
 
         try:
             live = sdk.anyio.run(run)
+        except _NoHandshake as err:
+            problem = f"the MCP server did not complete the handshake within {timeout:g} s (unavailable)"
+            raise InputError(problem + server_said(errlog), path=name) from err
         except TimeoutError as err:
             problem = f"the MCP server did not list its tools within {timeout:g} s"
             raise InputError(problem + server_said(errlog), path=name) from err
@@ -345,6 +386,33 @@ def _with_warnings(live: Live, warnings: Sequence[str]) -> Live:
     return replace(live, warnings=(*live.warnings, *warnings)) if warnings else live
 
 
+class _NoHandshake(Exception):
+    """The server did not connect and answer the handshake within the timeout."""
+
+
+async def _rounds(
+    client: Any, tap: _Tap, chosen: Sequence[Record], *, repeat: int, timeout: float
+) -> dict[int, tuple[Answer, ...]]:
+    """Each of ``chosen`` asked ``repeat`` times, rounds :data:`ROUND_GAP` seconds apart. Once a
+    call gets no answer within ``timeout`` the server is taken for hung: the calls after it are
+    not asked (each a :class:`Failure` saying so) rather than each waiting out the timeout."""
+    answers: dict[int, tuple[Answer, ...]] = {}
+    hung: Failure | None = None
+    for round_ in range(repeat):
+        if round_ and hung is None:
+            await sdk.anyio.sleep(ROUND_GAP)  # a value to the second changes between rounds
+        for record in chosen:
+            got = hung or await _ask(client, tap, record, timeout)
+            if hung is None and isinstance(got, Failure) and got.problem.startswith(NO_ANSWER):
+                hung = Failure(problem=f"not asked: an earlier call got {got.problem}")
+            answers[record.index] = (*answers.get(record.index, ()), got)
+    return answers
+
+
+#: how a call that got no answer in time is described (:func:`_ask`)
+NO_ANSWER = "no answer within"
+
+
 async def _ask(client: Any, tap: _Tap, record: Record, timeout: float) -> Answer:
     """One call's answer as the server sent it, or why there is none to compare."""
     problem = ""
@@ -353,7 +421,7 @@ async def _ask(client: Any, tap: _Tap, record: Record, timeout: float) -> Answer
         with sdk.anyio.fail_after(timeout):
             await client.call_tool(record.tool, record.args)
     except TimeoutError:
-        problem = f"no answer within {timeout:g} s"
+        problem = f"{NO_ANSWER} {timeout:g} s"
     except Exception as err:  # an error answer, a closed connection, a result the SDK refuses
         problem = one_line(str(innermost_error(err))) or type(err).__name__
     if tap.asked:

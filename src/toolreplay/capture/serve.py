@@ -372,7 +372,15 @@ def build_server(
         result = response.get("result")
         return _shaped(ctx, result if isinstance(result, dict) else {})
 
-    server: Server[Any] = sdk.Server(name, version=version, on_list_tools=list_tools)
+    instructions = (recorded.initialize or {}).get("instructions")
+    # the SDK's own server/discover answer (a handshake-era recording holds none) says them too
+    server: Server[Any] = sdk.Server(
+        name,
+        version=version,
+        instructions=instructions if isinstance(instructions, str) else None,
+        on_list_tools=list_tools,
+        cache_hints=_cache_hints(),
+    )
     server.add_request_handler("tools/call", sdk.types.CallToolRequestParams, call_tool)
     if session is not None:
         for method in sorted(recorded.methods()):
@@ -394,6 +402,13 @@ class _Initialize:
         if ctx.method != "initialize" or not isinstance(result, dict):
             return result
         return {**self.result, "protocolVersion": result.get("protocolVersion")}
+
+
+def _cache_hints() -> dict[Any, Any]:
+    """The SDK's own freshness hint (``sdk.CacheHint()``: immediately stale, private) for each method
+    whose 2026 answer requires one: a recorded older answer gets it as the SDK's server would add it
+    (a recorded ``ttlMs`` or ``cacheScope`` wins)."""
+    return {method: sdk.CacheHint() for method in sdk.CACHEABLE_METHODS}
 
 
 def _shaped(ctx: ServerRequestContext[Any], result: dict[str, Any]) -> dict[str, Any]:

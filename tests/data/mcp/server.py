@@ -5,7 +5,7 @@ the CLOCK_SEED environment variable), ``counter`` (1, 2, 3, ... within a process
 ``write_note`` (a mutator without annotations: it appends to the file named by NOTES_FILE),
 ``erase_notes`` (declared destructive; it appends too), ``picture`` (an
 image: base64 PNG bytes), ``big`` (MBs of text), ``greet`` (non-ASCII), ``slow`` (sleeps,
-reporting progress), ``fail`` (raises).
+reporting progress; SLOW_HANG=1 makes it never answer), ``fail`` (raises).
 Run: ``python server.py [stdio|http PORT]``. SERVER_VERSION sets serverInfo.version;
 SCHEMA_LIMIT changes ``echo``'s input schema (a contract change).
 """
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 from typing import Annotated
 
 import anyio
@@ -48,8 +49,14 @@ COUNT = [0]
 
 @server.tool(annotations=READ_ONLY)
 def counter() -> int:
-    """Answers 1, 2, 3, ... within one server process."""
+    """Answers 1, 2, 3, ... within one server process; with COUNTER_FILE, across processes (the
+    count kept in that file, as a server keeps state in a database)."""
+    kept = Path(os.environ.get("COUNTER_FILE", ""))
+    if kept.name:
+        COUNT[0] = int(kept.read_text(encoding="ascii")) if kept.exists() else 0
     COUNT[0] += 1
+    if kept.name:
+        kept.write_text(str(COUNT[0]), encoding="ascii")
     return COUNT[0]
 
 
@@ -91,7 +98,7 @@ def greet(name: str) -> str:
 async def slow(seconds: float, tag: str, ctx: Context) -> str:
     """Sleep, reporting progress halfway."""
     await ctx.report_progress(0.5, 1.0, "half way")
-    await anyio.sleep(seconds)
+    await anyio.sleep(seconds if os.environ.get("SLOW_HANG") != "1" else 3600)
     return tag
 
 
