@@ -190,15 +190,10 @@ def _sarif_kinds(sarif: Path) -> list[str]:
     return sorted(r["ruleId"] for run in json.loads(sarif.read_text())["runs"] for r in run["results"])
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("how", ["adds a tools_source", "edits the base's module"])
-def test_the_pull_requests_module_never_runs_in_the_action(tmp_path: Path, how: str) -> None:
-    """A pull request that adds a tools_source, or edits the module of the base's, and re-seals a
-    baseline without a note: the module it brings never runs, the job fails on missing-drift-note,
-    and GITHUB_ENV, GITHUB_OUTPUT and the SARIF file say what the judge decided."""
-    probe = tmp_path / "probe.json"
-    env, github_env = _runner_env(tmp_path, tmp_path / "shadow", probe)
-    if how == "adds a tools_source":
+def _attacking_pull(tmp_path: Path, *, adds: bool) -> tuple[Repo, PullRequest]:
+    """A pull request that re-seals a baseline without a note and brings the attack module: as a
+    tools_source it adds (``adds``), or as its edit of the base's benign one."""
+    if adds:
         repo = Repo.create(tmp_path / "repo")
         head = repo.write_baseline(BASELINE, 2)
         repo.write("drift-notes/search-recorded.md", note(BASELINE, "0" * 64, head))
@@ -212,7 +207,18 @@ def test_the_pull_requests_module_never_runs_in_the_action(tmp_path: Path, how: 
     repo.write("agenttools.py", ATTACK)
     repo.write_baseline(BASELINE, 3)
     repo.commit_all("re-seal, no note")
-    pull = PullRequest(repo=repo, base=base, head=repo.head())
+    return repo, PullRequest(repo=repo, base=base, head=repo.head())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["adds a tools_source", "edits the base's module"])
+def test_the_pull_requests_module_never_runs_in_the_action(tmp_path: Path, how: str) -> None:
+    """A pull request that adds a tools_source, or edits the module of the base's, and re-seals a
+    baseline without a note: the module it brings never runs, the job fails on missing-drift-note,
+    and GITHUB_ENV, GITHUB_OUTPUT and the SARIF file say what the judge decided."""
+    probe = tmp_path / "probe.json"
+    env, github_env = _runner_env(tmp_path, tmp_path / "shadow", probe)
+    repo, pull = _attacking_pull(tmp_path, adds=how == "adds a tools_source")
     code, output, sarif = _action(repo, pull, env, tmp_path)
     assert code == 1
     outputs = parse_outputs(output.read_text())
@@ -468,18 +474,7 @@ def test_the_action_with_a_comment_neither_runs_the_module_nor_loses_the_verdict
     tools_source: the module never runs, the comment says the build fails, GITHUB_ENV is untouched."""
     probe = tmp_path / "probe.json"
     env, github_env = _runner_env(tmp_path, tmp_path / "shadow", probe)
-    repo = Repo.create(tmp_path / "repo")
-    head = repo.write_baseline(BASELINE, 2)
-    repo.write("drift-notes/search-recorded.md", note(BASELINE, "0" * 64, head))
-    repo.write("toolreplay.toml", BASE_CONFIG)
-    repo.commit_all("base")
-    base = repo.head()
-    repo.write("toolreplay.toml", SOURCE_CONFIG)
-    save_lock(ToolLock.of([]), repo.path / "tools.lock.json")
-    repo.write("agenttools.py", ATTACK)
-    repo.write_baseline(BASELINE, 3)
-    repo.commit_all("re-seal, no note")
-    pull = PullRequest(repo=repo, base=base, head=repo.head())
+    repo, pull = _attacking_pull(tmp_path, adds=True)
     server = FakeGitHub(
         owner=OWNER,
         repo="agents",

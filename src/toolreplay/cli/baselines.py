@@ -482,18 +482,24 @@ def note_cmd(
     heads = _baseline_heads(baseline, base)
     compared = _compared_runs(heads, runs)
     drift = _drift_found(heads.before_records, compared, comparison) if compared else _NoteDrift()
-    text = note_text(
+    text = _note_of(heads, drift)
+    if file is not None and os.path.dirname(file):
+        os.makedirs(os.path.dirname(file), exist_ok=True)  # the notes folder may not exist yet
+    with atomic_output(output, replace=force) as out:
+        out.write(text)
+
+
+def _note_of(heads: _BaselineHeads, drift: _NoteDrift, reason: str | None = None) -> str:
+    """The note of a change measured by ``heads``, with what the comparison found (and the reason)."""
+    return note_text(
         baseline=heads.name,
         before=heads.before,
         after=heads.after,
         kinds=sorted(drift.kinds),
         tools=sorted(drift.tools),
         found=drift.found,
+        reason=reason,
     )
-    if file is not None and os.path.dirname(file):
-        os.makedirs(os.path.dirname(file), exist_ok=True)  # the notes folder may not exist yet
-    with atomic_output(output, replace=force) as out:
-        out.write(text)
 
 
 def _to_file(output: str | None) -> str | None:
@@ -579,15 +585,7 @@ def accepting_notes(
             drift = _drift_found(heads.before_records, [(run, records)], comparison)
         if heads.after == heads.before:
             continue
-        text = note_text(
-            baseline=heads.name,
-            before=heads.before,
-            after=heads.after,
-            kinds=sorted(drift.kinds),
-            tools=sorted(drift.tools),
-            found=drift.found,
-            reason=reason,
-        )
+        text = _note_of(heads, drift, reason)
         notes.append((heads.name, text))
     return notes
 
