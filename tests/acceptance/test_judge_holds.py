@@ -446,6 +446,7 @@ def test_the_pre_commit_guard_and_hook_base_refuse_a_lock_change_without_a_note(
     staged = _cli(repo, "hook", "drift-note")
     assert staged.returncode == 1, staged.stdout
     assert "tool lock 'tools.lock.json' (modified)" in staged.stdout
+    assert "names this tool lock" in staged.stdout
     assert "toolreplay note tools.lock.json" in staged.stdout
     repo.commit_all("declare")
     ranged = _cli(repo, "hook", "drift-note", "--base", base)

@@ -664,7 +664,7 @@ def _what_to_do(
     """Why the notes there are do not accept a change, and the note to write."""
     lines = [line for note in candidates for line in _describe(note, change)]
     if not candidates:
-        lines.append(f"no drift note staged under {notes_dir}/ names this baseline")
+        lines.append(f"no drift note staged under {notes_dir}/ names this {change.kind}")
         lines.extend(
             f"(staged note {quote(n.path)} names {quote(n.baseline)}, which this commit does not change)"
             for n in strays
