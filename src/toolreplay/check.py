@@ -472,14 +472,6 @@ def _named_files(config: Config) -> list[tuple[str, str, Path]]:
     return found
 
 
-def source_explanations(
-    config: Config, *, report: bool = True
-) -> tuple[tuple[tuple[str, str], ...], tuple[Report, ...]]:
-    """:func:`source_contracts` without the changed schemas."""
-    explain, _, reports = source_contracts(config, report=report)
-    return explain, reports
-
-
 def _ran_code(config: Config) -> bool:
     """Whether the check runs project code: a tools_source that is not a file, beside a lock."""
     source = config.tools_source

@@ -333,13 +333,7 @@ def test_a_pull_request_cannot_declare_its_drift_away_in_the_lock(tmp_path: Path
 def test_toolreplay_note_writes_the_lock_s_note(tmp_path: Path) -> None:
     """The advice the missing note gives works: ``toolreplay note tools.lock.json --base REF`` writes a
     note whose from and to are the lock's digests, and the range then passes with a reason."""
-    repo = Repo.create(tmp_path / "repo")
-    repo.write("toolreplay.toml", LOCK_CONFIG)
-    save_lock(_lock(deterministic=True), repo.path / "tools.lock.json")
-    repo.write("runs/search.jsonl", _run((1, 1)))
-    repo.commit_all("base")
-    base = repo.head()
-    save_lock(_lock(deterministic=False), repo.path / "tools.lock.json")
+    repo, base = _lock_pull(tmp_path)
     repo.commit_all("declare")
     cli = [sys.executable, "-m", "toolreplay"]
     done = subprocess.run(
