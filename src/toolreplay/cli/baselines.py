@@ -574,8 +574,9 @@ def accepting_notes(
 ) -> list[tuple[str, str]]:
     """The drift notes accepting each of ``files`` (a path and its bytes to be; the baseline first)
     with ``reason``, for ``accept``: kinds and tools from comparing the baseline as measured with
-    ``run``, as ``note --run`` does; a file unchanged since then gets none. (path, text) each."""
-    comparison = _configured(config_file, None, ())
+    ``run``, as ``note --run`` does (from a pull request's start, with the base commit's settings
+    and no tools_source, as ``note --base``); a file unchanged since then gets none. (path, text) each."""
+    comparison = _configured(config_file, None, (), base=base)
     notes: list[tuple[str, str]] = []
     drift = _NoteDrift()
     for number, (path, data) in enumerate(files):

@@ -22,10 +22,9 @@ from urllib.parse import quote as url_quote
 from urllib.parse import urlsplit
 
 from toolreplay.escape import one_line, quote
-from toolreplay.files import SEALED_SUFFIX
 from toolreplay.findings import Finding
 from toolreplay.kind_names import KIND_ORDER
-from toolreplay.kinds import NOTE_ACCEPTS, REPORT_ERROR, gated_level
+from toolreplay.kinds import REPORT_ERROR, gated_level
 from toolreplay.report.inert import MAX_CELL, defuse, fenced, md_code
 from toolreplay.report.inert import ZWJ as ZWJ  # re-exported: what a defused text holds
 from toolreplay.report.paths import repo_relative
@@ -36,10 +35,8 @@ from toolreplay.report.review import (
     WHY,
     Advice,
     View,
-    accept_commands,
-    accept_words,
+    baseline_accepts,
     change_item,
-    drifted_runs,
     guard_block,
     is_guard_change,
     more_line,
@@ -264,18 +261,16 @@ def _ansi_c(ch: str) -> str:
 def _accept(report: Report, findings: Sequence[Finding], base: str | None) -> list[str]:
     """How to accept a baseline's drift: the exact commands, run from a clean checkout of the pull
     request, that re-seal the baseline (when the run drifted from it) and write a note of a new name."""
+    commands = baseline_accepts(report, findings, base)
     if report.note is not None:
-        return _accept_change(report, report.note, accept_commands(report, findings, base))
+        return _accept_change(report, report.note, commands)
     if report.command != "check":  # diff's file is the run, probe's a recording or receipt: no baseline
         return _advised(other_advice(report, findings))
-    if not report.path.endswith(SEALED_SUFFIX) or not any(f.kind in NOTE_ACCEPTS for f in findings):
-        return []
-    return _accept_drift(report, findings)
+    return _accept_drift(commands[0]) if commands else []
 
 
-def _accept_drift(report: Report, findings: Sequence[Finding]) -> list[str]:
+def _accept_drift(words: Sequence[str]) -> list[str]:
     """A checked baseline's drift: the accept command of the first run that drifted."""
-    words = accept_words(report.path, drifted_runs(report, findings)[0])
     return [
         "",
         "If this drift is intended, accept it: run this (from the folder the paths are relative to),"

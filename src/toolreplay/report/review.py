@@ -189,6 +189,19 @@ def accept_commands(report: Report, findings: Sequence[Finding], base: str | Non
     return [["toolreplay", "note", report.path, *since, "-o", report.note]]
 
 
+def baseline_accepts(report: Report, findings: Sequence[Finding], base: str | None) -> list[list[str]]:
+    """The commands (as words) that accept a baseline's drift, as the PR comment prints them: those of
+    :func:`accept_commands` for a baseline that names its note, else ``accept`` of the first run that
+    drifted from a checked sealed baseline (measured from HEAD); none for anything else."""
+    if report.note is not None:
+        return accept_commands(report, findings, base)
+    if report.command != "check" or not report.path.endswith(SEALED_SUFFIX):
+        return []
+    if not any(f.kind in NOTE_ACCEPTS for f in findings):
+        return []
+    return [accept_words(report.path, drifted_runs(report, findings)[0])]
+
+
 def accept_words(baseline: str, run: str, since: Sequence[str] = ()) -> list[str]:
     """``toolreplay accept BASELINE --run RUN [--base REF] --reason WHY``, as words."""
     return ["toolreplay", "accept", baseline, "--run", run, *since, "--reason", WHY]
