@@ -415,3 +415,22 @@ def test_other_comments_and_events_do_nothing(
     assert bad.exit_code == 2
     expected = "command accept runs on an issue_comment event (a /toolreplay accept comment)"
     assert bad.stderr == f"::error title=toolreplay::toolreplay: {expected}\n"
+
+
+def test_a_pull_request_that_changes_the_configuration_is_refused(
+    tmp_path: Path, scene: Scene, fake: FakeGitHub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where the lock and notes go (and what judges) stays the base's choice: a PR that changes the
+    configuration is accepted from a checkout, not from a comment. Nothing is pushed."""
+    scene.author.git("checkout", "-q", "feature")
+    scene.author.write("toolreplay.toml", CONFIG.replace('"drift-notes"', '"src"'))
+    scene.author.commit_all("notes go to src/ now")
+    scene.author.git("push", "-q", "origin", "feature")
+    moved = scene.author.head()
+    fake.comments.clear()
+    fake.head = (moved, "feature")
+    _sticky(tmp_path, scene.author, fake, monkeypatch, base=scene.base, head=moved)
+    result = approve(tmp_path, scene, fake, monkeypatch, f"/toolreplay accept {REASON}")
+    assert result.exit_code == 1, result.output
+    assert scene.remote_head() == moved
+    assert "changes toolreplay" in replies(fake)[0] and "Nothing was pushed" in replies(fake)[0]

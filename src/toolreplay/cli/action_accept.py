@@ -15,6 +15,7 @@ import click
 
 from toolreplay.cli.accept import accept_unit
 from toolreplay.cli.base import EXIT_CLEAN, EXIT_FINDINGS, EXIT_INTERNAL, EXIT_USAGE
+from toolreplay.config import nearest_config
 from toolreplay.errors import InputError, ToolreplayError
 from toolreplay.escape import workflow_command
 from toolreplay.extras import install_hint, installed
@@ -71,11 +72,11 @@ def run_accept(settings: Settings, environ: dict[str, str] | None = None) -> int
     if not installed("github"):
         raise InputError(f"command accept needs PyGithub ({install_hint('github')})")
     route_pygithub_log(settings.token)
-    workspace = settings.workspace
+    branch = Branch(path=settings.workspace, token=settings.token)
     approver = Approver(
         client=make_client(settings.token, env.get("GITHUB_API_URL") or DEFAULT_API_URL),
-        branch=Branch(path=workspace, token=settings.token),
-        accept=lambda unit, reason, base: _accept(workspace, unit, reason, base, settings.config),
+        branch=branch,
+        accept=lambda unit, reason, base: _accept(branch, unit, reason, base, settings.config),
         author=settings.comment_author,
     )
     outcome = approver.run(comment)
@@ -83,9 +84,17 @@ def run_accept(settings: Settings, environ: dict[str, str] | None = None) -> int
     return EXIT_FINDINGS if outcome.status == "refused" else EXIT_CLEAN
 
 
-def _accept(workspace: str, unit: Unit, reason: str, base: str, config: str | None) -> Sequence[str]:
-    """``toolreplay accept`` of one unit, from the work tree's top (where the comment's paths start)."""
-    os.chdir(workspace)
+def _accept(branch: Branch, unit: Unit, reason: str, base: str, config: str | None) -> Sequence[str]:
+    """``toolreplay accept`` of one unit, from the work tree's top (where the comment's paths start).
+    Refused when the pull request changes the configuration: where the lock and the notes go, and
+    what judges, would be the pull request's own choice."""
+    os.chdir(branch.path)
+    found = nearest_config(config)
+    if found is not None and branch.changes(base, found.source):
+        raise InputError(
+            "the pull request changes toolreplay's configuration: accept its drift from a checkout",
+            path=found.source,
+        )
     done = accept_unit(unit.baseline, run=unit.run, reason=reason, base=base, config_file=config)
     for kept in done.kept:
         echo(f"toolreplay: {kept}")

@@ -100,6 +100,13 @@ class Branch:
                 f"the commit could not be checked out (`git checkout` said: {self._detail(done)})."
             )
 
+    def changes(self, base: str, path: str) -> bool:
+        """Whether the commit checked out changes ``path`` since its merge base with ``base``."""
+        done = self._git("diff", "--quiet", f"{base}...HEAD", "--", path)
+        if done.returncode not in (0, 1):
+            raise BranchError(f"git could not compare with the base (git said: {self._detail(done)}).")
+        return done.returncode == 1
+
     def commit(self, paths: Sequence[str], message: str) -> str:
         """Commit ``paths`` (and only them) with ``message``; the new commit's id."""
         done = self._git("add", "--", *paths)
