@@ -55,7 +55,7 @@ def test_action_is_a_composite_with_branding_inputs_and_outputs() -> None:
     assert set(data["branding"]) == {"icon", "color"}
     assert list(data["inputs"]) == [
         "config", "fail-on", "comment", "annotations", "sarif", "token", "comment-author", "shard", "merge",
-        "python-version", "python-path",
+        "command", "python-version", "python-path",
     ]  # fmt: skip
     assert data["inputs"]["token"]["default"] == "${{ github.token }}"
     assert data["inputs"]["comment"]["default"] == "true"
@@ -123,6 +123,30 @@ def test_selftest_workflow_uses_the_action_with_minimal_permissions() -> None:
     assert all("${{" not in s["run"] for s in job["steps"] if "run" in s)
     checkout = next(s for s in job["steps"] if s.get("uses", "").startswith("actions/checkout@"))
     assert checkout["with"]["fetch-depth"] == 0
+
+
+def test_selftest_accept_job_is_the_documented_workflow() -> None:
+    """The self-test's accept job is docs/examples/toolreplay-accept.yml's, but for ``uses: ./``: an
+    issue_comment job with contents and pull-requests write, a checkout of the default branch that
+    keeps no credentials, and the token given to the toolreplay step alone (its default)."""
+    example = yaml.safe_load((ROOT / "docs" / "examples" / "toolreplay-accept.yml").read_text())
+    selftest = yaml.safe_load(SELFTEST.read_text())
+    # (YAML 1.1 reads the key on as true)
+    assert example[True] == {"issue_comment": {"types": ["created"]}}
+    assert "issue_comment" in selftest[True] and example["permissions"] == {}
+    job = example["jobs"]["accept"]
+    ours = selftest["jobs"]["accept"]
+    assert ours["steps"][1].pop("uses") == "./"
+    assert job["steps"][1].pop("uses") == "OWNER/toolreplay@COMMIT"
+    assert ours == job
+    assert job["permissions"] == {"contents": "write", "pull-requests": "write"}
+    checkout, accept = job["steps"]
+    assert checkout["with"]["persist-credentials"] is False and "ref" not in checkout["with"]
+    assert accept["with"] == {"command": "accept"}
+    # every other job of the self-test stays off comments
+    for name, other in selftest["jobs"].items():
+        if name not in ("accept", "shards-merge"):
+            assert other["if"] == "github.event_name != 'issue_comment'", name
 
 
 def test_selftest_workflow_runs_the_action_sharded_then_merged() -> None:

@@ -37,6 +37,7 @@ INPUTS = {
     "TOOLREPLAY_COMMENT_AUTHOR": "comment-author",
     "TOOLREPLAY_SHARD": "shard",
     "TOOLREPLAY_MERGE": "merge",
+    "TOOLREPLAY_COMMAND": "command",
 }
 _TRUE = frozenset({"true", "yes", "on", "1"})
 _FALSE = frozenset({"false", "no", "off", "0"})
