@@ -299,6 +299,19 @@ def test_a_fork_gets_the_commands_to_run_locally(
     assert scene.workspace.git("for-each-ref", "refs/toolreplay") == ""
 
 
+def test_a_fork_without_a_report_is_told_where_the_commands_are(
+    tmp_path: Path, scene: Scene, fake: FakeGitHub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fork's run could not comment (a read-only token): the reply still says it is a fork."""
+    fake.head_repo = f"someone/{NAME}"
+    fake.comments.clear()
+    result = approve(tmp_path, scene, fake, monkeypatch, f"/toolreplay accept {REASON}")
+    assert result.exit_code == 1, result.output
+    [reply] = replies(fake)
+    assert "comes from a fork" in reply and "the accept commands are in the toolreplay report" in reply
+    assert scene.remote_head() == scene.head
+
+
 def test_a_head_that_moved_is_refused(
     tmp_path: Path, scene: Scene, fake: FakeGitHub, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -185,17 +185,16 @@ def reply_refused(why: str) -> str:
 
 def reply_fork(units: Sequence[Unit]) -> str:
     """The reply to a pull request from a fork: the commands to run in a checkout of it."""
-    lines = [
-        reply_refused(
-            "this pull request comes from a fork, and the workflow's token may not push there"
-            " (nor check a fork's content out). Its author can accept the drift from a checkout of"
-            f" the pull request, saying why in place of {md_code(WHY, in_table=False)}, then commit and push:"
-        )
-    ]
+    why = (
+        "this pull request comes from a fork, and the workflow's token may not push there"
+        " (nor check a fork's content out). Its author can accept the drift from a checkout of"
+        " the pull request, then commit and push"
+    )
     commands = _command_lines(units)
-    if commands:
-        lines += ["", *fenced(commands, "sh")]
-    return "\n".join(lines)
+    if not commands:
+        return reply_refused(f"{why}: the accept commands are in the toolreplay report.")
+    saying = f", saying why in place of {md_code(WHY, in_table=False)}:"
+    return "\n".join([reply_refused(why + saying), "", *fenced(commands, "sh")])
 
 
 def missing_paths(request: Request, units: Sequence[Unit]) -> list[str]:

@@ -14,7 +14,7 @@ committed, and pushed without force (a branch that moved meanwhile refuses the p
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from toolreplay.errors import ToolreplayError
@@ -90,6 +90,23 @@ def comment_from_event(event: Mapping[str, object], repository: str) -> Comment 
     )
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Refusal:
+    """Why a request is refused: the reply."""
+
+    body: str
+
+    @classmethod
+    def of(cls, why: str) -> Refusal:
+        return cls(body=reply_refused(why))
+
+
+def _same_repository(pull: PullRequest, repository: str) -> bool:
+    """Whether the pull request's head is a branch of ``repository`` (not of a fork)."""
+    head = pull.head.repo
+    return head is not None and str(head.full_name).casefold() == repository.casefold()
+
+
 @dataclass(kw_only=True)
 class Approver:
     """One ``/toolreplay accept``: the client, the work tree and how a unit is accepted."""
@@ -100,7 +117,6 @@ class Approver:
     #: given (the unit's, else the pull request's); the paths it wrote
     accept: Callable[[Unit, str, str], Sequence[str]]
     author: str | None = None
-    log: list[str] = field(default_factory=list)
 
     def run(self, comment: Comment) -> Outcome:
         request = parse_request(comment.body)
@@ -108,37 +124,41 @@ class Approver:
             return Outcome(status="ignored", lines=("not a /toolreplay accept comment: nothing to do",))
         repo = self.client.get_repo(comment.repository)
         issue = repo.get_issue(comment.number)
-        refusal = self._refusal(repo, comment, request)
-        if isinstance(refusal, str):
-            return self._reply(issue, "refused", reply_refused(refusal))
+        refusal = self._refusal(repo, issue, comment, request)
+        if isinstance(refusal, Refusal):
+            return self._reply(issue, "refused", refusal.body)
         pull, units = refusal
-        if (
-            pull.head.repo is None
-            or str(pull.head.repo.full_name).casefold() != comment.repository.casefold()
-        ):
-            return self._reply(issue, "refused", reply_fork(units))
         return self._accept(issue, pull, units, request, comment)
 
-    def _refusal(self, repo: Any, comment: Comment, request: Request) -> str | tuple[PullRequest, list[Unit]]:
-        """Why nothing may be done (our Markdown), else the pull request and the units to accept."""
+    def _refusal(
+        self, repo: Any, issue: Any, comment: Comment, request: Request
+    ) -> Refusal | tuple[PullRequest, list[Unit]]:
+        """Why nothing may be done (the reply), else the pull request and the units to accept."""
         if not self._may_write(repo, comment):
-            return (
+            return Refusal.of(
                 f"only people with write access to this repository may accept drift, and"
                 f" {md_code(comment.login, in_table=False)} has none. A maintainer (owner, member or"
                 " collaborator with write permission) can comment `/toolreplay accept <reason>`."
             )
         if not request.reason:
-            return "say why after the command: `/toolreplay accept <reason>`."
+            return Refusal.of("say why after the command: `/toolreplay accept <reason>`.")
         pull = repo.get_pull(comment.number)
         if pull.state != "open":
-            return "this pull request is not open."
-        described = self._described(repo.get_issue(comment.number))
+            return Refusal.of("this pull request is not open.")
+        described = self._described(issue)
+        if not _same_repository(pull, comment.repository):
+            # (a fork's run had a read-only token: there may be no report to take the commands from)
+            return Refusal(body=reply_fork(described.units if described is not None else ()))
         if described is None:
-            return "there is no toolreplay report on this pull request yet: wait for its check to comment."
+            return Refusal.of(
+                "there is no toolreplay report on this pull request yet: wait for its check to comment."
+            )
         if described.head is None:
-            return "the report does not name the commit it describes: let the check run again, then comment."
+            return Refusal.of(
+                "the report does not name the commit it describes: let the check run again, then comment."
+            )
         if described.head != pull.head.sha:
-            return (
+            return Refusal.of(
                 f"the report describes commit {described.head[:12]}, and the pull request's head is"
                 f" now {str(pull.head.sha)[:12]}: accept once the report describes the new head"
                 " (nobody has reviewed it yet)."
@@ -146,10 +166,10 @@ class Approver:
         missing = missing_paths(request, described.units)
         if missing:
             named = ", ".join(md_code(p, in_table=False) for p in missing)
-            return f"the report lists no drift to accept for {named}."
+            return Refusal.of(f"the report lists no drift to accept for {named}.")
         units = chosen_units(request, described.units)
         if not units:
-            return "the report lists no drift that `toolreplay accept` accepts."
+            return Refusal.of("the report lists no drift that `toolreplay accept` accepts.")
         return pull, units
 
     def _may_write(self, repo: Any, comment: Comment) -> bool:
