@@ -119,6 +119,10 @@ def _accept_in(repo: Repo, monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def scene(tmp_path: Path, fake: FakeGitHub, monkeypatch: pytest.MonkeyPatch) -> Scene:
+    return build_scene(tmp_path, fake, monkeypatch)
+
+
+def build_scene(tmp_path: Path, fake: FakeGitHub, monkeypatch: pytest.MonkeyPatch) -> Scene:
     """A remote (bare) with main (the baseline, its session, the lock, all accepted) and a pull request
     branch that re-records the run (add_note now takes a priority); the sticky comment written by the
     Action on that pull request; the workflow's checkout of main."""

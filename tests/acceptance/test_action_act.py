@@ -36,6 +36,7 @@ from typing import Any
 
 import pytest
 
+from tests.acceptance import test_action_accept as accept
 from tests.action_env import BASELINE, NUMBER, OWNER, TRANSCRIPT, pull_request
 from tests.conftest import ROOT
 from tests.github_fake import Account, FakeGitHub
@@ -147,8 +148,11 @@ def run_act(
     variables: dict[str, str] | None = None,
     path_first: Path | None = None,
     job: str | None = None,
+    event_name: str = "pull_request",
+    remote_name: str | None = None,
 ) -> ActRun:
-    """``act pull_request`` on ``workspace`` in host mode, offline, with the action mapped to a copy."""
+    """``act EVENT_NAME`` (``pull_request``) on ``workspace`` in host mode, offline, with the action
+    mapped to a copy (``remote_name``: the git remote act reads the repository's name from)."""
     action = cache.parent / "action-copy"
     if not action.exists():
         shutil.copytree(ROOT, action, ignore=_NOT_COPIED, symlinks=True)
@@ -156,7 +160,7 @@ def run_act(
     stand_in.mkdir(exist_ok=True)
     (stand_in / "action.yml").write_text(_STAND_IN, encoding="utf-8")
     args = [
-        act_binary(), "pull_request",
+        act_binary(), event_name,
         "-W", str(workflow),
         "-e", str(event),
         "-P", "ubuntu-latest=-self-hosted",
@@ -172,6 +176,8 @@ def run_act(
         args += ["--var", f"{name}={value}"]
     if job is not None:
         args += ["-j", job]
+    if remote_name is not None:
+        args += ["--remote-name", remote_name]
     # the host's environment is the runner's: nothing of an outer workflow run leaks in
     env = {
         k: v
@@ -282,7 +288,10 @@ def test_the_selftest_workflow_runs_under_act(tmp_path: Path, fake: FakeGitHub) 
     assert run.annotations("dirty") == expected
     assert run.annotations("gate") == []
     assert len(fake.comments) == 1
-    assert fake.comments[0]["body"].startswith(MARKER + "\n### toolreplay report")
+    body = fake.comments[0]["body"]
+    assert (
+        body.startswith(f"{MARKER}\n<!-- toolreplay-head: {head} -->\n") and "\n### toolreplay report" in body
+    )
 
 
 def test_the_action_on_a_pull_request_under_act(tmp_path: Path, fake: FakeGitHub) -> None:
@@ -409,3 +418,47 @@ jobs:
         )
         assert run.outputs("old").get("python-version", "") == ""
         assert "pip" not in run.printed("old")
+
+
+def test_the_accept_workflow_under_act(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/examples/toolreplay-accept.yml on an issue_comment event: a maintainer's
+    ``/toolreplay accept <reason>`` pushes the accepted baseline to the pull request's branch (a
+    real remote) and replies; the job succeeds and prints no workflow command of the reason's."""
+    act_binary()
+    fake = FakeGitHub(
+        owner=OWNER,
+        repo="agents",
+        number=NUMBER,
+        tokens={
+            TOKEN: Account(login=ACTIONS_BOT, installation=True),
+            accept.TOKEN: Account(login=ACTIONS_BOT),
+        },
+        permissions={accept.MAINTAINER: "write"},
+    )
+    with fake:
+        scene = accept.build_scene(tmp_path, fake, monkeypatch)
+        workspace = scene.workspace
+        # act names the repository after this remote; toolreplay fetches from and pushes to origin
+        workspace.git("remote", "add", "github", f"https://github.com/{OWNER}/agents.git")
+        example = (ROOT / "docs" / "examples" / "toolreplay-accept.yml").read_text(encoding="utf-8")
+        workflow = tmp_path / "workflows" / "toolreplay-accept.yml"
+        workflow.parent.mkdir()
+        workflow.write_text(example.replace("OWNER/toolreplay@COMMIT", ACTION_REF), encoding="utf-8")
+        event = accept.comment_event(tmp_path, f"/toolreplay accept {accept.REASON}\n::error::planted")
+        run = run_act(
+            workspace.path,
+            workflow,
+            event,
+            tmp_path / "act-cache",
+            api_url=fake.api_url,
+            event_name="issue_comment",
+            remote_name="github",
+        )
+        assert run.job_result() == "success", run.log[-6000:]
+        pushed = scene.remote_head()
+        assert pushed != scene.head
+        assert Repo(scene.remote).git("rev-parse", f"{pushed}^").strip() == scene.head
+        [reply] = accept.replies(fake)
+        assert f"pushed {pushed[:12]} to `feature`" in reply
+        assert not any(e.get("command") == "error" for e in run.events)
+        assert run.outputs("accept").get("accepted") == pushed

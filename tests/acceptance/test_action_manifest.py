@@ -63,7 +63,7 @@ def test_action_is_a_composite_with_branding_inputs_and_outputs() -> None:
     assert {name: o["value"] for name, o in data["outputs"].items()} == {
         **{
             name: f"${{{{ steps.run.outputs.{name} }}}}"
-            for name in ("findings", "failing", "divergence", "report", "exit-code")
+            for name in ("findings", "failing", "divergence", "report", "exit-code", "accepted")
         },
         "python-version": "${{ steps.install.outputs.python-version }}",
     }
