@@ -122,7 +122,9 @@ def scene(tmp_path: Path, fake: FakeGitHub, monkeypatch: pytest.MonkeyPatch) -> 
     return build_scene(tmp_path, fake, monkeypatch)
 
 
-def build_scene(tmp_path: Path, fake: FakeGitHub, monkeypatch: pytest.MonkeyPatch) -> Scene:
+def build_scene(
+    tmp_path: Path, fake: FakeGitHub, monkeypatch: pytest.MonkeyPatch, *, pr_module: str | None = None
+) -> Scene:
     """A remote (bare) with main (the baseline, its session, the lock, all accepted) and a pull request
     branch that re-records the run (add_note now takes a priority); the sticky comment written by the
     Action on that pull request; the workflow's checkout of main."""
@@ -135,11 +137,18 @@ def build_scene(tmp_path: Path, fake: FakeGitHub, monkeypatch: pytest.MonkeyPatc
     author.write(RUN, run_text(False))
     author.write(RUN + ".mcp", session_text(False))
     _accept_in(author, monkeypatch)
+    if pr_module is not None:  # the project's own code describes its tools (the base's is harmless)
+        author.write("toolreplay.toml", CONFIG + 'tools_source = "agent_tools:TOOLS"\n')
+        author.write(
+            "agent_tools.py", "def add_note(text: str) -> dict:\n    return {}\n\n\nTOOLS = [add_note]\n"
+        )
     author.commit_all("base: the notes agent's baseline")
     base = author.head()
     author.git("checkout", "-q", "-b", "feature")
     author.write(RUN, run_text(True))
     author.write(RUN + ".mcp", session_text(True))
+    if pr_module is not None:
+        author.write("agent_tools.py", pr_module)
     author.commit_all("re-record the notes agent")
     head = author.head()
     author.git("remote", "add", "origin", str(remote))
@@ -451,3 +460,35 @@ def test_a_pull_request_that_changes_the_configuration_is_refused(
     assert result.exit_code == 1, result.output
     assert scene.remote_head() == moved
     assert "changes toolreplay" in replies(fake)[0] and "Nothing was pushed" in replies(fake)[0]
+
+
+def test_github_failing_is_one_error_line_and_nothing_pushed(
+    tmp_path: Path, scene: Scene, fake: FakeGitHub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A 500 from the API while checking: one ::error naming GitHub's answer, exit 2, nothing pushed."""
+    fake.fault, fake.fault_routes = "500", ("pull",)
+    env = _runner_env(tmp_path, scene.workspace.path, fake)
+    event = comment_event(tmp_path, f"/toolreplay accept {REASON}")
+    env.update(GITHUB_EVENT_NAME="issue_comment", GITHUB_EVENT_PATH=str(event))
+    result = _invoke(["action", "accept"], env, scene.workspace.path, monkeypatch)
+    assert result.exit_code == 2, result.output
+    # (PyGithub retries a 500, then requests gives up)
+    assert result.stderr.startswith(
+        "::error title=toolreplay::toolreplay: GitHub: RetryError while talking to GitHub"
+    )
+    assert result.stderr.count("\n") == 1 and TOKEN not in result.output
+    assert scene.remote_head() == scene.head and replies(fake) == []
+
+
+def test_no_code_of_the_pull_request_runs(
+    tmp_path: Path, fake: FakeGitHub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The base names a tools_source; the pull request's version of that module would leave a file
+    when imported. Accepting (notes measured with the base's settings) never imports it."""
+    planted = tmp_path / "planted"
+    module = f"import pathlib\npathlib.Path({str(planted)!r}).write_text('ran')\nTOOLS = []\n"
+    scene = build_scene(tmp_path, fake, monkeypatch, pr_module=module)
+    result = approve(tmp_path, scene, fake, monkeypatch, f"/toolreplay accept {REASON}")
+    assert result.exit_code == 0, result.output
+    assert scene.remote_head() != scene.head
+    assert not planted.exists()

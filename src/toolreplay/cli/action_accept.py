@@ -24,7 +24,13 @@ from toolreplay.github.annotations import echo
 from toolreplay.github.approval import Unit
 from toolreplay.github.approve import Approver, Outcome, comment_from_event
 from toolreplay.github.branch import Branch
-from toolreplay.github.comment import DEFAULT_API_URL, make_client, route_pygithub_log
+from toolreplay.github.comment import (
+    DEFAULT_API_URL,
+    failure_reason,
+    make_client,
+    pygithub,
+    route_pygithub_log,
+)
 
 
 @click.command(name="accept")
@@ -79,7 +85,11 @@ def run_accept(settings: Settings, environ: dict[str, str] | None = None) -> int
         accept=lambda unit, reason, base: _accept(branch, unit, reason, base, settings.config),
         author=settings.comment_author,
     )
-    outcome = approver.run(comment)
+    try:
+        outcome = approver.run(comment)
+    except (pygithub().error, OSError) as err:  # (requests' errors are OSErrors)
+        # (a branch already pushed is said in the log above: only the reply is missing then)
+        raise InputError(f"GitHub: {failure_reason(err, settings.token)}") from err
     _report(outcome, settings)
     return EXIT_FINDINGS if outcome.status == "refused" else EXIT_CLEAN
 

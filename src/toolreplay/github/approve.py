@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from toolreplay.errors import ToolreplayError
 from toolreplay.escape import one_line
+from toolreplay.github.annotations import echo
 from toolreplay.github.approval import (
     Request,
     Unit,
@@ -196,6 +197,7 @@ class Approver:
             message = commit_message(units, request.reason, login=comment.login, number=comment.number)
             commit = self.branch.commit(written, message)
             self.branch.push(ref)
+            echo(f"/toolreplay accept: pushed {commit} to {ref}")
         except BranchError as err:
             return self._reply(issue, "refused", reply_refused(err.markdown))
         except ToolreplayError as err:
