@@ -21,6 +21,7 @@ from toolreplay.errors import ToolreplayError
 from toolreplay.escape import one_line
 from toolreplay.github.annotations import echo
 from toolreplay.github.approval import (
+    Described,
     Request,
     Unit,
     chosen_units,
@@ -179,7 +180,8 @@ class Approver:
             return False
         return str(repo.get_collaborator_permission(comment.login)) in WRITE_PERMISSIONS
 
-    def _described(self, issue: Any) -> Any:
+    def _described(self, issue: Any) -> Described | None:
+        """What our sticky comment says it described (None: there is none)."""
         login = self.author or identity(self.client)
         sticky = next((c for c in issue.get_comments() if is_ours(c, login)), None)
         return None if sticky is None else read_described(sticky.body or "")
@@ -194,6 +196,7 @@ class Approver:
             written: list[str] = []
             for unit in units:
                 written += self.accept(unit, reason, unit.base or str(pull.base.sha))
+            written = list(dict.fromkeys(written))  # (the lock, when two baselines' sessions list tools)
             message = commit_message(units, request.reason, login=comment.login, number=comment.number)
             commit = self.branch.commit(written, message)
             self.branch.push(ref)
