@@ -16,7 +16,7 @@ from toolreplay.errors import InputError, ToolreplayError
 EXTRAS: dict[str, tuple[str, str]] = {
     "github": ("github", "PyGithub"),
     "mcp": ("mcp", "the MCP SDK"),
-    "otel": ("opentelemetry", "OpenTelemetry's packages"),
+    "otel": ("opentelemetry", "the OpenTelemetry API"),
     "sign": ("cryptography", "the optional 'cryptography' package"),
 }
 
@@ -39,9 +39,14 @@ def installed(extra: str, modules: tuple[str, ...] = ()) -> bool:
 
 
 def require(
-    extra: str, what: str, *, error: type[ToolreplayError] = InputError, modules: tuple[str, ...] = ()
+    extra: str,
+    what: str,
+    *,
+    error: type[ToolreplayError] = InputError,
+    modules: tuple[str, ...] = (),
+    needs: str = "",
 ) -> None:
     """Refuse ``what`` (a command, a feature) with the install hint when ``extra`` (with the
-    ``modules`` it needs of it) is missing."""
+    ``modules`` it needs of it, which ``needs`` names for the message) is missing."""
     if not installed(extra, modules):
-        raise error(f"{what} needs {EXTRAS[extra][1]}: {install_hint(extra)}")
+        raise error(f"{what} needs {needs or EXTRAS[extra][1]}: {install_hint(extra)}")

@@ -4,6 +4,7 @@ verify (docs/spec.md §8.1, toolreplay/capture/otlp.py)."""
 
 from __future__ import annotations
 
+import base64
 import gzip
 import http.client
 import json
@@ -138,23 +139,49 @@ def _pydantic_agent(provider: Any, calls: list[tuple[str, dict[str, Any], Any]])
     return agent
 
 
+def _json_exporter(url: str) -> Any:
+    """A span exporter that POSTs OTLP JSON: the request OpenTelemetry's OTLP encoder builds, in
+    protobuf's JSON mapping with the ids in hex, as the OTLP specification's JSON encoding has it
+    (OpenTelemetry Python's own JSON exporter pins an older line of the packages the protobuf one
+    needs, so it cannot be installed beside it)."""
+    import urllib.request
+
+    from google.protobuf.json_format import MessageToDict
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+    from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+
+    class JSONExporter(SpanExporter):
+        def export(self, spans: Any) -> SpanExportResult:
+            document = MessageToDict(encode_spans(spans), use_integers_for_enums=True)
+            for resource in document["resourceSpans"]:
+                for scope in resource["scopeSpans"]:
+                    for span in scope["spans"]:
+                        for key in ("traceId", "spanId", "parentSpanId"):
+                            if key in span:
+                                span[key] = base64.b64decode(span[key]).hex().upper()
+            request = urllib.request.Request(url, json.dumps(document).encode(), JSON)
+            with urllib.request.urlopen(request, timeout=TIMEOUT) as answer:
+                ok = answer.status == 200 and json.loads(answer.read()) == {}
+            return SpanExportResult.SUCCESS if ok else SpanExportResult.FAILURE
+
+    return JSONExporter()
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("encoding", ["protobuf+gzip", "json"])
 def test_pydantic_ai_over_otlp(
     receiver: Receiver, runner: CliRunner, monkeypatch: pytest.MonkeyPatch, encoding: str
 ) -> None:
     """A Pydantic AI agent exporting with OpenTelemetry's own OTLP/HTTP exporter (configured by the
-    environment variables docs/capture.md names) gets one sealed transcript per run, holding each
-    tool call with the arguments the tool got and what it returned."""
+    environment variables docs/capture.md names), or in OTLP JSON, gets one sealed transcript per run,
+    holding each tool call with the arguments the tool got and what it returned."""
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"http://127.0.0.1:{receiver.port}")
     if encoding == "json":
-        from opentelemetry.exporter.otlp.json.http.trace_exporter import OTLPSpanExporter as JSONExporter
-
-        exporter: Any = JSONExporter()
+        exporter: Any = _json_exporter(f"http://127.0.0.1:{receiver.port}/v1/traces")
     else:
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
@@ -383,6 +410,8 @@ def test_otlp_refuses_what_it_does_not_take(tmp_path: Path, runner: CliRunner) -
     refused without --force (exit 2, one line, nothing started)."""
     code, _, err = invoke(runner, "record", "-o", str(tmp_path), "--otlp", "4318", "python", "server.py")
     assert code == 2 and "--otlp takes none of a server's command line" in err
+    code, _, err = invoke(runner, "record", "-o", str(tmp_path), "--otlp", "host:port")
+    assert (code, err) == (2, "toolreplay: error: --otlp 'host:port' is not HOST:PORT\n")
     (tmp_path / f"{TRACE}.sealed.jsonl").write_text("")
     code, _, err = invoke(runner, "record", "-o", str(tmp_path), "--otlp", "1")
     assert code == 2
@@ -407,5 +436,8 @@ def test_otlp_without_the_extra_names_it(
     code, out, err = invoke(runner, "record", "-o", str(tmp_path / "t"), "--otlp", "4318")
     assert (code, out) == (2, "")
     hint = "pip install 'toolreplay[otel]'"
-    assert err == f"toolreplay: error: toolreplay record --otlp needs OpenTelemetry's packages: {hint}\n"
+    assert (
+        err
+        == f"toolreplay: error: toolreplay record --otlp needs OpenTelemetry's protobuf messages: {hint}\n"
+    )
     assert not (tmp_path / "t").exists()

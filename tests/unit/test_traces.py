@@ -12,6 +12,7 @@ import pytest
 from toolreplay.capture import otlp_proto, traces
 from toolreplay.capture.traces import TraceFiles
 from toolreplay.chain import verify
+from toolreplay.errors import InputError
 from toolreplay.transcript import read_links
 
 
@@ -98,3 +99,17 @@ def test_traces_reopened_past_the_open_file_limit_stay_one_chain(
         assert [link.record.args for link in links] == [{"n": 0}, {"n": 1}, {"n": 2}]
         assert verify(links).broken is None
     assert warned == [f"1 span(s) not recorded: {traces.NO_TRACE}"]
+
+
+def test_force_replaces_a_trace_file_when_its_trace_arrives(tmp_path: Path) -> None:
+    """A folder holding a trace's transcript is refused, and with force the file is replaced by the
+    trace's first call (a file of a trace that does not come again stays)."""
+    trace, other = f"{1:032x}", f"{2:032x}"
+    for name in (trace, other):
+        (tmp_path / f"{name}.sealed.jsonl").write_text("old\n")
+    with pytest.raises(InputError, match=r"holds 2 trace transcript\(s\) already"):
+        TraceFiles(str(tmp_path), warn=print)
+    with TraceFiles(str(tmp_path), force=True, warn=print) as files:
+        files.take(_export(_span(trace, 0)))
+    assert [link.record.args for link in read_links(str(tmp_path / f"{trace}.sealed.jsonl"))] == [{"n": 0}]
+    assert (tmp_path / f"{other}.sealed.jsonl").read_text() == "old\n"

@@ -33,7 +33,7 @@ class BadPayload(Exception):
 
 def require_receiver() -> None:
     """Refuse (exit 2) with the install hint when the receiver's libraries are missing."""
-    require("otel", "toolreplay record --otlp", modules=MODULES)
+    require("otel", "toolreplay record --otlp", modules=MODULES, needs="OpenTelemetry's protobuf messages")
 
 
 def decode(body: bytes, as_json: bool) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -79,15 +80,26 @@ class _Batch:
 class TraceFiles:
     """The transcripts of the traces received so far, in ``folder`` (created if missing).
 
-    ``warn`` gets one line per problem. Use as a context manager, or call :meth:`close`.
+    A folder that holds transcripts named for a trace is refused unless ``force``: then each is
+    replaced when its trace's first call arrives. ``warn`` gets one line per problem. Use as a
+    context manager, or call :meth:`close`.
     """
 
-    def __init__(self, folder: str, *, redact: tuple[str, ...] = (), warn: Callable[[str], None]) -> None:
+    def __init__(
+        self, folder: str, *, redact: tuple[str, ...] = (), force: bool = False, warn: Callable[[str], None]
+    ) -> None:
         self.redactor = Redactor(redact)
         self.folder = folder
         self.warn = warn
         self.chains: dict[str, _Chain] = {}
         self._open: OrderedDict[str, _Chain] = OrderedDict()
+        earlier = earlier_traces(folder)
+        if earlier and not force:
+            raise InputError(
+                f"holds {len(earlier)} trace transcript(s) already ({earlier[0]}...); not replacing them"
+                " (--force replaces a trace's file when that trace arrives)",
+                path=folder,
+            )
         try:
             os.makedirs(folder, exist_ok=True)
         except OSError as err:
@@ -201,7 +213,11 @@ def _imported(found: list[_Placed]) -> _Batch:
 
 
 def _records(part: dict[str, Any]) -> list[Record]:
-    return [record for session in import_value(part, "otel") for record in session.records]
+    with warnings.catch_warnings():
+        # what the importer says of an input without tool spans is no news here: most requests
+        # hold an agent's other spans (its model calls, its run) and no tool call
+        warnings.simplefilter("ignore")
+        return [record for session in import_value(part, "otel") for record in session.records]
 
 
 def _by_trace(export: dict[str, Any]) -> tuple[dict[str, list[_Placed]], int]:

@@ -210,23 +210,18 @@ def _record_otlp(
     """Receive traces at ``otlp`` into ``folder`` until stopped; the exit status."""
     from toolreplay.capture.listen import Admission, parse_listen
     from toolreplay.capture.otlp import receive
-    from toolreplay.capture.traces import TraceFiles, earlier_traces
+    from toolreplay.capture.traces import TraceFiles
 
     # a port alone, or ":PORT", listens on loopback only
-    host, port = parse_listen(f"127.0.0.1:{otlp.lstrip(':')}" if otlp.lstrip(":").isdigit() else otlp)
+    host, port = parse_listen(
+        f"127.0.0.1:{otlp.lstrip(':')}" if otlp.lstrip(":").isdigit() else otlp, "--otlp"
+    )
     admission = Admission.of(host, origins)
-    earlier = earlier_traces(folder)
-    if earlier and not force:
-        raise InputError(
-            f"holds {len(earlier)} trace transcript(s) already ({earlier[0]}...); not replacing them"
-            " (--force replaces a trace's file when that trace arrives)",
-            path=folder,
-        )
 
     def ready(url: str) -> None:
         click.echo(f"toolreplay: receiving OTLP traces at {url}, writing to {one_line(folder)}", err=True)
 
-    with TraceFiles(folder, redact=patterns, warn=warn) as files:
+    with TraceFiles(folder, redact=patterns, force=force, warn=warn) as files:
         receive(host, port, files, admission, ready=ready)
     calls, traces = files.count, len(files.chains)
     note = ""
