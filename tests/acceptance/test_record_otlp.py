@@ -323,6 +323,8 @@ def test_bad_requests_get_otlp_answers(receiver: Receiver) -> None:
     assert (code, _status(body, True)) == (404, "no such path: /v1/metrics; traces go to /v1/traces")
     code, headers, body = receiver.post(b"", JSON, method="GET")
     assert (code, headers["allow"], _status(body, True)) == (405, "POST", "GET is not allowed: POST")
+    code, headers, body = receiver.post(b"", JSON, method="HEAD")  # the same answer without its body
+    assert (code, headers["allow"], body) == (405, "POST", b"")
     code, _, body = receiver.post(b"{}", {"Content-Type": "text/plain"})
     assert (code, _status(body, False)) == (
         415,

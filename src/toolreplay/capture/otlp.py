@@ -55,7 +55,8 @@ class Answer:
     close: bool = False
     allow: bool = False
 
-    def events(self) -> list[Any]:
+    def events(self, head: bool = False) -> list[Any]:
+        """The answer's h11 events (to a HEAD request: without the body)."""
         media = b"application/json" if self.as_json else b"application/x-protobuf"
         headers = [(b"Content-Type", media), (b"Content-Length", str(len(self.body)).encode())]
         if self.allow:
@@ -63,9 +64,10 @@ class Answer:
         if self.close:
             headers.append((b"Connection", b"close"))
         reason = HTTPStatus(self.status).phrase.encode()
+        body = [] if head else [h11.Data(data=self.body)]
         return [
             h11.Response(status_code=self.status, headers=headers, reason=reason),
-            h11.Data(data=self.body),
+            *body,
             h11.EndOfMessage(),
         ]
 
@@ -142,14 +144,15 @@ class Receiver:
         try:
             while not self.stopping:
                 try:
-                    answer = await asyncio.wait_for(
+                    asked = await asyncio.wait_for(
                         self._request(conn, reader, writer, task), request_seconds()
                     )
                 except TimeoutError:  # a client that sends half a request holds no connection for long
                     break
-                if answer is None:
+                if asked is None:
                     break
-                writer.write(b"".join(conn.send(event) or b"" for event in answer.events()))
+                answer, method = asked
+                writer.write(b"".join(conn.send(event) or b"" for event in answer.events(method == b"HEAD")))
                 await writer.drain()
                 self.open[task] = False
                 if answer.close or conn.our_state is not h11.DONE or conn.their_state is not h11.DONE:
@@ -165,8 +168,8 @@ class Receiver:
 
     async def _request(
         self, conn: h11.Connection, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, task: Any
-    ) -> Answer | None:
-        """The answer to the connection's next request; None when the client is done."""
+    ) -> tuple[Answer, bytes] | None:
+        """The answer to the connection's next request, and its method; None when the client is done."""
         try:
             event = await _next(conn, reader)
             if not isinstance(event, h11.Request):
@@ -175,17 +178,17 @@ class Receiver:
             as_json = _media(event.headers) is True
             refusal = self.admission.refusal(event.headers)
             if refusal is not None:  # before a byte of the body is read
-                return self._refused(refusal, as_json)
+                return self._refused(refusal, as_json), event.method
             if conn.they_are_waiting_for_100_continue:
                 writer.write(conn.send(h11.InformationalResponse(status_code=100, headers=[])) or b"")
             body = bytearray()
             while isinstance(part := await _next(conn, reader), h11.Data):
                 body += part.data
                 if len(body) > MAX_BODY_BYTES:  # a body sent in chunks, without its length
-                    return self._refused(TOO_LARGE, as_json)
+                    return self._refused(TOO_LARGE, as_json), event.method
         except h11.RemoteProtocolError as err:  # not HTTP/1.1
-            return failure(400, one_line(f"not an HTTP/1.1 request: {err}"), False, close=True)
-        return self.answer(event, bytes(body))
+            return failure(400, one_line(f"not an HTTP/1.1 request: {err}"), False, close=True), b""
+        return self.answer(event, bytes(body)), event.method
 
     def _refused(self, refusal: Refusal, as_json: bool) -> Answer:
         self.files.warn(f"refused a request: {refusal.message}")
