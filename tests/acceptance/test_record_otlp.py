@@ -353,6 +353,11 @@ def test_bad_requests_get_otlp_answers(receiver: Receiver) -> None:
     status, err = receiver.stop()
     assert status == 0
     assert err.endswith("recorded 1 call in 1 trace to " + str(receiver.folder) + "\n"), err
+    assert (
+        "toolreplay: warning: refused a request (404): no such path: /v1/metrics; traces go to /v1/traces\n"
+        in err
+    )
+    assert err.count("toolreplay: warning: refused a request (") == 12, err
     ((record,),) = _transcripts(receiver.folder).values()
     assert (record.tool, record.args) == ("lookup", {"id": 7})
 

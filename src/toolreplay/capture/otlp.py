@@ -187,12 +187,11 @@ class Receiver:
                 if len(body) > MAX_BODY_BYTES:  # a body sent in chunks, without its length
                     return self._refused(TOO_LARGE, as_json), event.method
         except h11.RemoteProtocolError as err:  # not HTTP/1.1
-            return failure(400, one_line(f"not an HTTP/1.1 request: {err}"), False, close=True), b""
+            return self._failed(400, one_line(f"not an HTTP/1.1 request: {err}"), False, close=True), b""
         return self.answer(event, bytes(body)), event.method
 
     def _refused(self, refusal: Refusal, as_json: bool) -> Answer:
-        self.files.warn(f"refused a request: {refusal.message}")
-        return failure(refusal.status, refusal.message, as_json, close=True)
+        return self._failed(refusal.status, refusal.message, as_json, close=True)
 
     def answer(self, request: h11.Request, body: bytes) -> Answer:
         """The answer to a whole request: its calls recorded, or why not."""
@@ -201,28 +200,34 @@ class Receiver:
         path = request.target.partition(b"?")[0]
         if path != PATH:
             shown = one_line(path.decode("latin-1"))
-            return failure(404, f"no such path: {shown}; traces go to {PATH.decode()}", as_json)
+            return self._failed(404, f"no such path: {shown}; traces go to {PATH.decode()}", as_json)
         if request.method != b"POST":
-            return failure(
+            return self._failed(
                 405, f"{one_line(request.method.decode('latin-1'))} is not allowed: POST", as_json, allow=True
             )
         if media is None:
-            return failure(
+            return self._failed(
                 415, "the Content-Type must be application/x-protobuf or application/json", as_json
             )
         coding = _coding(request.headers)
         if coding not in CODINGS:
-            return failure(415, "the Content-Encoding must be gzip, deflate or none", as_json)
+            return self._failed(415, "the Content-Encoding must be gzip, deflate or none", as_json)
         try:
             plain = _decompressed(body, CODINGS[coding])
             if len(plain) > MAX_BODY_BYTES:
-                return failure(413, TOO_LARGE.message + " (decompressed)", as_json)
+                return self._failed(413, TOO_LARGE.message + " (decompressed)", as_json)
             export = otlp_proto.decode(plain, as_json)
         except otlp_proto.BadPayload as err:
-            self.files.warn(f"refused a request: {err}")
-            return failure(400, f"not an ExportTraceServiceRequest: {err}", as_json)
+            return self._failed(400, f"not an ExportTraceServiceRequest: {err}", as_json)
         taken = self.files.take(export)
         return Answer(200, otlp_proto.response(taken.rejected, taken.problem, as_json), as_json)
+
+    def _failed(
+        self, status: int, message: str, as_json: bool, *, close: bool = False, allow: bool = False
+    ) -> Answer:
+        """A request answered with a failure, and a warning line saying why."""
+        self.files.warn(f"refused a request ({status}): {message}")
+        return failure(status, message, as_json, close=close, allow=allow)
 
 
 async def _next(conn: h11.Connection, reader: asyncio.StreamReader) -> Any:
