@@ -1,5 +1,9 @@
-"""The user docs stay readable: docs/ without spec.md holds at most 22,000 words of prose, and its
-sentences average at most 25 words (fenced code, command output and HTML comments not counted)."""
+"""The user docs stay readable and linked: docs/ without spec.md holds at most 22,000 words of prose,
+its sentences average at most 25 words, and every link between pages lands on a page.
+
+Prose is what is left without fenced and indented code, HTML comments and link targets. A sentence
+ends at . ! or ? before a space, at a blank line, or where a list item begins; headings and table
+rows count as words but not as sentences (they would pull the mean down)."""
 
 from __future__ import annotations
 
@@ -8,22 +12,25 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 
-#: the budget of issue 39: the pages a user reads, and how long their sentences run on average
+#: the budget of issue 39: the words a user reads, and how long a sentence runs on average
 MAX_WORDS = 22_000
 MAX_MEAN_SENTENCE = 25
 
-#: a fenced block (``` or ~~~, any info string) and an HTML comment
+#: a fenced block (``` or ~~~, any info string), an indented code block and an HTML comment
 FENCE = re.compile(r"^(```|~~~)[^\n]*\n.*?^\1[ \t]*$", flags=re.DOTALL | re.MULTILINE)
-COMMENT = re.compile(r"<!--.*?-->", flags=re.DOTALL)
-#: a link's target, which is read as its text only
-LINK = re.compile(r"\]\([^)]*\)")
-#: a word: a run of letters, digits or the characters inside one (it's, tool-drift, v1.2)
-WORD = re.compile(r"[\w`'’][\w`'’./:@#=<>+-]*")
-#: an indented code block (four spaces after a blank line) and an inline code span
 INDENTED = re.compile(r"(?:(?<=\n\n)|^)(?:(?: {4}|\t)[^\n]*\n?)+", flags=re.MULTILINE)
+COMMENT = re.compile(r"<!--.*?-->", flags=re.DOTALL)
+#: an inline code span: its words count, its full stops and pipes end nothing
 SPAN = re.compile(r"`[^`\n]*`")
-#: where a sentence ends: . ! or ? before a space or the end of the text
+#: a link's target, which is not read
+LINK_TARGET = re.compile(r"\]\([^)]*\)")
+#: a word: a run of letters or digits and the characters inside one (it's, tool-drift, v1.2)
+WORD = re.compile(r"[\w`'’][\w`'’./:@#=<>+-]*")
+#: where a block ends (a blank line, a heading, a table row, a list item) and a sentence ends
+BLOCK = re.compile(r"\n\s*\n|\n(?=\s*(?:#|\||[-*+] |\d+\. ))")
 END = re.compile(r"[.!?](?:\s|$)")
+#: a relative Markdown link to a page, optionally with an anchor
+PAGE_LINK = re.compile(r"\]\(([^)\s#:]+\.md)(?:#[^)\s]*)?\)")
 
 
 def user_pages() -> list[Path]:
@@ -31,71 +38,52 @@ def user_pages() -> list[Path]:
 
 
 def prose(text: str) -> str:
-    """The page without its fenced blocks, comments and link targets."""
+    """The page without its code, comments and link targets."""
     text = INDENTED.sub("", COMMENT.sub("", FENCE.sub("", text)))
-    # a code span is words, but its full stops and pipes end nothing
-    text = SPAN.sub(lambda m: m.group().replace(".", "·").replace("|", "¦").replace("?", "¿"), text)
-    return LINK.sub("]", text)
+    text = SPAN.sub(lambda m: m.group().replace(".", "_").replace("?", "_").replace("|", " "), text)
+    return LINK_TARGET.sub("]", text)
 
 
-def sentences(text: str) -> list[str]:
-    """The sentences of the page's prose, and its headings and table rows apart (words, not sentences).
-
-    A sentence ends at . ! or ? before a space, at a blank line, or where a list item begins."""
-    found: list[str] = []
-    for block in re.split(r"\n\s*\n|\n(?=\s*(?:#|\||[-*+] |\d+\. ))", prose(text)):
-        found += [s for s in END.split(block) if WORD.search(s)]
-    return found
+def units(text: str) -> list[str]:
+    """The sentences of the page, its headings and its table rows, in order."""
+    return [piece for block in BLOCK.split(prose(text)) for piece in END.split(block) if WORD.search(piece)]
 
 
-def is_sentence(unit: str) -> bool:
-    return not unit.lstrip().startswith(("#", "|"))
-
-
-def measure(pages: list[Path]) -> tuple[int, float]:
-    """Words of prose (headings and tables included), and the mean words per sentence, over the pages."""
+def measure(text: str) -> tuple[int, int, int]:
+    """Words of prose, and the words and number of the sentences among them."""
     words = in_sentences = count = 0
-    for page in pages:
-        for unit in sentences(page.read_text(encoding="utf-8")):
-            n = len(WORD.findall(unit))
-            words += n
-            if is_sentence(unit):
-                in_sentences += n
-                count += 1
-    return words, in_sentences / max(count, 1)
-
-
-def measure_text(text: str) -> tuple[int, float]:
-    words = [len(WORD.findall(u)) for u in sentences(text)]
-    kept = [len(WORD.findall(u)) for u in sentences(text) if is_sentence(u)]
-    return sum(words), sum(kept) / max(len(kept), 1)
+    for unit in units(text):
+        n = len(WORD.findall(unit))
+        words += n
+        if not unit.lstrip().startswith(("#", "|")):
+            in_sentences += n
+            count += 1
+    return words, in_sentences, count
 
 
 def test_counter_skips_code_and_splits_sentences() -> None:
-    """The counter skips code and comments and ends a sentence at a full stop (it can fail)."""
-    text = "One two three. Four five!\n\n```console\n$ toolreplay replay x\nlots of output here\n```\n<!-- hidden -->\n"
-    assert len(sentences(text)) == 2
-    assert len(sentences("Run `toolreplay replay a.jsonl | head`. Then stop.")) == 2
-    assert measure_text("## A heading\n\nOne two three four. Five six.\n\n| a | b |\n") == (10, 3.0)
+    """The counter skips code and comments, ends sentences at full stops, and keeps headings apart."""
+    code = "One two three. Four five!\n\n```console\n$ toolreplay replay x\nlots\n```\n<!-- hidden -->\n"
+    assert measure(code) == (5, 5, 2)
+    assert measure("Run `toolreplay replay a.jsonl | head`. Then stop.\n") == (7, 7, 2)
+    assert measure("## A heading\n\nOne two three four. Five six.\n\n| a | b |\n") == (10, 6, 2)
 
 
 def test_user_docs_fit_their_budget() -> None:
     """docs/ without spec.md: at most 22,000 words of prose, sentences at most 25 words on average."""
-    words, mean = measure(user_pages())
+    totals = [measure(page.read_text(encoding="utf-8")) for page in user_pages()]
+    words = sum(t[0] for t in totals)
+    mean = sum(t[1] for t in totals) / max(sum(t[2] for t in totals), 1)
     assert words <= MAX_WORDS, f"{words} words of prose in the user docs (budget {MAX_WORDS})"
     assert mean <= MAX_MEAN_SENTENCE, f"sentences average {mean:.1f} words (budget {MAX_MEAN_SENTENCE})"
 
 
-#: a relative Markdown link's target: a page, optionally with an anchor
-PAGE_LINK = re.compile(r"\]\(([^)\s#:]+\.md)(?:#[^)\s]*)?\)")
-
-
 def test_links_between_pages_name_pages_that_exist() -> None:
-    """Every relative link to a .md page, from the README, CONTRIBUTING, CHANGELOG or docs/, lands on a file."""
-    pages = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", ROOT / "CHANGELOG.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    """Every relative link to a .md page, from the README, CONTRIBUTING, CHANGELOG or docs/, finds it."""
+    tops = [ROOT / name for name in ("README.md", "CONTRIBUTING.md", "CHANGELOG.md")]
     broken = [
         f"{page.relative_to(ROOT)}: {target}"
-        for page in pages
+        for page in [*tops, *sorted((ROOT / "docs").rglob("*.md"))]
         for target in PAGE_LINK.findall(FENCE.sub("", page.read_text(encoding="utf-8")))
         if not (page.parent / target).is_file()
     ]
@@ -105,9 +93,9 @@ def test_links_between_pages_name_pages_that_exist() -> None:
 def test_src_names_only_pages_that_exist() -> None:
     """A docs/PAGE.md the code names in a message or docstring exists."""
     named = {
-        match
+        name
         for path in sorted((ROOT / "src").rglob("*.py"))
-        for match in re.findall(r"docs/([\w./-]+\.md)", path.read_text(encoding="utf-8"))
+        for name in re.findall(r"docs/([\w./-]+\.md)", path.read_text(encoding="utf-8"))
     }
     assert named, "the scan found no page named in src/"
     assert sorted(name for name in named if not (ROOT / "docs" / name).is_file()) == []
