@@ -17,7 +17,7 @@ MAX_WORDS = 22_000
 MAX_MEAN_SENTENCE = 25
 
 #: a fenced block (``` or ~~~, any info string), an indented code block and an HTML comment
-FENCE = re.compile(r"^(```|~~~)[^\n]*\n.*?^\1[ \t]*$", flags=re.DOTALL | re.MULTILINE)
+FENCE = re.compile(r"^[ \t]*(```|~~~)[^\n]*\n.*?^[ \t]*\1[ \t]*$", flags=re.DOTALL | re.MULTILINE)
 INDENTED = re.compile(r"(?:(?<=\n\n)|^)(?:(?: {4}|\t)[^\n]*\n?)+", flags=re.MULTILINE)
 COMMENT = re.compile(r"<!--.*?-->", flags=re.DOTALL)
 #: an inline code span: its words count, its full stops and pipes end nothing
@@ -67,6 +67,7 @@ def test_counter_skips_code_and_splits_sentences() -> None:
     assert measure(code) == (5, 5, 2)
     assert measure("Run `toolreplay replay a.jsonl | head`. Then stop.\n") == (7, 7, 2)
     assert measure("## A heading\n\nOne two three four. Five six.\n\n| a | b |\n") == (10, 6, 2)
+    assert measure("- An item:\n\n  ```text\n  not prose at all.\n  ```\n") == (2, 2, 1)
 
 
 def test_user_docs_fit_their_budget() -> None:
