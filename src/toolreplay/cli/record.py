@@ -88,7 +88,9 @@ def _parsed(value: str) -> Command:
 # the server's command line is the first argument on: its options are its own, with or without "--"
 @click.command(name="record", context_settings={"allow_interspersed_args": False})
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
-@click.option("-o", "--output", required=True, metavar="OUT", help="The transcript to write.")
+@click.option(
+    "-o", "--output", required=True, metavar="OUT", help="The transcript to write (with --otlp: the folder)."
+)
 @click.option("--seal", is_flag=True, help="Write a sealed transcript, chained link by link as calls finish.")
 @click.option("--lock", "lock_path", metavar="LOCK", help="Also write the listed tools as a tool lock.")
 @click.option(
