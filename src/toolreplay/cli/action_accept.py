@@ -1,5 +1,5 @@
 """``toolreplay action accept``: what the Action runs with ``command: accept``, on an ``issue_comment``
-event (docs/spec.md §5.1; the work is :mod:`toolreplay.github.approve`'s).
+event (docs/spec.md §5.2; the work is :mod:`toolreplay.github.approve`'s).
 
 Exit 0 when it accepted and pushed, or the comment is not a ``/toolreplay accept``; 1 when it
 refused (and replied why); 2 on a usage error (not an ``issue_comment`` event, no token). Every line

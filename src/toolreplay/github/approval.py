@@ -1,7 +1,7 @@
 """What ``/toolreplay accept`` reads and says: the command in a PR comment, the hidden lines of the
 sticky comment that name the head commit it described and the baselines it listed, and the replies.
 
-Everything here is text in, text out (docs/spec.md §5.1). The comment's reason is untrusted: it
+Everything here is text in, text out (docs/spec.md §5.2). The comment's reason is untrusted: it
 goes through :func:`~toolreplay.escape.neutral` before it is written anywhere, and the replies
 show paths and reasons in code spans (:func:`~toolreplay.report.inert.md_code`).
 """

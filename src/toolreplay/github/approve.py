@@ -1,5 +1,5 @@
 """``toolreplay action accept``: accept from the pull request what its sticky comment listed, when a
-maintainer comments ``/toolreplay accept <reason>`` (docs/spec.md §5.1).
+maintainer comments ``/toolreplay accept <reason>`` (docs/spec.md §5.2).
 
 An ``issue_comment`` workflow runs with a write token in the base repository, so every step that
 could let someone else act through it is refused first, with a reply and nothing written: a
