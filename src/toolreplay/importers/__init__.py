@@ -24,10 +24,12 @@ from toolreplay.escape import quote
 from toolreplay.importers.anthropic import Anthropic
 from toolreplay.importers.base import Importer, Item, Location, Session
 from toolreplay.importers.detect import detect
+from toolreplay.importers.evallog import ZIP_MAGIC, eval_items
+from toolreplay.importers.inspect_ai import InspectAI
 from toolreplay.importers.openai_chat import OpenAIChat
 from toolreplay.importers.openai_responses import OpenAIResponses
 from toolreplay.importers.otel import OTel
-from toolreplay.importers.source import items_of_value, read_items
+from toolreplay.importers.source import MAX_INPUT_BYTES, items_of_value, read_items
 from toolreplay.importers.swe_agent import SWEAgent
 from toolreplay.importers.tau2 import Tau2
 from toolreplay.transcript import open_input
@@ -35,7 +37,7 @@ from toolreplay.transcript import open_input
 #: format name -> importer
 IMPORTERS: dict[str, Importer] = {
     importer.name: importer
-    for importer in (OpenAIChat(), OpenAIResponses(), Anthropic(), OTel(), SWEAgent(), Tau2())
+    for importer in (OpenAIChat(), OpenAIResponses(), Anthropic(), OTel(), SWEAgent(), Tau2(), InspectAI())
 }
 #: what ``--from`` accepts
 FORMATS: tuple[str, ...] = ("auto", *IMPORTERS)
@@ -65,8 +67,14 @@ def import_stream(stream: IO[bytes], path: str, fmt: str = "auto") -> tuple[str,
 
     Sessions are read lazily, one at a time; an unreadable entry raises
     :class:`InputError` naming ``path``, the line (JSON Lines) and the JSON pointer.
-    Detection reads the input up to the first item that shows the format.
+    Detection reads the input up to the first item that shows the format; a zip archive is an
+    Inspect AI ``.eval`` log.
     """
+    if _is_zip(stream):
+        if fmt not in ("auto", "inspect"):
+            raise InputError(f"is a zip archive, which only --from inspect reads (not {fmt})", path=path)
+        data = _read_all(stream, path)
+        return "inspect", _located_sessions(IMPORTERS["inspect"].sessions(eval_items(data, path)), path)
     items = _located(read_items(stream, path), path)
     if fmt == "auto":
         try:
@@ -74,6 +82,27 @@ def import_stream(stream: IO[bytes], path: str, fmt: str = "auto") -> tuple[str,
         except InputError as err:
             raise _with_path(err, path) from err
     return fmt, _located_sessions(_importer(fmt).sessions(items), path)
+
+
+def _is_zip(stream: IO[bytes]) -> bool:
+    """Whether the input starts as a zip archive does (looked at without consuming it)."""
+    peek = getattr(stream, "peek", None)
+    if peek is None:
+        return False
+    try:
+        return bytes(peek(len(ZIP_MAGIC))[: len(ZIP_MAGIC)]) == ZIP_MAGIC
+    except OSError:
+        return False  # the read that follows says what is wrong
+
+
+def _read_all(stream: IO[bytes], path: str) -> bytes:
+    try:
+        data = stream.read(MAX_INPUT_BYTES + 1)
+    except OSError as err:
+        raise InputError(err.strerror or "cannot be read", path=path) from err
+    if len(data) > MAX_INPUT_BYTES:
+        raise InputError(f"is over the {MAX_INPUT_BYTES}-byte limit", path=path)
+    return data
 
 
 def import_file(path: str, fmt: str = "auto") -> Iterator[Session]:
