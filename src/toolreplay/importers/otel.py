@@ -16,7 +16,9 @@ A span is a tool call by the first convention that claims it (docs/importers.md,
   ``ToolMessage`` as the output is unwrapped to its content (and its ``tool_call_id``).
 
 A result recorded as a JSON text becomes the JSON value it holds, marked ``"_json_text": true``
-in the response. A span with status ERROR (or an ``error.type`` attribute) is a failed call.
+in the response. A span with status ERROR (or an ``error.type`` attribute) is a failed call;
+its ``error`` is the message of its ``exception`` event, else its status message, else
+``error.type``.
 
 Each trace (``traceId``) is one session. A trace's spans may arrive in any order and in
 any export, so the tool spans of the whole input are collected first (only the fields a
@@ -45,7 +47,7 @@ from toolreplay.importers.base import (
     make_response,
     read_arguments,
 )
-from toolreplay.importers.otlp import Span, failed, spans, start_time, trace_id
+from toolreplay.importers.otlp import Span, exception_message, failed, spans, start_time, trace_id
 from toolreplay.importers.pairing import Pairing
 from toolreplay.transcript import type_name
 
@@ -234,10 +236,11 @@ def _tool_name(span: Span, key: str, prefix: str) -> str:
 def _response(span: Span, call: _Call) -> dict[str, Any] | None:
     """The call's response: an error when the span failed, else its result; None without either."""
     content, extra = _content(call.result)
-    message = failed(span)
+    status = failed(span)
     error_type = span.attributes.get(ERROR_TYPE)
-    if message is not None or error_type is not None or call.result_failed:
-        response = make_response(content, is_error=True, error=message or error_type)
+    if status is not None or error_type is not None or call.result_failed:
+        message = exception_message(span) or status or error_type
+        response = make_response(content, is_error=True, error=message)
     elif content is not ABSENT:
         response = make_response(content)
     else:

@@ -185,3 +185,18 @@ def failed(span: Span) -> str | None:
         return None
     message = status.get("message")
     return message if isinstance(message, str) else ""
+
+
+def exception_message(span: Span) -> str | None:
+    """The ``exception.message`` of the span's first ``exception`` event (what the OTel semantic
+    conventions record for a raised exception), or None."""
+    events = need_list(span.value.get("events", []), span.location.at("events"), '"events"')
+    for i, event in enumerate(events):
+        at = span.location.at("events", i)
+        event = need_object(event, at, "an event")
+        if event.get("name") != "exception":
+            continue
+        message = _attributes(event, at).get("exception.message")
+        if isinstance(message, str) and message:
+            return message
+    return None
