@@ -127,7 +127,7 @@ def import_cmd(
     force: bool,
     config_file: str | None,
 ) -> None:
-    """Turn traces (OpenAI, Anthropic, OpenTelemetry, SWE-agent, tau2-bench) into transcripts.
+    """Turn traces (OpenAI, Anthropic, OpenTelemetry, SWE-agent, tau2-bench, Inspect AI) into transcripts.
 
     Each FILE ('-' for stdin) becomes one transcript per session (conversation, episode,
     trace) in DIR: FILE's name and the session's own id where the source gives one
