@@ -3,11 +3,14 @@ OpenInference, JSON text results, and the warning for spans without a tool call.
 
 from __future__ import annotations
 
+import io
+import json
+import warnings
 from typing import Any
 
 import pytest
 
-from toolreplay.importers import import_value
+from toolreplay.importers import import_stream, import_value
 from toolreplay.importers.base import TraceWarning
 
 
@@ -88,6 +91,14 @@ def test_a_failed_open_inference_span_is_an_error() -> None:
 
 
 def test_spans_without_a_tool_call_warn() -> None:
-    """An export whose spans are not tool calls gives no session and a warning naming both conventions."""
+    """A file whose spans are not tool calls gives no session and a warning naming both conventions."""
+    data = io.BytesIO(json.dumps(_export({"gen_ai.operation.name": "chat"})).encode())
     with pytest.warns(TraceWarning, match=r"^1 span, no tool call: looked for OTel GenAI .* OpenInference"):
+        assert list(import_stream(data, "in.json", "otel")[1]) == []
+
+
+def test_a_value_without_a_tool_call_is_quietly_empty() -> None:
+    """``import_value`` (one request's spans for the receiver) gives no sessions and no warning."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
         assert import_value(_export({"gen_ai.operation.name": "chat"}), "otel") == []

@@ -16,13 +16,14 @@ Each :class:`Session` holds :class:`toolreplay.transcript.Record` values, ready 
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator
 from typing import IO, Any
 
 from toolreplay.errors import InputError
 from toolreplay.escape import quote
 from toolreplay.importers.anthropic import Anthropic
-from toolreplay.importers.base import Importer, Item, Location, Session
+from toolreplay.importers.base import Importer, Item, Location, Session, TraceWarning
 from toolreplay.importers.detect import detect
 from toolreplay.importers.evallog import ZIP_MAGIC, eval_items
 from toolreplay.importers.inspect_ai import InspectAI
@@ -49,6 +50,7 @@ __all__ = [
     "Item",
     "Location",
     "Session",
+    "TraceWarning",
     "import_file",
     "import_stream",
     "import_value",
@@ -120,9 +122,13 @@ def import_value(value: Any, fmt: str) -> list[Session]:
     """The sessions of a trace already in memory (a message list, an episode, an export).
 
     ``value`` is read like a JSON document: an array's elements are the items. Errors name
-    the JSON pointer inside ``value``.
+    the JSON pointer inside ``value``. No :class:`TraceWarning` is issued: a value is often one
+    part of a trace (an OTLP/HTTP request's spans, as ``record --otlp`` receives them), which
+    may well hold no tool call; the caller sees the empty list.
     """
-    return list(_located_sessions(_importer(fmt).sessions(items_of_value(value)), "<value>"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TraceWarning)
+        return list(_located_sessions(_importer(fmt).sessions(items_of_value(value)), "<value>"))
 
 
 def _located(items: Iterator[Item], path: str) -> Iterator[Item]:
