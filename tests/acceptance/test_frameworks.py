@@ -211,3 +211,19 @@ def test_inspect_logs_give_one_transcript_per_sample_and_epoch(
             }
         else:  # Inspect hands the model the tool's result as text
             assert record["response"] == {"content": str(call["result"])}
+
+
+def test_a_trace_as_the_configured_tools_source(
+    traced: tuple[str, Path, Any], runner: CliRunner, tmp_path: Path
+) -> None:
+    """A configuration whose tools_source is a later trace judges the lock against it."""
+    _, out, _ = traced
+    invoke(runner, "fingerprint", str(out / "trace-v1.json"), "-o", str(tmp_path / "tools.lock.json"))
+    (tmp_path / "trace.json").write_bytes((out / "trace-v2.json").read_bytes())
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.toolreplay]\ntools_lock = "tools.lock.json"\ntools_source = "trace.json"\n'
+    )
+    code, stdout, _ = invoke(runner, "fingerprint-diff", "--format", "json", cwd=tmp_path)
+    assert code == 1
+    (report,) = json.loads(stdout)["reports"]
+    assert {f["kind"] for f in report["findings"]} == {"tool-drift", "contract-text-drift"}
