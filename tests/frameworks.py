@@ -14,6 +14,10 @@ Pydantic AI and LangChain run twice (``v1``, ``v2``), the second time with one t
 changed (a new required parameter and another description), so a lock made from the first
 trace can be compared with the second. Each framework is imported in this process only, so a
 test module pays for it once, in a subprocess.
+
+The golden cases ``tests/cases/import/framework-*`` hold its output, made with the versions
+pinned in requirements-dev.txt: ``input.json`` is ``trace-v1.json`` of ``pydantic-ai`` and of
+``langchain``, ``input.eval`` is the ``log.eval`` of ``inspect``.
 """
 
 from __future__ import annotations

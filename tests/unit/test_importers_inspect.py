@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import ROOT
+from toolreplay import extras
 from toolreplay.errors import InputError
 from toolreplay.importers import import_file, import_value
 
@@ -70,3 +72,14 @@ def test_a_bad_sample_member_is_located(tmp_path: Path) -> None:
         str(caught.value)
         == f'{path}: a tool message has no "tool_call_id" (at /samples~11_epoch_1.json/messages/0)'
     )
+
+
+def test_zstandard_members_without_the_package_name_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A real .eval log (Zstandard members) without the zstandard package says which extra to install."""
+    monkeypatch.setitem(extras.EXTRAS, "inspect", ("toolreplay_no_such_module", "the 'zstandard' package"))
+    monkeypatch.delattr(zipfile, "ZIP_ZSTANDARD", raising=False)
+    path = str(ROOT / "tests" / "cases" / "import" / "framework-inspect-eval" / "input.eval")
+    with pytest.raises(
+        InputError, match=r"needs the 'zstandard' package: pip install 'toolreplay\[inspect\]'"
+    ):
+        list(import_file(path))
