@@ -83,3 +83,16 @@ def test_zstandard_members_without_the_package_name_the_extra(monkeypatch: pytes
         InputError, match=r"needs the 'zstandard' package: pip install 'toolreplay\[inspect\]'"
     ):
         list(import_file(path))
+
+
+def test_an_archive_zipfile_cannot_read_is_an_input_error(tmp_path: Path) -> None:
+    """A member that needs a newer zip version than Python reads is a one-line error, not a crash."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        info = zipfile.ZipInfo("header.json")
+        archive.writestr(info, b"{}")
+        info.extract_version = 253
+    path = tmp_path / "log.eval"
+    path.write_bytes(buffer.getvalue())
+    with pytest.raises(InputError, match=r"zip file version 25\.3"):
+        list(import_file(str(path)))

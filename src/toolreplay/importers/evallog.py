@@ -29,6 +29,18 @@ from toolreplay.locate import pointer_token
 ZIP_MAGIC = b"PK\x03\x04"
 #: the members only an Inspect log has
 _MARKS = ("header.json", "_journal/start.json")
+#: what zipfile (and a decompressor) raise for a damaged, encrypted or unsupported archive
+_UNREADABLE = (
+    zipfile.BadZipFile,
+    zipfile.LargeZipFile,
+    NotImplementedError,
+    RuntimeError,
+    EOFError,
+    OSError,
+    ValueError,
+    struct.error,
+    zlib.error,
+)
 #: the zip method number of Zstandard
 _ZSTANDARD = 93
 #: a local file header: its fixed part, then the name and the extra field
@@ -39,7 +51,7 @@ def eval_items(data: bytes, path: str) -> Iterator[Item]:
     """The samples of an ``.eval`` archive's bytes as items; ``path`` names it in errors."""
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
-    except (zipfile.BadZipFile, OSError) as err:
+    except _UNREADABLE as err:
         raise InputError(f"not a readable zip archive: {err}", path=path) from err
     names = archive.namelist()
     if not any(mark in names for mark in _MARKS):
@@ -66,7 +78,7 @@ def _member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, data: bytes, path: 
             raw = _zstandard(_compressed(info, data), info.file_size)
         else:
             raw = archive.read(info)
-    except (zipfile.BadZipFile, NotImplementedError, OSError, ValueError, zlib.error) as err:
+    except _UNREADABLE as err:
         raise InputError(f"{where} cannot be read: {err}", path=path) from err
     if len(raw) != info.file_size or zlib.crc32(raw) != info.CRC:
         raise InputError(f"{where} is damaged (its size or CRC does not match)", path=path)
