@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from toolreplay.importers import import_stream, import_value
-from toolreplay.importers.base import TraceWarning
+from toolreplay.importers.base import JSON_TEXT, TraceWarning
 
 
 def _export(*attribute_sets: dict[str, Any], status: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -56,6 +56,22 @@ def test_json_text_becomes_a_value_and_plain_text_stays_text() -> None:
         },
     )
     assert [r[2] for r in _records(export)] == [{"content": 305.0, "_json_text": True}, {"content": "sunny"}]
+
+
+def test_json_text_too_deep_for_a_record_stays_text() -> None:
+    """JSON text nested deeper than a record allows under ``content`` is kept as the string it was."""
+    fits, too_deep = "[" * 126 + "]" * 126, "[" * 127 + "]" * 127
+    export = _export(
+        {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "f", "gen_ai.tool.call.result": fits},
+        {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": "f",
+            "gen_ai.tool.call.result": too_deep,
+        },
+    )
+    first, second = (r[2] for r in _records(export))
+    assert first[JSON_TEXT] is True
+    assert second == {"content": too_deep}
 
 
 def test_open_inference_tool_span() -> None:

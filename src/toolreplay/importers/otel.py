@@ -49,6 +49,7 @@ from toolreplay.importers.base import (
 )
 from toolreplay.importers.otlp import Span, exception_message, failed, spans, start_time, trace_id
 from toolreplay.importers.pairing import Pairing
+from toolreplay.limits import MAX_DEPTH
 from toolreplay.transcript import type_name
 
 OPERATION = "gen_ai.operation.name"
@@ -248,12 +249,32 @@ def _response(span: Span, call: _Call) -> dict[str, Any] | None:
     return {**response, **extra}
 
 
+#: the deepest value ``content`` may hold: the record is level 1, ``response`` level 2
+_CONTENT_DEPTH = MAX_DEPTH - 2
+
+
 def _content(result: Any) -> tuple[Any, dict[str, Any]]:
-    """A result as ``content``: a JSON text becomes its value (and the response says so)."""
+    """A result as ``content``: a JSON text becomes its value (and the response says so), unless
+    the value is nested too deep for a record, where the text itself fits."""
     if isinstance(result, _Text):
         return result.text, {}
     if isinstance(result, str):
         value = _json_value(result)
-        if value is not ABSENT:
+        if value is not ABSENT and _fits(value, _CONTENT_DEPTH):
             return value, {JSON_TEXT: True}
     return result, {}
+
+
+def _fits(value: Any, depth: int) -> bool:
+    """Whether ``value`` nests arrays and objects no deeper than ``depth`` levels (itself counted)."""
+    level: list[Any] = [value]
+    for _ in range(depth):
+        level = [
+            child
+            for v in level
+            if isinstance(v, (dict, list))
+            for child in (v.values() if isinstance(v, dict) else v)
+        ]
+        if not any(isinstance(v, (dict, list)) for v in level):
+            return True
+    return not any(isinstance(v, (dict, list)) for v in level)
