@@ -29,8 +29,18 @@ import sys
 from pathlib import Path
 from typing import Any
 
+ROOT = Path(__file__).resolve().parent.parent
 #: every call a tool made: {"tool", "args", "result"} or {"tool", "args", "error"}
 CALLS: list[dict[str, Any]] = []
+
+
+def _write(path: Path, export: dict[str, Any]) -> None:
+    """Write an export; the folders of this machine in stack traces read ``ROOT`` and ``PYTHON``
+    (the samples committed from it name no one's folders)."""
+    text = json.dumps(export)
+    for folder, name in ((str(ROOT), "ROOT"), (sys.prefix, "PYTHON"), (sys.base_prefix, "PYTHON")):
+        text = text.replace(folder, name)
+    path.write_text(text)
 
 
 def _otlp_json(finished: Any) -> dict[str, Any]:
@@ -101,7 +111,7 @@ def pydantic_ai(out: Path) -> dict[str, Any]:
         # the failing tool ends the run; its span is still exported
         with contextlib.suppress(RuntimeError):
             agent.run_sync("weather?", model=TestModel(call_tools=["get_weather", "book"]))
-        (out / f"trace-{version}.json").write_text(json.dumps(_otlp_json(exporter.get_finished_spans())))
+        _write(out / f"trace-{version}.json", _otlp_json(exporter.get_finished_spans()))
         schemas = {
             name: tool.function_schema.json_schema for name, tool in agent._function_toolset.tools.items()
         }
@@ -162,7 +172,7 @@ def langchain(out: Path) -> dict[str, Any]:
                     tools[call["name"]].invoke(call)
 
         RunnableLambda(agent).invoke("weather?")  # one run: one trace
-        (out / f"trace-{version}.json").write_text(json.dumps(_otlp_json(exporter.get_finished_spans())))
+        _write(out / f"trace-{version}.json", _otlp_json(exporter.get_finished_spans()))
         schemas = {t["function"]["name"]: t["function"]["parameters"] for t in offered}
         truth[version] = {"calls": list(CALLS), "schemas": schemas}
     return truth
