@@ -1,6 +1,6 @@
 """What every importer shares: where an entry sits in its input, the Session value, the
 Importer protocol, and the rules that turn a trace's arguments and results into a record's
-``args`` and ``response`` (docs/importers.md, "How values map").
+``args`` and ``response`` (docs/spec.md §12.1).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from toolreplay.locate import pointer_token
 from toolreplay.transcript import Record, type_name
 
 #: Marker keys an importer writes into ``args`` and ``response``. A leading underscore keeps
-#: them apart from the fields of the tools seen so far; docs/importers.md lists them.
+#: them apart from the fields of the tools seen so far; docs/spec.md §12.1 lists them.
 RAW_ARGUMENTS = "_raw_arguments"
 INVALID_JSON = "_invalid_json"
 MISSING_ARGUMENTS = "_missing_arguments"
