@@ -15,6 +15,7 @@ from toolreplay.errors import InputError, ToolreplayError
 #: extra -> (the top-level module it installs, how a message names it)
 EXTRAS: dict[str, tuple[str, str]] = {
     "github": ("github", "PyGithub"),
+    "inspect": ("zstandard", "the 'zstandard' package"),
     "mcp": ("mcp", "the MCP SDK"),
     "otel": ("opentelemetry", "the OpenTelemetry API"),
     "sign": ("cryptography", "the optional 'cryptography' package"),
