@@ -68,8 +68,9 @@ from toolreplay.reports import CheckInfo, Report
 @click.group(name="action", invoke_without_command=True, cls=click.Group)
 @click.pass_context
 def action_cmd(ctx: click.Context) -> None:
-    """What the GitHub Action runs: check, annotate, summarise, comment, set outputs
-    (``action accept``: a maintainer's ``/toolreplay accept`` comment, the Action's command: accept).
+    """What the GitHub Action runs: check, annotate, summarise, comment, set outputs.
+
+    Its command accept obeys a maintainer's /toolreplay accept comment (the input command: accept).
 
     Settings come from the environment that action.yml sets: TOOLREPLAY_CONFIG,
     TOOLREPLAY_FAIL_ON (kinds separated by commas, any, or none), TOOLREPLAY_COMMENT,
