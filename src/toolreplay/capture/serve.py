@@ -383,7 +383,12 @@ def build_server(
     )
     server.add_request_handler("tools/call", sdk.types.CallToolRequestParams, call_tool)
     if session is not None:
-        for method in sorted(recorded.methods()):
+        # a recorded session answers tools/list as recorded, and a handshake-era one answers
+        # server/discover as recorded (a miss when never asked): nothing is made up in their place
+        held = recorded.methods() | {"tools/list"}
+        if handshake_only(session):
+            held.add("server/discover")
+        for method in sorted(held):
             server.add_request_handler(method, _params_model(method), asked)
     if recorded.initialize is not None:
         server.middleware.append(_Initialize(recorded.initialize))

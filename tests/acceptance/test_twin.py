@@ -1,0 +1,185 @@
+"""A faithful twin: `serve` of a recording made with one SDK client answers another SDK client as
+the live server answered it (server info, capabilities, instructions, tools, resources, prompts,
+calls), over stdio and Streamable HTTP (docs/spec.md §8).
+
+The clients are the real ones: the Python ``mcp`` SDK's ``Client`` in its default mode (it opens with
+``server/discover``, then falls back) and in legacy mode, and the TypeScript SDK's ``Client`` from
+npm (tests/servers/twin_client.mjs). The server is npm's server-everything.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from tests.mcp_agent import TIMEOUT, TOOLREPLAY, dump, free_port, server_env, stop, wait_for_port
+from tests.realservers import node_server, typescript_client
+
+pytestmark = pytest.mark.slow  # real servers, real clients, record and serve
+
+DOC = "demo://resource/static/document/architecture.md"
+#: what each client asks, the same requests whichever client it is
+PLAN: dict[str, Any] = {
+    "resources": True,
+    "reads": [DOC],
+    "prompts": [["args-prompt", {"city": "Lyon"}]],
+    "calls": [
+        ["echo", {"message": "hi"}],
+        ["get-sum", {"a": 1, "b": 2}],
+        ["echo", {"message": "unrecorded"}],
+    ],
+}
+#: the plan a recording is made with: the last call is left out, so the twin must say it misses it
+RECORDED_PLAN = {**PLAN, "calls": PLAN["calls"][:-1]}
+
+#: a server the client reaches: ("stdio", command line) or ("http", URL)
+Target = tuple[str, list[str]]
+
+
+async def _python(mode: str, target: Target, plan: dict[str, Any]) -> dict[str, Any]:
+    """What the Python SDK's client in ``mode`` sees when it runs ``plan`` against ``target``."""
+    from mcp import Client, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+    from mcp.shared.exceptions import MCPError
+
+    async def kept(request: Any) -> Any:
+        try:
+            return dump(await request)
+        except MCPError as err:
+            return {"error": [err.error.code, err.error.message]}
+
+    kind, where = target
+    server: Any = where[0]
+    if kind == "stdio":
+        server = stdio_client(StdioServerParameters(command=where[0], args=where[1:], env=server_env()))
+    seen: dict[str, Any] = {}
+    with anyio.fail_after(TIMEOUT):
+        async with Client(server, mode=mode) as client:  # type: ignore[arg-type]
+            seen["server"] = [dump(client.server_info), dump(client.server_capabilities), client.instructions]
+            seen["tools"] = await kept(client.list_tools())
+            if plan["resources"]:
+                seen["resources"] = await kept(client.list_resources())
+                seen["templates"] = await kept(client.list_resource_templates())
+            seen["reads"] = [await kept(client.read_resource(uri)) for uri in plan["reads"]]
+            if plan["prompts"]:
+                seen["promptList"] = await kept(client.list_prompts())
+            seen["prompts"] = [await kept(client.get_prompt(name, args)) for name, args in plan["prompts"]]
+            seen["calls"] = [await kept(client.call_tool(name, args)) for name, args in plan["calls"]]
+    return seen
+
+
+def _typescript(target: Target, plan: dict[str, Any]) -> dict[str, Any]:
+    """What the TypeScript SDK's client sees when it runs ``plan`` against ``target``."""
+    kind, where = target
+    done = subprocess.run(
+        [*typescript_client("twin_client.mjs"), json.dumps(plan), kind, *where],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT * 2,
+        env=server_env(),
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    seen: dict[str, Any] = json.loads(done.stdout)
+    return seen
+
+
+def sees(client: str, target: Target, plan: dict[str, Any] = PLAN) -> dict[str, Any]:
+    """What ``client`` (``python``, ``legacy``: the Python client's modes; ``typescript``) sees."""
+    if client == "typescript":
+        return _typescript(target, plan)
+    return anyio.run(_python, "auto" if client == "python" else "legacy", target, plan)
+
+
+def _start(argv: list[str], port: int, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    process = subprocess.Popen(
+        argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env or server_env()
+    )
+    wait_for_port(port, process)
+    return process
+
+
+class Live:
+    """server-everything over one transport, started once for the live answers and the recording."""
+
+    def __init__(self, transport: str) -> None:
+        self.transport = transport
+        self.process: subprocess.Popen[bytes] | None = None
+        if transport == "http":
+            self.port = free_port()
+            env = server_env(PORT=str(self.port))
+            self.process = _start([*node_server("everything"), "streamableHttp"], self.port, env)
+
+    @property
+    def target(self) -> Target:
+        if self.transport == "http":
+            return ("http", [f"http://127.0.0.1:{self.port}/mcp"])
+        return ("stdio", node_server("everything"))
+
+    def record(self, client: str, out: Path) -> dict[str, Any]:
+        """Record ``client`` running the recorded plan through ``toolreplay record --seal``."""
+        record = [*TOOLREPLAY, "record", "-o", str(out), "--seal"]
+        if self.transport == "stdio":
+            return sees(client, ("stdio", [*record, "--", *self.target[1]]), RECORDED_PLAN)
+        port = free_port()
+        proxy = _start([*record, "--listen", f"127.0.0.1:{port}", "--target", self.target[1][0]], port)
+        try:
+            return sees(client, ("http", [f"http://127.0.0.1:{port}/mcp"]), RECORDED_PLAN)
+        finally:
+            stop(proxy)
+
+    def close(self) -> None:
+        if self.process is not None:
+            stop(self.process)
+
+
+def served(transport: str, recording: Path, client: str) -> dict[str, Any]:
+    """What ``client`` sees from ``toolreplay serve`` of ``recording`` over ``transport``."""
+    serve = [*TOOLREPLAY, "serve", str(recording)]
+    if transport == "stdio":
+        return sees(client, ("stdio", serve))
+    port = free_port()
+    process = _start([*serve, "--listen", f"127.0.0.1:{port}"], port)
+    try:
+        return sees(client, ("http", [f"http://127.0.0.1:{port}/mcp"]))
+    finally:
+        stop(process)
+
+
+def missed(seen: dict[str, Any]) -> dict[str, Any]:
+    """``seen`` less its last call, which must be the twin's miss: a tool error saying so."""
+    last = seen["calls"].pop()
+    assert last["isError"] is True, last
+    assert last["content"][0]["text"].startswith("snapshot miss: "), last
+    return seen
+
+
+#: (the client that records, the clients that replay): each replays a recording of the other client
+PAIRS = [("typescript", ("python", "legacy")), ("python", ("typescript", "legacy"))]
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+@pytest.mark.parametrize(("recorder", "replayers"), PAIRS, ids=[pair[0] for pair in PAIRS])
+def test_serve_answers_another_client_as_the_live_server_did(
+    tmp_path: Path, transport: str, recorder: str, replayers: tuple[str, ...]
+) -> None:
+    """Each client sees from serve what it sees from the live server, whichever client recorded:
+    server info and capabilities, instructions, every tool as listed, resources, templates,
+    prompts and the recorded calls; the call never recorded is a ``snapshot miss:`` tool error."""
+    live = Live(transport)
+    out = tmp_path / "run.sealed.jsonl"
+    try:
+        live.record(recorder, out)
+        direct = {client: sees(client, live.target) for client in replayers}
+    finally:
+        live.close()
+    for client in replayers:
+        twin = missed(served(transport, out, client))
+        expected = direct[client]
+        expected["calls"].pop()
+        assert twin == expected, client
