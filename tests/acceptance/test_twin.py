@@ -17,9 +17,12 @@ from typing import Any
 import anyio
 import pytest
 
+from tests.acceptance.test_pytest_mcp import INI, OUTER
+from tests.acceptance.test_pytest_plugin import started_as_it_stands
 from tests.mcp_agent import TIMEOUT, TOOLREPLAY, dump, free_port, server_env, stop, wait_for_port
 from tests.realservers import node_server, typescript_client
 
+pytest_plugins = ["pytester"]
 pytestmark = pytest.mark.slow  # real servers, real clients, record and serve
 
 DOC = "demo://resource/static/document/architecture.md"
@@ -183,3 +186,66 @@ def test_serve_answers_another_client_as_the_live_server_did(
         expected = direct[client]
         expected["calls"].pop()
         assert twin == expected, client
+
+
+#: the agent of an inner pytest project: it runs the plan with the client it is told through its
+#: cassette's server (recorded or replayed) and keeps what it saw
+CASSETTE_AGENT = """
+import json
+import os
+
+from tests.acceptance.test_twin import sees
+
+
+def test_agent(toolreplay_mcp):
+    if os.environ["TWIN_TRANSPORT"] == "stdio":
+        command = json.loads(os.environ["TWIN_SERVER"])
+        params = toolreplay_mcp.stdio(command[0], command[1:], name="everything")
+        target = ("stdio", [params.command, *params.args])
+    else:
+        target = ("http", [toolreplay_mcp.http(os.environ["TWIN_SERVER"], name="everything")])
+    seen = sees(os.environ["TWIN_CLIENT"], target, json.loads(os.environ["TWIN_PLAN"]))
+    with open("seen.json", "w") as out:
+        json.dump(seen, out)
+"""
+CASSETTE = "tests/cassettes/test_agent/test_agent.sealed.jsonl"
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_a_cassette_replays_the_recorded_session(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, transport: str
+) -> None:
+    """A cassette recorded with the TypeScript client keeps the session beside the calls, and its
+    replay answers the Python client (default and legacy mode) as the live server answered it:
+    every tool listed, resources, prompts, calls; the unrecorded call fails the test as a miss."""
+    for key in OUTER:
+        monkeypatch.delenv(key, raising=False)
+    started_as_it_stands(monkeypatch)
+    pytester.makeini(INI)
+    pytester.makepyfile(test_agent=CASSETTE_AGENT)
+    live = Live(transport)
+    try:
+        server = live.target[1]
+        monkeypatch.setenv("TWIN_SERVER", json.dumps(server) if transport == "stdio" else server[0])
+        monkeypatch.setenv("TWIN_TRANSPORT", transport)
+        monkeypatch.setenv("TWIN_CLIENT", "typescript")
+        monkeypatch.setenv("TWIN_PLAN", json.dumps(RECORDED_PLAN))
+        pytester.runpytest().assert_outcomes(passed=1)
+        direct = {client: sees(client, live.target) for client in ("python", "legacy")}
+    finally:
+        live.close()
+    cassette = pytester.path / CASSETTE
+    assert cassette.exists() and Path(f"{cassette}.mcp").exists()
+    monkeypatch.setenv(
+        "TWIN_SERVER", json.dumps(["/nonexistent/server"]) if transport == "stdio" else server[0]
+    )
+    monkeypatch.setenv("TWIN_PLAN", json.dumps(PLAN))
+    for client in ("python", "legacy"):
+        monkeypatch.setenv("TWIN_CLIENT", client)
+        replayed = pytester.runpytest("--toolreplay-record-mode=none")
+        replayed.assert_outcomes(passed=1, errors=1)  # the agent passes; the cassette's miss fails it
+        replayed.stdout.fnmatch_lines(["E *SnapshotMissError: *'echo'*unrecorded*"])
+        seen = missed(json.loads((pytester.path / "seen.json").read_text()))
+        expected = direct[client]
+        expected["calls"].pop()
+        assert seen == expected, client
