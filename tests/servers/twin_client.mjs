@@ -4,7 +4,8 @@
 //   node twin_client.mjs PLAN_JSON stdio COMMAND [ARG...]
 //   node twin_client.mjs PLAN_JSON http URL
 //
-// PLAN_JSON: {"resources": bool, "prompts": [[name, args]...], "reads": [uri...], "calls": [[tool, args]...]}.
+// PLAN_JSON: {"progress": [tool, args], "resources": bool, "prompts": [[name, args]...], "reads": [uri...],
+// "calls": [[tool, args]...]}, each part optional; the progress call's notifications are kept too.
 // A request the server refuses is kept as {"error": [code, message]}: the comparison sees it too.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
@@ -35,6 +36,12 @@ const seen = {
   server: [client.getServerVersion(), client.getServerCapabilities(), client.getInstructions() ?? null],
   tools: await kept(() => client.listTools()),
 };
+if (asked.progress) {
+  const progress = [];
+  const [name, args] = asked.progress;
+  const onprogress = (note) => progress.push(note);
+  seen.progress = [await kept(() => client.callTool({ name, arguments: args }, undefined, { onprogress })), progress];
+}
 if (asked.resources) {
   seen.resources = await kept(() => client.listResources());
   seen.templates = await kept(() => client.listResourceTemplates());

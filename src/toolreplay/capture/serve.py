@@ -270,6 +270,8 @@ class Recorded:
             result = record.response.get("result")
             if record.tool == "initialize" and self.initialize is None and isinstance(result, dict):
                 self.initialize = result
+        if self.initialize is None:
+            self.initialize = _from_discover(self.asked)
 
     def methods(self) -> set[str]:
         """The methods served from the session file: those it holds, and those the server declared."""
@@ -284,6 +286,25 @@ class Recorded:
                 held.update(SUBSCRIBE_METHODS)
         held.discard("initialize")
         return held
+
+
+def _from_discover(asked: Sequence[Record]) -> dict[str, Any] | None:
+    """The ``initialize`` result a session recorded with the 2026 revision stands for: the recorded
+    ``server/discover`` answer's capabilities and instructions, and the identity its results were
+    stamped with (what a client of that revision reads as the server's info); None without one."""
+    for record in asked:
+        result = record.response.get("result")
+        if record.tool != "server/discover" or not isinstance(result, dict):
+            continue
+        out: dict[str, Any] = {"capabilities": result.get("capabilities", {})}
+        meta = result.get("_meta")
+        info = meta.get(SERVER_INFO_META) if isinstance(meta, dict) else None
+        if isinstance(info, dict):
+            out["serverInfo"] = info
+        if isinstance(result.get("instructions"), str):
+            out["instructions"] = result["instructions"]
+        return out
+    return None
 
 
 def miss_message(method: str, params: dict[str, Any], miss: SnapshotMissError) -> str:
@@ -407,12 +428,27 @@ def _cache_hints() -> dict[Any, Any]:
     return {method: sdk.CacheHint() for method in sdk.CACHEABLE_METHODS}
 
 
+#: the fields of a result only the 2026 revision has (a handshake-era session never carries them)
+MODERN_FIELDS = ("resultType", "cacheScope", "ttlMs")
+
+
 def _shaped(ctx: ServerRequestContext[Any], result: dict[str, Any]) -> dict[str, Any]:
     """A recorded result as the SDK writes it for the session's protocol revision: as recorded,
-    with the ``resultType`` the 2026 revision requires when the recorded server (older) sent none."""
-    if ctx.protocol_version in sdk.MODERN_PROTOCOL_VERSIONS and "resultType" not in result:
-        return {**result, "resultType": "complete"}
-    return result
+    with the ``resultType`` the 2026 revision requires when the recorded server (older) sent none;
+    in a handshake-era session, without the fields and the identity stamp only the 2026 revision
+    has (the server recorded in that revision answers a handshake-era client without them)."""
+    if ctx.protocol_version in sdk.MODERN_PROTOCOL_VERSIONS:
+        return result if "resultType" in result else {**result, "resultType": "complete"}
+    if not any(key in result for key in MODERN_FIELDS):
+        return result
+    out = {key: value for key, value in result.items() if key not in MODERN_FIELDS}
+    meta = out.get("_meta")
+    if isinstance(meta, dict) and SERVER_INFO_META in meta:
+        rest = {key: value for key, value in meta.items() if key != SERVER_INFO_META}
+        out.pop("_meta")
+        if rest:
+            out["_meta"] = rest
+    return out
 
 
 def _params_model(method: str) -> Any:
