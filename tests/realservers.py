@@ -1,7 +1,8 @@
 """Where the real MCP servers the tests run against live, and how to start them.
 
 The Python ones (mcp-server-git, mcp-server-time) install from PyPI with requirements-dev.txt;
-the Node ones (server-everything, -memory, -filesystem, and the conformance suite) from npm
+the Node ones (server-everything, -memory, -filesystem, -sequential-thinking, the conformance
+suite, and the TypeScript SDK whose client tests/servers/twin_client.mjs is) from npm
 with ``npm install --ignore-scripts --prefix tests/servers`` (both steps of the README's test
 command). A test that needs a server that is not installed is skipped on a developer's machine
 and fails under CI, where a missing install step must not pass as a skip.
@@ -53,7 +54,8 @@ def _require(path: Path, how: str) -> str:
 
 
 def node_server(name: str) -> list[str]:
-    """The command line of an npm MCP server: ``everything``, ``memory``, ``filesystem``."""
+    """The command line of an npm MCP server: ``everything``, ``memory``, ``filesystem``,
+    ``sequential-thinking``."""
     return [_require(NODE_BIN / f"mcp-server-{name}", NPM)]
 
 
