@@ -120,7 +120,14 @@ def test_the_release_dry_run_builds_checks_and_publishes_nothing(tmp_path: Path)
     results = {e["jobID"]: e["jobResult"] for e in events if "jobResult" in e}
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     assert results.get("build") == "success", results
+    # the jobs that attest, publish and release ran no step (act does not list a job its if: skips)
     assert all(results.get(job) in (None, "skipped") for job in ("attest", "pypi", "github-release")), results
+    assert [e for e in events if e.get("jobID") != "build" and "stepResult" in e] == []
+    steps = {e["step"]: e["stepResult"] for e in events if e.get("stage") == "Main" and "stepResult" in e}
+    assert [steps.get(name) for name in ("Version", "Release notes", "Build", "Smoke test")] == [
+        "success"
+    ] * 4
+    assert f"toolreplay {__version__}\n" in [e.get("msg") for e in events if e.get("step") == "Smoke test"]
 
     handed = store / "release"
     assert sorted(p.name for p in (handed / "dist").iterdir()) == [
