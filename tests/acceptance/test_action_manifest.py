@@ -492,3 +492,12 @@ def test_a_second_use_with_another_python_runs_on_that_python(tmp_path: Path) ->
             ).stdout.strip()
         )
     assert seen == [version for _, version in reversed(pythons)]
+
+    # a third use on the first Python (another empty cache): that interpreter's venv is still on
+    # the runner, in a folder of its own, and is used as it is
+    path, version = pythons[-1]
+    given = {"python-path": path, "comment": "false"}
+    ran, outputs, _ = run_action(pr.path, temp, event, "http://127.0.0.1:9", pr.head, given)
+    assert ran[1].outputs["cache-hit"] == "false" and ran[2].outputs["installed"] == "false"
+    assert "reused toolreplay's venv from this runner" in ran[2].stdout
+    assert outputs["python-version"] == version and [s.name for s in ran][3] == "Run toolreplay"
