@@ -247,3 +247,86 @@ def test_every_dated_section_of_the_changelog_gives_notes(tmp_path: Path) -> Non
         code, printed, text = notes(tmp_path, changelog, version)
         assert code == 0, printed
         assert text.splitlines()[0] == first
+
+
+# -- the major tag -------------------------------------------------------------------------------
+
+#: a stand-in for the GitHub CLI (not installed here): answers `gh api` from the tags in $TAGS and
+#: whether the major tag exists from $MAJOR_EXISTS, and logs every call's arguments
+_GH = """#!/usr/bin/env bash
+printf '%s\\n' "$*" >> "$GH_LOG"
+case "$*" in
+  *matching-refs*) for tag in $TAGS; do echo "refs/tags/$tag"; done ;;
+  "api repos/"*"/git/ref/tags/"*" --silent") [ "$MAJOR_EXISTS" = yes ] || exit 1 ;;
+esac
+"""
+
+
+def move_major(tmp_path: Path, version: str, tags: str, major_exists: bool) -> tuple[int, str, list[str]]:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "gh").write_text(_GH)
+    (bin_dir / "gh").chmod(0o755)
+    log = tmp_path / "gh.log"
+    log.write_text("")
+    env = {
+        "PATH": f"{bin_dir}:/usr/bin:/bin",
+        "GH_LOG": str(log),
+        "TAGS": tags,
+        "MAJOR_EXISTS": "yes" if major_exists else "no",
+        "REPO": "owner/toolreplay",
+        "VERSION": version,
+        "SHA": "c0ffee",
+    }
+    code, printed, _ = run_step("Move the major tag", tmp_path, env)
+    return code, printed, log.read_text().splitlines()
+
+
+def test_the_newest_release_moves_the_major_tag(tmp_path: Path) -> None:
+    """v1.10.0 is newer than v1.9.0 (version order, not text order): v1 is moved to its commit."""
+    code, printed, calls = move_major(tmp_path, "1.10.0", "v1.9.0 v1.10.0 v1.2.0 v10.0.0", True)
+    assert code == 0, printed
+    assert calls[0] == "api --paginate repos/owner/toolreplay/git/matching-refs/tags/v1. --jq .[].ref"
+    assert (
+        calls[-1]
+        == "api --method PATCH repos/owner/toolreplay/git/refs/tags/v1 -f sha=c0ffee -F force=true --silent"
+    )
+    assert printed == "v1 -> v1.10.0 (c0ffee)\n"
+
+
+def test_the_first_release_of_a_major_creates_its_tag(tmp_path: Path) -> None:
+    """With no v1 yet, the first v1.y.z creates it."""
+    code, printed, calls = move_major(tmp_path, "1.0.0", "v1.0.0", False)
+    assert code == 0, printed
+    assert (
+        calls[-1]
+        == "api --method POST repos/owner/toolreplay/git/refs -f ref=refs/tags/v1 -f sha=c0ffee --silent"
+    )
+
+
+def test_a_fix_on_an_older_line_leaves_the_major_tag(tmp_path: Path) -> None:
+    """Releasing v1.0.5 after v1.2.0 leaves v1 on v1.2.0: nothing is written."""
+    code, printed, calls = move_major(tmp_path, "1.0.5", "v1.0.5 v1.2.0 v1.0.0-rc1", True)
+    assert code == 0, printed
+    assert printed == "v1 stays: v1.0.5 is not the newest v1.y.z (v1.2.0 is)\n"
+    assert not any("--method" in call for call in calls)
+
+
+def test_the_release_is_created_from_the_tag_with_the_notes(tmp_path: Path) -> None:
+    """The GitHub release is made for the existing tag, with the distributions and the notes file."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "gh").write_text(_GH)
+    (bin_dir / "gh").chmod(0o755)
+    log = tmp_path / "gh.log"
+    log.write_text("")
+    (tmp_path / "dist").mkdir()
+    (tmp_path / "dist" / "toolreplay-1.0.0.tar.gz").write_text("")
+    (tmp_path / "dist" / "toolreplay-1.0.0-py3-none-any.whl").write_text("")
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "GH_LOG": str(log), "VERSION": "1.0.0"}
+    code, printed, _ = run_step("Create the release", tmp_path, env)
+    assert code == 0, printed
+    assert log.read_text() == (
+        "release create v1.0.0 dist/toolreplay-1.0.0-py3-none-any.whl dist/toolreplay-1.0.0.tar.gz"
+        " --verify-tag --title toolreplay 1.0.0 --notes-file notes/notes.md\n"
+    )
