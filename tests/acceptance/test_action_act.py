@@ -15,7 +15,10 @@ GitHub server of tests/github_fake.py through ``GITHUB_API_URL``.
 act resolves every ``uses:`` of a composite before it runs any step, and fails the
 composite when one cannot be fetched, even a step whose ``if:`` is false. So the pinned
 actions/setup-python is mapped to a stand-in that fails the job if it ever runs: it must
-not, since python-path skips it.
+not, since python-path skips it. actions/cache (its restore and save actions, which need
+GitHub's cache service or act's, and their code from the network) is mapped to a stand-in
+with the same inputs and ``cache-hit`` output that keeps each key's folder as a tar file
+in the test's folder.
 
 act's ``--json`` log gives each workflow command with its step, its properties and its
 decoded data, each step's result and the job's result.
@@ -66,6 +69,62 @@ runs:
     - shell: bash
       run: echo "::error::actions/setup-python ran although python-path was given"; exit 1
 """
+
+
+_CACHE_RESTORE = """\
+name: actions/cache/restore stand-in
+description: restores the folder saved under the key from the test's store
+inputs:
+  path: {{ required: true }}
+  key: {{ required: true }}
+outputs:
+  cache-hit:
+    value: ${{{{ steps.restore.outputs.cache-hit }}}}
+runs:
+  using: composite
+  steps:
+    - id: restore
+      shell: bash
+      env:
+        KEY: ${{{{ inputs.key }}}}
+      run: |
+        set -euo pipefail
+        if [ -f "{store}/$KEY.tar" ]; then
+          tar -xPf "{store}/$KEY.tar"
+          echo "cache-hit=true" >> "$GITHUB_OUTPUT"
+        else
+          echo "cache-hit=false" >> "$GITHUB_OUTPUT"
+        fi
+"""
+
+_CACHE_SAVE = """\
+name: actions/cache/save stand-in
+description: saves the folder under the key in the test's store
+inputs:
+  path: {{ required: true }}
+  key: {{ required: true }}
+runs:
+  using: composite
+  steps:
+    - shell: bash
+      env:
+        KEY: ${{{{ inputs.key }}}}
+        FOLDER: ${{{{ inputs.path }}}}
+      run: |
+        set -euo pipefail
+        mkdir -p "{store}"
+        tar -cPf "{store}/$KEY.tar" "$FOLDER"
+"""
+
+
+def actions_cache() -> str:
+    """The actions/cache reference action.yml pins its restore and save to (owner/repo@sha)."""
+    [uses] = set(
+        re.findall(
+            r"uses: (actions/cache)/(?:restore|save)(@[0-9a-f]{40})", (ROOT / "action.yml").read_text()
+        )
+    )
+    return "".join(uses)
 
 
 def setup_python() -> str:
@@ -159,6 +218,11 @@ def run_act(
     stand_in = cache.parent / "setup-python-stand-in"
     stand_in.mkdir(exist_ok=True)
     (stand_in / "action.yml").write_text(_STAND_IN, encoding="utf-8")
+    cache_stand_in = cache.parent / "actions-cache-stand-in"
+    store = cache.parent / "actions-cache-store"
+    for name, text in (("restore", _CACHE_RESTORE), ("save", _CACHE_SAVE)):
+        (cache_stand_in / name).mkdir(parents=True, exist_ok=True)
+        (cache_stand_in / name / "action.yml").write_text(text.format(store=store), encoding="utf-8")
     args = [
         act_binary(), event_name,
         "-W", str(workflow),
@@ -168,6 +232,7 @@ def run_act(
         "--action-cache-path", str(cache),
         "--local-repository", f"{ACTION_REF}={action}",
         "--local-repository", f"{setup_python()}={stand_in}",
+        "--local-repository", f"{actions_cache()}={cache_stand_in}",
         "-s", f"GITHUB_TOKEN={TOKEN}",
         "--env", f"GITHUB_API_URL={api_url}",
         "--json",
