@@ -508,7 +508,8 @@ def test_the_accept_workflow_under_act(tmp_path: Path, monkeypatch: pytest.Monke
         example = (ROOT / "docs" / "examples" / "toolreplay-accept.yml").read_text(encoding="utf-8")
         workflow = tmp_path / "workflows" / "toolreplay-accept.yml"
         workflow.parent.mkdir()
-        workflow.write_text(example.replace("OWNER/toolreplay@COMMIT", ACTION_REF), encoding="utf-8")
+        assert "uses: OWNER/toolreplay@v1 " in example
+        workflow.write_text(example.replace("OWNER/toolreplay@v1", ACTION_REF), encoding="utf-8")
         event = accept.comment_event(tmp_path, f"/toolreplay accept {accept.REASON}\n::error::planted")
         run = run_act(
             workspace.path,
