@@ -74,10 +74,13 @@ def hook_repo(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
     if probe.returncode != 0:
         pytest.skip("needs a git checkout of toolreplay to snapshot")
     configured = os.environ.get("TOOLREPLAY_PRE_COMMIT_CACHE")
+    # each xdist worker keeps a folder of its own: the snapshot is deleted and rebuilt here, and a
+    # shared folder would be pulled from under another worker's pre-commit run
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
     if configured:
-        base = Path(configured)
+        base = Path(configured) / worker
     elif getattr(request.config, "cache", None) is not None:  # None too under -p no:cacheprovider
-        base = request.config.cache.mkdir("pre-commit")
+        base = request.config.cache.mkdir(f"pre-commit-{worker}")
     else:
         base = tmp_path_factory.mktemp("pre-commit")
     rev = _snapshot(base / "hook-repo")
