@@ -86,7 +86,7 @@ from toolreplay.hooks.drift_note import note_name
 from toolreplay.hooks.drift_range import PullRange, check_pull_request, judged_config
 from toolreplay.hooks.review import lock_change
 from toolreplay.hooks.settings import unjudged_baseline
-from toolreplay.kinds import NOTE_ACCEPTS
+from toolreplay.kinds import NOTE_ACCEPTS, TOOLS_SOURCE_FAILED
 from toolreplay.limits import DEFAULT_BUDGET_SECONDS
 from toolreplay.reports import CheckInfo, Line, Report, masked_line, replay_header
 from toolreplay.transcript import Record, read_links, read_transcript
@@ -96,8 +96,7 @@ from toolreplay.volatile_rules import Rule
 PARALLEL_MIN_FILES = 16
 #: seconds the tools_source's child process may take
 SOURCE_TIMEOUT = 30.0
-#: the finding, and the report's command, of a tools_source that failed in its child process
-SOURCE_FAILED = "tools-source-failed"
+#: the report's command of a tools_source that failed in its child process
 SOURCE_COMMAND = "tools-source"
 
 
@@ -536,7 +535,7 @@ def _source_judged(config: Config, source: ToolLock, source_root: Path | None) -
 def _source_failed(config: Config, err: InputError) -> Report:
     path = Path(config.source).name
     finding = Finding(
-        kind=SOURCE_FAILED,
+        kind=TOOLS_SOURCE_FAILED,
         index=None,
         tool="",
         path=path,

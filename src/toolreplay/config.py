@@ -17,7 +17,7 @@ from toolreplay.errors import InputError
 from toolreplay.escape import quote
 from toolreplay.files import normal_glob
 from toolreplay.gate import ALL, FailOnError, known_kinds, list_words, resolve
-from toolreplay.kind_names import kind_fails
+from toolreplay.kinds import kind_fails
 from toolreplay.limits import DEFAULT_BUDGET_SECONDS, MAX_INT_DIGITS, long_integer_line
 from toolreplay.locate import TomlPath, pointer_of, toml_lines
 from toolreplay.mutators import DEFAULT_MUTATORS

@@ -157,8 +157,7 @@ def test_annotation_level_override() -> None:
 
 def test_schemas_list_exactly_the_kinds_the_code_knows() -> None:
     """The config schema's fail_on enum, the report schema's kind enum and the kind table agree."""
-    from toolreplay.kind_names import KIND_ORDER
-    from toolreplay.kinds import KINDS, REPORT_ERROR
+    from toolreplay.kinds import KIND_ORDER, KINDS, REPORT_ERROR
     from toolreplay.schemas import schema_text
 
     config = json.loads(schema_text("config.schema.json"))

@@ -8,6 +8,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from toolreplay.kinds import KIND_ORDER, REPORT_ERROR
+
 SRC = Path(__file__).resolve().parents[2] / "src"
 
 #: the modules that may import toolreplay.github: the CLI, github/ itself, and the
@@ -203,3 +205,19 @@ def test_only_the_source_worker_imports_project_code() -> None:
         if e.target == "toolreplay.contracts.python" and e.source != "toolreplay.contracts._source_worker"
     ]
     assert wrong == []
+
+
+def test_a_finding_kind_is_named_in_one_table() -> None:
+    """Every finding kind's name is written in ``kinds.py`` alone: the other modules name it
+    through the table's constants, so a kind is renamed or added in one place."""
+    names = {*KIND_ORDER, REPORT_ERROR}
+    written = {
+        (name, str(path.relative_to(SRC)))
+        for name_, path in _modules().items()
+        if name_ != "toolreplay.kinds"
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+        for name in names
+        if node.value == name
+    }
+    assert not written

@@ -40,21 +40,21 @@ from toolreplay.canonical import canonical
 from toolreplay.contracts.text import text_drift_message
 from toolreplay.escape import quote
 from toolreplay.findings import Change, Finding
+from toolreplay.kinds import (
+    AGENT_DRIFT,
+    AUDIT_INCOMPLETE,
+    BEHAVIOR_DRIFT,
+    CONTRACT_TEXT_DRIFT,
+    DRIFT_KINDS,
+    EFFECT_DRIFT,
+    SILENT_DRIFT,
+    TOOL_DRIFT,
+)
 from toolreplay.mutators import DEFAULT_MUTATORS
 from toolreplay.transcript import Record
 
-#: Finding kinds of a baseline diff, in report order.
-DRIFT_KINDS: tuple[str, ...] = (
-    "agent-drift",
-    "tool-drift",
-    "contract-text-drift",
-    "behavior-drift",
-    "effect-drift",
-    "audit-incomplete",
-    "silent-drift",
-)
 #: Determinism verdicts, one per tool the runs called.
-VERDICTS: tuple[str, ...] = ("no-dependency", "stable", "silent-drift", "baseline-unavailable")
+VERDICTS: tuple[str, ...] = ("no-dependency", "stable", SILENT_DRIFT, "baseline-unavailable")
 
 #: The silent-drift rule rests on which calls change state; this says how to declare one.
 SILENT_HINT = (
@@ -100,7 +100,7 @@ class DiffResult:
     @property
     def drifted(self) -> bool:
         """True when anything drifted or could not be audited: the run is not faithful."""
-        return any(run.findings for run in self.runs) or "silent-drift" in self.verdicts.values()
+        return any(run.findings for run in self.runs) or SILENT_DRIFT in self.verdicts.values()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -270,8 +270,8 @@ def _agent_drift(
     j2: int,
 ) -> None:
     tool = base.light(i1).tool if tag == "delete" else run.light(j1).tool
-    if not out.wants("agent-drift", tool):
-        out.count("agent-drift", tool)
+    if not out.wants(AGENT_DRIFT, tool):
+        out.count(AGENT_DRIFT, tool)
         return
     _AGENT_DRIFT[tag](out, base, run, i1, i2, j1)
 
@@ -283,13 +283,13 @@ def _replaced(out: _Collector, base: _Calls, run: _Calls, i1: int, i2: int, j1: 
         message = (
             f"the run called tool {quote(r.tool)} where the baseline called {quote(b.tool)} at index {i1}"
         )
-        out.add("agent-drift", index=j1, tool=r.tool, related=i1, line=r.line, message=message)
+        out.add(AGENT_DRIFT, index=j1, tool=r.tool, related=i1, line=r.line, message=message)
         return
     difference = first_difference(json.loads(base.full(i1).canon_args), json.loads(run.full(j1).canon_args))
     change = _change(difference)
     where = _where(change)
     message = f"tool {quote(r.tool)} was called with other arguments than at baseline index {i1}{where}"
-    out.add("agent-drift", index=j1, tool=r.tool, related=i1, line=r.line, message=message, change=change)
+    out.add(AGENT_DRIFT, index=j1, tool=r.tool, related=i1, line=r.line, message=message, change=change)
 
 
 def _inserted(out: _Collector, base: _Calls, run: _Calls, i1: int, i2: int, j1: int) -> None:
@@ -297,7 +297,7 @@ def _inserted(out: _Collector, base: _Calls, run: _Calls, i1: int, i2: int, j1: 
     r = run.light(j1)
     message = f"the run called tool {quote(r.tool)} {_insert_place(base, i1)}"
     related = i1 if i1 < len(base) else None
-    out.add("agent-drift", index=j1, tool=r.tool, related=related, line=r.line, message=message)
+    out.add(AGENT_DRIFT, index=j1, tool=r.tool, related=related, line=r.line, message=message)
 
 
 def _insert_place(base: _Calls, i1: int) -> str:
@@ -318,7 +318,7 @@ def _deleted(out: _Collector, base: _Calls, run: _Calls, i1: int, i2: int, j1: i
     else:
         then, line = f"; the run stopped at index {len(run)}", None
     message = f"the run did not make the call to tool {quote(b.tool)} at baseline index {i1}{more}{then}"
-    out.add("agent-drift", index=j1, tool=b.tool, related=i1, line=line, message=message)
+    out.add(AGENT_DRIFT, index=j1, tool=b.tool, related=i1, line=line, message=message)
 
 
 #: an alignment's difference by its opcode's tag
@@ -376,7 +376,7 @@ def _text_off_lock(tool: str, digest: str, b: Record | None, declared: ToolBehav
 #: the digests held to each other and to the lock, in the order their findings are added
 _DIGESTS = (
     _Digest(
-        kind="tool-drift",
+        kind=TOOL_DRIFT,
         of=lambda record: record.fingerprint,
         locked=lambda declared: declared.fingerprint,
         first=lambda table: table.recorded,
@@ -391,7 +391,7 @@ _DIGESTS = (
         off_lock=_fingerprint_off_lock,
     ),
     _Digest(
-        kind="contract-text-drift",
+        kind=CONTRACT_TEXT_DRIFT,
         of=lambda record: record.text_digest,
         locked=lambda declared: declared.text_digest,
         first=lambda table: table.described,
@@ -476,7 +476,7 @@ def _compare_pair(
     unrecorded = _unrecorded_state(b, r, tool, behaviour, mutators)
     if unrecorded is not None:
         add(
-            "audit-incomplete",
+            AUDIT_INCOMPLETE,
             (
                 f"tool {quote(tool)} changes state but {unrecorded} its post-call state"
                 f" (baseline index {b.index}): its effect cannot be compared"
@@ -490,9 +490,9 @@ def _value_drift(b: Record, r: Record, declared: ToolBehaviour | None) -> str | 
     # a tool the lock declares non-deterministic: its responses are not compared, its effects are
     nondeterministic = declared is not None and not declared.deterministic
     if r.canon_response != b.canon_response and not nondeterministic:
-        return "behavior-drift"
+        return BEHAVIOR_DRIFT
     if b.canon_state is not None and r.canon_state is not None and b.canon_state != r.canon_state:
-        return "effect-drift"
+        return EFFECT_DRIFT
     return None
 
 
@@ -540,8 +540,8 @@ _UNRECORDED = {
 
 #: the message and change of a value that differs, by kind
 _VALUE_DRIFT: dict[str, Callable[[str, Record, Record], tuple[str, Change | None]]] = {
-    "behavior-drift": _behavior_drift,
-    "effect-drift": _effect_drift,
+    BEHAVIOR_DRIFT: _behavior_drift,
+    EFFECT_DRIFT: _effect_drift,
 }
 
 
@@ -605,7 +605,7 @@ def call_drift(
         _agent_drift(out, "insert", old, new, len(recorded), len(recorded), position, position + 1)
     elif _key(recorded[position], volatile) != _key(run[position], volatile):
         _agent_drift(out, "replace", old, new, position, position + 1, position, position + 1)
-    return out.finding("agent-drift")
+    return out.finding(AGENT_DRIFT)
 
 
 def _key(record: Record, volatile: Volatile | None) -> str:
@@ -618,7 +618,7 @@ def stop_drift(recorded: Sequence[Record], run: Sequence[Record], *, path: str =
         return None
     out = _Collector(path)
     _agent_drift(out, "delete", _Listed(recorded), _Listed(run), len(run), len(recorded), len(run), len(run))
-    return out.finding("agent-drift")
+    return out.finding(AGENT_DRIFT)
 
 
 def compare_call(
@@ -880,7 +880,7 @@ def _observe(
         out = collectors[source - 1]
         _silent_drift(out, sources, source, position, names[tool], first_source, first_position)
         if found[source, tool] > 1:
-            out.count("silent-drift", names[tool], found[source, tool] - 1)
+            out.count(SILENT_DRIFT, names[tool], found[source, tool] - 1)
     return silent, agreed
 
 
@@ -926,7 +926,7 @@ def _silent_drift(
     same = first_source == source
     where = "" if same else f" of {quote(sources[first_source][0])}"
     out.add(
-        "silent-drift",
+        SILENT_DRIFT,
         index=table.index(position),
         tool=tool,
         related=first_index if same else None,
@@ -984,7 +984,7 @@ def _verdict(declared: ToolBehaviour | None, silent: bool, agreed: bool) -> str:
     if declared is not None and not declared.deterministic:
         return "no-dependency"
     if silent:
-        return "silent-drift"
+        return SILENT_DRIFT
     return "stable" if agreed else "baseline-unavailable"
 
 

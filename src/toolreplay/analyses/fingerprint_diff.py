@@ -27,6 +27,7 @@ from toolreplay.contracts.lock import ToolContract, ToolLock
 from toolreplay.contracts.text import text_drift_message
 from toolreplay.escape import quote
 from toolreplay.findings import Finding
+from toolreplay.kinds import CONTRACT_TEXT_DRIFT, TOOL_DRIFT
 from toolreplay.locate import pointer_token
 from toolreplay.reports import Line, Report
 from toolreplay.transcript import Record
@@ -174,7 +175,7 @@ def carries_no_versions(lock: ToolLock) -> bool:
 
 def drift_finding(difference: Difference, path: str) -> Finding:
     """A difference of two contracts as a finding: of their text, or of the tool itself."""
-    kind = "contract-text-drift" if difference.kind in TEXT_CLASSES else "tool-drift"
+    kind = CONTRACT_TEXT_DRIFT if difference.kind in TEXT_CLASSES else TOOL_DRIFT
     return Finding(kind=kind, index=None, tool=difference.tool, message=difference.text(), path=path)
 
 
@@ -694,7 +695,7 @@ class FingerprintCheck:
         self._reported.add((record.tool, record.fingerprint))
         self._findings.append(
             Finding(
-                kind="tool-drift",
+                kind=TOOL_DRIFT,
                 index=record.index,
                 tool=record.tool,
                 message=self._drift_message(record.tool, record.fingerprint, contract),
@@ -728,7 +729,7 @@ class FingerprintCheck:
         )
         self._findings.append(
             Finding(
-                kind="contract-text-drift",
+                kind=CONTRACT_TEXT_DRIFT,
                 index=record.index,
                 tool=record.tool,
                 message=message,

@@ -20,6 +20,7 @@ from toolreplay.contracts.lock import ToolLock
 from toolreplay.ecma import BoundedSearch, Unjudged, error_message, validator_class
 from toolreplay.escape import quote
 from toolreplay.findings import Finding
+from toolreplay.kinds import SCHEMA_BREAK
 from toolreplay.locate import pointer_of, pointer_token
 from toolreplay.transcript import Record
 
@@ -62,7 +63,7 @@ class SchemaBreaks:
             return
         self.findings.append(
             Finding(
-                kind="schema-break",
+                kind=SCHEMA_BREAK,
                 index=record.index,
                 tool=record.tool,
                 message=message,

@@ -37,10 +37,11 @@ from toolreplay.capture.redact import MASK
 from toolreplay.contracts.text import text_drift_message
 from toolreplay.escape import one_line, quote
 from toolreplay.findings import Finding, sort_findings
+from toolreplay.kinds import CONTRACT_TEXT_DRIFT, SILENT_DRIFT, TOOL_DRIFT, UNAVAILABLE
 from toolreplay.transcript import Record, make_record
 from toolreplay.volatile_rules import Rule
 
-VERDICTS: tuple[str, ...] = ("stable", "silent-drift", "unavailable", "not-probed")
+VERDICTS: tuple[str, ...] = ("stable", SILENT_DRIFT, UNAVAILABLE, "not-probed")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -203,7 +204,7 @@ def judge(
     for tool in sorted({record.tool for record in records}):
         of_tool = [record for record in records if record.tool == tool]
         if tool not in live:
-            verdicts[tool] = "unavailable"
+            verdicts[tool] = UNAVAILABLE
             notes[tool] = "no longer listed"
             if tool not in drifted:  # without a recorded fingerprint, no tool-drift says it
                 findings.append(
@@ -248,7 +249,7 @@ def _tool_drift(records: Sequence[Record], live: Mapping[str, str], path: str) -
             now = f"is now {live[tool]}" if tool in live else "is no longer listed"
             out.append(
                 Finding(
-                    kind="tool-drift",
+                    kind=TOOL_DRIFT,
                     index=record.index,
                     tool=tool,
                     message=f"tool {quote(tool)} was recorded with fingerprint {record.fingerprint}, {now}",
@@ -274,7 +275,7 @@ def _text_drift(
         message = text_drift_message(record.tool, recorded, live, differences=(why,) if why else ())
         out.append(
             Finding(
-                kind="contract-text-drift",
+                kind=CONTRACT_TEXT_DRIFT,
                 index=record.index,
                 tool=record.tool,
                 message=message,
@@ -310,9 +311,9 @@ def _verdict(
         outcome, finding, why = _call_verdict(record, answers[record.index], judging)
         if finding is not None:
             findings.append(finding)
-        if outcome == "silent-drift":
+        if outcome == SILENT_DRIFT:
             return outcome, ""
-        if outcome == "unavailable" or (outcome == "stable" and verdict == "not-probed"):
+        if outcome == UNAVAILABLE or (outcome == "stable" and verdict == "not-probed"):
             verdict = outcome
         note = note or why
     return verdict, note if verdict == "not-probed" else ""
@@ -325,22 +326,22 @@ def _call_verdict(
     judged = [answer for answer in got if isinstance(answer, dict)]
     unsteady = _unsteady(record, judged, judging)
     if unsteady is not None:
-        return "silent-drift", unsteady, ""
+        return SILENT_DRIFT, unsteady, ""
     failure = next((answer for answer in got if isinstance(answer, Failure)), None)
     if failure is not None:
-        return "unavailable", _unavailable(record, failure, judging.path), ""
+        return UNAVAILABLE, _unavailable(record, failure, judging.path), ""
     unjudged = next((answer.reason for answer in got if isinstance(answer, Unjudged)), "")
     receipted = judging.receipt.get(record.index) if judging.receipt is not None else None
     if receipted is not None:
         if unjudged:  # a set of fewer answers than the receipt's proves nothing
             return "not-probed", None, unjudged
         drift = _receipt_drift(record, receipted, judged, judging.path)
-        return ("silent-drift" if drift else "stable"), drift, ""
+        return (SILENT_DRIFT if drift else "stable"), drift, ""
     for answer in judged:
         shape_only = record.tool in judging.rules.shape_only
         drift = _drift(record, answer, shape_only, judging.path, judging.volatile)
         if drift is not None:
-            return "silent-drift", drift, ""
+            return SILENT_DRIFT, drift, ""
     return ("stable" if judged else "not-probed"), None, unjudged
 
 
@@ -395,7 +396,7 @@ def _receipt_drift(
 def _silent_drift(record: Record, message: str, path: str) -> Finding:
     """A ``silent-drift`` finding on ``record``'s call."""
     return Finding(
-        kind="silent-drift",
+        kind=SILENT_DRIFT,
         index=record.index,
         tool=record.tool,
         message=message,
@@ -473,7 +474,7 @@ def _as_record(record: Record, response: dict[str, Any]) -> Record:
 
 def _unavailable(record: Record, failure: Failure, path: str) -> Finding:
     return Finding(
-        kind="unavailable",
+        kind=UNAVAILABLE,
         index=record.index,
         tool=record.tool,
         message=(

@@ -42,19 +42,12 @@ from toolreplay.gate import FailPolicy
 from toolreplay.gitinfo import committed_blob, last_commit_time, merge_base, regular_baseline, repo_path
 from toolreplay.hooks.drift_note import file_head
 from toolreplay.hooks.drift_range import PullRange, judged_config
+from toolreplay.kinds import NOTE_KINDS, TOOL_DRIFT
 from toolreplay.limits import DEFAULT_BUDGET_SECONDS
 from toolreplay.mutators import DEFAULT_MUTATORS
 from toolreplay.reports import Line, Report, masked_line
 from toolreplay.transcript import GENESIS, Record, parse_links, read_input, read_links, read_transcript
 from toolreplay.volatile_rules import Rule
-
-#: drift-note ``kinds`` (docs/spec.md §1.6) for each finding kind that names one
-NOTE_KINDS = {
-    "agent-drift": "agent",
-    "behavior-drift": "behavior",
-    "effect-drift": "effect",
-    "silent-drift": "behavior",
-}
 
 
 def _is_sealed(path: str) -> bool:
@@ -642,7 +635,7 @@ def _drift_found(
 def _found_lines(findings: list[tuple[str, Finding]], *, named: bool) -> list[str]:
     """The note's summary of the findings, each naming its run when ``named`` (several runs)."""
     found = [f"{path + ' ' if named else ''}index {f.index}: {f.kind}: {f.message}" for path, f in findings]
-    if any(f.kind == "tool-drift" for _, f in findings):
+    if any(f.kind == TOOL_DRIFT for _, f in findings):
         found.append("tool-drift: run toolreplay fingerprint-diff to tell signature, schema or version")
     return found
 

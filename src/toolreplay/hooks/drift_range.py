@@ -51,17 +51,20 @@ from toolreplay.hooks.settings import (
     settings_change,
     settings_of,
 )
-from toolreplay.kind_names import kind_fails
-from toolreplay.kinds import KINDS
+from toolreplay.kinds import (
+    DRIFT_GUARD_CHANGED,
+    DRIFT_NOTE_UNCHECKED,
+    GUARD_KINDS,
+    INVALID_DRIFT_NOTE,
+    KINDS,
+    MISSING_DRIFT_NOTE,
+    UNGUARDED_SEALED_FILE,
+    kind_fails,
+)
 from toolreplay.mutators import DEFAULT_MUTATORS
 from toolreplay.reports import Line, Report, Review
 from toolreplay.volatile_rules import Rule
 
-MISSING = "missing-drift-note"
-INVALID = "invalid-drift-note"
-UNCHECKED = "drift-note-unchecked"
-GUARD_CHANGED = "drift-guard-changed"
-UNGUARDED = "unguarded-sealed-file"
 COMMAND = "drift-note"
 
 _SHA = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
@@ -185,7 +188,7 @@ def _unguarded(result: GuardResult, patterns: Sequence[str], where: Callable[[st
     """A finding for each sealed file the range changes that no baseline pattern covers."""
     return [
         Finding(
-            kind=UNGUARDED,
+            kind=UNGUARDED_SEALED_FILE,
             index=None,
             tool="",
             path=where(path),
@@ -197,7 +200,7 @@ def _unguarded(result: GuardResult, patterns: Sequence[str], where: Callable[[st
 
 def _judged_with(warnings: Sequence[Finding], base_source: str) -> str:
     """The status's note that the pull request changes the settings the range is judged with."""
-    if not any(f.kind == GUARD_CHANGED for f in warnings):
+    if not any(f.kind == DRIFT_GUARD_CHANGED for f in warnings):
         return ""
     return f" (judged with the settings of {base_source}; this pull request changes them)"
 
@@ -227,12 +230,6 @@ def _prefix(config: Config, top: str) -> str | None:
     if prefix.startswith(os.pardir):
         return None
     return PurePosixPath(Path(prefix)).as_posix()
-
-
-#: the kinds of the drift-note rule itself, and the failure of the child that runs the pull
-#: request's tools_source: whether they fail is the base commit's decision (a pull request
-#: must not switch off the finding its own code caused)
-GUARD_KINDS = (MISSING, INVALID, UNCHECKED, "tools-source-failed")
 
 
 def judged_fail_on(
@@ -435,7 +432,13 @@ def _settings_findings(
     if not parts:
         return []
     return [
-        Finding(kind=GUARD_CHANGED, index=None, tool="", path=config_file, message=one_line("; ".join(parts)))
+        Finding(
+            kind=DRIFT_GUARD_CHANGED,
+            index=None,
+            tool="",
+            path=config_file,
+            message=one_line("; ".join(parts)),
+        )
     ]
 
 
@@ -486,7 +489,7 @@ def _warning_reports(findings: Sequence[Finding], span: tuple[str, str]) -> tupl
             command=COMMAND,
             path=f.path,
             findings=(f,),
-            review=Review(base=span[0], head=span[1]) if f.kind == GUARD_CHANGED else None,
+            review=Review(base=span[0], head=span[1]) if f.kind == DRIFT_GUARD_CHANGED else None,
         )
         for f in findings
     )
@@ -499,7 +502,7 @@ def _relative(path: Path, workspace: str) -> str:
 
 def _unchecked(config_file: str, reason: str) -> DriftOutcome:
     finding = Finding(
-        kind=UNCHECKED,
+        kind=DRIFT_NOTE_UNCHECKED,
         index=None,
         tool="",
         path=config_file,
@@ -572,7 +575,7 @@ def _invalid_note(problem: Problem, context: _Context) -> Report:
     """The report of a note that is not valid (on the note's file)."""
     path = context.where(problem.note) if problem.note else ""
     finding = Finding(
-        kind=INVALID, index=None, tool="", path=path, message=_message(problem, context.notes_dir)
+        kind=INVALID_DRIFT_NOTE, index=None, tool="", path=path, message=_message(problem, context.notes_dir)
     )
     return Report(command=COMMAND, path=path or quote(problem.subject), findings=(finding,))
 
@@ -611,7 +614,7 @@ def _missing(change: BaselineChange, problem: Problem, context: _Context, path: 
     """The finding of a change no note accepts, with the command that writes a free note."""
     command = note_command(change.baseline, context.notes_dir, context.taken, base=context.base)
     message = _message(problem, context.notes_dir, command)
-    return Finding(kind=MISSING, index=None, tool="", path=path, message=message)
+    return Finding(kind=MISSING_DRIFT_NOTE, index=None, tool="", path=path, message=message)
 
 
 def _review(

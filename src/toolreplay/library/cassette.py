@@ -30,6 +30,7 @@ from toolreplay.contracts.lock import ToolContract, ToolLock, load_lock, save_lo
 from toolreplay.errors import ToolreplayError
 from toolreplay.files import SEALED_SUFFIX, temp_beside
 from toolreplay.findings import Finding
+from toolreplay.kinds import TOOL_DRIFT
 from toolreplay.library.errors import ContractTextDriftError, SnapshotMissError, ToolDriftError
 from toolreplay.library.recorder import Recorder
 from toolreplay.library.registry import ToolRegistry, as_json
@@ -266,7 +267,7 @@ def explain_drift(
     if old is None or old.fingerprint != recorded:
         return [f"cannot explain the drift: {shown} does not hold the recorded contract", REDO]
     lines = [
-        Finding(kind="tool-drift", index=None, tool=live.name, message=d.text(), path=shown).text
+        Finding(kind=TOOL_DRIFT, index=None, tool=live.name, message=d.text(), path=shown).text
         for d in compare_contracts(old, live)
     ]
     return [f"fingerprint-diff {shown} (recorded) -> {against}:", *lines, REDO]

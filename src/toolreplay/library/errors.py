@@ -11,6 +11,7 @@ from toolreplay.contracts.text import text_drift_message
 from toolreplay.errors import DriftError, ToolreplayError
 from toolreplay.escape import one_line, quote
 from toolreplay.findings import Finding
+from toolreplay.kinds import CONTRACT_TEXT_DRIFT, TOOL_DRIFT
 
 #: stands for a value absent on one side of a snapshot miss or a divergence
 ABSENT: Any = DIFFERENCE_ABSENT
@@ -28,7 +29,7 @@ class ToolDriftError(DriftError):
     """
 
     #: the finding kind the other channels report this drift as (docs/spec.md §3.4)
-    kind = "tool-drift"
+    kind = TOOL_DRIFT
 
     def __init__(
         self,
@@ -68,7 +69,7 @@ class ContractTextDriftError(ToolDriftError):
     of :class:`ToolDriftError`, so code that stops on tool drift stops on this too.
     """
 
-    kind = "contract-text-drift"
+    kind = CONTRACT_TEXT_DRIFT
 
     def _message(self) -> str:
         return text_drift_message(

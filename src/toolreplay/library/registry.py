@@ -23,6 +23,7 @@ from toolreplay.contracts.fingerprint import python_signature
 from toolreplay.contracts.lock import ToolContract, ToolLock, make_contract
 from toolreplay.extras import installed
 from toolreplay.findings import Finding
+from toolreplay.kinds import AUDIT_INCOMPLETE, BEHAVIOR_DRIFT, EFFECT_DRIFT
 from toolreplay.library.errors import (
     ABSENT,
     AuditIncompleteError,
@@ -378,7 +379,7 @@ class ToolRegistry:
         )
         findings = {finding.kind: finding for finding in found}
         self._check_values(findings, recording, recorded, live)
-        gap = findings.get("audit-incomplete")
+        gap = findings.get(AUDIT_INCOMPLETE)
         if gap is not None:
             self._audit_gap(gap)
 
@@ -390,13 +391,13 @@ class ToolRegistry:
         volatile = recording.volatile
         was, now = (recorded, live) if volatile is None else (volatile.shown(recorded), volatile.shown(live))
         for kind, old, new in (
-            ("behavior-drift", was.response, now.response),
-            ("effect-drift", was.state, now.state),
+            (BEHAVIOR_DRIFT, was.response, now.response),
+            (EFFECT_DRIFT, was.state, now.state),
         ):
             if kind in findings:
                 self._diverged = True
                 pointer, old_value, new_value = _where(old, new)
-                resource = _first_resource(recorded.state, live.state) if kind == "effect-drift" else None
+                resource = _first_resource(recorded.state, live.state) if kind == EFFECT_DRIFT else None
                 raise ReplayDivergenceError(
                     findings[kind],
                     pointer=pointer,

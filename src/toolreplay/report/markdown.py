@@ -24,14 +24,18 @@ from urllib.parse import urlsplit
 from toolreplay.escape import one_line, quote
 from toolreplay.files import SEALED_SUFFIX
 from toolreplay.findings import Finding
-from toolreplay.kind_names import KIND_ORDER
-from toolreplay.kinds import NOTE_ACCEPTS, REPORT_ERROR, gated_level
+from toolreplay.kinds import (
+    DRIFT_GUARD_CHANGED,
+    KIND_ORDER,
+    MISSING_DRIFT_NOTE,
+    NOTE_ACCEPTS,
+    REPORT_ERROR,
+    gated_level,
+)
 from toolreplay.report.inert import MAX_CELL, defuse, fenced, md_code
 from toolreplay.report.inert import ZWJ as ZWJ  # re-exported: what a defused text holds
 from toolreplay.report.paths import repo_relative
 from toolreplay.report.review import (
-    GUARD_CHANGED,
-    MISSING,
     OPEN_CHANGES,
     WHY,
     Advice,
@@ -479,7 +483,7 @@ def _told_above(report: Report) -> bool:
     kinds = {f.kind for f in report.findings}
     if report.errors or not kinds:
         return False
-    return kinds == {GUARD_CHANGED} or (report.review is not None and kinds == {MISSING})
+    return kinds == {DRIFT_GUARD_CHANGED} or (report.review is not None and kinds == {MISSING_DRIFT_NOTE})
 
 
 def _reviews(reports: Sequence[Report], view: View) -> list[str]:

@@ -37,9 +37,7 @@ from toolreplay.check import (
 from toolreplay.config import Config
 from toolreplay.errors import InputError
 from toolreplay.escape import quote
-from toolreplay.hooks.drift_range import GUARD_KINDS
-from toolreplay.kind_names import kind_fails
-from toolreplay.kinds import KINDS
+from toolreplay.kinds import GUARD_KINDS, KINDS, kind_fails
 from toolreplay.locate import pointer_of
 from toolreplay.report.json import reports_from_data
 from toolreplay.reports import CheckInfo, Report

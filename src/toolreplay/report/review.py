@@ -17,7 +17,12 @@ from urllib.parse import quote as url_quote
 from toolreplay.escape import one_line
 from toolreplay.files import SEALED_SUFFIX
 from toolreplay.findings import Finding
-from toolreplay.kinds import NOTE_ACCEPTS
+from toolreplay.kinds import (
+    DRIFT_GUARD_CHANGED,
+    MISSING_DRIFT_NOTE,
+    NOTE_ACCEPTS,
+    REWRITE_ACCEPTS,
+)
 from toolreplay.report.inert import defuse, fenced, md_code
 from toolreplay.reports import RECEIPT, Report, Review
 
@@ -29,11 +34,6 @@ OPEN_CHANGES = 5
 CAPPED_REASON = 300
 #: with caps: the tools a line counting the differences not shown names
 NAMED_TOOLS = 20
-#: a guard change's finding
-GUARD_CHANGED = "drift-guard-changed"
-MISSING = "missing-drift-note"
-#: what a probe's recording or receipt written again accepts: the answers and contracts it holds
-REWRITE_ACCEPTS = frozenset({"silent-drift", "tool-drift", "contract-text-drift"})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -81,7 +81,7 @@ def change_item(
 
 def guard_block(report: Report, view: View) -> list[str]:
     """A change to the guard's own settings: each part on its own line, never folded."""
-    parts = [p for f in report.findings if f.kind == GUARD_CHANGED for p in f.message.split("; ")]
+    parts = [p for f in report.findings if f.kind == DRIFT_GUARD_CHANGED for p in f.message.split("; ")]
     if not parts:
         return []
     versions = _guard_versions(report, view)
@@ -102,7 +102,7 @@ def _guard_versions(report: Report, view: View) -> str:
 
 def is_guard_change(report: Report) -> bool:
     """A report of the guard's own settings changing (shown first, never folded)."""
-    return any(f.kind == GUARD_CHANGED for f in report.findings)
+    return any(f.kind == DRIFT_GUARD_CHANGED for f in report.findings)
 
 
 def review_block(report: Report, review: Review, view: View, *, opened: bool) -> list[str]:
@@ -204,7 +204,7 @@ def _needs_accepting(report: Report, findings: Sequence[Finding], runs: list[str
     report) when no note accepts it."""
     if report.command == "check":
         return bool(runs)
-    return any(f.kind == MISSING for f in findings)
+    return any(f.kind == MISSING_DRIFT_NOTE for f in findings)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
