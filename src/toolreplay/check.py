@@ -77,15 +77,15 @@ from toolreplay.config import Config, expand
 from toolreplay.contracts.lock import ToolLock, declared_mutators, declared_nondeterministic, load_lock
 from toolreplay.contracts.runner import SourceRunError, work_tree
 from toolreplay.contracts.source import is_python_source, source_lock
+from toolreplay.driftnotes.guard import note_name
+from toolreplay.driftnotes.pull import PullRange, check_pull_request, judged_config
+from toolreplay.driftnotes.review import lock_change
+from toolreplay.driftnotes.settings import unjudged_baseline
 from toolreplay.errors import InputError
 from toolreplay.escape import one_line, quote
 from toolreplay.files import SEALED_SUFFIX
 from toolreplay.findings import Finding, sort_findings
-from toolreplay.gitinfo import head_commit, last_commit_time
-from toolreplay.hooks.drift_note import note_name
-from toolreplay.hooks.drift_range import PullRange, check_pull_request, judged_config
-from toolreplay.hooks.review import lock_change
-from toolreplay.hooks.settings import unjudged_baseline
+from toolreplay.git import head_commit, last_commit_time
 from toolreplay.kinds import NOTE_ACCEPTS, TOOLS_SOURCE_FAILED
 from toolreplay.limits import DEFAULT_BUDGET_SECONDS
 from toolreplay.reports import CheckInfo, Line, Report, masked_line, replay_header
@@ -759,7 +759,7 @@ def check_info(
     drift: str | None = None,
 ) -> CheckInfo:
     """What the run was; ``fail_on`` is the run's (the config's, or over a range what
-    :func:`toolreplay.hooks.drift_range.judged_fail_on` decided)."""
+    :func:`toolreplay.driftnotes.pull.judged_fail_on` decided)."""
     return CheckInfo(
         toolreplay=__version__,
         config=config_digest(config),

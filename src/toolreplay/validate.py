@@ -99,7 +99,7 @@ def validate_file(path: str, kind: str | None = None) -> list[str]:
         found = _line_errors(kind, path)
     elif kind == "drift-note":
         # YAML only for a note: it is a fifth of the validate hook's start-up
-        from toolreplay.driftnote import MAX_NOTE_BYTES, note_problems
+        from toolreplay.driftnotes.note import MAX_NOTE_BYTES, note_problems
 
         raw = read_input(path, MAX_NOTE_BYTES + 1)
         found = iter([str(problem) for problem in note_problems(raw, path)])

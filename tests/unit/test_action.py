@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 
 from tests.action_env import parse_outputs
+from toolreplay.driftnotes.pull import PullRange
+from toolreplay.driftnotes.settings import glob_patterns
 from toolreplay.errors import InputError
 from toolreplay.findings import Finding
 from toolreplay.github.action import (
@@ -19,8 +21,6 @@ from toolreplay.github.action import (
     write_outputs,
 )
 from toolreplay.github.annotations import plan_annotations
-from toolreplay.hooks.drift_range import PullRange
-from toolreplay.hooks.settings import glob_patterns
 from toolreplay.reports import Line, Report
 
 BASE, HEAD, MERGE = "1" * 40, "2" * 40, "3" * 40

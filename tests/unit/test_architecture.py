@@ -172,7 +172,7 @@ def test_only_the_cli_and_the_github_renderer_import_toolreplay_github() -> None
 
 def test_the_schema_loader_is_below_its_readers() -> None:
     """validate, config and driftnote get validators from toolreplay.schemas, which imports none of them."""
-    readers = {"toolreplay.validate", "toolreplay.config", "toolreplay.driftnote"}
+    readers = {"toolreplay.validate", "toolreplay.config", "toolreplay.driftnotes.note"}
     edges = _edges()
     wrong = [
         f"{e.source}:{e.line} imports {e.target}"

@@ -7,8 +7,7 @@ from pathlib import Path
 import pytest
 
 from tests.gitrepo import Repo, note, sealed
-from toolreplay.errors import InputError
-from toolreplay.hooks.drift_note import (
+from toolreplay.driftnotes.guard import (
     Git,
     GitError,
     GuardResult,
@@ -18,7 +17,8 @@ from toolreplay.hooks.drift_note import (
     note_command,
     parse_raw_diff,
 )
-from toolreplay.hooks.settings import GuardSettings, recorded_config, settings_change
+from toolreplay.driftnotes.settings import GuardSettings, recorded_config, settings_change
+from toolreplay.errors import InputError
 from toolreplay.transcript import GENESIS
 
 BASE = "baselines/checkout.sealed.jsonl"

@@ -19,11 +19,11 @@ from toolreplay.cli.defaults import config_option, read_config
 from toolreplay.config import Config, config_path
 from toolreplay.contracts.keep import Kept, keep_declared
 from toolreplay.contracts.lock import ToolLock, dump_lock, load_lock
+from toolreplay.driftnotes.guard import note_name
 from toolreplay.errors import InputError
 from toolreplay.escape import one_line
 from toolreplay.files import SEALED_SUFFIX, session_path
-from toolreplay.gitinfo import regular_baseline
-from toolreplay.hooks.drift_note import note_name
+from toolreplay.git import regular_baseline
 from toolreplay.transcript import parse_links, read_input
 
 

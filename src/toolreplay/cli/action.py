@@ -25,6 +25,13 @@ from toolreplay.check import DRIFT_SHARD, Shard, check_info, parse_shard, run_ch
 from toolreplay.cli.base import EXIT_CLEAN, EXIT_FINDINGS, EXIT_INTERNAL, EXIT_USAGE, atomic_output
 from toolreplay.cli.gate import tally
 from toolreplay.config import Config, load_config, unmatched_globs
+from toolreplay.driftnotes.pull import (
+    DriftOutcome,
+    PullRange,
+    check_pull_request,
+    judged_config,
+    judged_fail_on,
+)
 from toolreplay.errors import InputError, ToolreplayError
 from toolreplay.escape import workflow_command
 from toolreplay.extras import installed
@@ -42,13 +49,6 @@ from toolreplay.github.action import (
 from toolreplay.github.annotations import echo, plan_annotations
 from toolreplay.github.comment import failure_warning, publish_report, pygithub, target_from_env
 from toolreplay.github.summary import write_summary
-from toolreplay.hooks.drift_range import (
-    DriftOutcome,
-    PullRange,
-    check_pull_request,
-    judged_config,
-    judged_fail_on,
-)
 from toolreplay.kinds import REPORT_ERROR, gated_level
 from toolreplay.report import RENDERERS
 from toolreplay.report.json import render_json

@@ -34,14 +34,14 @@ from toolreplay.cli.gate import emit_gated, fail_on_option, fail_policy
 from toolreplay.config import Config, config_path
 from toolreplay.contracts.lock import load_lock
 from toolreplay.contracts.source import source_lock
+from toolreplay.driftnotes.guard import file_head
+from toolreplay.driftnotes.pull import PullRange, judged_config
 from toolreplay.errors import InputError
 from toolreplay.escape import one_line, quote
 from toolreplay.files import SEALED_SUFFIX
 from toolreplay.findings import Finding, sort_findings
 from toolreplay.gate import FailPolicy
-from toolreplay.gitinfo import committed_blob, last_commit_time, merge_base, regular_baseline, repo_path
-from toolreplay.hooks.drift_note import file_head
-from toolreplay.hooks.drift_range import PullRange, judged_config
+from toolreplay.git import committed_blob, last_commit_time, merge_base, regular_baseline, repo_path
 from toolreplay.kinds import NOTE_KINDS, TOOL_DRIFT
 from toolreplay.limits import DEFAULT_BUDGET_SECONDS
 from toolreplay.mutators import DEFAULT_MUTATORS

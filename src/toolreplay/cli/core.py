@@ -174,7 +174,7 @@ def _configured_baselines(config_file: str | None, *, anchored: bool) -> list[st
 def _refuse_unjudged(config: Config, paths: list[str]) -> None:
     """Refuse the first of ``paths`` that ``check`` would not read as a baseline."""
     from toolreplay.config import config_path
-    from toolreplay.hooks.settings import unjudged_baseline
+    from toolreplay.driftnotes.settings import unjudged_baseline
 
     for path in paths:
         refused = unjudged_baseline(config, path)

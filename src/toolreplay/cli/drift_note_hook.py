@@ -9,10 +9,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import click
 
 from toolreplay.cli.base import EXIT_CLEAN, EXIT_FINDINGS
-from toolreplay.errors import InputError
-from toolreplay.escape import inert, one_line, quote
-from toolreplay.files import normal_glob
-from toolreplay.hooks.drift_note import (
+from toolreplay.driftnotes.guard import (
     DEFAULT_BASELINES,
     DEFAULT_NOTES_DIR,
     Git,
@@ -24,7 +21,7 @@ from toolreplay.hooks.drift_note import (
     normalize_dir,
     unguarded_warning,
 )
-from toolreplay.hooks.settings import (
+from toolreplay.driftnotes.settings import (
     GuardSettings,
     config_folders,
     judged_files,
@@ -34,6 +31,9 @@ from toolreplay.hooks.settings import (
     settings_of,
     staged_configs,
 )
+from toolreplay.errors import InputError
+from toolreplay.escape import inert, one_line, quote
+from toolreplay.files import normal_glob
 
 if TYPE_CHECKING:
     from toolreplay.config import Config

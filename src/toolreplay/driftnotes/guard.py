@@ -49,7 +49,7 @@ from toolreplay.files import SEALED_SUFFIX, SESSION_SUFFIX
 # The chain and the reader are imported where a sealed file changed (_chain), YAML where a note
 # is staged (staged_notes): most commits change neither, and the hook's start-up is paid on every commit.
 if TYPE_CHECKING:
-    from toolreplay.driftnote import DriftNote
+    from toolreplay.driftnotes.note import DriftNote
 
 DEFAULT_BASELINES: tuple[str, ...] = (f"*{SEALED_SUFFIX}",)
 DEFAULT_NOTES_DIR = "drift-notes"
@@ -482,7 +482,7 @@ def staged_notes(git: Git, entries: Iterable[Entry], notes_dir: str) -> tuple[li
         if path is None or entry.new_oid is None or not is_note(path, notes_dir):
             continue
         # here, not at the top: YAML (a third of the hook's imports) only for a commit with notes
-        from toolreplay.driftnote import parse_note
+        from toolreplay.driftnotes.note import parse_note
 
         try:
             notes.append(parse_note(git.blob(entry.new_oid), path))

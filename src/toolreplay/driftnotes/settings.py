@@ -17,9 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from toolreplay.escape import quote
-from toolreplay.files import CONFIG_NAMES
-from toolreplay.hooks.drift_note import (
+from toolreplay.driftnotes.guard import (
     DEFAULT_BASELINES,
     DEFAULT_NOTES_DIR,
     Git,
@@ -28,6 +26,8 @@ from toolreplay.hooks.drift_note import (
     is_baseline,
     normalize_dir,
 )
+from toolreplay.escape import quote
+from toolreplay.files import CONFIG_NAMES
 
 if TYPE_CHECKING:
     from toolreplay.config import Config

@@ -1,7 +1,7 @@
 """The drift-note rule over a pull request's own diff, as findings (the hooks can be skipped).
 
-The pre-commit guard (:mod:`toolreplay.hooks.drift_note`) judges one commit; here the same
-rule is judged over ``base...head`` (:func:`~toolreplay.hooks.drift_note.check_range`)
+The pre-commit guard (:mod:`toolreplay.driftnotes.guard`) judges one commit; here the same
+rule is judged over ``base...head`` (:func:`~toolreplay.driftnotes.guard.check_range`)
 with the baselines and the notes folder of the base commit's configuration, and every refusal becomes a
 finding on the file it is about, so it shows up as an annotation, in the job summary and
 in the PR comment like any other finding.
@@ -24,10 +24,7 @@ from pathlib import Path, PurePosixPath
 
 from toolreplay.analyses.judging import Judging, judging_of
 from toolreplay.config import Config
-from toolreplay.errors import InputError
-from toolreplay.escape import one_line, quote
-from toolreplay.findings import Finding
-from toolreplay.hooks.drift_note import (
+from toolreplay.driftnotes.guard import (
     BaselineChange,
     Git,
     GitError,
@@ -41,8 +38,8 @@ from toolreplay.hooks.drift_note import (
     note_name,
     unguarded_warning,
 )
-from toolreplay.hooks.review import commits, lock_change, review_of
-from toolreplay.hooks.settings import (
+from toolreplay.driftnotes.review import commits, lock_change, review_of
+from toolreplay.driftnotes.settings import (
     GuardSettings,
     in_folder,
     judged_files,
@@ -51,6 +48,9 @@ from toolreplay.hooks.settings import (
     settings_change,
     settings_of,
 )
+from toolreplay.errors import InputError
+from toolreplay.escape import one_line, quote
+from toolreplay.findings import Finding
 from toolreplay.kinds import (
     DRIFT_GUARD_CHANGED,
     DRIFT_NOTE_UNCHECKED,
