@@ -1,19 +1,111 @@
-"""The few facts only git knows: a baseline's commit date and committed bytes, the checked-out commit."""
+"""The one git adapter: :class:`Git` runs git (with the inherited environment, ``GIT_INDEX_FILE``
+included) and :class:`GitError` is what it raises; below it, the few facts only git knows that the
+commands ask for (a baseline's commit date and committed bytes, the checked-out commit)."""
 
 from __future__ import annotations
 
 import os
 import subprocess
+from dataclasses import dataclass, field
 
-from toolreplay.errors import InputError
+from toolreplay.errors import InputError, ToolreplayError
 from toolreplay.escape import quote
 
+#: the modes of a regular file in a git tree: what a baseline is
+REGULAR_MODES = frozenset({"100644", "100755"})
 
-def _git(args: list[str], cwd: str) -> subprocess.CompletedProcess[bytes]:
-    try:
-        return subprocess.run(["git", *args], cwd=cwd, capture_output=True, check=False)
-    except FileNotFoundError as err:
-        raise InputError("git is not installed, and the baseline's history lives in git") from err
+
+class GitError(ToolreplayError):
+    """git could not tell us what we asked (not a repository, a bad revision)."""
+
+
+def check_revision(rev: str) -> str:
+    """``rev`` when git can take it as one revision (not an option, not a range); else an error."""
+    if not rev or rev.startswith("-") or "..." in rev:
+        raise InputError(f"not a revision: {quote(rev)}")
+    return rev
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Git:
+    """Runs git in ``cwd`` with the inherited environment (``GIT_INDEX_FILE`` included)."""
+
+    cwd: str | None = None
+    #: the work tree's root once git has named it (git is asked once per ``Git``)
+    _root: list[str] = field(default_factory=list, repr=False, compare=False)
+
+    def _process(self, args: tuple[str, ...]) -> subprocess.CompletedProcess[bytes]:
+        try:
+            return subprocess.run(["git", *args], cwd=self.cwd, capture_output=True, check=False)
+        except FileNotFoundError as err:
+            raise GitError("git is not installed or not on PATH") from err
+
+    def run(self, *args: str) -> bytes:
+        """What git prints for ``args``; an error naming git's first complaint when it fails."""
+        proc = self._process(args)
+        if proc.returncode != 0:
+            detail = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+            reason = detail[0] if detail else f"exit status {proc.returncode}"
+            raise GitError(f"git {args[0]} failed: {reason}")
+        return proc.stdout
+
+    def ask(self, *args: str) -> bytes | None:
+        """What git prints for ``args``; None when it says no (a non-zero exit)."""
+        proc = self._process(args)
+        return proc.stdout if proc.returncode == 0 else None
+
+    def blob(self, oid: str) -> bytes:
+        return self.run("cat-file", "blob", oid)
+
+    def revision(self, rev: str) -> str | None:
+        """The commit ``rev`` names, or None when it names none (no commits yet, a root's parent)."""
+        try:
+            out = self.run("rev-parse", "--verify", "--quiet", rev + "^{commit}")
+        except GitError:
+            return None
+        return out.decode("ascii").strip() or None
+
+    def top(self) -> str:
+        """The root of the work tree."""
+        if not self._root:
+            try:
+                out = self.run("rev-parse", "--show-toplevel")
+            except GitError as err:
+                raise GitError(f"not inside a git work tree ({err})") from err
+            self._root.append(out.decode("utf-8", "surrogateescape").rstrip("\n"))
+        return self._root[0]
+
+    def file_oid(self, rev: str | None, path: str) -> str | None:
+        """The blob of regular file ``path`` (from the root) in commit ``rev``, or in the index when None.
+
+        A symlink, a folder or a submodule at ``path`` counts as no file.
+        """
+        if rev is None:
+            return self.staged(":(top,literal)" + path).get(path)
+        out = self.run("ls-tree", "-z", "--full-tree", check_revision(rev), "--", path)
+        for row in out.split(b"\0"):
+            meta, _, name = row.partition(b"\t")
+            fields = meta.decode("ascii", "replace").split(" ")
+            if decode_path(name) == path and fields[0] in REGULAR_MODES:
+                return fields[2]
+        return None
+
+    def staged(self, *pathspecs: str) -> dict[str, str]:
+        """The blob of each regular file the index holds under ``pathspecs``, by path from the
+        root (a conflicted path has no single staged version, and is left out)."""
+        out = self.run("ls-files", "--stage", "-z", "--full-name", "--", *pathspecs)
+        blobs = {}
+        for row in out.split(b"\0"):
+            meta, _, name = row.partition(b"\t")
+            fields = meta.decode("ascii", "replace").split(" ")
+            if len(fields) == 3 and fields[0] in REGULAR_MODES and fields[2] == "0":
+                blobs[decode_path(name)] = fields[1]
+        return blobs
+
+
+def decode_path(raw: bytes) -> str:
+    """A path git printed: git paths are bytes, and undecodable ones survive as surrogates."""
+    return raw.decode("utf-8", "surrogateescape")
 
 
 def _directory(path: str) -> str:
@@ -25,10 +117,10 @@ def repo_root(path: str) -> str:
     directory = _directory(path)
     if not os.path.isdir(directory):
         raise InputError("its folder does not exist", path=path)
-    done = _git(["rev-parse", "--show-toplevel"], directory)
-    if done.returncode != 0:
+    top = Git(cwd=directory).ask("rev-parse", "--show-toplevel")
+    if top is None:
         raise InputError("is not inside a git work tree", path=path)
-    return done.stdout.decode("utf-8", "surrogateescape").rstrip("\n")
+    return decode_path(top).rstrip("\n")
 
 
 def repo_path(path: str) -> str:
@@ -45,46 +137,30 @@ def last_commit_time(path: str) -> int | None:
     """Unix time of the last commit that touched ``path`` (its committer date); None when no
     commit has it yet (a new baseline, or a repository with no commits)."""
     repo_root(path)  # outside a work tree is the user's error, said as such
-    done = _git(["log", "-1", "--format=%ct", "--", os.path.basename(path)], _directory(path))
-    if done.returncode != 0:
+    done = Git(cwd=_directory(path)).ask("log", "-1", "--format=%ct", "--", os.path.basename(path))
+    if done is None:
         return None  # a work tree without commits: git log has nothing to show
-    text = done.stdout.decode("ascii", "replace").strip()
+    text = done.decode("ascii", "replace").strip()
     return int(text) if text else None
-
-
-def commit_time(path: str) -> int:
-    """:func:`last_commit_time`, refusing a path no commit has."""
-    found = last_commit_time(path)
-    if found is None:
-        raise InputError(
-            "is not committed yet, so its age is unknown (commit it, or drop --max-age-days)", path=path
-        )
-    return found
 
 
 def committed_blob(path: str, rev: str = "HEAD") -> bytes | None:
     """The bytes of ``path`` as committed in ``rev``; None when it is not there (a new file), or
     not as a regular file: a symlink's blob is the name it points to, and the drift-note guard
     counts it as no baseline, so a note's ``from`` is the genesis value as the guard's is."""
-    root = repo_root(path)
-    name = repo_path(path)
-    if _git(["rev-parse", "--verify", "--quiet", rev + "^{commit}"], root).returncode != 0:
+    git = Git(cwd=repo_root(path))
+    if git.revision(rev) is None:
         return None  # no commits yet
-    oid = _regular_blob(root, rev, name)
-    if oid is None:
-        return None
-    done = _git(["cat-file", "blob", oid], root)
-    if done.returncode != 0:
-        return None
-    return done.stdout
+    oid = _regular_blob(git, rev, repo_path(path))
+    return None if oid is None else git.ask("cat-file", "blob", oid)
 
 
-def _regular_blob(root: str, rev: str, name: str) -> str | None:
+def _regular_blob(git: Git, rev: str, name: str) -> str | None:
     """The blob of regular file ``name`` (from the root) in ``rev``; None when no such file is there."""
-    listed = _git(["ls-tree", "-z", "--full-tree", rev, "--", name], root)
-    meta, _, listed_name = listed.stdout.partition(b"\t")
+    listed = git.ask("ls-tree", "-z", "--full-tree", rev, "--", name)
+    meta, _, listed_name = (listed or b"").partition(b"\t")
     fields = meta.decode("ascii", "replace").split(" ")
-    if listed.returncode != 0 or listed_name.rstrip(b"\0") != os.fsencode(name) or len(fields) != 3:
+    if listed is None or listed_name.rstrip(b"\0") != os.fsencode(name) or len(fields) != 3:
         return None
     return fields[2] if fields[0] in REGULAR_MODES else None
 
@@ -92,17 +168,13 @@ def _regular_blob(root: str, rev: str, name: str) -> str | None:
 def merge_base(path: str, rev: str) -> str:
     """The commit a pull request against ``rev`` starts from, as ``check --base`` judges it: the
     merge base of ``rev`` and HEAD in the work tree holding ``path``."""
-    root = repo_root(path)
-    if rev.startswith("-") or _git(["rev-parse", "--verify", "--quiet", rev + "^{commit}"], root).returncode:
+    git = Git(cwd=repo_root(path))
+    if rev.startswith("-") or git.revision(rev) is None:
         raise InputError(f"--base {quote(rev)}: no such commit in this repository")
-    done = _git(["merge-base", rev, "HEAD"], root)
-    if done.returncode != 0:
+    done = git.ask("merge-base", rev, "HEAD")
+    if done is None:
         raise InputError(f"--base {quote(rev)}: it shares no history with HEAD")
-    return done.stdout.decode("ascii", "replace").strip()
-
-
-#: the modes of a regular file in a git tree: what a baseline is
-REGULAR_MODES = frozenset({"100644", "100755"})
+    return done.decode("ascii", "replace").strip()
 
 
 def regular_baseline(path: str) -> None:
@@ -147,8 +219,8 @@ def _inner_repository(path: str) -> str | None:
     real, cwd = os.path.realpath(here), os.path.realpath(os.getcwd())
     if cwd == real or cwd.startswith(real + os.sep):
         return None
-    done = _git(["rev-parse", "--show-superproject-working-tree"], here)
-    if done.returncode != 0 or not done.stdout.strip():
+    done = Git(cwd=here).ask("rev-parse", "--show-superproject-working-tree")
+    if done is None or not done.strip():
         return None  # a linked work tree (git worktree add), not a submodule
     return os.path.relpath(here) if not os.path.isabs(path) else here
 
@@ -175,13 +247,6 @@ def head_commit(folder: str) -> str | None:
     """The commit checked out in the work tree holding ``folder``; None outside a work tree,
     before the first commit, or without git (a shard report then says it judged no commit)."""
     try:
-        done = subprocess.run(
-            ["git", "rev-parse", "--verify", "--quiet", "HEAD^{commit}"],
-            cwd=folder,
-            capture_output=True,
-            check=False,
-        )
-    except OSError:  # no git, or the folder is gone: no commit to name
+        return Git(cwd=folder).revision("HEAD")
+    except (GitError, OSError):  # no git, or the folder is gone: no commit to name
         return None
-    text = done.stdout.decode("ascii", "replace").strip()
-    return text if done.returncode == 0 and text else None

@@ -8,8 +8,6 @@ import pytest
 
 from tests.gitrepo import Repo, note, sealed
 from toolreplay.driftnotes.guard import (
-    Git,
-    GitError,
     GuardResult,
     check_commit,
     check_range,
@@ -19,6 +17,7 @@ from toolreplay.driftnotes.guard import (
 )
 from toolreplay.driftnotes.settings import GuardSettings, recorded_config, settings_change
 from toolreplay.errors import InputError
+from toolreplay.git import Git, GitError
 from toolreplay.transcript import GENESIS
 
 BASE = "baselines/checkout.sealed.jsonl"

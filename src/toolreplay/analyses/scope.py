@@ -59,11 +59,6 @@ def read_json_document(path: str) -> tuple[bytes, Any]:
         raise InputError(err.problem, path=path, line=lineno, pointer=err.pointer) from err
 
 
-def read_json_file(path: str) -> Any:
-    """The value of a whole JSON file read under the strict rules."""
-    return read_json_document(path)[1]
-
-
 def located(err: InputError, raw: bytes) -> InputError:
     """``err`` with the line its JSON pointer lands on in ``raw`` (when it had none)."""
     if err.line is not None or err.pointer is None:

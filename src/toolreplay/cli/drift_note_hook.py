@@ -12,8 +12,6 @@ from toolreplay.cli.base import EXIT_CLEAN, EXIT_FINDINGS
 from toolreplay.driftnotes.guard import (
     DEFAULT_BASELINES,
     DEFAULT_NOTES_DIR,
-    Git,
-    GitError,
     GuardResult,
     check_commit,
     check_range,
@@ -34,6 +32,7 @@ from toolreplay.driftnotes.settings import (
 from toolreplay.errors import InputError
 from toolreplay.escape import inert, one_line, quote
 from toolreplay.files import normal_glob
+from toolreplay.git import Git, GitError
 
 if TYPE_CHECKING:
     from toolreplay.config import Config

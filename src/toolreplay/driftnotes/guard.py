@@ -37,14 +37,14 @@ import io
 import os
 import posixpath
 import shlex
-import subprocess
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
-from toolreplay.errors import InputError, ToolreplayError
+from toolreplay.errors import InputError
 from toolreplay.escape import one_line, quote
 from toolreplay.files import SEALED_SUFFIX, SESSION_SUFFIX
+from toolreplay.git import REGULAR_MODES, Git, GitError, check_revision, decode_path
 
 # The chain and the reader are imported where a sealed file changed (_chain), YAML where a note
 # is staged (staged_notes): most commits change neither, and the hook's start-up is paid on every commit.
@@ -55,86 +55,6 @@ DEFAULT_BASELINES: tuple[str, ...] = (f"*{SEALED_SUFFIX}",)
 DEFAULT_NOTES_DIR = "drift-notes"
 _NULL_OID = frozenset("0")
 _GITLINK = "160000"
-_REGULAR = frozenset({"100644", "100755"})
-
-
-class GitError(ToolreplayError):
-    """git could not tell us what we asked (not a repository, a bad revision)."""
-
-
-def check_revision(rev: str) -> str:
-    """``rev`` when git can take it as one revision (not an option, not a range); else an error."""
-    if not rev or rev.startswith("-") or "..." in rev:
-        raise InputError(f"not a revision: {quote(rev)}")
-    return rev
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Git:
-    """Runs git in ``cwd`` with the inherited environment (``GIT_INDEX_FILE`` included)."""
-
-    cwd: str | None = None
-    #: the work tree's root once git has named it (git is asked once per ``Git``)
-    _root: list[str] = field(default_factory=list, repr=False, compare=False)
-
-    def run(self, *args: str) -> bytes:
-        try:
-            proc = subprocess.run(["git", *args], cwd=self.cwd, capture_output=True, check=False)
-        except FileNotFoundError as err:
-            raise GitError("git is not installed or not on PATH") from err
-        if proc.returncode != 0:
-            detail = proc.stderr.decode("utf-8", "replace").strip().splitlines()
-            reason = detail[0] if detail else f"exit status {proc.returncode}"
-            raise GitError(f"git {args[0]} failed: {reason}")
-        return proc.stdout
-
-    def blob(self, oid: str) -> bytes:
-        return self.run("cat-file", "blob", oid)
-
-    def revision(self, rev: str) -> str | None:
-        """The commit ``rev`` names, or None when it names none (no commits yet, a root's parent)."""
-        try:
-            out = self.run("rev-parse", "--verify", "--quiet", rev + "^{commit}")
-        except GitError:
-            return None
-        return out.decode("ascii").strip() or None
-
-    def top(self) -> str:
-        """The root of the work tree."""
-        if not self._root:
-            try:
-                out = self.run("rev-parse", "--show-toplevel")
-            except GitError as err:
-                raise GitError(f"not inside a git work tree ({err})") from err
-            self._root.append(out.decode("utf-8", "surrogateescape").rstrip("\n"))
-        return self._root[0]
-
-    def file_oid(self, rev: str | None, path: str) -> str | None:
-        """The blob of regular file ``path`` (from the root) in commit ``rev``, or in the index when None.
-
-        A symlink, a folder or a submodule at ``path`` counts as no file.
-        """
-        if rev is None:
-            return self.staged(":(top,literal)" + path).get(path)
-        out = self.run("ls-tree", "-z", "--full-tree", check_revision(rev), "--", path)
-        for row in out.split(b"\0"):
-            meta, _, name = row.partition(b"\t")
-            fields = meta.decode("ascii", "replace").split(" ")
-            if _decode_path(name) == path and fields[0] in _REGULAR:
-                return fields[2]
-        return None
-
-    def staged(self, *pathspecs: str) -> dict[str, str]:
-        """The blob of each regular file the index holds under ``pathspecs``, by path from the
-        root (a conflicted path has no single staged version, and is left out)."""
-        out = self.run("ls-files", "--stage", "-z", "--full-name", "--", *pathspecs)
-        blobs = {}
-        for row in out.split(b"\0"):
-            meta, _, name = row.partition(b"\t")
-            fields = meta.decode("ascii", "replace").split(" ")
-            if len(fields) == 3 and fields[0] in _REGULAR and fields[2] == "0":
-                blobs[_decode_path(name)] = fields[1]
-        return blobs
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -158,7 +78,7 @@ def parse_raw_diff(out: bytes) -> list[Entry]:
     while i < len(fields) and fields[i]:
         meta = fields[i].decode("ascii").lstrip(":").split(" ")
         status = meta[4][:1]
-        paths = [_decode_path(p) for p in fields[i + 1 : i + (3 if status in "RC" else 2)]]
+        paths = [decode_path(p) for p in fields[i + 1 : i + (3 if status in "RC" else 2)]]
         i += 1 + len(paths)
         entries.append(_entry(meta, status, paths))
     return entries
@@ -180,11 +100,6 @@ def _entry(meta: list[str], status: str, paths: list[str]) -> Entry:
 def _oid(oid: str) -> str | None:
     """An object id; None for git's all-zero id of a side that does not exist."""
     return None if set(oid) <= _NULL_OID else oid
-
-
-def _decode_path(raw: bytes) -> str:
-    # git paths are bytes; undecodable ones survive as surrogates and print escaped
-    return raw.decode("utf-8", "surrogateescape")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -343,7 +258,7 @@ def _entry_file_changes(
 
 def _file_side(git: Git, oid: str | None, mode: str) -> str | None:
     """The digest of one side of a guarded file; None where no regular file is."""
-    return file_head(git.blob(oid)) if oid is not None and mode in _REGULAR else None
+    return file_head(git.blob(oid)) if oid is not None and mode in REGULAR_MODES else None
 
 
 def baseline_changes(git: Git, entries: Iterable[Entry], patterns: Sequence[str]) -> list[BaselineChange]:
@@ -359,7 +274,7 @@ def baseline_changes(git: Git, entries: Iterable[Entry], patterns: Sequence[str]
 
 def _baseline_path(path: str | None, mode: str, patterns: Sequence[str]) -> str | None:
     """``path`` when a regular file is there and a baseline pattern covers it."""
-    return path if path is not None and mode in _REGULAR and is_baseline(path, patterns) else None
+    return path if path is not None and mode in REGULAR_MODES and is_baseline(path, patterns) else None
 
 
 def _entry_changes(git: Git, entry: Entry, patterns: Sequence[str]) -> list[BaselineChange]:
@@ -433,7 +348,7 @@ _NOT_FILES = {"120000": "a symlink", _GITLINK: "a submodule"}
 def _refused(entry: Entry, before: _Chain | None, patterns: Sequence[str]) -> BaselineChange | None:
     """The change of an entry whose new side is no regular file where a baseline pattern reaches."""
     path, mode = entry.new_path, entry.new_mode
-    if path is None or entry.new_oid is None or mode in _REGULAR:
+    if path is None or entry.new_oid is None or mode in REGULAR_MODES:
         return None
     if not (is_baseline(path, patterns) or reaches_into(path, patterns)):
         return None
@@ -732,7 +647,7 @@ def _recorded_notes(git: Git, notes_dir: str, rev: str | None) -> list[str]:
         out = git.run("ls-files", "-z", "--full-name", "--", ":(top,literal)" + notes_dir)
     else:
         out = git.run("ls-tree", "-r", "-z", "--name-only", "--full-tree", rev, "--", notes_dir)
-    return [_decode_path(p) for p in out.split(b"\0") if p]
+    return [decode_path(p) for p in out.split(b"\0") if p]
 
 
 def _check(

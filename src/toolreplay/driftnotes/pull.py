@@ -26,12 +26,9 @@ from toolreplay.analyses.judging import Judging, judging_of
 from toolreplay.config import Config
 from toolreplay.driftnotes.guard import (
     BaselineChange,
-    Git,
-    GitError,
     GuardResult,
     Problem,
     check_range,
-    check_revision,
     existing_notes,
     normalize_dir,
     note_command,
@@ -51,6 +48,7 @@ from toolreplay.driftnotes.settings import (
 from toolreplay.errors import InputError
 from toolreplay.escape import one_line, quote
 from toolreplay.findings import Finding
+from toolreplay.git import Git, GitError, check_revision
 from toolreplay.kinds import (
     DRIFT_GUARD_CHANGED,
     DRIFT_NOTE_UNCHECKED,

@@ -20,9 +20,10 @@ from toolreplay.canonical import decode
 from toolreplay.chain import verify
 from toolreplay.config import Config
 from toolreplay.contracts.lock import load_lock, parse_lock
-from toolreplay.driftnotes.guard import BaselineChange, Git, GitError, GuardResult
+from toolreplay.driftnotes.guard import BaselineChange, GuardResult
 from toolreplay.errors import InputError
 from toolreplay.findings import Finding, sort_findings
+from toolreplay.git import Git, GitError
 from toolreplay.reports import Review
 from toolreplay.transcript import Record, parse_links
 
