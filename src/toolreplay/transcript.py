@@ -26,6 +26,7 @@ from toolreplay.canonical import (
     too_deep,
 )
 from toolreplay.errors import InputError
+from toolreplay.files import SEALED_SUFFIX
 from toolreplay.locate import pointer_token
 
 GENESIS = "0" * 64
@@ -472,3 +473,11 @@ def _stdin() -> IO[bytes]:
 
 def _locate(err: InputError, path: str, line: int) -> InputError:
     return InputError(err.problem, path=path, line=line, pointer=err.pointer)
+
+
+def read_records(path: str) -> list[Record]:
+    """A run's records whole (the volatile rules mask their values): a sealed file's links'
+    records, or a transcript's."""
+    if os.path.basename(path).endswith(SEALED_SUFFIX):
+        return [link.record for link in read_links(path)]
+    return list(read_transcript(path))

@@ -14,12 +14,13 @@ import click
 from toolreplay.capture.session import listed_lock
 from toolreplay.chain import seal_lines, verify_stream
 from toolreplay.cli.base import atomic_output
-from toolreplay.cli.baselines import accepting_notes
+from toolreplay.cli.baselines import configured_comparison
 from toolreplay.cli.defaults import config_option, read_config
 from toolreplay.config import Config, config_path
 from toolreplay.contracts.keep import Kept, keep_declared
 from toolreplay.contracts.lock import ToolLock, dump_lock, load_lock
 from toolreplay.driftnotes.guard import note_name
+from toolreplay.driftnotes.write import accepting_notes
 from toolreplay.errors import InputError
 from toolreplay.escape import one_line
 from toolreplay.files import SEALED_SUFFIX, session_path
@@ -60,7 +61,8 @@ def accept_cmd(baseline: str, run: str, reason: str, base: str | None, config_fi
     lock = _refreshed_lock(config, files)
     if lock is not None:
         files.append((lock.path, lock.data))
-    notes = accepting_notes(files, run=run, base=base, config_file=config_file, reason=reason)
+    judging = configured_comparison(config_file, None, ()).judging()
+    notes = accepting_notes(files, run=run, base=base, judging=judging, reason=reason)
     if not notes:
         raise InputError(
             "nothing to accept: the run, its session and the lock are as committed", path=baseline
