@@ -57,7 +57,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from toolreplay._version import __version__
-from toolreplay.analyses.baseline import check_freshness, diff_tables
+from toolreplay.analyses.baseline import diff_tables
 from toolreplay.analyses.calltable import CallTable, read_table
 from toolreplay.analyses.fingerprint_diff import (
     FingerprintCheck,
@@ -65,6 +65,7 @@ from toolreplay.analyses.fingerprint_diff import (
     explain_drift,
     lock_report,
 )
+from toolreplay.analyses.freshness import check_freshness
 from toolreplay.analyses.integrity import chain_broken, stale_baseline
 from toolreplay.analyses.judging import Judging, judging_of
 from toolreplay.analyses.replay import replay

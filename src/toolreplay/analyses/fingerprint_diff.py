@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from toolreplay.analyses.baseline import fingerprint_message
+from toolreplay.analyses.contract_drift import fingerprint_message
 from toolreplay.analyses.text_diff import TEXT_CLASSES, diff_text, hint_effect, is_description, marked
 from toolreplay.canonical import canonical
 from toolreplay.contracts.lock import ToolContract, ToolLock

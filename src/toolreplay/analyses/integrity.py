@@ -15,8 +15,8 @@ from toolreplay.escape import quote
 from toolreplay.findings import Finding
 from toolreplay.kinds import ANCHOR_MISMATCH, CHAIN_BROKEN, SIGNATURE_INVALID, STALE_BASELINE
 
-if TYPE_CHECKING:  # the baseline module (difflib, datetime) is not needed to verify a chain
-    from toolreplay.analyses.baseline import Freshness
+if TYPE_CHECKING:  # the freshness module (datetime) is not needed to verify a chain
+    from toolreplay.analyses.freshness import Freshness
 
 
 def chain_broken(broken: Break, *, path: str, suffix: str = "") -> Finding:

@@ -111,3 +111,12 @@ def judging_of(
         explain=dict(explain or {}),
         lock_checks_runs=lock_checks_runs,
     )
+
+
+def is_mutator(tool: str, behaviour: Mapping[str, ToolBehaviour], mutators: frozenset[str]) -> bool:
+    """Whether a call of ``tool`` changes state: as the lock declares it, else whether ``mutators``
+    names it."""
+    declared = behaviour.get(tool)
+    if declared is not None and declared.mutates is not None:
+        return declared.mutates
+    return tool in mutators

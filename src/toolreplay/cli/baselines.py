@@ -12,15 +12,10 @@ import click
 
 from toolreplay import signing
 from toolreplay.analyses import integrity
-from toolreplay.analyses.baseline import (
-    DiffResult,
-    Freshness,
-    RunDiff,
-    check_freshness,
-    diff_tables,
-)
+from toolreplay.analyses.baseline import DiffResult, RunDiff, diff_tables
 from toolreplay.analyses.calltable import CallTable, Store, open_twice, read_table
 from toolreplay.analyses.fingerprint_diff import explain_drift
+from toolreplay.analyses.freshness import Freshness, check_freshness
 from toolreplay.analyses.judging import Judging, ToolBehaviour, lock_behaviour
 from toolreplay.analyses.volatile import Volatile
 from toolreplay.chain import ChainState, verify, verify_stream
