@@ -13,6 +13,9 @@ from toolreplay.escape import quote
 
 #: the modes of a regular file in a git tree: what a baseline is
 REGULAR_MODES = frozenset({"100644", "100755"})
+#: the mode of a submodule in a git tree
+GITLINK = "160000"
+_NULL_OID = frozenset("0")
 
 
 class GitError(ToolreplayError):
@@ -250,3 +253,48 @@ def head_commit(folder: str) -> str | None:
         return Git(cwd=folder).revision("HEAD")
     except (GitError, OSError):  # no git, or the folder is gone: no commit to name
         return None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Entry:
+    """One entry of ``git diff --raw``: a path's status and the object on each side."""
+
+    status: str
+    old_path: str | None
+    new_path: str | None
+    old_oid: str | None
+    new_oid: str | None
+    old_mode: str
+    new_mode: str
+
+
+def parse_raw_diff(out: bytes) -> list[Entry]:
+    """Parse the output of ``git diff --raw -z --no-abbrev``."""
+    fields = out.split(b"\0")
+    entries = []
+    i = 0
+    while i < len(fields) and fields[i]:
+        meta = fields[i].decode("ascii").lstrip(":").split(" ")
+        status = meta[4][:1]
+        paths = [decode_path(p) for p in fields[i + 1 : i + (3 if status in "RC" else 2)]]
+        i += 1 + len(paths)
+        entries.append(_entry(meta, status, paths))
+    return entries
+
+
+def _entry(meta: list[str], status: str, paths: list[str]) -> Entry:
+    """One entry from its modes, object ids and status, and its path (both, for a rename or copy)."""
+    return Entry(
+        status=status,
+        old_path=None if status == "A" else paths[0],
+        new_path=None if status == "D" else paths[-1],
+        old_oid=_oid(meta[2]),
+        new_oid=_oid(meta[3]),
+        old_mode=meta[0],
+        new_mode=meta[1],
+    )
+
+
+def _oid(oid: str) -> str | None:
+    """An object id; None for git's all-zero id of a side that does not exist."""
+    return None if set(oid) <= _NULL_OID else oid

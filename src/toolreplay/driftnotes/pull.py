@@ -24,8 +24,8 @@ from pathlib import Path, PurePosixPath
 
 from toolreplay.analyses.judging import Judging, judging_of
 from toolreplay.config import Config
+from toolreplay.driftnotes.changes import BaselineChange
 from toolreplay.driftnotes.guard import (
-    BaselineChange,
     GuardResult,
     Problem,
     check_range,

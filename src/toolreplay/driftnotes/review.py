@@ -20,7 +20,8 @@ from toolreplay.canonical import decode
 from toolreplay.chain import verify
 from toolreplay.config import Config
 from toolreplay.contracts.lock import load_lock, parse_lock
-from toolreplay.driftnotes.guard import BaselineChange, GuardResult
+from toolreplay.driftnotes.changes import BaselineChange
+from toolreplay.driftnotes.guard import GuardResult
 from toolreplay.errors import InputError
 from toolreplay.findings import Finding, sort_findings
 from toolreplay.git import Git, GitError

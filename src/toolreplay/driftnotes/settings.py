@@ -17,12 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from toolreplay.driftnotes.guard import (
-    DEFAULT_BASELINES,
-    DEFAULT_NOTES_DIR,
-    is_baseline,
-    normalize_dir,
-)
+from toolreplay.driftnotes.changes import is_baseline
+from toolreplay.driftnotes.guard import DEFAULT_BASELINES, DEFAULT_NOTES_DIR, normalize_dir
 from toolreplay.escape import quote
 from toolreplay.files import CONFIG_NAMES
 from toolreplay.git import Git, check_revision, decode_path

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from toolreplay.analyses.baseline import diff_baseline
 from toolreplay.analyses.judging import Judging
 from toolreplay.chain import verify
-from toolreplay.driftnotes.guard import file_head
+from toolreplay.driftnotes.changes import file_head
 from toolreplay.errors import InputError
 from toolreplay.escape import one_line, quote
 from toolreplay.files import SEALED_SUFFIX
