@@ -78,8 +78,9 @@ from toolreplay.config import Config, expand
 from toolreplay.contracts.lock import ToolLock, declared_mutators, declared_nondeterministic, load_lock
 from toolreplay.contracts.runner import SourceRunError, work_tree
 from toolreplay.contracts.source import is_python_source, source_lock
+from toolreplay.driftnotes.base_settings import PullRange, judged_config
 from toolreplay.driftnotes.guard import note_name
-from toolreplay.driftnotes.pull import PullRange, check_pull_request, judged_config
+from toolreplay.driftnotes.pull import check_pull_request
 from toolreplay.driftnotes.review import lock_change
 from toolreplay.driftnotes.settings import unjudged_baseline
 from toolreplay.errors import InputError

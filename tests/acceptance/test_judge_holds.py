@@ -23,7 +23,7 @@ from tests.github_fake import Account, FakeGitHub
 from tests.gitrepo import Repo, git_env, note
 from toolreplay.config import load_config
 from toolreplay.contracts.lock import ToolLock, make_contract, save_lock
-from toolreplay.driftnotes.pull import PullRange, judged_config
+from toolreplay.driftnotes.base_settings import PullRange, judged_config
 from toolreplay.github.comment import ACTIONS_BOT
 from toolreplay.transcript import make_record, record_line
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.action_env import parse_outputs
-from toolreplay.driftnotes.pull import PullRange
+from toolreplay.driftnotes.base_settings import PullRange
 from toolreplay.driftnotes.settings import glob_patterns
 from toolreplay.errors import InputError
 from toolreplay.findings import Finding

@@ -25,13 +25,8 @@ from toolreplay.check import DRIFT_SHARD, Shard, check_info, parse_shard, run_ch
 from toolreplay.cli.base import EXIT_CLEAN, EXIT_FINDINGS, EXIT_INTERNAL, EXIT_USAGE, atomic_output
 from toolreplay.cli.gate import tally
 from toolreplay.config import Config, load_config, unmatched_globs
-from toolreplay.driftnotes.pull import (
-    DriftOutcome,
-    PullRange,
-    check_pull_request,
-    judged_config,
-    judged_fail_on,
-)
+from toolreplay.driftnotes.base_settings import PullRange, judged_config, judged_fail_on
+from toolreplay.driftnotes.pull import DriftOutcome, check_pull_request
 from toolreplay.errors import InputError, ToolreplayError
 from toolreplay.escape import workflow_command
 from toolreplay.extras import installed

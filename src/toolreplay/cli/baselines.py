@@ -26,7 +26,7 @@ from toolreplay.cli.gate import emit_gated, fail_on_option, fail_policy
 from toolreplay.config import Config, config_path
 from toolreplay.contracts.lock import load_lock
 from toolreplay.contracts.source import source_lock
-from toolreplay.driftnotes.pull import PullRange, judged_config
+from toolreplay.driftnotes.base_settings import PullRange, judged_config
 from toolreplay.driftnotes.write import draft_note
 from toolreplay.errors import InputError
 from toolreplay.escape import one_line, quote

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from toolreplay import gate
-from toolreplay.driftnotes.pull import PullRange, is_sha
+from toolreplay.driftnotes.base_settings import PullRange
+from toolreplay.driftnotes.pull import is_sha
 from toolreplay.errors import InputError
 from toolreplay.escape import quote
 from toolreplay.gate import FailPolicy as FailPolicy
