@@ -455,6 +455,11 @@ def nearest_config(path: str | Path | None = None, *, cwd: Path | None = None) -
     return load_config(Path(path))
 
 
+def named_file(config: Config, name: str | None) -> str | None:
+    """A file the configuration names, from its folder (None when it names none)."""
+    return str(config.root / name) if name else None
+
+
 def config_path(config: Config, value: str) -> str:
     """A path the config names (relative to its folder), as the current directory reaches it."""
     target = config.root / value

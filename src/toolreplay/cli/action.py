@@ -21,7 +21,7 @@ from pathlib import Path, PurePosixPath
 
 import click
 
-from toolreplay.check import DRIFT_SHARD, Shard, check_info, parse_shard, run_check
+from toolreplay.check import run_check
 from toolreplay.cli.base import EXIT_CLEAN, EXIT_FINDINGS, EXIT_INTERNAL, EXIT_USAGE, atomic_output
 from toolreplay.cli.gate import tally
 from toolreplay.config import Config, load_config, unmatched_globs
@@ -51,6 +51,7 @@ from toolreplay.report.merge import merge_shards, read_shard_report
 from toolreplay.report.sarif import render_sarif
 from toolreplay.report.text import render_text
 from toolreplay.reports import CheckInfo, Report
+from toolreplay.shards import DRIFT_SHARD, Shard, check_info, parse_shard
 
 
 @click.command(name="action")

@@ -26,14 +26,6 @@ from pathlib import PurePosixPath
 from typing import Any, NoReturn
 
 from toolreplay._version import __version__
-from toolreplay.check import (
-    DRIFT_SHARD,
-    checkout_commit,
-    config_digest,
-    covered_files,
-    inputs_digest,
-    shard_of,
-)
 from toolreplay.config import Config
 from toolreplay.errors import InputError
 from toolreplay.escape import quote
@@ -42,6 +34,14 @@ from toolreplay.locate import pointer_of
 from toolreplay.report.json import reports_from_data
 from toolreplay.reports import CheckInfo, Report
 from toolreplay.schemas import validator
+from toolreplay.shards import (
+    DRIFT_SHARD,
+    checkout_commit,
+    config_digest,
+    covered_files,
+    inputs_digest,
+    shard_of,
+)
 
 #: how many missing shards merge names before it says how many more
 _MISSING_SHOWN = 10
