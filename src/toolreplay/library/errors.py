@@ -5,16 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from toolreplay.analyses.difference import ABSENT as DIFFERENCE_ABSENT
-from toolreplay.analyses.difference import clipped, excerpts
+from toolreplay.analyses.difference import ABSENT, clipped, excerpts
 from toolreplay.contracts.text import text_drift_message
 from toolreplay.errors import DriftError, ToolreplayError
 from toolreplay.escape import one_line, quote
 from toolreplay.findings import Finding
 from toolreplay.kinds import CONTRACT_TEXT_DRIFT, TOOL_DRIFT
 
-#: stands for a value absent on one side of a snapshot miss or a divergence
-ABSENT: Any = DIFFERENCE_ABSENT
 #: characters of a value a message shows
 SHOWN = 120
 

@@ -13,7 +13,7 @@ from types import ModuleType
 from typing import Any, TypeVar, overload
 
 from toolreplay.analyses.baseline import call_drift, compare_call, stop_drift
-from toolreplay.analyses.difference import first_difference
+from toolreplay.analyses.difference import ABSENT, first_difference
 from toolreplay.analyses.fingerprint_diff import compare_contracts
 from toolreplay.analyses.judging import ToolBehaviour
 from toolreplay.analyses.replay import DEFAULT_MUTATORS
@@ -25,7 +25,6 @@ from toolreplay.extras import installed
 from toolreplay.findings import Finding
 from toolreplay.kinds import AUDIT_INCOMPLETE, BEHAVIOR_DRIFT, EFFECT_DRIFT
 from toolreplay.library.errors import (
-    ABSENT,
     AuditIncompleteError,
     AuditIncompleteWarning,
     ContractTextDriftError,
