@@ -10,6 +10,7 @@ fenced block; nothing is put in a table cell that could make a table wider than 
 from __future__ import annotations
 
 import html
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from urllib.parse import quote as url_quote
@@ -325,3 +326,83 @@ def _html(text: str) -> str:
 
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+# --- the accept commands, as a reader copies them --------------------------------------
+
+
+def shell_word(word: str) -> str:
+    """``word`` for a copied shell command: :func:`shlex.quote`, or ANSI-C ``$'...'`` when it holds
+    ``@``, ``<`` (kept out of the raw body, see :func:`defuse`), a control or invisible character,
+    which are written as escapes so the pasted command names the exact file."""
+    if all(_plain(ch) for ch in word):
+        return shlex.quote(word)
+    return "$'" + "".join(_ansi_c(ch) for ch in word) + "'"
+
+
+def _plain(ch: str) -> bool:
+    """A character a pasted command shows as itself."""
+    return ch == " " or (ch.isprintable() and ch not in "@<" and not ch.isspace())
+
+
+def _ansi_c(ch: str) -> str:
+    """One character inside ``$'...'``: itself, backslashed, or as its code point's escape."""
+    if ch in "\\'":
+        return "\\" + ch
+    if _plain(ch):
+        return ch
+    code = ord(ch)
+    if code < 0x80:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def accept_block(report: Report, findings: Sequence[Finding], base: str | None) -> list[str]:
+    """How to accept a baseline's drift: the exact commands, run from a clean checkout of the pull
+    request, that re-seal the baseline (when the run drifted from it) and write a note of a new name."""
+    if report.note is not None:
+        return _accept_change(report, report.note, accept_commands(report, findings, base))
+    if report.command != "check":  # diff's file is the run, probe's a recording or receipt: no baseline
+        return _advised(other_advice(report, findings))
+    if not report.path.endswith(SEALED_SUFFIX) or not any(f.kind in NOTE_ACCEPTS for f in findings):
+        return []
+    return _accept_drift(report, findings)
+
+
+def _accept_drift(report: Report, findings: Sequence[Finding]) -> list[str]:
+    """A checked baseline's drift: the accept command of the first run that drifted."""
+    words = accept_words(report.path, drifted_runs(report, findings)[0])
+    return [
+        "",
+        "If this drift is intended, accept it: run this (from the folder the paths are relative to),"
+        f" saying why in place of {md_code(WHY, in_table=False)}; it makes the run the baseline and writes"
+        " the drift notes. Commit what it wrote with this pull request.",
+        "",
+        *fenced([_shell_command(words)], "sh"),
+    ]
+
+
+def _advised(advice: Advice | None) -> list[str]:
+    """What accepts a diff's or a probe's drift, where it is not a note of the report's file."""
+    if advice is None:
+        return []
+    return ["", advice.text, "", *fenced([_shell_command(words) for words in advice.commands], "sh")]
+
+
+def _accept_change(report: Report, note: str, commands: list[list[str]]) -> list[str]:
+    """How to accept a changed baseline that names its note: the commands, if any are needed."""
+    if not commands:
+        return []
+    return [
+        "",
+        "If this change is intended, accept it: run this from the folder the paths are relative to (a"
+        f" clean checkout of this pull request), saying why (in place of {md_code(WHY, in_table=False)},"
+        " or in the note it writes), and commit what it wrote with this pull request. The note goes to"
+        f" {md_code(note, in_table=False)}.",
+        "",
+        *fenced([_shell_command(words) for words in commands], "sh"),
+    ]
+
+
+def _shell_command(words: Sequence[str]) -> str:
+    return " ".join(shell_word(word) for word in words)
