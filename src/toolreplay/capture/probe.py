@@ -345,7 +345,7 @@ def _call_verdict(
     return ("stable" if judged else "not-probed"), None, unjudged
 
 
-def _how(record: Record, judging: _Judging) -> Receipted:
+def _digest_rules(record: Record, judging: _Judging) -> Receipted:
     """How a call's answers are digested: as its receipt says, else by the lock and the rules."""
     receipted = judging.receipt.get(record.index) if judging.receipt is not None else None
     if receipted is not None:
@@ -359,7 +359,7 @@ def _unsteady(record: Record, judged: Sequence[dict[str, Any]], judging: _Judgin
     """``silent-drift`` at once: a tool declared deterministic gave this call two digests in one probe."""
     if record.tool not in judging.rules.deterministic or len(judged) < 2:
         return None
-    how = _how(record, judging)
+    how = _digest_rules(record, judging)
     digests = [answer_digest(record, answer, shape_only=how.shape_only, rules=how.rules) for answer in judged]
     if len(set(digests)) < 2:
         return None
@@ -368,7 +368,7 @@ def _unsteady(record: Record, judged: Sequence[dict[str, Any]], judging: _Judgin
     pointer, shown_was, shown_now = _first_difference(first, then)
     return _silent_drift(
         record,
-        f"tool {quote(record.tool)} is declared deterministic but answered {_which(record, judging)}"
+        f"tool {quote(record.tool)} is declared deterministic but answered {_call_named(record, judging)}"
         f" with {len(set(digests))} different answers in {len(judged)} asks"
         f" ({_digests(sorted(set(digests)))}), first at {quote(pointer)}: {shown_was}, then {shown_now}",
         judging.path,
@@ -386,7 +386,7 @@ def _receipt_drift(
         return None
     return _silent_drift(
         record,
-        f"tool {quote(record.tool)} answered {_which(record, None)} differently: the receipt holds"
+        f"tool {quote(record.tool)} answered {_call_named(record, None)} differently: the receipt holds"
         f" {_digests(receipted.digests)} over {receipted.answers} answers, now {_digests(digests)}"
         f" over {len(judged)}",
         path,
@@ -425,7 +425,7 @@ def _digests(digests: Sequence[str]) -> str:
     return f"digest {shown}" if len(digests) == 1 else f"{len(digests)} digests {shown}"
 
 
-def _which(record: Record, judging: _Judging | None) -> str:
+def _call_named(record: Record, judging: _Judging | None) -> str:
     """The call a message names: by its recorded index, or (a receipt's) by its arguments."""
     if judging is not None and judging.receipt is None:
         return f"the call recorded at index {record.index}"
@@ -439,9 +439,9 @@ def tool_rules(volatile: Volatile | None, tool: str) -> tuple[Rule, ...]:
 
 def answer_digest(record: Record, answer: dict[str, Any], *, shape_only: bool, rules: Sequence[Rule]) -> str:
     """The canonical digest of a live answer to ``record``'s call, as probe compares it: SHA-256 of
-    the canonical JSON of the answer without the envelope (:func:`_tool_answer`), of its shape
+    the canonical JSON of the answer without the envelope (:func:`tool_answer`), of its shape
     (``shape_only``), or of its comparison text with what ``rules`` mask marked (docs/capture.md)."""
-    value = _tool_answer(answer)
+    value = tool_answer(answer)
     if shape_only:
         text = canonical(shape(value))
     elif rules:
@@ -453,7 +453,7 @@ def answer_digest(record: Record, answer: dict[str, Any], *, shape_only: bool, r
 
 def _shown(record: Record, answer: dict[str, Any], how: Receipted) -> Any:
     """A live answer as a message shows it: digested as ``how`` says, each mask ``<volatile>``."""
-    value = _tool_answer(answer)
+    value = tool_answer(answer)
     if how.shape_only:
         return shape(value)
     if how.rules:
@@ -491,8 +491,8 @@ def _drift(
 ) -> Finding | None:
     """A ``silent-drift`` finding when the live answer is not the recorded one (``shape_only``: its
     shape; under ``volatile`` rules, with the volatile values masked)."""
-    recorded = _tool_answer(record.response)
-    answer = _tool_answer(answer)
+    recorded = tool_answer(record.response)
+    answer = tool_answer(answer)
     redacted = MASK in record.canon_response
     if redacted:
         answer = _unmask(recorded, answer)
@@ -552,7 +552,7 @@ def _masked(
 ENVELOPE = ("_meta", "resultType")
 
 
-def _tool_answer(response: dict[str, Any]) -> dict[str, Any]:
+def tool_answer(response: dict[str, Any]) -> dict[str, Any]:
     """A response without the protocol's envelope (a version change is tool drift by its fingerprint).
 
     ``isError`` absent means false in MCP, so a result without it gets ``false`` (a JSON-RPC

@@ -19,7 +19,7 @@ from toolreplay.analyses.fingerprint_diff import text_differences
 from toolreplay.analyses.suggest import Suggestion, suggest, toml
 from toolreplay.capture.listen import Admission, parse_listen
 from toolreplay.capture.live import EVERY_CAPABILITY, probe_live, recorded_client
-from toolreplay.capture.probe import Failure, _tool_answer
+from toolreplay.capture.probe import Failure, tool_answer
 from toolreplay.capture.receipt import (
     NOT_SEALED,
     read_receipt,
@@ -481,7 +481,7 @@ def _suggestions(
         if not answers or any(isinstance(answer, Failure) for answer in answers):
             continue
         mine = found.setdefault(record.tool, [])
-        for suggestion in suggest(record.tool, [_tool_answer(a) for a in answers if isinstance(a, dict)]):
+        for suggestion in suggest(record.tool, [tool_answer(a) for a in answers if isinstance(a, dict)]):
             # one rule per place, with the values of the first call that needed it
             if all((s.rule, s.at) != (suggestion.rule, suggestion.at) for s in mine):
                 mine.append(suggestion)
