@@ -53,7 +53,6 @@ from toolreplay.analyses.schema_break import SchemaBreaks, schema_breaks
 from toolreplay.analyses.scope import Scope, ScopeJudge, load_scope
 from toolreplay.analyses.tools_source import ran_code, source_contracts
 from toolreplay.analyses.volatile import Volatile
-from toolreplay.canonical import room_for_depth
 from toolreplay.chain import ChainState, verify
 from toolreplay.config import Config, named_file
 from toolreplay.contracts.lock import ToolLock, declared_mutators, declared_nondeterministic, load_lock
@@ -68,7 +67,7 @@ from toolreplay.files import SEALED_SUFFIX
 from toolreplay.findings import Finding, sort_findings
 from toolreplay.git import last_commit_time
 from toolreplay.kinds import NOTE_ACCEPTS
-from toolreplay.limits import DEFAULT_BUDGET_SECONDS
+from toolreplay.limits import DEFAULT_BUDGET_SECONDS, raised_recursion_limit
 from toolreplay.reports import Line, Report, masked_line, replay_header
 from toolreplay.shards import DRIFT_SHARD, Shard, covered_files, shard_of
 from toolreplay.transcript import Record, read_links, read_transcript
@@ -130,7 +129,7 @@ def check_transcript(job: Job) -> Report:
     try:
         mutators, nondeterministic = _declared(settings)
         with contextlib.ExitStack() as stack:
-            analyses = _fed_analyses(stack, job)
+            analyses = _streamed_analyses(stack, job)
             volatile = Volatile(settings.volatile, budget=settings.pattern_budget)
             records = _fed(read_transcript(job.absolute), [feed for feed, _ in analyses])
             result = replay(
@@ -162,14 +161,14 @@ def _declared(settings: Settings) -> tuple[frozenset[str], frozenset[str]]:
 
 
 #: an analysis fed each record as replay reads it, and what it found in the end
-_Fed = tuple[Callable[[Record], None], Callable[[], Sequence[Finding]]]
+_StreamedAnalysis = tuple[Callable[[Record], None], Callable[[], Sequence[Finding]]]
 
 
-def _fed_analyses(stack: contextlib.ExitStack[bool | None], job: Job) -> list[_Fed]:
+def _streamed_analyses(stack: contextlib.ExitStack[bool | None], job: Job) -> list[_StreamedAnalysis]:
     """The analyses the settings ask for beside replay (scope, contract fingerprints, schema breaks),
     fed in the same pass over the file; those that run a worker are entered on ``stack``."""
     settings = job.settings
-    analyses: list[_Fed] = []
+    analyses: list[_StreamedAnalysis] = []
     if settings.scope is not None:
         scope = ScopeJudge(_scope(settings.scope), path=job.path, pattern_budget=settings.pattern_budget)
         judge = stack.enter_context(scope)
@@ -222,7 +221,7 @@ def check_baseline(job: Job) -> Report:
         findings=tuple(sort_findings(findings)),
         errors=tuple(errors),
         notes=job.settings.notes,
-        note=free_note(job) if any(f.kind in NOTE_ACCEPTS for f in findings) else None,
+        note=vacant_note_path(job) if any(f.kind in NOTE_ACCEPTS for f in findings) else None,
     )
 
 
@@ -278,7 +277,7 @@ def _masked(job: Job, volatile: Volatile) -> _Part:
     return _Part((masked_line(volatile.counts(job.path)),))
 
 
-def free_note(job: Job) -> str | None:
+def vacant_note_path(job: Job) -> str | None:
     """Where a note accepting this baseline's drift can go: a file of the notes folder that does
     not exist in the checkout (an earlier note keeps its reasoning), relative like the paths."""
     notes = job.settings.notes
@@ -335,7 +334,7 @@ def _relocate(err: InputError, path: str) -> str:
 
 
 def run_job(job: Job) -> Report:
-    with room_for_depth():  # a worker process starts with Python's default recursion limit
+    with raised_recursion_limit():  # a worker process starts with Python's default recursion limit
         return (check_baseline if job.kind == "baseline" else check_transcript)(job)
 
 

@@ -17,7 +17,7 @@ from toolreplay.errors import InputError
 from toolreplay.escape import quote
 from toolreplay.findings import Finding
 from toolreplay.kinds import NON_DETERMINISM, REDUNDANT_CALL
-from toolreplay.mutators import DEFAULT_MUTATORS as DEFAULT_MUTATORS
+from toolreplay.mutators import DEFAULT_MUTATORS
 from toolreplay.parallel import Fallback, RangeLines, over_ranges
 from toolreplay.transcript import (
     Record,

@@ -9,7 +9,6 @@ from typing import Any
 import click
 
 from toolreplay.analyses.fingerprint_diff import carries_no_versions, compare_transcript, lock_report
-from toolreplay.analyses.replay import DEFAULT_MUTATORS
 from toolreplay.analyses.schema_break import changed_schemas, schema_breaks
 from toolreplay.cli.base import Seconds, atomic_output, force_option, warn
 from toolreplay.cli.defaults import announce, config_option, read_config
@@ -23,6 +22,7 @@ from toolreplay.contracts.source import is_python_source, source_lock
 from toolreplay.errors import InputError
 from toolreplay.escape import quote, url_shown
 from toolreplay.findings import sort_findings
+from toolreplay.mutators import DEFAULT_MUTATORS
 from toolreplay.reports import Line, Report
 from toolreplay.transcript import Record, read_links, read_transcript
 

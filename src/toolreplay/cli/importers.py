@@ -10,13 +10,13 @@ from hashlib import sha256
 
 import click
 
-from toolreplay.analyses.replay import DEFAULT_MUTATORS
 from toolreplay.cli.base import EXISTS, EXIT_USAGE, force_option, place_output
 from toolreplay.cli.defaults import announce, config_option, read_config
 from toolreplay.errors import InputError
 from toolreplay.escape import inert, one_line
 from toolreplay.files import temp_beside
 from toolreplay.importers import FORMATS, Session, import_stream
+from toolreplay.mutators import DEFAULT_MUTATORS
 from toolreplay.outputs import write_error
 from toolreplay.transcript import make_record, open_input, record_line
 

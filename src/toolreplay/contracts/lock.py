@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from toolreplay.analyses.replay import DEFAULT_MUTATORS
 from toolreplay.analyses.scope import located
 from toolreplay.canonical import MAX_DEPTH, decode, nesting_depth, too_deep
 from toolreplay.contracts.fingerprint import Signature, fingerprint_of
@@ -36,6 +35,7 @@ from toolreplay.contracts.text import text_digest, text_problem
 from toolreplay.errors import InputError
 from toolreplay.files import temp_beside
 from toolreplay.locate import pointer_token
+from toolreplay.mutators import DEFAULT_MUTATORS
 from toolreplay.transcript import read_input
 
 #: Version of the lock file shape (schemas/tool-lock.schema.json).

@@ -24,7 +24,6 @@ from dataclasses import replace
 from typing import Any
 
 from toolreplay.analyses.fingerprint_diff import compare_contracts, text_differences
-from toolreplay.analyses.replay import DEFAULT_MUTATORS
 from toolreplay.analyses.volatile import Volatile
 from toolreplay.contracts.lock import ToolContract, ToolLock, load_lock, save_lock
 from toolreplay.errors import ToolreplayError
@@ -35,6 +34,7 @@ from toolreplay.library.errors import ContractTextDriftError, SnapshotMissError,
 from toolreplay.library.recorder import Recorder
 from toolreplay.library.registry import ToolRegistry, as_json
 from toolreplay.library.snapshot import Snapshot
+from toolreplay.mutators import DEFAULT_MUTATORS
 from toolreplay.transcript import GENESIS, Record, make_record
 from toolreplay.volatile_rules import Rule
 

@@ -16,7 +16,6 @@ from toolreplay.analyses.baseline import call_drift, compare_call, stop_drift
 from toolreplay.analyses.difference import ABSENT, first_difference
 from toolreplay.analyses.fingerprint_diff import compare_contracts
 from toolreplay.analyses.judging import ToolBehaviour
-from toolreplay.analyses.replay import DEFAULT_MUTATORS
 from toolreplay.canonical import canonical
 from toolreplay.contracts.definitions import definition_contract
 from toolreplay.contracts.fingerprint import python_signature
@@ -34,6 +33,7 @@ from toolreplay.library.errors import (
 )
 from toolreplay.library.recorder import Recorder
 from toolreplay.library.snapshot import Snapshot
+from toolreplay.mutators import DEFAULT_MUTATORS
 from toolreplay.transcript import Record, make_record
 
 F = TypeVar("F", bound=Callable[..., Any])
