@@ -48,6 +48,7 @@ from toolreplay.cli.base import (
     allow_origin_option,
     atomic_output,
     force_option,
+    mutator_option,
     warn,
 )
 from toolreplay.cli.defaults import (
@@ -177,14 +178,7 @@ def _text_explained(
 @click.argument("transcript", required=False)
 @click.argument("command", nargs=-1)
 @click.option("--target", metavar="URL", help="A Streamable HTTP server to ask instead of starting COMMAND.")
-@click.option(
-    "--mutator",
-    "mutators",
-    multiple=True,
-    metavar="TOOL",
-    help="A tool that changes state and is never re-run (repeatable; replaces the config's"
-    " mutators, else the default list).",
-)
+@mutator_option
 @click.option(
     "--allow",
     "allowed",
