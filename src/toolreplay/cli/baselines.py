@@ -19,7 +19,7 @@ from toolreplay.analyses.freshness import Freshness, check_freshness
 from toolreplay.analyses.judging import Judging, ToolBehaviour, lock_behaviour
 from toolreplay.analyses.volatile import Volatile
 from toolreplay.chain import ChainState, verify, verify_stream
-from toolreplay.cli.base import EXISTS, EXIT_FINDINGS, atomic_output, force_option
+from toolreplay.cli.base import EXISTS, EXIT_FINDINGS, atomic_output, force_option, mutator_option
 from toolreplay.cli.defaults import announce, config_option, read_config
 from toolreplay.cli.formats import format_option
 from toolreplay.cli.gate import emit_gated, fail_on_option, fail_policy
@@ -246,13 +246,7 @@ def _source_explanations(
 @click.argument("baseline")
 @click.argument("runs", metavar="RUN...", nargs=-1, required=True)
 @click.option("--tools", "tools", metavar="LOCK", help="Tool lock: live fingerprints and declared behaviour.")
-@click.option(
-    "--mutator",
-    "mutators",
-    multiple=True,
-    metavar="TOOL",
-    help="A tool that changes state (repeatable; replaces the default list; a lock's mutates wins).",
-)
+@mutator_option
 @click.option(
     "--max-age-days",
     type=click.IntRange(min=0),
@@ -340,13 +334,7 @@ def _freshness(baseline: str, max_age_days: int | None) -> Freshness | None:
     help="Compare the committed baseline with this run to fill kinds and tools (repeatable).",
 )
 @click.option("--tools", "tools", metavar="LOCK", help="Tool lock for the comparison (as in diff).")
-@click.option(
-    "--mutator",
-    "mutators",
-    multiple=True,
-    metavar="TOOL",
-    help="A tool that changes state, for the comparison (as in diff).",
-)
+@mutator_option
 @click.option(
     "--base",
     metavar="REF",

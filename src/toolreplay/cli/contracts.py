@@ -10,7 +10,7 @@ import click
 
 from toolreplay.analyses.fingerprint_diff import carries_no_versions, compare_transcript, lock_report
 from toolreplay.analyses.schema_break import changed_schemas, schema_breaks
-from toolreplay.cli.base import Seconds, atomic_output, force_option, warn
+from toolreplay.cli.base import Seconds, atomic_output, force_option, mutator_option, warn
 from toolreplay.cli.defaults import announce, config_option, read_config
 from toolreplay.cli.formats import emit, format_option
 from toolreplay.config import Config, config_path
@@ -54,13 +54,7 @@ def _version_text(ctx: click.Context, param: click.Parameter, value: str | None)
 @force_option
 @click.option("--mcp", is_flag=True, help="SOURCE... is the command line of an MCP stdio server to start.")
 @click.option("--target", metavar="URL", help="Ask the MCP server at this Streamable HTTP URL (no SOURCE).")
-@click.option(
-    "--mutator",
-    "mutators",
-    multiple=True,
-    metavar="TOOL",
-    help="A tool that changes state (repeatable; replaces the default list; not for MCP tools).",
-)
+@mutator_option
 @click.option(
     "--timeout",
     type=Seconds(),

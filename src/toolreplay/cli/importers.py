@@ -10,7 +10,7 @@ from hashlib import sha256
 
 import click
 
-from toolreplay.cli.base import EXISTS, EXIT_USAGE, force_option, place_output
+from toolreplay.cli.base import EXISTS, EXIT_USAGE, force_option, mutator_option, place_output
 from toolreplay.cli.defaults import announce, config_option, read_config
 from toolreplay.errors import InputError
 from toolreplay.escape import inert, one_line
@@ -104,14 +104,7 @@ def _own_labels(labels: Sequence[str | None], count: int) -> bool:
     help="Give each call to a mutator the post-call state its response implies (a SHA-256 of the"
     " response), so diff can compare effects instead of reporting audit-incomplete.",
 )
-@click.option(
-    "--mutator",
-    "mutators",
-    multiple=True,
-    metavar="TOOL",
-    help="A tool that changes state, for --state-from-response (repeatable; default: the config's"
-    " mutators, else the default list).",
-)
+@mutator_option
 @force_option
 @config_option
 @click.pass_context

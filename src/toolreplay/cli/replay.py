@@ -11,6 +11,7 @@ import click
 from toolreplay import parallel
 from toolreplay.analyses.replay import Call, ReplayResult, file_calls, read_calls, replay_calls
 from toolreplay.analyses.volatile import Volatile
+from toolreplay.cli.base import mutator_option
 from toolreplay.cli.defaults import announce, config_option, mutators_and_lock, read_config, volatile_of
 from toolreplay.cli.formats import emit, format_option
 from toolreplay.findings import sort_findings
@@ -19,13 +20,7 @@ from toolreplay.reports import Report, masked_line, replay_header
 
 @click.command(name="replay")
 @click.argument("transcript")
-@click.option(
-    "--mutator",
-    "mutators",
-    multiple=True,
-    metavar="TOOL",
-    help="A tool that changes state (repeatable; replaces the default list and the config's mutators).",
-)
+@mutator_option
 @click.option(
     "--state-aware/--no-state-aware",
     default=None,
