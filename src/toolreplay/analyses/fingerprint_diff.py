@@ -21,10 +21,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from toolreplay.analyses.contract_drift import fingerprint_message
-from toolreplay.analyses.difference import ABSENT
+from toolreplay.analyses.difference import ABSENT, clipped
 from toolreplay.analyses.schema_diff import diff_schema
 from toolreplay.analyses.text_diff import TEXT_CLASSES, diff_text, hint_effect, is_description, marked
-from toolreplay.canonical import canonical
 from toolreplay.contracts.lock import ToolContract, ToolLock
 from toolreplay.contracts.text import text_drift_message
 from toolreplay.escape import quote
@@ -121,10 +120,7 @@ def show_signature(value: Any) -> str:
 
 def render(value: Any) -> str:
     """A value as compact canonical JSON, clipped; ``(absent)`` for a missing one."""
-    if value is ABSENT:
-        return "(absent)"
-    text = canonical(value)
-    return text if len(text) <= _CLIP else text[: _CLIP - 3] + "..."
+    return clipped(value, _CLIP, absent="(absent)")
 
 
 #: how a signature change's two sides read, by what changed, when both are one recorded string

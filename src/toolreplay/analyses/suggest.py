@@ -16,6 +16,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from toolreplay.analyses.difference import clipped
 from toolreplay.analyses.volatile import Volatile, trusted_matches
 from toolreplay.canonical import canonical, canonical_str, decode
 from toolreplay.errors import InputError
@@ -119,7 +120,7 @@ def _json(text: str) -> Any:
 
 
 def _rule(tool: str, at: str, values: list[Any]) -> Suggestion:
-    seen = tuple(_clip(canonical(v)) for v in values[:_SHOWN])
+    seen = tuple(clipped(v, _LIMIT) for v in values[:_SHOWN])
     why = _unmaskable(at, values)
     if why is not None:
         return Suggestion(rule=None, at=at.rstrip("#"), seen=seen, why=why)
@@ -168,10 +169,6 @@ def _stable(tool: str, answers: Sequence[dict[str, Any]], rules: list[Rule]) -> 
         volatile.texts(make_record(index=0, tool=tool, args={}, response=a), None).response for a in answers
     }
     return len(texts) == 1
-
-
-def _clip(text: str) -> str:
-    return text if len(text) <= _LIMIT else text[: _LIMIT - 3] + "..."
 
 
 def toml(suggestions: dict[str, list[Suggestion]], repeat: int, config: str | None) -> str:
