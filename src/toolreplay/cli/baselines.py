@@ -20,10 +20,10 @@ from toolreplay.analyses.judging import Judging, ToolBehaviour, lock_behaviour
 from toolreplay.analyses.volatile import Volatile
 from toolreplay.chain import ChainState, verify, verify_stream
 from toolreplay.cli.base import EXISTS, EXIT_FINDINGS, atomic_output, force_option, mutator_option
-from toolreplay.cli.defaults import announce, config_option, read_config
+from toolreplay.cli.defaults import announce, config_option, mutators_and_lock, read_config, setting
 from toolreplay.cli.formats import format_option
 from toolreplay.cli.gate import emit_gated, fail_on_option, fail_policy
-from toolreplay.config import Config, config_path
+from toolreplay.config import Config
 from toolreplay.contracts.lock import load_lock
 from toolreplay.contracts.source import source_lock
 from toolreplay.driftnotes.base_settings import PullRange, judged_config
@@ -185,9 +185,10 @@ def configured_comparison(
 
 def _with_config(flags: _Comparison, config: Config, mutators_given: bool, used: list[str]) -> _Comparison:
     """The config's settings where the flags leave them out, each one used named in ``used``."""
-    tools = _lock_setting(flags.tools, config, used)
-    chosen = _mutators_setting(flags.mutators, config, mutators_given, used)
-    max_age_days = _max_age_setting(flags.max_age_days, config, used)
+    chosen, tools = mutators_and_lock(
+        config, tuple(flags.mutators) if mutators_given else (), flags.tools, used
+    )
+    max_age_days = setting(flags.max_age_days, config, "max_baseline_age_days", used)
     explain = _source_explanations(config, tools, chosen, used)
     if config.volatile:
         used.append("volatile")
@@ -200,34 +201,6 @@ def _with_config(flags: _Comparison, config: Config, mutators_given: bool, used:
         volatile=config.volatile,
         pattern_budget=config.pattern_budget_seconds,
     )
-
-
-def _lock_setting(tools: str | None, config: Config, used: list[str]) -> str | None:
-    """``--tools``, else the config's tools_lock."""
-    if tools is not None or config.tools_lock is None:
-        return tools
-    used.append("tools_lock")
-    return config_path(config, config.tools_lock)
-
-
-def _mutators_setting(
-    mutators: frozenset[str], config: Config, given: bool, used: list[str]
-) -> frozenset[str]:
-    """The ``--mutator`` tools, else the config's mutators (the default list unless it declares them;
-    over a pull request's range, the base commit's)."""
-    if given:
-        return mutators
-    if "mutators" in config.declared:
-        used.append("mutators")
-    return config.mutators
-
-
-def _max_age_setting(max_age_days: int | None, config: Config, used: list[str]) -> int | None:
-    """``--max-age-days``, else the config's max_baseline_age_days."""
-    if max_age_days is not None or config.max_baseline_age_days is None:
-        return max_age_days
-    used.append("max_baseline_age_days")
-    return config.max_baseline_age_days
 
 
 def _source_explanations(

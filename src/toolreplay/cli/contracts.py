@@ -11,9 +11,9 @@ import click
 from toolreplay.analyses.fingerprint_diff import carries_no_versions, compare_transcript, lock_report
 from toolreplay.analyses.schema_break import changed_schemas, schema_breaks
 from toolreplay.cli.base import Seconds, atomic_output, force_option, mutator_option, warn
-from toolreplay.cli.defaults import announce, config_option, read_config
+from toolreplay.cli.defaults import announce, config_option, path_setting, read_config
 from toolreplay.cli.formats import emit, format_option
-from toolreplay.config import Config, config_path
+from toolreplay.config import Config
 from toolreplay.contracts.definitions import import_definitions, read_definitions
 from toolreplay.contracts.keep import keep_declared, previous_lock
 from toolreplay.contracts.lock import ToolLock, dump_lock, load_lock
@@ -203,12 +203,10 @@ def fingerprint_diff_cmd(
 
 def _recorded_lock(config: Config | None, recorded: str | None, used: list[str]) -> str:
     """RECORDED, else the config's tools_lock."""
-    if recorded is not None:
-        return recorded
-    if config is None or config.tools_lock is None:
+    lock = path_setting(recorded, config, "tools_lock", used)
+    if lock is None:
         raise click.UsageError("give RECORDED and LIVE, or set tools_lock and tools_source in the config")
-    used.append("tools_lock")
-    return config_path(config, config.tools_lock)
+    return lock
 
 
 def _calls_report(path: str, schemas: dict[str, Any]) -> Report:

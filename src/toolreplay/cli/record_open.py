@@ -19,7 +19,7 @@ from toolreplay.capture.http import check_target, serve_proxy
 from toolreplay.capture.listen import Admission, parse_listen
 from toolreplay.capture.recording import Recording
 from toolreplay.cli.base import warn
-from toolreplay.cli.defaults import announce, read_config
+from toolreplay.cli.defaults import announce, read_config, setting
 from toolreplay.cli.loading import loading
 from toolreplay.config import config_path
 from toolreplay.contracts.lock import ToolLock, load_lock
@@ -73,9 +73,7 @@ def state_commands(
     ``tools_lock`` unless ``--lock``), as ``check`` reads them. Says which settings the config supplied."""
     config = read_config(config_file)
     used: list[str] = []
-    if not commands and config is not None and config.state_command:
-        commands = config.state_command
-        used.append("state_command")
+    commands = setting(commands or None, config, "state_command", used) or ()
     if not commands:
         if timeout is not None:
             warn(
@@ -85,12 +83,8 @@ def state_commands(
         return None, None
     mutators, declared = DEFAULT_MUTATORS, None
     if config is not None:
-        if timeout is None and "state_timeout_seconds" in config.declared:
-            timeout = config.state_timeout_seconds
-            used.append("state_timeout_seconds")
-        if "mutators" in config.declared:
-            mutators = config.mutators
-            used.append("mutators")
+        timeout = setting(timeout, config, "state_timeout_seconds", used)
+        mutators = setting(None, config, "mutators", used) or DEFAULT_MUTATORS
         tools_lock = config_path(config, config.tools_lock) if config.tools_lock is not None else None
         # (a lock not written yet is none; anything else at that path is read, and refused if it is no lock)
         if lock_path is None and tools_lock is not None and os.path.lexists(tools_lock):
