@@ -25,7 +25,7 @@ from toolreplay.escape import quote
 from toolreplay.findings import Finding
 from toolreplay.kinds import ARGUMENT_OVERREACH, PERMISSION_OVERREACH, SCOPE_UNJUDGED
 from toolreplay.limits import DEFAULT_BUDGET_SECONDS
-from toolreplay.locate import line_of, pointer_of, pointer_token
+from toolreplay.locate import located, pointer_of, pointer_token
 from toolreplay.transcript import Record, read_input
 
 
@@ -57,13 +57,6 @@ def read_json_document(path: str) -> tuple[bytes, Any]:
     except InputError as err:
         lineno = getattr(err.__cause__, "lineno", None)
         raise InputError(err.problem, path=path, line=lineno, pointer=err.pointer) from err
-
-
-def located(err: InputError, raw: bytes) -> InputError:
-    """``err`` with the line its JSON pointer lands on in ``raw`` (when it had none)."""
-    if err.line is not None or err.pointer is None:
-        return err
-    return InputError(err.problem, path=err.path, line=line_of(raw, err.pointer), pointer=err.pointer)
 
 
 def load_scope(path: str) -> Scope:
