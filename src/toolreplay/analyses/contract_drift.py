@@ -114,10 +114,24 @@ def digest_drift(
         return digest.between(r.tool, b, r, why)
     if declared is None or not locked:
         return None
-    if theirs and theirs != locked:  # the baseline's call first
-        return digest.off_lock(r.tool, theirs, b, declared, why)
-    if lock_checks_runs and ours and ours != locked:
-        return digest.off_lock(r.tool, ours, None, declared, why)
+    return _off_lock(digest, r.tool, (theirs, b), ours if lock_checks_runs else None, declared, why)
+
+
+def _off_lock(
+    digest: Digest,
+    tool: str,
+    baseline: tuple[str | None, Record | None],
+    ours: str | None,
+    declared: ToolBehaviour,
+    why: str,
+) -> str | None:
+    """The message of a baseline call (first) or a run call whose digest is not the lock's."""
+    locked = digest.locked(declared)
+    theirs, b = baseline
+    if theirs and theirs != locked:
+        return digest.off_lock(tool, theirs, b, declared, why)
+    if ours and ours != locked:
+        return digest.off_lock(tool, ours, None, declared, why)
     return None
 
 

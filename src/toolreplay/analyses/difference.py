@@ -10,7 +10,7 @@ differs, not the text's first 60 characters.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from toolreplay.canonical import canonical, decode
@@ -45,19 +45,38 @@ def differences(old: Any, new: Any, pointer: str = "") -> Iterator[tuple[str, An
     object or array are compared as those values (the pointer goes on after a ``#``); when only
     their spelling differs, the strings themselves are the difference.
     """
-    if isinstance(old, dict) and isinstance(new, dict):
-        for key in sorted(old.keys() | new.keys()):
-            yield from differences(
-                old.get(key, ABSENT), new.get(key, ABSENT), f"{pointer}/{pointer_token(key)}"
-            )
-    elif isinstance(old, list) and isinstance(new, list):
-        for i in range(max(len(old), len(new))):
-            a = old[i] if i < len(old) else ABSENT
-            b = new[i] if i < len(new) else ABSENT
-            yield from differences(a, b, f"{pointer}/{i}")
-    elif _differ(old, new):
-        inside = list(_in_texts(old, new, pointer)) if isinstance(old, str) and isinstance(new, str) else []
-        yield from inside or [(pointer, old, new)]
+    walk = _WALKS.get((type(old), type(new)), _leaf)
+    yield from walk(old, new, pointer)
+
+
+def _members(old: dict[str, Any], new: dict[str, Any], pointer: str) -> Iterator[tuple[str, Any, Any]]:
+    for key in sorted(old.keys() | new.keys()):
+        yield from differences(old.get(key, ABSENT), new.get(key, ABSENT), f"{pointer}/{pointer_token(key)}")
+
+
+def _items(old: list[Any], new: list[Any], pointer: str) -> Iterator[tuple[str, Any, Any]]:
+    for i in range(max(len(old), len(new))):
+        a = old[i] if i < len(old) else ABSENT
+        b = new[i] if i < len(new) else ABSENT
+        yield from differences(a, b, f"{pointer}/{i}")
+
+
+def _texts(old: str, new: str, pointer: str) -> Iterator[tuple[str, Any, Any]]:
+    if old != new:
+        yield from list(_in_texts(old, new, pointer)) or [(pointer, old, new)]
+
+
+def _leaf(old: Any, new: Any, pointer: str) -> Iterator[tuple[str, Any, Any]]:
+    if _differ(old, new):
+        yield (pointer, old, new)
+
+
+#: how two values of these types are walked (any other pair is a leaf)
+_WALKS: dict[tuple[type, type], Callable[[Any, Any, str], Iterator[tuple[str, Any, Any]]]] = {
+    (dict, dict): _members,
+    (list, list): _items,
+    (str, str): _texts,
+}
 
 
 def _differ(old: Any, new: Any) -> bool:
