@@ -131,20 +131,9 @@ def load_config(
     refused = [found for found in unread if found.inside]
     if refused:
         raise _located(refused[0], raw, source)
-    if path.name == "pyproject.toml":
-        table = toolreplay_table(data)
-        if table is None:
-            raise InputError("has no [tool.toolreplay] table", path=source)
-    else:
-        table = data
-    if not plainly_valid(table):
-        _refuse_invalid(table, source)
-    budget = table.get("pattern_budget_seconds", DEFAULT_BUDGET_SECONDS)
-    if not finite_budget(budget):
-        raise InputError(BUDGET_PROBLEM, path=source, pointer="/pattern_budget_seconds")
-    timeout = table.get("state_timeout_seconds", DEFAULT_TIMEOUT)
-    if not finite_budget(timeout):
-        raise InputError(TIMEOUT_PROBLEM, path=source, pointer="/state_timeout_seconds")
+    table = _settings_table(data, path.name, source)
+    budget = _seconds(table, "pattern_budget_seconds", DEFAULT_BUDGET_SECONDS, BUDGET_PROBLEM, source)
+    timeout = _seconds(table, "state_timeout_seconds", DEFAULT_TIMEOUT, TIMEOUT_PROBLEM, source)
     return Config(
         root=path.parent,
         source=source,
@@ -165,6 +154,25 @@ def load_config(
         declared=frozenset(table),
         unread=tuple(str(_located(found, raw, source)) for found in unread),
     )
+
+
+def _settings_table(data: dict[str, Any], name: str, source: str) -> dict[str, Any]:
+    """The table of toolreplay's settings in a parsed file (``[tool.toolreplay]`` of a
+    pyproject.toml), refused unless the schema accepts it."""
+    table = toolreplay_table(data) if name == "pyproject.toml" else data
+    if table is None:
+        raise InputError("has no [tool.toolreplay] table", path=source)
+    if not plainly_valid(table):
+        _refuse_invalid(table, source)
+    return table
+
+
+def _seconds(table: dict[str, Any], key: str, default: float, problem: str, source: str) -> Any:
+    """A time budget of the table (the default when it has none), refused unless finite."""
+    value = table.get(key, default)
+    if not finite_budget(value):
+        raise InputError(problem, path=source, pointer="/" + key)
+    return value
 
 
 def load_recorded(raw: bytes, path: str, *, label: str, top: Callable[[], str]) -> Config | None:
@@ -535,13 +543,16 @@ def _without(value: Any, path: TomlPath) -> Any:
     """``value`` without what is at ``path`` (a table left empty goes too)."""
     head, rest = path[0], path[1:]
     if isinstance(value, dict) and head in value:
-        inner = _without(value[head], rest) if rest else {}
-        return {key: item for key, item in value.items() if key != head} | (
-            {head: inner} if inner != {} else {}
-        )
+        return _without_member(value, head, rest)
     if isinstance(value, list) and isinstance(head, int) and head < len(value) and rest:
         return [_without(item, rest) if number == head else item for number, item in enumerate(value)]
     return value
+
+
+def _without_member(table: dict[str, Any], key: Any, rest: TomlPath) -> dict[str, Any]:
+    """``table`` without what is at ``rest`` in its member ``key`` (the member goes when left empty)."""
+    inner = _without(table[key], rest) if rest else {}
+    return {name: item for name, item in table.items() if name != key} | ({key: inner} if inner != {} else {})
 
 
 def _table_problems(data: dict[str, Any], path: str) -> Iterator[str]:

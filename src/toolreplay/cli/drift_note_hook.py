@@ -92,6 +92,18 @@ def drift_note_hook(
     git = Git()  # the root is asked of git only where a step needs it: a hook's start-up counts
     # what is judged: the range from --base, the amended commit, or the staged change
     mode = "range" if base is not None else rewrite or "staged"
+    settings, result, warnings, amended = _judged(git, mode, base, head, patterns, notes_dir)
+    text = render(result, notes_dir=settings.notes_dir, mode=mode, warnings=warnings)
+    if amended is not None and result.problems:
+        text += _undo(git, amended)
+    click.echo(inert(text), nl=False)
+    ctx.exit(EXIT_FINDINGS if result.problems else EXIT_CLEAN)
+
+
+def _judged(
+    git: Git, mode: str, base: str | None, head: str, patterns: tuple[str, ...], notes_dir: str | None
+) -> tuple[GuardSettings, GuardResult, list[str], _Amend | None]:
+    """The guard's settings, its verdict, its warnings, and the amended commit (in ``amend`` mode)."""
     # the configuration as the judged side records it: the base, the amended commit, or staged
     rev = {"range": base, "amend": "HEAD"}.get(mode)
     if rev is not None:
@@ -108,11 +120,7 @@ def drift_note_hook(
     else:
         result, warnings = _judge_commit(git, settings, amended), []
     warnings += [unguarded_warning(path, settings.patterns) for path in result.unguarded]
-    text = render(result, notes_dir=settings.notes_dir, mode=mode, warnings=warnings)
-    if amended is not None and result.problems:
-        text += _undo(git, amended)
-    click.echo(inert(text), nl=False)
-    ctx.exit(EXIT_FINDINGS if result.problems else EXIT_CLEAN)
+    return settings, result, warnings, amended
 
 
 def _judge_commit(git: Git, settings: GuardSettings, amended: _Amend | None) -> GuardResult:

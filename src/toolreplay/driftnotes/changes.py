@@ -127,13 +127,18 @@ def _entry_file_changes(
         before = _file_side(git, entry.old_oid, entry.old_mode) if path == old else None
         after = _file_side(git, entry.new_oid, entry.new_mode) if path == new else None
         if before != after:
-            yield BaselineChange(
-                baseline=path,
-                action="added" if before is None else "deleted" if after is None else "modified",
-                from_head=before or genesis_head(),
-                to_head=after,
-                kind="session file" if path.endswith(SESSION_SUFFIX) else "tool lock",
-            )
+            yield _file_change(path, before, after)
+
+
+def _file_change(path: str, before: str | None, after: str | None) -> BaselineChange:
+    """A guarded file's change from head ``before`` to ``after`` (None: it is not there)."""
+    return BaselineChange(
+        baseline=path,
+        action="added" if before is None else "deleted" if after is None else "modified",
+        from_head=before or genesis_head(),
+        to_head=after,
+        kind="session file" if path.endswith(SESSION_SUFFIX) else "tool lock",
+    )
 
 
 def _file_side(git: Git, oid: str | None, mode: str) -> str | None:
