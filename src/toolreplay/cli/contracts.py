@@ -83,19 +83,7 @@ def fingerprint_cmd(
         toolreplay fingerprint -o tools.lock.json --mcp -- python server.py
         toolreplay fingerprint -o tools.lock.json --target http://127.0.0.1:8000/mcp
     """
-    mutator_set = frozenset(mutators) if mutators else DEFAULT_MUTATORS
-    if target is not None:
-        if source or mcp:
-            raise click.UsageError("--target asks a server by its URL: give no SOURCE and no --mcp")
-        lock, warnings = url_lock(target, version=tool_version, timeout=timeout)
-        named = url_shown(target)
-    elif not mcp and len(source) != 1:
-        raise click.UsageError("give one SOURCE (or --mcp and a server command line, or --target URL)")
-    else:
-        lock, warnings = _lock_of(
-            source, mcp=mcp, version=tool_version, mutators=mutator_set, timeout=timeout
-        )
-        named = describe(source) if mcp else source[0]
+    lock, warnings, named = _fingerprinted(source, mcp, target, tool_version, mutators, timeout)
     _warn(warnings)
     if output is not None and force:
         lock = _keep_declared(output, lock)
@@ -105,6 +93,27 @@ def fingerprint_cmd(
         raise InputError(err.problem, path=named) from err
     with atomic_output(output, replace=force) as out:
         out.write(text)
+
+
+def _fingerprinted(
+    source: tuple[str, ...],
+    mcp: bool,
+    target: str | None,
+    version: str | None,
+    mutators: tuple[str, ...],
+    timeout: float,
+) -> tuple[ToolLock, tuple[str, ...], str]:
+    """The lock of what the options name, its warnings, and how errors name it."""
+    if target is not None:
+        if source or mcp:
+            raise click.UsageError("--target asks a server by its URL: give no SOURCE and no --mcp")
+        lock, warnings = url_lock(target, version=version, timeout=timeout)
+        return lock, tuple(warnings), url_shown(target)
+    if not mcp and len(source) != 1:
+        raise click.UsageError("give one SOURCE (or --mcp and a server command line, or --target URL)")
+    chosen = frozenset(mutators) if mutators else DEFAULT_MUTATORS
+    lock, warnings = _lock_of(source, mcp=mcp, version=version, mutators=chosen, timeout=timeout)
+    return lock, tuple(warnings), describe(source) if mcp else source[0]
 
 
 def _lock_of(

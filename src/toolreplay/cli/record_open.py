@@ -21,7 +21,7 @@ from toolreplay.capture.recording import Recording
 from toolreplay.cli.base import warn
 from toolreplay.cli.defaults import announce, read_config, setting
 from toolreplay.cli.loading import loading
-from toolreplay.config import config_path
+from toolreplay.config import Config, config_path
 from toolreplay.contracts.lock import ToolLock, load_lock
 from toolreplay.library.post_state import StateCommand
 from toolreplay.mutators import DEFAULT_MUTATORS
@@ -81,17 +81,23 @@ def state_commands(
                 " (--state-command, or the configuration's state_command)"
             )
         return None, None
-    mutators, declared = DEFAULT_MUTATORS, None
-    if config is not None:
-        timeout = setting(timeout, config, "state_timeout_seconds", used)
-        mutators = setting(None, config, "mutators", used) or DEFAULT_MUTATORS
-        tools_lock = config_path(config, config.tools_lock) if config.tools_lock is not None else None
-        # (a lock not written yet is none; anything else at that path is read, and refused if it is no lock)
-        if lock_path is None and tools_lock is not None and os.path.lexists(tools_lock):
-            declared = load_lock(tools_lock)
-            used.append("tools_lock")
+    timeout = setting(timeout, config, "state_timeout_seconds", used)
+    mutators = setting(None, config, "mutators", used) or DEFAULT_MUTATORS
+    declared = _declared_lock(config, lock_path, used)
     announce(config, used)
     return StateCommand(commands, timeout=timeout or DEFAULT_TIMEOUT, mutators=mutators), declared
+
+
+def _declared_lock(config: Config | None, lock_path: str | None, used: list[str]) -> ToolLock | None:
+    """The config's tools_lock, for which calls change state, unless ``--lock`` names one (a lock
+    not written yet is none; anything else at that path is read, and refused if it is no lock)."""
+    if lock_path is not None or config is None or config.tools_lock is None:
+        return None
+    tools_lock = config_path(config, config.tools_lock)
+    if not os.path.lexists(tools_lock):
+        return None
+    used.append("tools_lock")
+    return load_lock(tools_lock)
 
 
 def record_http(
