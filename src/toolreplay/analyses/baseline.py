@@ -525,21 +525,14 @@ def diff_tables(baseline: CallTable, runs: Sequence[tuple[str, CallTable]], judg
     masked = baseline.store.volatile.rules if baseline.store.volatile is not None else ()
     if masked != judging.volatile:
         raise ValueError("the tables were not read under the judging's volatile rules")
-    behaviour, mutators = judging.behaviour, judging.mutators
+    behaviour = judging.behaviour
     collectors = []
     aligned_counts = []
     for path, table in runs:
         collector, aligned = _diff_run(path, baseline, table, judging)
         collectors.append(collector)
         aligned_counts.append(aligned)
-    sources = [("", baseline), *runs]
-    observed = observe([table for _, table in sources], behaviour, mutators)
-    for drift in observed.drifts:
-        out = collectors[drift.source - 1]
-        _silent_drift(out, sources, drift)
-        if drift.more:
-            out.count(SILENT_DRIFT, drift.tool, drift.more)
-    silent, agreed = observed.silent, observed.agreed
+    silent, agreed = _determinism([("", baseline), *runs], judging, collectors)
     called = sorted({tool for _, table in runs for tool in table.tools})
     verdicts = {tool: _verdict(behaviour.get(tool), tool in silent, tool in agreed) for tool in called}
     results = [
@@ -547,6 +540,20 @@ def diff_tables(baseline: CallTable, runs: Sequence[tuple[str, CallTable]], judg
         for (path, table), collector, aligned in zip(runs, collectors, aligned_counts, strict=True)
     ]
     return DiffResult(baseline_calls=len(baseline), runs=tuple(results), verdicts=verdicts)
+
+
+def _determinism(
+    sources: Sequence[tuple[str, CallTable]], judging: Judging, collectors: Sequence[_Collector]
+) -> tuple[frozenset[str], frozenset[str]]:
+    """Identical calls grouped across the baseline and the runs: each run's silent drifts added to
+    its collector; the tools that disagreed anywhere, and those that agreed with the baseline."""
+    observed = observe([table for _, table in sources], judging.behaviour, judging.mutators)
+    for drift in observed.drifts:
+        out = collectors[drift.source - 1]
+        _silent_drift(out, sources, drift)
+        if drift.more:
+            out.count(SILENT_DRIFT, drift.tool, drift.more)
+    return observed.silent, observed.agreed
 
 
 def _verdict(declared: ToolBehaviour | None, silent: bool, agreed: bool) -> str:

@@ -5,6 +5,7 @@ finding, never a pass."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from toolreplay.analyses.fingerprint_diff import (
@@ -57,25 +58,28 @@ def source_contracts(
         return (), (), ()
     recorded = load_lock(lock)  # a bad lock is the user's usage error, before any child runs
     try:
-        source, _ = source_lock(
-            config.tools_source,
-            root=config.root if source_root is None else source_root,
-            mutators=config.mutators,
-            timeout=SOURCE_TIMEOUT,
-            watch=work_tree(config.root),
-        )
-    except SourceRunError as err:
-        if not report:
-            raise
-        return (), (), (_source_failed(config, err),)
+        source = _source(config, config.tools_source, source_root)
     except InputError as err:
-        if source_root is None or not report:
+        # a child that failed is a finding; so is the base commit's source (over a range), which
+        # is not the pull request's to fix
+        if not report or not (isinstance(err, SourceRunError) or source_root is not None):
             raise
-        # the base commit's source (over a range) is not the pull request's to fix: a finding
         return (), (), (_source_failed(config, err),)
     changed = tuple((tool, canonical(schema)) for tool, schema in changed_schemas(recorded, source).items())
     judged = (_source_judged(config, source, source_root),) if report else ()
     return tuple(sorted(explain_drift(recorded, source).items())), changed, judged
+
+
+def _source(config: Config, tools_source: str | Sequence[str], source_root: Path | None) -> ToolLock:
+    """The tools_source's contracts, from its child process."""
+    source, _ = source_lock(
+        tools_source,
+        root=config.root if source_root is None else source_root,
+        mutators=config.mutators,
+        timeout=SOURCE_TIMEOUT,
+        watch=work_tree(config.root),
+    )
+    return source
 
 
 def _source_judged(config: Config, source: ToolLock, source_root: Path | None) -> Report:
