@@ -124,9 +124,9 @@ def _refreshed_lock(config: Config | None, files: Sequence[tuple[str, bytes]]) -
     if listed is None:
         return None
     path = config_path(config, config.tools_lock)
-    old = load_lock(path) if os.path.isfile(path) else None
-    lock, kept = keep_declared(old, listed)
-    others = [c for name, c in (old.tools.items() if old is not None else ()) if name not in lock.tools]
+    old = load_lock(path) if os.path.isfile(path) else ToolLock.of([])
+    lock, kept = keep_declared(old if old.tools else None, listed)
+    others = [c for name, c in old.tools.items() if name not in lock.tools]
     text = dump_lock(ToolLock.of([*lock.tools.values(), *others]))
     return _Lock(path=path, data=text.encode("utf-8"), kept=kept)
 
