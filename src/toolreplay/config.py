@@ -521,11 +521,8 @@ def config_problems(path: str) -> Iterator[str]:
     try:
         data = parse_toml(raw, path)
     except InputError as err:
-        if isinstance(err.__cause__, ValueError) and not isinstance(err.__cause__, UnicodeDecodeError):
-            # the file's own problem (invalid TOML, an integer past the digit limit), not an unreadable file
-            yield str(err)
-            return
-        raise
+        yield _own_problem(err)
+        return
     name = os.path.basename(path)
     unread = unread_volatile(data, name)
     yield from (str(_located(found, raw, path)) for found in unread)
@@ -537,6 +534,14 @@ def config_problems(path: str) -> Iterator[str]:
         if found.inside:
             table = _without(table, found.at[len(_home(name)) :])
     yield from _table_problems(table, path)
+
+
+def _own_problem(err: InputError) -> str:
+    """A TOML file's own problem (invalid TOML, an integer past the digit limit), as ``validate``
+    lists it; an unreadable file is raised again."""
+    if isinstance(err.__cause__, ValueError) and not isinstance(err.__cause__, UnicodeDecodeError):
+        return str(err)
+    raise err
 
 
 def _without(value: Any, path: TomlPath) -> Any:
@@ -555,14 +560,19 @@ def _without_member(table: dict[str, Any], key: Any, rest: TomlPath) -> dict[str
     return {name: item for name, item in table.items() if name != key} | ({key: inner} if inner != {} else {})
 
 
+def _schema_problems(data: dict[str, Any], path: str) -> list[str]:
+    """What the config schema refuses in a table, in place order (it has no ECMA-262 pattern:
+    jsonschema's own message and place say it)."""
+    errors = sorted(_schema_errors(data), key=lambda e: (list(map(str, e.absolute_path)), e.message))
+    return [f"{path}: {e.message} (at {pointer_of(e.absolute_path)})" for e in errors]
+
+
 def _table_problems(data: dict[str, Any], path: str) -> Iterator[str]:
     """The problems of a configuration table (the file at ``path``'s) as ``validate`` lists them."""
-    if not plainly_valid(data):
-        # (the config schema has no ECMA-262 pattern: jsonschema's own message and place say it)
-        errors = sorted(_schema_errors(data), key=lambda e: (list(map(str, e.absolute_path)), e.message))
-        if errors:
-            yield from (f"{path}: {e.message} (at {pointer_of(e.absolute_path)})" for e in errors)
-            return
+    errors = [] if plainly_valid(data) else _schema_problems(data, path)
+    if errors:
+        yield from errors
+        return
     # what the schema cannot say and loading the configuration refuses
     if not finite_budget(data.get("pattern_budget_seconds", 1)):
         yield f"{path}: {BUDGET_PROBLEM.removeprefix('invalid configuration: ')} (at /pattern_budget_seconds)"

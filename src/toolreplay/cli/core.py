@@ -46,12 +46,16 @@ def seal_cmd(ctx: click.Context, transcript: str, output: str | None, force: boo
         with carried or contextlib.nullcontext() as session_out:
             if session and session_out is not None:
                 _seal_in_order(session, session_out)
-            if (
-                transcript == "-"
-                or not parallel.worth_it(transcript)
-                or not _sealed_in_parallel(transcript, out)
-            ):
-                _seal_in_order(transcript, out)
+            _seal(transcript, out)
+
+
+def _seal(transcript: str, out: IO[str]) -> None:
+    """Seal ``transcript`` into ``out``: on every core when the file is worth it, else in order."""
+    parallel_done = (
+        transcript != "-" and parallel.worth_it(transcript) and _sealed_in_parallel(transcript, out)
+    )
+    if not parallel_done:
+        _seal_in_order(transcript, out)
 
 
 def _session_of(transcript: str, output: str | None) -> str | None:
