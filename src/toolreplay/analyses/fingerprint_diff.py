@@ -137,9 +137,7 @@ def lock_report(
     contract text, ``tool-drift`` otherwise), counted in the header: ``fingerprint-diff``'s lock
     against lock, and ``check``'s lock against its tools_source. ``unversioned``: ``live`` carries
     no versions (a source read without them), which is not a change of version."""
-    differences = compare_locks(recorded, live)
-    if unversioned:
-        differences = [d for d in differences if not (d.kind == "version" and d.new == "")]
+    differences = [d for d in compare_locks(recorded, live) if not (unversioned and _unversioned(d))]
     findings = tuple(drift_finding(d, path) for d in differences)
     drifted = len({d.tool for d in differences})
     breaking = sum(1 for d in differences if d.breaking)
@@ -155,6 +153,11 @@ def lock_report(
         ),
         findings=findings,
     )
+
+
+def _unversioned(difference: Difference) -> bool:
+    """A version that went away: what a source read without versions shows, not a change."""
+    return difference.kind == "version" and difference.new == ""
 
 
 def carries_no_versions(lock: ToolLock) -> bool:

@@ -182,16 +182,19 @@ def toml(suggestions: dict[str, list[Suggestion]], repeat: int, config: str | No
         lines.append(_where(config))
     for tool, found in sorted(suggestions.items()):
         for s in found:
-            lines.append("")
-            seen = ", ".join(s.seen)
-            if s.rule is None:
-                lines.append(
-                    f"# {canonical_str(tool)} at {canonical_str(s.at)}: no rule fits ({s.why}): {seen}"
-                )
-                continue
-            lines.append(f"# {canonical_str(tool)}: {s.why} changes at {canonical_str(s.at)}: seen {seen}")
-            lines.append(s.rule.toml(table))
+            lines += ["", *_suggested(tool, s, table)]
     return "\n".join(lines) + "\n"
+
+
+def _suggested(tool: str, s: Suggestion, table: str) -> list[str]:
+    """One suggestion: a comment saying what changed, and its rule (when one fits)."""
+    seen = ", ".join(s.seen)
+    if s.rule is None:
+        return [f"# {canonical_str(tool)} at {canonical_str(s.at)}: no rule fits ({s.why}): {seen}"]
+    return [
+        f"# {canonical_str(tool)}: {s.why} changes at {canonical_str(s.at)}: seen {seen}",
+        s.rule.toml(table),
+    ]
 
 
 def _where(config: str | None) -> str:

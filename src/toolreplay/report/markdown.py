@@ -394,9 +394,9 @@ def _finding_tables(
     failing = [f for f in findings if fails(f.kind)]
     advisory = [f for f in findings if not fails(f.kind)]
     errors = _error_rows(report, cell, fails)
-    errors_fail = fails(REPORT_ERROR)
-    rows = [*(errors if errors_fail else []), *_rows(report, failing, links, cell, fails)]
-    passing = [*([] if errors_fail else errors), *_rows(report, advisory, links, cell, fails)]
+    failing_errors, passing_errors = (errors, []) if fails(REPORT_ERROR) else ([], errors)
+    rows = [*failing_errors, *_rows(report, failing, links, cell, fails)]
+    passing = [*passing_errors, *_rows(report, advisory, links, cell, fails)]
     if not rows:
         return _table(passing)
     if not passing:
