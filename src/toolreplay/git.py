@@ -211,13 +211,8 @@ def _inner_repository(path: str) -> str | None:
     The file's repository is the nearest folder above it with a ``.git``; a submodule's is a
     file, as a linked work tree's is, and git tells the two apart (a submodule has a superproject).
     """
-    here = os.path.dirname(os.path.abspath(path))
-    while not os.path.lexists(os.path.join(here, ".git")):
-        parent = os.path.dirname(here)
-        if parent == here:
-            return None
-        here = parent
-    if not os.path.isfile(os.path.join(here, ".git")):
+    here = _repository_of(path)
+    if here is None or not os.path.isfile(os.path.join(here, ".git")):
         return None  # a repository of its own (a nested one is not this command's to judge)
     real, cwd = os.path.realpath(here), os.path.realpath(os.getcwd())
     if cwd == real or cwd.startswith(real + os.sep):
@@ -226,6 +221,17 @@ def _inner_repository(path: str) -> str | None:
     if done is None or not done.strip():
         return None  # a linked work tree (git worktree add), not a submodule
     return os.path.relpath(here) if not os.path.isabs(path) else here
+
+
+def _repository_of(path: str) -> str | None:
+    """The nearest folder above ``path`` with a ``.git`` (None: there is none)."""
+    here = os.path.dirname(os.path.abspath(path))
+    while not os.path.lexists(os.path.join(here, ".git")):
+        parent = os.path.dirname(here)
+        if parent == here:
+            return None
+        here = parent
+    return here
 
 
 def _symlinked_folder(path: str) -> str | None:
