@@ -30,10 +30,9 @@ from toolreplay.driftnotes.pull import DriftOutcome, check_pull_request
 from toolreplay.errors import InputError, ToolreplayError
 from toolreplay.escape import workflow_command
 from toolreplay.extras import installed
-from toolreplay.gate import describe
+from toolreplay.gate import FailPolicy, describe
 from toolreplay.github.action import (
     REPORT_NAME,
-    FailPolicy,
     Settings,
     divergence,
     parse_fail_on,

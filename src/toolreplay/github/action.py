@@ -22,8 +22,7 @@ from toolreplay.driftnotes.base_settings import PullRange
 from toolreplay.driftnotes.pull import is_sha
 from toolreplay.errors import InputError
 from toolreplay.escape import quote
-from toolreplay.gate import FailPolicy as FailPolicy
-from toolreplay.gate import known_kinds as known_kinds
+from toolreplay.gate import FailPolicy
 from toolreplay.outputs import write_error
 from toolreplay.reports import Line, Report
 
