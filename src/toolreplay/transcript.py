@@ -12,8 +12,6 @@ from typing import IO, Any
 import orjson
 
 from toolreplay.canonical import (
-    MAX_DEPTH,
-    MAX_RECORD_BYTES,
     canonical,
     canonical_decoded,
     canonical_str,
@@ -27,6 +25,7 @@ from toolreplay.canonical import (
 )
 from toolreplay.errors import InputError
 from toolreplay.files import SEALED_SUFFIX
+from toolreplay.limits import MAX_DEPTH, MAX_RECORD_BYTES
 from toolreplay.locate import pointer_token
 
 GENESIS = "0" * 64

@@ -12,9 +12,9 @@ from toolreplay.driftnotes.base_settings import PullRange
 from toolreplay.driftnotes.settings import glob_patterns
 from toolreplay.errors import InputError
 from toolreplay.findings import Finding
+from toolreplay.gate import known_kinds
 from toolreplay.github.action import (
     divergence,
-    known_kinds,
     parse_fail_on,
     pull_range_from_env,
     settings_from_env,

@@ -338,3 +338,29 @@ def test_imports_follow_the_pipeline() -> None:
 def test_the_pipeline_test_sees_a_backward_import() -> None:
     """A reader that imported a renderer would be caught."""
     assert _stage("toolreplay.report.text") > _stage("toolreplay.transcript")
+
+
+def test_no_private_name_is_imported_from_another_module() -> None:
+    """A ``_name`` stays in its module: what another module needs is public where it is defined."""
+    found = sorted(
+        f"{module} imports {node.module}.{alias.name}"
+        for module, path in _modules().items()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("toolreplay")
+        for alias in node.names
+        if alias.name.startswith("_") and not alias.name.startswith("__")
+    )
+    assert found == []
+
+
+def test_no_module_re_exports_a_name() -> None:
+    """No ``from m import name as name``: a name is imported from where it is defined."""
+    found = sorted(
+        f"{module} re-exports {node.module}.{alias.name}"
+        for module, path in _modules().items()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("toolreplay")
+        for alias in node.names
+        if alias.asname == alias.name
+    )
+    assert found == []

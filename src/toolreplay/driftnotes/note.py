@@ -20,9 +20,8 @@ import yaml
 from yaml.composer import ComposerError
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from toolreplay.canonical import MAX_DEPTH
 from toolreplay.errors import InputError
-from toolreplay.limits import MAX_INT_DIGITS, long_integer_line
+from toolreplay.limits import MAX_DEPTH, MAX_INT_DIGITS, long_integer_line
 from toolreplay.locate import pointer_token
 from toolreplay.schemas import validator
 
