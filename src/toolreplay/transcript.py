@@ -475,8 +475,12 @@ def _locate(err: InputError, path: str, line: int) -> InputError:
 
 
 def read_records(path: str) -> list[Record]:
-    """A run's records whole (the volatile rules mask their values): a sealed file's links'
-    records, or a transcript's."""
+    """A run's records whole (the volatile rules mask their values), in a list."""
+    return list(iter_records(path))
+
+
+def iter_records(path: str) -> Iterator[Record]:
+    """A run's records one by one: a sealed file's links' records, or a transcript's."""
     if os.path.basename(path).endswith(SEALED_SUFFIX):
-        return [link.record for link in read_links(path)]
-    return list(read_transcript(path))
+        return (link.record for link in read_links(path))
+    return read_transcript(path)

@@ -24,7 +24,7 @@ from toolreplay.escape import quote, url_shown
 from toolreplay.findings import sort_findings
 from toolreplay.mutators import DEFAULT_MUTATORS
 from toolreplay.reports import Line, Report
-from toolreplay.transcript import Record, read_links, read_transcript
+from toolreplay.transcript import Record, iter_records
 
 
 def _version_text(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
@@ -198,7 +198,7 @@ def fingerprint_diff_cmd(
     if _is_transcript(recorded):
         if calls:
             raise click.UsageError("--calls needs RECORDED to be a tool lock")
-        report = _transcript_report(recorded, _records(recorded), live_lock)
+        report = _transcript_report(recorded, iter_records(recorded), live_lock)
         ctx.exit(emit([report], fmt))
     recorded_lock = load_lock(recorded)
     reports = [
@@ -220,7 +220,7 @@ def _recorded_lock(config: Config | None, recorded: str | None, used: list[str])
 
 def _calls_report(path: str, schemas: dict[str, Any]) -> Report:
     """One transcript's recorded calls against the changed input schemas."""
-    records = _records(path)
+    records = iter_records(path)
     counted = [0]
 
     def counting() -> Iterable[Record]:
@@ -253,15 +253,6 @@ def _configured_source(config: Config | None, used: list[str]) -> tuple[str, Too
     source = config.tools_source
     name = url_shown(source) if isinstance(source, str) else describe(source)
     return name, lock, carries_no_versions(lock)
-
-
-def _records(path: str) -> Iterable[Record]:
-    """A transcript's records, sealed or not."""
-    return (
-        (link.record for link in read_links(path))
-        if path.endswith(".sealed.jsonl")
-        else read_transcript(path)
-    )
 
 
 def _is_transcript(path: str) -> bool:
