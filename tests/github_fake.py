@@ -6,7 +6,10 @@ host:port, paginates with ``per_page``/``page`` and ``Link`` headers as GitHub d
 records every request so a test can assert what was (not) written.
 
 Endpoints: ``GET /user``, ``GET /repos/{o}/{r}``, ``GET /repos/{o}/{r}/issues/{n}``,
-``GET|POST /repos/{o}/{r}/issues/{n}/comments``, ``PATCH /repos/{o}/{r}/issues/comments/{id}``.
+``GET|POST /repos/{o}/{r}/issues/{n}/comments``, ``PATCH /repos/{o}/{r}/issues/comments/{id}``,
+``GET /repos/{o}/{r}/pulls/{n}`` (its head and base from ``head``, ``base`` and ``head_repo``)
+and ``GET /repos/{o}/{r}/collaborators/{login}/permission`` (from ``permissions``; ``none``
+for anyone not in it, as GitHub answers for a user without access).
 
 Like GitHub, it lets a token with write access edit ANY comment of the issue, so only the
 client's own author check protects someone else's comment.
@@ -67,6 +70,13 @@ class FakeGitHub:
     fault: str | None = None
     fault_routes: tuple[str, ...] = ()
     other_host: str = OTHER_HOST
+    #: the pull request's head and base: (sha, branch name); its head's repository ("owner/name")
+    head: tuple[str, str] = ("0" * 40, "feature")
+    base: tuple[str, str] = ("1" * 40, "main")
+    head_repo: str | None = None
+    pull_state: str = "open"
+    #: login -> the permission GET .../collaborators/{login}/permission answers
+    permissions: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -162,13 +172,37 @@ class FakeGitHub:
             "updated_at": "2024-01-01T00:00:00Z",
         }
 
+    def _pull_json(self) -> dict[str, Any]:
+        full = f"{self.owner}/{self.repo}"
+        head_repo = self.head_repo or full
+        head_json = dict(self._repo_json(), full_name=head_repo, name=head_repo.split("/")[1])
+        head_json["owner"] = self._user(head_repo.split("/")[0])
+        return {
+            **self._issue_json(),
+            "state": self.pull_state,
+            "head": {
+                "sha": self.head[0],
+                "ref": self.head[1],
+                "label": f"x:{self.head[1]}",
+                "repo": head_json,
+            },
+            "base": {
+                "sha": self.base[0],
+                "ref": self.base[1],
+                "label": f"x:{self.base[1]}",
+                "repo": self._repo_json(),
+            },
+        }
+
 
 def _handler(fake: FakeGitHub) -> type[BaseHTTPRequestHandler]:
     repo_path = re.escape(f"/repos/{fake.owner}/{fake.repo}")
     routes = [
         ("GET", re.compile(r"^/user$"), "user"),
         ("GET", re.compile(rf"^{repo_path}$"), "repo"),
-        ("GET", re.compile(rf"^{repo_path}/(?:issues|pulls)/(\d+)$"), "issue"),
+        ("GET", re.compile(rf"^{repo_path}/issues/(\d+)$"), "issue"),
+        ("GET", re.compile(rf"^{repo_path}/pulls/(\d+)$"), "pull"),
+        ("GET", re.compile(rf"^{repo_path}/collaborators/([^/]+)/permission$"), "permission"),
         ("GET", re.compile(rf"^{repo_path}/issues/(\d+)/comments$"), "list"),
         ("POST", re.compile(rf"^{repo_path}/issues/(\d+)/comments$"), "create"),
         ("PATCH", re.compile(r"^" + repo_path + r"/issues/comments/(\d+)$"), "edit"),
@@ -263,10 +297,16 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send(200, fake._user(account.login))
         if name == "repo":
             return self._send(200, fake._repo_json())
-        if int(match.group(1)) != fake.number and name in ("issue", "list", "create"):
+        if name == "permission":
+            login = match.group(1)
+            level = fake.permissions.get(login, "none")
+            return self._send(200, {"permission": level, "role_name": level, "user": fake._user(login)})
+        if int(match.group(1)) != fake.number and name in ("issue", "pull", "list", "create"):
             return self._send(404, {"message": "Not Found"})
         if name == "issue":
             return self._send(200, fake._issue_json())
+        if name == "pull":
+            return self._send(200, fake._pull_json())
         if name == "list":
             return self._list(query)
         return self._write(name, match, body, account)

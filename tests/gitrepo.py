@@ -78,6 +78,14 @@ class Repo:
         repo.git("init", "-q", "-b", "main")
         return repo
 
+    @classmethod
+    def create_bare(cls, path: Path) -> Repo:
+        """A bare repository (a remote to fetch from and push to)."""
+        path.mkdir(parents=True, exist_ok=True)
+        repo = cls(path)
+        repo.git("init", "-q", "--bare", "-b", "main")
+        return repo
+
     def git(self, *args: str, env: dict[str, str] | None = None, check: bool = True) -> str:
         proc = subprocess.run(
             ["git", *args], cwd=self.path, env=git_env(env), capture_output=True, text=True, check=False

@@ -1,7 +1,8 @@
 """Where the real MCP servers the tests run against live, and how to start them.
 
 The Python ones (mcp-server-git, mcp-server-time) install from PyPI with requirements-dev.txt;
-the Node ones (server-everything, -memory, -filesystem, and the conformance suite) from npm
+the Node ones (server-everything, -memory, -filesystem, -sequential-thinking, the conformance
+suite, and the TypeScript SDK whose client tests/servers/twin_client.mjs is) from npm
 with ``npm install --ignore-scripts --prefix tests/servers`` (both steps of the README's test
 command). A test that needs a server that is not installed is skipped on a developer's machine
 and fails under CI, where a missing install step must not pass as a skip.
@@ -40,6 +41,9 @@ PRELOAD = ["mcp.server.mcpserver", "mcp_server_time", "mcp_server_git"]
 SHARED, OWNER = "TOOLREPLAY_TEST_ZYGOTE", "TOOLREPLAY_TEST_ZYGOTE_OWNER"
 
 
+NPM = "npm install --ignore-scripts --prefix tests/servers"
+
+
 def _require(path: Path, how: str) -> str:
     if path.exists() and (path.suffix or shutil.which(str(path))):
         return str(path)
@@ -50,8 +54,9 @@ def _require(path: Path, how: str) -> str:
 
 
 def node_server(name: str) -> list[str]:
-    """The command line of an npm MCP server: ``everything``, ``memory``, ``filesystem``."""
-    return [_require(NODE_BIN / f"mcp-server-{name}", "npm install --ignore-scripts --prefix tests/servers")]
+    """The command line of an npm MCP server: ``everything``, ``memory``, ``filesystem``,
+    ``sequential-thinking``."""
+    return [_require(NODE_BIN / f"mcp-server-{name}", NPM)]
 
 
 def python_server(name: str) -> list[str]:
@@ -59,9 +64,16 @@ def python_server(name: str) -> list[str]:
     return warm([_require(PYTHON_BIN / f"mcp-server-{name}", "pip install -r requirements-dev.txt")])
 
 
+def typescript_client(script: str) -> list[str]:
+    """The command line of ``script`` (in tests/servers), a Node program that uses the TypeScript
+    MCP SDK's client (``@modelcontextprotocol/sdk`` from npm)."""
+    _require(NODE_BIN.parent / "@modelcontextprotocol" / "sdk" / "package.json", NPM)
+    return ["node", str(NODE_BIN.parent.parent / script)]
+
+
 def conformance() -> list[str]:
     """The official MCP conformance suite's command line."""
-    return [_require(NODE_BIN / "conformance", "npm install --ignore-scripts --prefix tests/servers")]
+    return [_require(NODE_BIN / "conformance", NPM)]
 
 
 class Zygote:

@@ -1,3 +1,3 @@
 """The package's version: the one place it is written (pyproject.toml reads it from here)."""
 
-__version__ = "0.7.0"
+__version__ = "1.0.0"

@@ -190,7 +190,7 @@ def _found_config(cwd: Path | None) -> Path:
     if path is None:
         raise InputError(
             "no configuration found: add [tool.toolreplay] to pyproject.toml or write a "
-            "toolreplay.toml (see docs/cli.md, 'toolreplay check')"
+            "toolreplay.toml (see docs/cli.md, 'check and its configuration')"
         )
     return path
 

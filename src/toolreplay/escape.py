@@ -156,3 +156,24 @@ def url_shown(url: str) -> str:
     ``https://host``), for messages go to logs and, in a proxy's 502, to the client."""
     parts = urlsplit(url)
     return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}" if parts.scheme and parts.netloc else url
+
+
+#: what :func:`neutral` breaks with a zero-width joiner after its first character: mentions,
+#: tags and comments, issue references, workflow commands
+_LIVE = re.compile(r"@|<|#(?=\d)|::|##\[")
+_BLANKS = re.compile(r"\s+")
+
+
+def neutral(text: str, *, max_len: int) -> str:
+    """Untrusted prose (a PR comment's reason) made one inert line of at most ``max_len`` characters.
+
+    White space (line breaks included) becomes one space, other non-printable characters are
+    spelled out (:func:`one_line`), the text is cut to ``max_len`` (ending in ``…``), and a
+    zero-width joiner follows each ``@``, ``<``, a ``#`` before a digit and the first colon of
+    ``::`` (and ``#`` of ``##[``): no mention, HTML tag, issue reference or workflow command is
+    live in it, in Markdown, a commit message or a log.
+    """
+    body = one_line(_BLANKS.sub(" ", text).strip())
+    if len(body) > max_len:
+        body = body[: max_len - 1].rstrip() + "…"
+    return _LIVE.sub(lambda m: m.group(0)[0] + "\u200d" + m.group(0)[1:], body)

@@ -15,6 +15,7 @@ from toolreplay.errors import InputError, ToolreplayError
 #: extra -> (the top-level module it installs, how a message names it)
 EXTRAS: dict[str, tuple[str, str]] = {
     "github": ("github", "PyGithub"),
+    "inspect": ("zstandard", "the 'zstandard' package"),
     "mcp": ("mcp", "the MCP SDK"),
     "otel": ("opentelemetry", "the OpenTelemetry API"),
     "sign": ("cryptography", "the optional 'cryptography' package"),
@@ -26,12 +27,27 @@ def install_hint(extra: str) -> str:
     return f"pip install 'toolreplay[{extra}]'"
 
 
-def installed(extra: str) -> bool:
-    """Whether the library of ``extra`` can be imported (found without importing it)."""
-    return find_spec(EXTRAS[extra][0]) is not None
+def installed(extra: str, modules: tuple[str, ...] = ()) -> bool:
+    """Whether the library of ``extra`` can be imported (found without importing it), and with it
+    ``modules``: what else of the extra a feature needs (a package's parent is imported to look)."""
+    for name in (EXTRAS[extra][0], *modules):
+        try:
+            if find_spec(name) is None:
+                return False
+        except ModuleNotFoundError:  # the parent package of a dotted name is missing
+            return False
+    return True
 
 
-def require(extra: str, what: str, *, error: type[ToolreplayError] = InputError) -> None:
-    """Refuse ``what`` (a command, a feature) with the install hint when ``extra`` is missing."""
-    if not installed(extra):
-        raise error(f"{what} needs {EXTRAS[extra][1]}: {install_hint(extra)}")
+def require(
+    extra: str,
+    what: str,
+    *,
+    error: type[ToolreplayError] = InputError,
+    modules: tuple[str, ...] = (),
+    needs: str = "",
+) -> None:
+    """Refuse ``what`` (a command, a feature) with the install hint when ``extra`` (with the
+    ``modules`` it needs of it, which ``needs`` names for the message) is missing."""
+    if not installed(extra, modules):
+        raise error(f"{what} needs {needs or EXTRAS[extra][1]}: {install_hint(extra)}")

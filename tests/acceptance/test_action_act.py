@@ -15,7 +15,10 @@ GitHub server of tests/github_fake.py through ``GITHUB_API_URL``.
 act resolves every ``uses:`` of a composite before it runs any step, and fails the
 composite when one cannot be fetched, even a step whose ``if:`` is false. So the pinned
 actions/setup-python is mapped to a stand-in that fails the job if it ever runs: it must
-not, since python-path skips it.
+not, since python-path skips it. actions/cache (its restore and save actions, which need
+GitHub's cache service or act's, and their code from the network) is mapped to a stand-in
+with the same inputs and ``cache-hit`` output that keeps each key's folder as a tar file
+in the test's folder.
 
 act's ``--json`` log gives each workflow command with its step, its properties and its
 decoded data, each step's result and the job's result.
@@ -36,6 +39,7 @@ from typing import Any
 
 import pytest
 
+from tests.acceptance import test_action_accept as accept
 from tests.action_env import BASELINE, NUMBER, OWNER, TRANSCRIPT, pull_request
 from tests.conftest import ROOT
 from tests.github_fake import Account, FakeGitHub
@@ -65,6 +69,62 @@ runs:
     - shell: bash
       run: echo "::error::actions/setup-python ran although python-path was given"; exit 1
 """
+
+
+_CACHE_RESTORE = """\
+name: actions/cache/restore stand-in
+description: restores the folder saved under the key from the test's store
+inputs:
+  path: {{ required: true }}
+  key: {{ required: true }}
+outputs:
+  cache-hit:
+    value: ${{{{ steps.restore.outputs.cache-hit }}}}
+runs:
+  using: composite
+  steps:
+    - id: restore
+      shell: bash
+      env:
+        KEY: ${{{{ inputs.key }}}}
+      run: |
+        set -euo pipefail
+        if [ -f "{store}/$KEY.tar" ]; then
+          tar -xPf "{store}/$KEY.tar"
+          echo "cache-hit=true" >> "$GITHUB_OUTPUT"
+        else
+          echo "cache-hit=false" >> "$GITHUB_OUTPUT"
+        fi
+"""
+
+_CACHE_SAVE = """\
+name: actions/cache/save stand-in
+description: saves the folder under the key in the test's store
+inputs:
+  path: {{ required: true }}
+  key: {{ required: true }}
+runs:
+  using: composite
+  steps:
+    - shell: bash
+      env:
+        KEY: ${{{{ inputs.key }}}}
+        FOLDER: ${{{{ inputs.path }}}}
+      run: |
+        set -euo pipefail
+        mkdir -p "{store}"
+        tar -cPf "{store}/$KEY.tar" "$FOLDER"
+"""
+
+
+def actions_cache() -> str:
+    """The actions/cache reference action.yml pins its restore and save to (owner/repo@sha)."""
+    [uses] = set(
+        re.findall(
+            r"uses: (actions/cache)/(?:restore|save)(@[0-9a-f]{40})", (ROOT / "action.yml").read_text()
+        )
+    )
+    return "".join(uses)
 
 
 def setup_python() -> str:
@@ -147,16 +207,24 @@ def run_act(
     variables: dict[str, str] | None = None,
     path_first: Path | None = None,
     job: str | None = None,
+    event_name: str = "pull_request",
+    remote_name: str | None = None,
 ) -> ActRun:
-    """``act pull_request`` on ``workspace`` in host mode, offline, with the action mapped to a copy."""
+    """``act EVENT_NAME`` (``pull_request``) on ``workspace`` in host mode, offline, with the action
+    mapped to a copy (``remote_name``: the git remote act reads the repository's name from)."""
     action = cache.parent / "action-copy"
     if not action.exists():
         shutil.copytree(ROOT, action, ignore=_NOT_COPIED, symlinks=True)
     stand_in = cache.parent / "setup-python-stand-in"
     stand_in.mkdir(exist_ok=True)
     (stand_in / "action.yml").write_text(_STAND_IN, encoding="utf-8")
+    cache_stand_in = cache.parent / "actions-cache-stand-in"
+    store = cache.parent / "actions-cache-store"
+    for name, text in (("restore", _CACHE_RESTORE), ("save", _CACHE_SAVE)):
+        (cache_stand_in / name).mkdir(parents=True, exist_ok=True)
+        (cache_stand_in / name / "action.yml").write_text(text.format(store=store), encoding="utf-8")
     args = [
-        act_binary(), "pull_request",
+        act_binary(), event_name,
         "-W", str(workflow),
         "-e", str(event),
         "-P", "ubuntu-latest=-self-hosted",
@@ -164,6 +232,7 @@ def run_act(
         "--action-cache-path", str(cache),
         "--local-repository", f"{ACTION_REF}={action}",
         "--local-repository", f"{setup_python()}={stand_in}",
+        "--local-repository", f"{actions_cache()}={cache_stand_in}",
         "-s", f"GITHUB_TOKEN={TOKEN}",
         "--env", f"GITHUB_API_URL={api_url}",
         "--json",
@@ -172,6 +241,8 @@ def run_act(
         args += ["--var", f"{name}={value}"]
     if job is not None:
         args += ["-j", job]
+    if remote_name is not None:
+        args += ["--remote-name", remote_name]
     # the host's environment is the runner's: nothing of an outer workflow run leaks in
     env = {
         k: v
@@ -282,7 +353,10 @@ def test_the_selftest_workflow_runs_under_act(tmp_path: Path, fake: FakeGitHub) 
     assert run.annotations("dirty") == expected
     assert run.annotations("gate") == []
     assert len(fake.comments) == 1
-    assert fake.comments[0]["body"].startswith(MARKER + "\n### toolreplay report")
+    body = fake.comments[0]["body"]
+    assert (
+        body.startswith(f"{MARKER}\n<!-- toolreplay-head: {head} -->\n") and "\n### toolreplay report" in body
+    )
 
 
 def test_the_action_on_a_pull_request_under_act(tmp_path: Path, fake: FakeGitHub) -> None:
@@ -409,3 +483,47 @@ jobs:
         )
         assert run.outputs("old").get("python-version", "") == ""
         assert "pip" not in run.printed("old")
+
+
+def test_the_accept_workflow_under_act(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/examples/toolreplay-accept.yml on an issue_comment event: a maintainer's
+    ``/toolreplay accept <reason>`` pushes the accepted baseline to the pull request's branch (a
+    real remote) and replies; the job succeeds and prints no workflow command of the reason's."""
+    act_binary()
+    fake = FakeGitHub(
+        owner=OWNER,
+        repo="agents",
+        number=NUMBER,
+        tokens={
+            TOKEN: Account(login=ACTIONS_BOT, installation=True),
+            accept.TOKEN: Account(login=ACTIONS_BOT),
+        },
+        permissions={accept.MAINTAINER: "write"},
+    )
+    with fake:
+        scene = accept.build_scene(tmp_path, fake, monkeypatch)
+        workspace = scene.workspace
+        # act names the repository after this remote; toolreplay fetches from and pushes to origin
+        workspace.git("remote", "add", "github", f"https://github.com/{OWNER}/agents.git")
+        example = (ROOT / "docs" / "examples" / "toolreplay-accept.yml").read_text(encoding="utf-8")
+        workflow = tmp_path / "workflows" / "toolreplay-accept.yml"
+        workflow.parent.mkdir()
+        workflow.write_text(example.replace("OWNER/toolreplay@COMMIT", ACTION_REF), encoding="utf-8")
+        event = accept.comment_event(tmp_path, f"/toolreplay accept {accept.REASON}\n::error::planted")
+        run = run_act(
+            workspace.path,
+            workflow,
+            event,
+            tmp_path / "act-cache",
+            api_url=fake.api_url,
+            event_name="issue_comment",
+            remote_name="github",
+        )
+        assert run.job_result() == "success", run.log[-6000:]
+        pushed = scene.remote_head()
+        assert pushed != scene.head
+        assert Repo(scene.remote).git("rev-parse", f"{pushed}^").strip() == scene.head
+        [reply] = accept.replies(fake)
+        assert f"pushed {pushed[:12]} to `feature`" in reply
+        assert not any(e.get("command") == "error" for e in run.events)
+        assert run.outputs("accept").get("accepted") == pushed

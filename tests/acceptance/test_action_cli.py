@@ -432,8 +432,10 @@ def test_comment_created_then_unchanged(
     settings = {"comment": "true", "token": TOKEN, "api_url": fake.api_url}
     first, _, _ = run_action(pr.path, tmp_path, monkeypatch, event=event, **settings)
     assert len(fake.comments) == 1 and fake.comments[0]["login"] == ACTIONS_BOT
+    # the hidden lines name the PR's head and list no accept (the baseline changed, nothing drifted from it)
     assert fake.comments[0]["body"].startswith(
-        MARKER + "\n### toolreplay report\n\n**Fails the build**: 3 findings of kinds that fail it, in 2 of 2"
+        f"{MARKER}\n<!-- toolreplay-head: {pr.head} -->\n<!-- toolreplay-accepts: [] -->\n"
+        "### toolreplay report\n\n**Fails the build**: 3 findings of kinds that fail it, in 2 of 2"
     )
     assert f"PR comment: created ({fake.origin}/{OWNER}/agents/pull/{NUMBER}#issuecomment-" in first.stdout
     writes = len(fake.writes())

@@ -5,13 +5,15 @@ on a pull request: ``${{ }}`` in ``env:`` expanded by us from the inputs, ``gith
 and earlier steps' outputs; a fresh ``GITHUB_OUTPUT`` per step; ``GITHUB_ACTION_PATH``
 this repository (so ``pip install`` builds it); ``GITHUB_API_URL`` a local server that
 speaks GitHub's REST API. The setup-python step is skipped (its ``if:`` is false without
-a python-version), so the runner's python3 makes the venv.
+a python-version), so the runner's python3 makes the venv. actions/cache's restore and save
+steps keep the venv in a folder of the test's (``Cache``), by the step's key and path.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator, Mapping
@@ -55,7 +57,7 @@ def test_action_is_a_composite_with_branding_inputs_and_outputs() -> None:
     assert set(data["branding"]) == {"icon", "color"}
     assert list(data["inputs"]) == [
         "config", "fail-on", "comment", "annotations", "sarif", "token", "comment-author", "shard", "merge",
-        "python-version", "python-path",
+        "command", "python-version", "python-path",
     ]  # fmt: skip
     assert data["inputs"]["token"]["default"] == "${{ github.token }}"
     assert data["inputs"]["comment"]["default"] == "true"
@@ -63,7 +65,7 @@ def test_action_is_a_composite_with_branding_inputs_and_outputs() -> None:
     assert {name: o["value"] for name, o in data["outputs"].items()} == {
         **{
             name: f"${{{{ steps.run.outputs.{name} }}}}"
-            for name in ("findings", "failing", "divergence", "report", "exit-code")
+            for name in ("findings", "failing", "divergence", "report", "exit-code", "accepted")
         },
         "python-version": "${{ steps.install.outputs.python-version }}",
     }
@@ -103,11 +105,14 @@ def test_run_scripts_pass_shellcheck(tmp_path: Path) -> None:
 
 
 def test_action_pins_match_the_ci_workflow() -> None:
-    """setup-python in action.yml is pinned to the same commit as the project's CI."""
+    """setup-python in action.yml is pinned to the same commit as the project's CI; actions/cache's
+    restore and save to one commit."""
     ci = (ROOT / ".github" / "workflows" / "ci.yml").read_text()
-    [setup] = [s["uses"] for s in steps() if "uses" in s]
+    setup, restore, save = [s["uses"] for s in steps() if "uses" in s]
     assert setup.startswith("actions/setup-python@")
     assert setup in ci
+    assert restore.startswith("actions/cache/restore@")
+    assert save == restore.replace("/restore@", "/save@")
 
 
 def test_selftest_workflow_uses_the_action_with_minimal_permissions() -> None:
@@ -123,6 +128,30 @@ def test_selftest_workflow_uses_the_action_with_minimal_permissions() -> None:
     assert all("${{" not in s["run"] for s in job["steps"] if "run" in s)
     checkout = next(s for s in job["steps"] if s.get("uses", "").startswith("actions/checkout@"))
     assert checkout["with"]["fetch-depth"] == 0
+
+
+def test_selftest_accept_job_is_the_documented_workflow() -> None:
+    """The self-test's accept job is docs/examples/toolreplay-accept.yml's, but for ``uses: ./``: an
+    issue_comment job with contents and pull-requests write, a checkout of the default branch that
+    keeps no credentials, and the token given to the toolreplay step alone (its default)."""
+    example = yaml.safe_load((ROOT / "docs" / "examples" / "toolreplay-accept.yml").read_text())
+    selftest = yaml.safe_load(SELFTEST.read_text())
+    # (YAML 1.1 reads the key on as true)
+    assert example[True] == {"issue_comment": {"types": ["created"]}}
+    assert "issue_comment" in selftest[True] and example["permissions"] == {}
+    job = example["jobs"]["accept"]
+    ours = selftest["jobs"]["accept"]
+    assert ours["steps"][1].pop("uses") == "./"
+    assert job["steps"][1].pop("uses") == "OWNER/toolreplay@COMMIT"
+    assert ours == job
+    assert job["permissions"] == {"contents": "write", "pull-requests": "write"}
+    checkout, accept = job["steps"]
+    assert checkout["with"]["persist-credentials"] is False and "ref" not in checkout["with"]
+    assert accept["with"] == {"command": "accept"}
+    # every other job of the self-test stays off comments
+    for name, other in selftest["jobs"].items():
+        if name not in ("accept", "shards-merge"):
+            assert other["if"] == "github.event_name != 'issue_comment'", name
 
 
 def test_selftest_workflow_runs_the_action_sharded_then_merged() -> None:
@@ -162,6 +191,8 @@ def expand(value: Any, context: Mapping[str, Any]) -> str:
             return str(context["inputs"][expr[len("inputs.") :]])
         if expr == "github.token":
             return str(context["token"])
+        if expr == "github.action_ref":
+            return ""  # a local action (uses: ./) has no ref
         step = re.fullmatch(r"steps\.([\w-]+)\.outputs\.([\w-]+)", expr)
         if step:
             return str(context["steps"].get(step.group(1), {}).get(step.group(2), ""))
@@ -171,20 +202,51 @@ def expand(value: Any, context: Mapping[str, Any]) -> str:
 
 
 def condition(text: str, context: Mapping[str, Any]) -> bool:
-    """``inputs.a != '' && inputs.b == ''``: comparisons of inputs with '' joined by ``&&``."""
+    """``inputs.a != '' && steps.s.outputs.o == 'true'``: comparisons with a quoted literal joined
+    by ``&&``."""
     result = True
     for term in text.split(" && "):
-        match = re.fullmatch(r"inputs\.([\w-]+) (!=|==) ''", term)
+        match = re.fullmatch(r"(inputs\.[\w-]+|steps\.[\w-]+\.outputs\.[\w-]+) (!=|==) '([^']*)'", term)
         assert match, f"the simulated runner does not evaluate if: {text!r}"
-        empty = context["inputs"][match.group(1)] == ""
-        result = result and (empty if match.group(2) == "==" else not empty)
+        equal = expand(f"${{{{ {match.group(1)} }}}}", context) == match.group(3)
+        result = result and (equal if match.group(2) == "==" else not equal)
     return result
 
 
+@dataclass
+class Cache:
+    """actions/cache for the simulation: restore copies a saved folder back by its key, save copies it in."""
+
+    folder: Path
+    saved: list[str]
+
+    def run(self, uses: str, given: Mapping[str, str], workspace: Path) -> dict[str, str]:
+        key, path = given["key"], workspace / given["path"]  # an absolute path stays itself
+        stored = self.folder / re.sub(r"[^\w.-]", "_", key)
+        if uses.startswith("actions/cache/restore@"):
+            if not stored.exists():
+                return {"cache-hit": "false"}
+            shutil.copytree(stored, path, symlinks=True, dirs_exist_ok=True)
+            return {"cache-hit": "true", "cache-matched-key": key}
+        assert uses.startswith("actions/cache/save@"), f"the simulation cannot run {uses}"
+        shutil.copytree(path, stored, symlinks=True)
+        self.saved.append(key)
+        return {}
+
+
 def run_action(
-    workspace: Path, temp: Path, event: Path, api_url: str, head: str, given: Mapping[str, str]
+    workspace: Path,
+    temp: Path,
+    event: Path,
+    api_url: str,
+    head: str,
+    given: Mapping[str, str],
+    cache: Cache | None = None,
 ) -> tuple[list[StepRun], dict[str, str], Path]:
-    """Run action.yml's steps; (the steps that ran, the action's outputs, the run step's summary file)."""
+    """Run action.yml's steps; (the steps that ran, the action's outputs, the run step's summary file).
+
+    Without ``cache``, each run has an empty one of its own."""
+    cache = cache or Cache(temp.parent / f"cache-{len(list(temp.parent.glob('cache-*')))}", [])
     declared = action()
     inputs = {name: spec.get("default", "") for name, spec in declared["inputs"].items()}
     inputs.update(given)
@@ -208,11 +270,19 @@ def run_action(
         GITHUB_REF=f"refs/pull/{NUMBER}/merge",
         GITHUB_API_URL=api_url,
         RUNNER_TEMP=str(temp),
+        RUNNER_OS="Linux",
+        RUNNER_ARCH="X64",
     )
     ran: list[StepRun] = []
     summary = temp / "no-summary"
     for n, step in enumerate(declared["runs"]["steps"]):
         if "if" in step and not condition(step["if"], context):
+            continue
+        if "uses" in step and not step["uses"].startswith("actions/setup-python@"):
+            with_ = {key: expand(value, context) for key, value in step.get("with", {}).items()}
+            outputs = cache.run(step["uses"], with_, workspace)
+            context["steps"][step.get("id", f"step{n}")] = outputs
+            ran.append(StepRun(step.get("name", ""), 0, "", "", outputs))
             continue
         assert "run" in step, f"step {step.get('name')} would run an action the simulation cannot run"
         output, summary = temp / f"output-{n}", temp / f"summary-{n}.md"
@@ -262,10 +332,16 @@ def test_action_steps_run_on_a_pull_request(tmp_path: Path, fake: FakeGitHub) ->
     event = pr.event(tmp_path)
     given = {"sarif": "toolreplay.sarif"}
 
-    ran, outputs, summary = run_action(pr.path, temp, event, fake.api_url, pr.head, given)
-    assert [s.name for s in ran] == ["Install toolreplay", "Run toolreplay"]
-    install, run = ran
+    cache = Cache(tmp_path / "cache", [])
+    ran, outputs, summary = run_action(pr.path, temp, event, fake.api_url, pr.head, given, cache)
+    assert [s.name for s in ran] == [
+        "Choose the Python for toolreplay", "Restore toolreplay's venv", "Install toolreplay",
+        "Save toolreplay's venv", "Run toolreplay",
+    ]  # fmt: skip
+    _, restore, install, _, run = ran
+    assert restore.outputs["cache-hit"] == "false"
     assert install.returncode == 0, install.stderr
+    assert install.outputs["installed"] == "true" and len(cache.saved) == 1
     assert (Path(install.outputs["bin"]) / "toolreplay").exists()
     assert run.returncode == 1, run.stderr
     assert run.stderr == ""  # nothing unescaped on stderr either (PyGithub's request log included)
@@ -322,9 +398,17 @@ def test_action_steps_run_on_a_pull_request(tmp_path: Path, fake: FakeGitHub) ->
     assert [w.method for w in fake.writes()] == ["POST"]
     assert TOKEN not in install.stdout + install.stderr + run.stdout + run.stderr
 
-    # the next push: the same report, so the sticky comment is left as it is
-    again, outputs_again, _ = run_action(pr.path, temp, event, fake.api_url, pr.head, given)
+    # the next push: a new job (its RUNNER_TEMP as empty as the runner leaves it), the same
+    # report, so the sticky comment is left as it is
+    for made in temp.iterdir():
+        shutil.rmtree(made) if made.is_dir() else made.unlink()
+    again, outputs_again, _ = run_action(pr.path, temp, event, fake.api_url, pr.head, given, cache)
     assert again[-1].returncode == 1 and outputs_again == outputs
+    # ... on toolreplay's venv from the cache: nothing installed, nothing saved again
+    assert [s.name for s in again][2:4] == ["Install toolreplay", "Run toolreplay"]
+    assert again[1].outputs["cache-hit"] == "true"
+    assert again[2].outputs["installed"] == "false" and len(cache.saved) == 1
+    assert "reused toolreplay's venv from the cache" in again[2].stdout
     assert "PR comment: unchanged" in again[-1].stdout
     assert [w.method for w in fake.writes()] == ["POST"] and len(fake.comments) == 1
 
@@ -340,7 +424,7 @@ def only_error(step: StepRun) -> str:
 
 
 def install_only(tmp_path: Path, given: Mapping[str, str]) -> tuple[list[StepRun], Path]:
-    """Run the action on a pull request where the Install step is expected to stop it."""
+    """Run the action on a pull request where the Python step is expected to stop it."""
     pr = pull_request(tmp_path / "workspace")
     temp = tmp_path / "runner-temp"
     temp.mkdir()
@@ -349,7 +433,7 @@ def install_only(tmp_path: Path, given: Mapping[str, str]) -> tuple[list[StepRun
 
 
 def test_an_interpreter_older_than_requires_python_is_refused_before_pip(tmp_path: Path) -> None:
-    """An interpreter older than requires-python stops the Install step with one ::error naming the
+    """An interpreter older than requires-python stops the Python step with one ::error naming the
     python-version input and the version found; no venv is made and pip never runs."""
     old = too_old()
     if old is None:
@@ -363,12 +447,12 @@ def test_an_interpreter_older_than_requires_python_is_refused_before_pip(tmp_pat
         "set the toolreplay action's python-version input to 3.11 or newer "
         "(or python-path to such an interpreter)"
     )
-    assert not (temp / "toolreplay-venv").exists()
+    assert not (temp / "toolreplay").exists()
 
 
 def test_requires_python_is_read_from_the_actions_pyproject() -> None:
-    """The Install step's sed finds requires-python in pyproject.toml (the check cannot go stale)."""
-    script = next(s["run"] for s in steps() if s.get("id") == "install")
+    """The Python step's sed finds requires-python in pyproject.toml (the check cannot go stale)."""
+    script = next(s["run"] for s in steps() if s.get("id") == "python-check")
     [expression] = re.findall(r"sed -n '([^']+)'", script)
     found = subprocess.run(
         ["sed", "-n", expression, str(ROOT / "pyproject.toml")], capture_output=True, text=True, check=True
@@ -396,12 +480,12 @@ def test_a_python_path_that_cannot_be_used_is_one_error(
     tmp_path: Path, given: dict[str, str], message: str
 ) -> None:
     """A python-path that is no interpreter (even one holding a workflow command), or python-path
-    together with python-version, is one escaped ::error from the Install step."""
+    together with python-version, is one escaped ::error from the Python step."""
     ran, temp = install_only(tmp_path, given)
     [install] = ran
     assert install.returncode != 0
     assert only_error(install) == message
-    assert not (temp / "toolreplay-venv").exists()
+    assert not (temp / "toolreplay").exists()
 
 
 @pytest.mark.slow
@@ -420,9 +504,9 @@ def test_a_second_use_with_another_python_runs_on_that_python(tmp_path: Path) ->
     for path, version in reversed(pythons):
         given = {"python-path": path, "comment": "false"}
         ran, outputs, _ = run_action(pr.path, temp, event, "http://127.0.0.1:9", pr.head, given)
-        assert [s.returncode for s in ran] == [0, 1], ran[-1].stderr
+        assert [s.returncode for s in ran] == [0, 0, 0, 0, 1], ran[-1].stderr
         assert outputs["python-version"] == version
-        venv_python = Path(ran[0].outputs["bin"]) / "python"
+        venv_python = Path(ran[2].outputs["bin"]) / "python"
         seen.append(
             subprocess.run(
                 [str(venv_python), "-c", "import platform, toolreplay; print(platform.python_version())"],
@@ -432,3 +516,12 @@ def test_a_second_use_with_another_python_runs_on_that_python(tmp_path: Path) ->
             ).stdout.strip()
         )
     assert seen == [version for _, version in reversed(pythons)]
+
+    # a third use on the first Python (another empty cache): that interpreter's venv is still on
+    # the runner, in a folder of its own, and is used as it is
+    path, version = pythons[-1]
+    given = {"python-path": path, "comment": "false"}
+    ran, outputs, _ = run_action(pr.path, temp, event, "http://127.0.0.1:9", pr.head, given)
+    assert ran[1].outputs["cache-hit"] == "false" and ran[2].outputs["installed"] == "false"
+    assert "reused toolreplay's venv from this runner" in ran[2].stdout
+    assert outputs["python-version"] == version and [s.name for s in ran][3] == "Run toolreplay"

@@ -127,7 +127,7 @@ def test_a_missing_input_is_one_line(runner: CliRunner, tmp_path: Path) -> None:
 def test_help_lists_the_formats(runner: CliRunner) -> None:
     """--from offers auto and every importer."""
     result = runner.invoke(cli, ["import", "--help"], catch_exceptions=False)
-    assert "[auto|openai-chat|openai-responses|anthropic|otel|swe-agent|tau2]" in result.output
+    assert "[auto|openai-chat|openai-responses|anthropic|otel|swe-agent|tau2|inspect]" in result.output
 
 
 @pytest.mark.parametrize(

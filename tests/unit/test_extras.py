@@ -30,3 +30,10 @@ def test_a_missing_extra_is_refused_with_its_install_line(monkeypatch: pytest.Mo
     assert str(err.value) == "toolreplay record needs the MCP SDK: pip install 'toolreplay[mcp]'"
     with pytest.raises(ToolreplayError):
         extras.require("mcp", "signing", error=ToolreplayError)
+
+
+def test_a_feature_needs_the_modules_it_names() -> None:
+    """installed() with modules: every one must be found, a missing parent package included."""
+    assert extras.installed("otel", ("opentelemetry.proto", "google.rpc"))
+    assert not extras.installed("otel", ("opentelemetry.toolreplay_no_such_module",))
+    assert not extras.installed("otel", ("toolreplay_no_such_package.sub",))

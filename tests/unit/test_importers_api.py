@@ -54,5 +54,14 @@ def test_unknown_format() -> None:
 
 def test_every_importer_is_offered() -> None:
     """The CLI's choices are auto plus each registered importer, under its own name."""
-    assert FORMATS == ("auto", "openai-chat", "openai-responses", "anthropic", "otel", "swe-agent", "tau2")
+    assert FORMATS == (
+        "auto",
+        "openai-chat",
+        "openai-responses",
+        "anthropic",
+        "otel",
+        "swe-agent",
+        "tau2",
+        "inspect",
+    )
     assert all(IMPORTERS[name].name == name for name in FORMATS[1:])

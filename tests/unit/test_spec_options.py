@@ -17,6 +17,8 @@ def _commands(group: click.Group, ctx: click.Context, prefix: str = "") -> dict[
         assert command is not None, name
         if isinstance(command, click.Group):
             found |= _commands(command, ctx, f"{prefix}{name} ")
+            if command.invoke_without_command:  # (``action``: a command with its own subcommand)
+                found[prefix + name] = command
         else:
             found[prefix + name] = command
     return found

@@ -51,8 +51,8 @@ _DEFAULT_PORTS = {"http": 80, "https": 443}
 _SHOWN = 100
 
 
-def parse_listen(listen: str) -> tuple[str, int]:
-    """``HOST:PORT`` (``[::1]:PORT`` for IPv6) as (host, port)."""
+def parse_listen(listen: str, option: str = "--listen") -> tuple[str, int]:
+    """``HOST:PORT`` (``[::1]:PORT`` for IPv6) as (host, port); ``option`` names it in the error."""
     host, sep, port = listen.rpartition(":")
     # (isascii: str.isdigit takes digits int() refuses, such as "²"; five digits at most)
     if (
@@ -61,7 +61,7 @@ def parse_listen(listen: str) -> tuple[str, int]:
         or not (port.isascii() and port.isdigit() and len(port) <= 5)
         or not 0 < int(port) < 65536
     ):
-        raise InputError(f"--listen {listen!r} is not HOST:PORT")
+        raise InputError(f"{option} {listen!r} is not HOST:PORT")
     return host.strip("[]"), int(port)
 
 

@@ -1,10 +1,13 @@
 """The snapshot server: an MCP server that answers from a recording and runs nothing.
 
-With the recording's session file (capture/exchange.py), ``initialize``, ``tools/list``,
-resources, prompts, completions and the logging level are answered as the server
-answered them, and a request's notifications are sent again, in order, before its
-answer. A recording without one (made before) gets a ``tools/list`` of the recorded tools
-(with their input schemas and behaviour hints from a tool lock when one is given).
+With the recording's session file (capture/exchange.py), ``initialize``, ``server/discover``,
+``tools/list``, resources, prompts, completions and the logging level are answered as the
+server answered them (a request the session does not hold is a miss, never an answer made
+up), and a request's notifications are sent again, in order, before its answer; a server
+that spoke only the ``initialize`` handshake is served so (its clients fall back as they
+did). A recording without one (made before) gets a ``tools/list`` of the recorded tools
+(with their input schemas, and the contract text a tool lock holds, when one is given).
+The transports are capture/serving.py's.
 ``tools/call`` is answered by :class:`toolreplay.library.snapshot.Snapshot`: the k-th
 identical call gets the k-th recorded response, the last one after that, counted per
 session (each session starts at the recording's start). An unrecorded call is a tool
@@ -14,18 +17,12 @@ error whose message starts so; a recorded JSON-RPC error is answered as that err
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import os
-import signal
 import sys
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from types import FrameType
 from typing import TYPE_CHECKING, Any
-
-import h11
 
 from toolreplay import sdk
 from toolreplay.analyses.difference import clipped, excerpts
@@ -39,7 +36,6 @@ from toolreplay.capture.exchange import (
     progress_token,
     without_meta,
 )
-from toolreplay.capture.listen import MAX_BODY_BYTES, Admission, request_seconds
 from toolreplay.capture.session import SERVER_INFO_META, listed_lock
 from toolreplay.chain import verify_stream
 from toolreplay.contracts.lock import ToolLock
@@ -142,12 +138,7 @@ def tool_list(records: Sequence[Record], lock: ToolLock | None) -> list[dict[str
         tool: dict[str, Any] = {"name": name, "inputSchema": ANY_OBJECT}
         if contract is not None:
             tool["inputSchema"] = contract.schema if isinstance(contract.schema, dict) else ANY_OBJECT
-            tool["annotations"] = {
-                "readOnlyHint": not contract.mutates,
-                "destructiveHint": contract.mutates,
-                "idempotentHint": contract.idempotent,
-            }
-            tool.update(_said(contract.text))
+            tool.update(_said(contract.text))  # annotations only as the server sent them: none invented
         tools.append(tool)
     return tools
 
@@ -279,6 +270,8 @@ class Recorded:
             result = record.response.get("result")
             if record.tool == "initialize" and self.initialize is None and isinstance(result, dict):
                 self.initialize = result
+        if self.initialize is None:
+            self.initialize = _from_discover(self.asked)
 
     def methods(self) -> set[str]:
         """The methods served from the session file: those it holds, and those the server declared."""
@@ -293,6 +286,25 @@ class Recorded:
                 held.update(SUBSCRIBE_METHODS)
         held.discard("initialize")
         return held
+
+
+def _from_discover(asked: Sequence[Record]) -> dict[str, Any] | None:
+    """The ``initialize`` result a session recorded with the 2026 revision stands for: the recorded
+    ``server/discover`` answer's capabilities and instructions, and the identity its results were
+    stamped with (what a client of that revision reads as the server's info); None without one."""
+    for record in asked:
+        result = record.response.get("result")
+        if record.tool != "server/discover" or not isinstance(result, dict):
+            continue
+        out: dict[str, Any] = {"capabilities": result.get("capabilities", {})}
+        meta = result.get("_meta")
+        info = meta.get(SERVER_INFO_META) if isinstance(meta, dict) else None
+        if isinstance(info, dict):
+            out["serverInfo"] = info
+        if isinstance(result.get("instructions"), str):
+            out["instructions"] = result["instructions"]
+        return out
+    return None
 
 
 def miss_message(method: str, params: dict[str, Any], miss: SnapshotMissError) -> str:
@@ -383,7 +395,12 @@ def build_server(
     )
     server.add_request_handler("tools/call", sdk.types.CallToolRequestParams, call_tool)
     if session is not None:
-        for method in sorted(recorded.methods()):
+        # a recorded session answers tools/list as recorded, and a handshake-era one answers
+        # server/discover as recorded (a miss when never asked): nothing is made up in their place
+        held = recorded.methods() | {"tools/list"}
+        if handshake_only(session):
+            held.add("server/discover")
+        for method in sorted(held):
             server.add_request_handler(method, _params_model(method), asked)
     if recorded.initialize is not None:
         server.middleware.append(_Initialize(recorded.initialize))
@@ -411,12 +428,27 @@ def _cache_hints() -> dict[Any, Any]:
     return {method: sdk.CacheHint() for method in sdk.CACHEABLE_METHODS}
 
 
+#: the fields of a result only the 2026 revision has (a handshake-era session never carries them)
+MODERN_FIELDS = ("resultType", "cacheScope", "ttlMs")
+
+
 def _shaped(ctx: ServerRequestContext[Any], result: dict[str, Any]) -> dict[str, Any]:
     """A recorded result as the SDK writes it for the session's protocol revision: as recorded,
-    with the ``resultType`` the 2026 revision requires when the recorded server (older) sent none."""
-    if ctx.protocol_version in sdk.MODERN_PROTOCOL_VERSIONS and "resultType" not in result:
-        return {**result, "resultType": "complete"}
-    return result
+    with the ``resultType`` the 2026 revision requires when the recorded server (older) sent none;
+    in a handshake-era session, without the fields and the identity stamp only the 2026 revision
+    has (the server recorded in that revision answers a handshake-era client without them)."""
+    if ctx.protocol_version in sdk.MODERN_PROTOCOL_VERSIONS:
+        return result if "resultType" in result else {**result, "resultType": "complete"}
+    if not any(key in result for key in MODERN_FIELDS):
+        return result
+    out = {key: value for key, value in result.items() if key not in MODERN_FIELDS}
+    meta = out.get("_meta")
+    if isinstance(meta, dict) and SERVER_INFO_META in meta:
+        rest = {key: value for key, value in meta.items() if key != SERVER_INFO_META}
+        out.pop("_meta")
+        if rest:
+            out["_meta"] = rest
+    return out
 
 
 def _params_model(method: str) -> Any:
@@ -504,134 +536,3 @@ def miss_log(path: str) -> OnMiss:
             out.write(canonical({"tool": tool, "args": args}) + "\n")
 
     return log
-
-
-def serve_stdio(server: Server[Any], *, handshake: bool = False) -> None:
-    """Serve one session over stdin and stdout until the client closes it."""
-
-    async def run() -> None:
-        async with sdk.stdio_server() as (read, write):
-            if not handshake:
-                await server.run(read, write, server.create_initialization_options())
-                return
-            options = server.create_initialization_options()
-            async with server.lifespan(server) as state:
-                await sdk.serve_loop(server, read, write, lifespan_state=state, init_options=options)
-
-    sdk.anyio.run(run)
-
-
-def serve_http(
-    server: Server[Any],
-    host: str,
-    port: int,
-    admission: Admission,
-    ready: Callable[[str], None] | None = None,
-) -> None:
-    """Serve Streamable HTTP at ``http://HOST:PORT/mcp`` until SIGINT or SIGTERM, to the requests
-    ``admission`` lets in (the SDK's own Host and Origin check gives way to it: one rule for
-    ``record`` and ``serve``; its body limit is the same)."""
-    app = server.streamable_http_app(
-        host=host,
-        transport_security=sdk.TransportSecuritySettings(enable_dns_rebinding_protection=False),
-        max_request_body_size=MAX_BODY_BYTES,
-        max_sessions=MAX_SESSIONS,
-        session_idle_timeout=SESSION_IDLE_TIMEOUT,
-    )
-    run_until_stopped(_Admitted(app, admission), host, port, ready=ready)
-
-
-class _Admitted:
-    """An ASGI app that answers only the requests :class:`Admission` lets in; the others get its
-    refusal before their body is read."""
-
-    def __init__(self, app: Any, admission: Admission) -> None:
-        self.app, self.admission = app, admission
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        refusal = self.admission.refusal(scope["headers"]) if scope["type"] == "http" else None
-        if refusal is None:
-            await self.app(scope, receive, send)
-            return
-        print(f"toolreplay: warning: refused a request: {refusal.message}", file=sys.stderr)
-        headers = [(name.lower(), value) for name, value in refusal.headers()]
-        await send({"type": "http.response.start", "status": refusal.status, "headers": headers})
-        await send({"type": "http.response.body", "body": refusal.body()})
-
-
-def _timed() -> type[asyncio.Protocol]:
-    """uvicorn's HTTP/1.1 protocol, with a connection closed when its request has not arrived whole
-    within :func:`request_seconds` of the connection opening or the previous answer ending
-    (uvicorn waits without end for a request begun, or for the first)."""
-    seconds = request_seconds()
-
-    class Timed(sdk.H11Protocol):
-        deadline: asyncio.TimerHandle | None = None
-
-        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-            super().connection_made(transport)
-            self._arm()
-
-        def on_response_complete(self) -> None:
-            super().on_response_complete()
-            self._arm()
-
-        def connection_lost(self, exc: Exception | None) -> None:
-            if self.deadline is not None:
-                self.deadline.cancel()
-            super().connection_lost(exc)
-
-        def _arm(self) -> None:
-            if self.deadline is not None:
-                self.deadline.cancel()
-            self.deadline = self.loop.call_later(seconds, self._expired)
-
-        def _expired(self) -> None:
-            self.deadline = None
-            # a request read whole is being answered (an event stream may take long): it stays
-            if self.conn.their_state is not h11.DONE and not self.transport.is_closing():
-                self.transport.close()
-
-    return Timed
-
-
-def run_until_stopped(app: Any, host: str, port: int, *, ready: Callable[[str], None] | None = None) -> None:
-    """Serve an ASGI app until SIGINT or SIGTERM, then return (uvicorn would re-raise the signal).
-    ``ready`` hears the endpoint's URL once the socket listens (its port, when ``port`` is 0)."""
-
-    class _Uvicorn(sdk.uvicorn.Server):
-        @contextlib.contextmanager
-        def capture_signals(self) -> Iterator[None]:
-            yield  # the handlers below stop it instead
-
-        async def startup(self, sockets: Any = None) -> None:
-            await super().startup(sockets=sockets)
-            if self.started and ready is not None and self.servers:
-                bound = self.servers[0].sockets[0].getsockname()[1]
-                shown = f"[{host}]" if ":" in host else host
-                ready(f"http://{shown}:{bound}/mcp")
-
-    # an open event stream (a client's GET) must not hold the shutdown forever
-    # (log_config None: uvicorn's records go where the SDK's go, not to handlers of its own)
-    config = sdk.uvicorn.Config(
-        app,
-        host=host,
-        port=port,
-        http=_timed(),
-        log_level="warning",
-        log_config=None,
-        timeout_graceful_shutdown=5,
-    )
-    server = _Uvicorn(config)
-
-    def stop(signum: int, frame: FrameType | None) -> None:
-        server.should_exit = True
-
-    previous = {signum: signal.signal(signum, stop) for signum in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        server.run()
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
-    if not server.started:
-        raise InputError(f"cannot listen on {host}:{port}")

@@ -49,6 +49,27 @@ def accept_cmd(baseline: str, run: str, reason: str, base: str | None, config_fi
     changed since HEAD (or since where a pull request against --base REF starts). Each file
     written is printed. Nothing is written when the run cannot be read or nothing changed.
     """
+    accepted = accept_unit(baseline, run=run, reason=reason, base=base, config_file=config_file)
+    for kept in accepted.kept:
+        click.echo(f"toolreplay: {kept}", err=True)
+    for path in accepted.written:
+        click.echo(f"wrote {one_line(path)}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Accepted:
+    """What :func:`accept_unit` wrote (paths, in order) and what the lock kept, as sentences."""
+
+    written: tuple[str, ...]
+    kept: tuple[str, ...]
+
+
+def accept_unit(
+    baseline: str, *, run: str, reason: str, base: str | None, config_file: str | None
+) -> Accepted:
+    """``accept``'s work, for the command and the Action's ``accept``: RUN made the baseline, its
+    session file and the lock's entries written, and the notes; an :class:`InputError` (nothing
+    written) when it cannot."""
     if not reason.strip():
         raise InputError("--reason is empty: say why the change is accepted")
     regular_baseline(baseline)
@@ -61,18 +82,16 @@ def accept_cmd(baseline: str, run: str, reason: str, base: str | None, config_fi
     lock = _refreshed_lock(config, files)
     if lock is not None:
         files.append((lock.path, lock.data))
-    judging = configured_comparison(config_file, None, ()).judging()
+    # from a pull request's start: the base commit's settings and no tools_source, as note --base
+    judging = configured_comparison(config_file, None, (), base=base).judging()
     notes = accepting_notes(files, run=run, base=base, judging=judging, reason=reason)
     if not notes:
         raise InputError(
             "nothing to accept: the run, its session and the lock are as committed", path=baseline
         )
     written = _write(files, _named_notes(notes, config))
-    if lock is not None:
-        for kept in lock.kept:
-            click.echo(f"toolreplay: {kept.text(lock.path)}", err=True)
-    for path in written:
-        click.echo(f"wrote {one_line(path)}")
+    kept = tuple(k.text(lock.path) for k in lock.kept) if lock is not None else ()
+    return Accepted(written=tuple(written), kept=kept)
 
 
 def _unit(baseline: str, run: str) -> list[tuple[str, bytes]]:

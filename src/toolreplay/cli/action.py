@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import logging
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path, PurePosixPath
@@ -22,6 +21,7 @@ from pathlib import Path, PurePosixPath
 import click
 
 from toolreplay.check import run_check
+from toolreplay.cli.action_accept import action_accept_cmd
 from toolreplay.cli.base import EXIT_CLEAN, EXIT_FINDINGS, EXIT_INTERNAL, EXIT_USAGE, atomic_output
 from toolreplay.cli.gate import tally
 from toolreplay.config import Config, load_config, unmatched_globs
@@ -36,12 +36,19 @@ from toolreplay.github.action import (
     Settings,
     divergence,
     parse_fail_on,
+    pull_head_from_env,
     pull_range_from_env,
     settings_from_env,
     write_outputs,
 )
 from toolreplay.github.annotations import echo, plan_annotations
-from toolreplay.github.comment import failure_warning, publish_report, pygithub, target_from_env
+from toolreplay.github.comment import (
+    failure_warning,
+    publish_report,
+    pygithub,
+    route_pygithub_log,
+    target_from_env,
+)
 from toolreplay.github.summary import write_summary
 from toolreplay.kinds import REPORT_ERROR, gated_level
 from toolreplay.report import RENDERERS
@@ -53,10 +60,12 @@ from toolreplay.reports import CheckInfo, Report
 from toolreplay.shards import DRIFT_SHARD, Shard, check_info, parse_shard
 
 
-@click.command(name="action")
+@click.group(name="action", invoke_without_command=True, cls=click.Group)
 @click.pass_context
 def action_cmd(ctx: click.Context) -> None:
     """What the GitHub Action runs: check, annotate, summarise, comment, set outputs.
+
+    Its command accept obeys a maintainer's /toolreplay accept comment (the input command: accept).
 
     Settings come from the environment that action.yml sets: TOOLREPLAY_CONFIG,
     TOOLREPLAY_FAIL_ON (kinds separated by commas, any, or none), TOOLREPLAY_COMMENT,
@@ -64,6 +73,8 @@ def action_cmd(ctx: click.Context) -> None:
     TOOLREPLAY_COMMENT_AUTHOR, and GitHub's own GITHUB_* and RUNNER_TEMP variables.
     Exit 1 when a finding fails the build (per fail-on), 2 on a usage error.
     """
+    if ctx.invoked_subcommand is not None:
+        return
     settings: Settings | None = None
     try:
         settings = settings_from_env()
@@ -348,9 +359,15 @@ def _comment(
             )
         )
         return
-    _route_pygithub_log(settings.token)
+    route_pygithub_log(settings.token)
     result = publish_report(
-        reports, target=target, token=settings.token, author=settings.comment_author, fails=fails, base=base
+        reports,
+        target=target,
+        token=settings.token,
+        author=settings.comment_author,
+        fails=fails,
+        base=base,
+        head=pull_head_from_env(),
     )
     warning = result.warning()
     if warning is not None:
@@ -359,29 +376,4 @@ def _comment(
     echo(f"PR comment: {result.status} ({result.url or 'no URL'})")
 
 
-class _InertLogHandler(logging.Handler):
-    """Log records as inert lines on stderr, with the token blanked out."""
-
-    def __init__(self, token: str) -> None:
-        super().__init__(level=logging.WARNING)
-        self.token = token
-
-    def emit(self, record: logging.LogRecord) -> None:
-        text = f"PyGithub: {record.getMessage()}"
-        echo(text.replace(self.token, "***") if self.token else text, err=True)
-
-
-def _route_pygithub_log(token: str) -> None:
-    """PyGithub, on import, logs at INFO to its own stderr handler: every failed request,
-    including the 403 on GET /user that is expected with an installation token. Keep its
-    warnings, printed inert, and drop the rest (the outcome is reported by us)."""
-    try:
-        pygithub()  # (the import installs its handler, which we replace)
-    except ImportError:
-        return
-    logger = logging.getLogger("github")
-    for handler in list(logger.handlers):
-        logger.removeHandler(handler)
-    logger.addHandler(_InertLogHandler(token))
-    logger.setLevel(logging.WARNING)
-    logger.propagate = False
+action_cmd.add_command(action_accept_cmd)

@@ -38,9 +38,8 @@ from toolreplay.capture.serve import (
     load_records,
     load_session,
     miss_log,
-    serve_http,
-    serve_stdio,
 )
+from toolreplay.capture.serving import serve_http, serve_stdio
 from toolreplay.cli.base import (
     EXIT_CLEAN,
     EXIT_FINDINGS,

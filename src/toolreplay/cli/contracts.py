@@ -75,7 +75,8 @@ def fingerprint_cmd(
     """Fingerprint the tools in SOURCE into a tool lock.
 
     SOURCE is a JSON or JSON Lines file of tool definitions (MCP tools/list, OpenAI
-    tools, Anthropic tools), a Python object as module:object (a ToolRegistry, a
+    tools, Anthropic tools), an OpenTelemetry trace (OTLP JSON) whose spans declare the
+    tools offered to the model, a Python object as module:object (a ToolRegistry, a
     callable, or a list or dict of callables), or, with --mcp, the command line of an
     MCP server (options go before the --), or, with --target, a Streamable HTTP server's URL:
 

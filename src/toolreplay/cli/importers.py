@@ -4,18 +4,20 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from hashlib import sha256
 
 import click
 
-from toolreplay.cli.base import EXISTS, EXIT_USAGE, force_option, mutator_option, place_output
+from toolreplay.cli.base import EXISTS, EXIT_USAGE, force_option, mutator_option, place_output, warn
 from toolreplay.cli.defaults import announce, config_option, read_config
 from toolreplay.errors import InputError
 from toolreplay.escape import inert, one_line
 from toolreplay.files import temp_beside
 from toolreplay.importers import FORMATS, Session, import_stream
+from toolreplay.importers.base import TraceWarning
 from toolreplay.mutators import DEFAULT_MUTATORS
 from toolreplay.outputs import write_error
 from toolreplay.transcript import make_record, open_input, record_line
@@ -118,7 +120,7 @@ def import_cmd(
     force: bool,
     config_file: str | None,
 ) -> None:
-    """Turn traces (OpenAI, Anthropic, OpenTelemetry, SWE-agent, tau2-bench) into transcripts.
+    """Turn traces (OpenAI, Anthropic, OpenTelemetry, SWE-agent, tau2-bench, Inspect AI) into transcripts.
 
     Each FILE ('-' for stdin) becomes one transcript per session (conversation, episode,
     trace) in DIR: FILE's name and the session's own id where the source gives one
@@ -205,11 +207,12 @@ def _import_into(
     labels: list[str | None] = []
     stream = open_input(path)
     try:
-        chosen, sessions = import_stream(stream, path, fmt)
-        for session in sessions:
-            temps.append(_write_temp(with_state(session, state_of), directory))
-            labels.append(session.label)
-            tally.add(session)
+        with _warnings_said(path):
+            chosen, sessions = import_stream(stream, path, fmt)
+            for session in sessions:
+                temps.append(_write_temp(with_state(session, state_of), directory))
+                labels.append(session.label)
+                tally.add(session)
         names = session_names(stem_of(path), len(temps), labels)
         targets = [os.path.join(directory, n) for n in names]
         _check_targets(path, targets, replace=replace)
@@ -223,6 +226,20 @@ def _import_into(
         if path != "-":
             stream.close()
     click.echo(tally.line(path, chosen, fmt == "auto"), err=True)
+
+
+@contextlib.contextmanager
+def _warnings_said(path: str) -> Iterator[None]:
+    """Print the importer's :class:`TraceWarning` lines for ``path`` once it was read without error
+    (other warnings go on as they would have)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", TraceWarning)
+        yield
+    for said in caught:
+        if issubclass(said.category, TraceWarning):
+            warn(f"{path}: {said.message}")
+        else:
+            warnings.warn_explicit(said.message, said.category, said.filename, said.lineno)
 
 
 def _check_targets(path: str, targets: Sequence[str], *, replace: bool) -> None:
@@ -296,12 +313,13 @@ def _to_stdout(path: str, fmt: str, state_of: frozenset[str] = frozenset()) -> N
     only: Session | None = None
     stream = open_input(path)
     try:
-        chosen, sessions = import_stream(stream, path, fmt)
-        for session in sessions:
-            if only is not None:
-                raise InputError("holds more than one session; -o - prints one: pass -o DIR", path=path)
-            only = with_state(session, state_of)
-            tally.add(session)
+        with _warnings_said(path):
+            chosen, sessions = import_stream(stream, path, fmt)
+            for session in sessions:
+                if only is not None:
+                    raise InputError("holds more than one session; -o - prints one: pass -o DIR", path=path)
+                only = with_state(session, state_of)
+                tally.add(session)
     finally:
         if path != "-":
             stream.close()

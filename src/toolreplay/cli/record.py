@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from toolreplay.capture import otlp_proto
 from toolreplay.capture.early import Early
 from toolreplay.capture.redact import Redactor
 from toolreplay.capture.stdio import proxy, start_server
@@ -87,7 +88,9 @@ def _parsed(value: str) -> Command:
 # the server's command line is the first argument on: its options are its own, with or without "--"
 @click.command(name="record", context_settings={"allow_interspersed_args": False})
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
-@click.option("-o", "--output", required=True, metavar="OUT", help="The transcript to write.")
+@click.option(
+    "-o", "--output", required=True, metavar="OUT", help="The transcript to write (with --otlp: the folder)."
+)
 @click.option("--seal", is_flag=True, help="Write a sealed transcript, chained link by link as calls finish.")
 @click.option("--lock", "lock_path", metavar="LOCK", help="Also write the listed tools as a tool lock.")
 @click.option(
@@ -113,6 +116,12 @@ def _parsed(value: str) -> Command:
 )
 @click.option("--listen", metavar="HOST:PORT", help="Proxy Streamable HTTP: listen here (with --target).")
 @click.option("--target", metavar="URL", help="The MCP server's Streamable HTTP URL (with --listen).")
+@click.option(
+    "--otlp",
+    metavar="[HOST:]PORT",
+    help="Receive OpenTelemetry traces over OTLP/HTTP here (loopback unless HOST is given); -o is a"
+    " folder that gets one sealed transcript per trace.",
+)
 @allow_origin_option
 @force_option
 @config_option
@@ -128,6 +137,7 @@ def record_cmd(
     state_timeout: float | None,
     listen: str | None,
     target: str | None,
+    otlp: str | None,
     origins: tuple[str, ...],
     force: bool,
     config_file: str | None,
@@ -140,10 +150,22 @@ def record_cmd(
     Exits with the server's exit status. Over Streamable HTTP, point the client at
     http://HOST:PORT with the target URL's path; stop the proxy with Ctrl-C (exit 0).
 
+    With --otlp, receive an agent's OpenTelemetry traces instead (OTLP/HTTP, protobuf or JSON, at
+    /v1/traces) and write each trace's tool calls to OUT/TRACEID.sealed.jsonl as they arrive.
+
     \b
         toolreplay record -o run.sealed.jsonl --seal python server.py
         toolreplay record -o run.jsonl --listen 127.0.0.1:8001 --target http://127.0.0.1:8000/mcp
+        toolreplay record -o traces/ --otlp 4318
     """
+    if otlp is not None:
+        if command or listen or target or lock_path or state_commands or state_timeout is not None:
+            raise click.UsageError(
+                "--otlp takes none of a server's command line, --listen, --target, --lock,"
+                " --state-command or --state-timeout"
+            )
+        otlp_proto.require_receiver()
+        ctx.exit(_record_otlp(otlp, output, patterns, origins, force))
     require_sdk("record")
     _check_options(command, listen, target, origins)
     _check_outputs(output, seal, lock_path, force=force)
@@ -197,6 +219,38 @@ def _recorded_line(recording: Recording, output: str, *, redacting: bool) -> str
     note = f", {recording.states} with post-call state" if recording.state_command is not None else ""
     note += f", {redacted} value{'s' if redacted != 1 else ''} redacted" if redacting else ""
     return f"toolreplay: recorded {calls} call{'s' if calls != 1 else ''} to {one_line(output)}{note}"
+
+
+def _record_otlp(
+    otlp: str, folder: str, patterns: tuple[str, ...], origins: tuple[str, ...], force: bool
+) -> int:
+    """Receive traces at ``otlp`` into ``folder`` until stopped; the exit status."""
+    from toolreplay.capture.listen import Admission, parse_listen
+    from toolreplay.capture.otlp import receive
+    from toolreplay.capture.traces import TraceFiles
+
+    # a port alone, or ":PORT", listens on loopback only
+    host, port = parse_listen(
+        f"127.0.0.1:{otlp.lstrip(':')}" if otlp.lstrip(":").isdigit() else otlp, "--otlp"
+    )
+    admission = Admission.of(host, origins)
+
+    def ready(url: str) -> None:
+        click.echo(f"toolreplay: receiving OTLP traces at {url}, writing to {one_line(folder)}", err=True)
+
+    with TraceFiles(folder, redact=patterns, force=force, warn=warn) as files:
+        receive(host, port, files, admission, ready=ready)
+    calls, traces = files.count, len(files.chains)
+    note = ""
+    if patterns:
+        redacted = files.redactor.count
+        note = f", {redacted} value{'s' if redacted != 1 else ''} redacted"
+    click.echo(
+        f"toolreplay: recorded {calls} call{'s' if calls != 1 else ''} in {traces}"
+        f" trace{'s' if traces != 1 else ''} to {one_line(folder)}{note}",
+        err=True,
+    )
+    return 0
 
 
 def _record_stdio(command: tuple[str, ...], opening: Opening) -> tuple[int, Recording]:

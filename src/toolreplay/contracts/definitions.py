@@ -3,7 +3,9 @@
 Accepted documents: a JSON array of tools; an object with a ``tools`` array (an MCP
 ``tools/list`` result, an OpenAI or Anthropic request body); a JSON-RPC response whose
 ``result`` has ``tools``; an object with a ``functions`` or ``function`` array (legacy
-OpenAI, the Berkeley function-calling leaderboard); or a single tool. A file named
+OpenAI, the Berkeley function-calling leaderboard); or a single tool. An OpenTelemetry trace
+(OTLP JSON exports, one or one per line) gives the tools its spans declare
+(:mod:`toolreplay.contracts.traces`). A file named
 ``*.jsonl`` (or one that turns out to hold several JSON values) is read as JSON Lines,
 each line one such document.
 
@@ -34,9 +36,11 @@ from toolreplay.canonical import canonical, decode
 from toolreplay.contracts.fingerprint import Signature
 from toolreplay.contracts.lock import ToolContract, make_contract
 from toolreplay.contracts.text import contract_text, text_of_tool
+from toolreplay.contracts.traces import LOOKED_FOR, declared_tools
 from toolreplay.ecma import EcmaValidator
 from toolreplay.errors import InputError
 from toolreplay.escape import quote
+from toolreplay.importers.otlp import is_export
 from toolreplay.locate import pointer_token
 from toolreplay.mutators import DEFAULT_MUTATORS
 from toolreplay.transcript import iter_lines, read_input
@@ -205,10 +209,28 @@ def read_definitions(path: str) -> list[ToolDefinition]:
                 line = getattr(err.__cause__, "lineno", None)
                 raise InputError(err.problem, path=path, line=line, pointer=err.pointer) from err
             documents = list(_lines(raw, path))
+    if documents and all(is_export(value) for value, _ in documents):
+        return _trace_definitions(documents, path)
     definitions = []
     for value, line in documents:
         for item, pointer in _tool_items(value, "", path, line):
             definitions.append(_definition(item, pointer, path, line))
+    return definitions
+
+
+def _trace_definitions(documents: list[tuple[Any, int | None]], path: str) -> list[ToolDefinition]:
+    """The tools the spans of OTLP JSON exports declare (:mod:`toolreplay.contracts.traces`)."""
+    definitions = []
+    try:
+        for value, line in documents:
+            for item, pointer in declared_tools(value, line):
+                definitions.append(_definition(item, pointer, path, line))
+    except InputError as err:
+        if err.path is not None:
+            raise
+        raise InputError(err.problem, path=path, line=err.line, pointer=err.pointer) from err
+    if not definitions:
+        raise InputError(f"a trace that declares no tools: looked for {LOOKED_FOR}", path=path)
     return definitions
 
 

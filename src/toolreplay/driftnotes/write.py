@@ -167,7 +167,8 @@ def accepting_notes(
 ) -> list[tuple[str, str]]:
     """The drift notes accepting each of ``files`` (a path and its bytes to be; the baseline first)
     with ``reason``, for ``accept``: kinds and tools from comparing the baseline as measured with
-    ``run`` judged by ``judging``, as ``note --run`` does; a file unchanged since then gets none.
+    ``run`` judged by ``judging``, as ``note --run`` does (from a pull request's start, with the
+    base commit's settings, as ``note --base``); a file unchanged since then gets none.
     (path, text) each."""
     notes: list[tuple[str, str]] = []
     drift = NoteDrift()

@@ -37,6 +37,7 @@ INPUTS = {
     "TOOLREPLAY_COMMENT_AUTHOR": "comment-author",
     "TOOLREPLAY_SHARD": "shard",
     "TOOLREPLAY_MERGE": "merge",
+    "TOOLREPLAY_COMMAND": "command",
 }
 _TRUE = frozenset({"true", "yes", "on", "1"})
 _FALSE = frozenset({"false", "no", "off", "0"})
@@ -177,6 +178,14 @@ def pull_range_from_env(environ: Mapping[str, str] | None = None) -> PullRange |
     if base is None or head is None:
         return None
     return PullRange(base=base, head=head)
+
+
+def pull_head_from_env(environ: Mapping[str, str] | None = None) -> str | None:
+    """The pull request's own head commit (``pull_request.head.sha``: not the merge commit a
+    ``pull_request`` run checks out), which the sticky comment says it described; None when not a PR."""
+    env = os.environ if environ is None else environ
+    pull = event_payload(env).get("pull_request")
+    return _sha(pull.get("head")) if isinstance(pull, dict) else None
 
 
 def event_payload(env: Mapping[str, str]) -> dict[str, object]:

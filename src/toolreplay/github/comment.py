@@ -21,6 +21,7 @@ is published.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -30,6 +31,8 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 from toolreplay.escape import one_line, workflow_command
 from toolreplay.extras import install_hint, installed
 from toolreplay.github.action import event_payload
+from toolreplay.github.annotations import echo
+from toolreplay.github.approval import described_lines, listed_units
 from toolreplay.report.markdown import render_markdown
 
 if TYPE_CHECKING:
@@ -88,7 +91,7 @@ class CommentResult:
 
 def failure_warning(err: Exception, token: str) -> str:
     """The ``::warning`` line for a failure to publish that escaped everything else (never the token)."""
-    warning = CommentResult(status="degraded", reason=_reason(err, token)).warning()
+    warning = CommentResult(status="degraded", reason=failure_reason(err, token)).warning()
     assert warning is not None
     return warning
 
@@ -99,13 +102,18 @@ def _utf16_len(text: str) -> int:
 
 
 def comment_body(
-    reports: Sequence[Report], *, fails: Callable[[str], bool] | None = None, base: str | None = None
+    reports: Sequence[Report],
+    *,
+    fails: Callable[[str], bool] | None = None,
+    base: str | None = None,
+    head: str | None = None,
 ) -> str:
     """The marker line and the Markdown report, trimmed (with a note) to GitHub's limit; ``base``
-    is the pull request's base, which the accept commands name."""
-    head = MARKER + "\n"
-    return head + render_markdown(
-        reports, fails=fails, limit=COMMENT_LIMIT - _utf16_len(head), size=_utf16_len, base=base
+    is the pull request's base, which the accept commands name. With ``head`` (the pull request's
+    head commit), hidden lines name it and the accept commands, for ``/toolreplay accept``."""
+    top = "\n".join([MARKER, *described_lines(head, listed_units(reports, base))]) + "\n"
+    return top + render_markdown(
+        reports, fails=fails, limit=COMMENT_LIMIT - _utf16_len(top), size=_utf16_len, base=base
     )
 
 
@@ -171,7 +179,7 @@ def make_client(token: str, api_url: str = DEFAULT_API_URL, **options: Any) -> G
     return library.client(base_url=api_url.rstrip("/"), auth=library.token(token), **options)
 
 
-def _is_ours(comment: Any, login: str) -> bool:
+def is_ours(comment: Any, login: str) -> bool:
     body = comment.body or ""
     user = comment.user
     return body.startswith(MARKER) and user is not None and str(user.login).casefold() == login.casefold()
@@ -182,7 +190,7 @@ def _same(a: str, b: str) -> bool:
     return a.replace("\r\n", "\n") == b.replace("\r\n", "\n")
 
 
-def _identity(client: Github) -> str:
+def identity(client: Github) -> str:
     error = pygithub().error
     try:
         return str(client.get_user().login)
@@ -192,7 +200,7 @@ def _identity(client: Github) -> str:
         raise
 
 
-def _reason(err: Exception, token: str) -> str:
+def failure_reason(err: Exception, token: str) -> str:
     text = _answered(err) if isinstance(err, pygithub().error) else _failed(err)
     # belt and braces: whatever the server echoed, the token is not repeated
     return text.replace(token, "***") if token else text
@@ -241,18 +249,18 @@ def publish_comment(
         )
     try:
         gh = client if client is not None else make_client(token, target.api_url)
-        return _create_or_update(gh, body, target=target, login=author or _identity(gh))
+        return _create_or_update(gh, body, target=target, login=author or identity(gh))
     except Exception as err:
         # Not only GithubException and requests' errors: PyGithub also raises AssertionError
         # (URLs on another host), ValueError (a body that is not JSON), TypeError or KeyError
         # (JSON of another shape). A comment that cannot be written is a warning, whatever the cause.
-        return CommentResult(status="degraded", reason=_reason(err, token))
+        return CommentResult(status="degraded", reason=failure_reason(err, token))
 
 
 def _create_or_update(gh: Github, body: str, *, target: CommentTarget, login: str) -> CommentResult:
     """Write our comment: created when there is none, edited when its body differs."""
     issue = gh.get_repo(target.repository).get_issue(target.number)
-    ours = next((c for c in issue.get_comments() if _is_ours(c, login)), None)
+    ours = next((c for c in issue.get_comments() if is_ours(c, login)), None)
     if ours is None:
         created = issue.create_comment(body)
         return CommentResult(status="created", comment_id=created.id, url=created.html_url)
@@ -271,7 +279,36 @@ def publish_report(
     client: Github | None = None,
     fails: Callable[[str], bool] | None = None,
     base: str | None = None,
+    head: str | None = None,
 ) -> CommentResult:
     """:func:`publish_comment` with :func:`comment_body` of ``reports``."""
-    body = comment_body(reports, fails=fails, base=base)
+    body = comment_body(reports, fails=fails, base=base, head=head)
     return publish_comment(body, target=target, token=token, author=author, client=client)
+
+
+class _InertLogHandler(logging.Handler):
+    """Log records as inert lines on stderr, with the token blanked out."""
+
+    def __init__(self, token: str) -> None:
+        super().__init__(level=logging.WARNING)
+        self.token = token
+
+    def emit(self, record: logging.LogRecord) -> None:
+        text = f"PyGithub: {record.getMessage()}"
+        echo(text.replace(self.token, "***") if self.token else text, err=True)
+
+
+def route_pygithub_log(token: str) -> None:
+    """PyGithub, on import, logs at INFO to its own stderr handler: every failed request,
+    including the 403 on GET /user that is expected with an installation token. Keep its
+    warnings, printed inert, and drop the rest (the outcome is reported by us)."""
+    try:
+        pygithub()  # (the import installs its handler, which we replace)
+    except ImportError:
+        return
+    logger = logging.getLogger("github")
+    for handler in list(logger.handlers):
+        logger.removeHandler(handler)
+    logger.addHandler(_InertLogHandler(token))
+    logger.setLevel(logging.WARNING)
+    logger.propagate = False

@@ -1,6 +1,6 @@
 """What every importer shares: where an entry sits in its input, the Session value, the
 Importer protocol, and the rules that turn a trace's arguments and results into a record's
-``args`` and ``response`` (docs/importers.md, "How values map").
+``args`` and ``response`` (docs/spec.md §12.1).
 """
 
 from __future__ import annotations
@@ -16,11 +16,20 @@ from toolreplay.locate import pointer_token
 from toolreplay.transcript import Record, type_name
 
 #: Marker keys an importer writes into ``args`` and ``response``. A leading underscore keeps
-#: them apart from the fields of the tools seen so far; docs/importers.md lists them.
+#: them apart from the fields of the tools seen so far; docs/spec.md §12.1 lists them.
 RAW_ARGUMENTS = "_raw_arguments"
 INVALID_JSON = "_invalid_json"
 MISSING_ARGUMENTS = "_missing_arguments"
 MISSING_RESULT = "_missing_result"
+#: the result was recorded as a JSON text and ``content`` is the value it holds
+JSON_TEXT = "_json_text"
+
+
+class TraceWarning(UserWarning):
+    """An input read without error that still needs a word: it holds spans but no tool call.
+
+    Importers issue it with :func:`warnings.warn`; ``toolreplay import`` prints it on stderr
+    as a warning line naming the input."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,6 +191,11 @@ EntriesOf = Callable[[Item], Iterable[Item] | None]
 
 
 _LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+def safe_label(text: str) -> str | None:
+    """``text`` when it is safe as a file-name part (letters, digits, ``.``, ``_``, ``-``; at most 64)."""
+    return text if _LABEL.fullmatch(text) else None
 
 
 def episode_label(value: Any) -> str | None:

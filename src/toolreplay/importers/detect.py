@@ -3,6 +3,8 @@
 Items are read (and kept) until one carries a mark only one format has:
 
 * ``otel``: an object with ``resourceSpans``;
+* ``inspect``: an Inspect AI log, an object whose ``eval`` object names its ``task`` (a zip
+  archive, an ``.eval`` log, is told apart before items are read);
 * ``swe-agent``: an object with ``trajectory`` or ``history``;
 * ``tau2``: an object with a ``simulations`` array (tau2-bench results);
 * ``openai-responses``: an item of type ``function_call``, ``function_call_output`` or ``mcp_call``;
@@ -21,6 +23,7 @@ from typing import Any
 from toolreplay.errors import InputError
 from toolreplay.importers.anthropic import CALL_BLOCKS, is_result_block
 from toolreplay.importers.base import Item, string_member
+from toolreplay.importers.inspect_ai import is_log
 from toolreplay.importers.openai_responses import ITEM_TYPES
 
 
@@ -52,6 +55,8 @@ def _document_format(value: dict[str, Any]) -> str | None:
     """The format a whole document shows by its top-level members."""
     if "resourceSpans" in value:
         return "otel"
+    if is_log(value):
+        return "inspect"
     if "trajectory" in value or "history" in value:
         return "swe-agent"
     if isinstance(value.get("simulations"), list):

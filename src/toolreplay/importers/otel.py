@@ -1,56 +1,70 @@
-"""OpenTelemetry: OTLP JSON exports of GenAI ``execute_tool`` spans.
+"""OpenTelemetry: tool spans in OTLP JSON exports, by the OTel GenAI conventions or OpenInference.
 
-An item is one OTLP JSON ``ExportTraceServiceRequest`` (what the collector's file
-exporter writes, one per line, or what an OTLP/HTTP JSON body holds):
-``resourceSpans[].scopeSpans[].spans[]``, attributes as ``{"key", "value": AnyValue}`` lists
-with typed values (``stringValue``, ``intValue`` as a decimal string, ``doubleValue``,
-``boolValue``, ``arrayValue``, ``kvlistValue``, ``bytesValue``).
+An item is one OTLP JSON ``ExportTraceServiceRequest`` (:mod:`toolreplay.importers.otlp`
+reads it): what the collector's file exporter writes, one per line, what an OTLP/HTTP JSON
+body holds, or what ``record --otlp`` makes of a protobuf body.
 
-A span is a tool call when ``gen_ai.operation.name`` is ``execute_tool``. Its tool is
-``gen_ai.tool.name`` (else the span name after ``execute_tool ``), its arguments
-``gen_ai.tool.call.arguments`` (structured, or a JSON string), its result
-``gen_ai.tool.call.result`` (the spelling of the attribute registry) or
-``gen_ai.tool.call.response`` (the spelling some examples use); a span with status ERROR
-(or with an ``error.type`` attribute) is a failed call: ``is_error`` is true and ``error``
-holds the status message, else ``error.type``.
+A span is a tool call by the first convention that claims it (docs/importers.md, ``otel``):
+
+* OTel GenAI: ``gen_ai.operation.name`` is ``execute_tool`` (or, as earlier Pydantic AI
+  spans have it, no operation name and a ``gen_ai.tool.name``). Tool ``gen_ai.tool.name``
+  (else the span name after ``execute_tool ``), arguments ``gen_ai.tool.call.arguments``
+  (earlier: ``tool_arguments``), result ``gen_ai.tool.call.result`` (also
+  ``gen_ai.tool.call.response``; earlier: ``tool_response``), id ``gen_ai.tool.call.id``.
+* OpenInference: ``openinference.span.kind`` is ``TOOL``. Tool ``tool.name`` (else the span
+  name), arguments ``input.value``, result ``output.value``, id ``tool_call.id``; a LangChain
+  ``ToolMessage`` as the output is unwrapped to its content (and its ``tool_call_id``).
+
+A result recorded as a JSON text becomes the JSON value it holds, marked ``"_json_text": true``
+in the response. A span with status ERROR (or an ``error.type`` attribute) is a failed call;
+its ``error`` is the message of its ``exception`` event, else its status message, else
+``error.type``.
 
 Each trace (``traceId``) is one session. A trace's spans may arrive in any order and in
 any export, so the tool spans of the whole input are collected first (only the fields a
 record needs), then each trace's calls are ordered by start time (file order breaks ties)
-and the traces by their first call's start time, then trace id.
+and the traces by their first call's start time, then trace id. An input with spans but
+no tool span gives a :class:`~toolreplay.importers.base.TraceWarning`.
 """
 
 from __future__ import annotations
 
-import math
-import re
+import warnings
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from toolreplay.escape import quote
+from toolreplay.canonical import decode
+from toolreplay.errors import InputError
 from toolreplay.importers.base import (
     ABSENT,
+    JSON_TEXT,
     Arguments,
     Item,
     Location,
     Session,
+    TraceWarning,
     make_response,
-    need_list,
-    need_object,
     read_arguments,
 )
+from toolreplay.importers.otlp import Span, exception_message, failed, spans, start_time, trace_id
 from toolreplay.importers.pairing import Pairing
-from toolreplay.limits import MAX_INT_DIGITS
+from toolreplay.limits import MAX_DEPTH
 from toolreplay.transcript import type_name
 
 OPERATION = "gen_ai.operation.name"
 TOOL_NAME = "gen_ai.tool.name"
 CALL_ID = "gen_ai.tool.call.id"
-ARGUMENTS = "gen_ai.tool.call.arguments"
-RESULTS = ("gen_ai.tool.call.result", "gen_ai.tool.call.response")
+#: the current name first, then the earlier ones (Pydantic AI's instrumentation version 2)
+ARGUMENTS = ("gen_ai.tool.call.arguments", "tool_arguments")
+RESULTS = ("gen_ai.tool.call.result", "gen_ai.tool.call.response", "tool_response")
 ERROR_TYPE = "error.type"
-_STATUS_ERROR = (2, "STATUS_CODE_ERROR")
+SPAN_KIND = "openinference.span.kind"
+#: what the warning for an input without tool spans says was looked for
+LOOKED_FOR = (
+    f'OTel GenAI ({OPERATION} "execute_tool" or {TOOL_NAME})'
+    f' and OpenInference ({SPAN_KIND} "TOOL") tool spans'
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +77,18 @@ class _ToolSpan:
     location: Location
 
 
+@dataclass(frozen=True, slots=True)
+class _Call:
+    """What a convention reads from a tool span, before the shared rules (status, start) apply."""
+
+    tool: str
+    call_id: Any
+    arguments: Any
+    result: Any
+    #: an error a convention finds in the result itself (LangChain's ``status: "error"``)
+    result_failed: bool = False
+
+
 class OTel:
     """The ``otel`` importer."""
 
@@ -70,19 +96,26 @@ class OTel:
 
     def sessions(self, items: Iterable[Item]) -> Iterator[Session]:
         traces: dict[str, list[_ToolSpan]] = {}
+        seen = 0
         for item in items:
-            for trace_id, span in _tool_spans(item):
-                traces.setdefault(trace_id, []).append(span)
+            for span in spans(item):
+                seen += 1
+                call = _tool_call(span)
+                if call is not None:
+                    traces.setdefault(trace_id(span), []).append(_tool_span(span, call))
+        if not traces:
+            noun = "span" if seen == 1 else "spans"
+            warnings.warn(TraceWarning(f"{seen} {noun}, no tool call: looked for {LOOKED_FOR}"), stacklevel=2)
         # sorted() is stable: spans that start together keep their file order
         ranked = sorted(traces.items(), key=lambda kv: (min(s.start for s in kv[1]), kv[0]))
-        for number, (_, spans) in enumerate(ranked):
-            yield _trace(spans, number)
+        for number, (_, tool_spans) in enumerate(ranked):
+            yield _trace(tool_spans, number)
 
 
-def _trace(spans: list[_ToolSpan], number: int) -> Session:
+def _trace(tool_spans: list[_ToolSpan], number: int) -> Session:
     """One trace's tool spans as a session, in the order they started."""
     pairing = Pairing()
-    for span in sorted(spans, key=lambda s: s.start):
+    for span in sorted(tool_spans, key=lambda s: s.start):
         pairing.call(
             tool=span.tool,
             call_id=span.call_id,
@@ -93,191 +126,155 @@ def _trace(spans: list[_ToolSpan], number: int) -> Session:
     return pairing.session(number)
 
 
-def _members(
-    obj: dict[str, Any], location: Location, *keys: str
-) -> Iterator[tuple[Location, dict[str, Any]]]:
-    """The objects of the first of ``keys`` that the object has (an absent list is empty)."""
-    for key in keys:
-        if key in obj:
-            where = location.at(key)
-            for i, element in enumerate(need_list(obj[key], where, f'"{key}"')):
-                yield where.at(i), need_object(element, where.at(i), f'an element of "{key}"')
-            return
-
-
-def _tool_spans(item: Item) -> Iterator[tuple[str, _ToolSpan]]:
-    export = need_object(item.value, item.location, "an OTLP JSON export")
-    if "resourceSpans" not in export:
-        raise item.location.error('not an OTLP JSON trace export: no "resourceSpans"')
-    for rs_at, resource_spans in _members(export, item.location, "resourceSpans"):
-        for ss_at, scope_spans in _members(
-            resource_spans, rs_at, "scopeSpans", "instrumentationLibrarySpans"
-        ):
-            for at, span in _members(scope_spans, ss_at, "spans"):
-                attributes = _attributes(span, at)
-                if attributes.get(OPERATION) != "execute_tool":
-                    continue
-                yield _trace_id(span, at), _tool_span(span, attributes, at)
-
-
-def _trace_id(span: dict[str, Any], at: Location) -> str:
-    trace_id = span.get("traceId")
-    if not isinstance(trace_id, str) or not trace_id:
-        raise at.error('a span must have a "traceId" string')
-    return trace_id
-
-
-def _tool_span(span: dict[str, Any], attributes: dict[str, Any], at: Location) -> _ToolSpan:
-    call_id = attributes.get(CALL_ID)
-    tool = _tool_name(span, attributes, at)
-    if call_id is not None and not isinstance(call_id, str):
-        raise at.error(f'"{CALL_ID}" must be a string, not {type_name(call_id)}')
-    response = _response(span, attributes, at)
-    return _ToolSpan(
-        start=_start(span, at),
-        tool=tool,
-        call_id=call_id,
-        arguments=read_arguments(attributes.get(ARGUMENTS, ABSENT)),
-        response=response,
-        location=at,
-    )
-
-
-def _tool_name(span: dict[str, Any], attributes: dict[str, Any], at: Location) -> str:
-    """The tool's name: its attribute, else what the span's ``execute_tool NAME`` says."""
-    tool = attributes.get(TOOL_NAME)
-    if tool is None:
-        name = span.get("name")
-        if isinstance(name, str) and name.startswith("execute_tool ") and name[13:].strip():
-            tool = name[13:].strip()
-    if not isinstance(tool, str) or not tool:
-        raise at.error(f'an execute_tool span without a tool name (no "{TOOL_NAME}" attribute)')
-    return tool
-
-
-def _response(span: dict[str, Any], attributes: dict[str, Any], at: Location) -> dict[str, Any] | None:
-    """The call's response: an error when the span failed, else its result; None without either."""
-    result = next((attributes[key] for key in RESULTS if key in attributes), ABSENT)
-    failed = _failed(span, at)
-    error_type = attributes.get(ERROR_TYPE)
-    if failed is not None or error_type is not None:
-        return make_response(result, is_error=True, error=failed or error_type)
-    if result is not ABSENT:
-        return make_response(result)
+def _tool_call(span: Span) -> _Call | None:
+    """The call a span records by the first convention that claims it, or None."""
+    for convention in _CONVENTIONS:
+        call = convention(span)
+        if call is not None:
+            return call
     return None
 
 
-def _failed(span: dict[str, Any], at: Location) -> str | None:
-    """None when the span did not fail; else its status message ("" when it has none)."""
-    status = span.get("status")
-    if status is None:
+def _first(attributes: dict[str, Any], keys: tuple[str, ...]) -> Any:
+    return next((attributes[key] for key in keys if key in attributes), ABSENT)
+
+
+def _gen_ai(span: Span) -> _Call | None:
+    """An OTel GenAI ``execute_tool`` span (also the earlier spans that carry only the tool name)."""
+    attributes = span.attributes
+    operation = attributes.get(OPERATION)
+    if operation != "execute_tool" and (operation is not None or TOOL_NAME not in attributes):
         return None
-    status = need_object(status, at.at("status"), '"status"')
-    if status.get("code") not in _STATUS_ERROR:
+    return _Call(
+        tool=_tool_name(span, TOOL_NAME, "execute_tool "),
+        call_id=attributes.get(CALL_ID),
+        arguments=_first(attributes, ARGUMENTS),
+        result=_first(attributes, RESULTS),
+    )
+
+
+def _open_inference(span: Span) -> _Call | None:
+    """An OpenInference ``TOOL`` span."""
+    attributes = span.attributes
+    kind = attributes.get(SPAN_KIND)
+    if not isinstance(kind, str) or kind.upper() != "TOOL":
         return None
-    message = status.get("message")
-    return message if isinstance(message, str) else ""
+    result = attributes.get("output.value", ABSENT)
+    if attributes.get("output.mime_type") == "text/plain":
+        result = _Text(result)
+    call = _Call(
+        tool=_tool_name(span, "tool.name", ""),
+        call_id=attributes.get("tool_call.id"),
+        arguments=attributes.get("input.value", ABSENT),
+        result=result,
+    )
+    return _unwrap_tool_message(call)
 
 
-#: a decimal integer as OTLP JSON writes int64 and uint64 fields: ASCII digits (str.isdigit
-#: also takes "²", which int() refuses), no more than Python converts (MAX_INT_DIGITS)
-_DECIMAL = re.compile(rf"-?[0-9]{{1,{MAX_INT_DIGITS}}}")
-#: the same without a sign: a time
-_UNSIGNED = re.compile(rf"[0-9]{{1,{MAX_INT_DIGITS}}}")
+_CONVENTIONS: tuple[Callable[[Span], _Call | None], ...] = (_gen_ai, _open_inference)
 
 
-def _start(span: dict[str, Any], at: Location) -> int:
-    raw = span.get("startTimeUnixNano")
-    if isinstance(raw, str) and _UNSIGNED.fullmatch(raw):
-        return int(raw)
-    if isinstance(raw, int) and not isinstance(raw, bool) and raw >= 0:
-        return raw
-    raise at.error('a span must have "startTimeUnixNano" (nanoseconds, as a decimal string or an integer)')
+@dataclass(frozen=True, slots=True)
+class _Text:
+    """A result the span says is plain text: never decoded as JSON."""
+
+    text: Any
 
 
-def _attributes(span: dict[str, Any], at: Location) -> dict[str, Any]:
-    if "attributes" not in span:
-        return {}
-    where = at.at("attributes")
-    return _key_values(need_list(span["attributes"], where, '"attributes"'), where, "attribute")
+def _unwrap_tool_message(call: _Call) -> _Call:
+    """LangChain's OpenInference spans record the ``ToolMessage`` a tool's output became
+    (``{"type": "tool", "data": {"content", "tool_call_id", "status", ...}}``): the call's result
+    is its ``content``, its id the message's ``tool_call_id``, and ``status: "error"`` a failure."""
+    if not isinstance(call.result, str):
+        return call
+    message = _json_value(call.result)
+    data = message.get("data") if isinstance(message, dict) and message.get("type") == "tool" else None
+    if not isinstance(data, dict) or data.get("type") != "tool" or "content" not in data:
+        return call
+    call_id = data.get("tool_call_id")
+    return _Call(
+        tool=call.tool,
+        call_id=call.call_id if call.call_id is not None or not isinstance(call_id, str) else call_id,
+        arguments=call.arguments,
+        result=data["content"],
+        result_failed=data.get("status") == "error",
+    )
 
 
-def _key_values(pairs: list[Any], at: Location, noun: str) -> dict[str, Any]:
-    """OTLP key-value pairs as a JSON object; a key that appears twice is refused."""
-    out: dict[str, Any] = {}
-    for i, pair in enumerate(pairs):
-        key, value = _key_value(pair, at.at(i))
-        if key in out:
-            raise at.at(i).error(f"{noun} {quote(key)} appears twice")
-        out[key] = value
-    return out
+def _json_value(text: str) -> Any:
+    """The JSON value a text holds (decoded strictly), or ABSENT when it holds none."""
+    try:
+        return decode(text.encode("utf-8", "surrogatepass"))
+    except InputError:
+        return ABSENT
 
 
-def _key_value(pair: Any, at: Location) -> tuple[str, Any]:
-    pair = need_object(pair, at, "an attribute")
-    key = pair.get("key")
-    if not isinstance(key, str):
-        raise at.error('an attribute must have a "key" string')
-    return key, any_value(pair.get("value", {}), at.at("value"))
+def _tool_span(span: Span, call: _Call) -> _ToolSpan:
+    if call.call_id is not None and not isinstance(call.call_id, str):
+        raise span.location.error(f"a tool call id must be a string, not {type_name(call.call_id)}")
+    return _ToolSpan(
+        start=start_time(span.value, span.location),
+        tool=call.tool,
+        call_id=call.call_id,
+        arguments=read_arguments(call.arguments),
+        response=_response(span, call),
+        location=span.location,
+    )
 
 
-def any_value(value: Any, at: Location) -> Any:
-    """An OTLP JSON ``AnyValue`` as the plain JSON value it stands for."""
-    value = need_object(value, at, "an attribute value")
-    if not value:
+def _tool_name(span: Span, key: str, prefix: str) -> str:
+    """The tool's name: its attribute, else what the span's name says after ``prefix``."""
+    tool = span.attributes.get(key)
+    if tool is None:
+        name = span.value.get("name")
+        if isinstance(name, str) and name.startswith(prefix) and name[len(prefix) :].strip():
+            tool = name[len(prefix) :].strip()
+    if not isinstance(tool, str) or not tool:
+        raise span.location.error(f'a tool span without a tool name (no "{key}" attribute)')
+    return tool
+
+
+def _response(span: Span, call: _Call) -> dict[str, Any] | None:
+    """The call's response: an error when the span failed, else its result; None without either."""
+    content, extra = _content(call.result)
+    status = failed(span)
+    error_type = span.attributes.get(ERROR_TYPE)
+    if status is not None or error_type is not None or call.result_failed:
+        message = exception_message(span) or status or error_type
+        response = make_response(content, is_error=True, error=message)
+    elif content is not ABSENT:
+        response = make_response(content)
+    else:
         return None
-    if len(value) != 1:
-        raise at.error(f"an attribute value must have one field, not {len(value)}")
-    ((kind, raw),) = value.items()
-    read = _VALUE_READERS.get(kind)
-    if read is None:
-        raise at.error(f"unknown attribute value type {quote(kind)}")
-    return read(kind, raw, at.at(kind))
+    return {**response, **extra}
 
 
-def _string_value(kind: str, raw: Any, at: Location) -> str:
-    if not isinstance(raw, str):
-        raise at.error(f'"{kind}" must be a string, not {type_name(raw)}')
-    return raw
+#: the deepest value ``content`` may hold: the record is level 1, ``response`` level 2
+_CONTENT_DEPTH = MAX_DEPTH - 2
 
 
-def _bool_value(kind: str, raw: Any, at: Location) -> bool:
-    if not isinstance(raw, bool):
-        raise at.error(f'"{kind}" must be a boolean, not {type_name(raw)}')
-    return raw
+def _content(result: Any) -> tuple[Any, dict[str, Any]]:
+    """A result as ``content``: a JSON text becomes its value (and the response says so), unless
+    the value is nested too deep for a record, where the text itself fits."""
+    if isinstance(result, _Text):
+        return result.text, {}
+    if isinstance(result, str):
+        value = _json_value(result)
+        if value is not ABSENT and _fits(value, _CONTENT_DEPTH):
+            return value, {JSON_TEXT: True}
+    return result, {}
 
 
-def _int_value(kind: str, raw: Any, at: Location) -> int:
-    if isinstance(raw, int) and not isinstance(raw, bool):
-        return raw
-    if isinstance(raw, str) and _DECIMAL.fullmatch(raw):
-        return int(raw)
-    raise at.error(f'"{kind}" must be an integer or a decimal string')
-
-
-def _double_value(kind: str, raw: Any, at: Location) -> int | float:
-    if isinstance(raw, int | float) and not isinstance(raw, bool) and math.isfinite(raw):
-        return raw
-    raise at.error(f'"{kind}" must be a finite number')
-
-
-def _array_value(kind: str, raw: Any, at: Location) -> list[Any]:
-    values = need_list(need_object(raw, at, f'"{kind}"').get("values", []), at.at("values"), '"values"')
-    return [any_value(v, at.at("values", i)) for i, v in enumerate(values)]
-
-
-def _kvlist_value(kind: str, raw: Any, at: Location) -> dict[str, Any]:
-    pairs = need_list(need_object(raw, at, f'"{kind}"').get("values", []), at.at("values"), '"values"')
-    return _key_values(pairs, at.at("values"), "key")
-
-
-#: how each field of an ``AnyValue`` is read: (field name, its value, where it is)
-_VALUE_READERS: dict[str, Callable[[str, Any, Location], Any]] = {
-    "stringValue": _string_value,
-    "bytesValue": _string_value,
-    "boolValue": _bool_value,
-    "intValue": _int_value,
-    "doubleValue": _double_value,
-    "arrayValue": _array_value,
-    "kvlistValue": _kvlist_value,
-}
+def _fits(value: Any, depth: int) -> bool:
+    """Whether ``value`` nests arrays and objects no deeper than ``depth`` levels (itself counted)."""
+    level: list[Any] = [value]
+    for _ in range(depth):
+        level = [
+            child
+            for v in level
+            if isinstance(v, (dict, list))
+            for child in (v.values() if isinstance(v, dict) else v)
+        ]
+        if not any(isinstance(v, (dict, list)) for v in level):
+            return True
+    return not any(isinstance(v, (dict, list)) for v in level)

@@ -27,7 +27,7 @@ from toolreplay.analyses.fingerprint_diff import compare_contracts, text_differe
 from toolreplay.analyses.volatile import Volatile
 from toolreplay.contracts.lock import ToolContract, ToolLock, load_lock, save_lock
 from toolreplay.errors import ToolreplayError
-from toolreplay.files import SEALED_SUFFIX, temp_beside
+from toolreplay.files import SEALED_SUFFIX, session_path, temp_beside
 from toolreplay.findings import Finding
 from toolreplay.kinds import TOOL_DRIFT
 from toolreplay.library.errors import ContractTextDriftError, SnapshotMissError, ToolDriftError
@@ -304,22 +304,36 @@ def _text_differences(lock_file: str, live: ToolContract, recorded: str) -> tupl
     return tuple(d.text() for d in text_differences(old, live))
 
 
-def write_cassette(cassette: str, records: Sequence[Record], lock: ToolLock) -> None:
-    """Write a cassette (the records chained afresh from index 0) and its lock, each whole.
+def write_cassette(
+    cassette: str, records: Sequence[Record], lock: ToolLock, session: Sequence[Record] | None = None
+) -> None:
+    """Write a cassette (the records chained afresh from index 0), its lock and, given, its session
+    file (``CASSETTE.mcp``, what ``serve`` answers besides the calls; sealed too), each whole.
 
-    The lock first, then the cassette, each a temp file beside the target renamed into
-    place: a crash, an interrupted run or another process never sees half a file.
+    The lock first, then the session file, then the cassette, each a temp file beside the target
+    renamed into place: a crash, an interrupted run or another process never sees half a file. A
+    cassette written without a session drops the session file an older recording left beside it.
     """
     directory = os.path.dirname(os.path.abspath(cassette))
     os.makedirs(directory, exist_ok=True)
     save_lock(lock, lock_path(cassette))
-    fd, tmp = temp_beside(directory)
+    if session is not None:
+        _write_sealed(session_path(cassette), session)
+    else:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(session_path(cassette))
+    _write_sealed(cassette, records)
+
+
+def _write_sealed(path: str, records: Sequence[Record]) -> None:
+    """``records`` chained afresh from index 0 into ``path``, through a temp file beside it."""
+    fd, tmp = temp_beside(os.path.dirname(os.path.abspath(path)))
     os.close(fd)
     try:
         with Recorder(tmp, seal=True) as recorder:
             for record in records:
                 recorder.write(replace(record, index=recorder.count))
-        os.replace(tmp, cassette)
+        os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)

@@ -26,17 +26,19 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 from urllib.parse import urlsplit, urlunsplit
 
 from toolreplay import sdk
 from toolreplay.analyses.volatile import Volatile
-from toolreplay.capture.serve import check_lock, load_records
+from toolreplay.canonical import canonical
+from toolreplay.capture.serve import check_lock, check_session_lock, load_records, load_session
 from toolreplay.contracts.lock import ToolContract, ToolLock, load_lock
 from toolreplay.errors import ToolreplayError
 from toolreplay.escape import one_line, quote
+from toolreplay.files import session_path
 from toolreplay.library.cassette import REDO, explain_drift, lock_path, text_drift, write_cassette
 from toolreplay.library.errors import SnapshotMissError, ToolDriftError
 from toolreplay.library.snapshot import Snapshot, match_key
@@ -226,8 +228,10 @@ class McpCassettes:
         lock = lock_path(server.path)
         try:
             server.records = load_records(server.path)
+            session = load_session(server.path)
             if os.path.exists(lock):
                 check_lock(server.records, load_lock(lock))
+                check_session_lock(server.path, session, load_lock(lock))
         except ToolreplayError as err:
             self.fail(f"toolreplay serve refuses the cassette {server.label}: {one_line(str(err))}")
         argv = ["serve", server.path, "--misses", server.misses]
@@ -286,6 +290,7 @@ class McpCassettes:
         new: tuple[Record, ...] = ()
         if _exists(server.transcript):
             new = tuple(link.record for link in read_links(server.transcript))
+        session = _session(server.transcript)
         lock = load_lock(server.lock) if _exists(server.lock) else None
         old: tuple[Record, ...] = ()
         if server.mode == "new_episodes" and server.existed:
@@ -294,15 +299,19 @@ class McpCassettes:
                 self._check_drift(server, old, lock)
             volatile = self._volatile()
             held = {match_key(record.tool, record.args, volatile) for record in old}
-            new = tuple(record for record in new if match_key(record.tool, record.args, volatile) not in held)
-        if not new:
+            kept = [record for record in new if match_key(record.tool, record.args, volatile) not in held]
+            session = merged_session(
+                _session(server.path), session, {r.index: len(old) + i for i, r in enumerate(kept)}
+            )
+            new = tuple(kept)
+        if not new and (server.existed or session is None):
             return "replayed" if server.existed and server.mode != "all" else ""
         if not passed:  # a failed test's calls are no baseline
             return "unsaved"
         if lock is None:  # the session never listed its tools: keep what the cassette's lock knew
-            kept = lock_path(server.path)
-            lock = load_lock(kept) if old and _exists(kept) else ToolLock()
-        write_cassette(server.path, (*old, *new), lock)
+            kept_lock = lock_path(server.path)
+            lock = load_lock(kept_lock) if old and _exists(kept_lock) else ToolLock()
+        write_cassette(server.path, (*old, *new), lock, session)
         return "recorded"
 
     def _check_drift(self, server: McpCassette, old: Sequence[Record], live: ToolLock) -> None:
@@ -375,6 +384,34 @@ class McpCassettes:
         self.stop()
         for server in self.servers:
             shutil.rmtree(server.folder, ignore_errors=True)
+
+
+def _session(recording: str) -> tuple[Record, ...] | None:
+    """The session file beside ``recording`` (what the proxy saw besides the calls); None without one."""
+    beside = session_path(recording)
+    return tuple(link.record for link in read_links(beside)) if _exists(beside) else None
+
+
+def merged_session(
+    old: Sequence[Record] | None, new: Sequence[Record] | None, moved: Mapping[int, int]
+) -> tuple[Record, ...] | None:
+    """The session file of a cassette that ``new_episodes`` appended calls to: the old one, then
+    what the new one holds that the old one does not (the same method and params answer as first
+    recorded), and the notifications of each appended call under its index in the cassette
+    (``moved``: the call's index in the new recording -> its index in the cassette)."""
+    if old is None or new is None:
+        chosen = new if old is None else old
+        return None if chosen is None else tuple(chosen)
+    held = {(record.tool, canonical(record.args)) for record in old}
+    added: list[Record] = []
+    for record in new:
+        if record.tool == "tools/call":
+            index = record.args.get("index")
+            if isinstance(index, int) and index in moved:
+                added.append(replace(record, args={"index": moved[index]}))
+        elif (record.tool, canonical(record.args)) not in held:
+            added.append(record)
+    return (*old, *added)
 
 
 def _exists(path: str) -> bool:

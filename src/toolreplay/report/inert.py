@@ -33,6 +33,11 @@ def md_code(text: str, *, in_table: bool = True, max_len: int | None = MAX_CELL)
     return _code_span(body)
 
 
+def code_span(text: str) -> str:
+    """Text already made one inert line (:func:`~toolreplay.escape.neutral`) as a code span."""
+    return _code_span(text)
+
+
 def _code_span(body: str) -> str:
     """``body`` between backtick fences longer than any run it holds (padded where it starts or
     ends with a backtick or a space, which the fence would take as its own)."""

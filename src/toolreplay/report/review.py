@@ -190,6 +190,19 @@ def accept_commands(report: Report, findings: Sequence[Finding], base: str | Non
     return [["toolreplay", "note", report.path, *since, "-o", report.note]]
 
 
+def baseline_accepts(report: Report, findings: Sequence[Finding], base: str | None) -> list[list[str]]:
+    """The commands (as words) that accept a baseline's drift, as the PR comment prints them: those of
+    :func:`accept_commands` for a baseline that names its note, else ``accept`` of the first run that
+    drifted from a checked sealed baseline (measured from HEAD); none for anything else."""
+    if report.note is not None:
+        return accept_commands(report, findings, base)
+    if report.command != "check" or not report.path.endswith(SEALED_SUFFIX):
+        return []
+    if not any(f.kind in NOTE_ACCEPTS for f in findings):
+        return []
+    return [accept_words(report.path, drifted_runs(report, findings)[0])]
+
+
 def accept_words(baseline: str, run: str, since: Sequence[str] = ()) -> list[str]:
     """``toolreplay accept BASELINE --run RUN [--base REF] --reason WHY``, as words."""
     return ["toolreplay", "accept", baseline, "--run", run, *since, "--reason", WHY]
@@ -360,18 +373,16 @@ def _ansi_c(ch: str) -> str:
 def accept_block(report: Report, findings: Sequence[Finding], base: str | None) -> list[str]:
     """How to accept a baseline's drift: the exact commands, run from a clean checkout of the pull
     request, that re-seal the baseline (when the run drifted from it) and write a note of a new name."""
+    commands = baseline_accepts(report, findings, base)
     if report.note is not None:
-        return _accept_change(report, report.note, accept_commands(report, findings, base))
+        return _accept_change(report, report.note, commands)
     if report.command != "check":  # diff's file is the run, probe's a recording or receipt: no baseline
         return _advised(other_advice(report, findings))
-    if not report.path.endswith(SEALED_SUFFIX) or not any(f.kind in NOTE_ACCEPTS for f in findings):
-        return []
-    return _accept_drift(report, findings)
+    return _accept_drift(commands[0]) if commands else []
 
 
-def _accept_drift(report: Report, findings: Sequence[Finding]) -> list[str]:
+def _accept_drift(words: Sequence[str]) -> list[str]:
     """A checked baseline's drift: the accept command of the first run that drifted."""
-    words = accept_words(report.path, drifted_runs(report, findings)[0])
     return [
         "",
         "If this drift is intended, accept it: run this (from the folder the paths are relative to),"
