@@ -83,7 +83,7 @@ def accept_unit(
     if lock is not None:
         files.append((lock.path, lock.data))
     # from a pull request's start: the base commit's settings and no tools_source, as note --base
-    judging = configured_comparison(config_file, None, (), base=base).judging()
+    judging = configured_comparison(config_file, None, (), base=base).judging  # built if a comparison runs
     notes = accepting_notes(files, run=run, base=base, judging=judging, reason=reason)
     if not notes:
         raise InputError(

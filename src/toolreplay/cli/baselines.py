@@ -345,7 +345,7 @@ def note_cmd(
     if file is not None and not force and os.path.isfile(file):
         # before the work: an earlier note's reasoning is never replaced by a template
         raise InputError(EXISTS, path=output)
-    judging = configured_comparison(config_file, tools, mutators, base=base).judging()
+    judging = configured_comparison(config_file, tools, mutators, base=base).judging  # built if compared
     text = draft_note(baseline, runs=runs, base=base, judging=judging)
     if file is not None and os.path.dirname(file):
         os.makedirs(os.path.dirname(file), exist_ok=True)  # the notes folder may not exist yet

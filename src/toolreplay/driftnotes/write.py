@@ -7,7 +7,7 @@ from __future__ import annotations
 import io
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from toolreplay.analyses.baseline import diff_baseline
@@ -162,7 +162,7 @@ def accepting_notes(
     *,
     run: str,
     base: str | None,
-    judging: Judging,
+    judging: Callable[[], Judging],
     reason: str,
 ) -> list[tuple[str, str]]:
     """The drift notes accepting each of ``files`` (a path and its bytes to be; the baseline first)
@@ -176,7 +176,7 @@ def accepting_notes(
         records, head = head_of(data, path)
         heads, _ = measured_heads(path, base, (records, head))
         if number == 0 and heads.committed:
-            drift = drift_found(heads.before_records, [(run, records)], judging)
+            drift = drift_found(heads.before_records, [(run, records)], judging())
         if heads.after == heads.before:
             continue
         text = note_of(heads, drift, reason)
@@ -241,11 +241,14 @@ def _found_lines(findings: list[tuple[str, Finding]], *, named: bool) -> list[st
     return found
 
 
-def draft_note(baseline: str, *, runs: Sequence[str], base: str | None, judging: Judging) -> str:
+def draft_note(
+    baseline: str, *, runs: Sequence[str], base: str | None, judging: Callable[[], Judging]
+) -> str:
     """The note template accepting the change to ``baseline`` since HEAD (or since where a pull
     request against ``base`` starts), its kinds and tools from comparing the committed baseline
-    with ``runs`` (else with the baseline as it is now) judged by ``judging``."""
+    with ``runs`` (else with the baseline as it is now) judged by what ``judging`` builds, only when
+    there is a comparison (a tool lock not written yet is then never read)."""
     heads = baseline_heads(baseline, base)
     compared = compared_runs(heads, runs)
-    drift = drift_found(heads.before_records, compared, judging) if compared else NoteDrift()
+    drift = drift_found(heads.before_records, compared, judging()) if compared else NoteDrift()
     return note_of(heads, drift)
