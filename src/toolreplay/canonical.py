@@ -34,10 +34,7 @@ from typing import Any
 import orjson
 
 from toolreplay.errors import InputError
-from toolreplay.limits import MAX_DEPTH as MAX_DEPTH
-from toolreplay.limits import MAX_INT_DIGITS as MAX_INT_DIGITS
-from toolreplay.limits import MAX_RECORD_BYTES as MAX_RECORD_BYTES
-from toolreplay.limits import room_for_depth as room_for_depth
+from toolreplay.limits import MAX_DEPTH, MAX_INT_DIGITS, MAX_RECORD_BYTES
 
 _ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
 # Only for detecting lone surrogates: encoding to UTF-8 refuses them.

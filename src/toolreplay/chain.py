@@ -9,13 +9,9 @@ from typing import IO
 
 import orjson
 
-from toolreplay.canonical import (
-    MAX_RECORD_BYTES,
-    canonical_dump,
-    canonical_str,
-    is_canonical_text,
-)
+from toolreplay.canonical import canonical_dump, canonical_str, is_canonical_text
 from toolreplay.errors import InputError
+from toolreplay.limits import MAX_RECORD_BYTES
 from toolreplay.transcript import (
     GENESIS,
     Link,

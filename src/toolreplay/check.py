@@ -15,39 +15,23 @@ What runs, by configuration:
   also declares which tools mutate (overriding ``mutators`` for those tools) and which are
   not deterministic (their responses are not compared);
 - with ``base`` (``check --base REF``): the drift-note rule over ``REF...HEAD``, as the
-  GitHub Action enforces it on a pull request (``hooks/drift_range.py``), judged first;
+  GitHub Action enforces it on a pull request (:mod:`toolreplay.driftnotes.pull`), judged first;
 - with ``tools_lock`` and ``tools_source``: the source's code runs in a child process (after the
   drift-note rule); the lock is judged against it as ``fingerprint-diff`` judges two locks, runs or
   not, what changed per tool words the ``tool-drift`` findings, and every recorded call (of a run or
   a baseline) is validated against the source's changed input schemas; a child that fails is a
-  ``tools-source-failed`` finding (:func:`source_contracts`).
+  ``tools-source-failed`` finding (:mod:`toolreplay.analyses.tools_source`).
 
 With ``shard`` (``check --shard K/N``) only the jobs of shard K run, and the drift-note rule
-only in shard 1; ``toolreplay merge`` puts the shards' reports back together
-(:mod:`toolreplay.report.merge`).
-
-A job (a transcript, or a baseline with the runs paired with it) goes to shard
-``1 + int(sha256(PATH)[:16], 16) % N``, where PATH is the job's path as reports name it:
-relative to the config file's folder, in POSIX form (``runs/checkout.jsonl``), encoded as
-UTF-8. The checkout's location and the operating system do not enter it, so every job
-lands in exactly one shard, the same one on every machine.
-
-The drift-note rule (``check --base REF``) is about the pull request, not about one file:
-shard 1 runs it, the other shards leave it out, and the merge takes it from shard 1.
-
-Every shard report names the commit it judged and a digest of every file the whole check
-reads (not only the shard's own), so all shards of one checkout agree on both and a shard of
-another commit, or of a checkout with an uncommitted edit, does not.
+only in shard 1 (:mod:`toolreplay.shards`).
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import multiprocessing
 import os
-import stat
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -56,49 +40,41 @@ from functools import cache
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from toolreplay._version import __version__
-from toolreplay.analyses.baseline import check_freshness, diff_tables
+from toolreplay.analyses.baseline import diff_tables
 from toolreplay.analyses.calltable import CallTable, read_table
 from toolreplay.analyses.fingerprint_diff import (
     FingerprintCheck,
-    carries_no_versions,
-    explain_drift,
-    lock_report,
 )
+from toolreplay.analyses.freshness import check_freshness
 from toolreplay.analyses.integrity import chain_broken, stale_baseline
 from toolreplay.analyses.judging import Judging, judging_of
 from toolreplay.analyses.replay import replay
-from toolreplay.analyses.schema_break import SchemaBreaks, changed_schemas, schema_breaks
+from toolreplay.analyses.schema_break import SchemaBreaks, schema_breaks
 from toolreplay.analyses.scope import Scope, ScopeJudge, load_scope
+from toolreplay.analyses.tools_source import ran_code, source_contracts
 from toolreplay.analyses.volatile import Volatile
-from toolreplay.canonical import canonical, room_for_depth
 from toolreplay.chain import ChainState, verify
-from toolreplay.config import Config, expand
+from toolreplay.config import Config, named_file
 from toolreplay.contracts.lock import ToolLock, declared_mutators, declared_nondeterministic, load_lock
-from toolreplay.contracts.runner import SourceRunError, work_tree
-from toolreplay.contracts.source import is_python_source, source_lock
+from toolreplay.driftnotes.base_settings import PullRange, judged_config
+from toolreplay.driftnotes.guard import note_name
+from toolreplay.driftnotes.pull import check_pull_request
+from toolreplay.driftnotes.review import lock_change
+from toolreplay.driftnotes.settings import unjudged_baseline
 from toolreplay.errors import InputError
 from toolreplay.escape import one_line, quote
 from toolreplay.files import SEALED_SUFFIX
 from toolreplay.findings import Finding, sort_findings
-from toolreplay.gitinfo import head_commit, last_commit_time
-from toolreplay.hooks.drift_note import note_name
-from toolreplay.hooks.drift_range import PullRange, check_pull_request, judged_config
-from toolreplay.hooks.review import lock_change
-from toolreplay.hooks.settings import unjudged_baseline
+from toolreplay.git import last_commit_time
 from toolreplay.kinds import NOTE_ACCEPTS
-from toolreplay.limits import DEFAULT_BUDGET_SECONDS
-from toolreplay.reports import CheckInfo, Line, Report, masked_line, replay_header
+from toolreplay.limits import DEFAULT_BUDGET_SECONDS, raised_recursion_limit
+from toolreplay.reports import Line, Report, masked_line, replay_header
+from toolreplay.shards import DRIFT_SHARD, Shard, covered_files, shard_of
 from toolreplay.transcript import Record, read_links, read_transcript
 from toolreplay.volatile_rules import Rule
 
 #: with fewer files than this, starting worker processes costs more than it saves
 PARALLEL_MIN_FILES = 16
-#: seconds the tools_source's child process may take
-SOURCE_TIMEOUT = 30.0
-#: the finding, and the report's command, of a tools_source that failed in its child process
-SOURCE_FAILED = "tools-source-failed"
-SOURCE_COMMAND = "tools-source"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -153,7 +129,7 @@ def check_transcript(job: Job) -> Report:
     try:
         mutators, nondeterministic = _declared(settings)
         with contextlib.ExitStack() as stack:
-            analyses = _fed_analyses(stack, job)
+            analyses = _streamed_analyses(stack, job)
             volatile = Volatile(settings.volatile, budget=settings.pattern_budget)
             records = _fed(read_transcript(job.absolute), [feed for feed, _ in analyses])
             result = replay(
@@ -185,14 +161,14 @@ def _declared(settings: Settings) -> tuple[frozenset[str], frozenset[str]]:
 
 
 #: an analysis fed each record as replay reads it, and what it found in the end
-_Fed = tuple[Callable[[Record], None], Callable[[], Sequence[Finding]]]
+_StreamedAnalysis = tuple[Callable[[Record], None], Callable[[], Sequence[Finding]]]
 
 
-def _fed_analyses(stack: contextlib.ExitStack[bool | None], job: Job) -> list[_Fed]:
+def _streamed_analyses(stack: contextlib.ExitStack[bool | None], job: Job) -> list[_StreamedAnalysis]:
     """The analyses the settings ask for beside replay (scope, contract fingerprints, schema breaks),
     fed in the same pass over the file; those that run a worker are entered on ``stack``."""
     settings = job.settings
-    analyses: list[_Fed] = []
+    analyses: list[_StreamedAnalysis] = []
     if settings.scope is not None:
         scope = ScopeJudge(_scope(settings.scope), path=job.path, pattern_budget=settings.pattern_budget)
         judge = stack.enter_context(scope)
@@ -245,7 +221,7 @@ def check_baseline(job: Job) -> Report:
         findings=tuple(sort_findings(findings)),
         errors=tuple(errors),
         notes=job.settings.notes,
-        note=free_note(job) if any(f.kind in NOTE_ACCEPTS for f in findings) else None,
+        note=vacant_note_path(job) if any(f.kind in NOTE_ACCEPTS for f in findings) else None,
     )
 
 
@@ -301,7 +277,7 @@ def _masked(job: Job, volatile: Volatile) -> _Part:
     return _Part((masked_line(volatile.counts(job.path)),))
 
 
-def free_note(job: Job) -> str | None:
+def vacant_note_path(job: Job) -> str | None:
     """Where a note accepting this baseline's drift can go: a file of the notes folder that does
     not exist in the checkout (an earlier note keeps its reasoning), relative like the paths."""
     notes = job.settings.notes
@@ -358,7 +334,7 @@ def _relocate(err: InputError, path: str) -> str:
 
 
 def run_job(job: Job) -> Report:
-    with room_for_depth():  # a worker process starts with Python's default recursion limit
+    with raised_recursion_limit():  # a worker process starts with Python's default recursion limit
         return (check_baseline if job.kind == "baseline" else check_transcript)(job)
 
 
@@ -413,7 +389,7 @@ def _settings(
     changed_schemas: tuple[tuple[str, str], ...],
 ) -> Settings:
     """What every job of a configuration is checked with; its scope file and lock read once here."""
-    scope, lock = _beside(config, config.scope), _beside(config, config.tools_lock)
+    scope, lock = named_file(config, config.scope), named_file(config, config.tools_lock)
     if scope is not None:
         load_scope(scope)  # a bad scope file or lock is the user's usage error, reported once
     if lock is not None:
@@ -435,114 +411,6 @@ def _settings(
         # call whose fingerprint the lock does not have, so the diff does not report it again
         judging=judging_of(config, explain=dict(explain), lock_checks_runs=False),
     )
-
-
-def _beside(config: Config, name: str | None) -> str | None:
-    """A file the configuration names, from its folder (None when it names none)."""
-    return str(config.root / name) if name else None
-
-
-def covered_files(config: Config) -> tuple[list[str], list[str]]:
-    """(baselines, transcripts) the configuration checks, as paths relative to its folder, sorted."""
-    baselines = [p for p in expand(config, config.baselines) if p.endswith(SEALED_SUFFIX)]
-    transcripts = [p for p in expand(config, config.transcripts) if not p.endswith(SEALED_SUFFIX)]
-    return baselines, transcripts
-
-
-def input_files(config: Config) -> list[tuple[str, str, Path]]:
-    """Every file a whole ``check`` of ``config`` reads, as (role, name, location): the baselines
-    and transcripts, the scope, the tools lock, and the ``tools_source`` when it is a file that
-    check reads (with a lock). A module or a server's command line is no file: the commit binds it."""
-    baselines, transcripts = covered_files(config)
-    found = [("baseline", b, config.root / b) for b in baselines]
-    found += [("transcript", t, config.root / t) for t in transcripts]
-    return found + _named_files(config)
-
-
-def _named_files(config: Config) -> list[tuple[str, str, Path]]:
-    """The scope, the tools lock, and with a lock the ``tools_source`` when it is a file."""
-    found = []
-    if config.scope:
-        found.append(("scope", config.scope, config.root / config.scope))
-    if config.tools_lock:
-        found.append(("tools_lock", config.tools_lock, config.root / config.tools_lock))
-        source = config.tools_source
-        if isinstance(source, str) and (config.root / source).is_file():
-            found.append(("tools_source", source, config.root / source))
-    return found
-
-
-def _ran_code(config: Config) -> bool:
-    """Whether the check runs project code: a tools_source that is not a file, beside a lock."""
-    source = config.tools_source
-    if config.tools_lock is None or source is None:
-        return False
-    return not isinstance(source, str) or is_python_source(source, root=config.root)
-
-
-def source_contracts(
-    config: Config, *, report: bool = True, source_root: Path | None = None
-) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...], tuple[Report, ...]]:
-    """What changed per tool between the lock and the config's tools_source (none without
-    both), the source's input schemas (canonical JSON) that differ from the lock's, against which
-    the recorded calls are validated (``schema-break``), and the source's report: the lock judged
-    against it, or a tools_source that failed in its child process (none with ``report=False``).
-
-    A module or a server is the project's code (in CI, the pull request's): it runs in a
-    child, and a child that dies, hangs, answers garbage or changes the work tree is a
-    ``tools-source-failed`` finding (``report=False``: the error itself), never a pass.
-    ``source_root``: where the source runs from, when not the config's folder (over a pull
-    request's range, the base commit's tree).
-    """
-    lock = _beside(config, config.tools_lock)
-    if lock is None or config.tools_source is None:
-        return (), (), ()
-    recorded = _lock(lock)  # a bad lock is the user's usage error, before any child runs
-    try:
-        source, _ = source_lock(
-            config.tools_source,
-            root=config.root if source_root is None else source_root,
-            mutators=config.mutators,
-            timeout=SOURCE_TIMEOUT,
-            watch=work_tree(config.root),
-        )
-    except SourceRunError as err:
-        if not report:
-            raise
-        return (), (), (_source_failed(config, err),)
-    except InputError as err:
-        if source_root is None or not report:
-            raise
-        # the base commit's source (over a range) is not the pull request's to fix: a finding
-        return (), (), (_source_failed(config, err),)
-    changed = tuple((tool, canonical(schema)) for tool, schema in changed_schemas(recorded, source).items())
-    judged = (_source_judged(config, source, source_root),) if report else ()
-    return tuple(sorted(explain_drift(recorded, source).items())), changed, judged
-
-
-def _source_judged(config: Config, source: ToolLock, source_root: Path | None) -> Report:
-    """The tools_lock against the tools_source, as ``fingerprint-diff`` judges them (``tool-drift``,
-    ``contract-text-drift``), whether or not a run calls the tools. The lock is the one beside the
-    source: over a pull request's range, the base commit's, as its source is."""
-    name = str(config.tools_lock)
-    recorded = _lock(str((config.root if source_root is None else source_root) / name))
-    # over a range the lock may be a temporary copy of the base's: named by its file name
-    shown = Path(name).name if Path(name).is_absolute() else name
-    return lock_report(
-        recorded, source, command=SOURCE_COMMAND, path=shown, unversioned=carries_no_versions(source)
-    )
-
-
-def _source_failed(config: Config, err: InputError) -> Report:
-    path = Path(config.source).name
-    finding = Finding(
-        kind=SOURCE_FAILED,
-        index=None,
-        tool="",
-        path=path,
-        message=one_line(f"tools_source failed in its child process, nothing it answered was used: {err}"),
-    )
-    return Report(command=SOURCE_COMMAND, path=path, findings=(finding,))
 
 
 def run_check(
@@ -591,7 +459,7 @@ def run_check_with_status(
     planned = _in_shard(plan(judged.config, explain=explain, changed_schemas=changed), shard)
     # once the project's code has run, no interpreter is started: one would import from the disk
     # that code could write to (docs/spec.md §7.1)
-    reports = _run_jobs(planned, 1 if _ran_code(judged.config) else jobs)
+    reports = _run_jobs(planned, 1 if ran_code(judged.config) else jobs)
     if first:
         reports = sorted([*reports, *first], key=lambda r: r.path)
     return reports, status
@@ -639,135 +507,3 @@ def _cores() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - not Linux
         return os.cpu_count() or 1
-
-
-#: The shard that runs the drift-note rule of ``--base``.
-DRIFT_SHARD = 1
-#: digits of a shard number: more shards than that would leave nearly all of them empty
-_SHARD_DIGITS = 18
-
-
-@dataclass(frozen=True, slots=True)
-class Shard:
-    """Shard ``index`` of ``count`` (1-based)."""
-
-    index: int
-    count: int
-
-    def __str__(self) -> str:
-        return f"{self.index}/{self.count}"
-
-
-def parse_shard(spec: str) -> Shard:
-    """``K/N`` with 1 <= K <= N, as decimal numbers; anything else is a usage error."""
-    index, count = _numbers(spec)
-    if count < 1 or not 1 <= index <= count:
-        raise InputError(f"--shard {quote(spec)}: K must be between 1 and N (N at least 1)")
-    return Shard(index, count)
-
-
-def _numbers(spec: str) -> tuple[int, int]:
-    """The two whole numbers of ``K/N``."""
-    parts = spec.strip().split("/")
-    if len(parts) != 2 or not all(_digits(p) for p in parts):
-        raise InputError(f"--shard {quote(spec)}: expected K/N, two whole numbers such as 2/4")
-    if any(len(p) > _SHARD_DIGITS for p in parts):  # (and int() stops at 4300 digits)
-        raise InputError(f"--shard {quote(spec)}: K and N have at most {_SHARD_DIGITS} digits")
-    return int(parts[0]), int(parts[1])
-
-
-def _digits(text: str) -> bool:
-    """ASCII digits only (``str.isdigit`` also takes "²")."""
-    return text.isascii() and text.isdigit()
-
-
-def shard_of(path: str, count: int) -> int:
-    """The shard (1..count) of the job with this path (see the module docstring)."""
-    digest = hashlib.sha256(path.encode("utf-8")).hexdigest()
-    return 1 + int(digest[:16], 16) % count
-
-
-def config_digest(config: Config) -> str:
-    """A digest of what the configuration asks for; not of where it lives, nor of its formatting."""
-    settings: dict[str, object] = {
-        "transcripts": list(config.transcripts),
-        "baselines": list(config.baselines),
-        "scope": config.scope,
-        "tools_lock": config.tools_lock,
-        "mutators": sorted(config.mutators),
-        "state_aware": config.state_aware,
-        "drift_notes": config.drift_notes,
-        "max_baseline_age_days": config.max_baseline_age_days,
-        "fail_on": None if config.fail_on is None else sorted(config.fail_on),
-    }
-    settings.update(_later_settings(config))
-    text = json.dumps(settings, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-    return "sha256:" + hashlib.sha256(text.encode("ascii")).hexdigest()
-
-
-def _later_settings(config: Config) -> dict[str, object]:
-    """The settings added after the digest's first release, those that are set: the digests of
-    configurations without them stay the same."""
-    settings: dict[str, object] = {}
-    if config.tools_source is not None:
-        source = config.tools_source
-        settings["tools_source"] = source if isinstance(source, str) else list(source)
-    if config.pattern_budget_seconds != DEFAULT_BUDGET_SECONDS:
-        settings["pattern_budget_seconds"] = config.pattern_budget_seconds
-    if config.volatile:  # shards that mask other values are not one check
-        settings["volatile"] = [_rule_setting(r) for r in config.volatile]
-    return settings
-
-
-def _rule_setting(rule: Rule) -> dict[str, str]:
-    table = {"tool": rule.tool, "at": rule.at}
-    if rule.pattern is not None:
-        table["pattern"] = rule.pattern
-    return table
-
-
-def inputs_digest(config: Config) -> str:
-    """A digest of every file a whole ``check`` of ``config`` reads: each one's role, its name as
-    the configuration gives it, and the SHA-256 of its bytes (null when it cannot be read; check
-    then reports it unreadable). Read in pieces, so a large transcript costs no memory."""
-    entries = [[role, name, _file_digest(location)] for role, name, location in input_files(config)]
-    text = json.dumps(entries, separators=(",", ":"), ensure_ascii=True)
-    return "sha256:" + hashlib.sha256(text.encode("ascii")).hexdigest()
-
-
-def _file_digest(location: Path) -> str | None:
-    try:
-        # a device or a pipe (/dev/zero, a FIFO as the scope) is not opened, nor read to its end
-        if not stat.S_ISREG(os.stat(location).st_mode):
-            return None
-        with open(location, "rb") as stream:
-            return hashlib.file_digest(stream, "sha256").hexdigest()
-    except OSError:
-        return None
-
-
-def checkout_commit(config: Config) -> str | None:
-    """The commit checked out where the configuration lives (None outside git)."""
-    return head_commit(str(config.root))
-
-
-def check_info(
-    config: Config,
-    *,
-    base: str | None,
-    shard: Shard | None,
-    fail_on: frozenset[str] | None,
-    drift: str | None = None,
-) -> CheckInfo:
-    """What the run was; ``fail_on`` is the run's (the config's, or over a range what
-    :func:`toolreplay.hooks.drift_range.judged_fail_on` decided)."""
-    return CheckInfo(
-        toolreplay=__version__,
-        config=config_digest(config),
-        fail_on=None if fail_on is None else tuple(sorted(fail_on)),
-        base=base,
-        shard=None if shard is None else (shard.index, shard.count),
-        drift=drift,
-        commit=None if shard is None else checkout_commit(config),
-        inputs=None if shard is None else inputs_digest(config),
-    )

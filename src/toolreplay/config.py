@@ -17,7 +17,7 @@ from toolreplay.errors import InputError
 from toolreplay.escape import quote
 from toolreplay.files import normal_glob
 from toolreplay.gate import ALL, FailOnError, known_kinds, list_words, resolve
-from toolreplay.kind_names import kind_fails
+from toolreplay.kinds import kind_fails
 from toolreplay.limits import DEFAULT_BUDGET_SECONDS, MAX_INT_DIGITS, long_integer_line
 from toolreplay.locate import TomlPath, pointer_of, toml_lines
 from toolreplay.mutators import DEFAULT_MUTATORS
@@ -131,20 +131,9 @@ def load_config(
     refused = [found for found in unread if found.inside]
     if refused:
         raise _located(refused[0], raw, source)
-    if path.name == "pyproject.toml":
-        table = toolreplay_table(data)
-        if table is None:
-            raise InputError("has no [tool.toolreplay] table", path=source)
-    else:
-        table = data
-    if not plainly_valid(table):
-        _refuse_invalid(table, source)
-    budget = table.get("pattern_budget_seconds", DEFAULT_BUDGET_SECONDS)
-    if not finite_budget(budget):
-        raise InputError(BUDGET_PROBLEM, path=source, pointer="/pattern_budget_seconds")
-    timeout = table.get("state_timeout_seconds", DEFAULT_TIMEOUT)
-    if not finite_budget(timeout):
-        raise InputError(TIMEOUT_PROBLEM, path=source, pointer="/state_timeout_seconds")
+    table = _settings_table(data, path.name, source)
+    budget = _seconds(table, "pattern_budget_seconds", DEFAULT_BUDGET_SECONDS, BUDGET_PROBLEM, source)
+    timeout = _seconds(table, "state_timeout_seconds", DEFAULT_TIMEOUT, TIMEOUT_PROBLEM, source)
     return Config(
         root=path.parent,
         source=source,
@@ -165,6 +154,25 @@ def load_config(
         declared=frozenset(table),
         unread=tuple(str(_located(found, raw, source)) for found in unread),
     )
+
+
+def _settings_table(data: dict[str, Any], name: str, source: str) -> dict[str, Any]:
+    """The table of toolreplay's settings in a parsed file (``[tool.toolreplay]`` of a
+    pyproject.toml), refused unless the schema accepts it."""
+    table = toolreplay_table(data) if name == "pyproject.toml" else data
+    if table is None:
+        raise InputError("has no [tool.toolreplay] table", path=source)
+    if not plainly_valid(table):
+        _refuse_invalid(table, source)
+    return table
+
+
+def _seconds(table: dict[str, Any], key: str, default: float, problem: str, source: str) -> Any:
+    """A time budget of the table (the default when it has none), refused unless finite."""
+    value = table.get(key, default)
+    if not finite_budget(value):
+        raise InputError(problem, path=source, pointer="/" + key)
+    return value
 
 
 def load_recorded(raw: bytes, path: str, *, label: str, top: Callable[[], str]) -> Config | None:
@@ -455,6 +463,11 @@ def nearest_config(path: str | Path | None = None, *, cwd: Path | None = None) -
     return load_config(Path(path))
 
 
+def named_file(config: Config, name: str | None) -> str | None:
+    """A file the configuration names, from its folder (None when it names none)."""
+    return str(config.root / name) if name else None
+
+
 def config_path(config: Config, value: str) -> str:
     """A path the config names (relative to its folder), as the current directory reaches it."""
     target = config.root / value
@@ -508,11 +521,8 @@ def config_problems(path: str) -> Iterator[str]:
     try:
         data = parse_toml(raw, path)
     except InputError as err:
-        if isinstance(err.__cause__, ValueError) and not isinstance(err.__cause__, UnicodeDecodeError):
-            # the file's own problem (invalid TOML, an integer past the digit limit), not an unreadable file
-            yield str(err)
-            return
-        raise
+        yield _own_problem(err)
+        return
     name = os.path.basename(path)
     unread = unread_volatile(data, name)
     yield from (str(_located(found, raw, path)) for found in unread)
@@ -526,27 +536,43 @@ def config_problems(path: str) -> Iterator[str]:
     yield from _table_problems(table, path)
 
 
+def _own_problem(err: InputError) -> str:
+    """A TOML file's own problem (invalid TOML, an integer past the digit limit), as ``validate``
+    lists it; an unreadable file is raised again."""
+    if isinstance(err.__cause__, ValueError) and not isinstance(err.__cause__, UnicodeDecodeError):
+        return str(err)
+    raise err
+
+
 def _without(value: Any, path: TomlPath) -> Any:
     """``value`` without what is at ``path`` (a table left empty goes too)."""
     head, rest = path[0], path[1:]
     if isinstance(value, dict) and head in value:
-        inner = _without(value[head], rest) if rest else {}
-        return {key: item for key, item in value.items() if key != head} | (
-            {head: inner} if inner != {} else {}
-        )
+        return _without_member(value, head, rest)
     if isinstance(value, list) and isinstance(head, int) and head < len(value) and rest:
         return [_without(item, rest) if number == head else item for number, item in enumerate(value)]
     return value
 
 
+def _without_member(table: dict[str, Any], key: Any, rest: TomlPath) -> dict[str, Any]:
+    """``table`` without what is at ``rest`` in its member ``key`` (the member goes when left empty)."""
+    inner = _without(table[key], rest) if rest else {}
+    return {name: item for name, item in table.items() if name != key} | ({key: inner} if inner != {} else {})
+
+
+def _schema_problems(data: dict[str, Any], path: str) -> list[str]:
+    """What the config schema refuses in a table, in place order (it has no ECMA-262 pattern:
+    jsonschema's own message and place say it)."""
+    errors = sorted(_schema_errors(data), key=lambda e: (list(map(str, e.absolute_path)), e.message))
+    return [f"{path}: {e.message} (at {pointer_of(e.absolute_path)})" for e in errors]
+
+
 def _table_problems(data: dict[str, Any], path: str) -> Iterator[str]:
     """The problems of a configuration table (the file at ``path``'s) as ``validate`` lists them."""
-    if not plainly_valid(data):
-        # (the config schema has no ECMA-262 pattern: jsonschema's own message and place say it)
-        errors = sorted(_schema_errors(data), key=lambda e: (list(map(str, e.absolute_path)), e.message))
-        if errors:
-            yield from (f"{path}: {e.message} (at {pointer_of(e.absolute_path)})" for e in errors)
-            return
+    errors = [] if plainly_valid(data) else _schema_problems(data, path)
+    if errors:
+        yield from errors
+        return
     # what the schema cannot say and loading the configuration refuses
     if not finite_budget(data.get("pattern_budget_seconds", 1)):
         yield f"{path}: {BUDGET_PROBLEM.removeprefix('invalid configuration: ')} (at /pattern_budget_seconds)"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from toolreplay.escape import one_line
-from toolreplay.kind_names import KIND_ORDER
+from toolreplay.kinds import KIND_ORDER
 
 _RANK = {kind: rank for rank, kind in enumerate(KIND_ORDER)}
 

@@ -13,8 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from toolreplay.escape import quote
-from toolreplay.kind_names import ADVISORY_KINDS, KIND_ORDER, STANDS_FOR, kind_fails
-from toolreplay.kinds import KINDS, REPORT_ERROR
+from toolreplay.kinds import ADVISORY_KINDS, KIND_ORDER, KINDS, REPORT_ERROR, STANDS_FOR, kind_fails
 
 #: the word for every kind that fails by default
 ALL = "all"

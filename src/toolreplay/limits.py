@@ -1,5 +1,5 @@
 """The limits every reader holds to, in a module of their own: the CLI's error boundary
-needs ``room_for_depth`` before any command runs, without the decoders' imports."""
+needs ``raised_recursion_limit`` before any command runs, without the decoders' imports."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ _FRAMES_PER_LEVEL = 16
 
 
 @contextlib.contextmanager
-def room_for_depth() -> Iterator[None]:
+def raised_recursion_limit() -> Iterator[None]:
     """Let a recursive walk over a value within :data:`MAX_DEPTH` (jsonschema validating a
     value, or checking a schema against its meta-schema) finish, however deep the caller's
     stack already is: Python's default limit of 1000 frames is less than 128 levels of

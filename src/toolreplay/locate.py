@@ -17,6 +17,8 @@ from functools import cache
 from json.decoder import scanstring  # type: ignore[attr-defined]
 from typing import Any
 
+from toolreplay.errors import InputError
+
 _SPACE = re.compile(r"[ \t\n\r]*")
 
 
@@ -184,3 +186,10 @@ def _basic(body: str) -> str:
         return str(json.loads(f'"{body}"'))
     except ValueError:
         return body
+
+
+def located(err: InputError, raw: bytes) -> InputError:
+    """``err`` with the line its JSON pointer lands on in ``raw`` (when it had none)."""
+    if err.line is not None or err.pointer is None:
+        return err
+    return InputError(err.problem, path=err.path, line=line_of(raw, err.pointer), pointer=err.pointer)

@@ -24,9 +24,9 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from typing import IO, TYPE_CHECKING, TypeVar
 
-from toolreplay.canonical import MAX_RECORD_BYTES
 from toolreplay.chain import ascii_parts, fast_link, fast_parts, link_digest, sealed_size
 from toolreplay.errors import InputError
+from toolreplay.limits import MAX_RECORD_BYTES
 from toolreplay.transcript import GENESIS, parse_line
 
 if TYPE_CHECKING:

@@ -12,8 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolreplay.findings import Finding
-from toolreplay.kind_names import kind_fails
-from toolreplay.kinds import REPORT_ERROR
+from toolreplay.kinds import REPORT_ERROR, kind_fails
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

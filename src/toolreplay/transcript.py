@@ -12,8 +12,6 @@ from typing import IO, Any
 import orjson
 
 from toolreplay.canonical import (
-    MAX_DEPTH,
-    MAX_RECORD_BYTES,
     canonical,
     canonical_decoded,
     canonical_str,
@@ -26,6 +24,8 @@ from toolreplay.canonical import (
     too_deep,
 )
 from toolreplay.errors import InputError
+from toolreplay.files import SEALED_SUFFIX
+from toolreplay.limits import MAX_DEPTH, MAX_RECORD_BYTES
 from toolreplay.locate import pointer_token
 
 GENESIS = "0" * 64
@@ -472,3 +472,15 @@ def _stdin() -> IO[bytes]:
 
 def _locate(err: InputError, path: str, line: int) -> InputError:
     return InputError(err.problem, path=path, line=line, pointer=err.pointer)
+
+
+def read_records(path: str) -> list[Record]:
+    """A run's records whole (the volatile rules mask their values), in a list."""
+    return list(iter_records(path))
+
+
+def iter_records(path: str) -> Iterator[Record]:
+    """A run's records one by one: a sealed file's links' records, or a transcript's."""
+    if os.path.basename(path).endswith(SEALED_SUFFIX):
+        return (link.record for link in read_links(path))
+    return read_transcript(path)

@@ -64,13 +64,18 @@ def _lines_of(kind: str, stream: IO[bytes], path: str) -> Iterator[str]:
             expected += 1
             continue
         found = [] if _plainly_valid(kind, value) else list(_schema_errors(kind, value, path, number))
-        yield from found
-        index = value.get("index") if isinstance(value, dict) else None
-        if not found and isinstance(index, float):
-            yield f"{path}:{number}: index {index!r} has a fraction part: not an integer (at /index)"
-        elif kind == "transcript" and not found and index != expected:
-            yield f"{path}:{number}: index {index} is out of order: expected {expected} (at /index)"
+        yield from found or _index_problems(kind, value, expected, f"{path}:{number}")
         expected += 1
+
+
+def _index_problems(kind: str, value: Any, expected: int, where: str) -> list[str]:
+    """A schema-valid line's index that is no integer, or (in a transcript) out of order."""
+    index = value.get("index") if isinstance(value, dict) else None
+    if isinstance(index, float):
+        return [f"{where}: index {index!r} has a fraction part: not an integer (at /index)"]
+    if kind == "transcript" and index != expected:
+        return [f"{where}: index {index} is out of order: expected {expected} (at /index)"]
+    return []
 
 
 def _plainly_valid(kind: str, value: Any) -> bool:
@@ -99,7 +104,7 @@ def validate_file(path: str, kind: str | None = None) -> list[str]:
         found = _line_errors(kind, path)
     elif kind == "drift-note":
         # YAML only for a note: it is a fifth of the validate hook's start-up
-        from toolreplay.driftnote import MAX_NOTE_BYTES, note_problems
+        from toolreplay.driftnotes.note import MAX_NOTE_BYTES, note_problems
 
         raw = read_input(path, MAX_NOTE_BYTES + 1)
         found = iter([str(problem) for problem in note_problems(raw, path)])

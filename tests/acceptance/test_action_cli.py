@@ -33,7 +33,7 @@ from tests.runner_sim import commands, parse_v2
 from toolreplay.cli import cli
 from toolreplay.escape import starts_command
 from toolreplay.github.comment import ACTIONS_BOT, MARKER
-from toolreplay.report.markdown import ZWJ
+from toolreplay.report.inert import ZWJ
 
 TOKEN = "ghs_workflowTOKEN0123456789abcdef"
 READ_ONLY = "ghs_forkReadOnlyTOKEN5555555555"

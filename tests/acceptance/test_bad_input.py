@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from toolreplay.canonical import MAX_RECORD_BYTES
 from toolreplay.cli import cli
+from toolreplay.limits import MAX_RECORD_BYTES
 
 GOOD = b'{"index":0,"tool":"t","args":{},"response":{}}'
 

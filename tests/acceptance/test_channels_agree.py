@@ -23,10 +23,10 @@ What a channel cannot express, and how it is held instead:
 
 - a drift note's front matter holds ``tools`` and ``kinds`` apart, not pairs, and its kinds are
   note kinds: it is held to the expected tools and to the expected kinds read through the table
-  the code maps them with (:data:`toolreplay.cli.baselines.NOTE_KINDS`; contract kinds have none);
+  the code maps them with (:data:`toolreplay.kinds.NOTE_KINDS`; contract kinds have none);
 - the cassette fixtures fail a test on its first drift (one error) and validate no recorded call
   against a changed schema: they are held to the first expected finding in a report's order
-  (:data:`toolreplay.kind_names.KIND_ORDER`), read from the error's ``tool`` and ``kind``;
+  (:data:`toolreplay.kinds.KIND_ORDER`), read from the error's ``tool`` and ``kind``;
 - ``diff``, the review and the note compare two recordings and have no source to validate the
   recorded calls against: they are held to the expected set less its schema-breaks
   (:data:`RECORDINGS_ONLY`);
@@ -57,8 +57,7 @@ from tests.gitrepo import Repo
 from tests.realservers import warm
 from toolreplay import pytest_plugin
 from toolreplay.chain import seal
-from toolreplay.cli.baselines import NOTE_KINDS
-from toolreplay.kind_names import KIND_ORDER
+from toolreplay.kinds import KIND_ORDER, NOTE_KINDS
 from toolreplay.transcript import Record, make_record, record_line
 
 pytest_plugins = ["pytester"]

@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from tests.acceptance.test_diff_cases import ALL, CASES, _args
-from toolreplay.analyses import baseline, calltable
+from toolreplay.analyses import calltable, determinism
 from toolreplay.cli import cli
 
 TRICKY = CASES / "alignment-edits-repeats-mutators"
@@ -25,7 +25,7 @@ def _spill_everything(monkeypatch: pytest.MonkeyPatch) -> None:
     """Chunks of two calls, none kept in memory, and a bucket for every two observations."""
     monkeypatch.setattr(calltable, "CHUNK", 2)
     monkeypatch.setattr(calltable, "RESIDENT_TAILS", 0)
-    monkeypatch.setattr(baseline, "OBSERVE_GROUPS", 2)
+    monkeypatch.setattr(determinism, "OBSERVE_GROUPS", 2)
 
 
 @pytest.mark.parametrize("case", ALL, ids=[p.name for p in ALL])

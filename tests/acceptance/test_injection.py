@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from tests.runner_sim import commands, parse_v2
 from toolreplay.cli import cli
 from toolreplay.escape import starts_command
-from toolreplay.report.markdown import ZWJ
+from toolreplay.report.inert import ZWJ
 from toolreplay.transcript import make_record, record_line
 
 PAYLOADS = [

@@ -23,8 +23,8 @@ from tests.github_fake import Account, FakeGitHub
 from tests.gitrepo import Repo, git_env, note
 from toolreplay.config import load_config
 from toolreplay.contracts.lock import ToolLock, make_contract, save_lock
+from toolreplay.driftnotes.base_settings import PullRange, judged_config
 from toolreplay.github.comment import ACTIONS_BOT
-from toolreplay.hooks.drift_range import PullRange, judged_config
 from toolreplay.transcript import make_record, record_line
 
 TOKEN = "ghs_judgeTOKEN0123456789abcdefXYZ"

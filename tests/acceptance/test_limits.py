@@ -16,8 +16,8 @@ from click.testing import CliRunner
 
 from tests.conftest import ROOT, SAMPLES
 from toolreplay import parallel
-from toolreplay.canonical import MAX_DEPTH, MAX_RECORD_BYTES
 from toolreplay.cli import cli
+from toolreplay.limits import MAX_DEPTH, MAX_RECORD_BYTES
 
 GOOD = b'{"args":{},"index":0,"response":{},"tool":"t"}'
 GENESIS = "0" * 64

@@ -16,7 +16,7 @@ from tests.acceptance.test_shards import invoke
 from tests.action_env import pull_request
 from tests.conftest import SAMPLES
 from tests.gitrepo import Repo
-from toolreplay.check import shard_of
+from toolreplay.shards import shard_of
 
 CLEAN = (SAMPLES / "session-clean.jsonl").read_text()
 DIRTY = (SAMPLES / "session-dirty.jsonl").read_text()

@@ -8,7 +8,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from tests.acceptance.test_shards import invoke, project, shard_reports
-from toolreplay.check import shard_of
+from toolreplay.shards import shard_of
 
 __all__ = ["project"]
 

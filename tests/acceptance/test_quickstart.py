@@ -261,7 +261,7 @@ def test_config_example_is_valid_and_its_fail_on_is_complete(tmp_path: Path) -> 
     (and the advisory kinds)."""
     from toolreplay.config import load_config
     from toolreplay.gate import known_kinds
-    from toolreplay.kind_names import ADVISORY_KINDS
+    from toolreplay.kinds import ADVISORY_KINDS
 
     text = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
     example = re.search(r"```toml\n(\[tool\.toolreplay\]\n.*?)```", text, re.S)

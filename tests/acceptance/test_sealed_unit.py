@@ -18,7 +18,7 @@ from tests.gitrepo import Repo, git_env, note
 from tests.mcp_agent import TIMEOUT, TOOLREPLAY, server_env
 from toolreplay.chain import verify_stream
 from toolreplay.cli import cli
-from toolreplay.hooks.drift_note import file_head
+from toolreplay.driftnotes.changes import file_head
 from toolreplay.transcript import make_record, record_line
 
 BASELINE = "baselines/notes.sealed.jsonl"

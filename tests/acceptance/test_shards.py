@@ -13,9 +13,9 @@ from click.testing import CliRunner
 
 from tests.conftest import SAMPLES, isolate_git
 from tests.gitrepo import Repo, sealed
-from toolreplay.check import parse_shard, shard_of
 from toolreplay.cli import cli
 from toolreplay.report import RENDERERS
+from toolreplay.shards import parse_shard, shard_of
 
 FORMATS = sorted(RENDERERS)
 

@@ -32,8 +32,7 @@ HEAVY = (
     "toolreplay.validate",
     "toolreplay.ecma",
     "toolreplay.check",
-    "toolreplay.driftnote",
-    "toolreplay.hooks",
+    "toolreplay.driftnotes",
     "toolreplay.github",  # the Action's side; the text report escapes through toolreplay.escape
     "toolreplay.report.markdown",  # renderers load on demand: a command prints one format
     "toolreplay.report.sarif",
@@ -194,7 +193,7 @@ def test_drift_note_hook_reads_a_fail_on_without_the_findings(tmp_path: Path) ->
 #: and, where no configuration is staged, neither TOML nor pathlib
 DRIFT_NOTE_SKIPS = (
     "yaml",
-    "toolreplay.driftnote",
+    "toolreplay.driftnotes.note",
     "toolreplay.schemas",
     "jsonschema",
     "referencing",
@@ -213,7 +212,7 @@ def test_validate_a_transcript_loads_no_yaml(tmp_path: Path) -> None:
     """validate (the toolreplay-validate hook) on valid transcripts and sealed files leaves YAML
     to the drift notes, and jsonschema to a line the reader's own field checks refuse."""
     sample = str(next(Path(SAMPLES).glob("*.jsonl")).resolve())
-    watch = ("yaml", "toolreplay.driftnote", "jsonschema", "referencing", "regress", "toolreplay.ecma")
+    watch = ("yaml", "toolreplay.driftnotes.note", "jsonschema", "referencing", "regress", "toolreplay.ecma")
     assert loaded_heavy("validate", sample, cwd=tmp_path, watch=watch) == []
     assert loaded_heavy("validate", str(Path(sealed_sample()).resolve()), cwd=tmp_path, watch=watch) == []
     bad = tmp_path / "bad.jsonl"

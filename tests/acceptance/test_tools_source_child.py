@@ -18,14 +18,14 @@ import pytest
 from click.testing import CliRunner
 
 from tests.gitrepo import Repo, git_env, note
-from toolreplay import check as check_module
+from toolreplay.analyses import tools_source
 from toolreplay.cli import cli
 from toolreplay.contracts.lock import ToolLock, save_lock
 
 BENIGN = "def lookup(o: str) -> dict:\n    return {}\n\n\nTOOLS = [lookup]\n"
 #: the pull request's module: it switches the drift-note rule off in any process that imports it
 MALICIOUS = (
-    "import toolreplay.hooks.drift_note as dn\n"
+    "import toolreplay.driftnotes.guard as dn\n"
     "dn.judge = lambda *a, **k: []\n"
     "def lookup(o: str) -> dict: return {}\n"
     "TOOLS = [lookup]\n"
@@ -123,7 +123,7 @@ def test_a_failing_tools_source_is_a_failing_finding(
     """A tools_source child that hangs, exits non-zero, answers garbage or writes into the work tree
     is a tools-source-failed finding (exit 1) on the config file, and every other verdict stands."""
     # (a generous bound but for the child that hangs: a loaded machine starts Python slowly)
-    monkeypatch.setattr(check_module, "SOURCE_TIMEOUT", 2.0 if failure == "hangs" else 60.0)
+    monkeypatch.setattr(tools_source, "SOURCE_TIMEOUT", 2.0 if failure == "hangs" else 60.0)
     tree = str(tmp_path / "repo")
     command = [word.replace("WORK_TREE", tree) for word in COMMANDS[failure]]
     source = '"agent_tools:TOOLS"' if form == "module" else json.dumps(command)
@@ -175,7 +175,7 @@ def test_a_pull_request_cannot_take_its_failing_tools_source_out_of_fail_on(
     """Over a range, whether tools-source-failed fails is the base commit's fail_on: a pull request
     cannot leave the kind out of its fail_on and pass while the tools_source (the base's, which is
     the one that runs) fails."""
-    monkeypatch.setattr(check_module, "SOURCE_TIMEOUT", 60.0)
+    monkeypatch.setattr(tools_source, "SOURCE_TIMEOUT", 60.0)
     repo, base = _project(tmp_path, module=MODULES["exits"])
     config = CONFIG.format(source='"agent_tools:TOOLS"') + 'fail_on = ["chain-broken"]\n'
     repo.write("toolreplay.toml", config)

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from tests.conftest import SAMPLES
 from toolreplay.cli import cli
-from toolreplay.github.action import known_kinds
+from toolreplay.gate import known_kinds
 
 KINDS = ", ".join(sorted(known_kinds()))
 

@@ -8,19 +8,19 @@ from pathlib import Path
 import pytest
 
 from tests.action_env import parse_outputs
+from toolreplay.driftnotes.base_settings import PullRange
+from toolreplay.driftnotes.settings import glob_patterns
 from toolreplay.errors import InputError
 from toolreplay.findings import Finding
+from toolreplay.gate import known_kinds
 from toolreplay.github.action import (
     divergence,
-    known_kinds,
     parse_fail_on,
     pull_range_from_env,
     settings_from_env,
     write_outputs,
 )
 from toolreplay.github.annotations import plan_annotations
-from toolreplay.hooks.drift_range import PullRange
-from toolreplay.hooks.settings import glob_patterns
 from toolreplay.reports import Line, Report
 
 BASE, HEAD, MERGE = "1" * 40, "2" * 40, "3" * 40
@@ -157,8 +157,7 @@ def test_annotation_level_override() -> None:
 
 def test_schemas_list_exactly_the_kinds_the_code_knows() -> None:
     """The config schema's fail_on enum, the report schema's kind enum and the kind table agree."""
-    from toolreplay.kind_names import KIND_ORDER
-    from toolreplay.kinds import KINDS, REPORT_ERROR
+    from toolreplay.kinds import KIND_ORDER, KINDS, REPORT_ERROR
     from toolreplay.schemas import schema_text
 
     config = json.loads(schema_text("config.schema.json"))

@@ -8,6 +8,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from toolreplay.kinds import KIND_ORDER, REPORT_ERROR
+
 SRC = Path(__file__).resolve().parents[2] / "src"
 
 #: the modules that may import toolreplay.github: the CLI, github/ itself, and the
@@ -170,7 +172,7 @@ def test_only_the_cli_and_the_github_renderer_import_toolreplay_github() -> None
 
 def test_the_schema_loader_is_below_its_readers() -> None:
     """validate, config and driftnote get validators from toolreplay.schemas, which imports none of them."""
-    readers = {"toolreplay.validate", "toolreplay.config", "toolreplay.driftnote"}
+    readers = {"toolreplay.validate", "toolreplay.config", "toolreplay.driftnotes.note"}
     edges = _edges()
     wrong = [
         f"{e.source}:{e.line} imports {e.target}"
@@ -203,3 +205,162 @@ def test_only_the_source_worker_imports_project_code() -> None:
         if e.target == "toolreplay.contracts.python" and e.source != "toolreplay.contracts._source_worker"
     ]
     assert wrong == []
+
+
+def test_a_finding_kind_is_named_in_one_table() -> None:
+    """Every finding kind's name is written in ``kinds.py`` alone: the other modules name it
+    through the table's constants, so a kind is renamed or added in one place."""
+    names = {*KIND_ORDER, REPORT_ERROR}
+    written = {
+        (name, str(path.relative_to(SRC)))
+        for name_, path in _modules().items()
+        if name_ != "toolreplay.kinds"
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+        for name in names
+        if node.value == name
+    }
+    assert not written
+
+
+#: the pipeline's stages, in order (docs/architecture.md); a module belongs to the stage of the
+#: longest prefix that names it, and imports only from its own stage or an earlier one
+PIPELINE: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (
+        "shared values",
+        (
+            "toolreplay._version",
+            "toolreplay.errors",
+            "toolreplay.escape",
+            "toolreplay.files",
+            "toolreplay.kinds",
+            "toolreplay.limits",
+            "toolreplay.lazy",
+            "toolreplay.extras",
+            "toolreplay.locate",
+            "toolreplay.mutators",
+            "toolreplay.outputs",
+            "toolreplay.processes",
+            "toolreplay.confine",
+            "toolreplay.pool",
+            "toolreplay.findings",
+            "toolreplay.reports",
+            "toolreplay.gate",
+            "toolreplay.sdk",
+        ),
+    ),
+    (
+        "read",
+        (
+            "toolreplay.canonical",
+            "toolreplay.transcript",
+            "toolreplay.chain",
+            "toolreplay.parallel",
+            "toolreplay.signing",
+            "toolreplay.volatile_rules",
+            "toolreplay.state_command",
+            "toolreplay.config",
+            "toolreplay.contracts",
+            "toolreplay.importers",
+            "toolreplay.git",
+            "toolreplay.schemas",
+            "toolreplay.ecma",
+            "toolreplay._ecma_worker",
+            "toolreplay.driftnotes.note",
+        ),
+    ),
+    (
+        "judge",
+        (
+            "toolreplay.validate",
+            "toolreplay.analyses",
+            "toolreplay.driftnotes",
+            "toolreplay.check",
+            "toolreplay.shards",
+        ),
+    ),
+    ("report", ("toolreplay.report", "toolreplay.github.annotations")),
+    (
+        "deliver",
+        (
+            "toolreplay",
+            "toolreplay.cli",
+            "toolreplay.github",
+            "toolreplay.capture",
+            "toolreplay.library",
+            "toolreplay.pytest_plugin",
+            # the tools_source child: a process of its own that runs the project's code
+            "toolreplay.contracts._source_worker",
+            "toolreplay.contracts.python",
+        ),
+    ),
+)
+
+#: edges that are no import: the runner names the child's module to start it as a process
+NOT_IMPORTS = {("toolreplay.contracts.runner", "toolreplay.contracts._source_worker")}
+
+
+def _stage(module: str) -> int:
+    """The pipeline stage of ``module``: the one of the longest prefix naming it."""
+    found = [
+        (len(prefix), n)
+        for n, (_, prefixes) in enumerate(PIPELINE)
+        for prefix in prefixes
+        if module == prefix or module.startswith(prefix + ".")
+    ]
+    assert found, f"{module} has no stage in PIPELINE"
+    return max(found)[1]
+
+
+def test_every_module_has_a_stage() -> None:
+    """Each module of the package sits in one stage of the pipeline."""
+    for module in _modules():
+        _stage(module)
+
+
+def test_imports_follow_the_pipeline() -> None:
+    """Data flows read -> judge -> report -> deliver: no module imports from a later stage
+    (counting every import, as the cycle test does)."""
+
+    def named(module: str) -> str:
+        return f"{module} ({PIPELINE[_stage(module)][0]})"
+
+    against = sorted(
+        {
+            f"{named(e.source)} imports {named(e.target)}"
+            for e in _edges()
+            if _stage(e.target) > _stage(e.source) and (e.source, e.target) not in NOT_IMPORTS
+        }
+    )
+    assert against == []
+
+
+def test_the_pipeline_test_sees_a_backward_import() -> None:
+    """A reader that imported a renderer would be caught."""
+    assert _stage("toolreplay.report.text") > _stage("toolreplay.transcript")
+
+
+def test_no_private_name_is_imported_from_another_module() -> None:
+    """A ``_name`` stays in its module: what another module needs is public where it is defined."""
+    found = sorted(
+        f"{module} imports {node.module}.{alias.name}"
+        for module, path in _modules().items()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("toolreplay")
+        for alias in node.names
+        if alias.name.startswith("_") and not alias.name.startswith("__")
+    )
+    assert found == []
+
+
+def test_no_module_re_exports_a_name() -> None:
+    """No ``from m import name as name``: a name is imported from where it is defined."""
+    found = sorted(
+        f"{module} re-exports {node.module}.{alias.name}"
+        for module, path in _modules().items()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("toolreplay")
+        for alias in node.names
+        if alias.asname == alias.name
+    )
+    assert found == []

@@ -8,14 +8,9 @@ from typing import Any
 
 import pytest
 
-from toolreplay.analyses.baseline import (
-    call_drift,
-    check_freshness,
-    compare_call,
-    diff_baseline,
-    stop_drift,
-)
+from toolreplay.analyses.baseline import call_drift, compare_call, diff_baseline, stop_drift
 from toolreplay.analyses.difference import ABSENT, clipped, first_difference
+from toolreplay.analyses.freshness import check_freshness
 from toolreplay.analyses.judging import Judging, ToolBehaviour, lock_behaviour
 from toolreplay.errors import InputError
 from toolreplay.transcript import Record, parse_line
@@ -158,7 +153,7 @@ def test_lock_behaviour_refuses_bad_locks(tmp_path: Path, value: object) -> None
 
 def test_align_matches_common_head_and_tail_first() -> None:
     """One changed call in a long run of identical calls is one replace between two equal blocks."""
-    from toolreplay.analyses.baseline import align
+    from toolreplay.analyses.align import align
 
     old = ["p"] * 3000
     new = ["p"] * 1500 + ["q"] + ["p"] * 1499
@@ -171,7 +166,7 @@ def test_align_matches_common_head_and_tail_first() -> None:
 
 def test_align_survives_a_large_repetitive_middle() -> None:
     """Differences at both ends of 20,000 identical polls align in linear time (coarsely, but completely)."""
-    from toolreplay.analyses.baseline import align
+    from toolreplay.analyses.align import align
 
     old = ["x", *["p"] * 20000, "y"]
     new = ["p"] * 19990

@@ -10,7 +10,7 @@ import random
 import pytest
 
 from toolreplay.analyses import calltable
-from toolreplay.analyses.baseline import Opcode, align, align_tables
+from toolreplay.analyses.align import Opcode, align, align_tables
 from toolreplay.analyses.calltable import CallTable, Column, Store, table_of
 from toolreplay.transcript import Record, parse_line
 

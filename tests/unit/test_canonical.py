@@ -10,15 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import ROOT, examples
-from toolreplay.canonical import (
-    MAX_DEPTH,
-    canonical,
-    colons_agree,
-    decode,
-    decode_fast,
-    decode_reference,
-)
+from toolreplay.canonical import canonical, colons_agree, decode, decode_fast, decode_reference
 from toolreplay.errors import InputError
+from toolreplay.limits import MAX_DEPTH
 
 VECTORS = json.loads((ROOT / "docs" / "canonical-vectors.json").read_text(encoding="utf-8"))
 

@@ -7,18 +7,10 @@ from pathlib import Path
 import pytest
 
 from tests.gitrepo import Repo, note, sealed
+from toolreplay.driftnotes.guard import GuardResult, check_commit, check_range, check_staged, note_command
+from toolreplay.driftnotes.settings import GuardSettings, recorded_config, settings_change
 from toolreplay.errors import InputError
-from toolreplay.hooks.drift_note import (
-    Git,
-    GitError,
-    GuardResult,
-    check_commit,
-    check_range,
-    check_staged,
-    note_command,
-    parse_raw_diff,
-)
-from toolreplay.hooks.settings import GuardSettings, recorded_config, settings_change
+from toolreplay.git import Git, GitError, parse_raw_diff
 from toolreplay.transcript import GENESIS
 
 BASE = "baselines/checkout.sealed.jsonl"

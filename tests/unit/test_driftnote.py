@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from toolreplay.driftnote import MAX_NOTE_BYTES, note_problems, parse_note
+from toolreplay.driftnotes.note import MAX_NOTE_BYTES, note_problems, parse_note
 from toolreplay.errors import InputError
 from toolreplay.schemas import schema_text
 

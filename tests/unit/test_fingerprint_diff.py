@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from toolreplay.analyses.fingerprint_diff import MISSING, compare_locks, compare_transcript, diff_signature
+from toolreplay.analyses.difference import ABSENT
+from toolreplay.analyses.fingerprint_diff import compare_locks, compare_transcript, diff_signature
 from toolreplay.contracts.definitions import import_definitions, read_definitions
 from toolreplay.contracts.lock import ToolLock, make_contract
 from toolreplay.transcript import make_record
@@ -199,7 +200,7 @@ def test_python_signature_changes() -> None:
     assert diff_signature(old, renamed) == [("parameter renamed", "/params/0/0", "path", "target")]
     grown = {"name": "rm", "params": [*old["params"], ["dry", "bool", "<class 'inspect._empty'>"]]}
     dry = ["dry", "bool", "<class 'inspect._empty'>"]
-    assert diff_signature(old, grown) == [("parameter added", "/params/2", MISSING, dry)]
+    assert diff_signature(old, grown) == [("parameter added", "/params/2", ABSENT, dry)]
     swapped = {"name": "rm", "params": [old["params"][1], old["params"][0]]}
     assert diff_signature(old, swapped) == [
         ("parameters reordered", "/params", ["path", "force"], ["force", "path"])

@@ -18,8 +18,8 @@ from pre_commit.clientlib import load_config, load_manifest
 
 from tests.conftest import ROOT
 from toolreplay.cli import cli
+from toolreplay.driftnotes.guard import DEFAULT_BASELINES
 from toolreplay.errors import InputError
-from toolreplay.hooks.drift_note import DEFAULT_BASELINES
 from toolreplay.validate import kind_of
 
 MANIFEST = ROOT / ".pre-commit-hooks.yaml"

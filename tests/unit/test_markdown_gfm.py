@@ -11,7 +11,8 @@ import cmarkgfm
 from cmarkgfm.cmark import Options
 
 from toolreplay.findings import Change, Finding
-from toolreplay.report.markdown import links_from_env, render_markdown
+from toolreplay.report.links import links_from_env
+from toolreplay.report.markdown import render_markdown
 from toolreplay.reports import Line, Report
 
 SHA = "0123456789abcdef0123456789abcdef01234567"

@@ -10,7 +10,7 @@ import jsonschema
 
 from tests.conftest import SAMPLES
 from toolreplay.findings import Finding
-from toolreplay.kind_names import KIND_ORDER
+from toolreplay.kinds import KIND_ORDER
 from toolreplay.report.sarif import SRCROOT, render_sarif, sarif_log
 from toolreplay.reports import Report
 

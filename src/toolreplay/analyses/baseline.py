@@ -18,43 +18,39 @@ recorded its post-call ``state``.
 Calls are compared as digests of their canonical texts (:mod:`toolreplay.analyses.calltable`),
 and the values of a call are read again only for the message of a finding, so memory does
 not grow with the size of the baseline or the runs; an alignment middle past
-:data:`ALIGN_WINDOW` calls goes a window at a time, and the verdicts' groups through buckets.
+``ALIGN_WINDOW`` calls goes a window at a time (:mod:`toolreplay.analyses.align`), and the
+verdicts' groups through buckets (:mod:`toolreplay.analyses.determinism`).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import struct
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
-from difflib import SequenceMatcher
 from typing import Any, Protocol
 
-from toolreplay.analyses.calltable import DIGEST_SIZE, HAS_STATE, ROW, CallTable, Column, table_of
+from toolreplay.analyses.align import align_tables
+from toolreplay.analyses.calltable import CallTable, table_of
+from toolreplay.analyses.contract_drift import DIGESTS, digest_drift
+from toolreplay.analyses.determinism import SilentDrift, observe
 from toolreplay.analyses.difference import excerpts, first_difference
-from toolreplay.analyses.judging import Judging, ToolBehaviour
+from toolreplay.analyses.judging import Judging, ToolBehaviour, is_mutator
 from toolreplay.analyses.volatile import Volatile
-from toolreplay.canonical import canonical
-from toolreplay.contracts.text import text_drift_message
 from toolreplay.escape import quote
 from toolreplay.findings import Change, Finding
+from toolreplay.kinds import (
+    AGENT_DRIFT,
+    AUDIT_INCOMPLETE,
+    BEHAVIOR_DRIFT,
+    DRIFT_KINDS,
+    EFFECT_DRIFT,
+    SILENT_DRIFT,
+)
 from toolreplay.mutators import DEFAULT_MUTATORS
 from toolreplay.transcript import Record
 
-#: Finding kinds of a baseline diff, in report order.
-DRIFT_KINDS: tuple[str, ...] = (
-    "agent-drift",
-    "tool-drift",
-    "contract-text-drift",
-    "behavior-drift",
-    "effect-drift",
-    "audit-incomplete",
-    "silent-drift",
-)
 #: Determinism verdicts, one per tool the runs called.
-VERDICTS: tuple[str, ...] = ("no-dependency", "stable", "silent-drift", "baseline-unavailable")
+VERDICTS: tuple[str, ...] = ("no-dependency", "stable", SILENT_DRIFT, "baseline-unavailable")
 
 #: The silent-drift rule rests on which calls change state; this says how to declare one.
 SILENT_HINT = (
@@ -64,16 +60,6 @@ SILENT_HINT = (
 _VALUE_LIMIT = 60
 #: Post-call state values are fingerprints: shown whole up to a SHA-512 digest with a prefix.
 _STATE_LIMIT = 160
-#: Largest middle (baseline calls x run calls) aligned without difflib's autojunk heuristic.
-MAX_EXACT_ALIGN = 4_000_000
-#: Largest middle (calls on either side) difflib aligns in one piece; a longer one goes a window
-#: at a time, so the alignment's memory is the same whatever the size of the transcripts.
-ALIGN_WINDOW = 50_000
-#: Identical-call groups held at once by the determinism verdicts (about 250 bytes each).
-OBSERVE_GROUPS = 80_000
-_SECONDS_PER_DAY = 86400
-#: what the freshness check says of a baseline no commit has yet
-NOT_COMMITTED = "not committed yet"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -100,38 +86,7 @@ class DiffResult:
     @property
     def drifted(self) -> bool:
         """True when anything drifted or could not be audited: the run is not faithful."""
-        return any(run.findings for run in self.runs) or "silent-drift" in self.verdicts.values()
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Freshness:
-    """The age check of a baseline against its last git commit."""
-
-    committed: str
-    max_age_days: int
-    stale: bool
-    #: no commit has the baseline yet: its age starts with its first commit
-    uncommitted: bool = False
-
-
-# --- freshness -------------------------------------------------------------------------
-
-
-def check_freshness(commit_time: int | None, *, now: int, max_age_days: int) -> Freshness:
-    """Is a baseline last committed at ``commit_time`` older than ``max_age_days`` at ``now``?
-
-    Both times are Unix seconds; ``now`` is passed in so the rule is testable and the
-    report shows only the commit date, never the current time. A baseline no commit has
-    yet (``None``) is not stale: it is about to be committed, and its age starts then.
-    """
-    if commit_time is None:
-        return Freshness(committed=NOT_COMMITTED, max_age_days=max_age_days, stale=False, uncommitted=True)
-    try:
-        committed = datetime.fromtimestamp(commit_time, tz=UTC).strftime("%Y-%m-%d")
-    except (OverflowError, OSError, ValueError):  # a commit date git takes and datetime does not
-        committed = f"@{commit_time}"  # (past year 9999 or before year 1): git's own raw spelling
-    stale = now - commit_time > max_age_days * _SECONDS_PER_DAY
-    return Freshness(committed=committed, max_age_days=max_age_days, stale=stale)
+        return any(run.findings for run in self.runs) or SILENT_DRIFT in self.verdicts.values()
 
 
 # --- how a difference is shown ----------------------------------------------------------
@@ -152,13 +107,6 @@ def _where(change: Change | None) -> str:
 
 
 # --- the diff --------------------------------------------------------------------------
-
-
-def _is_mutator(tool: str, behaviour: Mapping[str, ToolBehaviour], mutators: frozenset[str]) -> bool:
-    declared = behaviour.get(tool)
-    if declared is not None and declared.mutates is not None:
-        return declared.mutates
-    return tool in mutators
 
 
 class _Collector:
@@ -270,8 +218,8 @@ def _agent_drift(
     j2: int,
 ) -> None:
     tool = base.light(i1).tool if tag == "delete" else run.light(j1).tool
-    if not out.wants("agent-drift", tool):
-        out.count("agent-drift", tool)
+    if not out.wants(AGENT_DRIFT, tool):
+        out.count(AGENT_DRIFT, tool)
         return
     _AGENT_DRIFT[tag](out, base, run, i1, i2, j1)
 
@@ -283,13 +231,13 @@ def _replaced(out: _Collector, base: _Calls, run: _Calls, i1: int, i2: int, j1: 
         message = (
             f"the run called tool {quote(r.tool)} where the baseline called {quote(b.tool)} at index {i1}"
         )
-        out.add("agent-drift", index=j1, tool=r.tool, related=i1, line=r.line, message=message)
+        out.add(AGENT_DRIFT, index=j1, tool=r.tool, related=i1, line=r.line, message=message)
         return
     difference = first_difference(json.loads(base.full(i1).canon_args), json.loads(run.full(j1).canon_args))
     change = _change(difference)
     where = _where(change)
     message = f"tool {quote(r.tool)} was called with other arguments than at baseline index {i1}{where}"
-    out.add("agent-drift", index=j1, tool=r.tool, related=i1, line=r.line, message=message, change=change)
+    out.add(AGENT_DRIFT, index=j1, tool=r.tool, related=i1, line=r.line, message=message, change=change)
 
 
 def _inserted(out: _Collector, base: _Calls, run: _Calls, i1: int, i2: int, j1: int) -> None:
@@ -297,7 +245,7 @@ def _inserted(out: _Collector, base: _Calls, run: _Calls, i1: int, i2: int, j1: 
     r = run.light(j1)
     message = f"the run called tool {quote(r.tool)} {_insert_place(base, i1)}"
     related = i1 if i1 < len(base) else None
-    out.add("agent-drift", index=j1, tool=r.tool, related=related, line=r.line, message=message)
+    out.add(AGENT_DRIFT, index=j1, tool=r.tool, related=related, line=r.line, message=message)
 
 
 def _insert_place(base: _Calls, i1: int) -> str:
@@ -318,7 +266,7 @@ def _deleted(out: _Collector, base: _Calls, run: _Calls, i1: int, i2: int, j1: i
     else:
         then, line = f"; the run stopped at index {len(run)}", None
     message = f"the run did not make the call to tool {quote(b.tool)} at baseline index {i1}{more}{then}"
-    out.add("agent-drift", index=j1, tool=b.tool, related=i1, line=line, message=message)
+    out.add(AGENT_DRIFT, index=j1, tool=b.tool, related=i1, line=line, message=message)
 
 
 #: an alignment's difference by its opcode's tag
@@ -327,123 +275,6 @@ _AGENT_DRIFT: dict[str, Callable[[_Collector, _Calls, _Calls, int, int, int], No
     "insert": _inserted,
     "delete": _deleted,
 }
-
-
-def fingerprint_message(
-    tool: str, recorded: str, other: str, *, side: str = "", against: str = "the lock", explain: str = ""
-) -> str:
-    """The one wording of a ``tool-drift`` between two fingerprints, whichever check found it.
-
-    ``side`` says where the call was recorded ("in the run", "in the baseline (index 3)"),
-    ``against`` what holds the other fingerprint; ``explain`` is what changed, as
-    ``fingerprint-diff`` words it, when the tool source is known.
-    """
-    where = f" {side}" if side else ""
-    text = f"tool {quote(tool)} was called with fingerprint {recorded}{where}; {against} has {other}"
-    return text + (f"; {explain}" if explain else "")
-
-
-@dataclass(frozen=True)
-class _Digest:
-    """A digest a call carries and a lock may hold (the fingerprint, the contract-text digest):
-    the finding its drift is, where to read it, and how that drift is worded."""
-
-    kind: str
-    #: the digest of a call ("" or None: not recorded)
-    of: Callable[[Record], str | None]
-    #: the digest the lock holds for a tool (empty: none)
-    locked: Callable[[ToolBehaviour], str | None]
-    #: the baseline's first call of a tool that recorded the digest
-    first: Callable[[CallTable], Mapping[str, Record]]
-    #: the message when a baseline call and a run call differ: (tool, baseline call, run call, why)
-    between: Callable[[str, Record, Record, str], str]
-    #: the message when a call is not the lock's: (tool, its digest, the baseline call or None for
-    #: the run's, what the lock declares, why)
-    off_lock: Callable[[str, str, Record | None, ToolBehaviour, str], str]
-
-
-def _fingerprint_off_lock(tool: str, digest: str, b: Record | None, declared: ToolBehaviour, why: str) -> str:
-    side = "in the run" if b is None else f"in the baseline (index {b.index})"
-    shown = _with_version(declared.fingerprint or "", declared.version)
-    return fingerprint_message(tool, digest, shown, side=side, explain=why)
-
-
-def _text_off_lock(tool: str, digest: str, b: Record | None, declared: ToolBehaviour, why: str) -> str:
-    where = "in the run" if b is None else f"baseline index {b.index}"
-    return _text_message(tool, digest, declared.text_digest or "", where=where, against="the lock", why=why)
-
-
-#: the digests held to each other and to the lock, in the order their findings are added
-_DIGESTS = (
-    _Digest(
-        kind="tool-drift",
-        of=lambda record: record.fingerprint,
-        locked=lambda declared: declared.fingerprint,
-        first=lambda table: table.recorded,
-        between=lambda tool, b, r, why: fingerprint_message(
-            tool,
-            r.fingerprint or "",
-            b.fingerprint or "",
-            side="in the run",
-            against=f"the baseline (index {b.index})",
-            explain=why,
-        ),
-        off_lock=_fingerprint_off_lock,
-    ),
-    _Digest(
-        kind="contract-text-drift",
-        of=lambda record: record.text_digest,
-        locked=lambda declared: declared.text_digest,
-        first=lambda table: table.described,
-        between=lambda tool, b, r, why: _text_message(
-            tool,
-            b.text_digest or "",
-            r.text_digest or "",
-            where=f"baseline index {b.index}",
-            against="the run",
-            why=why,
-        ),
-        off_lock=_text_off_lock,
-    ),
-)
-
-
-def _digest_drift(
-    digest: _Digest,
-    b: Record | None,
-    r: Record,
-    declared: ToolBehaviour | None,
-    explain: Mapping[str, str],
-    lock_checks_runs: bool,
-) -> str | None:
-    """The drift message of a run call's ``digest`` (and of the baseline call it aligns with, if
-    any): a baseline that differs from the run first, then a baseline or a run that is not the lock's."""
-    why = explain.get(r.tool, "")
-    ours, theirs = digest.of(r), digest.of(b) if b is not None else None
-    locked = digest.locked(declared) if declared is not None else None
-    if b is not None and theirs and ours and theirs != ours:
-        if not lock_checks_runs and locked and ours != locked:
-            return None  # the run's own check against the lock reports this call
-        return digest.between(r.tool, b, r, why)
-    if declared is None or not locked:
-        return None
-    if theirs and theirs != locked:  # the baseline's call first
-        return digest.off_lock(r.tool, theirs, b, declared, why)
-    if lock_checks_runs and ours and ours != locked:
-        return digest.off_lock(r.tool, ours, None, declared, why)
-    return None
-
-
-def _text_message(tool: str, recorded: str, other: str, *, where: str, against: str, why: str) -> str:
-    """A contract-text-drift message, with what changed when the tool source says."""
-    return text_drift_message(
-        tool, recorded, other, where=where, against=against, differences=(why,) if why else ()
-    )
-
-
-def _with_version(fingerprint: str, version: str | None) -> str:
-    """A locked fingerprint, with its contract's version when it has one."""
-    return f"{fingerprint} (version {canonical(version)})" if version else fingerprint
 
 
 def _compare_pair(
@@ -464,8 +295,8 @@ def _compare_pair(
     def add(kind: str, message: str, change: Change | None = None) -> None:
         out.add(kind, index=r.index, tool=tool, related=b.index, line=r.line, message=message, change=change)
 
-    for digest in _DIGESTS:
-        drift = _digest_drift(digest, b, r, declared, explain, lock_checks_runs)
+    for digest in DIGESTS:
+        drift = digest_drift(digest, b, r, declared, explain, lock_checks_runs)
         if drift is not None:
             add(digest.kind, drift)
     kind = _value_drift(b, r, declared)
@@ -476,7 +307,7 @@ def _compare_pair(
     unrecorded = _unrecorded_state(b, r, tool, behaviour, mutators)
     if unrecorded is not None:
         add(
-            "audit-incomplete",
+            AUDIT_INCOMPLETE,
             (
                 f"tool {quote(tool)} changes state but {unrecorded} its post-call state"
                 f" (baseline index {b.index}): its effect cannot be compared"
@@ -490,9 +321,9 @@ def _value_drift(b: Record, r: Record, declared: ToolBehaviour | None) -> str | 
     # a tool the lock declares non-deterministic: its responses are not compared, its effects are
     nondeterministic = declared is not None and not declared.deterministic
     if r.canon_response != b.canon_response and not nondeterministic:
-        return "behavior-drift"
+        return BEHAVIOR_DRIFT
     if b.canon_state is not None and r.canon_state is not None and b.canon_state != r.canon_state:
-        return "effect-drift"
+        return EFFECT_DRIFT
     return None
 
 
@@ -525,7 +356,7 @@ def _unrecorded_state(
     recorded = (b.state is not None, r.state is not None)
     if recorded == (True, True):
         return None
-    if not recorded[0] and not _is_mutator(tool, behaviour, mutators):
+    if not recorded[0] and not is_mutator(tool, behaviour, mutators):
         return None
     return _UNRECORDED[recorded]
 
@@ -540,8 +371,8 @@ _UNRECORDED = {
 
 #: the message and change of a value that differs, by kind
 _VALUE_DRIFT: dict[str, Callable[[str, Record, Record], tuple[str, Change | None]]] = {
-    "behavior-drift": _behavior_drift,
-    "effect-drift": _effect_drift,
+    BEHAVIOR_DRIFT: _behavior_drift,
+    EFFECT_DRIFT: _effect_drift,
 }
 
 
@@ -579,8 +410,8 @@ def _unaligned_contract(
 ) -> None:
     """A run call no baseline call aligns with: its contract held to the baseline's calls of that
     tool (their fingerprint, their contract text), or to the lock."""
-    for digest in _DIGESTS:
-        drift = _digest_drift(digest, digest.first(base).get(r.tool), r, declared, explain, lock_checks_runs)
+    for digest in DIGESTS:
+        drift = digest_drift(digest, digest.first(base).get(r.tool), r, declared, explain, lock_checks_runs)
         if drift is not None:
             out.add(digest.kind, index=r.index, tool=r.tool, related=None, line=r.line, message=drift)
 
@@ -605,7 +436,7 @@ def call_drift(
         _agent_drift(out, "insert", old, new, len(recorded), len(recorded), position, position + 1)
     elif _key(recorded[position], volatile) != _key(run[position], volatile):
         _agent_drift(out, "replace", old, new, position, position + 1, position, position + 1)
-    return out.finding("agent-drift")
+    return out.finding(AGENT_DRIFT)
 
 
 def _key(record: Record, volatile: Volatile | None) -> str:
@@ -618,7 +449,7 @@ def stop_drift(recorded: Sequence[Record], run: Sequence[Record], *, path: str =
         return None
     out = _Collector(path)
     _agent_drift(out, "delete", _Listed(recorded), _Listed(run), len(run), len(recorded), len(run), len(run))
-    return out.finding("agent-drift")
+    return out.finding(AGENT_DRIFT)
 
 
 def compare_call(
@@ -649,284 +480,17 @@ def compare_call(
     return out.findings()
 
 
-Opcode = tuple[str, int, int, int, int]
-
-
-def align(old: Sequence[str], new: Sequence[str]) -> list[Opcode]:
-    """``difflib``-style opcodes aligning two call sequences.
-
-    The common head and tail are matched first (linear time); ``difflib`` aligns what
-    is left between them. A large middle turns on difflib's own "popular element"
-    heuristic (``autojunk``), which keeps thousands of identical polling calls from
-    making the alignment quadratic, at the price of a coarser alignment there.
-    """
-    n, m = len(old), len(new)
-    head = 0
-    while head < min(n, m) and old[head] == new[head]:
-        head += 1
-    tail = 0
-    while tail < min(n, m) - head and old[n - 1 - tail] == new[m - 1 - tail]:
-        tail += 1
-    ops: list[Opcode] = [("equal", 0, head, 0, head)] if head else []
-    ops += _match(old[head : n - tail], new[head : m - tail], head, head)
-    if tail:
-        ops.append(("equal", n - tail, n, m - tail, m))
-    return ops
-
-
-def _match(old: Sequence[Any], new: Sequence[Any], i0: int, j0: int) -> list[Opcode]:
-    """difflib's opcodes for two middles, shifted to where they start."""
-    exact = len(old) * len(new) <= MAX_EXACT_ALIGN
-    matcher = SequenceMatcher(None, old, new, autojunk=not exact)
-    return [(t, i1 + i0, i2 + i0, j1 + j0, j2 + j0) for t, i1, i2, j1, j2 in matcher.get_opcodes()]
-
-
-#: calls compared at once when a head or tail of identical calls is looked for
-_SCAN = 4096
-
-
-def _common_head(old: Column, new: Column) -> int:
-    limit = min(old.count, new.count)
-    head = 0
-    while head < limit:
-        stop = min(limit, head + _SCAN)
-        a, b = old.read(head, stop), new.read(head, stop)
-        if a != b:
-            size = old.size
-            return head + next(
-                k for k in range(stop - head) if a[k * size : (k + 1) * size] != b[k * size : (k + 1) * size]
-            )
-        head = stop
-    return head
-
-
-def _common_tail(old: Column, new: Column, head: int) -> int:
-    n, m = old.count, new.count
-    limit = min(n, m) - head
-    tail = 0
-    while tail < limit:
-        step = min(limit - tail, _SCAN)
-        a, b = old.read(n - tail - step, n - tail), new.read(m - tail - step, m - tail)
-        if a != b:
-            size = old.size
-            return tail + next(
-                k
-                for k in range(step)
-                if a[(step - 1 - k) * size : (step - k) * size]
-                != b[(step - 1 - k) * size : (step - k) * size]
-            )
-        tail += step
-    return tail
-
-
-def align_tables(old: CallTable, new: CallTable, window: int | None = None) -> Iterator[Opcode]:
-    """:func:`align` over two tables' call-key digests, opcode by opcode.
-
-    Digests stand for the call keys one for one, and difflib looks at nothing but which
-    elements are equal, so while the middle between the common head and tail is at most
-    ``window`` calls on each side the opcodes are :func:`align`'s. A longer middle is
-    aligned a window at a time (see :func:`_windows`), so that what difflib holds
-    (about 300 bytes a call of the window) stays the same whatever the transcripts' size.
-    """
-    window = ALIGN_WINDOW if window is None else window
-    n, m = len(old), len(new)
-    head = _common_head(old.keys, new.keys)
-    tail = _common_tail(old.keys, new.keys, head)
-    if head:
-        yield ("equal", 0, head, 0, head)
-    if n - tail - head <= window and m - tail - head <= window:
-        yield from _match(old.keys.items(head, n - tail), new.keys.items(head, m - tail), head, head)
-    else:
-        yield from _merged(_windows(old.keys, new.keys, head, n - tail, m - tail, window))
-    if tail:
-        yield ("equal", n - tail, n, m - tail, m)
-
-
-def _windows(old: Column, new: Column, head: int, n: int, m: int, window: int) -> Iterator[Opcode]:
-    """Align ``old[head:n]`` with ``new[head:m]`` a window of calls on each side at a time.
-
-    Each window's opcodes are kept up to its last block of equal calls, and the next window
-    starts after that block: what difflib left unmatched at a window's end may match in the
-    next. A window with no equal call at all is passed over whole (on the side that goes on
-    past it, if only one does). Where the right alignment fits in a window, this finds it.
-    """
-    i = j = head
-    while True:
-        a_stop, b_stop = min(n, i + window), min(m, j + window)
-        ops = _match(old.items(i, a_stop), new.items(j, b_stop), i, j)
-        if a_stop == n and b_stop == m:
-            yield from ops
-            return
-        last = max((k for k, op in enumerate(ops) if op[0] == "equal"), default=None)
-        if last is not None:
-            yield from ops[: last + 1]
-            i, j = ops[last][2], ops[last][4]
-            continue
-        passed = _passed_over(i, j, a_stop, b_stop, n, m)
-        yield passed
-        i, j = passed[2], passed[4]
-
-
-def _passed_over(i: int, j: int, a_stop: int, b_stop: int, n: int, m: int) -> Opcode:
-    """A window without an equal call, passed over on the side that goes on past it, if only one
-    does (the next window starts where it ends)."""
-    if a_stop == n:  # the rest of old may still match further in new
-        return ("insert", i, i, j, b_stop)
-    if b_stop == m:
-        return ("delete", i, a_stop, j, j)
-    return ("replace", i, a_stop, j, b_stop)
-
-
-def _merged(ops: Iterator[Opcode]) -> Iterator[Opcode]:
-    """Opcodes as difflib gives them: no two equal blocks and no two differences in a row."""
-    pending: Opcode | None = None
-    for op in ops:
-        if pending is not None and (pending[0] == "equal") == (op[0] == "equal"):
-            _, i1, _, j1, _ = pending
-            _, _, i2, _, j2 = op
-            pending = ("equal" if op[0] == "equal" else _difference_tag(i1, i2, j1, j2), i1, i2, j1, j2)
-            continue
-        if pending is not None:
-            yield pending
-        pending = op
-    if pending is not None:
-        yield pending
-
-
-def _difference_tag(i1: int, i2: int, j1: int, j2: int) -> str:
-    """difflib's tag of a difference between ``old[i1:i2]`` and ``new[j1:j2]``."""
-    if i1 < i2 and j1 < j2:
-        return "replace"
-    return "delete" if i1 < i2 else "insert"
-
-
-#: one observation of a deterministic call: its group (the call and the state-changing calls
-#: before it, as one digest), response digest, source, position and tool number
-_OBSERVATION = struct.Struct("<16s16sIQI")
-
-
-def _observations(
-    sources: Sequence[CallTable], behaviour: Mapping[str, ToolBehaviour], mutators: frozenset[str]
-) -> Iterator[tuple[bytes, bytes, int, int, int]]:
-    """Every call whose responses are compared, in order: baseline first, then each run."""
-    names = sources[0].store.names
-    compared = [behaviour.get(t) is None or behaviour[t].deterministic for t in names]
-    changes = [_is_mutator(t, behaviour, mutators) for t in names]
-    for source, table in enumerate(sources):
-        history = b""
-        keys = table.keys.scan()
-        for position, (key, row) in enumerate(zip(keys, table.rows.scan(), strict=True)):
-            response, _, _, _, flags, tool, _, _ = ROW.unpack(row)
-            if compared[tool]:
-                group = hashlib.blake2b(key + history, digest_size=DIGEST_SIZE).digest()
-                yield group, response, source, position, tool
-            if changes[tool] or flags & HAS_STATE:
-                history = hashlib.blake2b(history + key, digest_size=DIGEST_SIZE).digest()
-
-
-def _observe(
-    sources: Sequence[tuple[str, CallTable]],
-    behaviour: Mapping[str, ToolBehaviour],
-    mutators: frozenset[str],
-    collectors: Sequence[_Collector],
-    groups: int | None = None,
-) -> tuple[set[str], set[str]]:
-    """Group identical calls; return (tools that disagreed anywhere, tools that agreed with the baseline).
-
-    Source 0 is the baseline. A disagreement between two run observations becomes a
-    ``silent-drift`` finding at the later one (a disagreement with the baseline is
-    behaviour drift's business).
-
-    Identical calls are grouped by a digest of the call and the state-changing calls before
-    it. With more observations than ``groups`` they are first dealt, by that digest, into
-    as many buckets as it takes for each to hold about ``groups``, and the buckets are
-    grouped one after the other: a group lies whole in one bucket, and each bucket keeps
-    the order of the calls, so the verdicts and findings are the ones of one pass.
-    """
-    groups = OBSERVE_GROUPS if groups is None else groups
-    tables = [table for _, table in sources]
-    total = sum(len(table) for table in tables)
-    names = tables[0].store.names
-    silent: set[str] = set()
-    agreed: set[str] = set()
-    # per run source and tool number: how many silent drifts, and the first one as
-    # (position, source and position of the call it disagrees with)
-    found: dict[tuple[int, int], int] = {}
-    first: dict[tuple[int, int], tuple[int, int, int]] = {}
-
-    def group(observations: Iterable[tuple[bytes, bytes, int, int, int]]) -> None:
-        seen: dict[bytes, tuple[bytes | None, tuple[int, int, bytes] | None]] = {}
-        for key, response, source, position, tool in observations:
-            baseline, run = seen.get(key, (None, None))
-            if source == 0:
-                if baseline is None:
-                    seen[key] = (response, run)
-                elif baseline != response:
-                    silent.add(names[tool])
-                continue
-            if baseline is not None:
-                (agreed if baseline == response else silent).add(names[tool])
-            if run is None:
-                seen[key] = (baseline, (source, position, response))
-            elif run[2] != response:
-                silent.add(names[tool])
-                found[source, tool] = found.get((source, tool), 0) + 1
-                if (source, tool) not in first or position < first[source, tool][0]:
-                    first[source, tool] = (position, run[0], run[1])
-
-    for observations in _buckets(tables, behaviour, mutators, total, groups):
-        group(observations)
-    for (source, tool), (position, first_source, first_position) in sorted(first.items()):
-        out = collectors[source - 1]
-        _silent_drift(out, sources, source, position, names[tool], first_source, first_position)
-        if found[source, tool] > 1:
-            out.count("silent-drift", names[tool], found[source, tool] - 1)
-    return silent, agreed
-
-
-_Observation = tuple[bytes, bytes, int, int, int]
-
-
-def _buckets(
-    tables: Sequence[CallTable],
-    behaviour: Mapping[str, ToolBehaviour],
-    mutators: frozenset[str],
-    total: int,
-    groups: int,
-) -> Iterator[Iterable[_Observation]]:
-    """The ``total`` observations in one pass when they are at most ``groups``, else dealt by their
-    group's digest into as many buckets as it takes for each to hold about ``groups``."""
-    if total <= groups:
-        yield _observations(tables, behaviour, mutators)
-        return
-    buckets = -(-total // groups)
-    columns = [Column(tables[0].store, _OBSERVATION.size, chunk=512) for _ in range(buckets)]
-    for observation in _observations(tables, behaviour, mutators):
-        columns[int.from_bytes(observation[0][:8], "little") % buckets].append(
-            _OBSERVATION.pack(*observation)
-        )
-    for column in columns:
-        column.finish()
-        yield (_OBSERVATION.unpack(item) for item in column.scan())
-
-
-def _silent_drift(
-    out: _Collector,
-    sources: Sequence[tuple[str, CallTable]],
-    source: int,
-    position: int,
-    tool: str,
-    first_source: int,
-    first_position: int,
-) -> None:
+def _silent_drift(out: _Collector, sources: Sequence[tuple[str, CallTable]], drift: SilentDrift) -> None:
     """The first silent drift of a run: its call, and the identical call it disagrees with (in the
     same run, or in an earlier one)."""
+    source, position, tool = drift.source, drift.position, drift.tool
+    first_source, first_position = drift.first_source, drift.first_position
     table = sources[source][1]
     first_index = sources[first_source][1].index(first_position)
     same = first_source == source
     where = "" if same else f" of {quote(sources[first_source][0])}"
     out.add(
-        "silent-drift",
+        SILENT_DRIFT,
         index=table.index(position),
         tool=tool,
         related=first_index if same else None,
@@ -961,14 +525,14 @@ def diff_tables(baseline: CallTable, runs: Sequence[tuple[str, CallTable]], judg
     masked = baseline.store.volatile.rules if baseline.store.volatile is not None else ()
     if masked != judging.volatile:
         raise ValueError("the tables were not read under the judging's volatile rules")
-    behaviour, mutators = judging.behaviour, judging.mutators
+    behaviour = judging.behaviour
     collectors = []
     aligned_counts = []
     for path, table in runs:
         collector, aligned = _diff_run(path, baseline, table, judging)
         collectors.append(collector)
         aligned_counts.append(aligned)
-    silent, agreed = _observe([("", baseline), *runs], behaviour, mutators, collectors)
+    silent, agreed = _determinism([("", baseline), *runs], judging, collectors)
     called = sorted({tool for _, table in runs for tool in table.tools})
     verdicts = {tool: _verdict(behaviour.get(tool), tool in silent, tool in agreed) for tool in called}
     results = [
@@ -978,13 +542,27 @@ def diff_tables(baseline: CallTable, runs: Sequence[tuple[str, CallTable]], judg
     return DiffResult(baseline_calls=len(baseline), runs=tuple(results), verdicts=verdicts)
 
 
+def _determinism(
+    sources: Sequence[tuple[str, CallTable]], judging: Judging, collectors: Sequence[_Collector]
+) -> tuple[frozenset[str], frozenset[str]]:
+    """Identical calls grouped across the baseline and the runs: each run's silent drifts added to
+    its collector; the tools that disagreed anywhere, and those that agreed with the baseline."""
+    observed = observe([table for _, table in sources], judging.behaviour, judging.mutators)
+    for drift in observed.drifts:
+        out = collectors[drift.source - 1]
+        _silent_drift(out, sources, drift)
+        if drift.more:
+            out.count(SILENT_DRIFT, drift.tool, drift.more)
+    return observed.silent, observed.agreed
+
+
 def _verdict(declared: ToolBehaviour | None, silent: bool, agreed: bool) -> str:
     """A tool's determinism verdict: declared non-deterministic, seen to disagree with itself, seen
     to agree with the baseline, or never called as the baseline called it."""
     if declared is not None and not declared.deterministic:
         return "no-dependency"
     if silent:
-        return "silent-drift"
+        return SILENT_DRIFT
     return "stable" if agreed else "baseline-unavailable"
 
 

@@ -10,14 +10,21 @@ differs, not the text's first 60 characters.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from toolreplay.canonical import canonical, decode
 from toolreplay.errors import InputError
 from toolreplay.locate import pointer_token
 
-#: stands for a member present on one side only of a difference
-ABSENT: Any = object()
+
+class _Absent:
+    def __repr__(self) -> str:
+        return "ABSENT"
+
+
+#: stands for a value present on one side only of a difference (the one name every module uses)
+ABSENT: Any = _Absent()
 #: characters of a value shown before its first difference, when it is cut there
 LEAD = 20
 #: what marks a cut
@@ -25,23 +32,51 @@ CUT = "..."
 
 
 def first_difference(old: Any, new: Any, pointer: str = "") -> tuple[str, Any, Any] | None:
-    """The first JSON pointer (in canonical key order) where two values differ, with both values.
+    """The first JSON pointer (in canonical key order) where two values differ, with both values
+    (the first of :func:`differences`)."""
+    return next(differences(old, new, pointer), None)
 
-    A member present on one side only is reported with :data:`ABSENT` on the other. Two strings
-    that both hold a JSON object or array are compared as those values (the pointer goes on
-    after a ``#``); when only their spelling differs, the strings themselves are the difference.
+
+def differences(old: Any, new: Any, pointer: str = "") -> Iterator[tuple[str, Any, Any]]:
+    """Every JSON pointer where two values differ, with both values, in canonical key order.
+
+    Objects are compared member by member and arrays item by item; a member or an item present on
+    one side only is reported with :data:`ABSENT` on the other. Two strings that both hold a JSON
+    object or array are compared as those values (the pointer goes on after a ``#``); when only
+    their spelling differs, the strings themselves are the difference.
     """
-    if isinstance(old, dict) and isinstance(new, dict):
-        return _first_in_object(old, new, pointer)
-    if isinstance(old, list) and isinstance(new, list):
-        return _first_in_array(old, new, pointer)
-    if not _differ(old, new):
-        return None
-    if isinstance(old, str) and isinstance(new, str):
-        inside = _in_texts(old, new, pointer)
-        if inside is not None:
-            return inside
-    return (pointer, old, new)
+    walk = _WALKS.get((type(old), type(new)), _leaf)
+    yield from walk(old, new, pointer)
+
+
+def _members(old: dict[str, Any], new: dict[str, Any], pointer: str) -> Iterator[tuple[str, Any, Any]]:
+    for key in sorted(old.keys() | new.keys()):
+        yield from differences(old.get(key, ABSENT), new.get(key, ABSENT), f"{pointer}/{pointer_token(key)}")
+
+
+def _items(old: list[Any], new: list[Any], pointer: str) -> Iterator[tuple[str, Any, Any]]:
+    for i in range(max(len(old), len(new))):
+        a = old[i] if i < len(old) else ABSENT
+        b = new[i] if i < len(new) else ABSENT
+        yield from differences(a, b, f"{pointer}/{i}")
+
+
+def _texts(old: str, new: str, pointer: str) -> Iterator[tuple[str, Any, Any]]:
+    if old != new:
+        yield from list(_in_texts(old, new, pointer)) or [(pointer, old, new)]
+
+
+def _leaf(old: Any, new: Any, pointer: str) -> Iterator[tuple[str, Any, Any]]:
+    if _differ(old, new):
+        yield (pointer, old, new)
+
+
+#: how two values of these types are walked (any other pair is a leaf)
+_WALKS: dict[tuple[type, type], Callable[[Any, Any, str], Iterator[tuple[str, Any, Any]]]] = {
+    (dict, dict): _members,
+    (list, list): _items,
+    (str, str): _texts,
+}
 
 
 def _differ(old: Any, new: Any) -> bool:
@@ -49,32 +84,13 @@ def _differ(old: Any, new: Any) -> bool:
     return old is ABSENT or new is ABSENT or canonical(old) != canonical(new)
 
 
-def _first_in_object(old: dict[str, Any], new: dict[str, Any], pointer: str) -> tuple[str, Any, Any] | None:
-    for key in sorted(old.keys() | new.keys()):
-        at = pointer + "/" + pointer_token(key)
-        found = first_difference(old.get(key, ABSENT), new.get(key, ABSENT), at)
-        if found:
-            return found
-    return None
-
-
-def _first_in_array(old: list[Any], new: list[Any], pointer: str) -> tuple[str, Any, Any] | None:
-    for i in range(max(len(old), len(new))):
-        a = old[i] if i < len(old) else ABSENT
-        b = new[i] if i < len(new) else ABSENT
-        found = first_difference(a, b, f"{pointer}/{i}")
-        if found:
-            return found
-    return None
-
-
-def _in_texts(old: str, new: str, pointer: str) -> tuple[str, Any, Any] | None:
-    """The first difference inside two strings that both hold a JSON object or array (None: they
-    do not, or they differ only in how the same value is spelled)."""
+def _in_texts(old: str, new: str, pointer: str) -> Iterator[tuple[str, Any, Any]]:
+    """The differences inside two strings that both hold a JSON object or array (none: they do
+    not, or they differ only in how the same value is spelled)."""
     held = _held(old), _held(new)
     if held[0] is None or held[1] is None or type(held[0]) is not type(held[1]):
-        return None
-    return first_difference(held[0], held[1], pointer + "#")
+        return iter(())
+    return differences(held[0], held[1], pointer + "#")
 
 
 def _held(text: str) -> dict[str, Any] | list[Any] | None:

@@ -20,25 +20,18 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from toolreplay.analyses.baseline import fingerprint_message
+from toolreplay.analyses.contract_drift import fingerprint_message
+from toolreplay.analyses.difference import ABSENT, clipped
+from toolreplay.analyses.schema_diff import diff_schema
 from toolreplay.analyses.text_diff import TEXT_CLASSES, diff_text, hint_effect, is_description, marked
-from toolreplay.canonical import canonical
 from toolreplay.contracts.lock import ToolContract, ToolLock
 from toolreplay.contracts.text import text_drift_message
 from toolreplay.escape import quote
 from toolreplay.findings import Finding
-from toolreplay.locate import pointer_token
+from toolreplay.kinds import CONTRACT_TEXT_DRIFT, TOOL_DRIFT
 from toolreplay.reports import Line, Report
 from toolreplay.transcript import Record
 
-
-class _Missing:
-    def __repr__(self) -> str:
-        return "MISSING"
-
-
-#: Stands for "not there" on one side of a difference.
-MISSING: Any = _Missing()
 #: Order of the drift classes within one tool.
 CLASSES = ("removed", "added", "signature", "schema", "version", *TEXT_CLASSES)
 _CLIP = 80
@@ -55,8 +48,8 @@ class Difference:
     detail: str = ""
     #: into the signature (signature) or the input schema (schema); "" otherwise
     pointer: str = ""
-    old: Any = MISSING
-    new: Any = MISSING
+    old: Any = ABSENT
+    new: Any = ABSENT
 
     @property
     def breaking(self) -> bool:
@@ -117,7 +110,7 @@ def show_signature(value: Any) -> str:
     default changed reads ``required`` / ``optional, default 5`` (see ``Difference.text``),
     a retyped parameter its type names.
     """
-    if value is MISSING:
+    if value is ABSENT:
         return "(absent)"
     if isinstance(value, list) and len(value) == 3 and all(isinstance(v, str) for v in value):
         name, annotation, default = value
@@ -127,10 +120,7 @@ def show_signature(value: Any) -> str:
 
 def render(value: Any) -> str:
     """A value as compact canonical JSON, clipped; ``(absent)`` for a missing one."""
-    if value is MISSING:
-        return "(absent)"
-    text = canonical(value)
-    return text if len(text) <= _CLIP else text[: _CLIP - 3] + "..."
+    return clipped(value, _CLIP, absent="(absent)")
 
 
 #: how a signature change's two sides read, by what changed, when both are one recorded string
@@ -147,9 +137,7 @@ def lock_report(
     contract text, ``tool-drift`` otherwise), counted in the header: ``fingerprint-diff``'s lock
     against lock, and ``check``'s lock against its tools_source. ``unversioned``: ``live`` carries
     no versions (a source read without them), which is not a change of version."""
-    differences = compare_locks(recorded, live)
-    if unversioned:
-        differences = [d for d in differences if not (d.kind == "version" and d.new == "")]
+    differences = [d for d in compare_locks(recorded, live) if not (unversioned and _unversioned(d))]
     findings = tuple(drift_finding(d, path) for d in differences)
     drifted = len({d.tool for d in differences})
     breaking = sum(1 for d in differences if d.breaking)
@@ -167,6 +155,11 @@ def lock_report(
     )
 
 
+def _unversioned(difference: Difference) -> bool:
+    """A version that went away: what a source read without versions shows, not a change."""
+    return difference.kind == "version" and difference.new == ""
+
+
 def carries_no_versions(lock: ToolLock) -> bool:
     """Whether no tool of ``lock`` carries a version (a source read without one)."""
     return all(c.version == "" for c in lock.tools.values())
@@ -174,7 +167,7 @@ def carries_no_versions(lock: ToolLock) -> bool:
 
 def drift_finding(difference: Difference, path: str) -> Finding:
     """A difference of two contracts as a finding: of their text, or of the tool itself."""
-    kind = "contract-text-drift" if difference.kind in TEXT_CLASSES else "tool-drift"
+    kind = CONTRACT_TEXT_DRIFT if difference.kind in TEXT_CLASSES else TOOL_DRIFT
     return Finding(kind=kind, index=None, tool=difference.tool, message=difference.text(), path=path)
 
 
@@ -216,7 +209,7 @@ def _marked_or_rendered(text: str, value: Any) -> str:
 
 def _rendered(value: Any) -> str:
     """A text-class value rendered, ``null`` (no text) as absent."""
-    return render(MISSING if value is None else value)
+    return render(ABSENT if value is None else value)
 
 
 def text_differences(old: ToolContract, new: ToolContract) -> list[Difference]:
@@ -233,15 +226,15 @@ def compare_text(old: ToolContract, new: ToolContract) -> list[Difference]:
         Difference(tool=new.name, kind=kind, detail=detail, pointer=pointer, old=a, new=b)
         for kind, detail, pointer, a, b in diff_text(old.text, new.text)
     ]
-    a, b = old.text.get("output_schema", MISSING), new.text.get("output_schema", MISSING)
+    a, b = old.text.get("output_schema", ABSENT), new.text.get("output_schema", ABSENT)
     return out + _output_schema_differences(new.name, a, b)
 
 
 def _output_schema_differences(tool: str, a: Any, b: Any) -> list[Difference]:
     """An output schema added or removed, or each difference between the two."""
-    if a is MISSING and b is MISSING:
+    if a is ABSENT and b is ABSENT:
         return []
-    if a is MISSING or b is MISSING:
+    if a is ABSENT or b is ABSENT:
         return [Difference(tool=tool, kind="output-schema", old=a, new=b)]
     return [
         Difference(tool=tool, kind="output-schema", pointer=pointer, old=x, new=y)
@@ -328,8 +321,8 @@ def _parameter_changes(old_params: _Params, new_params: _Params) -> list[_Parame
         (j, ("parameter renamed", f"/params/{j}/0", old_params[i][0], new_params[j][0])) for i, j in renames
     ]
     changes.extend(_kept_parameter_changes(old_params, new_params))
-    changes.extend((i, ("parameter removed", f"/params/{i}", old_params[i], MISSING)) for i in removed)
-    changes.extend((j, ("parameter added", f"/params/{j}", MISSING, new_params[j])) for j in added)
+    changes.extend((i, ("parameter removed", f"/params/{i}", old_params[i], ABSENT)) for i in removed)
+    changes.extend((j, ("parameter added", f"/params/{j}", ABSENT, new_params[j])) for j in added)
     return changes
 
 
@@ -378,244 +371,6 @@ def _kept_parameter_changes(old_params: _Params, new_params: _Params) -> list[_P
         if show_default(old_params[k][2]) != show_default(new_params[j][2]):
             changes.append((j, ("default changed", f"/params/{j}/2", old_params[k][2], new_params[j][2])))
     return changes
-
-
-# -- schemas ----------------------------------------------------------------------------------------
-
-#: keywords that describe rather than constrain: any change is compatible
-ANNOTATIONS = frozenset(
-    {
-        "description",
-        "title",
-        "examples",
-        "example",
-        "$comment",
-        "default",
-        "deprecated",
-        "readOnly",
-        "writeOnly",
-        "$schema",
-        "$id",
-        "$anchor",
-        "markdownDescription",
-    }
-)
-#: upper bounds: lowering one is breaking
-UPPER = frozenset({"maximum", "exclusiveMaximum", "maxLength", "maxItems", "maxProperties", "maxContains"})
-#: lower bounds: raising one is breaking
-LOWER = frozenset({"minimum", "exclusiveMinimum", "minLength", "minItems", "minProperties", "minContains"})
-#: keywords whose value maps names to subschemas
-SCHEMA_MAPS = frozenset({"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"})
-#: keywords whose value is one subschema; an absent one accepts everything
-SCHEMA_ONE = frozenset(
-    {
-        "items",
-        "additionalProperties",
-        "additionalItems",
-        "unevaluatedItems",
-        "unevaluatedProperties",
-        "contains",
-        "propertyNames",
-    }
-)
-#: keywords whose value is a list of alternatives: removing one is breaking
-ALTERNATIVES = frozenset({"anyOf", "oneOf"})
-
-Change = tuple[bool, str, Any, Any]
-
-
-def diff_schema(old: Any, new: Any, pointer: str = "") -> list[Change]:
-    """(breaking, pointer, old, new) for each difference between two input schemas.
-
-    Judged from the caller's side: a change is breaking when it may refuse arguments
-    the old schema accepted (a new required field, an enum value removed, a bound
-    tightened, a type narrowed, a property or alternative removed, a new constraint);
-    compatible when it only describes (description, title, default) or loosens (an
-    enum value added, a bound loosened, a type widened, a constraint removed).
-    Keywords toolreplay does not know are judged breaking when added or changed and
-    compatible when removed.
-    """
-    out: list[Change] = []
-    _walk(old, new, pointer, out)
-    return out
-
-
-def _walk(old: Any, new: Any, pointer: str, out: list[Change]) -> None:
-    if canonical(old) == canonical(new):
-        return
-    if not (isinstance(old, dict) and isinstance(new, dict)):
-        out.append((not _boolean_loosened(old, new), pointer, old, new))
-        return
-    for key in sorted(set(old) | set(new)):
-        a, b = old.get(key, MISSING), new.get(key, MISSING)
-        if _differ(a, b):
-            _walk_keyword(key, a, b, f"{pointer}/{pointer_token(key)}", out)
-
-
-def _differ(a: Any, b: Any) -> bool:
-    """Whether a keyword's two values differ (one side missing, or other JSON)."""
-    return a is MISSING or b is MISSING or canonical(a) != canonical(b)
-
-
-def _boolean_loosened(old: Any, new: Any) -> bool:
-    """Boolean schemas: true accepts all, false nothing; anything else is a new constraint."""
-    return new is True or (old is False and new is not False)
-
-
-def _walk_keyword(key: str, a: Any, b: Any, at: str, out: list[Change]) -> None:
-    """The differences under one keyword whose values differ (either may be ``MISSING``): the first
-    of the keyword families that takes it walks it, else it is a constraint judged whole."""
-    if not any(walk(key, a, b, at, out) for walk in _FAMILIES):
-        out.append((_breaking(key, a, b), at, a, b))
-
-
-def _annotation(key: str, a: Any, b: Any, at: str, out: list[Change]) -> bool:
-    """A keyword that describes rather than constrains (or an ``x-`` extension): compatible."""
-    if key not in ANNOTATIONS and not key.startswith("x-"):
-        return False
-    out.append((False, at, a, b))
-    return True
-
-
-def _schema_map(key: str, a: Any, b: Any, at: str, out: list[Change]) -> bool:
-    """A map of names to subschemas (an absent one is empty)."""
-    a, b = _or_empty(a), _or_empty(b)
-    if key not in SCHEMA_MAPS or not isinstance(a, dict) or not isinstance(b, dict):
-        return False
-    _walk_map(a, b, at, out)
-    return True
-
-
-def _subschema(key: str, a: Any, b: Any, at: str, out: list[Change]) -> bool:
-    """One subschema (an absent one accepts everything)."""
-    if key not in SCHEMA_ONE:
-        return False
-    _walk(True if a is MISSING else a, True if b is MISSING else b, at, out)
-    return True
-
-
-def _paired(key: str, a: Any, b: Any, at: str, out: list[Change]) -> bool:
-    """Lists of subschemas of one length, compared position by position."""
-    if key not in _PAIRED or not _same_length_lists(a, b):
-        return False
-    for i, (x, y) in enumerate(zip(a, b, strict=True)):
-        _walk(x, y, f"{at}/{i}", out)
-    return True
-
-
-def _alternatives(key: str, a: Any, b: Any, at: str, out: list[Change]) -> bool:
-    """Lists of alternatives of different lengths: removing one is breaking."""
-    if key not in ALTERNATIVES or not isinstance(a, list) or not isinstance(b, list):
-        return False
-    kept = {canonical(x) for x in b}
-    out.append((any(canonical(x) not in kept for x in a), at, a, b))
-    return True
-
-
-#: keywords whose lists of subschemas are compared position by position when their lengths agree
-_PAIRED = ALTERNATIVES | {"allOf"}
-
-#: the keyword families, in the order they are asked whether they take a keyword
-_FAMILIES: tuple[Callable[[str, Any, Any, str, list[Change]], bool], ...] = (
-    _annotation,
-    _schema_map,
-    _subschema,
-    _paired,
-    _alternatives,
-)
-
-
-def _same_length_lists(a: Any, b: Any) -> bool:
-    return isinstance(a, list) and isinstance(b, list) and len(a) == len(b)
-
-
-def _walk_map(a: dict[str, Any], b: dict[str, Any], at: str, out: list[Change]) -> None:
-    """A map of names to subschemas: a name added is compatible, one removed breaking."""
-    for sub in sorted(set(a) | set(b)):
-        sub_at = f"{at}/{pointer_token(sub)}"
-        if sub not in a:
-            out.append((False, sub_at, MISSING, b[sub]))
-        elif sub not in b:
-            out.append((True, sub_at, a[sub], MISSING))
-        else:
-            _walk(a[sub], b[sub], sub_at, out)
-
-
-def _or_empty(value: Any) -> Any:
-    return {} if value is MISSING else value
-
-
-def _breaking(key: str, old: Any, new: Any) -> bool:
-    """Whether a constraint keyword's change may refuse arguments the old value accepted."""
-    if old is MISSING:
-        return True  # a new constraint
-    if new is MISSING:
-        return False  # a constraint dropped
-    judge = _JUDGES.get(key)
-    return judge(old, new) if judge is not None else True
-
-
-def _required_added(old: Any, new: Any) -> bool:
-    if isinstance(old, list) and isinstance(new, list):
-        return bool(_canonical_set(new) - _canonical_set(old))
-    return True
-
-
-def _enum_value_removed(old: Any, new: Any) -> bool:
-    if isinstance(old, list) and isinstance(new, list):
-        return bool(_canonical_set(old) - _canonical_set(new))
-    return True
-
-
-def _canonical_set(values: list[Any]) -> set[str]:
-    return {canonical(x) for x in values}
-
-
-def _type_narrowed(old: Any, new: Any) -> bool:
-    return not _covers(_types(new), _types(old))
-
-
-def _upper_lowered(old: Any, new: Any) -> bool:
-    return bool(new < old) if _number(old) and _number(new) else True
-
-
-def _lower_raised(old: Any, new: Any) -> bool:
-    return bool(new > old) if _number(old) and _number(new) else True
-
-
-def _unique_items_added(old: Any, new: Any) -> bool:
-    return bool(new) if isinstance(old, bool) and isinstance(new, bool) else True
-
-
-#: how a change of each constraint keyword is judged, when both sides have it; any other is breaking
-_JUDGES: dict[str, Callable[[Any, Any], bool]] = {
-    "required": _required_added,
-    "enum": _enum_value_removed,
-    "type": _type_narrowed,
-    "uniqueItems": _unique_items_added,
-    **dict.fromkeys(UPPER, _upper_lowered),
-    **dict.fromkeys(LOWER, _lower_raised),
-}
-
-
-def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _types(value: Any) -> set[str]:
-    if isinstance(value, str):
-        return {value}
-    if isinstance(value, list):
-        return {t for t in value if isinstance(t, str)}
-    return set()
-
-
-def _covers(wide: set[str], narrow: set[str]) -> bool:
-    """Whether every type in ``narrow`` is accepted by ``wide`` (a number accepts an integer)."""
-    return all(t in wide or (t == "integer" and "number" in wide) for t in narrow)
-
-
-# -- transcripts ------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -694,7 +449,7 @@ class FingerprintCheck:
         self._reported.add((record.tool, record.fingerprint))
         self._findings.append(
             Finding(
-                kind="tool-drift",
+                kind=TOOL_DRIFT,
                 index=record.index,
                 tool=record.tool,
                 message=self._drift_message(record.tool, record.fingerprint, contract),
@@ -728,7 +483,7 @@ class FingerprintCheck:
         )
         self._findings.append(
             Finding(
-                kind="contract-text-drift",
+                kind=CONTRACT_TEXT_DRIFT,
                 index=record.index,
                 tool=record.tool,
                 message=message,

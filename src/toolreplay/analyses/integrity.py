@@ -13,9 +13,10 @@ from typing import TYPE_CHECKING
 from toolreplay.chain import Break
 from toolreplay.escape import quote
 from toolreplay.findings import Finding
+from toolreplay.kinds import ANCHOR_MISMATCH, CHAIN_BROKEN, SIGNATURE_INVALID, STALE_BASELINE
 
-if TYPE_CHECKING:  # the baseline module (difflib, datetime) is not needed to verify a chain
-    from toolreplay.analyses.baseline import Freshness
+if TYPE_CHECKING:  # the freshness module (datetime) is not needed to verify a chain
+    from toolreplay.analyses.freshness import Freshness
 
 
 def chain_broken(broken: Break, *, path: str, suffix: str = "") -> Finding:
@@ -25,7 +26,7 @@ def chain_broken(broken: Break, *, path: str, suffix: str = "") -> Finding:
         f" expected digest {broken.expected}, found {quote(broken.found)}"
     )
     return Finding(
-        kind="chain-broken",
+        kind=CHAIN_BROKEN,
         index=broken.position,
         tool="",
         path=path,
@@ -47,13 +48,13 @@ def anchor_mismatches(
         found.append(f"the chain ends on head {head}, but the anchor expects {expect_head}")
     if expect_count is not None and expect_count != links:
         found.append(f"the chain has {links} links, but the anchor expects {expect_count}")
-    return [Finding(kind="anchor-mismatch", index=None, tool="", path=path, message=m) for m in found]
+    return [Finding(kind=ANCHOR_MISMATCH, index=None, tool="", path=path, message=m) for m in found]
 
 
 def signature_invalid(problem: str, *, path: str, signature: str) -> Finding:
     """The ``signature-invalid`` finding: ``signature`` does not anchor the file at ``path``."""
     return Finding(
-        kind="signature-invalid",
+        kind=SIGNATURE_INVALID,
         index=None,
         tool="",
         path=path,
@@ -64,7 +65,7 @@ def signature_invalid(problem: str, *, path: str, signature: str) -> Finding:
 def stale_baseline(freshness: Freshness, *, path: str) -> Finding:
     """The ``stale-baseline`` finding: the baseline at ``path`` was last committed too long ago."""
     return Finding(
-        kind="stale-baseline",
+        kind=STALE_BASELINE,
         index=None,
         tool="",
         path=path,

@@ -5,7 +5,7 @@ two sides: the volatile rules and the time their patterns may take, the tools th
 state, what a tool lock declares, and what changed in a tool's contract. Every channel that
 compares a baseline with something (``diff``, ``check``, ``note``, the PR comment's review of a
 changed baseline) builds it from its configuration with :func:`judging_of` (over a pull
-request's range, the base commit's: :func:`toolreplay.hooks.drift_range.judged_config`) and
+request's range, the base commit's: :func:`toolreplay.driftnotes.pull.judged_config`) and
 hands it to :func:`toolreplay.analyses.baseline.diff_tables`, which reads nothing else; so a
 drift is judged the same way wherever it is shown.
 """
@@ -111,3 +111,12 @@ def judging_of(
         explain=dict(explain or {}),
         lock_checks_runs=lock_checks_runs,
     )
+
+
+def is_mutator(tool: str, behaviour: Mapping[str, ToolBehaviour], mutators: frozenset[str]) -> bool:
+    """Whether a call of ``tool`` changes state: as the lock declares it, else whether ``mutators``
+    names it."""
+    declared = behaviour.get(tool)
+    if declared is not None and declared.mutates is not None:
+        return declared.mutates
+    return tool in mutators

@@ -16,7 +16,8 @@ from toolreplay.canonical import canonical
 from toolreplay.errors import InputError
 from toolreplay.escape import quote
 from toolreplay.findings import Finding
-from toolreplay.mutators import DEFAULT_MUTATORS as DEFAULT_MUTATORS
+from toolreplay.kinds import NON_DETERMINISM, REDUNDANT_CALL
+from toolreplay.mutators import DEFAULT_MUTATORS
 from toolreplay.parallel import Fallback, RangeLines, over_ranges
 from toolreplay.transcript import (
     Record,
@@ -381,7 +382,7 @@ def _differing(
 
 def _redundant(record: Call, previous_index: int, *, path: str, hints: bool) -> Finding:
     return Finding(
-        kind="redundant-call",
+        kind=REDUNDANT_CALL,
         index=record.position,
         tool=record.tool,
         related=previous_index,
@@ -397,7 +398,7 @@ def _redundant(record: Call, previous_index: int, *, path: str, hints: bool) -> 
 def _nondeterministic(record: Call, earlier: int, *, path: str, hint: bool) -> Finding:
     """``hint``: say that a mutator ran between the two calls."""
     return Finding(
-        kind="non-determinism",
+        kind=NON_DETERMINISM,
         index=record.position,
         tool=record.tool,
         related=earlier,

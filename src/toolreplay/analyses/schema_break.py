@@ -15,13 +15,18 @@ from typing import Any
 from jsonschema.exceptions import SchemaError, ValidationError
 from referencing.exceptions import Unresolvable
 
+from toolreplay.analyses.difference import clipped
 from toolreplay.canonical import canonical
 from toolreplay.contracts.lock import ToolLock
 from toolreplay.ecma import BoundedSearch, Unjudged, error_message, validator_class
 from toolreplay.escape import quote
 from toolreplay.findings import Finding
+from toolreplay.kinds import SCHEMA_BREAK
 from toolreplay.locate import pointer_of, pointer_token
 from toolreplay.transcript import Record
+
+#: characters of a refused value (and of the keyword's value) a message shows
+_SHOWN = 80
 
 
 def changed_schemas(old: ToolLock, new: ToolLock) -> dict[str, Any]:
@@ -62,7 +67,7 @@ class SchemaBreaks:
             return
         self.findings.append(
             Finding(
-                kind="schema-break",
+                kind=SCHEMA_BREAK,
                 index=record.index,
                 tool=record.tool,
                 message=message,
@@ -95,8 +100,8 @@ def _refusal(tool: str, error: ValidationError) -> str:
     name = str(error.absolute_path[-1]) if error.absolute_path else "arguments"
     return (
         f"recorded call to tool {tool} is refused by its new input schema at {quote(where)}:"
-        f" {quote(name)}: {_clip(error.instance)} against the new {error.validator}:"
-        f" {_clip(error.validator_value)} (schema {keyword}; {error_message(error)[:120]})"
+        f" {quote(name)}: {clipped(error.instance, _SHOWN)} against the new {error.validator}:"
+        f" {clipped(error.validator_value, _SHOWN)} (schema {keyword}; {error_message(error)[:120]})"
     )
 
 
@@ -106,8 +111,3 @@ def schema_breaks(records: Iterable[Record], schemas: dict[str, Any], *, path: s
         for record in records:
             check.feed(record)
     return check.findings
-
-
-def _clip(value: Any, limit: int = 80) -> str:
-    text = canonical(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -23,8 +23,9 @@ from toolreplay.ecma import (
 from toolreplay.errors import InputError
 from toolreplay.escape import quote
 from toolreplay.findings import Finding
+from toolreplay.kinds import ARGUMENT_OVERREACH, PERMISSION_OVERREACH, SCOPE_UNJUDGED
 from toolreplay.limits import DEFAULT_BUDGET_SECONDS
-from toolreplay.locate import line_of, pointer_of, pointer_token
+from toolreplay.locate import located, pointer_of, pointer_token
 from toolreplay.transcript import Record, read_input
 
 
@@ -56,18 +57,6 @@ def read_json_document(path: str) -> tuple[bytes, Any]:
     except InputError as err:
         lineno = getattr(err.__cause__, "lineno", None)
         raise InputError(err.problem, path=path, line=lineno, pointer=err.pointer) from err
-
-
-def read_json_file(path: str) -> Any:
-    """The value of a whole JSON file read under the strict rules."""
-    return read_json_document(path)[1]
-
-
-def located(err: InputError, raw: bytes) -> InputError:
-    """``err`` with the line its JSON pointer lands on in ``raw`` (when it had none)."""
-    if err.line is not None or err.pointer is None:
-        return err
-    return InputError(err.problem, path=err.path, line=line_of(raw, err.pointer), pointer=err.pointer)
 
 
 def load_scope(path: str) -> Scope:
@@ -256,7 +245,7 @@ def _judge(record: Record, scope: Scope, validators: dict[str, Any], path: str) 
     """The finding about one call, if any."""
     tool = quote(record.tool)
     if record.tool not in scope.allowed_tools:
-        kind = "permission-overreach"
+        kind = PERMISSION_OVERREACH
         message = f"tool {tool} is not in the declared scope for agent {quote(scope.agent)}"
     elif record.tool not in validators:
         return None
@@ -264,12 +253,12 @@ def _judge(record: Record, scope: Scope, validators: dict[str, Any], path: str) 
         try:
             errors = _argument_errors(scope, validators, record.tool, record.args)
         except Unjudged as err:
-            kind = "scope-unjudged"
+            kind = SCOPE_UNJUDGED
             message = f"the arguments of tool {tool} could not be judged against the declared scope: {err}"
         else:
             if not errors:
                 return None
-            kind = "argument-overreach"
+            kind = ARGUMENT_OVERREACH
             pointer = pointer_of(errors[0].absolute_path)
             message = (
                 f"tool {tool} was called with arguments outside the declared scope at "

@@ -16,6 +16,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from toolreplay.analyses.difference import clipped
 from toolreplay.analyses.volatile import Volatile, trusted_matches
 from toolreplay.canonical import canonical, canonical_str, decode
 from toolreplay.errors import InputError
@@ -119,7 +120,7 @@ def _json(text: str) -> Any:
 
 
 def _rule(tool: str, at: str, values: list[Any]) -> Suggestion:
-    seen = tuple(_clip(canonical(v)) for v in values[:_SHOWN])
+    seen = tuple(clipped(v, _LIMIT) for v in values[:_SHOWN])
     why = _unmaskable(at, values)
     if why is not None:
         return Suggestion(rule=None, at=at.rstrip("#"), seen=seen, why=why)
@@ -170,10 +171,6 @@ def _stable(tool: str, answers: Sequence[dict[str, Any]], rules: list[Rule]) -> 
     return len(texts) == 1
 
 
-def _clip(text: str) -> str:
-    return text if len(text) <= _LIMIT else text[: _LIMIT - 3] + "..."
-
-
 def toml(suggestions: dict[str, list[Suggestion]], repeat: int, config: str | None) -> str:
     """The suggestions as TOML to paste into the configuration file ``config`` (None: no file was
     found), ``tool -> suggestions``, values in comments: as that file holds rules."""
@@ -185,16 +182,19 @@ def toml(suggestions: dict[str, list[Suggestion]], repeat: int, config: str | No
         lines.append(_where(config))
     for tool, found in sorted(suggestions.items()):
         for s in found:
-            lines.append("")
-            seen = ", ".join(s.seen)
-            if s.rule is None:
-                lines.append(
-                    f"# {canonical_str(tool)} at {canonical_str(s.at)}: no rule fits ({s.why}): {seen}"
-                )
-                continue
-            lines.append(f"# {canonical_str(tool)}: {s.why} changes at {canonical_str(s.at)}: seen {seen}")
-            lines.append(s.rule.toml(table))
+            lines += ["", *_suggested(tool, s, table)]
     return "\n".join(lines) + "\n"
+
+
+def _suggested(tool: str, s: Suggestion, table: str) -> list[str]:
+    """One suggestion: a comment saying what changed, and its rule (when one fits)."""
+    seen = ", ".join(s.seen)
+    if s.rule is None:
+        return [f"# {canonical_str(tool)} at {canonical_str(s.at)}: no rule fits ({s.why}): {seen}"]
+    return [
+        f"# {canonical_str(tool)}: {s.why} changes at {canonical_str(s.at)}: seen {seen}",
+        s.rule.toml(table),
+    ]
 
 
 def _where(config: str | None) -> str:

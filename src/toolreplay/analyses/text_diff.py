@@ -20,6 +20,7 @@ import difflib
 import re
 from typing import Any
 
+from toolreplay.analyses.difference import ABSENT
 from toolreplay.escape import quote
 
 #: the text classes, in the order they are listed within one tool
@@ -41,19 +42,11 @@ _WEAKENED = {
 
 def weakens(hint: str, old: Any, new: Any) -> str:
     """Why a hint's change weakens safety ("" when it does not): the safe value lost or the hint removed."""
-    if new is _ABSENT and old is not _ABSENT:
+    if new is ABSENT and old is not ABSENT:
         return f"hint removed: {_WEAKENED.get(hint, 'MCP takes its worst-case default')}"
     if hint in SAFE_VALUE and old is SAFE_VALUE[hint] and new is not SAFE_VALUE[hint]:
         return _WEAKENED[hint]
     return ""
-
-
-class _Absent:
-    def __repr__(self) -> str:
-        return "ABSENT"
-
-
-_ABSENT: Any = _Absent()
 
 
 def diff_text(old: dict[str, Any], new: dict[str, Any]) -> list[tuple[str, str, str, Any, Any]]:
@@ -67,7 +60,7 @@ def diff_text(old: dict[str, Any], new: dict[str, Any]) -> list[tuple[str, str, 
             out.append(("description", "", "/" + key, a, b))
     old_hints, new_hints = old.get("annotations", {}), new.get("annotations", {})
     for hint in sorted(set(old_hints) | set(new_hints)):
-        a, b = old_hints.get(hint, _ABSENT), new_hints.get(hint, _ABSENT)
+        a, b = old_hints.get(hint, ABSENT), new_hints.get(hint, ABSENT)
         if not _same_hint(a, b):
             detail = "weakens safety" if weakens(hint, a, b) else ""
             out.append(("annotations", detail, "/annotations/" + hint, _or_none(a), _or_none(b)))
@@ -76,11 +69,11 @@ def diff_text(old: dict[str, Any], new: dict[str, Any]) -> list[tuple[str, str, 
 
 def _same_hint(a: Any, b: Any) -> bool:
     """Whether a hint is there on both sides with the same value (``true`` is not ``1``)."""
-    return a is not _ABSENT and b is not _ABSENT and a == b and type(a) is type(b)
+    return a is not ABSENT and b is not ABSENT and a == b and type(a) is type(b)
 
 
 def _or_none(value: Any) -> Any:
-    return None if value is _ABSENT else value
+    return None if value is ABSENT else value
 
 
 def is_description(pointer: str) -> bool:
@@ -97,7 +90,7 @@ _NAME_MAPS = frozenset({"properties", "patternProperties", "$defs", "definitions
 def hint_effect(pointer: str, old: Any, new: Any) -> str:
     """What a hint change means (empty when it weakens nothing)."""
     hint = pointer.rsplit("/", 1)[-1]
-    return weakens(hint, _ABSENT if old is None else old, _ABSENT if new is None else new)
+    return weakens(hint, ABSENT if old is None else old, ABSENT if new is None else new)
 
 
 def marked(old: str, new: str) -> tuple[str, str]:

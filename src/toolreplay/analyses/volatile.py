@@ -447,12 +447,7 @@ class Volatile:
         """Find the matches the rules' patterns have in ``records`` (a batch, or one record) in one trip."""
         wanted: dict[tuple[int, str], _Owner] = {}
         for record in records:
-            tree = {"args": record.args, "response": record.response, "state": record.state}
-            for number, rule in self.for_tool(record.tool):
-                if rule.pattern is not None:
-                    segments = rule.segments
-                    for text in _landings(tree, segments[0], segments[1:]):
-                        wanted.setdefault((number, text), (record, number))
+            self._wanted_of(record, wanted)
         if batch:
             self._batch, self._ready = {}, {id(record) for record in records}
         else:  # (a record of no batch, or one built from a batch's record: its texts are found there)
@@ -463,6 +458,15 @@ class Volatile:
             found[key] = spans
             if len(key[1]) <= KNOWN_TEXT_CHARS and len(self._known) < KNOWN_CUTS:
                 self._known[key] = spans
+
+    def _wanted_of(self, record: Record, wanted: dict[tuple[int, str], _Owner]) -> None:
+        """Add to ``wanted`` the texts of ``record`` that the rules' patterns must be run on."""
+        tree = {"args": record.args, "response": record.response, "state": record.state}
+        for number, rule in self.for_tool(record.tool):
+            if rule.pattern is not None:
+                segments = rule.segments
+                for text in _landings(tree, segments[0], segments[1:]):
+                    wanted.setdefault((number, text), (record, number))
 
     def _has(self, key: tuple[int, str]) -> bool:
         return key in self._known or key in self._batch

@@ -15,8 +15,9 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING
 
-from toolreplay.canonical import MAX_RECORD_BYTES, decode
+from toolreplay.canonical import decode
 from toolreplay.errors import InputError
+from toolreplay.limits import MAX_RECORD_BYTES
 
 if TYPE_CHECKING:
     from toolreplay.capture.recording import Recording

@@ -37,10 +37,11 @@ from toolreplay.capture.redact import MASK
 from toolreplay.contracts.text import text_drift_message
 from toolreplay.escape import one_line, quote
 from toolreplay.findings import Finding, sort_findings
+from toolreplay.kinds import CONTRACT_TEXT_DRIFT, SILENT_DRIFT, TOOL_DRIFT, UNAVAILABLE
 from toolreplay.transcript import Record, make_record
 from toolreplay.volatile_rules import Rule
 
-VERDICTS: tuple[str, ...] = ("stable", "silent-drift", "unavailable", "not-probed")
+VERDICTS: tuple[str, ...] = ("stable", SILENT_DRIFT, UNAVAILABLE, "not-probed")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -203,7 +204,7 @@ def judge(
     for tool in sorted({record.tool for record in records}):
         of_tool = [record for record in records if record.tool == tool]
         if tool not in live:
-            verdicts[tool] = "unavailable"
+            verdicts[tool] = UNAVAILABLE
             notes[tool] = "no longer listed"
             if tool not in drifted:  # without a recorded fingerprint, no tool-drift says it
                 findings.append(
@@ -248,7 +249,7 @@ def _tool_drift(records: Sequence[Record], live: Mapping[str, str], path: str) -
             now = f"is now {live[tool]}" if tool in live else "is no longer listed"
             out.append(
                 Finding(
-                    kind="tool-drift",
+                    kind=TOOL_DRIFT,
                     index=record.index,
                     tool=tool,
                     message=f"tool {quote(tool)} was recorded with fingerprint {record.fingerprint}, {now}",
@@ -274,7 +275,7 @@ def _text_drift(
         message = text_drift_message(record.tool, recorded, live, differences=(why,) if why else ())
         out.append(
             Finding(
-                kind="contract-text-drift",
+                kind=CONTRACT_TEXT_DRIFT,
                 index=record.index,
                 tool=record.tool,
                 message=message,
@@ -310,9 +311,9 @@ def _verdict(
         outcome, finding, why = _call_verdict(record, answers[record.index], judging)
         if finding is not None:
             findings.append(finding)
-        if outcome == "silent-drift":
+        if outcome == SILENT_DRIFT:
             return outcome, ""
-        if outcome == "unavailable" or (outcome == "stable" and verdict == "not-probed"):
+        if outcome == UNAVAILABLE or (outcome == "stable" and verdict == "not-probed"):
             verdict = outcome
         note = note or why
     return verdict, note if verdict == "not-probed" else ""
@@ -325,26 +326,26 @@ def _call_verdict(
     judged = [answer for answer in got if isinstance(answer, dict)]
     unsteady = _unsteady(record, judged, judging)
     if unsteady is not None:
-        return "silent-drift", unsteady, ""
+        return SILENT_DRIFT, unsteady, ""
     failure = next((answer for answer in got if isinstance(answer, Failure)), None)
     if failure is not None:
-        return "unavailable", _unavailable(record, failure, judging.path), ""
+        return UNAVAILABLE, _unavailable(record, failure, judging.path), ""
     unjudged = next((answer.reason for answer in got if isinstance(answer, Unjudged)), "")
     receipted = judging.receipt.get(record.index) if judging.receipt is not None else None
     if receipted is not None:
         if unjudged:  # a set of fewer answers than the receipt's proves nothing
             return "not-probed", None, unjudged
         drift = _receipt_drift(record, receipted, judged, judging.path)
-        return ("silent-drift" if drift else "stable"), drift, ""
+        return (SILENT_DRIFT if drift else "stable"), drift, ""
     for answer in judged:
         shape_only = record.tool in judging.rules.shape_only
         drift = _drift(record, answer, shape_only, judging.path, judging.volatile)
         if drift is not None:
-            return "silent-drift", drift, ""
+            return SILENT_DRIFT, drift, ""
     return ("stable" if judged else "not-probed"), None, unjudged
 
 
-def _how(record: Record, judging: _Judging) -> Receipted:
+def _digest_rules(record: Record, judging: _Judging) -> Receipted:
     """How a call's answers are digested: as its receipt says, else by the lock and the rules."""
     receipted = judging.receipt.get(record.index) if judging.receipt is not None else None
     if receipted is not None:
@@ -358,7 +359,7 @@ def _unsteady(record: Record, judged: Sequence[dict[str, Any]], judging: _Judgin
     """``silent-drift`` at once: a tool declared deterministic gave this call two digests in one probe."""
     if record.tool not in judging.rules.deterministic or len(judged) < 2:
         return None
-    how = _how(record, judging)
+    how = _digest_rules(record, judging)
     digests = [answer_digest(record, answer, shape_only=how.shape_only, rules=how.rules) for answer in judged]
     if len(set(digests)) < 2:
         return None
@@ -367,7 +368,7 @@ def _unsteady(record: Record, judged: Sequence[dict[str, Any]], judging: _Judgin
     pointer, shown_was, shown_now = _first_difference(first, then)
     return _silent_drift(
         record,
-        f"tool {quote(record.tool)} is declared deterministic but answered {_which(record, judging)}"
+        f"tool {quote(record.tool)} is declared deterministic but answered {_call_named(record, judging)}"
         f" with {len(set(digests))} different answers in {len(judged)} asks"
         f" ({_digests(sorted(set(digests)))}), first at {quote(pointer)}: {shown_was}, then {shown_now}",
         judging.path,
@@ -385,7 +386,7 @@ def _receipt_drift(
         return None
     return _silent_drift(
         record,
-        f"tool {quote(record.tool)} answered {_which(record, None)} differently: the receipt holds"
+        f"tool {quote(record.tool)} answered {_call_named(record, None)} differently: the receipt holds"
         f" {_digests(receipted.digests)} over {receipted.answers} answers, now {_digests(digests)}"
         f" over {len(judged)}",
         path,
@@ -395,7 +396,7 @@ def _receipt_drift(
 def _silent_drift(record: Record, message: str, path: str) -> Finding:
     """A ``silent-drift`` finding on ``record``'s call."""
     return Finding(
-        kind="silent-drift",
+        kind=SILENT_DRIFT,
         index=record.index,
         tool=record.tool,
         message=message,
@@ -424,7 +425,7 @@ def _digests(digests: Sequence[str]) -> str:
     return f"digest {shown}" if len(digests) == 1 else f"{len(digests)} digests {shown}"
 
 
-def _which(record: Record, judging: _Judging | None) -> str:
+def _call_named(record: Record, judging: _Judging | None) -> str:
     """The call a message names: by its recorded index, or (a receipt's) by its arguments."""
     if judging is not None and judging.receipt is None:
         return f"the call recorded at index {record.index}"
@@ -438,9 +439,9 @@ def tool_rules(volatile: Volatile | None, tool: str) -> tuple[Rule, ...]:
 
 def answer_digest(record: Record, answer: dict[str, Any], *, shape_only: bool, rules: Sequence[Rule]) -> str:
     """The canonical digest of a live answer to ``record``'s call, as probe compares it: SHA-256 of
-    the canonical JSON of the answer without the envelope (:func:`_tool_answer`), of its shape
+    the canonical JSON of the answer without the envelope (:func:`tool_answer`), of its shape
     (``shape_only``), or of its comparison text with what ``rules`` mask marked (docs/capture.md)."""
-    value = _tool_answer(answer)
+    value = tool_answer(answer)
     if shape_only:
         text = canonical(shape(value))
     elif rules:
@@ -452,7 +453,7 @@ def answer_digest(record: Record, answer: dict[str, Any], *, shape_only: bool, r
 
 def _shown(record: Record, answer: dict[str, Any], how: Receipted) -> Any:
     """A live answer as a message shows it: digested as ``how`` says, each mask ``<volatile>``."""
-    value = _tool_answer(answer)
+    value = tool_answer(answer)
     if how.shape_only:
         return shape(value)
     if how.rules:
@@ -473,7 +474,7 @@ def _as_record(record: Record, response: dict[str, Any]) -> Record:
 
 def _unavailable(record: Record, failure: Failure, path: str) -> Finding:
     return Finding(
-        kind="unavailable",
+        kind=UNAVAILABLE,
         index=record.index,
         tool=record.tool,
         message=(
@@ -490,8 +491,8 @@ def _drift(
 ) -> Finding | None:
     """A ``silent-drift`` finding when the live answer is not the recorded one (``shape_only``: its
     shape; under ``volatile`` rules, with the volatile values masked)."""
-    recorded = _tool_answer(record.response)
-    answer = _tool_answer(answer)
+    recorded = tool_answer(record.response)
+    answer = tool_answer(answer)
     redacted = MASK in record.canon_response
     if redacted:
         answer = _unmask(recorded, answer)
@@ -551,7 +552,7 @@ def _masked(
 ENVELOPE = ("_meta", "resultType")
 
 
-def _tool_answer(response: dict[str, Any]) -> dict[str, Any]:
+def tool_answer(response: dict[str, Any]) -> dict[str, Any]:
     """A response without the protocol's envelope (a version change is tool drift by its fingerprint).
 
     ``isError`` absent means false in MCP, so a result without it gets ``false`` (a JSON-RPC

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from toolreplay.canonical import MAX_RECORD_BYTES, canonical
+from toolreplay.canonical import canonical
 from toolreplay.capture.exchange import Exchange
 from toolreplay.capture.redact import Redactor
 from toolreplay.capture.session import Call, Observed, Session
@@ -25,6 +25,7 @@ from toolreplay.escape import quote
 from toolreplay.files import session_path, temp_beside
 from toolreplay.library.post_state import StateCommand
 from toolreplay.library.recorder import Recorder
+from toolreplay.limits import MAX_RECORD_BYTES
 from toolreplay.transcript import make_record, with_state
 
 _LOCK_PROBLEM = "cannot write the lock: "

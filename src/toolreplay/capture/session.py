@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolreplay import sdk
-from toolreplay.canonical import MAX_RECORD_BYTES, canonical, decode
+from toolreplay.canonical import canonical, decode
 from toolreplay.capture import wire
 from toolreplay.capture.exchange import EXCHANGED, Exchange, notification, progress_token
 from toolreplay.contracts.definitions import ToolDefinition, import_definitions
@@ -27,6 +27,7 @@ from toolreplay.contracts.lock import ToolContract, ToolLock
 from toolreplay.contracts.text import text_of_tool
 from toolreplay.errors import InputError
 from toolreplay.escape import quote
+from toolreplay.limits import MAX_RECORD_BYTES
 from toolreplay.transcript import Record
 
 #: Where the 2026 protocol revision stamps the server's identity on a result.

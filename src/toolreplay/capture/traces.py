@@ -19,13 +19,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from toolreplay.canonical import MAX_RECORD_BYTES
 from toolreplay.capture.redact import Redactor
 from toolreplay.chain import link_digest
 from toolreplay.errors import InputError
 from toolreplay.escape import quote
 from toolreplay.files import SEALED_SUFFIX
 from toolreplay.importers import import_value
+from toolreplay.limits import MAX_RECORD_BYTES
 from toolreplay.transcript import GENESIS, Record, make_record
 
 #: a trace id as a file name: 32 hex digits, lower case (OTLP's 16 bytes)

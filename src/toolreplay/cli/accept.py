@@ -14,16 +14,17 @@ import click
 from toolreplay.capture.session import listed_lock
 from toolreplay.chain import seal_lines, verify_stream
 from toolreplay.cli.base import atomic_output
-from toolreplay.cli.baselines import accepting_notes
+from toolreplay.cli.baselines import configured_comparison
 from toolreplay.cli.defaults import config_option, read_config
 from toolreplay.config import Config, config_path
 from toolreplay.contracts.keep import Kept, keep_declared
 from toolreplay.contracts.lock import ToolLock, dump_lock, load_lock
+from toolreplay.driftnotes.guard import note_name
+from toolreplay.driftnotes.write import accepting_notes
 from toolreplay.errors import InputError
 from toolreplay.escape import one_line
 from toolreplay.files import SEALED_SUFFIX, session_path
-from toolreplay.gitinfo import regular_baseline
-from toolreplay.hooks.drift_note import note_name
+from toolreplay.git import regular_baseline
 from toolreplay.transcript import parse_links, read_input
 
 
@@ -81,7 +82,9 @@ def accept_unit(
     lock = _refreshed_lock(config, files)
     if lock is not None:
         files.append((lock.path, lock.data))
-    notes = accepting_notes(files, run=run, base=base, config_file=config_file, reason=reason)
+    # from a pull request's start: the base commit's settings and no tools_source, as note --base
+    judging = configured_comparison(config_file, None, (), base=base).judging  # built if a comparison runs
+    notes = accepting_notes(files, run=run, base=base, judging=judging, reason=reason)
     if not notes:
         raise InputError(
             "nothing to accept: the run, its session and the lock are as committed", path=baseline
@@ -140,9 +143,9 @@ def _refreshed_lock(config: Config | None, files: Sequence[tuple[str, bytes]]) -
     if listed is None:
         return None
     path = config_path(config, config.tools_lock)
-    old = load_lock(path) if os.path.isfile(path) else None
-    lock, kept = keep_declared(old, listed)
-    others = [c for name, c in (old.tools.items() if old is not None else ()) if name not in lock.tools]
+    old = load_lock(path) if os.path.isfile(path) else ToolLock.of([])
+    lock, kept = keep_declared(old if old.tools else None, listed)
+    others = [c for name, c in old.tools.items() if name not in lock.tools]
     text = dump_lock(ToolLock.of([*lock.tools.values(), *others]))
     return _Lock(path=path, data=text.encode("utf-8"), kept=kept)
 

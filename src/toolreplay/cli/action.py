@@ -20,18 +20,19 @@ from pathlib import Path, PurePosixPath
 
 import click
 
-from toolreplay.check import DRIFT_SHARD, Shard, check_info, parse_shard, run_check
+from toolreplay.check import run_check
 from toolreplay.cli.action_accept import action_accept_cmd
 from toolreplay.cli.base import EXIT_CLEAN, EXIT_FINDINGS, EXIT_INTERNAL, EXIT_USAGE, atomic_output
 from toolreplay.cli.gate import tally
 from toolreplay.config import Config, load_config, unmatched_globs
+from toolreplay.driftnotes.base_settings import PullRange, judged_config, judged_fail_on
+from toolreplay.driftnotes.pull import DriftOutcome, check_pull_request
 from toolreplay.errors import InputError, ToolreplayError
 from toolreplay.escape import workflow_command
 from toolreplay.extras import installed
-from toolreplay.gate import describe
+from toolreplay.gate import FailPolicy, describe
 from toolreplay.github.action import (
     REPORT_NAME,
-    FailPolicy,
     Settings,
     divergence,
     parse_fail_on,
@@ -49,13 +50,6 @@ from toolreplay.github.comment import (
     target_from_env,
 )
 from toolreplay.github.summary import write_summary
-from toolreplay.hooks.drift_range import (
-    DriftOutcome,
-    PullRange,
-    check_pull_request,
-    judged_config,
-    judged_fail_on,
-)
 from toolreplay.kinds import REPORT_ERROR, gated_level
 from toolreplay.report import RENDERERS
 from toolreplay.report.json import render_json
@@ -63,6 +57,7 @@ from toolreplay.report.merge import merge_shards, read_shard_report
 from toolreplay.report.sarif import render_sarif
 from toolreplay.report.text import render_text
 from toolreplay.reports import CheckInfo, Report
+from toolreplay.shards import DRIFT_SHARD, Shard, check_info, parse_shard
 
 
 @click.group(name="action", invoke_without_command=True, cls=click.Group)

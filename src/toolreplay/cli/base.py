@@ -102,6 +102,18 @@ def force_option(func: Callable[..., Any]) -> Callable[..., Any]:
     )(func)
 
 
+def mutator_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``--mutator``: the one declaration every command that judges state-changing calls takes."""
+    return click.option(
+        "--mutator",
+        "mutators",
+        multiple=True,
+        metavar="TOOL",
+        help="A tool that changes state (repeatable; replaces the config's mutators, else the default"
+        " list; a tool lock's mutates wins).",
+    )(func)
+
+
 def allow_origin_option(func: Callable[..., Any]) -> Callable[..., Any]:
     """``--allow-origin`` of ``record --listen`` and ``serve --listen`` (toolreplay.capture.listen)."""
     return click.option(

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import io
-import json
 import os
 import sys
 import time
@@ -14,58 +12,33 @@ import click
 
 from toolreplay import signing
 from toolreplay.analyses import integrity
-from toolreplay.analyses.baseline import (
-    DiffResult,
-    Freshness,
-    RunDiff,
-    check_freshness,
-    diff_baseline,
-    diff_tables,
-)
+from toolreplay.analyses.baseline import DiffResult, RunDiff, diff_tables
 from toolreplay.analyses.calltable import CallTable, Store, open_twice, read_table
 from toolreplay.analyses.fingerprint_diff import explain_drift
+from toolreplay.analyses.freshness import Freshness, check_freshness
 from toolreplay.analyses.judging import Judging, ToolBehaviour, lock_behaviour
 from toolreplay.analyses.volatile import Volatile
 from toolreplay.chain import ChainState, verify, verify_stream
-from toolreplay.cli.base import EXISTS, EXIT_FINDINGS, atomic_output, force_option
-from toolreplay.cli.defaults import announce, config_option, read_config
+from toolreplay.cli.base import EXISTS, EXIT_FINDINGS, atomic_output, force_option, mutator_option
+from toolreplay.cli.defaults import announce, config_option, mutators_and_lock, read_config, setting
 from toolreplay.cli.formats import format_option
 from toolreplay.cli.gate import emit_gated, fail_on_option, fail_policy
-from toolreplay.config import Config, config_path
+from toolreplay.config import Config
 from toolreplay.contracts.lock import load_lock
 from toolreplay.contracts.source import source_lock
+from toolreplay.driftnotes.base_settings import PullRange, judged_config
+from toolreplay.driftnotes.write import draft_note
 from toolreplay.errors import InputError
 from toolreplay.escape import one_line, quote
 from toolreplay.files import SEALED_SUFFIX
 from toolreplay.findings import Finding, sort_findings
 from toolreplay.gate import FailPolicy
-from toolreplay.gitinfo import committed_blob, last_commit_time, merge_base, regular_baseline, repo_path
-from toolreplay.hooks.drift_note import file_head
-from toolreplay.hooks.drift_range import PullRange, judged_config
+from toolreplay.git import last_commit_time, regular_baseline
 from toolreplay.limits import DEFAULT_BUDGET_SECONDS
 from toolreplay.mutators import DEFAULT_MUTATORS
 from toolreplay.reports import Line, Report, masked_line
-from toolreplay.transcript import GENESIS, Record, parse_links, read_input, read_links, read_transcript
+from toolreplay.transcript import read_links
 from toolreplay.volatile_rules import Rule
-
-#: drift-note ``kinds`` (docs/spec.md §1.6) for each finding kind that names one
-NOTE_KINDS = {
-    "agent-drift": "agent",
-    "behavior-drift": "behavior",
-    "effect-drift": "effect",
-    "silent-drift": "behavior",
-}
-
-
-def _is_sealed(path: str) -> bool:
-    return os.path.basename(path).endswith(".sealed.jsonl")
-
-
-def _read_run(path: str) -> list[Record]:
-    # whole records: the volatile rules mask their values
-    if _is_sealed(path):
-        return [link.record for link in read_links(path)]
-    return list(read_transcript(path))
 
 
 def _baseline_table(store: Store, path: str) -> tuple[CallTable, ChainState]:
@@ -181,7 +154,7 @@ class _Comparison:
         )
 
 
-def _configured(
+def configured_comparison(
     config_file: str | None,
     tools: str | None,
     mutators: tuple[str, ...],
@@ -212,9 +185,10 @@ def _configured(
 
 def _with_config(flags: _Comparison, config: Config, mutators_given: bool, used: list[str]) -> _Comparison:
     """The config's settings where the flags leave them out, each one used named in ``used``."""
-    tools = _lock_setting(flags.tools, config, used)
-    chosen = _mutators_setting(flags.mutators, config, mutators_given, used)
-    max_age_days = _max_age_setting(flags.max_age_days, config, used)
+    chosen, tools = mutators_and_lock(
+        config, tuple(flags.mutators) if mutators_given else (), flags.tools, used
+    )
+    max_age_days = setting(flags.max_age_days, config, "max_baseline_age_days", used)
     explain = _source_explanations(config, tools, chosen, used)
     if config.volatile:
         used.append("volatile")
@@ -227,34 +201,6 @@ def _with_config(flags: _Comparison, config: Config, mutators_given: bool, used:
         volatile=config.volatile,
         pattern_budget=config.pattern_budget_seconds,
     )
-
-
-def _lock_setting(tools: str | None, config: Config, used: list[str]) -> str | None:
-    """``--tools``, else the config's tools_lock."""
-    if tools is not None or config.tools_lock is None:
-        return tools
-    used.append("tools_lock")
-    return config_path(config, config.tools_lock)
-
-
-def _mutators_setting(
-    mutators: frozenset[str], config: Config, given: bool, used: list[str]
-) -> frozenset[str]:
-    """The ``--mutator`` tools, else the config's mutators (the default list unless it declares them;
-    over a pull request's range, the base commit's)."""
-    if given:
-        return mutators
-    if "mutators" in config.declared:
-        used.append("mutators")
-    return config.mutators
-
-
-def _max_age_setting(max_age_days: int | None, config: Config, used: list[str]) -> int | None:
-    """``--max-age-days``, else the config's max_baseline_age_days."""
-    if max_age_days is not None or config.max_baseline_age_days is None:
-        return max_age_days
-    used.append("max_baseline_age_days")
-    return config.max_baseline_age_days
 
 
 def _source_explanations(
@@ -273,13 +219,7 @@ def _source_explanations(
 @click.argument("baseline")
 @click.argument("runs", metavar="RUN...", nargs=-1, required=True)
 @click.option("--tools", "tools", metavar="LOCK", help="Tool lock: live fingerprints and declared behaviour.")
-@click.option(
-    "--mutator",
-    "mutators",
-    multiple=True,
-    metavar="TOOL",
-    help="A tool that changes state (repeatable; replaces the default list; a lock's mutates wins).",
-)
+@mutator_option
 @click.option(
     "--max-age-days",
     type=click.IntRange(min=0),
@@ -313,7 +253,7 @@ def diff_cmd(
     """
 
     regular_baseline(baseline)
-    comparison = _configured(config_file, tools, mutators, max_age_days, fail_on, gated=True)
+    comparison = configured_comparison(config_file, tools, mutators, max_age_days, fail_on, gated=True)
     judging = comparison.judging()
     volatile = judging.masking()
     with judging.store(volatile) as store:
@@ -323,7 +263,7 @@ def diff_cmd(
         if state.broken:
             ctx.exit(emit_gated([_broken_report(baseline, state)], fmt, comparison.policy))
         freshness = _freshness(baseline, comparison.max_age_days)
-        run_tables = [(path, read_table(store, path, sealed=_is_sealed(path))) for path in runs]
+        run_tables = [(path, read_table(store, path, sealed=path.endswith(SEALED_SUFFIX))) for path in runs]
         result = diff_tables(table, run_tables, judging)
     reports = _diff_reports(baseline, state, freshness, result, volatile)
     # the exit code follows the findings: every reason to fail is one the reports show
@@ -357,73 +297,6 @@ def _freshness(baseline: str, max_age_days: int | None) -> Freshness | None:
     return check_freshness(last_commit_time(baseline), now=int(time.time()), max_age_days=max_age_days)
 
 
-# --- note ------------------------------------------------------------------------------
-
-
-def _head_of(data: bytes, label: str) -> tuple[list[Record], str]:
-    """A guarded file's records and head: a sealed baseline's chain, or the tool lock's digest (no
-    records: a note accepts its change as bytes, docs/spec.md §1.6)."""
-    if not label.endswith(SEALED_SUFFIX):
-        return [], file_head(data)
-    links = list(parse_links(io.BytesIO(data), label))
-    state = verify(links)
-    if state.broken:
-        raise InputError(
-            f"the chain is broken at index {state.broken.position} ({state.broken.reason}); fix it first",
-            path=label,
-            line=state.broken.line,
-        )
-    return [link.record for link in links], state.head
-
-
-def note_text(
-    *,
-    baseline: str,
-    before: str,
-    after: str | None,
-    kinds: Sequence[str],
-    tools: Sequence[str],
-    found: Sequence[str],
-    reason: str | None = None,
-) -> str:
-    """The drift-note template: YAML front matter (stable key order), then room for the reason
-    (or the ``reason`` given).
-
-    Block style, every value a double-quoted scalar: a digest of digits only (or 64
-    zeros) would otherwise read as a number, so both digests are always quoted.
-    """
-
-    front = [f"baseline: {_scalar(baseline)}", f"from: {_scalar(before)}"]
-    if after is not None:
-        front.append(f"to: {_scalar(after)}")
-    lines = ["---", *front, *_listed("kinds", kinds), *_listed("tools", tools)]
-    if not kinds:
-        lines.append("# kinds: none found by comparison; add what drifted if you know:")
-        lines.append("# kinds: [signature, schema, version, behavior, effect, agent]")
-    if found:
-        lines.append("# what toolreplay diff found (a summary for the reviewer; edit kinds/tools as needed):")
-        lines += [f"#   {one_line(item)}" for item in found]
-    asked = (
-        "<!-- Why is this drift accepted? Replace this comment with the reason;"
-        " a note without one is refused. -->"
-    )
-    lines += ["---", asked if reason is None else reason.strip(), ""]
-    return "\n".join(lines)
-
-
-def _listed(key: str, values: Sequence[str]) -> list[str]:
-    """A list of the front matter in block style; nothing when empty (the schema wants a list
-    non-empty when present)."""
-    if not values:
-        return []
-    return [f"{key}:", *(f"  - {_scalar(v)}" for v in values)]
-
-
-def _scalar(value: str) -> str:
-    # a JSON string is a valid YAML double-quoted scalar (ASCII, every control escaped)
-    return json.dumps(value, ensure_ascii=True)
-
-
 @click.command(name="note")
 @click.argument("baseline")
 @click.option(
@@ -434,13 +307,7 @@ def _scalar(value: str) -> str:
     help="Compare the committed baseline with this run to fill kinds and tools (repeatable).",
 )
 @click.option("--tools", "tools", metavar="LOCK", help="Tool lock for the comparison (as in diff).")
-@click.option(
-    "--mutator",
-    "mutators",
-    multiple=True,
-    metavar="TOOL",
-    help="A tool that changes state, for the comparison (as in diff).",
-)
+@mutator_option
 @click.option(
     "--base",
     metavar="REF",
@@ -478,174 +345,17 @@ def note_cmd(
     if file is not None and not force and os.path.isfile(file):
         # before the work: an earlier note's reasoning is never replaced by a template
         raise InputError(EXISTS, path=output)
-    comparison = _configured(config_file, tools, mutators, base=base)
-    heads = _baseline_heads(baseline, base)
-    compared = _compared_runs(heads, runs)
-    drift = _drift_found(heads.before_records, compared, comparison) if compared else _NoteDrift()
-    text = _note_of(heads, drift)
+    judging = configured_comparison(config_file, tools, mutators, base=base).judging  # built if compared
+    text = draft_note(baseline, runs=runs, base=base, judging=judging)
     if file is not None and os.path.dirname(file):
         os.makedirs(os.path.dirname(file), exist_ok=True)  # the notes folder may not exist yet
     with atomic_output(output, replace=force) as out:
         out.write(text)
 
 
-def _note_of(heads: _BaselineHeads, drift: _NoteDrift, reason: str | None = None) -> str:
-    """The note of a change measured by ``heads``, with what the comparison found (and the reason)."""
-    return note_text(
-        baseline=heads.name,
-        before=heads.before,
-        after=heads.after,
-        kinds=sorted(drift.kinds),
-        tools=sorted(drift.tools),
-        found=drift.found,
-        reason=reason,
-    )
-
-
 def _to_file(output: str | None) -> str | None:
     """The file ``-o`` names (None for standard output)."""
     return output if output and output != "-" else None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class _BaselineHeads:
-    """A baseline as committed in git HEAD (or at a pull request's start) and as it is now."""
-
-    path: str
-    #: its path in the repository, as a note names it
-    name: str
-    committed: bool
-    before_records: list[Record]
-    before: str
-    #: None when the baseline is deleted
-    after_records: list[Record] | None
-    after: str | None
-
-
-def _baseline_heads(
-    baseline: str, base: str | None = None, now: tuple[list[Record] | None, str | None] | None = None
-) -> _BaselineHeads:
-    """A baseline's head in HEAD, or where a pull request against ``base`` starts (the genesis value
-    when new), and now (``now``: its records and head to be, else as on disk); refused when unchanged."""
-    heads, since = _measured_heads(baseline, base, now)
-    if heads.after is not None and heads.after == heads.before:
-        raise InputError(
-            f"is unchanged since {since} (from == to, head {heads.before}): there is no drift to accept;"
-            " re-seal the baseline first, then write its note",
-            path=baseline,
-        )
-    return heads
-
-
-def _measured_heads(
-    baseline: str, base: str | None, now: tuple[list[Record] | None, str | None] | None
-) -> tuple[_BaselineHeads, str]:
-    """A baseline's heads as :func:`_baseline_heads` measures them, changed or not; and how
-    messages name where they are measured from."""
-    name = repo_path(baseline)
-    rev, since = _measured_from(baseline, base)
-    blob = committed_blob(baseline, rev)
-    label = f"{rev[:12]}:{name}"  # (HEAD, or a commit's short id)
-    before_records, before = _head_of(blob, label) if blob is not None else ([], GENESIS)
-    if now is None and not os.path.exists(baseline) and blob is None:
-        raise InputError(
-            f"no such file, and not in {'git HEAD' if base is None else since} either", path=baseline
-        )
-    after_records, after = _now(baseline) if now is None else now
-    heads = _BaselineHeads(
-        path=baseline,
-        name=name,
-        committed=blob is not None,
-        before_records=before_records,
-        before=before,
-        after_records=after_records,
-        after=after,
-    )
-    return heads, since
-
-
-def accepting_notes(
-    files: Sequence[tuple[str, bytes]],
-    *,
-    run: str,
-    base: str | None,
-    config_file: str | None,
-    reason: str,
-) -> list[tuple[str, str]]:
-    """The drift notes accepting each of ``files`` (a path and its bytes to be; the baseline first)
-    with ``reason``, for ``accept``: kinds and tools from comparing the baseline as measured with
-    ``run``, as ``note --run`` does (from a pull request's start, with the base commit's settings
-    and no tools_source, as ``note --base``); a file unchanged since then gets none. (path, text) each."""
-    comparison = _configured(config_file, None, (), base=base)
-    notes: list[tuple[str, str]] = []
-    drift = _NoteDrift()
-    for number, (path, data) in enumerate(files):
-        records, head = _head_of(data, path)
-        heads, _ = _measured_heads(path, base, (records, head))
-        if number == 0 and heads.committed:
-            drift = _drift_found(heads.before_records, [(run, records)], comparison)
-        if heads.after == heads.before:
-            continue
-        text = _note_of(heads, drift, reason)
-        notes.append((heads.name, text))
-    return notes
-
-
-def _measured_from(baseline: str, base: str | None) -> tuple[str, str]:
-    """The commit a note measures from (HEAD, or where a pull request against ``base`` starts),
-    and how messages name it."""
-    if base is None:
-        return "HEAD", "HEAD"
-    rev = merge_base(baseline, base)
-    return rev, f"the merge base of {quote(base)} and HEAD ({rev[:12]})"
-
-
-def _now(baseline: str) -> tuple[list[Record] | None, str | None]:
-    """The baseline's records and head as it is now; None for both when it is deleted."""
-    if not os.path.exists(baseline):
-        return None, None
-    return _head_of(read_input(baseline), baseline)
-
-
-def _compared_runs(heads: _BaselineHeads, runs: Sequence[str]) -> list[tuple[str, list[Record]]]:
-    """What the committed baseline is compared with: the runs given, else the baseline as it is now."""
-    if not heads.committed:
-        return []  # a new baseline: nothing drifted from anything
-    if runs:
-        return [(path, _read_run(path)) for path in runs]
-    if heads.after_records is not None:
-        return [(heads.path, heads.after_records)]
-    return []
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class _NoteDrift:
-    """What a comparison found, for a note's kinds, tools and summary."""
-
-    kinds: frozenset[str] = frozenset()
-    tools: frozenset[str] = frozenset()
-    found: tuple[str, ...] = ()
-
-
-def _drift_found(
-    before: list[Record], compared: list[tuple[str, list[Record]]], comparison: _Comparison
-) -> _NoteDrift:
-    """The comparison of the committed baseline with the runs, as a note words it."""
-    result = diff_baseline(before, compared, comparison.judging())
-    findings = [(run.path, f) for run in result.runs for f in sort_findings(list(run.findings))]
-    return _NoteDrift(
-        kinds=frozenset(NOTE_KINDS[f.kind] for _, f in findings if f.kind in NOTE_KINDS),
-        tools=frozenset(f.tool for _, f in findings),
-        found=tuple(_found_lines(findings, named=len(result.runs) > 1)),
-    )
-
-
-def _found_lines(findings: list[tuple[str, Finding]], *, named: bool) -> list[str]:
-    """The note's summary of the findings, each naming its run when ``named`` (several runs)."""
-    found = [f"{path + ' ' if named else ''}index {f.index}: {f.kind}: {f.message}" for path, f in findings]
-    if any(f.kind == "tool-drift" for _, f in findings):
-        found.append("tool-drift: run toolreplay fingerprint-diff to tell signature, schema or version")
-    return found
 
 
 # --- signatures ------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from toolreplay.analyses.fingerprint_diff import text_differences
 from toolreplay.analyses.suggest import Suggestion, suggest, toml
 from toolreplay.capture.listen import Admission, parse_listen
 from toolreplay.capture.live import EVERY_CAPABILITY, probe_live, recorded_client
-from toolreplay.capture.probe import Failure, _tool_answer
+from toolreplay.capture.probe import Failure, tool_answer
 from toolreplay.capture.receipt import (
     NOT_SEALED,
     read_receipt,
@@ -47,6 +47,7 @@ from toolreplay.cli.base import (
     allow_origin_option,
     atomic_output,
     force_option,
+    mutator_option,
     warn,
 )
 from toolreplay.cli.defaults import (
@@ -176,14 +177,7 @@ def _text_explained(
 @click.argument("transcript", required=False)
 @click.argument("command", nargs=-1)
 @click.option("--target", metavar="URL", help="A Streamable HTTP server to ask instead of starting COMMAND.")
-@click.option(
-    "--mutator",
-    "mutators",
-    multiple=True,
-    metavar="TOOL",
-    help="A tool that changes state and is never re-run (repeatable; replaces the config's"
-    " mutators, else the default list).",
-)
+@mutator_option
 @click.option(
     "--allow",
     "allowed",
@@ -480,7 +474,7 @@ def _suggestions(
         if not answers or any(isinstance(answer, Failure) for answer in answers):
             continue
         mine = found.setdefault(record.tool, [])
-        for suggestion in suggest(record.tool, [_tool_answer(a) for a in answers if isinstance(a, dict)]):
+        for suggestion in suggest(record.tool, [tool_answer(a) for a in answers if isinstance(a, dict)]):
             # one rule per place, with the values of the first call that needed it
             if all((s.rule, s.at) != (suggestion.rule, suggestion.at) for s in mine):
                 mine.append(suggestion)

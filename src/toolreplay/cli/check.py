@@ -7,15 +7,16 @@ from pathlib import Path
 
 import click
 
-from toolreplay.check import check_info, parse_shard, run_check_with_status
+from toolreplay.check import run_check_with_status
 from toolreplay.cli.base import EXIT_CLEAN, EXIT_FINDINGS, warn
 from toolreplay.cli.formats import format_option
 from toolreplay.cli.gate import fail_on_option, fail_policy, tally
 from toolreplay.config import load_config, unmatched_globs
-from toolreplay.hooks.drift_range import PullRange, judged_fail_on
+from toolreplay.driftnotes.base_settings import PullRange, judged_fail_on
 from toolreplay.report import RENDERERS
 from toolreplay.report.merge import merge_shards, read_shard_report
 from toolreplay.reports import CheckInfo, Report, masked_text, masked_total, stale_rules
+from toolreplay.shards import check_info, parse_shard
 
 
 @click.command(name="check")

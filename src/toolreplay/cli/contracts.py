@@ -9,12 +9,11 @@ from typing import Any
 import click
 
 from toolreplay.analyses.fingerprint_diff import carries_no_versions, compare_transcript, lock_report
-from toolreplay.analyses.replay import DEFAULT_MUTATORS
 from toolreplay.analyses.schema_break import changed_schemas, schema_breaks
-from toolreplay.cli.base import Seconds, atomic_output, force_option, warn
-from toolreplay.cli.defaults import announce, config_option, read_config
+from toolreplay.cli.base import Seconds, atomic_output, force_option, mutator_option, warn
+from toolreplay.cli.defaults import announce, config_option, path_setting, read_config
 from toolreplay.cli.formats import emit, format_option
-from toolreplay.config import Config, config_path
+from toolreplay.config import Config
 from toolreplay.contracts.definitions import import_definitions, read_definitions
 from toolreplay.contracts.keep import keep_declared, previous_lock
 from toolreplay.contracts.lock import ToolLock, dump_lock, load_lock
@@ -23,8 +22,9 @@ from toolreplay.contracts.source import is_python_source, source_lock
 from toolreplay.errors import InputError
 from toolreplay.escape import quote, url_shown
 from toolreplay.findings import sort_findings
+from toolreplay.mutators import DEFAULT_MUTATORS
 from toolreplay.reports import Line, Report
-from toolreplay.transcript import Record, read_links, read_transcript
+from toolreplay.transcript import Record, iter_records
 
 
 def _version_text(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
@@ -54,13 +54,7 @@ def _version_text(ctx: click.Context, param: click.Parameter, value: str | None)
 @force_option
 @click.option("--mcp", is_flag=True, help="SOURCE... is the command line of an MCP stdio server to start.")
 @click.option("--target", metavar="URL", help="Ask the MCP server at this Streamable HTTP URL (no SOURCE).")
-@click.option(
-    "--mutator",
-    "mutators",
-    multiple=True,
-    metavar="TOOL",
-    help="A tool that changes state (repeatable; replaces the default list; not for MCP tools).",
-)
+@mutator_option
 @click.option(
     "--timeout",
     type=Seconds(),
@@ -90,19 +84,7 @@ def fingerprint_cmd(
         toolreplay fingerprint -o tools.lock.json --mcp -- python server.py
         toolreplay fingerprint -o tools.lock.json --target http://127.0.0.1:8000/mcp
     """
-    mutator_set = frozenset(mutators) if mutators else DEFAULT_MUTATORS
-    if target is not None:
-        if source or mcp:
-            raise click.UsageError("--target asks a server by its URL: give no SOURCE and no --mcp")
-        lock, warnings = url_lock(target, version=tool_version, timeout=timeout)
-        named = url_shown(target)
-    elif not mcp and len(source) != 1:
-        raise click.UsageError("give one SOURCE (or --mcp and a server command line, or --target URL)")
-    else:
-        lock, warnings = _lock_of(
-            source, mcp=mcp, version=tool_version, mutators=mutator_set, timeout=timeout
-        )
-        named = describe(source) if mcp else source[0]
+    lock, warnings, named = _fingerprinted(source, mcp, target, tool_version, mutators, timeout)
     _warn(warnings)
     if output is not None and force:
         lock = _keep_declared(output, lock)
@@ -112,6 +94,27 @@ def fingerprint_cmd(
         raise InputError(err.problem, path=named) from err
     with atomic_output(output, replace=force) as out:
         out.write(text)
+
+
+def _fingerprinted(
+    source: tuple[str, ...],
+    mcp: bool,
+    target: str | None,
+    version: str | None,
+    mutators: tuple[str, ...],
+    timeout: float,
+) -> tuple[ToolLock, tuple[str, ...], str]:
+    """The lock of what the options name, its warnings, and how errors name it."""
+    if target is not None:
+        if source or mcp:
+            raise click.UsageError("--target asks a server by its URL: give no SOURCE and no --mcp")
+        lock, warnings = url_lock(target, version=version, timeout=timeout)
+        return lock, tuple(warnings), url_shown(target)
+    if not mcp and len(source) != 1:
+        raise click.UsageError("give one SOURCE (or --mcp and a server command line, or --target URL)")
+    chosen = frozenset(mutators) if mutators else DEFAULT_MUTATORS
+    lock, warnings = _lock_of(source, mcp=mcp, version=version, mutators=chosen, timeout=timeout)
+    return lock, tuple(warnings), describe(source) if mcp else source[0]
 
 
 def _lock_of(
@@ -196,7 +199,7 @@ def fingerprint_diff_cmd(
     if _is_transcript(recorded):
         if calls:
             raise click.UsageError("--calls needs RECORDED to be a tool lock")
-        report = _transcript_report(recorded, _records(recorded), live_lock)
+        report = _transcript_report(recorded, iter_records(recorded), live_lock)
         ctx.exit(emit([report], fmt))
     recorded_lock = load_lock(recorded)
     reports = [
@@ -210,17 +213,15 @@ def fingerprint_diff_cmd(
 
 def _recorded_lock(config: Config | None, recorded: str | None, used: list[str]) -> str:
     """RECORDED, else the config's tools_lock."""
-    if recorded is not None:
-        return recorded
-    if config is None or config.tools_lock is None:
+    lock = path_setting(recorded, config, "tools_lock", used)
+    if lock is None:
         raise click.UsageError("give RECORDED and LIVE, or set tools_lock and tools_source in the config")
-    used.append("tools_lock")
-    return config_path(config, config.tools_lock)
+    return lock
 
 
 def _calls_report(path: str, schemas: dict[str, Any]) -> Report:
     """One transcript's recorded calls against the changed input schemas."""
-    records = _records(path)
+    records = iter_records(path)
     counted = [0]
 
     def counting() -> Iterable[Record]:
@@ -253,15 +254,6 @@ def _configured_source(config: Config | None, used: list[str]) -> tuple[str, Too
     source = config.tools_source
     name = url_shown(source) if isinstance(source, str) else describe(source)
     return name, lock, carries_no_versions(lock)
-
-
-def _records(path: str) -> Iterable[Record]:
-    """A transcript's records, sealed or not."""
-    return (
-        (link.record for link in read_links(path))
-        if path.endswith(".sealed.jsonl")
-        else read_transcript(path)
-    )
 
 
 def _is_transcript(path: str) -> bool:

@@ -46,12 +46,16 @@ def seal_cmd(ctx: click.Context, transcript: str, output: str | None, force: boo
         with carried or contextlib.nullcontext() as session_out:
             if session and session_out is not None:
                 _seal_in_order(session, session_out)
-            if (
-                transcript == "-"
-                or not parallel.worth_it(transcript)
-                or not _sealed_in_parallel(transcript, out)
-            ):
-                _seal_in_order(transcript, out)
+            _seal(transcript, out)
+
+
+def _seal(transcript: str, out: IO[str]) -> None:
+    """Seal ``transcript`` into ``out``: on every core when the file is worth it, else in order."""
+    parallel_done = (
+        transcript != "-" and parallel.worth_it(transcript) and _sealed_in_parallel(transcript, out)
+    )
+    if not parallel_done:
+        _seal_in_order(transcript, out)
 
 
 def _session_of(transcript: str, output: str | None) -> str | None:
@@ -174,7 +178,7 @@ def _configured_baselines(config_file: str | None, *, anchored: bool) -> list[st
 def _refuse_unjudged(config: Config, paths: list[str]) -> None:
     """Refuse the first of ``paths`` that ``check`` would not read as a baseline."""
     from toolreplay.config import config_path
-    from toolreplay.hooks.settings import unjudged_baseline
+    from toolreplay.driftnotes.settings import unjudged_baseline
 
     for path in paths:
         refused = unjudged_baseline(config, path)

@@ -56,31 +56,35 @@ def config_shown(config: Config) -> str:
     return os.path.relpath(config.source) if os.path.isabs(config.source) else config.source
 
 
+def setting(flag: Any, config: Config | None, name: str, used: list[str]) -> Any:
+    """The one rule of every command's settings: ``flag`` when the command line gave one (not None),
+    else the config's setting ``name`` when it sets one (appended to ``used``, for
+    :func:`announce`), else None (the command's default)."""
+    if flag is not None or config is None or name not in config.declared:
+        return flag
+    used.append(name)
+    return getattr(config, name)
+
+
 def mutators_and_lock(
     config: Config | None, mutators: Sequence[str], lock_path: str | None, used: list[str]
 ) -> tuple[frozenset[str], str | None]:
     """The mutator list and the tool lock a command judges with: the flags, else the config's
     ``mutators`` and ``tools_lock``, else the default list and no lock; what the config
     supplied is appended to ``used`` (for :func:`announce`)."""
-    chosen = frozenset(mutators) if mutators else DEFAULT_MUTATORS
-    if config is None:
-        return chosen, lock_path
-    if not mutators and "mutators" in config.declared:
-        chosen = config.mutators
-        used.append("mutators")
-    return chosen, _lock_of(config, lock_path, used)
+    chosen = setting(frozenset(mutators) or None, config, "mutators", used)
+    return chosen or DEFAULT_MUTATORS, path_setting(lock_path, config, "tools_lock", used)
 
 
-def _lock_of(config: Config, lock_path: str | None, used: list[str]) -> str | None:
-    """``--tools``, else the config's ``tools_lock`` (appended to ``used``)."""
-    if lock_path is not None or config.tools_lock is None:
-        return lock_path
+def path_setting(flag: str | None, config: Config | None, name: str, used: list[str]) -> str | None:
+    """:func:`setting` for a file: the config names it from its own folder, and this gives it as
+    the current directory reaches it."""
+    if flag is not None or config is None or name not in config.declared:
+        return flag
     # (the loader is in by now: read_config gave the config; verify shares this module)
     from toolreplay.config import config_path
 
-    path = config_path(config, config.tools_lock)
-    used.append("tools_lock")
-    return path
+    return config_path(config, setting(None, config, name, used))
 
 
 def volatile_of(config: Config | None, used: list[str]) -> Volatile | None:

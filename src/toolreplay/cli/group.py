@@ -19,7 +19,7 @@ from toolreplay._version import __version__
 from toolreplay.cli.base import EXIT_INTERNAL, EXIT_USAGE, LazyGroup
 from toolreplay.errors import InputError, ToolreplayError
 from toolreplay.escape import inert, one_line
-from toolreplay.limits import room_for_depth
+from toolreplay.limits import raised_recursion_limit
 from toolreplay.outputs import STDOUT, is_write_error, write_error
 
 #: every command, as ``"module:attr"``: the click command it is (click's lazy group; this is the
@@ -61,7 +61,7 @@ class ToolreplayGroup(LazyGroup):
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
-            with room_for_depth():  # jsonschema walks a 128-deep value in more than 1000 frames
+            with raised_recursion_limit():  # jsonschema walks a 128-deep value in more than 1000 frames
                 return super().invoke(ctx)
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
             raise

@@ -11,14 +11,14 @@ from hashlib import sha256
 
 import click
 
-from toolreplay.analyses.replay import DEFAULT_MUTATORS
-from toolreplay.cli.base import EXISTS, EXIT_USAGE, force_option, place_output, warn
+from toolreplay.cli.base import EXISTS, EXIT_USAGE, force_option, mutator_option, place_output, warn
 from toolreplay.cli.defaults import announce, config_option, read_config
 from toolreplay.errors import InputError
 from toolreplay.escape import inert, one_line
 from toolreplay.files import temp_beside
 from toolreplay.importers import FORMATS, Session, import_stream
 from toolreplay.importers.base import TraceWarning
+from toolreplay.mutators import DEFAULT_MUTATORS
 from toolreplay.outputs import write_error
 from toolreplay.transcript import make_record, open_input, record_line
 
@@ -106,14 +106,7 @@ def _own_labels(labels: Sequence[str | None], count: int) -> bool:
     help="Give each call to a mutator the post-call state its response implies (a SHA-256 of the"
     " response), so diff can compare effects instead of reporting audit-incomplete.",
 )
-@click.option(
-    "--mutator",
-    "mutators",
-    multiple=True,
-    metavar="TOOL",
-    help="A tool that changes state, for --state-from-response (repeatable; default: the config's"
-    " mutators, else the default list).",
-)
+@mutator_option
 @force_option
 @config_option
 @click.pass_context

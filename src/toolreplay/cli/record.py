@@ -167,20 +167,8 @@ def record_cmd(
         otlp_proto.require_receiver()
         ctx.exit(_record_otlp(otlp, output, patterns, origins, force))
     require_sdk("record")
-    if (listen is None) != (target is None) or (listen is not None) == bool(command):
-        raise click.UsageError("give the server's command line after --, or --listen and --target")
-    if origins and listen is None:
-        raise click.UsageError("--allow-origin goes with --listen")
-    if seal and not output.endswith(SEALED_SUFFIX):
-        # replay, diff and check read a file by its name: a sealed one named *.jsonl fails there
-        raise click.UsageError(f"-o {one_line(output)}: {NOT_SEALED}")
-    if lock_path is not None and os.path.realpath(lock_path) == os.path.realpath(output):
-        raise click.UsageError("-o and --lock name the same file; give the lock its own name")
-    if not force:
-        # an earlier session's recording (a baseline in the making) is never lost by accident
-        for path in (output, session_path(output), lock_path):
-            if path is not None and os.path.isfile(os.path.realpath(path)):
-                raise InputError(EXISTS, path=path)
+    _check_options(command, listen, target, origins)
+    _check_outputs(output, seal, lock_path, force=force)
     opening = Opening(
         output=output,
         seal=seal,
@@ -196,14 +184,41 @@ def record_cmd(
         status, recording = _record_stdio(command, opening)
     for kept in recording.kept:
         click.echo(f"toolreplay: {kept.text(lock_path or '')}", err=True)
+    click.echo(_recorded_line(recording, output, redacting=bool(patterns)), err=True)
+    ctx.exit(status)
+
+
+def _check_options(
+    command: tuple[str, ...], listen: str | None, target: str | None, origins: tuple[str, ...]
+) -> None:
+    """A server's command line, or --listen with --target (and --allow-origin only with --listen)."""
+    if (listen is None) != (target is None) or (listen is not None) == bool(command):
+        raise click.UsageError("give the server's command line after --, or --listen and --target")
+    if origins and listen is None:
+        raise click.UsageError("--allow-origin goes with --listen")
+
+
+def _check_outputs(output: str, seal: bool, lock_path: str | None, *, force: bool) -> None:
+    """The recording's files: a sealed one named so, the lock apart, none replaced unless --force."""
+    if seal and not output.endswith(SEALED_SUFFIX):
+        # replay, diff and check read a file by its name: a sealed one named *.jsonl fails there
+        raise click.UsageError(f"-o {one_line(output)}: {NOT_SEALED}")
+    if lock_path is not None and os.path.realpath(lock_path) == os.path.realpath(output):
+        raise click.UsageError("-o and --lock name the same file; give the lock its own name")
+    if force:
+        return
+    # an earlier session's recording (a baseline in the making) is never lost by accident
+    for path in (output, session_path(output), lock_path):
+        if path is not None and os.path.isfile(os.path.realpath(path)):
+            raise InputError(EXISTS, path=path)
+
+
+def _recorded_line(recording: Recording, output: str, *, redacting: bool) -> str:
+    """The line that says what was recorded."""
     redacted, calls = recording.redactor.count, recording.count
     note = f", {recording.states} with post-call state" if recording.state_command is not None else ""
-    note += f", {redacted} value{'s' if redacted != 1 else ''} redacted" if patterns else ""
-    click.echo(
-        f"toolreplay: recorded {calls} call{'s' if calls != 1 else ''} to {one_line(output)}{note}",
-        err=True,
-    )
-    ctx.exit(status)
+    note += f", {redacted} value{'s' if redacted != 1 else ''} redacted" if redacting else ""
+    return f"toolreplay: recorded {calls} call{'s' if calls != 1 else ''} to {one_line(output)}{note}"
 
 
 def _record_otlp(

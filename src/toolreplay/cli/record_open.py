@@ -19,9 +19,9 @@ from toolreplay.capture.http import check_target, serve_proxy
 from toolreplay.capture.listen import Admission, parse_listen
 from toolreplay.capture.recording import Recording
 from toolreplay.cli.base import warn
-from toolreplay.cli.defaults import announce, read_config
+from toolreplay.cli.defaults import announce, read_config, setting
 from toolreplay.cli.loading import loading
-from toolreplay.config import config_path
+from toolreplay.config import Config, config_path
 from toolreplay.contracts.lock import ToolLock, load_lock
 from toolreplay.library.post_state import StateCommand
 from toolreplay.mutators import DEFAULT_MUTATORS
@@ -73,9 +73,7 @@ def state_commands(
     ``tools_lock`` unless ``--lock``), as ``check`` reads them. Says which settings the config supplied."""
     config = read_config(config_file)
     used: list[str] = []
-    if not commands and config is not None and config.state_command:
-        commands = config.state_command
-        used.append("state_command")
+    commands = setting(commands or None, config, "state_command", used) or ()
     if not commands:
         if timeout is not None:
             warn(
@@ -83,21 +81,23 @@ def state_commands(
                 " (--state-command, or the configuration's state_command)"
             )
         return None, None
-    mutators, declared = DEFAULT_MUTATORS, None
-    if config is not None:
-        if timeout is None and "state_timeout_seconds" in config.declared:
-            timeout = config.state_timeout_seconds
-            used.append("state_timeout_seconds")
-        if "mutators" in config.declared:
-            mutators = config.mutators
-            used.append("mutators")
-        tools_lock = config_path(config, config.tools_lock) if config.tools_lock is not None else None
-        # (a lock not written yet is none; anything else at that path is read, and refused if it is no lock)
-        if lock_path is None and tools_lock is not None and os.path.lexists(tools_lock):
-            declared = load_lock(tools_lock)
-            used.append("tools_lock")
+    timeout = setting(timeout, config, "state_timeout_seconds", used)
+    mutators = setting(None, config, "mutators", used) or DEFAULT_MUTATORS
+    declared = _declared_lock(config, lock_path, used)
     announce(config, used)
     return StateCommand(commands, timeout=timeout or DEFAULT_TIMEOUT, mutators=mutators), declared
+
+
+def _declared_lock(config: Config | None, lock_path: str | None, used: list[str]) -> ToolLock | None:
+    """The config's tools_lock, for which calls change state, unless ``--lock`` names one (a lock
+    not written yet is none; anything else at that path is read, and refused if it is no lock)."""
+    if lock_path is not None or config is None or config.tools_lock is None:
+        return None
+    tools_lock = config_path(config, config.tools_lock)
+    if not os.path.lexists(tools_lock):
+        return None
+    used.append("tools_lock")
+    return load_lock(tools_lock)
 
 
 def record_http(

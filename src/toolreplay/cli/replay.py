@@ -11,7 +11,15 @@ import click
 from toolreplay import parallel
 from toolreplay.analyses.replay import Call, ReplayResult, file_calls, read_calls, replay_calls
 from toolreplay.analyses.volatile import Volatile
-from toolreplay.cli.defaults import announce, config_option, mutators_and_lock, read_config, volatile_of
+from toolreplay.cli.base import mutator_option
+from toolreplay.cli.defaults import (
+    announce,
+    config_option,
+    mutators_and_lock,
+    read_config,
+    setting,
+    volatile_of,
+)
 from toolreplay.cli.formats import emit, format_option
 from toolreplay.findings import sort_findings
 from toolreplay.reports import Report, masked_line, replay_header
@@ -19,13 +27,7 @@ from toolreplay.reports import Report, masked_line, replay_header
 
 @click.command(name="replay")
 @click.argument("transcript")
-@click.option(
-    "--mutator",
-    "mutators",
-    multiple=True,
-    metavar="TOOL",
-    help="A tool that changes state (repeatable; replaces the default list and the config's mutators).",
-)
+@mutator_option
 @click.option(
     "--state-aware/--no-state-aware",
     default=None,
@@ -93,9 +95,7 @@ def _replay_settings(
     config = read_config(config_file)
     used: list[str] = []
     chosen, lock_path = mutators_and_lock(config, mutators, lock_path, used)
-    if config is not None and state_aware is None and config.state_aware is not None:
-        state_aware = config.state_aware
-        used.append("state_aware")
+    state_aware = setting(state_aware, config, "state_aware", used)
     volatile = volatile_of(config, used)
     announce(config, used)
     if lock_path is None:

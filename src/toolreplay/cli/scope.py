@@ -6,9 +6,9 @@ import click
 
 from toolreplay.analyses.scope import check_scope, load_scope
 from toolreplay.cli.base import Seconds
-from toolreplay.cli.defaults import announce, config_option, read_config
+from toolreplay.cli.defaults import announce, config_option, path_setting, read_config, setting
 from toolreplay.cli.formats import emit, format_option
-from toolreplay.config import Config, config_path
+from toolreplay.config import Config
 from toolreplay.findings import sort_findings
 from toolreplay.limits import DEFAULT_BUDGET_SECONDS
 from toolreplay.reports import Line, Report
@@ -61,21 +61,15 @@ def scope_cmd(
 
 def _scope_file(config: Config | None, scope_file: str | None, used: list[str]) -> str:
     """SCOPE, else the config's scope."""
-    if scope_file is not None:
-        return scope_file
-    if config is None or config.scope is None:
+    scope = path_setting(scope_file, config, "scope", used)
+    if scope is None:
         raise click.UsageError(
             "give SCOPE, or set scope in the config ([tool.toolreplay] or toolreplay.toml)"
         )
-    used.append("scope")
-    return config_path(config, config.scope)
+    return scope
 
 
 def _pattern_budget(config: Config | None, pattern_budget: float | None, used: list[str]) -> float:
     """--pattern-budget, else the config's pattern_budget_seconds, else the default."""
-    if pattern_budget is not None:
-        return pattern_budget
-    if config is None or "pattern_budget_seconds" not in config.declared:
-        return DEFAULT_BUDGET_SECONDS
-    used.append("pattern_budget_seconds")
-    return config.pattern_budget_seconds
+    chosen = setting(pattern_budget, config, "pattern_budget_seconds", used)
+    return DEFAULT_BUDGET_SECONDS if chosen is None else float(chosen)

@@ -13,6 +13,14 @@ from toolreplay.schemas import SCHEMA_FILES
 from toolreplay.validate import validate_file
 
 
+def _validated(path: str, problems: list[str], *, alone: bool) -> Report:
+    """One file's report: valid, or invalid with its problems."""
+    status = "invalid" if problems else "valid"
+    # one key whatever the number of files; the text form of a lone file says its name
+    line = Line(key="result", value=status, text=status, label=path if alone else "")
+    return Report(command="validate", path=path, header=(line,), errors=tuple(problems))
+
+
 @click.command(name="validate")
 @click.argument("files", nargs=-1, required=True)
 @click.option(
@@ -33,20 +41,7 @@ def validate_cmd(ctx: click.Context, files: tuple[str, ...], kind: str | None, f
             checked.append((path, validate_file(path, kind)))
         except InputError as err:
             refused.append(str(err))
-    reports = []
-    for path, problems in checked:
-        status = "invalid" if problems else "valid"
-        reports.append(
-            Report(
-                command="validate",
-                path=path,
-                # one key whatever the number of files; the text form of a lone file says its name
-                header=(
-                    Line(key="result", value=status, text=status, label=path if len(checked) == 1 else ""),
-                ),
-                errors=tuple(problems),
-            )
-        )
+    reports = [_validated(path, problems, alone=len(checked) == 1) for path, problems in checked]
     code = emit(reports, fmt) if reports else EXIT_CLEAN
     for problem in refused:
         click.echo(f"toolreplay: error: {one_line(problem)}", err=True)

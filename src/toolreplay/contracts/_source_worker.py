@@ -23,7 +23,7 @@ from toolreplay.contracts.lock import ToolLock, dump_lock
 from toolreplay.contracts.mcp import list_mcp_server, listed_definitions
 from toolreplay.contracts.python import load_object, python_lock
 from toolreplay.errors import InputError
-from toolreplay.limits import room_for_depth
+from toolreplay.limits import raised_recursion_limit
 
 
 def _answer(request: dict[str, Any]) -> dict[str, Any]:
@@ -53,7 +53,7 @@ def main() -> int:
     answer = os.fdopen(os.dup(1), "w", encoding="ascii")
     os.dup2(2, 1)  # the project's prints land on stderr, not in the answer
     try:
-        with room_for_depth():  # as the command line gives every command (cli.base)
+        with raised_recursion_limit():  # as the command line gives every command (cli.base)
             result = _answer(request)
         code = 0
     except InputError as err:

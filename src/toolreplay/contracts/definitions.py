@@ -32,7 +32,6 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
-from toolreplay.analyses.replay import DEFAULT_MUTATORS
 from toolreplay.canonical import canonical, decode
 from toolreplay.contracts.fingerprint import Signature
 from toolreplay.contracts.lock import ToolContract, make_contract
@@ -43,6 +42,7 @@ from toolreplay.errors import InputError
 from toolreplay.escape import quote
 from toolreplay.importers.otlp import is_export
 from toolreplay.locate import pointer_token
+from toolreplay.mutators import DEFAULT_MUTATORS
 from toolreplay.transcript import iter_lines, read_input
 
 #: the metaschema's own patterns (``$anchor``) are ECMA-262 too

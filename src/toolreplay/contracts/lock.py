@@ -28,14 +28,14 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from toolreplay.analyses.replay import DEFAULT_MUTATORS
-from toolreplay.analyses.scope import located
-from toolreplay.canonical import MAX_DEPTH, decode, nesting_depth, too_deep
+from toolreplay.canonical import decode, nesting_depth, too_deep
 from toolreplay.contracts.fingerprint import Signature, fingerprint_of
 from toolreplay.contracts.text import text_digest, text_problem
 from toolreplay.errors import InputError
 from toolreplay.files import temp_beside
-from toolreplay.locate import pointer_token
+from toolreplay.limits import MAX_DEPTH
+from toolreplay.locate import located, pointer_token
+from toolreplay.mutators import DEFAULT_MUTATORS
 from toolreplay.transcript import read_input
 
 #: Version of the lock file shape (schemas/tool-lock.schema.json).

@@ -132,11 +132,6 @@ def server_said(errlog: IO[str]) -> str:
     return f"; the server's last words: {one_line(lines[-1])}" if lines else ""
 
 
-def mcp_definitions(argv: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT) -> list[ToolDefinition]:
-    """The live server's tools as definitions (shape ``mcp``)."""
-    return listed_definitions(list_mcp_tools(argv, timeout=timeout), path=describe(argv))
-
-
 def listed_definitions(tools: Any, *, path: str) -> list[ToolDefinition]:
     """A server's ``tools/list`` tools (JSON objects, from anywhere: untrusted) as definitions."""
     if not isinstance(tools, list):

@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from toolreplay import gate
+from toolreplay.driftnotes.base_settings import PullRange
+from toolreplay.driftnotes.pull import is_sha
 from toolreplay.errors import InputError
 from toolreplay.escape import quote
-from toolreplay.gate import FailPolicy as FailPolicy
-from toolreplay.gate import known_kinds as known_kinds
-from toolreplay.hooks.drift_range import PullRange, is_sha
+from toolreplay.gate import FailPolicy
 from toolreplay.outputs import write_error
 from toolreplay.reports import Line, Report
 

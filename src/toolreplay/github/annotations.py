@@ -12,8 +12,7 @@ from typing import TYPE_CHECKING
 import click
 
 from toolreplay.escape import inert, workflow_command
-from toolreplay.kind_names import KIND_ORDER
-from toolreplay.kinds import REPORT_ERROR, Level, kind_info
+from toolreplay.kinds import KIND_ORDER, REPORT_ERROR, Level, kind_info
 from toolreplay.report.paths import repo_relative
 
 if TYPE_CHECKING:

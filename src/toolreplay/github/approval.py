@@ -15,8 +15,7 @@ from dataclasses import dataclass
 
 from toolreplay.escape import neutral
 from toolreplay.report.inert import code_span, fenced, md_code
-from toolreplay.report.markdown import shell_word
-from toolreplay.report.review import WHY, baseline_accepts
+from toolreplay.report.review import WHY, baseline_accepts, shell_word
 from toolreplay.reports import Report
 
 #: what a comment starts with to ask for an accept

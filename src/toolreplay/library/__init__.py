@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from toolreplay.analyses.difference import ABSENT
 from toolreplay.library.errors import (
-    ABSENT,
     AuditIncompleteError,
     AuditIncompleteWarning,
     ContractTextDriftError,

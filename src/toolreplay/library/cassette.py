@@ -24,16 +24,17 @@ from dataclasses import replace
 from typing import Any
 
 from toolreplay.analyses.fingerprint_diff import compare_contracts, text_differences
-from toolreplay.analyses.replay import DEFAULT_MUTATORS
 from toolreplay.analyses.volatile import Volatile
 from toolreplay.contracts.lock import ToolContract, ToolLock, load_lock, save_lock
 from toolreplay.errors import ToolreplayError
 from toolreplay.files import SEALED_SUFFIX, session_path, temp_beside
 from toolreplay.findings import Finding
+from toolreplay.kinds import TOOL_DRIFT
 from toolreplay.library.errors import ContractTextDriftError, SnapshotMissError, ToolDriftError
 from toolreplay.library.recorder import Recorder
 from toolreplay.library.registry import ToolRegistry, as_json
 from toolreplay.library.snapshot import Snapshot
+from toolreplay.mutators import DEFAULT_MUTATORS
 from toolreplay.transcript import GENESIS, Record, make_record
 from toolreplay.volatile_rules import Rule
 
@@ -266,7 +267,7 @@ def explain_drift(
     if old is None or old.fingerprint != recorded:
         return [f"cannot explain the drift: {shown} does not hold the recorded contract", REDO]
     lines = [
-        Finding(kind="tool-drift", index=None, tool=live.name, message=d.text(), path=shown).text
+        Finding(kind=TOOL_DRIFT, index=None, tool=live.name, message=d.text(), path=shown).text
         for d in compare_contracts(old, live)
     ]
     return [f"fingerprint-diff {shown} (recorded) -> {against}:", *lines, REDO]

@@ -5,15 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from toolreplay.analyses.difference import ABSENT as DIFFERENCE_ABSENT
-from toolreplay.analyses.difference import clipped, excerpts
+from toolreplay.analyses.difference import ABSENT, clipped, excerpts
 from toolreplay.contracts.text import text_drift_message
 from toolreplay.errors import DriftError, ToolreplayError
 from toolreplay.escape import one_line, quote
 from toolreplay.findings import Finding
+from toolreplay.kinds import CONTRACT_TEXT_DRIFT, TOOL_DRIFT
 
-#: stands for a value absent on one side of a snapshot miss or a divergence
-ABSENT: Any = DIFFERENCE_ABSENT
 #: characters of a value a message shows
 SHOWN = 120
 
@@ -28,7 +26,7 @@ class ToolDriftError(DriftError):
     """
 
     #: the finding kind the other channels report this drift as (docs/spec.md §3.4)
-    kind = "tool-drift"
+    kind = TOOL_DRIFT
 
     def __init__(
         self,
@@ -68,7 +66,7 @@ class ContractTextDriftError(ToolDriftError):
     of :class:`ToolDriftError`, so code that stops on tool drift stops on this too.
     """
 
-    kind = "contract-text-drift"
+    kind = CONTRACT_TEXT_DRIFT
 
     def _message(self) -> str:
         return text_drift_message(

@@ -7,12 +7,12 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from toolreplay.canonical import MAX_RECORD_BYTES
 from toolreplay.chain import link_digest, link_too_long
 from toolreplay.errors import InputError
 from toolreplay.escape import quote
 from toolreplay.library.errors import StateCommandWarning
 from toolreplay.library.post_state import StateCommand
+from toolreplay.limits import MAX_RECORD_BYTES
 from toolreplay.state_command import Command
 from toolreplay.transcript import GENESIS, Record, make_record, record_line, with_state
 

@@ -13,18 +13,17 @@ from types import ModuleType
 from typing import Any, TypeVar, overload
 
 from toolreplay.analyses.baseline import call_drift, compare_call, stop_drift
-from toolreplay.analyses.difference import first_difference
+from toolreplay.analyses.difference import ABSENT, first_difference
 from toolreplay.analyses.fingerprint_diff import compare_contracts
 from toolreplay.analyses.judging import ToolBehaviour
-from toolreplay.analyses.replay import DEFAULT_MUTATORS
 from toolreplay.canonical import canonical
 from toolreplay.contracts.definitions import definition_contract
 from toolreplay.contracts.fingerprint import python_signature
 from toolreplay.contracts.lock import ToolContract, ToolLock, make_contract
 from toolreplay.extras import installed
 from toolreplay.findings import Finding
+from toolreplay.kinds import AUDIT_INCOMPLETE, BEHAVIOR_DRIFT, EFFECT_DRIFT
 from toolreplay.library.errors import (
-    ABSENT,
     AuditIncompleteError,
     AuditIncompleteWarning,
     ContractTextDriftError,
@@ -34,6 +33,7 @@ from toolreplay.library.errors import (
 )
 from toolreplay.library.recorder import Recorder
 from toolreplay.library.snapshot import Snapshot
+from toolreplay.mutators import DEFAULT_MUTATORS
 from toolreplay.transcript import Record, make_record
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -378,7 +378,7 @@ class ToolRegistry:
         )
         findings = {finding.kind: finding for finding in found}
         self._check_values(findings, recording, recorded, live)
-        gap = findings.get("audit-incomplete")
+        gap = findings.get(AUDIT_INCOMPLETE)
         if gap is not None:
             self._audit_gap(gap)
 
@@ -390,13 +390,13 @@ class ToolRegistry:
         volatile = recording.volatile
         was, now = (recorded, live) if volatile is None else (volatile.shown(recorded), volatile.shown(live))
         for kind, old, new in (
-            ("behavior-drift", was.response, now.response),
-            ("effect-drift", was.state, now.state),
+            (BEHAVIOR_DRIFT, was.response, now.response),
+            (EFFECT_DRIFT, was.state, now.state),
         ):
             if kind in findings:
                 self._diverged = True
                 pointer, old_value, new_value = _where(old, new)
-                resource = _first_resource(recorded.state, live.state) if kind == "effect-drift" else None
+                resource = _first_resource(recorded.state, live.state) if kind == EFFECT_DRIFT else None
                 raise ReplayDivergenceError(
                     findings[kind],
                     pointer=pointer,

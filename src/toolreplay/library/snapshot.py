@@ -9,13 +9,13 @@ from dataclasses import replace
 from typing import Any
 
 from toolreplay import signing
+from toolreplay.analyses.difference import differences
 from toolreplay.analyses.volatile import Volatile
 from toolreplay.canonical import canonical
 from toolreplay.chain import ChainState, verify
 from toolreplay.errors import SealError
 from toolreplay.files import SEALED_SUFFIX
-from toolreplay.library.errors import ABSENT, SnapshotMissError, ToolDriftError
-from toolreplay.locate import pointer_token
+from toolreplay.library.errors import SnapshotMissError, ToolDriftError
 from toolreplay.transcript import Link, Record, make_record, read_links, read_transcript
 from toolreplay.volatile_rules import Rule
 
@@ -199,8 +199,8 @@ class Snapshot:
         if not same_tool:
             tools = tuple(sorted({r.tool for r in self.records}))
             return SnapshotMissError(tool=tool, args=args, nearest_index=None, recorded_tools=tools)
-        best = min(same_tool, key=lambda r: (len(_differences(r.args, args)), r.index))
-        pointer, recorded, given = _differences(best.args, args)[0]
+        best = min(same_tool, key=lambda r: (sum(1 for _ in differences(r.args, args)), r.index))
+        pointer, recorded, given = next(differences(best.args, args))
         return SnapshotMissError(
             tool=tool,
             args=args,
@@ -209,39 +209,3 @@ class Snapshot:
             recorded_value=recorded,
             given_value=given,
         )
-
-
-def _differences(recorded: Any, given: Any, pointer: str = "") -> list[tuple[str, Any, Any]]:
-    """(pointer, recorded, given) of every leaf where two values differ, in key (and list) order.
-
-    Lists of the same length are compared item by item; otherwise the list is the leaf.
-    """
-    if canonical(recorded) == canonical(given):
-        return []
-    if isinstance(recorded, dict) and isinstance(given, dict):
-        return _member_differences(recorded, given, pointer)
-    if isinstance(recorded, list) and isinstance(given, list) and len(recorded) == len(given):
-        return _item_differences(recorded, given, pointer)
-    return [(pointer or "/", recorded, given)]
-
-
-def _member_differences(
-    recorded: dict[str, Any], given: dict[str, Any], pointer: str
-) -> list[tuple[str, Any, Any]]:
-    """The differences of two objects, member by member; a member on one side only is a leaf."""
-    out = []
-    for key in sorted(set(recorded) | set(given)):
-        at = f"{pointer}/{pointer_token(key)}"
-        if key in recorded and key in given:
-            out += _differences(recorded[key], given[key], at)
-        else:
-            out.append((at, recorded.get(key, ABSENT), given.get(key, ABSENT)))
-    return out
-
-
-def _item_differences(recorded: list[Any], given: list[Any], pointer: str) -> list[tuple[str, Any, Any]]:
-    """The differences of two lists of one length, item by item."""
-    out = []
-    for i, (was, now) in enumerate(zip(recorded, given, strict=True)):
-        out += _differences(was, now, f"{pointer}/{i}")
-    return out

@@ -10,37 +10,31 @@ marker cannot be forged), and ``|`` escaped so a table cell cannot be split.
 from __future__ import annotations
 
 import html
-import os
 import re
-import shlex
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING
-from urllib.parse import quote as url_quote
-from urllib.parse import urlsplit
 
 from toolreplay.escape import one_line, quote
 from toolreplay.findings import Finding
-from toolreplay.kind_names import KIND_ORDER
-from toolreplay.kinds import REPORT_ERROR, gated_level
-from toolreplay.report.inert import MAX_CELL, defuse, fenced, md_code
-from toolreplay.report.inert import ZWJ as ZWJ  # re-exported: what a defused text holds
-from toolreplay.report.paths import repo_relative
+from toolreplay.kinds import (
+    DRIFT_GUARD_CHANGED,
+    KIND_ORDER,
+    MISSING_DRIFT_NOTE,
+    REPORT_ERROR,
+    gated_level,
+)
+from toolreplay.report.inert import MAX_CELL, defuse, md_code
+from toolreplay.report.links import Links, link_to, linked, links_from_env
 from toolreplay.report.review import (
-    GUARD_CHANGED,
-    MISSING,
     OPEN_CHANGES,
-    WHY,
-    Advice,
     View,
-    baseline_accepts,
+    accept_block,
     change_item,
     guard_block,
     is_guard_change,
     more_line,
-    other_advice,
     review_block,
 )
 
@@ -67,56 +61,6 @@ def html_text(text: str, *, max_len: int = MAX_CELL) -> str:
     return html.escape(defuse(body), quote=True)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Links:
-    """Where a finding's line is on GitHub: ``SERVER/REPOSITORY/blob/SHA/PATH#LLINE``."""
-
-    server: str
-    repository: str
-    sha: str
-
-    def file(self, path: str) -> str | None:
-        rel = repo_relative(path)
-        if rel is None or rel == ".":
-            return None
-        return f"{self.server}/{self.repository}/blob/{self.sha}/{url_quote(rel, safe='/')}"
-
-    def line(self, path: str, line: int) -> str | None:
-        url = self.file(path)
-        return None if url is None else f"{url}#L{line}"
-
-
-_REPOSITORY = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
-_SHA = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
-
-
-def links_from_env(environ: Mapping[str, str] | None = None) -> Links | None:
-    """Links from ``GITHUB_SERVER_URL``, ``GITHUB_REPOSITORY`` and ``GITHUB_SHA``; None unless all
-    three are present and well-formed (an http(s) origin, ``owner/name``, a commit id)."""
-    env = os.environ if environ is None else environ
-    server = env.get("GITHUB_SERVER_URL", "").rstrip("/")
-    repository = env.get("GITHUB_REPOSITORY", "")
-    sha = env.get("GITHUB_SHA", "")
-    if not _plain_origin(server):
-        return None
-    if not _REPOSITORY.match(repository) or repository.split("/")[1] in (".", "..") or not _SHA.match(sha):
-        return None
-    return Links(server=server, repository=repository, sha=sha)
-
-
-def _plain_origin(server: str) -> bool:
-    """Whether ``server`` is an http(s) origin and nothing more: no user, path, query or fragment."""
-    try:
-        url = urlsplit(server)
-        url.port  # noqa: B018  (raises ValueError on a port that is not a number)
-    except ValueError:
-        return False
-    if url.scheme not in ("http", "https") or not url.hostname or any((url.path, url.query, url.fragment)):
-        return False
-    # these characters leave no room for a user or a password (no "@")
-    return re.fullmatch(r"[A-Za-z0-9.:\[\]-]+", url.netloc) is not None
-
-
 #: with more failing files than this, their blocks start folded
 OPEN_BLOCKS = 3
 
@@ -140,7 +84,7 @@ def _where(report: Report, f: Finding, links: Links | None) -> str:
         parts.append(f"baseline index {f.related}")
     if f.index is None and not f.line:
         # about the file as a whole (a drift note, a contract): link the file itself
-        parts.append(_linked("whole file", _url(links, file)))
+        parts.append(linked("whole file", link_to(links, file)))
     return " · ".join(parts)
 
 
@@ -148,19 +92,8 @@ def _record_place(f: Finding, file: str, links: Links | None) -> list[str]:
     """The record's index and its line, linked to the head commit."""
     parts = [f"index {f.index}"] if f.index is not None else []
     if f.line:
-        parts.append(_linked(f"line {f.line}", _url(links, file, f.line)))
+        parts.append(linked(f"line {f.line}", link_to(links, file, f.line)))
     return parts
-
-
-def _url(links: Links | None, file: str, line: int | None = None) -> str | None:
-    """Where ``file`` (at ``line``) is on GitHub; None without links."""
-    if links is None:
-        return None
-    return links.file(file) if line is None else links.line(file, line)
-
-
-def _linked(text: str, url: str | None) -> str:
-    return f"[{text}]({url})" if url else text
 
 
 def _rows(
@@ -230,81 +163,6 @@ def _changes(report: Report, findings: Sequence[Finding], links: Links | None, *
         rest = [group[0] for group in changed[len(shown) :]]
         out += ["", more_line(rest, "the table above says what each one changed.")]
     return out
-
-
-def shell_word(word: str) -> str:
-    """``word`` for a copied shell command: :func:`shlex.quote`, or ANSI-C ``$'...'`` when it holds
-    ``@``, ``<`` (kept out of the raw body, see :func:`defuse`), a control or invisible character,
-    which are written as escapes so the pasted command names the exact file."""
-    if all(_plain(ch) for ch in word):
-        return shlex.quote(word)
-    return "$'" + "".join(_ansi_c(ch) for ch in word) + "'"
-
-
-def _plain(ch: str) -> bool:
-    """A character a pasted command shows as itself."""
-    return ch == " " or (ch.isprintable() and ch not in "@<" and not ch.isspace())
-
-
-def _ansi_c(ch: str) -> str:
-    """One character inside ``$'...'``: itself, backslashed, or as its code point's escape."""
-    if ch in "\\'":
-        return "\\" + ch
-    if _plain(ch):
-        return ch
-    code = ord(ch)
-    if code < 0x80:
-        return f"\\x{code:02x}"
-    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
-
-
-def _accept(report: Report, findings: Sequence[Finding], base: str | None) -> list[str]:
-    """How to accept a baseline's drift: the exact commands, run from a clean checkout of the pull
-    request, that re-seal the baseline (when the run drifted from it) and write a note of a new name."""
-    commands = baseline_accepts(report, findings, base)
-    if report.note is not None:
-        return _accept_change(report, report.note, commands)
-    if report.command != "check":  # diff's file is the run, probe's a recording or receipt: no baseline
-        return _advised(other_advice(report, findings))
-    return _accept_drift(commands[0]) if commands else []
-
-
-def _accept_drift(words: Sequence[str]) -> list[str]:
-    """A checked baseline's drift: the accept command of the first run that drifted."""
-    return [
-        "",
-        "If this drift is intended, accept it: run this (from the folder the paths are relative to),"
-        f" saying why in place of {md_code(WHY, in_table=False)}; it makes the run the baseline and writes"
-        " the drift notes. Commit what it wrote with this pull request.",
-        "",
-        *fenced([_shell_command(words)], "sh"),
-    ]
-
-
-def _advised(advice: Advice | None) -> list[str]:
-    """What accepts a diff's or a probe's drift, where it is not a note of the report's file."""
-    if advice is None:
-        return []
-    return ["", advice.text, "", *fenced([_shell_command(words) for words in advice.commands], "sh")]
-
-
-def _accept_change(report: Report, note: str, commands: list[list[str]]) -> list[str]:
-    """How to accept a changed baseline that names its note: the commands, if any are needed."""
-    if not commands:
-        return []
-    return [
-        "",
-        "If this change is intended, accept it: run this from the folder the paths are relative to (a"
-        f" clean checkout of this pull request), saying why (in place of {md_code(WHY, in_table=False)},"
-        " or in the note it writes), and commit what it wrote with this pull request. The note goes to"
-        f" {md_code(note, in_table=False)}.",
-        "",
-        *fenced([_shell_command(words) for words in commands], "sh"),
-    ]
-
-
-def _shell_command(words: Sequence[str]) -> str:
-    return " ".join(shell_word(word) for word in words)
 
 
 def _verdict(reports: Sequence[Report], fails: Callable[[str], bool]) -> list[str]:
@@ -433,7 +291,7 @@ def _finding_blocks(
                 continue
             block = _failed_block(report, findings, links, view, fails, opened=opened and n == 0)
             if report.path not in accepted:
-                block[-2:-2] = _accept(report, findings, view.base)
+                block[-2:-2] = accept_block(report, findings, view.base)
                 accepted.add(report.path)
             blocks[n] += block
     return blocks, rows.left, rows.hidden
@@ -474,7 +332,7 @@ def _told_above(report: Report) -> bool:
     kinds = {f.kind for f in report.findings}
     if report.errors or not kinds:
         return False
-    return kinds == {GUARD_CHANGED} or (report.review is not None and kinds == {MISSING})
+    return kinds == {DRIFT_GUARD_CHANGED} or (report.review is not None and kinds == {MISSING_DRIFT_NOTE})
 
 
 def _reviews(reports: Sequence[Report], view: View) -> list[str]:
@@ -494,7 +352,7 @@ def _review(report: Report, view: View, *, opened: bool) -> list[str]:
     block = review_block(report, report.review, view, opened=opened)
     extra = [f"- **{_word(f.kind)}**: {md_code(f.text, in_table=False)}" for f in report.findings]
     extra = ["", *extra] if extra else []
-    block[-2:-2] = [*extra, *_accept(report, report.findings, view.base)]
+    block[-2:-2] = [*extra, *accept_block(report, report.findings, view.base)]
     return block
 
 
@@ -536,9 +394,9 @@ def _finding_tables(
     failing = [f for f in findings if fails(f.kind)]
     advisory = [f for f in findings if not fails(f.kind)]
     errors = _error_rows(report, cell, fails)
-    errors_fail = fails(REPORT_ERROR)
-    rows = [*(errors if errors_fail else []), *_rows(report, failing, links, cell, fails)]
-    passing = [*([] if errors_fail else errors), *_rows(report, advisory, links, cell, fails)]
+    failing_errors, passing_errors = (errors, []) if fails(REPORT_ERROR) else ([], errors)
+    rows = [*failing_errors, *_rows(report, failing, links, cell, fails)]
+    passing = [*passing_errors, *_rows(report, advisory, links, cell, fails)]
     if not rows:
         return _table(passing)
     if not passing:

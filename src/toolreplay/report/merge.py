@@ -26,7 +26,15 @@ from pathlib import PurePosixPath
 from typing import Any, NoReturn
 
 from toolreplay._version import __version__
-from toolreplay.check import (
+from toolreplay.config import Config
+from toolreplay.errors import InputError
+from toolreplay.escape import quote
+from toolreplay.kinds import GUARD_KINDS, KINDS, kind_fails
+from toolreplay.locate import pointer_of
+from toolreplay.report.json import reports_from_data
+from toolreplay.reports import CheckInfo, Report
+from toolreplay.schemas import validator
+from toolreplay.shards import (
     DRIFT_SHARD,
     checkout_commit,
     config_digest,
@@ -34,16 +42,6 @@ from toolreplay.check import (
     inputs_digest,
     shard_of,
 )
-from toolreplay.config import Config
-from toolreplay.errors import InputError
-from toolreplay.escape import quote
-from toolreplay.hooks.drift_range import GUARD_KINDS
-from toolreplay.kind_names import kind_fails
-from toolreplay.kinds import KINDS
-from toolreplay.locate import pointer_of
-from toolreplay.report.json import reports_from_data
-from toolreplay.reports import CheckInfo, Report
-from toolreplay.schemas import validator
 
 #: how many missing shards merge names before it says how many more
 _MISSING_SHOWN = 10

@@ -10,6 +10,7 @@ fenced block; nothing is put in a table cell that could make a table wider than 
 from __future__ import annotations
 
 import html
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from urllib.parse import quote as url_quote
@@ -17,7 +18,12 @@ from urllib.parse import quote as url_quote
 from toolreplay.escape import one_line
 from toolreplay.files import SEALED_SUFFIX
 from toolreplay.findings import Finding
-from toolreplay.kinds import NOTE_ACCEPTS
+from toolreplay.kinds import (
+    DRIFT_GUARD_CHANGED,
+    MISSING_DRIFT_NOTE,
+    NOTE_ACCEPTS,
+    REWRITE_ACCEPTS,
+)
 from toolreplay.report.inert import defuse, fenced, md_code
 from toolreplay.reports import RECEIPT, Report, Review
 
@@ -29,11 +35,6 @@ OPEN_CHANGES = 5
 CAPPED_REASON = 300
 #: with caps: the tools a line counting the differences not shown names
 NAMED_TOOLS = 20
-#: a guard change's finding
-GUARD_CHANGED = "drift-guard-changed"
-MISSING = "missing-drift-note"
-#: what a probe's recording or receipt written again accepts: the answers and contracts it holds
-REWRITE_ACCEPTS = frozenset({"silent-drift", "tool-drift", "contract-text-drift"})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -81,7 +82,7 @@ def change_item(
 
 def guard_block(report: Report, view: View) -> list[str]:
     """A change to the guard's own settings: each part on its own line, never folded."""
-    parts = [p for f in report.findings if f.kind == GUARD_CHANGED for p in f.message.split("; ")]
+    parts = [p for f in report.findings if f.kind == DRIFT_GUARD_CHANGED for p in f.message.split("; ")]
     if not parts:
         return []
     versions = _guard_versions(report, view)
@@ -102,7 +103,7 @@ def _guard_versions(report: Report, view: View) -> str:
 
 def is_guard_change(report: Report) -> bool:
     """A report of the guard's own settings changing (shown first, never folded)."""
-    return any(f.kind == GUARD_CHANGED for f in report.findings)
+    return any(f.kind == DRIFT_GUARD_CHANGED for f in report.findings)
 
 
 def review_block(report: Report, review: Review, view: View, *, opened: bool) -> list[str]:
@@ -217,7 +218,7 @@ def _needs_accepting(report: Report, findings: Sequence[Finding], runs: list[str
     report) when no note accepts it."""
     if report.command == "check":
         return bool(runs)
-    return any(f.kind == MISSING for f in findings)
+    return any(f.kind == MISSING_DRIFT_NOTE for f in findings)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -338,3 +339,81 @@ def _html(text: str) -> str:
 
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+# --- the accept commands, as a reader copies them --------------------------------------
+
+
+def shell_word(word: str) -> str:
+    """``word`` for a copied shell command: :func:`shlex.quote`, or ANSI-C ``$'...'`` when it holds
+    ``@``, ``<`` (kept out of the raw body, see :func:`defuse`), a control or invisible character,
+    which are written as escapes so the pasted command names the exact file."""
+    if all(_plain(ch) for ch in word):
+        return shlex.quote(word)
+    return "$'" + "".join(_ansi_c(ch) for ch in word) + "'"
+
+
+def _plain(ch: str) -> bool:
+    """A character a pasted command shows as itself."""
+    return ch == " " or (ch.isprintable() and ch not in "@<" and not ch.isspace())
+
+
+def _ansi_c(ch: str) -> str:
+    """One character inside ``$'...'``: itself, backslashed, or as its code point's escape."""
+    if ch in "\\'":
+        return "\\" + ch
+    if _plain(ch):
+        return ch
+    code = ord(ch)
+    if code < 0x80:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def accept_block(report: Report, findings: Sequence[Finding], base: str | None) -> list[str]:
+    """How to accept a baseline's drift: the exact commands, run from a clean checkout of the pull
+    request, that re-seal the baseline (when the run drifted from it) and write a note of a new name."""
+    commands = baseline_accepts(report, findings, base)
+    if report.note is not None:
+        return _accept_change(report, report.note, commands)
+    if report.command != "check":  # diff's file is the run, probe's a recording or receipt: no baseline
+        return _advised(other_advice(report, findings))
+    return _accept_drift(commands[0]) if commands else []
+
+
+def _accept_drift(words: Sequence[str]) -> list[str]:
+    """A checked baseline's drift: the accept command of the first run that drifted."""
+    return [
+        "",
+        "If this drift is intended, accept it: run this (from the folder the paths are relative to),"
+        f" saying why in place of {md_code(WHY, in_table=False)}; it makes the run the baseline and writes"
+        " the drift notes. Commit what it wrote with this pull request.",
+        "",
+        *fenced([_shell_command(words)], "sh"),
+    ]
+
+
+def _advised(advice: Advice | None) -> list[str]:
+    """What accepts a diff's or a probe's drift, where it is not a note of the report's file."""
+    if advice is None:
+        return []
+    return ["", advice.text, "", *fenced([_shell_command(words) for words in advice.commands], "sh")]
+
+
+def _accept_change(report: Report, note: str, commands: list[list[str]]) -> list[str]:
+    """How to accept a changed baseline that names its note: the commands, if any are needed."""
+    if not commands:
+        return []
+    return [
+        "",
+        "If this change is intended, accept it: run this from the folder the paths are relative to (a"
+        f" clean checkout of this pull request), saying why (in place of {md_code(WHY, in_table=False)},"
+        " or in the note it writes), and commit what it wrote with this pull request. The note goes to"
+        f" {md_code(note, in_table=False)}.",
+        "",
+        *fenced([_shell_command(words) for words in commands], "sh"),
+    ]
+
+
+def _shell_command(words: Sequence[str]) -> str:
+    return " ".join(shell_word(word) for word in words)

@@ -16,8 +16,7 @@ from urllib.parse import quote as uri_quote
 
 from toolreplay._version import __version__
 from toolreplay.escape import one_line
-from toolreplay.kind_names import KIND_ORDER
-from toolreplay.kinds import REPORT_ERROR, gated_level, kind_info
+from toolreplay.kinds import KIND_ORDER, REPORT_ERROR, gated_level, kind_info
 from toolreplay.report.json import dump_inert
 from toolreplay.report.paths import repo_relative
 from toolreplay.reports import gate_of

@@ -1,7 +1,7 @@
 """The drift-note rule over a pull request's own diff, as findings (the hooks can be skipped).
 
-The pre-commit guard (:mod:`toolreplay.hooks.drift_note`) judges one commit; here the same
-rule is judged over ``base...head`` (:func:`~toolreplay.hooks.drift_note.check_range`)
+The pre-commit guard (:mod:`toolreplay.driftnotes.guard`) judges one commit; here the same
+rule is judged over ``base...head`` (:func:`~toolreplay.driftnotes.guard.check_range`)
 with the baselines and the notes folder of the base commit's configuration, and every refusal becomes a
 finding on the file it is about, so it shows up as an annotation, in the job summary and
 in the PR comment like any other finding.
@@ -9,70 +9,54 @@ in the PR comment like any other finding.
 
 from __future__ import annotations
 
-import atexit
-import io
 import os
 import re
-import shutil
-import tarfile
-import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from functools import partial
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from toolreplay.analyses.judging import Judging, judging_of
 from toolreplay.config import Config
-from toolreplay.errors import InputError
-from toolreplay.escape import one_line, quote
-from toolreplay.findings import Finding
-from toolreplay.hooks.drift_note import (
-    BaselineChange,
-    Git,
-    GitError,
+from toolreplay.driftnotes.base_settings import PullRange, base_decides, config_prefix, judged_config
+from toolreplay.driftnotes.changes import BaselineChange
+from toolreplay.driftnotes.guard import (
     GuardResult,
     Problem,
     check_range,
-    check_revision,
     existing_notes,
-    normalize_dir,
     note_command,
     note_name,
     unguarded_warning,
 )
-from toolreplay.hooks.review import commits, lock_change, review_of
-from toolreplay.hooks.settings import (
+from toolreplay.driftnotes.review import commits, lock_change, review_of
+from toolreplay.driftnotes.settings import (
     GuardSettings,
-    in_folder,
     judged_files,
     judged_patterns,
     recorded_config,
     settings_change,
     settings_of,
 )
-from toolreplay.kind_names import kind_fails
-from toolreplay.kinds import KINDS
-from toolreplay.mutators import DEFAULT_MUTATORS
+from toolreplay.errors import InputError
+from toolreplay.escape import one_line, quote
+from toolreplay.findings import Finding
+from toolreplay.git import Git, GitError, check_revision
+from toolreplay.kinds import (
+    DRIFT_GUARD_CHANGED,
+    DRIFT_NOTE_UNCHECKED,
+    GUARD_KINDS,
+    INVALID_DRIFT_NOTE,
+    MISSING_DRIFT_NOTE,
+    UNGUARDED_SEALED_FILE,
+)
 from toolreplay.reports import Line, Report, Review
 from toolreplay.volatile_rules import Rule
 
-MISSING = "missing-drift-note"
-INVALID = "invalid-drift-note"
-UNCHECKED = "drift-note-unchecked"
-GUARD_CHANGED = "drift-guard-changed"
-UNGUARDED = "unguarded-sealed-file"
 COMMAND = "drift-note"
 
 _SHA = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class PullRange:
-    """The two commits a pull request's change lies between."""
-
-    base: str
-    head: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -125,7 +109,7 @@ def _judge_range(config: Config, pull: PullRange, workspace: str, config_file: s
         for rev in (pull.base, pull.head):
             git.run("cat-file", "-e", f"{check_revision(rev)}^{{commit}}")
         span_commits = commits(git, pull.base, pull.head)
-    prefix = _prefix(config, top)
+    prefix = config_prefix(config, top)
     if prefix is None:
         raise _Unchecked("the configuration lies outside the git work tree")
     with _or_unchecked("the base commit's configuration cannot be read", InputError, GitError):
@@ -185,7 +169,7 @@ def _unguarded(result: GuardResult, patterns: Sequence[str], where: Callable[[st
     """A finding for each sealed file the range changes that no baseline pattern covers."""
     return [
         Finding(
-            kind=UNGUARDED,
+            kind=UNGUARDED_SEALED_FILE,
             index=None,
             tool="",
             path=where(path),
@@ -197,7 +181,7 @@ def _unguarded(result: GuardResult, patterns: Sequence[str], where: Callable[[st
 
 def _judged_with(warnings: Sequence[Finding], base_source: str) -> str:
     """The status's note that the pull request changes the settings the range is judged with."""
-    if not any(f.kind == GUARD_CHANGED for f in warnings):
+    if not any(f.kind == DRIFT_GUARD_CHANGED for f in warnings):
         return ""
     return f" (judged with the settings of {base_source}; this pull request changes them)"
 
@@ -217,189 +201,6 @@ def _range_status(result: GuardResult, span: str) -> str:
     if result.changes:
         return f"drift notes: every baseline change in {span} has its note"
     return f"drift notes: no sealed baseline changes in {span}"
-
-
-def _prefix(config: Config, top: str) -> str | None:
-    """The config's folder from the repository root, POSIX style ("" at the root); None outside."""
-    prefix = os.path.relpath(config.root.resolve(), os.path.realpath(top))
-    if prefix == os.curdir:
-        return ""
-    if prefix.startswith(os.pardir):
-        return None
-    return PurePosixPath(Path(prefix)).as_posix()
-
-
-#: the kinds of the drift-note rule itself, and the failure of the child that runs the pull
-#: request's tools_source: whether they fail is the base commit's decision (a pull request
-#: must not switch off the finding its own code caused)
-GUARD_KINDS = (MISSING, INVALID, UNCHECKED, "tools-source-failed")
-
-
-def judged_fail_on(
-    config: Config,
-    fail_on: frozenset[str] | None,
-    pull: PullRange | None,
-    *,
-    workspace: str,
-    from_config: bool = False,
-) -> frozenset[str] | None:
-    """``fail_on`` for a run that judges ``pull``: the base commit's configuration decides.
-
-    ``from_config``: ``fail_on`` is the configuration's own (no ``--fail-on``), so the base's
-    ``fail_on`` replaces it whole; else (the command line chose) only whether the drift-note rule's
-    findings fail is the base's decision. A pull request could otherwise leave
-    ``missing-drift-note`` out of its ``fail_on`` and pass its own baseline change (the change is
-    reported as ``drift-guard-changed`` too). Where the base's configuration cannot be read, the
-    drift-note kinds fail (the default).
-    """
-    if pull is None:
-        return fail_on
-    base = _base_config(config, pull, workspace)
-    if from_config and base is not None:
-        fail_on = base.fail_on
-    decided = _base_decides(base)
-    if all(decided[k] == kind_fails(k, fail_on) for k in GUARD_KINDS):
-        return fail_on
-    return frozenset(k for k in KINDS if decided.get(k, kind_fails(k, fail_on)))
-
-
-def _base_decides(base: Config | None) -> dict[str, bool]:
-    """Whether each of the guard's kinds fails by the base's configuration (without one: they fail)."""
-    return {k: base is None or base.fails(k) for k in GUARD_KINDS}
-
-
-def _base_config(config: Config, pull: PullRange, workspace: str) -> Config | None:
-    """The base commit's configuration in ``config``'s folder; None when it has none or it cannot
-    be read (then the drift-note kinds fail, as by default)."""
-    try:
-        top = Git(cwd=workspace).top()
-        prefix = _prefix(config, top)
-        if prefix is None:
-            return None
-        return recorded_config(Git(cwd=top), check_revision(pull.base), prefix, name=pull.base[:12])
-    except (InputError, GitError):
-        return None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Judged:
-    """A run that judges a pull request, as its base commit decides it (docs/spec.md §7.1)."""
-
-    #: the configuration with the base commit's judging settings
-    config: Config
-    #: where the base's tools_source runs from: the config's folder in a copy of the base commit's
-    #: tree (None outside a range, or where the base names no source)
-    source_root: Path | None = None
-
-
-def judged_config(config: Config, pull: PullRange | None, *, workspace: str, tree: bool = True) -> Judged:
-    """``config`` for a run that judges ``pull``: with the base commit's judging settings.
-
-    Volatile rules, mutators and state-awareness (what is compared), the time patterns may take,
-    the state commands, the tools lock (its path, and
-    its content unless a drift note in the range accepts the pull request's change of it) and the
-    tools_source (run from the base commit's tree: none of the pull request's code runs) are the
-    base's; the pull request's change of them is reported by the drift-note rule. Where the base
-    has no configuration, or it cannot be read, nothing is masked, no lock is held and no code runs.
-    Without ``tree`` (a run that runs no tools_source: ``note``, a changed baseline's review) no
-    copy of the base commit's tree is made, and no tools_source is kept.
-    """
-    if pull is None:
-        return Judged(config=config)
-    base = _base_config(config, pull, workspace)
-    if base is None:
-        bare = replace(config, volatile=(), mutators=DEFAULT_MUTATORS, tools_lock=None, tools_source=None)
-        return Judged(config=bare)
-    lock = _judged_lock(config, base, pull, workspace)
-    runs_source = tree and base.tools_source is not None and lock is not None
-    source_root = _base_tree(config, pull, workspace) if runs_source else None
-    judged = replace(
-        config,
-        volatile=base.volatile,
-        mutators=base.mutators,
-        state_aware=base.state_aware,
-        pattern_budget_seconds=base.pattern_budget_seconds,
-        state_command=base.state_command,
-        state_timeout_seconds=base.state_timeout_seconds,
-        tools_lock=lock,
-        tools_source=base.tools_source if source_root is not None else None,
-    )
-    return Judged(config=judged, source_root=source_root)
-
-
-def _judged_lock(config: Config, base: Config, pull: PullRange, workspace: str) -> str | None:
-    """The lock a range is judged with: the base's path; the file as it is when it is unchanged or
-    a note in the range accepts its change, else the base commit's bytes (in a temporary file)."""
-    if base.tools_lock is None:
-        return None
-    try:
-        git = Git(cwd=workspace)
-        prefix = _prefix(config, git.top())
-        if prefix is None:
-            return None
-        name = in_folder(prefix, base.tools_lock)
-        start, _ = commits(git, pull.base, pull.head)
-        oid = git.file_oid(start, name)
-        if oid is None:
-            return None  # the base holds no lock there: the pull request's own is not the base's decision
-        before = git.blob(oid)
-        now = Path(config.root, base.tools_lock)
-        if _read(now) == before or _accepted_lock(git, base, pull, prefix, name):
-            return base.tools_lock
-    except (GitError, InputError):
-        return None
-    return str(_kept(before, Path(name).name))
-
-
-def _read(path: Path) -> bytes | None:
-    try:
-        return path.read_bytes()
-    except OSError:
-        return None
-
-
-def _accepted_lock(git: Git, base: Config, pull: PullRange, prefix: str, name: str) -> bool:
-    """Whether a drift note in the range accepts the change of the lock ``name`` (and the work
-    tree holds the range's head of it)."""
-    notes_dir = normalize_dir(in_folder(prefix, base.drift_notes))
-    result = check_range(git, pull.base, pull.head, patterns=(), notes_dir=notes_dir, files=(name,))
-    if any(problem.baseline == name for problem in result.problems):
-        return False
-    head = git.file_oid(pull.head, name)
-    return head is not None and _read(Path(git.top(), name)) == git.blob(head)
-
-
-def _kept(content: bytes, name: str) -> Path:
-    """``content`` in a temporary file named ``name`` that lasts as long as this process."""
-    folder = Path(tempfile.mkdtemp(prefix="toolreplay-base-"))
-    atexit.register(shutil.rmtree, folder, True)
-    path = folder / name
-    path.write_bytes(content)
-    return path
-
-
-def _base_tree(config: Config, pull: PullRange, workspace: str) -> Path | None:
-    """The config's folder in a copy of the commit the range starts from (git archive), which lasts
-    as long as this process; None when git cannot make one (then no tools_source runs)."""
-    try:
-        git = Git(cwd=workspace)
-        prefix = _prefix(config, git.top())
-        start, _ = commits(git, pull.base, pull.head)
-        archive = git.run("archive", "--format=tar", start)
-    except (GitError, InputError):
-        return None
-    if prefix is None:
-        return None
-    folder = Path(tempfile.mkdtemp(prefix="toolreplay-base-tree-"))
-    atexit.register(shutil.rmtree, folder, True)
-    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        # the "data" filter (no links out, no devices) where the interpreter has it (3.11.4 and later;
-        # before, the members are a commit's tree as git wrote it)
-        if hasattr(tarfile, "data_filter"):
-            tar.extractall(folder, filter="data")
-        else:  # pragma: no cover
-            tar.extractall(folder)
-    return folder / prefix if prefix else folder
 
 
 def _volatile_change(base: Config | None, head: Config) -> list[str]:
@@ -435,13 +236,19 @@ def _settings_findings(
     if not parts:
         return []
     return [
-        Finding(kind=GUARD_CHANGED, index=None, tool="", path=config_file, message=one_line("; ".join(parts)))
+        Finding(
+            kind=DRIFT_GUARD_CHANGED,
+            index=None,
+            tool="",
+            path=config_file,
+            message=one_line("; ".join(parts)),
+        )
     ]
 
 
 def _fail_on_change(base: Config | None, head: Config) -> list[str]:
     """The guard's kinds whose failing the pull request's configuration changes."""
-    was = _base_decides(base)
+    was = base_decides(base)
     parts = []
     for kind in GUARD_KINDS:
         if was[kind] != head.fails(kind):
@@ -486,7 +293,7 @@ def _warning_reports(findings: Sequence[Finding], span: tuple[str, str]) -> tupl
             command=COMMAND,
             path=f.path,
             findings=(f,),
-            review=Review(base=span[0], head=span[1]) if f.kind == GUARD_CHANGED else None,
+            review=Review(base=span[0], head=span[1]) if f.kind == DRIFT_GUARD_CHANGED else None,
         )
         for f in findings
     )
@@ -499,7 +306,7 @@ def _relative(path: Path, workspace: str) -> str:
 
 def _unchecked(config_file: str, reason: str) -> DriftOutcome:
     finding = Finding(
-        kind=UNCHECKED,
+        kind=DRIFT_NOTE_UNCHECKED,
         index=None,
         tool="",
         path=config_file,
@@ -572,7 +379,7 @@ def _invalid_note(problem: Problem, context: _Context) -> Report:
     """The report of a note that is not valid (on the note's file)."""
     path = context.where(problem.note) if problem.note else ""
     finding = Finding(
-        kind=INVALID, index=None, tool="", path=path, message=_message(problem, context.notes_dir)
+        kind=INVALID_DRIFT_NOTE, index=None, tool="", path=path, message=_message(problem, context.notes_dir)
     )
     return Report(command=COMMAND, path=path or quote(problem.subject), findings=(finding,))
 
@@ -611,7 +418,7 @@ def _missing(change: BaselineChange, problem: Problem, context: _Context, path: 
     """The finding of a change no note accepts, with the command that writes a free note."""
     command = note_command(change.baseline, context.notes_dir, context.taken, base=context.base)
     message = _message(problem, context.notes_dir, command)
-    return Finding(kind=MISSING, index=None, tool="", path=path, message=message)
+    return Finding(kind=MISSING_DRIFT_NOTE, index=None, tool="", path=path, message=message)
 
 
 def _review(

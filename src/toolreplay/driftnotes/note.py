@@ -20,12 +20,10 @@ import yaml
 from yaml.composer import ComposerError
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from toolreplay.canonical import MAX_DEPTH
 from toolreplay.errors import InputError
-from toolreplay.limits import MAX_INT_DIGITS, long_integer_line
+from toolreplay.limits import MAX_DEPTH, MAX_INT_DIGITS, long_integer_line
 from toolreplay.locate import pointer_token
 from toolreplay.schemas import validator
-from toolreplay.transcript import read_input
 
 #: Largest drift note accepted, in bytes.
 MAX_NOTE_BYTES = 1024 * 1024
@@ -284,10 +282,3 @@ def parse_note(raw: bytes, path: str) -> DriftNote:
         tools=tuple(value.get("tools", ())),
         prose=front.prose,
     )
-
-
-def read_note(path: str) -> DriftNote:
-    """Read and parse a drift note file."""
-
-    raw = read_input(path, MAX_NOTE_BYTES + 1)
-    return parse_note(raw, path)

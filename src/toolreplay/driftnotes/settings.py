@@ -17,17 +17,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from toolreplay.driftnotes.changes import is_baseline
+from toolreplay.driftnotes.guard import DEFAULT_BASELINES, DEFAULT_NOTES_DIR, normalize_dir
 from toolreplay.escape import quote
 from toolreplay.files import CONFIG_NAMES
-from toolreplay.hooks.drift_note import (
-    DEFAULT_BASELINES,
-    DEFAULT_NOTES_DIR,
-    Git,
-    _decode_path,
-    check_revision,
-    is_baseline,
-    normalize_dir,
-)
+from toolreplay.git import Git, check_revision, decode_path
 
 if TYPE_CHECKING:
     from toolreplay.config import Config
@@ -118,7 +112,7 @@ def _recorded_paths(git: Git, rev: str | None) -> list[str]:
         out = git.run("ls-files", "-z", "--full-name", "--", *(f":(top,glob)**/{n}" for n in CONFIG_NAMES))
     else:
         out = git.run("ls-tree", "-r", "-z", "--name-only", "--full-tree", check_revision(rev))
-    return [_decode_path(raw) for raw in out.split(b"\0") if raw]
+    return [decode_path(raw) for raw in out.split(b"\0") if raw]
 
 
 def glob_patterns(globs: Sequence[str], prefix: str) -> tuple[str, ...]:

@@ -20,14 +20,16 @@ from toolreplay.canonical import decode
 from toolreplay.chain import verify
 from toolreplay.config import Config
 from toolreplay.contracts.lock import load_lock, parse_lock
+from toolreplay.driftnotes.changes import BaselineChange
+from toolreplay.driftnotes.guard import GuardResult
 from toolreplay.errors import InputError
 from toolreplay.findings import Finding, sort_findings
-from toolreplay.hooks.drift_note import BaselineChange, Git, GitError, GuardResult
+from toolreplay.git import Git, GitError
 from toolreplay.reports import Review
 from toolreplay.transcript import Record, parse_links
 
 if TYPE_CHECKING:
-    from toolreplay.driftnote import DriftNote
+    from toolreplay.driftnotes.note import DriftNote
 
 #: how :func:`~toolreplay.analyses.fingerprint_diff.explain_drift` leads what changed
 SOURCE_LEAD = "the tool source differs from the lock: "

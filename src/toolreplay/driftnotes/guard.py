@@ -31,181 +31,40 @@ repeats the rule on a pull request's diff, since a local hook can be skipped.
 
 from __future__ import annotations
 
-import fnmatch
-import hashlib
-import io
 import os
 import posixpath
 import shlex
-import subprocess
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, NamedTuple
+from collections.abc import Callable, Collection, Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from toolreplay.errors import InputError, ToolreplayError
+from toolreplay.driftnotes.changes import (
+    BaselineChange,
+    baseline_changes,
+    file_changes,
+    genesis_head,
+    is_baseline,
+)
+from toolreplay.errors import InputError
 from toolreplay.escape import one_line, quote
 from toolreplay.files import SEALED_SUFFIX, SESSION_SUFFIX
+from toolreplay.git import (
+    GITLINK,
+    Entry,
+    Git,
+    GitError,
+    check_revision,
+    decode_path,
+    parse_raw_diff,
+)
 
 # The chain and the reader are imported where a sealed file changed (_chain), YAML where a note
 # is staged (staged_notes): most commits change neither, and the hook's start-up is paid on every commit.
 if TYPE_CHECKING:
-    from toolreplay.driftnote import DriftNote
+    from toolreplay.driftnotes.note import DriftNote
 
 DEFAULT_BASELINES: tuple[str, ...] = (f"*{SEALED_SUFFIX}",)
 DEFAULT_NOTES_DIR = "drift-notes"
-_NULL_OID = frozenset("0")
-_GITLINK = "160000"
-_REGULAR = frozenset({"100644", "100755"})
-
-
-class GitError(ToolreplayError):
-    """git could not tell us what we asked (not a repository, a bad revision)."""
-
-
-def check_revision(rev: str) -> str:
-    """``rev`` when git can take it as one revision (not an option, not a range); else an error."""
-    if not rev or rev.startswith("-") or "..." in rev:
-        raise InputError(f"not a revision: {quote(rev)}")
-    return rev
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Git:
-    """Runs git in ``cwd`` with the inherited environment (``GIT_INDEX_FILE`` included)."""
-
-    cwd: str | None = None
-    #: the work tree's root once git has named it (git is asked once per ``Git``)
-    _root: list[str] = field(default_factory=list, repr=False, compare=False)
-
-    def run(self, *args: str) -> bytes:
-        try:
-            proc = subprocess.run(["git", *args], cwd=self.cwd, capture_output=True, check=False)
-        except FileNotFoundError as err:
-            raise GitError("git is not installed or not on PATH") from err
-        if proc.returncode != 0:
-            detail = proc.stderr.decode("utf-8", "replace").strip().splitlines()
-            reason = detail[0] if detail else f"exit status {proc.returncode}"
-            raise GitError(f"git {args[0]} failed: {reason}")
-        return proc.stdout
-
-    def blob(self, oid: str) -> bytes:
-        return self.run("cat-file", "blob", oid)
-
-    def revision(self, rev: str) -> str | None:
-        """The commit ``rev`` names, or None when it names none (no commits yet, a root's parent)."""
-        try:
-            out = self.run("rev-parse", "--verify", "--quiet", rev + "^{commit}")
-        except GitError:
-            return None
-        return out.decode("ascii").strip() or None
-
-    def top(self) -> str:
-        """The root of the work tree."""
-        if not self._root:
-            try:
-                out = self.run("rev-parse", "--show-toplevel")
-            except GitError as err:
-                raise GitError(f"not inside a git work tree ({err})") from err
-            self._root.append(out.decode("utf-8", "surrogateescape").rstrip("\n"))
-        return self._root[0]
-
-    def file_oid(self, rev: str | None, path: str) -> str | None:
-        """The blob of regular file ``path`` (from the root) in commit ``rev``, or in the index when None.
-
-        A symlink, a folder or a submodule at ``path`` counts as no file.
-        """
-        if rev is None:
-            return self.staged(":(top,literal)" + path).get(path)
-        out = self.run("ls-tree", "-z", "--full-tree", check_revision(rev), "--", path)
-        for row in out.split(b"\0"):
-            meta, _, name = row.partition(b"\t")
-            fields = meta.decode("ascii", "replace").split(" ")
-            if _decode_path(name) == path and fields[0] in _REGULAR:
-                return fields[2]
-        return None
-
-    def staged(self, *pathspecs: str) -> dict[str, str]:
-        """The blob of each regular file the index holds under ``pathspecs``, by path from the
-        root (a conflicted path has no single staged version, and is left out)."""
-        out = self.run("ls-files", "--stage", "-z", "--full-name", "--", *pathspecs)
-        blobs = {}
-        for row in out.split(b"\0"):
-            meta, _, name = row.partition(b"\t")
-            fields = meta.decode("ascii", "replace").split(" ")
-            if len(fields) == 3 and fields[0] in _REGULAR and fields[2] == "0":
-                blobs[_decode_path(name)] = fields[1]
-        return blobs
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Entry:
-    """One entry of ``git diff --raw``: a path's status and the object on each side."""
-
-    status: str
-    old_path: str | None
-    new_path: str | None
-    old_oid: str | None
-    new_oid: str | None
-    old_mode: str
-    new_mode: str
-
-
-def parse_raw_diff(out: bytes) -> list[Entry]:
-    """Parse the output of ``git diff --raw -z --no-abbrev``."""
-    fields = out.split(b"\0")
-    entries = []
-    i = 0
-    while i < len(fields) and fields[i]:
-        meta = fields[i].decode("ascii").lstrip(":").split(" ")
-        status = meta[4][:1]
-        paths = [_decode_path(p) for p in fields[i + 1 : i + (3 if status in "RC" else 2)]]
-        i += 1 + len(paths)
-        entries.append(_entry(meta, status, paths))
-    return entries
-
-
-def _entry(meta: list[str], status: str, paths: list[str]) -> Entry:
-    """One entry from its modes, object ids and status, and its path (both, for a rename or copy)."""
-    return Entry(
-        status=status,
-        old_path=None if status == "A" else paths[0],
-        new_path=None if status == "D" else paths[-1],
-        old_oid=_oid(meta[2]),
-        new_oid=_oid(meta[3]),
-        old_mode=meta[0],
-        new_mode=meta[1],
-    )
-
-
-def _oid(oid: str) -> str | None:
-    """An object id; None for git's all-zero id of a side that does not exist."""
-    return None if set(oid) <= _NULL_OID else oid
-
-
-def _decode_path(raw: bytes) -> str:
-    # git paths are bytes; undecodable ones survive as surrogates and print escaped
-    return raw.decode("utf-8", "surrogateescape")
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class BaselineChange:
-    """One sealed baseline this commit adds, modifies or deletes, with both heads."""
-
-    baseline: str
-    #: added, modified, deleted, renamed to ..., renamed from ...
-    action: str
-    from_head: str
-    #: the staged head; None for a deletion, or when the staged file is not an intact chain
-    to_head: str | None
-    #: why the staged file is not an intact sealed chain (no note can accept it)
-    broken: str | None = None
-    #: heads this baseline passed through before ``to``: a note naming one of them is stale
-    older_heads: frozenset[str] = frozenset()
-    #: why the staged entry is not a file the guard can judge (a symlink, a submodule): no note accepts it
-    refused: str | None = None
-    #: what the file is, for messages: a baseline, or the tool lock or a baseline's session file
-    #: (whose head is its bytes' digest)
-    kind: str = "baseline"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -230,39 +89,6 @@ class GuardResult:
     unguarded: tuple[str, ...] = ()
 
 
-class _Chain(NamedTuple):  # (a tuple: a dataclass costs a millisecond of every commit's start-up)
-    head: str
-    digests: tuple[str, ...]
-    broken: str | None
-
-
-def _genesis() -> str:
-    """The genesis value (the ``from`` of a baseline added): the head of a chain of no link."""
-    return _chain(b"", "").head
-
-
-def _head_of(chain: _Chain | None) -> str:
-    """A committed chain's head; the genesis value where there is none (a new baseline)."""
-    return chain.head if chain is not None else _genesis()
-
-
-def _chain(raw: bytes, path: str) -> _Chain:
-    """Walk a sealed blob; on a parse error or a break, stop at the intact prefix."""
-    # the chain and its reader (orjson, the decoders) only now: most commits change no sealed file
-    from toolreplay.chain import intact_prefix
-
-    state, digests, error = intact_prefix(io.BytesIO(raw), path)
-    problem = None if error is None else one_line(str(error))
-    if state.broken is not None and problem is None:
-        b = state.broken
-        problem = one_line(f"{path}:{b.line}: chain broken at index {b.position}: {b.reason}")
-    return _Chain(head=state.head, digests=digests, broken=problem)
-
-
-def is_baseline(path: str, patterns: Sequence[str]) -> bool:
-    return any(fnmatch.fnmatchcase(path, pattern) for pattern in patterns)
-
-
 def is_note(path: str, notes_dir: str) -> bool:
     return path.startswith(notes_dir + "/") and path.endswith(".md")
 
@@ -276,204 +102,6 @@ def normalize_dir(notes_dir: str) -> str:
     return folder
 
 
-def _older(after: _Chain, from_head: str, before: _Chain | None) -> frozenset[str]:
-    """Heads the baseline had before the staged one: its chain's prefixes and the committed versions."""
-    older = {from_head, *after.digests}
-    if before is not None:
-        older |= set(before.digests)
-    older.discard(after.head)
-    return frozenset(older)
-
-
-def _added_or_modified(git: Git, path: str, oid: str, action: str, before: _Chain | None) -> BaselineChange:
-    after = _chain(git.blob(oid), path)
-    from_head = _head_of(before)
-    return BaselineChange(
-        baseline=path,
-        action=action,
-        from_head=from_head,
-        to_head=None if after.broken else after.head,
-        broken=after.broken,
-        older_heads=_older(after, from_head, before),
-    )
-
-
-def file_head(raw: bytes) -> str:
-    """The head of a guarded file that is not a chain (the tool lock): the SHA-256 of its bytes."""
-    return hashlib.sha256(raw).hexdigest()
-
-
-def is_session_file(path: str, patterns: Sequence[str]) -> bool:
-    """Whether ``path`` is a baseline's session file (``BASELINE.mcp``, what ``serve`` answers with):
-    guarded with its baseline, one sealed unit (docs/spec.md §6)."""
-    return path.endswith(SESSION_SUFFIX) and is_baseline(path[: -len(SESSION_SUFFIX)], patterns)
-
-
-def file_changes(
-    git: Git, entries: Iterable[Entry], files: Collection[str], patterns: Sequence[str] = ()
-) -> list[BaselineChange]:
-    """The changes of the guarded files that are not chains (``files``, from the root, and the session
-    files of the baselines ``patterns`` match): ``from`` and ``to`` are digests of their bytes
-    (:func:`file_head`), the genesis value for a file added."""
-
-    def guarded(path: str | None) -> bool:
-        return path is not None and (path in files or is_session_file(path, patterns))
-
-    return [change for entry in entries for change in _entry_file_changes(git, entry, guarded)]
-
-
-def _entry_file_changes(
-    git: Git, entry: Entry, guarded: Callable[[str | None], bool]
-) -> Iterator[BaselineChange]:
-    """The guarded files' changes of one diff entry: its one side, or both sides of a rename."""
-    old = entry.old_path if guarded(entry.old_path) and entry.status != "C" else None
-    new = entry.new_path if guarded(entry.new_path) and entry.new_oid is not None else None
-    for path in dict.fromkeys(p for p in (old, new) if p is not None):
-        before = _file_side(git, entry.old_oid, entry.old_mode) if path == old else None
-        after = _file_side(git, entry.new_oid, entry.new_mode) if path == new else None
-        if before != after:
-            yield BaselineChange(
-                baseline=path,
-                action="added" if before is None else "deleted" if after is None else "modified",
-                from_head=before or _genesis(),
-                to_head=after,
-                kind="session file" if path.endswith(SESSION_SUFFIX) else "tool lock",
-            )
-
-
-def _file_side(git: Git, oid: str | None, mode: str) -> str | None:
-    """The digest of one side of a guarded file; None where no regular file is."""
-    return file_head(git.blob(oid)) if oid is not None and mode in _REGULAR else None
-
-
-def baseline_changes(git: Git, entries: Iterable[Entry], patterns: Sequence[str]) -> list[BaselineChange]:
-    """The sealed baselines the entries add, modify or delete, with the heads on both sides.
-
-    Only a regular file is a baseline's content: a symlink or a submodule where a baseline
-    pattern reaches is a change no note can accept (``refused``), and one on the old side
-    counts as no baseline (``from`` is the genesis value).
-    """
-
-    return [change for entry in entries for change in _entry_changes(git, entry, patterns)]
-
-
-def _baseline_path(path: str | None, mode: str, patterns: Sequence[str]) -> str | None:
-    """``path`` when a regular file is there and a baseline pattern covers it."""
-    return path if path is not None and mode in _REGULAR and is_baseline(path, patterns) else None
-
-
-def _entry_changes(git: Git, entry: Entry, patterns: Sequence[str]) -> list[BaselineChange]:
-    """The baseline changes of one diff entry: none, its one side, or both sides of a rename."""
-    old, new = _baseline_sides(entry, patterns)
-    before = _committed(git, entry, old)
-    in_place = old == entry.new_path
-    refused = _refused(entry, before if in_place else None, patterns)
-    if refused is None:
-        if old is not None and old == new:
-            return _modified(git, new, entry.new_oid or "", before)
-        return _moved(git, entry, old, new, before)
-    if old is None or in_place:
-        return [refused]
-    return [refused, *_moved(git, entry, old, new, before)]
-
-
-def _baseline_sides(entry: Entry, patterns: Sequence[str]) -> tuple[str | None, str | None]:
-    """The baseline's path on each side of an entry (None where no baseline is)."""
-    # a copy leaves its source alone; its target is an addition
-    old = _baseline_path(entry.old_path, entry.old_mode, patterns) if entry.status != "C" else None
-    new = _baseline_path(entry.new_path, entry.new_mode, patterns) if entry.new_oid is not None else None
-    return old, new
-
-
-def _committed(git: Git, entry: Entry, old: str | None) -> _Chain | None:
-    """The chain of the baseline on the entry's old side (None when there is none)."""
-    if old is None or entry.old_oid is None:
-        return None
-    return _chain(git.blob(entry.old_oid), old)
-
-
-def _modified(git: Git, path: str, oid: str, before: _Chain | None) -> list[BaselineChange]:
-    """A baseline changed in place; nothing when only line endings or blank lines changed (the same
-    chain, nothing drifted)."""
-    change = _added_or_modified(git, path, oid, "modified", before)
-    if change.to_head is not None and change.to_head == change.from_head:
-        return []
-    return [change]
-
-
-def _moved(
-    git: Git, entry: Entry, old: str | None, new: str | None, before: _Chain | None
-) -> list[BaselineChange]:
-    """A baseline leaving its old path, arriving at its new one, or both (a rename)."""
-    changes = []
-    if old is not None:
-        changes.append(_departure(entry, old, before))
-    if new is not None:
-        changes.append(_added_or_modified(git, new, entry.new_oid or "", _arrival(entry), None))
-    return changes
-
-
-def _departure(entry: Entry, old: str, before: _Chain | None) -> BaselineChange:
-    """A baseline deleted, or renamed away from ``old``."""
-    action = "deleted" if entry.new_path is None else f"renamed to {quote(entry.new_path)}"
-    head = _head_of(before)
-    return BaselineChange(baseline=old, action=action, from_head=head, to_head=None)
-
-
-def _arrival(entry: Entry) -> str:
-    """How the new side of an entry came to be: added, or renamed from its old path."""
-    renamed = entry.status == "R" and entry.old_path is not None
-    return f"renamed from {quote(entry.old_path or '')}" if renamed else "added"
-
-
-#: what git stores at a path that is not a regular file, by mode
-_NOT_FILES = {"120000": "a symlink", _GITLINK: "a submodule"}
-
-
-def _refused(entry: Entry, before: _Chain | None, patterns: Sequence[str]) -> BaselineChange | None:
-    """The change of an entry whose new side is no regular file where a baseline pattern reaches."""
-    path, mode = entry.new_path, entry.new_mode
-    if path is None or entry.new_oid is None or mode in _REGULAR:
-        return None
-    if not (is_baseline(path, patterns) or reaches_into(path, patterns)):
-        return None
-    return BaselineChange(
-        baseline=path,
-        action="modified" if entry.status in "MT" else _arrival(entry),
-        from_head=_head_of(before),
-        to_head=None,
-        refused=_not_a_file(path, mode),
-    )
-
-
-def _not_a_file(path: str, mode: str) -> str:
-    """Why the guard cannot judge what git stores at ``path`` with ``mode``."""
-    what = _NOT_FILES.get(mode, "not a regular file")
-    return (
-        f"{quote(path)} is {what} (mode {mode}), where a baseline pattern reaches: git stores"
-        f" {'the name it points to' if mode == '120000' else 'no file of this repository'} there,"
-        " so the guard cannot judge the baseline behind it"
-    )
-
-
-def reaches_into(folder: str, patterns: Sequence[str]) -> bool:
-    """Whether a pattern, read one folder at a time as ``check``'s glob reads it, could match a file
-    under ``folder`` (a submodule or a symlink there hides that file from the guard)."""
-    names = folder.split("/")
-    return any(_could_reach(names, pattern.split("/")) for pattern in patterns)
-
-
-def _could_reach(names: Sequence[str], parts: Sequence[str]) -> bool:
-    for depth, name in enumerate(names):
-        if depth >= len(parts):
-            return False
-        if parts[depth] == "**":
-            return True
-        if not fnmatch.fnmatchcase(name, parts[depth]):
-            return False
-    return len(parts) > len(names)
-
-
 def staged_notes(git: Git, entries: Iterable[Entry], notes_dir: str) -> tuple[list[DriftNote], list[Problem]]:
     """Parse every Markdown file the entries add or change under the notes folder."""
     notes, problems = [], []
@@ -482,7 +110,7 @@ def staged_notes(git: Git, entries: Iterable[Entry], notes_dir: str) -> tuple[li
         if path is None or entry.new_oid is None or not is_note(path, notes_dir):
             continue
         # here, not at the top: YAML (a third of the hook's imports) only for a commit with notes
-        from toolreplay.driftnote import parse_note
+        from toolreplay.driftnotes.note import parse_note
 
         try:
             notes.append(parse_note(git.blob(entry.new_oid), path))
@@ -543,7 +171,7 @@ def _describe(note: DriftNote, change: BaselineChange) -> list[str]:
     """How a note on this baseline misses the change: its ``from``, its ``to``, or both."""
     out = []
     if note.from_head != change.from_head:
-        what = "the genesis value" if change.from_head == _genesis() else "the committed head (HEAD)"
+        what = "the genesis value" if change.from_head == genesis_head() else "the committed head (HEAD)"
         out.append(f"note {quote(note.path)} has from {note.from_head}, but {what} is {change.from_head}")
     to = _to_mismatch(note, change)
     return out if to is None else [*out, to]
@@ -633,7 +261,7 @@ def _unaccepted(
 
 
 def _from_line(change: BaselineChange) -> str:
-    genesis = "  (genesis: new baseline)" if change.from_head == _genesis() else ""
+    genesis = "  (genesis: new baseline)" if change.from_head == genesis_head() else ""
     return f"from: {change.from_head}{genesis}"
 
 
@@ -699,7 +327,7 @@ def _unguarded(entry: Entry, path: str, patterns: Sequence[str]) -> bool:
     """Whether the entry stages a sealed transcript (a file, not a submodule) outside the patterns."""
     return (
         entry.new_oid is not None
-        and entry.new_mode != _GITLINK
+        and entry.new_mode != GITLINK
         and path.endswith(SEALED_SUFFIX)
         and not is_baseline(path, patterns)
     )
@@ -732,7 +360,7 @@ def _recorded_notes(git: Git, notes_dir: str, rev: str | None) -> list[str]:
         out = git.run("ls-files", "-z", "--full-name", "--", ":(top,literal)" + notes_dir)
     else:
         out = git.run("ls-tree", "-r", "-z", "--name-only", "--full-tree", rev, "--", notes_dir)
-    return [_decode_path(p) for p in out.split(b"\0") if p]
+    return [decode_path(p) for p in out.split(b"\0") if p]
 
 
 def _check(
