@@ -84,7 +84,7 @@ def pydantic_ai(out: Path) -> dict[str, Any]:
 
         if version == "v1":
 
-            @agent.tool_plain
+            @agent.tool_plain(sequential=True)  # one at a time: the spans start in call order
             def get_weather(city: str, days: int = 1) -> dict[str, Any]:
                 """The forecast for a city."""
                 result = {"city": city, "temp": 21.5, "days": days}
@@ -93,7 +93,7 @@ def pydantic_ai(out: Path) -> dict[str, Any]:
 
         else:
 
-            @agent.tool_plain
+            @agent.tool_plain(sequential=True)  # one at a time: the spans start in call order
             def get_weather(city: str, units: str, days: int = 1) -> dict[str, Any]:
                 """The forecast for a city, in the units asked for."""
                 result = {"city": city, "temp": 21.5, "days": days, "units": units}
@@ -102,7 +102,7 @@ def pydantic_ai(out: Path) -> dict[str, Any]:
                 )
                 return result
 
-        @agent.tool_plain
+        @agent.tool_plain(sequential=True)  # one at a time: the spans start in call order
         def book(flight: str) -> str:
             """Book a flight."""
             CALLS.append({"tool": "book", "args": {"flight": flight}, "error": "sold out"})

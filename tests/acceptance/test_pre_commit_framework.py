@@ -75,7 +75,7 @@ def hook_repo(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
         pytest.skip("needs a git checkout of toolreplay to snapshot")
     configured = os.environ.get("TOOLREPLAY_PRE_COMMIT_CACHE")
     # each xdist worker keeps a folder of its own: the snapshot is deleted and rebuilt here, and a
-    # shared folder would be pulled from under another worker's pre-commit run
+    # common folder would be pulled from under another worker's pre-commit run
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
     if configured:
         base = Path(configured) / worker

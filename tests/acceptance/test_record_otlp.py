@@ -123,13 +123,13 @@ def _pydantic_agent(provider: Any, calls: list[tuple[str, dict[str, Any], Any]])
     agent = Agent(TestModel(seed=3))
     agent.instrument = InstrumentationSettings(tracer_provider=provider)
 
-    @agent.tool_plain
+    @agent.tool_plain(sequential=True)  # one at a time: the spans start in call order
     def add(a: int, b: int) -> int:
         """Add two integers."""
         calls.append(("add", {"a": a, "b": b}, a + b))
         return a + b
 
-    @agent.tool_plain
+    @agent.tool_plain(sequential=True)  # one at a time: the spans start in call order
     def forecast(city: str) -> dict[str, Any]:
         """Tomorrow's weather in a city."""
         answer = {"city": city, "sky": "clear", "high": 21}
