@@ -167,6 +167,18 @@ class Column:
 Loader = Callable[[int, int, int], Record]
 
 
+def _contract_fields(record: Record) -> tuple[int, bytes, bytes]:
+    """A record's contract digests as a row holds them, and the flags saying which it recorded."""
+    flags, fingerprint, text = 0, _NO_FINGERPRINT, _NO_TEXT
+    if record.fingerprint is not None:
+        flags |= _HAS_FINGERPRINT
+        fingerprint = bytes.fromhex(record.fingerprint)
+    if record.text_digest is not None:
+        flags |= _HAS_TEXT
+        text = bytes.fromhex(record.text_digest)
+    return flags, fingerprint, text
+
+
 class CallTable:
     """The calls of one transcript, as digests; see the module's docstring."""
 
@@ -191,23 +203,12 @@ class CallTable:
     def add(self, record: Record, offset: int = 0) -> None:
         position = self.keys.count
         tool = record.tool
-        flags = 0
+        call_key, response, after = self._texts(record)
+        flags, fingerprint, text = _contract_fields(record)
         state = _NO_DIGEST
-        call_key, response, after = record.call_key, record.canon_response, record.canon_state
-        if self.store.volatile is not None:
-            masked = self.store.volatile.texts(record, self.source)
-            call_key, response, after = masked.call_key, masked.response, masked.state
         if after is not None:
             flags |= HAS_STATE
             state = digest(after)
-        fingerprint = _NO_FINGERPRINT
-        if record.fingerprint is not None:
-            flags |= _HAS_FINGERPRINT
-            fingerprint = bytes.fromhex(record.fingerprint)
-        text = _NO_TEXT
-        if record.text_digest is not None:
-            flags |= _HAS_TEXT
-            text = bytes.fromhex(record.text_digest)
         if record.index != position:
             flags |= _ODD_INDEX
             self.odd[position] = record.index
@@ -224,6 +225,18 @@ class CallTable:
         )
         self.rows.append(row)
         self.tools.add(tool)
+        self._note_contracts(record, position, row)
+
+    def _texts(self, record: Record) -> tuple[str, str, str | None]:
+        """The record's call key, response and state texts, masked where the volatile rules say."""
+        if self.store.volatile is None:
+            return record.call_key, record.canon_response, record.canon_state
+        masked = self.store.volatile.texts(record, self.source)
+        return masked.call_key, masked.response, masked.state
+
+    def _note_contracts(self, record: Record, position: int, row: bytes) -> None:
+        """Keep the first call of a tool that recorded a fingerprint (a contract-text digest)."""
+        tool = record.tool
         if record.fingerprint is not None and tool not in self.recorded:
             self.recorded[tool] = self.light(position, row)
         if record.text_digest is not None and tool not in self.described:

@@ -121,13 +121,20 @@ def _entry_file_changes(
     git: Git, entry: Entry, guarded: Callable[[str | None], bool]
 ) -> Iterator[BaselineChange]:
     """The guarded files' changes of one diff entry: its one side, or both sides of a rename."""
-    old = entry.old_path if guarded(entry.old_path) and entry.status != "C" else None
-    new = entry.new_path if guarded(entry.new_path) and entry.new_oid is not None else None
+    old, new = _guarded_sides(entry, guarded)
     for path in dict.fromkeys(p for p in (old, new) if p is not None):
         before = _file_side(git, entry.old_oid, entry.old_mode) if path == old else None
         after = _file_side(git, entry.new_oid, entry.new_mode) if path == new else None
         if before != after:
             yield _file_change(path, before, after)
+
+
+def _guarded_sides(entry: Entry, guarded: Callable[[str | None], bool]) -> tuple[str | None, str | None]:
+    """The guarded file's path on each side of an entry (None where none is)."""
+    # a copy leaves its source alone; its target is an addition
+    old = entry.old_path if guarded(entry.old_path) and entry.status != "C" else None
+    new = entry.new_path if guarded(entry.new_path) and entry.new_oid is not None else None
+    return old, new
 
 
 def _file_change(path: str, before: str | None, after: str | None) -> BaselineChange:

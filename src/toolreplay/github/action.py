@@ -13,7 +13,7 @@ import json
 import os
 import secrets
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
@@ -135,17 +135,36 @@ def _path_problem(path: str, kind: str) -> str | None:
     """What keeps ``path`` from being the ``kind`` of path its variable names (None: nothing)."""
     if not os.path.isabs(path):
         return "is not an absolute path"
-    if kind == "folder":
-        if os.path.isdir(path):
-            return None
-        return "is not a folder" if os.path.lexists(path) else "does not exist"
+    return _KIND_PROBLEMS[kind](path)
+
+
+def _folder_problem(path: str) -> str | None:
+    if os.path.isdir(path):
+        return None
+    return "is not a folder" if os.path.lexists(path) else "does not exist"
+
+
+def _output_problem(path: str) -> str | None:
+    """A file the Action writes: it may not exist yet, its folder must."""
     if os.path.isdir(path):
         return "is a folder, not a file"
-    if kind == "output":
-        return None if os.path.isdir(os.path.dirname(path)) else "is in no folder that exists"
+    return None if os.path.isdir(os.path.dirname(path)) else "is in no folder that exists"
+
+
+def _input_problem(path: str) -> str | None:
+    if os.path.isdir(path):
+        return "is a folder, not a file"
     if not os.path.isfile(path):
         return "does not exist"
     return None if os.access(path, os.R_OK) else "cannot be read"
+
+
+#: the check of each kind of runner path (RUNNER_PATHS)
+_KIND_PROBLEMS: dict[str, Callable[[str], str | None]] = {
+    "folder": _folder_problem,
+    "output": _output_problem,
+    "input": _input_problem,
+}
 
 
 def _http_url(text: str) -> bool:
