@@ -238,12 +238,22 @@ def other_advice(report: Report, findings: Sequence[Finding]) -> Advice | None:
     again, and a note, where the guard counts it as a baseline, accepts that new version.
     """
     if report.command == "probe" and any(f.kind in REWRITE_ACCEPTS for f in findings):
-        answers = _header_value(report, RECEIPT)
-        return _rewrite_receipt(report.path, answers) if answers is not None else _record_again(report.path)
+        return _probe_advice(report)
     if report.command == "diff" and any(f.kind in NOTE_ACCEPTS for f in findings):
-        baseline = _header_value(report, "baseline")
-        return _run_as_baseline(report.path, baseline) if isinstance(baseline, str) else None
+        return _diff_advice(report)
     return None
+
+
+def _probe_advice(report: Report) -> Advice:
+    """``probe``'s: write the receipt again (with the answers it was recorded from), or record again."""
+    answers = _header_value(report, RECEIPT)
+    return _rewrite_receipt(report.path, answers) if answers is not None else _record_again(report.path)
+
+
+def _diff_advice(report: Report) -> Advice | None:
+    """``diff``'s: the run becomes the baseline its header names (None: it names none)."""
+    baseline = _header_value(report, "baseline")
+    return _run_as_baseline(report.path, baseline) if isinstance(baseline, str) else None
 
 
 def _header_value(report: Report, key: str) -> object:
