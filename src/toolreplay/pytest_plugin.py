@@ -216,14 +216,20 @@ def _marked_cassette(item: pytest.Item, marker: pytest.Mark, root: Path) -> Path
     return path
 
 
-def _default_cassette(item: pytest.Item, root: Path) -> Path:
-    """One file per test under the cassette dir, named after its module, class and test."""
+def _module_parts(item: pytest.Item, root: Path) -> tuple[str, ...]:
+    """The parts of a test's module path from the rootdir, without a leading ``tests``."""
     try:
         module = item.path.relative_to(root).with_suffix("").parts
     except ValueError:  # a test file outside the rootdir
         module = (item.path.stem,)
     if len(module) > 1 and module[0] == "tests":
-        module = module[1:]
+        return module[1:]
+    return module
+
+
+def _default_cassette(item: pytest.Item, root: Path) -> Path:
+    """One file per test under the cassette dir, named after its module, class and test."""
+    module = _module_parts(item, root)
     names = [node.name for node in item.listchain() if isinstance(node, pytest.Class)]
     names.append(item.name)
     given_dir = str(item.config.getini("toolreplay_cassette_dir"))

@@ -91,17 +91,20 @@ def type_name(value: Any) -> str:
     """How a JSON value's type is named in error messages."""
     if value is None:
         return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
+    for kind, name in _TYPE_NAMES:
+        if isinstance(value, kind):
+            return name
     return "an object"
+
+
+#: the names of the JSON types type_name tells apart, in the order it asks (a bool is an int)
+_TYPE_NAMES: tuple[tuple[type, str], ...] = (
+    (bool, "a boolean"),
+    (int, "an integer"),
+    (float, "a number"),
+    (str, "a string"),
+    (list, "an array"),
+)
 
 
 def _field_error(name: str, want: str, value: Any) -> InputError:

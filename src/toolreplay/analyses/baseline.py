@@ -25,7 +25,7 @@ verdicts' groups through buckets (:mod:`toolreplay.analyses.determinism`).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -300,10 +300,8 @@ def _compare_pair(
         if drift is not None:
             add(digest.kind, drift)
     kind = _value_drift(b, r, declared)
-    if kind is not None and out.wants(kind, tool):
-        add(kind, *_VALUE_DRIFT[kind](tool, *(full() if full is not None else (b, r))))
-    elif kind is not None:
-        out.count(kind, tool)
+    if kind is not None:
+        _add_value_drift(out, add, kind, (b, r), full)
     unrecorded = _unrecorded_state(b, r, tool, behaviour, mutators)
     if unrecorded is not None:
         add(
@@ -313,6 +311,22 @@ def _compare_pair(
                 f" (baseline index {b.index}): its effect cannot be compared"
             ),
         )
+
+
+def _add_value_drift(
+    out: _Collector,
+    add: Callable[..., None],
+    kind: str,
+    pair: tuple[Record, Record],
+    full: Callable[[], tuple[Record, Record]] | None,
+) -> None:
+    """A pair's value drift as a finding where the collector wants one, else only counted; the
+    message quotes the values (of the records ``full`` gives, when the pair's are light)."""
+    tool = pair[1].tool
+    if not out.wants(kind, tool):
+        out.count(kind, tool)
+        return
+    add(kind, *_VALUE_DRIFT[kind](tool, *(full() if full is not None else pair)))
 
 
 def _value_drift(b: Record, r: Record, declared: ToolBehaviour | None) -> str | None:
@@ -533,13 +547,23 @@ def diff_tables(baseline: CallTable, runs: Sequence[tuple[str, CallTable]], judg
         collectors.append(collector)
         aligned_counts.append(aligned)
     silent, agreed = _determinism([("", baseline), *runs], judging, collectors)
-    called = sorted({tool for _, table in runs for tool in table.tools})
-    verdicts = {tool: _verdict(behaviour.get(tool), tool in silent, tool in agreed) for tool in called}
+    verdicts = _verdicts(runs, behaviour, silent, agreed)
     results = [
         _run_diff(path, table, collector, aligned)
         for (path, table), collector, aligned in zip(runs, collectors, aligned_counts, strict=True)
     ]
     return DiffResult(baseline_calls=len(baseline), runs=tuple(results), verdicts=verdicts)
+
+
+def _verdicts(
+    runs: Sequence[tuple[str, CallTable]],
+    behaviour: Mapping[str, ToolBehaviour],
+    silent: Collection[str],
+    agreed: Collection[str],
+) -> dict[str, str]:
+    """The verdict on each tool the runs called, by name."""
+    called = sorted({tool for _, table in runs for tool in table.tools})
+    return {tool: _verdict(behaviour.get(tool), tool in silent, tool in agreed) for tool in called}
 
 
 def _determinism(

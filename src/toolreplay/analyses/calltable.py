@@ -366,17 +366,23 @@ def read_table(
     tracked = Tee(stream)
     try:
         table = CallTable(store, _reader(path, spool, sealed), path if source == "" else source)
-        records: Iterator[Record]
-        if sealed:
-            records = (link.record for link in parse_links(cast(IO[bytes], tracked), path))
-        else:
-            records = parse_transcript(cast(IO[bytes], tracked), path)
-        read: Iterable[tuple[Record, int]] = ((record, tracked.start) for record in records)
-        if store.volatile is not None:  # the matches of the rules' patterns, a batch at a time
-            read = store.volatile.ahead(read, path, _first)
-        for record, offset in read:
+        for record, offset in _records_at(store, tracked, path, sealed=sealed):
             table.add(record, offset)
     finally:
         if again is None:
             stream.close()
     return table.finish()
+
+
+def _records_at(store: Store, tracked: Tee, path: str, *, sealed: bool) -> Iterable[tuple[Record, int]]:
+    """The records of a transcript (``sealed``: of its links) read from ``tracked``, each with the
+    offset of its line."""
+    records: Iterator[Record]
+    if sealed:
+        records = (link.record for link in parse_links(cast(IO[bytes], tracked), path))
+    else:
+        records = parse_transcript(cast(IO[bytes], tracked), path)
+    read: Iterable[tuple[Record, int]] = ((record, tracked.start) for record in records)
+    if store.volatile is not None:  # the matches of the rules' patterns, a batch at a time
+        read = store.volatile.ahead(read, path, _first)
+    return read

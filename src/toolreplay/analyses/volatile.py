@@ -167,18 +167,24 @@ class _Masking:
         self.masked = 0
 
     def apply(self, value: Any, tokens: Sequence[str], rest: Sequence[Sequence[str]]) -> Any:
-        if isinstance(value, _Whole):
-            self.apply(value.value, tokens, rest)  # counted as alone; the value stays masked whole
-            return value
-        if isinstance(value, _Pieces):
-            return value if tokens or rest else self._recut(value)
-        if isinstance(value, _Embedded):
-            return self._reenter(value, tokens, rest)
+        if isinstance(value, _MASKED):
+            return self._apply_masked(value, tokens, rest)
         if tokens:
             return self._descend(value, tokens, rest)
         if rest:
             return self._embedded(value, rest)
         return self._mask(value)
+
+    def _apply_masked(
+        self, value: _Whole | _Pieces | _Embedded, tokens: Sequence[str], rest: Sequence[Sequence[str]]
+    ) -> Any:
+        """A value an earlier rule masked (whole, cut, or entered as JSON)."""
+        if isinstance(value, _Whole):
+            self.apply(value.value, tokens, rest)  # counted as alone; the value stays masked whole
+            return value
+        if isinstance(value, _Pieces):
+            return value if tokens or rest else self._recut(value)
+        return self._reenter(value, tokens, rest)
 
     def _recut(self, value: _Pieces) -> Any:
         """A string an earlier rule's pattern cut: masked whole, or this rule's matches masked too."""

@@ -73,7 +73,11 @@ def judged_fail_on(
     base = _base_config(config, pull, workspace)
     if from_config and base is not None:
         fail_on = base.fail_on
-    decided = base_decides(base)
+    return _with_decided(base_decides(base), fail_on)
+
+
+def _with_decided(decided: dict[str, bool], fail_on: frozenset[str] | None) -> frozenset[str] | None:
+    """``fail_on`` with the drift-note kinds failing where ``decided`` says (itself when it agrees)."""
     if all(decided[k] == kind_fails(k, fail_on) for k in GUARD_KINDS):
         return fail_on
     return frozenset(k for k in KINDS if decided.get(k, kind_fails(k, fail_on)))

@@ -60,12 +60,17 @@ def eval_items(data: bytes, path: str) -> Iterator[Item]:
         )
     for info in archive.infolist():
         if info.filename.startswith("samples/") and info.filename.endswith(".json"):
-            location = Location(None, "/" + pointer_token(info.filename))
-            raw = _member(archive, info, data, path)
-            try:
-                yield Item(location, decode_value(raw))
-            except InputError as err:
-                raise InputError(err.problem, path=path, pointer=location.pointer) from err
+            yield _sample(archive, info, data, path)
+
+
+def _sample(archive: zipfile.ZipFile, info: zipfile.ZipInfo, data: bytes, path: str) -> Item:
+    """One sample member as an item, located by its name."""
+    location = Location(None, "/" + pointer_token(info.filename))
+    raw = _member(archive, info, data, path)
+    try:
+        return Item(location, decode_value(raw))
+    except InputError as err:
+        raise InputError(err.problem, path=path, pointer=location.pointer) from err
 
 
 def _member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, data: bytes, path: str) -> bytes:
