@@ -265,6 +265,11 @@ def toolreplay(request: pytest.FixtureRequest) -> Iterator[CassetteRegistry]:
     if isinstance(registry, str):
         pytest.fail(f"toolreplay: {registry}", pytrace=False)
     yield registry
+    _save_outcome(item, registry, mode)
+
+
+def _save_outcome(item: pytest.Item, registry: CassetteRegistry, mode: str) -> None:
+    """After the test: save what a passed test recorded, and note what became of the cassette."""
     outcomes = item.stash.setdefault(_OUTCOME, [])
     if registry.recording and registry.recorded:
         if item.stash.get(_CALL_PASSED, False):

@@ -161,14 +161,19 @@ def _read_calls(
     for expected, (number, raw) in enumerate(lines):
         read: Call | Record | None = fast_call(raw, number)
         if read is None or (volatile is not None and volatile.for_tool(read.tool)):
-            try:
-                read = parse_line(raw, line=number)[0]
-            except InputError as err:
-                raise InputError(err.problem, path=path, line=number, pointer=err.pointer) from err
+            read = _exact_record(raw, number, path)
         position = read.position if isinstance(read, Call) else read.index
         if position != expected:
             raise out_of_order(position, expected, path=path, line=number)
         yield read
+
+
+def _exact_record(raw: bytes, number: int, path: str) -> Record:
+    """Line ``number``'s record, read by the exact reader; its error located in the file."""
+    try:
+        return parse_line(raw, line=number)[0]
+    except InputError as err:
+        raise InputError(err.problem, path=path, line=number, pointer=err.pointer) from err
 
 
 # --- the same calls read on every core (parallel.py's pool), for a large file -----------------

@@ -134,6 +134,11 @@ def _kept(parts: list[tuple[str, bool]]) -> list[bool]:
     few when nothing changed)."""
     if sum(len(text) for text, _ in parts) <= LONG:
         return [True] * len(parts)
+    return _kept_of_long(parts)
+
+
+def _kept_of_long(parts: list[tuple[str, bool]]) -> list[bool]:
+    """Which parts a long text shows: those near a change (the first few when nothing changed)."""
     changed = [i for i, (_, change) in enumerate(parts) if change]
     if not changed:
         return [i < CONTEXT for i in range(len(parts))]

@@ -121,14 +121,19 @@ def check_runner(env: Mapping[str, str]) -> None:
     """Refuse a runner variable the Action reads that it cannot use (an :class:`InputError` naming
     the variable and the problem), before anything runs: the runner sets each to an absolute path,
     or to its API's URL. Unset or empty, each has its default."""
+    _check_runner_paths(env)
+    url = env.get("GITHUB_API_URL")
+    if url and not _http_url(url):
+        raise InputError(f"runner variable GITHUB_API_URL: {quote(url)} is not an http(s) URL with a host")
+
+
+def _check_runner_paths(env: Mapping[str, str]) -> None:
+    """Refuse the first runner variable of :data:`RUNNER_PATHS` whose path is not what it must be."""
     for name, kind in RUNNER_PATHS.items():
         path = env.get(name)
         problem = _path_problem(path, kind) if path else None
         if problem:
             raise InputError(f"runner variable {name}: {quote(path or '')} {problem}")
-    url = env.get("GITHUB_API_URL")
-    if url and not _http_url(url):
-        raise InputError(f"runner variable GITHUB_API_URL: {quote(url)} is not an http(s) URL with a host")
 
 
 def _path_problem(path: str, kind: str) -> str | None:

@@ -129,12 +129,17 @@ def _home_prefixes(shards: Sequence[ShardReport], count: int) -> list[str]:
     Shards hash a file's path relative to the config's folder; a report that names a file
     its shard does not hash to was moved between shards by hand and is refused.
     """
-    placed = [(s, r.path) for s in shards for r in s.reports if r.command == "check"]
+    placed = _checked_files(shards)
     candidates = _folder_prefixes([path for _, path in placed])
     valid = [prefix for prefix in candidates if _misplaced(placed, prefix, count) is None]
     if not valid:
         _refuse_misplaced(placed, count)
     return valid
+
+
+def _checked_files(shards: Sequence[ShardReport]) -> list[tuple[ShardReport, str]]:
+    """Each file a shard's ``check`` reports, with the shard."""
+    return [(s, r.path) for s in shards for r in s.reports if r.command == "check"]
 
 
 def _refuse_misplaced(placed: list[tuple[ShardReport, str]], count: int) -> NoReturn:
