@@ -263,10 +263,14 @@ def compare_contracts(old: ToolContract, new: ToolContract) -> list[Difference]:
     out += constraints
     if old.version != new.version:
         out.append(Difference(tool=new.name, kind="version", old=old.version, new=new.version))
-    # a parameter's description is text an agent reads, not a constraint: after the tool's own
-    text = compare_text(old, new)
+    return out + _with_text(compare_text(old, new), described)
+
+
+def _with_text(text: list[Difference], described: list[Difference]) -> list[Difference]:
+    """The text differences, the parameters' descriptions after the tool's own: a parameter's
+    description is text an agent reads, not a constraint."""
     own = [d for d in text if d.kind == "description"]
-    return out + own + described + [d for d in text if d.kind != "description"]
+    return own + described + [d for d in text if d.kind != "description"]
 
 
 def _schema_differences(tool: str, old: Any, new: Any) -> tuple[list[Difference], list[Difference]]:

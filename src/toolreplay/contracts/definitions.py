@@ -281,10 +281,7 @@ def _tool_list(value: dict[str, Any], pointer: str) -> tuple[Any, str] | None:
 def _definition(item: Any, pointer: str, path: str, line: int | None) -> ToolDefinition:
     if not isinstance(item, dict):
         raise InputError("a tool definition must be a JSON object", path=path, line=line, pointer=pointer)
-    if item.get("type") == "function" and isinstance(item.get("function"), dict):
-        inner, where, shape = item["function"], pointer + "/function", "openai"
-    else:
-        inner, where, shape = item, pointer, ""
+    inner, where, shape = _unwrapped(item, pointer)
     name = inner.get("name")
     if not isinstance(name, str) or not name:
         raise InputError(
@@ -301,6 +298,14 @@ def _definition(item: Any, pointer: str, path: str, line: int | None) -> ToolDef
         line=line,
         pointer=f"{where}/{key}",
     )
+
+
+def _unwrapped(item: dict[str, Any], pointer: str) -> tuple[dict[str, Any], str, str]:
+    """(the definition itself, where it is, "openai" or "") of an item: OpenAI's ``{"type":
+    "function", "function": {...}}`` holds it in its ``function``."""
+    if item.get("type") == "function" and isinstance(item.get("function"), dict):
+        return item["function"], pointer + "/function", "openai"
+    return item, pointer, ""
 
 
 def _shape(inner: dict[str, Any], shape: str) -> tuple[str, str]:

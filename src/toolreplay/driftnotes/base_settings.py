@@ -131,8 +131,7 @@ def judged_config(config: Config, pull: PullRange | None, *, workspace: str, tre
         bare = replace(config, volatile=(), mutators=DEFAULT_MUTATORS, tools_lock=None, tools_source=None)
         return Judged(config=bare)
     lock = _judged_lock(config, base, pull, workspace)
-    runs_source = tree and base.tools_source is not None and lock is not None
-    source_root = _base_tree(config, pull, workspace) if runs_source else None
+    source_root = _base_tree(config, pull, workspace) if _runs_source(base, lock, tree=tree) else None
     judged = replace(
         config,
         volatile=base.volatile,
@@ -145,6 +144,12 @@ def judged_config(config: Config, pull: PullRange | None, *, workspace: str, tre
         tools_source=base.tools_source if source_root is not None else None,
     )
     return Judged(config=judged, source_root=source_root)
+
+
+def _runs_source(base: Config, lock: str | None, *, tree: bool) -> bool:
+    """Whether a range's check runs the base's tools_source: it names one, beside a lock, and a copy
+    of the base commit's tree is wanted."""
+    return tree and base.tools_source is not None and lock is not None
 
 
 def _judged_lock(config: Config, base: Config, pull: PullRange, workspace: str) -> str | None:

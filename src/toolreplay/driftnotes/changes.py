@@ -240,9 +240,7 @@ _NOT_FILES = {"120000": "a symlink", GITLINK: "a submodule"}
 def _refused(entry: Entry, before: _Chain | None, patterns: Sequence[str]) -> BaselineChange | None:
     """The change of an entry whose new side is no regular file where a baseline pattern reaches."""
     path, mode = entry.new_path, entry.new_mode
-    if path is None or entry.new_oid is None or mode in REGULAR_MODES:
-        return None
-    if not (is_baseline(path, patterns) or reaches_into(path, patterns)):
+    if path is None or not _irregular_in_reach(entry, path, patterns):
         return None
     return BaselineChange(
         baseline=path,
@@ -251,6 +249,14 @@ def _refused(entry: Entry, before: _Chain | None, patterns: Sequence[str]) -> Ba
         to_head=None,
         refused=_not_a_file(path, mode),
     )
+
+
+def _irregular_in_reach(entry: Entry, path: str, patterns: Sequence[str]) -> bool:
+    """Whether an entry's new side (at ``path``) is something other than a regular file, where a
+    baseline pattern reaches."""
+    if entry.new_oid is None or entry.new_mode in REGULAR_MODES:
+        return False
+    return is_baseline(path, patterns) or reaches_into(path, patterns)
 
 
 def _not_a_file(path: str, mode: str) -> str:

@@ -153,22 +153,32 @@ def _differences(changes: Sequence[Finding], *, capped: bool) -> list[str]:
     out = ["", "What differs, base → head (as `toolreplay diff` finds it):", ""]
     shown = changes[:OPEN_CHANGES] if capped else changes
     for f in shown:
-        where = f"index {f.index}" if f.index is not None else "contract"
-        out += change_item(f, where, old="base", new="head")
+        out += change_item(f, _change_place(f), old="base", new="head")
     if len(shown) < len(changes):
         out += ["", more_line(changes[len(shown) :], "run `toolreplay diff` on the two versions.")]
     return out
+
+
+def _change_place(f: Finding) -> str:
+    """Where a change between two versions of a baseline is: a call's index, or the contract."""
+    return f"index {f.index}" if f.index is not None else "contract"
 
 
 def more_line(rest: Sequence[Finding], then: str) -> str:
     """How many more differences there are, and in which tools (the first :data:`NAMED_TOOLS`,
     sorted), then what shows them."""
     tools = sorted({f.tool for f in rest if f.tool})
+    named = _tools_named(tools)
+    where = f" (tool{'s' * (len(tools) != 1)} {named})" if tools else ""
+    return f"{_plural(len(rest), 'more difference')}{where}: {then}"
+
+
+def _tools_named(tools: list[str]) -> str:
+    """The first :data:`NAMED_TOOLS` tools, and how many more there are."""
     named = ", ".join(code(tool, max_len=80) for tool in tools[:NAMED_TOOLS])
     if len(tools) > NAMED_TOOLS:
         named += f" and {_plural(len(tools) - NAMED_TOOLS, 'more tool')}"
-    where = f" (tool{'s' * (len(tools) != 1)} {named})" if tools else ""
-    return f"{_plural(len(rest), 'more difference')}{where}: {then}"
+    return named
 
 
 #: what an accept command leaves for the reviewer to say (``--reason WHY``)
@@ -196,11 +206,16 @@ def baseline_accepts(report: Report, findings: Sequence[Finding], base: str | No
     drifted from a checked sealed baseline (measured from HEAD); none for anything else."""
     if report.note is not None:
         return accept_commands(report, findings, base)
-    if report.command != "check" or not report.path.endswith(SEALED_SUFFIX):
-        return []
-    if not any(f.kind in NOTE_ACCEPTS for f in findings):
+    if not _sealed_baseline_drifted(report, findings):
         return []
     return [accept_words(report.path, drifted_runs(report, findings)[0])]
+
+
+def _sealed_baseline_drifted(report: Report, findings: Sequence[Finding]) -> bool:
+    """Whether a checked sealed baseline has drift a note accepts."""
+    if report.command != "check" or not report.path.endswith(SEALED_SUFFIX):
+        return False
+    return any(f.kind in NOTE_ACCEPTS for f in findings)
 
 
 def accept_words(baseline: str, run: str, since: Sequence[str] = ()) -> list[str]:
