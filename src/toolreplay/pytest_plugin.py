@@ -17,7 +17,7 @@ import sys
 from collections.abc import Generator, Iterator, Mapping
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, NoReturn, TypeGuard
 
 import pytest
 
@@ -98,6 +98,11 @@ def started_environment() -> Mapping[str, str] | None:
             raw = stream.read()
     except OSError:
         return None
+    return _environ_of(raw)
+
+
+def _environ_of(raw: bytes) -> dict[str, str]:
+    """The variables of an environment block (``NAME=value`` entries, each ended by a NUL byte)."""
     pairs = (entry.partition(b"=") for entry in raw.split(b"\0") if entry)
     found: dict[str, str] = {}
     for key, _, value in pairs:  # the first of a name, as getenv takes it
@@ -245,13 +250,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # a marked test gets the fixture even when it does not name it (like usefixtures); the
     # marker of a test that reaches its tools over MCP names toolreplay_mcp's cassette instead
     for item in items:
-        if (
-            isinstance(item, pytest.Function)
-            and "toolreplay" not in item.fixturenames
-            and "toolreplay_mcp" not in item.fixturenames
-            and item.get_closest_marker("toolreplay") is not None
-        ):
+        if _marked_without_fixture(item):
             item.fixturenames.append("toolreplay")
+
+
+def _marked_without_fixture(item: pytest.Item) -> TypeGuard[pytest.Function]:
+    """A test marked ``toolreplay`` that takes neither of the plugin's cassette fixtures."""
+    return (
+        isinstance(item, pytest.Function)
+        and "toolreplay" not in item.fixturenames
+        and "toolreplay_mcp" not in item.fixturenames
+        and item.get_closest_marker("toolreplay") is not None
+    )
 
 
 @pytest.fixture
