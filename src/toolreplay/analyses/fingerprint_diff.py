@@ -497,19 +497,21 @@ class FingerprintCheck:
         if (record.tool, recorded) in self._reported:
             return
         self._reported.add((record.tool, recorded))
+        self._findings.append(self._text_finding(record, recorded, live))
+
+    def _text_finding(self, record: Record, recorded: str, live: str) -> Finding:
+        """The ``contract-text-drift`` of a call that recorded the text digest ``recorded``."""
         explain = self._explain.get(record.tool, "")
         message = text_drift_message(
             record.tool, recorded, live, against="the lock", differences=(explain,) if explain else ()
         )
-        self._findings.append(
-            Finding(
-                kind=CONTRACT_TEXT_DRIFT,
-                index=record.index,
-                tool=record.tool,
-                message=message,
-                path=self._path,
-                line=record.line,
-            )
+        return Finding(
+            kind=CONTRACT_TEXT_DRIFT,
+            index=record.index,
+            tool=record.tool,
+            message=message,
+            path=self._path,
+            line=record.line,
         )
 
     def result(self) -> TranscriptDrift:

@@ -338,6 +338,12 @@ def _size(record: Record) -> int:
     return len(record.canon_args) + len(record.canon_response) + len(record.canon_state or "")
 
 
+def _batch_full(records: int, size: int, items: int) -> bool:
+    """Whether a batch of ``items`` items holding ``records`` records of ``size`` characters is
+    asked of the pattern worker now."""
+    return records >= BATCH_RECORDS or size >= BATCH_CHARS or items >= BATCH_ITEMS
+
+
 class Volatile:
     """The config's rules, applied to the records a comparison reads; counts what they mask,
     per source (a file's path): each comparison reads each record once.
@@ -399,7 +405,7 @@ class Volatile:
             for item in items:
                 batch.append(item)
                 size += self._take(record(item), records)
-                if len(records) >= BATCH_RECORDS or size >= BATCH_CHARS or len(batch) >= BATCH_ITEMS:
+                if _batch_full(len(records), size, len(batch)):
                     self._fetch(records, path, batch=True)
                     yield from batch
                     batch, records, size = [], [], 0

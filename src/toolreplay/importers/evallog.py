@@ -73,16 +73,20 @@ def _sample(archive: zipfile.ZipFile, info: zipfile.ZipInfo, data: bytes, path: 
         raise InputError(err.problem, path=path, pointer=location.pointer) from err
 
 
+def _member_bytes(archive: zipfile.ZipFile, info: zipfile.ZipInfo, data: bytes) -> bytes:
+    """A member's bytes as stored: zstandard ourselves where this Python's zipfile cannot."""
+    if info.compress_type == _ZSTANDARD and not _stdlib_zstandard():
+        return _zstandard(_compressed(info, data), info.file_size)
+    return archive.read(info)
+
+
 def _member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, data: bytes, path: str) -> bytes:
     """A member's bytes, checked against the size and CRC the archive declares."""
     where = f"member {info.filename}"
     if info.file_size > MAX_INPUT_BYTES:
         raise InputError(f"{where} is over the {MAX_INPUT_BYTES}-byte limit", path=path)
     try:
-        if info.compress_type == _ZSTANDARD and not _stdlib_zstandard():
-            raw = _zstandard(_compressed(info, data), info.file_size)
-        else:
-            raw = archive.read(info)
+        raw = _member_bytes(archive, info, data)
     except _UNREADABLE as err:
         raise InputError(f"{where} cannot be read: {err}", path=path) from err
     if len(raw) != info.file_size or zlib.crc32(raw) != info.CRC:

@@ -258,13 +258,19 @@ def _response(span: Span, call: _Call) -> dict[str, Any] | None:
     status = failed(span)
     error_type = span.attributes.get(ERROR_TYPE)
     if status is not None or error_type is not None or call.result_failed:
-        message = exception_message(span) or status or error_type
-        response = make_response(content, is_error=True, error=message)
+        response = _error_response(span, content, status, error_type)
     elif content is not ABSENT:
         response = make_response(content)
     else:
         return None
     return {**response, **extra}
+
+
+def _error_response(span: Span, content: Any, status: str | None, error_type: Any) -> dict[str, Any]:
+    """A failed call's response; its error is the exception's message, else the status's, else the
+    error type."""
+    message = exception_message(span) or status or error_type
+    return make_response(content, is_error=True, error=message)
 
 
 #: the deepest value ``content`` may hold: the record is level 1, ``response`` level 2

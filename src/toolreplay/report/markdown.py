@@ -177,9 +177,16 @@ def _verdict(reports: Sequence[Report], fails: Callable[[str], bool]) -> list[st
     files = _plural(len({r.path for r in reports}), "file")
     if not total:
         return [f"**Passes**: no findings in {files}."]
+    return _found_verdict(reports, counts, fails, files)
+
+
+def _found_verdict(
+    reports: Sequence[Report], counts: dict[str, int], fails: Callable[[str], bool], files: str
+) -> list[str]:
+    """The verdict line when something was found, and the findings by kind."""
     failing = sum(n for kind, n in counts.items() if fails(kind))
     failed = len({r.path for r in reports if r.failed})
-    verdict = _verdict_head(total, failing)
+    verdict = _verdict_head(sum(counts.values()), failing)
     out = [f"{verdict}, in {failed} of {files} (by level: {_by_level(counts, fails)}).", ""]
     return out + _kind_table(counts, fails)
 
@@ -206,11 +213,16 @@ def _kind_counts(reports: Sequence[Report]) -> dict[str, int]:
     """How many findings of each kind (a report's errors as ``report-error``)."""
     counts: dict[str, int] = {}
     for r in reports:
-        for f in r.findings:
-            counts[f.kind] = counts.get(f.kind, 0) + 1
-        if r.errors:
-            counts[REPORT_ERROR] = counts.get(REPORT_ERROR, 0) + len(r.errors)
+        _count_kinds(r, counts)
     return counts
+
+
+def _count_kinds(report: Report, counts: dict[str, int]) -> None:
+    """Add one report's findings (and errors) to ``counts``, by kind."""
+    for f in report.findings:
+        counts[f.kind] = counts.get(f.kind, 0) + 1
+    if report.errors:
+        counts[REPORT_ERROR] = counts.get(REPORT_ERROR, 0) + len(report.errors)
 
 
 def _kind_table(counts: dict[str, int], fails: Callable[[str], bool]) -> list[str]:
