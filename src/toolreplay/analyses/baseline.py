@@ -25,7 +25,7 @@ verdicts' groups through buckets (:mod:`toolreplay.analyses.determinism`).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -277,6 +277,10 @@ _AGENT_DRIFT: dict[str, Callable[[_Collector, _Calls, _Calls, int, int, int], No
 }
 
 
+#: gives both records of a pair with their values, when the pair's are light (None: they are not)
+_Full = Callable[[], tuple[Record, Record]] | None
+
+
 def _compare_pair(
     out: _Collector,
     b: Record,
@@ -285,7 +289,7 @@ def _compare_pair(
     mutators: frozenset[str],
     explain: Mapping[str, str] | None = None,
     lock_checks_runs: bool = True,
-    full: Callable[[], tuple[Record, Record]] | None = None,
+    full: _Full = None,
 ) -> None:
     """Compare an aligned pair. ``b`` and ``r`` may be light records (digests for texts):
     ``full`` then gives both with their values, asked only for a message that quotes them."""
@@ -314,14 +318,9 @@ def _compare_pair(
 
 
 def _add_value_drift(
-    out: _Collector,
-    add: Callable[..., None],
-    kind: str,
-    pair: tuple[Record, Record],
-    full: Callable[[], tuple[Record, Record]] | None,
+    out: _Collector, add: Callable[..., None], kind: str, pair: tuple[Record, Record], full: _Full
 ) -> None:
-    """A pair's value drift as a finding where the collector wants one, else only counted; the
-    message quotes the values (of the records ``full`` gives, when the pair's are light)."""
+    """A pair's value drift as a finding where the collector wants one, else only counted."""
     tool = pair[1].tool
     if not out.wants(kind, tool):
         out.count(kind, tool)
@@ -547,23 +546,13 @@ def diff_tables(baseline: CallTable, runs: Sequence[tuple[str, CallTable]], judg
         collectors.append(collector)
         aligned_counts.append(aligned)
     silent, agreed = _determinism([("", baseline), *runs], judging, collectors)
-    verdicts = _verdicts(runs, behaviour, silent, agreed)
+    called = sorted({tool for _, table in runs for tool in table.tools})
+    verdicts = {tool: _verdict(behaviour.get(tool), tool in silent, tool in agreed) for tool in called}
     results = [
         _run_diff(path, table, collector, aligned)
         for (path, table), collector, aligned in zip(runs, collectors, aligned_counts, strict=True)
     ]
     return DiffResult(baseline_calls=len(baseline), runs=tuple(results), verdicts=verdicts)
-
-
-def _verdicts(
-    runs: Sequence[tuple[str, CallTable]],
-    behaviour: Mapping[str, ToolBehaviour],
-    silent: Collection[str],
-    agreed: Collection[str],
-) -> dict[str, str]:
-    """The verdict on each tool the runs called, by name."""
-    called = sorted({tool for _, table in runs for tool in table.tools})
-    return {tool: _verdict(behaviour.get(tool), tool in silent, tool in agreed) for tool in called}
 
 
 def _determinism(

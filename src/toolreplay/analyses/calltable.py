@@ -179,6 +179,14 @@ def _contract_fields(record: Record) -> tuple[int, bytes, bytes]:
     return flags, fingerprint, text
 
 
+def _contract_digests(flags: int, fingerprint: bytes, text: bytes) -> tuple[str | None, str | None]:
+    """A row's fingerprint and contract-text digest as a record holds them (None: not recorded)."""
+    return (
+        fingerprint.hex() if flags & _HAS_FINGERPRINT else None,
+        text.hex() if flags & _HAS_TEXT else None,
+    )
+
+
 class CallTable:
     """The calls of one transcript, as digests; see the module's docstring."""
 
@@ -258,14 +266,15 @@ class CallTable:
         response, state, fingerprint, text, flags, tool, line, _ = ROW.unpack(
             self.rows.read(position, position + 1) if row is None else row
         )
+        recorded, described = _contract_digests(flags, fingerprint, text)
         return Record(
             index=self.odd[position] if flags & _ODD_INDEX else position,
             tool=self.store.names[tool],
             args=_EMPTY,
             response=_EMPTY,
-            fingerprint=fingerprint.hex() if flags & _HAS_FINGERPRINT else None,
+            fingerprint=recorded,
             state=_EMPTY if flags & HAS_STATE else None,
-            text_digest=text.hex() if flags & _HAS_TEXT else None,
+            text_digest=described,
             line=line,
             canon_response=response.decode("latin-1"),
             canon_state=state.decode("latin-1") if flags & HAS_STATE else None,

@@ -157,9 +157,14 @@ def _unit_start(text: str, position: int) -> int:
         if q < 0:
             break
         if text[q] == "\\" and _escapes(text, q):
-            size = 6 if text[q + 1 : q + 2] == "u" else 2
-            return q if q + size > position else position
+            return _unless_inside(text, q, position)
     return position
+
+
+def _unless_inside(text: str, q: int, position: int) -> int:
+    """``q``, where an escape starts, when ``position`` falls inside that escape; else ``position``."""
+    size = 6 if text[q + 1 : q + 2] == "u" else 2
+    return q if q + size > position else position
 
 
 def _escapes(text: str, q: int) -> bool:

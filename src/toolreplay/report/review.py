@@ -140,10 +140,17 @@ def _reason(reason: str, *, capped: bool) -> list[str]:
     """The note's reason quoted, shortened when capped."""
     if not reason:
         return []
-    if capped and len(reason) > CAPPED_REASON:
-        reason = reason[: CAPPED_REASON - 1] + "…"
     out = ["", "The note's reason (as written in the pull request):", ""]
-    return out + [f"> {code(line)}" for line in reason.splitlines() if line.strip()]
+    return out + [
+        f"> {code(line)}" for line in _shortened(reason, capped=capped).splitlines() if line.strip()
+    ]
+
+
+def _shortened(reason: str, *, capped: bool) -> str:
+    """The reason, cut to :data:`CAPPED_REASON` characters when capped."""
+    if capped and len(reason) > CAPPED_REASON:
+        return reason[: CAPPED_REASON - 1] + "…"
+    return reason
 
 
 def _differences(changes: Sequence[Finding], *, capped: bool) -> list[str]:
