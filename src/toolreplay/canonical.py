@@ -85,19 +85,27 @@ def _small_rewritten(out: bytes) -> bytes:
     for hit in hits:
         if hit < done:
             continue
-        delimiter = max(out.rfind(b":", done, hit), out.rfind(b",", done, hit), out.rfind(b"[", done, hit))
-        if delimiter < 0 and (done or out[:1] not in b"-0123456789"):
-            continue  # no token starts before it: text inside a string
-        end_match = _TOKEN_END.search(out, hit)
-        end = end_match.start() if end_match else len(out)
-        token = out[delimiter + 1 : end]
-        if _SMALL_TOKEN.fullmatch(token):
-            pieces += (out[done : delimiter + 1], repr(float(token)).encode("ascii"))
+        token = _small_token(out, hit, done)
+        if token is not None:
+            delimiter, end = token
+            pieces += (out[done : delimiter + 1], repr(float(out[delimiter + 1 : end])).encode("ascii"))
             done = end
     if not pieces:
         return out
     pieces.append(out[done:])
     return b"".join(pieces)
+
+
+def _small_token(out: bytes, hit: int, done: int) -> tuple[int, int] | None:
+    """(the delimiter before, the end of) the whole token holding position ``hit`` of ``out``, when
+    it is shaped like orjson's spelling of a double below 1e-4; None otherwise. Nothing before
+    ``done`` is searched."""
+    delimiter = max(out.rfind(b":", done, hit), out.rfind(b",", done, hit), out.rfind(b"[", done, hit))
+    if delimiter < 0 and (done or out[:1] not in b"-0123456789"):
+        return None  # no token starts before it: text inside a string
+    end_match = _TOKEN_END.search(out, hit)
+    end = end_match.start() if end_match else len(out)
+    return (delimiter, end) if _SMALL_TOKEN.fullmatch(out[delimiter + 1 : end]) else None
 
 
 def _positions(out: bytes, needle: bytes) -> list[int]:

@@ -111,6 +111,15 @@ def intact_prefix(stream: IO[bytes], path: str) -> tuple[ChainState, tuple[str, 
     return state, tuple(link.digest for link in links[: state.links]), error
 
 
+def _exact_link(raw: bytes, number: int, path: str) -> Link:
+    """Line ``number``'s link, read by the exact reader; its error located in the file."""
+    try:
+        record, value = parse_line(raw, sealed=True, line=number)
+    except InputError as err:
+        raise InputError(err.problem, path=path, line=number, pointer=err.pointer) from err
+    return Link(record=record, prev=value["prev"], digest=value["digest"], raw=raw)
+
+
 def _walk(links: Iterable[Link], *, prev: str, start: int) -> ChainState:
     """:func:`verify` from position ``start``, the chain's head there being ``prev``."""
     count = 0
@@ -121,13 +130,7 @@ def _walk(links: Iterable[Link], *, prev: str, start: int) -> ChainState:
             expected, _ = link_digest(replace(record, index=position), prev)
             return ChainState(links=count, head=prev, broken=_break(position, link, expected, reason))
         expected, line = link_digest(record, prev)
-        reason = ""
-        if link.prev != prev:
-            reason = "prev does not name the digest of the link before it"
-        elif link.digest != expected:
-            reason = "digest does not match the link's content"
-        elif link.raw != line.encode("ascii"):
-            reason = "line is not in canonical form (same value, different bytes)"
+        reason = _break_reason(link, prev, expected, line)
         if reason:
             return ChainState(links=count, head=prev, broken=_break(position, link, expected, reason))
         prev = expected
@@ -254,6 +257,18 @@ def link_too_long(size: int, *, path: str | None = None, line: int | None = None
     )
 
 
+def _break_reason(link: Link, prev: str, expected: str, line: str) -> str:
+    """Why a link at its right index breaks the chain whose head is ``prev`` ("": it does not);
+    ``expected`` and ``line`` are its digest and canonical line."""
+    if link.prev != prev:
+        return "prev does not name the digest of the link before it"
+    if link.digest != expected:
+        return "digest does not match the link's content"
+    if link.raw != line.encode("ascii"):
+        return "line is not in canonical form (same value, different bytes)"
+    return ""
+
+
 def verify_stream(stream: IO[bytes], path: str) -> ChainState:
     """:func:`verify` over an open sealed transcript, fast for every link that plainly follows.
 
@@ -267,12 +282,7 @@ def verify_stream(stream: IO[bytes], path: str) -> ChainState:
         if quick is not None and quick[0] == position and quick[1] == prev:
             prev = quick[2]
         else:
-            try:
-                record, value = parse_line(raw, sealed=True, line=number)
-            except InputError as err:
-                raise InputError(err.problem, path=path, line=number, pointer=err.pointer) from err
-            link = Link(record=record, prev=value["prev"], digest=value["digest"], raw=raw)
-            state = _walk([link], prev=prev, start=position)
+            state = _walk([_exact_link(raw, number, path)], prev=prev, start=position)
             if state.broken is not None:
                 return ChainState(links=count, head=prev, broken=state.broken)
             prev = state.head

@@ -132,10 +132,16 @@ def load_config(
     if refused:
         raise _located(refused[0], raw, source)
     table = _settings_table(data, path.name, source)
+    unread_errors = tuple(str(_located(found, raw, source)) for found in unread)
+    return _config_of(table, root=path.parent, source=source, unread=unread_errors)
+
+
+def _config_of(table: dict[str, Any], *, root: Path, source: str, unread: tuple[str, ...]) -> Config:
+    """The configuration a valid settings table declares (defaults for what it leaves out)."""
     budget = _seconds(table, "pattern_budget_seconds", DEFAULT_BUDGET_SECONDS, BUDGET_PROBLEM, source)
     timeout = _seconds(table, "state_timeout_seconds", DEFAULT_TIMEOUT, TIMEOUT_PROBLEM, source)
     return Config(
-        root=path.parent,
+        root=root,
         source=source,
         transcripts=tuple(table.get("transcripts", ())),
         baselines=_baseline_globs(table.get("baselines", ()), source),
@@ -152,7 +158,7 @@ def load_config(
         state_command=state_commands(table.get("state_command", ()), source),
         state_timeout_seconds=float(timeout),
         declared=frozenset(table),
-        unread=tuple(str(_located(found, raw, source)) for found in unread),
+        unread=unread,
     )
 
 
@@ -574,10 +580,12 @@ def _table_problems(data: dict[str, Any], path: str) -> Iterator[str]:
         yield from errors
         return
     # what the schema cannot say and loading the configuration refuses
-    if not finite_budget(data.get("pattern_budget_seconds", 1)):
-        yield f"{path}: {BUDGET_PROBLEM.removeprefix('invalid configuration: ')} (at /pattern_budget_seconds)"
-    if not finite_budget(data.get("state_timeout_seconds", 1)):
-        yield f"{path}: {TIMEOUT_PROBLEM.removeprefix('invalid configuration: ')} (at /state_timeout_seconds)"
+    for key, refused in (
+        ("pattern_budget_seconds", BUDGET_PROBLEM),
+        ("state_timeout_seconds", TIMEOUT_PROBLEM),
+    ):
+        if not finite_budget(data.get(key, 1)):
+            yield f"{path}: {refused.removeprefix('invalid configuration: ')} (at /{key})"
     problem = state_command_problem(data.get("state_command", ()))
     if problem is not None:
         yield f"{path}: {problem[1]} (at {problem[0]})"

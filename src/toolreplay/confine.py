@@ -57,11 +57,17 @@ def judge_roots(paths: Sequence[str]) -> list[str]:
     """The folders the judge imports from (its ``sys.path``), and the folders of the step's files:
     what the child sees read-only."""
     roots = {os.path.realpath(p) for p in paths if p and os.path.isdir(p)}
+    return sorted(roots | _step_folders())
+
+
+def _step_folders() -> set[str]:
+    """The folders of the step's files (STEP_FILES) the environment names and that exist."""
+    folders = set()
     for name in STEP_FILES:
         value = os.environ.get(name)
         if value and os.path.isfile(value):
-            roots.add(os.path.realpath(os.path.dirname(value)))
-    return sorted(roots)
+            folders.add(os.path.realpath(os.path.dirname(value)))
+    return folders
 
 
 @contextlib.contextmanager

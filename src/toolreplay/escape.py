@@ -57,11 +57,13 @@ def quote(text: str) -> str:
         elif ch.isprintable() and ch != "\x7f":
             out.append(ch)
         else:
-            code = ord(ch)
-            out.append(
-                f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
-            )
+            out.append(_code_escape(ord(ch)))
     return "'" + "".join(out) + "'"
+
+
+def _code_escape(code: int) -> str:
+    """A non-printable character's escape by its code point: ``\\xHH``, ``\\uHHHH`` or ``\\UHHHHHHHH``."""
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 def one_line(text: str) -> str:

@@ -214,13 +214,21 @@ def _inner_repository(path: str) -> str | None:
     here = _repository_of(path)
     if here is None or not os.path.isfile(os.path.join(here, ".git")):
         return None  # a repository of its own (a nested one is not this command's to judge)
-    real, cwd = os.path.realpath(here), os.path.realpath(os.getcwd())
-    if cwd == real or cwd.startswith(real + os.sep):
+    if _runs_inside(here) or not _has_superproject(here):
         return None
-    done = Git(cwd=here).ask("rev-parse", "--show-superproject-working-tree")
-    if done is None or not done.strip():
-        return None  # a linked work tree (git worktree add), not a submodule
     return os.path.relpath(here) if not os.path.isabs(path) else here
+
+
+def _runs_inside(folder: str) -> bool:
+    """Whether the command runs in ``folder`` or below it."""
+    real, cwd = os.path.realpath(folder), os.path.realpath(os.getcwd())
+    return cwd == real or cwd.startswith(real + os.sep)
+
+
+def _has_superproject(here: str) -> bool:
+    """Whether the repository at ``here`` is a submodule (not a linked work tree: git worktree add)."""
+    done = Git(cwd=here).ask("rev-parse", "--show-superproject-working-tree")
+    return done is not None and bool(done.strip())
 
 
 def _repository_of(path: str) -> str | None:

@@ -134,11 +134,22 @@ def toml_lines(text: str) -> dict[TomlPath, int]:
             table = _table_path(*header, items)
             found.setdefault(table, number)
             continue
-        keys, end = _dotted_key(line, 0)
-        if keys and line.startswith("=", end):
+        keys = _assigned_keys(line)
+        if keys:
             found.setdefault(table + keys, number)
-        fence = next((quotes for quotes in ('"""', "'''") if line.count(quotes) % 2), None)
+        fence = _opened_fence(line)
     return found
+
+
+def _assigned_keys(line: str) -> tuple[str, ...]:
+    """The keys a line assigns a value to (none: it assigns none)."""
+    keys, end = _dotted_key(line, 0)
+    return keys if keys and line.startswith("=", end) else ()
+
+
+def _opened_fence(line: str) -> str | None:
+    """The quotes of a multi-line string a line leaves open (None: it leaves none open)."""
+    return next((quotes for quotes in ('"""', "'''") if line.count(quotes) % 2), None)
 
 
 def _toml_header(line: str) -> tuple[tuple[str, ...], bool] | None:

@@ -112,19 +112,26 @@ class RangeLines:
 
     def _read(self) -> bytes:
         """The range's bytes: from its first whole line to the end of the line it ends in."""
-        stream, position = self.stream, self.start
-        stream.seek(max(position - 1, 0))
-        if position and stream.read(1) != b"\n":  # inside a line: it belongs to the range before
-            rest = stream.readline(MAX_RECORD_BYTES + 2)
-            if not rest.endswith(b"\n") and len(rest) > MAX_RECORD_BYTES:
-                raise Fallback
-            position += len(rest)
+        stream = self.stream
+        position = _whole_line_start(stream, self.start)
         if position >= self.end:
             return b""
         data = stream.read(self.end - position)
         if data and not data.endswith(b"\n"):  # the last line goes on past the range
             data += stream.readline(MAX_RECORD_BYTES + 2)
         return data
+
+
+def _whole_line_start(stream: IO[bytes], position: int) -> int:
+    """Where the first line that starts at or after ``position`` starts (a line ``position`` is
+    inside belongs to the range before)."""
+    stream.seek(max(position - 1, 0))
+    if not position or stream.read(1) == b"\n":
+        return position
+    rest = stream.readline(MAX_RECORD_BYTES + 2)
+    if not rest.endswith(b"\n") and len(rest) > MAX_RECORD_BYTES:
+        raise Fallback
+    return position + len(rest)
 
 
 def _unusual_lines(lines: list[bytes], ended: bool) -> Iterator[tuple[int, bytes]]:

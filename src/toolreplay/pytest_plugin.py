@@ -17,7 +17,7 @@ import sys
 from collections.abc import Generator, Iterator, Mapping
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, NoReturn, TypeGuard
 
 import pytest
 
@@ -98,6 +98,11 @@ def started_environment() -> Mapping[str, str] | None:
             raw = stream.read()
     except OSError:
         return None
+    return _environ_of(raw)
+
+
+def _environ_of(raw: bytes) -> dict[str, str]:
+    """The variables of an environment block (``NAME=value`` entries, each ended by a NUL byte)."""
     pairs = (entry.partition(b"=") for entry in raw.split(b"\0") if entry)
     found: dict[str, str] = {}
     for key, _, value in pairs:  # the first of a name, as getenv takes it
@@ -216,14 +221,20 @@ def _marked_cassette(item: pytest.Item, marker: pytest.Mark, root: Path) -> Path
     return path
 
 
-def _default_cassette(item: pytest.Item, root: Path) -> Path:
-    """One file per test under the cassette dir, named after its module, class and test."""
+def _module_parts(item: pytest.Item, root: Path) -> tuple[str, ...]:
+    """The parts of a test's module path from the rootdir, without a leading ``tests``."""
     try:
         module = item.path.relative_to(root).with_suffix("").parts
     except ValueError:  # a test file outside the rootdir
         module = (item.path.stem,)
     if len(module) > 1 and module[0] == "tests":
-        module = module[1:]
+        return module[1:]
+    return module
+
+
+def _default_cassette(item: pytest.Item, root: Path) -> Path:
+    """One file per test under the cassette dir, named after its module, class and test."""
+    module = _module_parts(item, root)
     names = [node.name for node in item.listchain() if isinstance(node, pytest.Class)]
     names.append(item.name)
     given_dir = str(item.config.getini("toolreplay_cassette_dir"))
@@ -239,13 +250,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # a marked test gets the fixture even when it does not name it (like usefixtures); the
     # marker of a test that reaches its tools over MCP names toolreplay_mcp's cassette instead
     for item in items:
-        if (
-            isinstance(item, pytest.Function)
-            and "toolreplay" not in item.fixturenames
-            and "toolreplay_mcp" not in item.fixturenames
-            and item.get_closest_marker("toolreplay") is not None
-        ):
+        if _marked_without_fixture(item):
             item.fixturenames.append("toolreplay")
+
+
+def _marked_without_fixture(item: pytest.Item) -> TypeGuard[pytest.Function]:
+    """A test marked ``toolreplay`` that takes neither of the plugin's cassette fixtures."""
+    return (
+        isinstance(item, pytest.Function)
+        and "toolreplay" not in item.fixturenames
+        and "toolreplay_mcp" not in item.fixturenames
+        and item.get_closest_marker("toolreplay") is not None
+    )
 
 
 @pytest.fixture
@@ -259,6 +275,11 @@ def toolreplay(request: pytest.FixtureRequest) -> Iterator[CassetteRegistry]:
     if isinstance(registry, str):
         pytest.fail(f"toolreplay: {registry}", pytrace=False)
     yield registry
+    _save_outcome(item, registry, mode)
+
+
+def _save_outcome(item: pytest.Item, registry: CassetteRegistry, mode: str) -> None:
+    """After the test: save what a passed test recorded, and note what became of the cassette."""
     outcomes = item.stash.setdefault(_OUTCOME, [])
     if registry.recording and registry.recorded:
         if item.stash.get(_CALL_PASSED, False):

@@ -107,13 +107,17 @@ def _later_settings(config: Config) -> dict[str, object]:
     configurations without them stay the same."""
     settings: dict[str, object] = {}
     if config.tools_source is not None:
-        source = config.tools_source
-        settings["tools_source"] = source if isinstance(source, str) else list(source)
+        settings["tools_source"] = _source_setting(config.tools_source)
     if config.pattern_budget_seconds != DEFAULT_BUDGET_SECONDS:
         settings["pattern_budget_seconds"] = config.pattern_budget_seconds
     if config.volatile:  # shards that mask other values are not one check
         settings["volatile"] = [_rule_setting(r) for r in config.volatile]
     return settings
+
+
+def _source_setting(source: str | tuple[str, ...]) -> str | list[str]:
+    """A tools_source as JSON holds it: a file or module's name, or a server's command line."""
+    return source if isinstance(source, str) else list(source)
 
 
 def _rule_setting(rule: Rule) -> dict[str, str]:

@@ -204,6 +204,11 @@ def _statement(payload: bytes) -> Statement | None:
         value = decode(payload)  # the strict decoder: bounded depth, no duplicate keys
     except InputError:
         return None
+    return _statement_of(value)
+
+
+def _statement_of(value: Any) -> Statement | None:
+    """The seal statement a decoded payload is (None: it is none)."""
     if not isinstance(value, dict) or value.get("type") != STATEMENT_TYPE:
         return None
     head, count = value.get("head"), value.get("count")

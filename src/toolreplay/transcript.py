@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import IO, Any
 
@@ -91,17 +91,20 @@ def type_name(value: Any) -> str:
     """How a JSON value's type is named in error messages."""
     if value is None:
         return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
+    for kind, name in _TYPE_NAMES:
+        if isinstance(value, kind):
+            return name
     return "an object"
+
+
+#: the names of the JSON types type_name tells apart, in the order it asks (a bool is an int)
+_TYPE_NAMES: tuple[tuple[type, str], ...] = (
+    (bool, "a boolean"),
+    (int, "an integer"),
+    (float, "a number"),
+    (str, "a string"),
+    (list, "an array"),
+)
 
 
 def _field_error(name: str, want: str, value: Any) -> InputError:
@@ -115,16 +118,12 @@ def check_fields(value: Any, *, sealed: bool) -> None:
     if not (value.keys() <= _ALLOWED[sealed] and _REQUIRED[sealed] <= value.keys()):
         _refuse_field_names(value, sealed=sealed)
     _check_index_and_tool(value["index"], value["tool"])
-    if not isinstance(value["args"], dict):
-        raise _field_error("args", "an object", value["args"])
-    if not isinstance(value["response"], dict):
-        raise _field_error("response", "an object", value["response"])
-    if "fingerprint" in value:
-        _check_fingerprint(value["fingerprint"])
-    if "state" in value:
-        _check_state(value["state"])
-    if "text_digest" in value:
-        _check_text_digest(value["text_digest"])
+    for name in ("args", "response"):
+        if not isinstance(value[name], dict):
+            raise _field_error(name, "an object", value[name])
+    for name, check in _OPTIONAL_CHECKS:
+        if name in value:
+            check(value[name])
     if sealed:
         _check_chain_fields(value)
 
@@ -179,6 +178,14 @@ def _check_chain_fields(value: dict[str, Any]) -> None:
     for name in LINK_EXTRA:
         if not isinstance(value[name], str) or not _DIGEST.fullmatch(value[name]):
             raise InputError(f'field "{name}" must be 64 lowercase hex digits', pointer=f"/{name}")
+
+
+# the optional fields of a record, in the order check_fields checks them
+_OPTIONAL_CHECKS: tuple[tuple[str, Callable[[Any], None]], ...] = (
+    ("fingerprint", _check_fingerprint),
+    ("state", _check_state),
+    ("text_digest", _check_text_digest),
+)
 
 
 def _build(value: Any, *, sealed: bool, line: int, decoded: bool = True) -> tuple[Record, dict[str, Any]]:
@@ -238,11 +245,22 @@ def fields_fit(value: Any, *, sealed: bool) -> bool:
     if type(value) is not dict:
         return False
     if value.keys() != (_PLAIN_LINK if sealed else _PLAIN_RECORD):
-        try:
-            check_fields(value, sealed=sealed)
-        except InputError:
-            return False
-        return True
+        return _passes_check_fields(value, sealed=sealed)
+    if sealed and not (type(value["prev"]) is str and type(value["digest"]) is str):
+        return False
+    return _plain_fields_fit(value)
+
+
+def _passes_check_fields(value: dict[str, Any], *, sealed: bool) -> bool:
+    try:
+        check_fields(value, sealed=sealed)
+    except InputError:
+        return False
+    return True
+
+
+def _plain_fields_fit(value: dict[str, Any]) -> bool:
+    """The four fields every record has, of the usual record (no fingerprint, no state)."""
     index, tool = value["index"], value["tool"]
     return (
         type(index) is int
@@ -251,7 +269,6 @@ def fields_fit(value: Any, *, sealed: bool) -> bool:
         and tool != ""
         and type(value["args"]) is dict
         and type(value["response"]) is dict
-        and (not sealed or (type(value["prev"]) is str and type(value["digest"]) is str))
     )
 
 
@@ -361,13 +378,19 @@ def iter_lines(stream: IO[bytes], path: str) -> Iterator[tuple[int, bytes]]:
         if not raw:
             return
         number += 1
-        if raw.endswith(b"\n"):
-            raw = raw[:-2] if raw.endswith(b"\r\n") else raw[:-1]
-        elif len(raw) > MAX_RECORD_BYTES:
-            raise InputError(f"record is over the {MAX_RECORD_BYTES}-byte limit", path=path, line=number)
-        if not raw.strip(b" \t\r"):
-            continue
-        yield number, raw
+        raw = _without_ending(raw, path, number)
+        if raw.strip(b" \t\r"):
+            yield number, raw
+
+
+def _without_ending(raw: bytes, path: str, number: int) -> bytes:
+    """A line read by :func:`iter_lines` without its ending; a line with no ending past the
+    record cap is refused."""
+    if raw.endswith(b"\n"):
+        return raw[:-2] if raw.endswith(b"\r\n") else raw[:-1]
+    if len(raw) > MAX_RECORD_BYTES:
+        raise InputError(f"record is over the {MAX_RECORD_BYTES}-byte limit", path=path, line=number)
+    return raw
 
 
 _EMPTY: dict[str, Any] = {}

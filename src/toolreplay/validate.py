@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import IO, Any
 
 from toolreplay.canonical import check_shape, decode_reference
@@ -111,6 +111,11 @@ def validate_file(path: str, kind: str | None = None) -> list[str]:
     else:
         raw = read_input(path)
         found = _document_errors(kind, raw, path)
+    return _capped(found, path)
+
+
+def _capped(found: Iterable[str], path: str) -> list[str]:
+    """The first :data:`MAX_ERRORS` problems, and a line saying when there are more."""
     out: list[str] = []
     for problem in found:
         if len(out) == MAX_ERRORS:

@@ -54,13 +54,19 @@ def json_type(value: Any) -> str:
     """A JSON value's type as JSON Schema names it (integers and other numbers are both numbers)."""
     if value is None:
         return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, (int, float)):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return "array" if isinstance(value, list) else "object"
+    for kind, name in _JSON_TYPES:
+        if isinstance(value, kind):
+            return name
+    return "object"
+
+
+#: the JSON types json_type tells apart, in the order it asks (a bool is an int)
+_JSON_TYPES: tuple[tuple[type | tuple[type, ...], str], ...] = (
+    (bool, "boolean"),
+    ((int, float), "number"),
+    (str, "string"),
+    (list, "array"),
+)
 
 
 @lru_cache(maxsize=1024)

@@ -29,17 +29,30 @@ def align(old: Sequence[str], new: Sequence[str]) -> list[Opcode]:
     making the alignment quadratic, at the price of a coarser alignment there.
     """
     n, m = len(old), len(new)
-    head = 0
-    while head < min(n, m) and old[head] == new[head]:
-        head += 1
-    tail = 0
-    while tail < min(n, m) - head and old[n - 1 - tail] == new[m - 1 - tail]:
-        tail += 1
+    head = _same_head(old, new)
+    tail = _same_tail(old, new, head)
     ops: list[Opcode] = [("equal", 0, head, 0, head)] if head else []
     ops += _match(old[head : n - tail], new[head : m - tail], head, head)
     if tail:
         ops.append(("equal", n - tail, n, m - tail, m))
     return ops
+
+
+def _same_head(old: Sequence[str], new: Sequence[str]) -> int:
+    """How many calls the two sequences start with in common."""
+    head, shorter = 0, min(len(old), len(new))
+    while head < shorter and old[head] == new[head]:
+        head += 1
+    return head
+
+
+def _same_tail(old: Sequence[str], new: Sequence[str], head: int) -> int:
+    """How many calls the two sequences end with in common, after their common ``head``."""
+    n, m = len(old), len(new)
+    tail = 0
+    while tail < min(n, m) - head and old[n - 1 - tail] == new[m - 1 - tail]:
+        tail += 1
+    return tail
 
 
 def _match(old: Sequence[Any], new: Sequence[Any], i0: int, j0: int) -> list[Opcode]:
@@ -125,7 +138,7 @@ def _windows(old: Column, new: Column, head: int, n: int, m: int, window: int) -
         if a_stop == n and b_stop == m:
             yield from ops
             return
-        last = max((k for k, op in enumerate(ops) if op[0] == "equal"), default=None)
+        last = _last_equal(ops)
         if last is not None:
             yield from ops[: last + 1]
             i, j = ops[last][2], ops[last][4]
@@ -133,6 +146,11 @@ def _windows(old: Column, new: Column, head: int, n: int, m: int, window: int) -
         passed = _passed_over(i, j, a_stop, b_stop, n, m)
         yield passed
         i, j = passed[2], passed[4]
+
+
+def _last_equal(ops: list[Opcode]) -> int | None:
+    """The position of the last block of equal calls among ``ops`` (None: there is none)."""
+    return max((k for k, op in enumerate(ops) if op[0] == "equal"), default=None)
 
 
 def _passed_over(i: int, j: int, a_stop: int, b_stop: int, n: int, m: int) -> Opcode:
@@ -150,15 +168,20 @@ def _merged(ops: Iterator[Opcode]) -> Iterator[Opcode]:
     pending: Opcode | None = None
     for op in ops:
         if pending is not None and (pending[0] == "equal") == (op[0] == "equal"):
-            _, i1, _, j1, _ = pending
-            _, _, i2, _, j2 = op
-            pending = ("equal" if op[0] == "equal" else _difference_tag(i1, i2, j1, j2), i1, i2, j1, j2)
+            pending = _joined(pending, op)
             continue
         if pending is not None:
             yield pending
         pending = op
     if pending is not None:
         yield pending
+
+
+def _joined(first: Opcode, then: Opcode) -> Opcode:
+    """Two blocks in a row of the same sort (equal, or a difference) as one."""
+    _, i1, _, j1, _ = first
+    _, _, i2, _, j2 = then
+    return ("equal" if then[0] == "equal" else _difference_tag(i1, i2, j1, j2), i1, i2, j1, j2)
 
 
 def _difference_tag(i1: int, i2: int, j1: int, j2: int) -> str:

@@ -277,6 +277,10 @@ _AGENT_DRIFT: dict[str, Callable[[_Collector, _Calls, _Calls, int, int, int], No
 }
 
 
+#: gives both records of a pair with their values, when the pair's are light (None: they are not)
+_Full = Callable[[], tuple[Record, Record]] | None
+
+
 def _compare_pair(
     out: _Collector,
     b: Record,
@@ -285,7 +289,7 @@ def _compare_pair(
     mutators: frozenset[str],
     explain: Mapping[str, str] | None = None,
     lock_checks_runs: bool = True,
-    full: Callable[[], tuple[Record, Record]] | None = None,
+    full: _Full = None,
 ) -> None:
     """Compare an aligned pair. ``b`` and ``r`` may be light records (digests for texts):
     ``full`` then gives both with their values, asked only for a message that quotes them."""
@@ -300,10 +304,8 @@ def _compare_pair(
         if drift is not None:
             add(digest.kind, drift)
     kind = _value_drift(b, r, declared)
-    if kind is not None and out.wants(kind, tool):
-        add(kind, *_VALUE_DRIFT[kind](tool, *(full() if full is not None else (b, r))))
-    elif kind is not None:
-        out.count(kind, tool)
+    if kind is not None:
+        _add_value_drift(out, add, kind, (b, r), full)
     unrecorded = _unrecorded_state(b, r, tool, behaviour, mutators)
     if unrecorded is not None:
         add(
@@ -313,6 +315,17 @@ def _compare_pair(
                 f" (baseline index {b.index}): its effect cannot be compared"
             ),
         )
+
+
+def _add_value_drift(
+    out: _Collector, add: Callable[..., None], kind: str, pair: tuple[Record, Record], full: _Full
+) -> None:
+    """A pair's value drift as a finding where the collector wants one, else only counted."""
+    tool = pair[1].tool
+    if not out.wants(kind, tool):
+        out.count(kind, tool)
+        return
+    add(kind, *_VALUE_DRIFT[kind](tool, *(full() if full is not None else pair)))
 
 
 def _value_drift(b: Record, r: Record, declared: ToolBehaviour | None) -> str | None:

@@ -167,6 +167,26 @@ class Column:
 Loader = Callable[[int, int, int], Record]
 
 
+def _contract_fields(record: Record) -> tuple[int, bytes, bytes]:
+    """A record's contract digests as a row holds them, and the flags saying which it recorded."""
+    flags, fingerprint, text = 0, _NO_FINGERPRINT, _NO_TEXT
+    if record.fingerprint is not None:
+        flags |= _HAS_FINGERPRINT
+        fingerprint = bytes.fromhex(record.fingerprint)
+    if record.text_digest is not None:
+        flags |= _HAS_TEXT
+        text = bytes.fromhex(record.text_digest)
+    return flags, fingerprint, text
+
+
+def _contract_digests(flags: int, fingerprint: bytes, text: bytes) -> tuple[str | None, str | None]:
+    """A row's fingerprint and contract-text digest as a record holds them (None: not recorded)."""
+    return (
+        fingerprint.hex() if flags & _HAS_FINGERPRINT else None,
+        text.hex() if flags & _HAS_TEXT else None,
+    )
+
+
 class CallTable:
     """The calls of one transcript, as digests; see the module's docstring."""
 
@@ -191,23 +211,12 @@ class CallTable:
     def add(self, record: Record, offset: int = 0) -> None:
         position = self.keys.count
         tool = record.tool
-        flags = 0
+        call_key, response, after = self._texts(record)
+        flags, fingerprint, text = _contract_fields(record)
         state = _NO_DIGEST
-        call_key, response, after = record.call_key, record.canon_response, record.canon_state
-        if self.store.volatile is not None:
-            masked = self.store.volatile.texts(record, self.source)
-            call_key, response, after = masked.call_key, masked.response, masked.state
         if after is not None:
             flags |= HAS_STATE
             state = digest(after)
-        fingerprint = _NO_FINGERPRINT
-        if record.fingerprint is not None:
-            flags |= _HAS_FINGERPRINT
-            fingerprint = bytes.fromhex(record.fingerprint)
-        text = _NO_TEXT
-        if record.text_digest is not None:
-            flags |= _HAS_TEXT
-            text = bytes.fromhex(record.text_digest)
         if record.index != position:
             flags |= _ODD_INDEX
             self.odd[position] = record.index
@@ -224,6 +233,18 @@ class CallTable:
         )
         self.rows.append(row)
         self.tools.add(tool)
+        self._note_contracts(record, position, row)
+
+    def _texts(self, record: Record) -> tuple[str, str, str | None]:
+        """The record's call key, response and state texts, masked where the volatile rules say."""
+        if self.store.volatile is None:
+            return record.call_key, record.canon_response, record.canon_state
+        masked = self.store.volatile.texts(record, self.source)
+        return masked.call_key, masked.response, masked.state
+
+    def _note_contracts(self, record: Record, position: int, row: bytes) -> None:
+        """Keep the first call of a tool that recorded a fingerprint (a contract-text digest)."""
+        tool = record.tool
         if record.fingerprint is not None and tool not in self.recorded:
             self.recorded[tool] = self.light(position, row)
         if record.text_digest is not None and tool not in self.described:
@@ -245,14 +266,15 @@ class CallTable:
         response, state, fingerprint, text, flags, tool, line, _ = ROW.unpack(
             self.rows.read(position, position + 1) if row is None else row
         )
+        recorded, described = _contract_digests(flags, fingerprint, text)
         return Record(
             index=self.odd[position] if flags & _ODD_INDEX else position,
             tool=self.store.names[tool],
             args=_EMPTY,
             response=_EMPTY,
-            fingerprint=fingerprint.hex() if flags & _HAS_FINGERPRINT else None,
+            fingerprint=recorded,
             state=_EMPTY if flags & HAS_STATE else None,
-            text_digest=text.hex() if flags & _HAS_TEXT else None,
+            text_digest=described,
             line=line,
             canon_response=response.decode("latin-1"),
             canon_state=state.decode("latin-1") if flags & HAS_STATE else None,
@@ -353,17 +375,23 @@ def read_table(
     tracked = Tee(stream)
     try:
         table = CallTable(store, _reader(path, spool, sealed), path if source == "" else source)
-        records: Iterator[Record]
-        if sealed:
-            records = (link.record for link in parse_links(cast(IO[bytes], tracked), path))
-        else:
-            records = parse_transcript(cast(IO[bytes], tracked), path)
-        read: Iterable[tuple[Record, int]] = ((record, tracked.start) for record in records)
-        if store.volatile is not None:  # the matches of the rules' patterns, a batch at a time
-            read = store.volatile.ahead(read, path, _first)
-        for record, offset in read:
+        for record, offset in _records_at(store, tracked, path, sealed=sealed):
             table.add(record, offset)
     finally:
         if again is None:
             stream.close()
     return table.finish()
+
+
+def _records_at(store: Store, tracked: Tee, path: str, *, sealed: bool) -> Iterable[tuple[Record, int]]:
+    """The records of a transcript (``sealed``: of its links) read from ``tracked``, each with the
+    offset of its line."""
+    records: Iterator[Record]
+    if sealed:
+        records = (link.record for link in parse_links(cast(IO[bytes], tracked), path))
+    else:
+        records = parse_transcript(cast(IO[bytes], tracked), path)
+    read: Iterable[tuple[Record, int]] = ((record, tracked.start) for record in records)
+    if store.volatile is not None:  # the matches of the rules' patterns, a batch at a time
+        read = store.volatile.ahead(read, path, _first)
+    return read

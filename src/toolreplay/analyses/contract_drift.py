@@ -108,13 +108,18 @@ def digest_drift(
     why = explain.get(r.tool, "")
     ours, theirs = digest.of(r), digest.of(b) if b is not None else None
     locked = digest.locked(declared) if declared is not None else None
-    if b is not None and theirs and ours and theirs != ours:
-        if not lock_checks_runs and locked and ours != locked:
+    if b is not None and _differ(theirs, ours):
+        if not lock_checks_runs and _differ(ours, locked):
             return None  # the run's own check against the lock reports this call
         return digest.between(r.tool, b, r, why)
     if declared is None or not locked:
         return None
     return _off_lock(digest, r.tool, (theirs, b), ours if lock_checks_runs else None, declared, why)
+
+
+def _differ(one: str | None, other: str | None) -> bool:
+    """Both digests were recorded (are not "" or None), and they differ."""
+    return bool(one and other and one != other)
 
 
 def _off_lock(

@@ -57,15 +57,22 @@ def _observations(
     compared = [behaviour.get(t) is None or behaviour[t].deterministic for t in names]
     changes = [is_mutator(t, behaviour, mutators) for t in names]
     for source, table in enumerate(sources):
-        history = b""
-        keys = table.keys.scan()
-        for position, (key, row) in enumerate(zip(keys, table.rows.scan(), strict=True)):
-            response, _, _, _, flags, tool, _, _ = ROW.unpack(row)
-            if compared[tool]:
-                group = hashlib.blake2b(key + history, digest_size=DIGEST_SIZE).digest()
-                yield group, response, source, position, tool
-            if changes[tool] or flags & HAS_STATE:
-                history = hashlib.blake2b(history + key, digest_size=DIGEST_SIZE).digest()
+        yield from _table_observations(source, table, compared, changes)
+
+
+def _table_observations(
+    source: int, table: CallTable, compared: list[bool], changes: list[bool]
+) -> Iterator[tuple[bytes, bytes, int, int, int]]:
+    """The compared calls of one source, each grouped with the state-changing calls before it."""
+    history = b""
+    keys = table.keys.scan()
+    for position, (key, row) in enumerate(zip(keys, table.rows.scan(), strict=True)):
+        response, _, _, _, flags, tool, _, _ = ROW.unpack(row)
+        if compared[tool]:
+            group = hashlib.blake2b(key + history, digest_size=DIGEST_SIZE).digest()
+            yield group, response, source, position, tool
+        if changes[tool] or flags & HAS_STATE:
+            history = hashlib.blake2b(history + key, digest_size=DIGEST_SIZE).digest()
 
 
 def observe(

@@ -112,13 +112,22 @@ def excerpts(old: Any, new: Any, limit: int, *, absent: str = "no value") -> tup
     Canonical JSON is ASCII with every control character escaped, so each excerpt is one safe
     line; a cut never splits an escape.
     """
-    a = absent if old is ABSENT else canonical(old)
-    b = absent if new is ABSENT else canonical(new)
+    a, b = _shown(old, absent), _shown(new, absent)
     if len(a) <= limit and len(b) <= limit:
         return a, b
-    at = 0 if old is ABSENT or new is ABSENT or a == b else _first_char(a, b)
-    start = 0 if at + LEAD <= limit - len(CUT) else _unit_start(a, at - LEAD)
+    start = _excerpt_start(a, b, limit, either_absent=old is ABSENT or new is ABSENT)
     return _cut(a, start, limit), _cut(b, start, limit)
+
+
+def _shown(value: Any, absent: str) -> str:
+    return absent if value is ABSENT else canonical(value)
+
+
+def _excerpt_start(a: str, b: str, limit: int, *, either_absent: bool) -> int:
+    """Where both excerpts start: 0 when the first difference shows from there, else :data:`LEAD`
+    characters before it (on the start of an escape)."""
+    at = 0 if either_absent or a == b else _first_char(a, b)
+    return 0 if at + LEAD <= limit - len(CUT) else _unit_start(a, at - LEAD)
 
 
 def clipped(value: Any, limit: int, *, absent: str = "no value") -> str:
@@ -148,9 +157,14 @@ def _unit_start(text: str, position: int) -> int:
         if q < 0:
             break
         if text[q] == "\\" and _escapes(text, q):
-            size = 6 if text[q + 1 : q + 2] == "u" else 2
-            return q if q + size > position else position
+            return _unless_inside(text, q, position)
     return position
+
+
+def _unless_inside(text: str, q: int, position: int) -> int:
+    """``q``, where an escape starts, when ``position`` falls inside that escape; else ``position``."""
+    size = 6 if text[q + 1 : q + 2] == "u" else 2
+    return q if q + size > position else position
 
 
 def _escapes(text: str, q: int) -> bool:

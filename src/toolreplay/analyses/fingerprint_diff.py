@@ -16,7 +16,7 @@ the old schema accepted may be refused now.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -139,19 +139,21 @@ def lock_report(
     no versions (a source read without them), which is not a change of version."""
     differences = [d for d in compare_locks(recorded, live) if not (unversioned and _unversioned(d))]
     findings = tuple(drift_finding(d, path) for d in differences)
+    return Report(
+        command=command, path=path, header=_lock_header(recorded, live, differences), findings=findings
+    )
+
+
+def _lock_header(recorded: ToolLock, live: ToolLock, differences: list[Difference]) -> tuple[Line, ...]:
+    """The counts at the head of a lock-against-lock report (one finding a difference)."""
     drifted = len({d.tool for d in differences})
     breaking = sum(1 for d in differences if d.breaking)
-    return Report(
-        command=command,
-        path=path,
-        header=(
-            Line(key="tools recorded", value=len(recorded.tools), text=str(len(recorded.tools))),
-            Line(key="tools live", value=len(live.tools), text=str(len(live.tools))),
-            Line(key="tools drifted", value=drifted, text=str(drifted)),
-            Line(key="breaking", value=breaking, text=str(breaking)),
-            Line(key="findings", value=len(findings), text=str(len(findings))),
-        ),
-        findings=findings,
+    return (
+        Line(key="tools recorded", value=len(recorded.tools), text=str(len(recorded.tools))),
+        Line(key="tools live", value=len(live.tools), text=str(len(live.tools))),
+        Line(key="tools drifted", value=drifted, text=str(drifted)),
+        Line(key="breaking", value=breaking, text=str(breaking)),
+        Line(key="findings", value=len(differences), text=str(len(differences))),
     )
 
 
@@ -261,10 +263,14 @@ def compare_contracts(old: ToolContract, new: ToolContract) -> list[Difference]:
     out += constraints
     if old.version != new.version:
         out.append(Difference(tool=new.name, kind="version", old=old.version, new=new.version))
-    # a parameter's description is text an agent reads, not a constraint: after the tool's own
-    text = compare_text(old, new)
+    return out + _with_text(compare_text(old, new), described)
+
+
+def _with_text(text: list[Difference], described: list[Difference]) -> list[Difference]:
+    """The text differences, the parameters' descriptions after the tool's own: a parameter's
+    description is text an agent reads, not a constraint."""
     own = [d for d in text if d.kind == "description"]
-    return out + own + described + [d for d in text if d.kind != "description"]
+    return own + described + [d for d in text if d.kind != "description"]
 
 
 def _schema_differences(tool: str, old: Any, new: Any) -> tuple[list[Difference], list[Difference]]:
@@ -332,13 +338,23 @@ def _match_renames(
     """(renames as (old, new) positions, removed positions, added positions) of two parameter lists."""
     removed = _positions_missing(old_params, new_params)
     added = _positions_missing(new_params, old_params)
-    # a parameter removed and another added at the same position, of the same kind
-    renames = [(i, i) for i in removed if i in added and _same_kind(old_params[i], new_params[i])]
-    removed = [i for i in removed if (i, i) not in renames]
-    added = [j for j in added if (j, j) not in renames]
+    renames, removed, added = _renamed_in_place(old_params, new_params, removed, added)
     if _one_for_one(old_params, new_params, removed, added):
         renames.append((removed.pop(), added.pop()))
     return renames, removed, added
+
+
+def _renamed_in_place(
+    old_params: _Params, new_params: _Params, removed: list[int], added: list[int]
+) -> tuple[list[tuple[int, int]], list[int], list[int]]:
+    """A parameter removed and another added at the same position, of the same kind, as renames;
+    (those renames, the other positions removed, the other positions added)."""
+    renames = [(i, i) for i in removed if i in added and _same_kind(old_params[i], new_params[i])]
+    return (
+        renames,
+        [i for i in removed if (i, i) not in renames],
+        [j for j in added if (j, j) not in renames],
+    )
 
 
 def _one_for_one(old_params: _Params, new_params: _Params, removed: list[int], added: list[int]) -> bool:
@@ -364,13 +380,17 @@ def _kept_parameter_changes(old_params: _Params, new_params: _Params) -> list[_P
     changes: list[_ParameterChange] = []
     for name, j in new_at.items():
         k = old_at.get(name)
-        if k is None:
-            continue
-        if show_type(old_params[k][1]) != show_type(new_params[j][1]):  # equal in words: no change
-            changes.append((j, ("parameter retyped", f"/params/{j}/1", old_params[k][1], new_params[j][1])))
-        if show_default(old_params[k][2]) != show_default(new_params[j][2]):
-            changes.append((j, ("default changed", f"/params/{j}/2", old_params[k][2], new_params[j][2])))
+        if k is not None:
+            changes.extend(_kept_parameter_change(j, old_params[k], new_params[j]))
     return changes
+
+
+def _kept_parameter_change(j: int, old: list[str], new: list[str]) -> Iterator[_ParameterChange]:
+    """The type and default changes of a parameter both signatures have (at ``j`` in the new one)."""
+    if show_type(old[1]) != show_type(new[1]):  # equal in words: no change
+        yield (j, ("parameter retyped", f"/params/{j}/1", old[1], new[1]))
+    if show_default(old[2]) != show_default(new[2]):
+        yield (j, ("default changed", f"/params/{j}/2", old[2], new[2]))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -477,19 +497,21 @@ class FingerprintCheck:
         if (record.tool, recorded) in self._reported:
             return
         self._reported.add((record.tool, recorded))
+        self._findings.append(self._text_finding(record, recorded, live))
+
+    def _text_finding(self, record: Record, recorded: str, live: str) -> Finding:
+        """The ``contract-text-drift`` of a call that recorded the text digest ``recorded``."""
         explain = self._explain.get(record.tool, "")
         message = text_drift_message(
             record.tool, recorded, live, against="the lock", differences=(explain,) if explain else ()
         )
-        self._findings.append(
-            Finding(
-                kind=CONTRACT_TEXT_DRIFT,
-                index=record.index,
-                tool=record.tool,
-                message=message,
-                path=self._path,
-                line=record.line,
-            )
+        return Finding(
+            kind=CONTRACT_TEXT_DRIFT,
+            index=record.index,
+            tool=record.tool,
+            message=message,
+            path=self._path,
+            line=record.line,
         )
 
     def result(self) -> TranscriptDrift:

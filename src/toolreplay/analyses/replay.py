@@ -161,14 +161,19 @@ def _read_calls(
     for expected, (number, raw) in enumerate(lines):
         read: Call | Record | None = fast_call(raw, number)
         if read is None or (volatile is not None and volatile.for_tool(read.tool)):
-            try:
-                read = parse_line(raw, line=number)[0]
-            except InputError as err:
-                raise InputError(err.problem, path=path, line=number, pointer=err.pointer) from err
+            read = _exact_record(raw, number, path)
         position = read.position if isinstance(read, Call) else read.index
         if position != expected:
             raise out_of_order(position, expected, path=path, line=number)
         yield read
+
+
+def _exact_record(raw: bytes, number: int, path: str) -> Record:
+    """Line ``number``'s record, read by the exact reader; its error located in the file."""
+    try:
+        return parse_line(raw, line=number)[0]
+    except InputError as err:
+        raise InputError(err.problem, path=path, line=number, pointer=err.pointer) from err
 
 
 # --- the same calls read on every core (parallel.py's pool), for a large file -----------------
@@ -348,13 +353,9 @@ def replay_calls(
         seen = first.get(key)
         if seen is None:
             # a mutator's own state change counts as "in between" for its next identical call
-            position = record.position
-            if not 0 <= position < _WIDE:
-                wide[key], position = position, _WIDE
-            first[key] = _FIRST.pack(position, mutations + mutator) + response
+            _remember(first, wide, record, mutations + mutator)
             distinct += 1
-            if distinct == DICT_CALLS and isinstance(first, dict):
-                first = FirstCalls(first)
+            first = _compacted(first, distinct)
         elif seen[16:] != response and record.tool not in nondeterministic:
             finding, crossed = _differing(record, seen, wide, mutations, path=path, hints=hints)
             findings.append(finding)
@@ -367,6 +368,23 @@ def replay_calls(
                 first, distinct, wide = {}, 0, {}
         previous_key, previous_index = key, record.position
     return ReplayResult(calls=count, divergence=divergence, findings=findings, across_mutators=across)
+
+
+def _remember(
+    first: dict[bytes, bytes] | FirstCalls, wide: dict[bytes, int], record: Call, before: int
+) -> None:
+    """Keep the first sighting of ``record``'s call, with the number of mutating calls ``before`` it."""
+    position = record.position
+    if not 0 <= position < _WIDE:
+        wide[record.key], position = position, _WIDE
+    first[record.key] = _FIRST.pack(position, before) + record.response
+
+
+def _compacted(first: dict[bytes, bytes] | FirstCalls, distinct: int) -> dict[bytes, bytes] | FirstCalls:
+    """``first``, moved into a :class:`FirstCalls` once the dict holds ``DICT_CALLS`` calls."""
+    if distinct == DICT_CALLS and isinstance(first, dict):
+        return FirstCalls(first)
+    return first
 
 
 def _differing(

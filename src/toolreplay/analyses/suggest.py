@@ -175,15 +175,21 @@ def toml(suggestions: dict[str, list[Suggestion]], repeat: int, config: str | No
     """The suggestions as TOML to paste into the configuration file ``config`` (None: no file was
     found), ``tool -> suggestions``, values in comments: as that file holds rules."""
     table = rules_table(None if config is None else os.path.basename(config))
+    lines = _head(suggestions, repeat, config)
+    for tool, found in sorted(suggestions.items()):
+        for s in found:
+            lines += ["", *_suggested(tool, s, table)]
+    return "\n".join(lines) + "\n"
+
+
+def _head(suggestions: dict[str, list[Suggestion]], repeat: int, config: str | None) -> list[str]:
+    """The comments above the suggestions: how they were found, and where their rules go."""
     lines = [f"# toolreplay probe --suggest-volatile: each read-only call asked {repeat} times"]
     if not any(suggestions.values()):
         lines.append("# every answer was the same each time: no volatile rule is needed")
     elif any(s.rule is not None for found in suggestions.values() for s in found):
         lines.append(_where(config))
-    for tool, found in sorted(suggestions.items()):
-        for s in found:
-            lines += ["", *_suggested(tool, s, table)]
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def _suggested(tool: str, s: Suggestion, table: str) -> list[str]:

@@ -100,15 +100,18 @@ def marked(old: str, new: str) -> tuple[str, str]:
     old_parts: list[tuple[str, bool]] = []
     new_parts: list[tuple[str, bool]] = []
     for op, i1, i2, j1, j2 in _matcher(a, b).get_opcodes():
-        if op == "equal":
-            old_parts.extend((token, False) for token in a[i1:i2])
-            new_parts.extend((token, False) for token in b[j1:j2])
-            continue
-        if i2 > i1:
-            old_parts.append(("".join(a[i1:i2]), True))
-        if j2 > j1:
-            new_parts.append(("".join(b[j1:j2]), True))
+        _add_parts(op == "equal", a[i1:i2], old_parts)
+        _add_parts(op == "equal", b[j1:j2], new_parts)
     return _render(old_parts, "[-", "-]"), _render(new_parts, "{+", "+}")
+
+
+def _add_parts(equal: bool, tokens: list[str], parts: list[tuple[str, bool]]) -> None:
+    """Add one side of an opcode's words to ``parts``: each word kept as it is, or the words
+    changed as one part (none when that side has none)."""
+    if equal:
+        parts.extend((token, False) for token in tokens)
+    elif tokens:
+        parts.append(("".join(tokens), True))
 
 
 def _matcher(a: list[str], b: list[str]) -> difflib.SequenceMatcher[str]:
@@ -134,6 +137,11 @@ def _kept(parts: list[tuple[str, bool]]) -> list[bool]:
     few when nothing changed)."""
     if sum(len(text) for text, _ in parts) <= LONG:
         return [True] * len(parts)
+    return _kept_of_long(parts)
+
+
+def _kept_of_long(parts: list[tuple[str, bool]]) -> list[bool]:
+    """Which parts a long text shows: those near a change (the first few when nothing changed)."""
     changed = [i for i, (_, change) in enumerate(parts) if change]
     if not changed:
         return [i < CONTEXT for i in range(len(parts))]

@@ -62,12 +62,18 @@ def source_contracts(
     except InputError as err:
         # a child that failed is a finding; so is the base commit's source (over a range), which
         # is not the pull request's to fix
-        if not report or not (isinstance(err, SourceRunError) or source_root is not None):
+        if not (report and _is_finding(err, source_root)):
             raise
         return (), (), (_source_failed(config, err),)
     changed = tuple((tool, canonical(schema)) for tool, schema in changed_schemas(recorded, source).items())
     judged = (_source_judged(config, source, source_root),) if report else ()
     return tuple(sorted(explain_drift(recorded, source).items())), changed, judged
+
+
+def _is_finding(err: InputError, source_root: Path | None) -> bool:
+    """Whether a tools_source's failure is a finding: a child that failed, or any failure of the
+    base commit's source (over a range), which is not the pull request's to fix."""
+    return isinstance(err, SourceRunError) or source_root is not None
 
 
 def _source(config: Config, tools_source: str | Sequence[str], source_root: Path | None) -> ToolLock:

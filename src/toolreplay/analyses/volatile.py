@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
+from toolreplay.analyses.volatile_places import landings, named_indices, named_keys
 from toolreplay.canonical import canonical, canonical_str, decode
 from toolreplay.errors import InputError
 from toolreplay.escape import quote
@@ -166,18 +167,24 @@ class _Masking:
         self.masked = 0
 
     def apply(self, value: Any, tokens: Sequence[str], rest: Sequence[Sequence[str]]) -> Any:
-        if isinstance(value, _Whole):
-            self.apply(value.value, tokens, rest)  # counted as alone; the value stays masked whole
-            return value
-        if isinstance(value, _Pieces):
-            return value if tokens or rest else self._recut(value)
-        if isinstance(value, _Embedded):
-            return self._reenter(value, tokens, rest)
+        if isinstance(value, _MASKED):
+            return self._apply_masked(value, tokens, rest)
         if tokens:
             return self._descend(value, tokens, rest)
         if rest:
             return self._embedded(value, rest)
         return self._mask(value)
+
+    def _apply_masked(
+        self, value: _Whole | _Pieces | _Embedded, tokens: Sequence[str], rest: Sequence[Sequence[str]]
+    ) -> Any:
+        """A value an earlier rule masked (whole, cut, or entered as JSON)."""
+        if isinstance(value, _Whole):
+            self.apply(value.value, tokens, rest)  # counted as alone; the value stays masked whole
+            return value
+        if isinstance(value, _Pieces):
+            return value if tokens or rest else self._recut(value)
+        return self._reenter(value, tokens, rest)
 
     def _recut(self, value: _Pieces) -> Any:
         """A string an earlier rule's pattern cut: masked whole, or this rule's matches masked too."""
@@ -206,13 +213,13 @@ class _Masking:
         return value
 
     def _members(self, value: dict[str, Any], tokens: Sequence[str], rest: Sequence[Sequence[str]]) -> Any:
-        changed = {key: self.apply(value[key], tokens[1:], rest) for key in _keys(value, tokens[0])}
+        changed = {key: self.apply(value[key], tokens[1:], rest) for key in named_keys(value, tokens[0])}
         changed = {key: new for key, new in changed.items() if new is not value[key]}
         return {**value, **changed} if changed else value
 
     def _items(self, value: list[Any], tokens: Sequence[str], rest: Sequence[Sequence[str]]) -> Any:
         items = list(value)
-        for i in _indices(tokens[0], len(value)):
+        for i in named_indices(tokens[0], len(value)):
             items[i] = self.apply(value[i], tokens[1:], rest)
         return items if any(a is not b for a, b in zip(items, value, strict=True)) else value
 
@@ -262,44 +269,6 @@ def _merged(runs: Sequence[Run], spans: Sequence[Run]) -> tuple[Run, ...]:
         else:
             out.append((start, stop, numbers))
     return tuple(out)
-
-
-def _landings(value: Any, tokens: Sequence[str], rest: Sequence[Sequence[str]]) -> Iterator[str]:
-    """The strings a rule's place lands on in a record's values, as they were recorded: every string
-    a pattern may have to cut there (an earlier rule may have masked some of them whole)."""
-    if tokens:
-        if isinstance(value, dict):
-            for key in _keys(value, tokens[0]):
-                yield from _landings(value[key], tokens[1:], rest)
-        elif isinstance(value, list):
-            for i in _indices(tokens[0], len(value)):
-                yield from _landings(value[i], tokens[1:], rest)
-    elif rest:
-        if isinstance(value, str):
-            try:
-                held = decode(value.encode("utf-8", "surrogatepass"), what="JSON text")
-            except (InputError, UnicodeEncodeError):
-                return
-            yield from _landings(held, rest[0], rest[1:])
-    elif isinstance(value, str):
-        yield value
-
-
-def _keys(value: dict[str, Any], token: str) -> list[str]:
-    """The members a pointer token names: every one for ``*``, else the one of that name, if any."""
-    if token == "*":
-        return list(value)
-    return [token] if token in value else []
-
-
-def _indices(token: str, length: int) -> range:
-    """The items of an array of ``length`` a pointer token names: every one for ``*``, else the one
-    at that index (a number without leading zeros), if any."""
-    if token == "*":
-        return range(length)
-    if token.isdigit() and (token == "0" or not token.startswith("0")) and int(token) < length:
-        return range(int(token), int(token) + 1)
-    return range(0)
 
 
 def _text(value: Any) -> str:
@@ -369,6 +338,12 @@ def _size(record: Record) -> int:
     return len(record.canon_args) + len(record.canon_response) + len(record.canon_state or "")
 
 
+def _batch_full(records: int, size: int, items: int) -> bool:
+    """Whether a batch of ``items`` items holding ``records`` records of ``size`` characters is
+    asked of the pattern worker now."""
+    return records >= BATCH_RECORDS or size >= BATCH_CHARS or items >= BATCH_ITEMS
+
+
 class Volatile:
     """The config's rules, applied to the records a comparison reads; counts what they mask,
     per source (a file's path): each comparison reads each record once.
@@ -429,12 +404,8 @@ class Volatile:
         try:
             for item in items:
                 batch.append(item)
-                found = record(item)
-                if found is not None:
-                    size += _size(found)
-                    if self._has_pattern(found.tool):
-                        records.append(found)
-                if len(records) >= BATCH_RECORDS or size >= BATCH_CHARS or len(batch) >= BATCH_ITEMS:
+                size += self._take(record(item), records)
+                if _batch_full(len(records), size, len(batch)):
                     self._fetch(records, path, batch=True)
                     yield from batch
                     batch, records, size = [], [], 0
@@ -443,21 +414,39 @@ class Volatile:
         finally:  # the batch's records are gone: their ids may be another's
             self._batch, self._ready = {}, set()
 
+    def _take(self, found: Record | None, records: list[Record]) -> int:
+        """Add an item's record (if any) to the batch's ``records`` when a pattern must run on it;
+        the record's size (0: none)."""
+        if found is None:
+            return 0
+        if self._has_pattern(found.tool):
+            records.append(found)
+        return _size(found)
+
     def _fetch(self, records: Sequence[Record], path: str | None, *, batch: bool = False) -> None:
         """Find the matches the rules' patterns have in ``records`` (a batch, or one record) in one trip."""
         wanted: dict[tuple[int, str], _Owner] = {}
         for record in records:
             self._wanted_of(record, wanted)
-        if batch:
-            self._batch, self._ready = {}, {id(record) for record in records}
-        else:  # (a record of no batch, or one built from a batch's record: its texts are found there)
-            self._single = {}
-        found = self._batch if batch else self._single
+        found = self._emptied(records, batch=batch)
         missing = [key for key in wanted if not self._has(key) and _utf8(key[1])]
         for key, spans in zip(missing, self._run(missing, wanted, path), strict=True):
             found[key] = spans
-            if len(key[1]) <= KNOWN_TEXT_CHARS and len(self._known) < KNOWN_CUTS:
-                self._known[key] = spans
+            self._keep_known(key, spans)
+
+    def _emptied(self, records: Sequence[Record], *, batch: bool) -> dict[tuple[int, str], list[int]]:
+        """The table a trip's matches go to, emptied: the batch's, else the single record's."""
+        if batch:
+            self._batch, self._ready = {}, {id(record) for record in records}
+            return self._batch
+        # (a record of no batch, or one built from a batch's record: its texts are found there)
+        self._single = {}
+        return self._single
+
+    def _keep_known(self, key: tuple[int, str], spans: list[int]) -> None:
+        """Remember a short text's matches across batches, while the table has room."""
+        if len(key[1]) <= KNOWN_TEXT_CHARS and len(self._known) < KNOWN_CUTS:
+            self._known[key] = spans
 
     def _wanted_of(self, record: Record, wanted: dict[tuple[int, str], _Owner]) -> None:
         """Add to ``wanted`` the texts of ``record`` that the rules' patterns must be run on."""
@@ -465,7 +454,7 @@ class Volatile:
         for number, rule in self.for_tool(record.tool):
             if rule.pattern is not None:
                 segments = rule.segments
-                for text in _landings(tree, segments[0], segments[1:]):
+                for text in landings(tree, segments[0], segments[1:]):
                     wanted.setdefault((number, text), (record, number))
 
     def _has(self, key: tuple[int, str]) -> bool:
@@ -500,11 +489,15 @@ class Volatile:
             with bounded:
                 return bounded.cuts([(self.rules[number].pattern or "", text) for number, text in keys])
         except Unjudged as err:
-            record, number = owners[keys[err.position]]
-            line = record.line if record is not None and record.line else None
-            raise InputError(self._unjudged(number, err), path=path or None, line=line) from err
+            raise self._unjudged_error(owners[keys[err.position]], err, path) from err
         finally:
             self._spent[spent] = bounded.spent
+
+    def _unjudged_error(self, owner: _Owner, err: Exception, path: str | None) -> InputError:
+        """The error of a pattern that could not be judged on ``owner``'s text."""
+        record, number = owner
+        line = record.line if record is not None and record.line else None
+        return InputError(self._unjudged(number, err), path=path or None, line=line)
 
     def _unjudged(self, number: int, err: Exception) -> str:
         rule = self.rules[number]

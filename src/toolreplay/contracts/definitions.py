@@ -197,18 +197,7 @@ def read_definitions(path: str) -> list[ToolDefinition]:
     an ``InputError``. Problems confined to one tool's schema are left to
     :func:`import_definitions`, which warns and keeps the tool.
     """
-    raw = read_input(path)
-    documents: list[tuple[Any, int | None]]
-    if path.endswith((".jsonl", ".ndjson")):
-        documents = list(_lines(raw, path))
-    else:
-        try:
-            documents = [(decode(raw), None)]
-        except InputError as err:
-            if not err.problem.startswith("invalid JSON: Extra data"):
-                line = getattr(err.__cause__, "lineno", None)
-                raise InputError(err.problem, path=path, line=line, pointer=err.pointer) from err
-            documents = list(_lines(raw, path))
+    documents = _documents(read_input(path), path)
     if documents and all(is_export(value) for value, _ in documents):
         return _trace_definitions(documents, path)
     definitions = []
@@ -216,6 +205,20 @@ def read_definitions(path: str) -> list[ToolDefinition]:
         for item, pointer in _tool_items(value, "", path, line):
             definitions.append(_definition(item, pointer, path, line))
     return definitions
+
+
+def _documents(raw: bytes, path: str) -> list[tuple[Any, int | None]]:
+    """The JSON values of a definitions file, with their lines (None: the whole file is one); a
+    file of several values without a JSON Lines name is read as one."""
+    if path.endswith((".jsonl", ".ndjson")):
+        return list(_lines(raw, path))
+    try:
+        return [(decode(raw), None)]
+    except InputError as err:
+        if not err.problem.startswith("invalid JSON: Extra data"):
+            line = getattr(err.__cause__, "lineno", None)
+            raise InputError(err.problem, path=path, line=line, pointer=err.pointer) from err
+    return list(_lines(raw, path))
 
 
 def _trace_definitions(documents: list[tuple[Any, int | None]], path: str) -> list[ToolDefinition]:
@@ -278,10 +281,7 @@ def _tool_list(value: dict[str, Any], pointer: str) -> tuple[Any, str] | None:
 def _definition(item: Any, pointer: str, path: str, line: int | None) -> ToolDefinition:
     if not isinstance(item, dict):
         raise InputError("a tool definition must be a JSON object", path=path, line=line, pointer=pointer)
-    if item.get("type") == "function" and isinstance(item.get("function"), dict):
-        inner, where, shape = item["function"], pointer + "/function", "openai"
-    else:
-        inner, where, shape = item, pointer, ""
+    inner, where, shape = _unwrapped(item, pointer)
     name = inner.get("name")
     if not isinstance(name, str) or not name:
         raise InputError(
@@ -298,6 +298,14 @@ def _definition(item: Any, pointer: str, path: str, line: int | None) -> ToolDef
         line=line,
         pointer=f"{where}/{key}",
     )
+
+
+def _unwrapped(item: dict[str, Any], pointer: str) -> tuple[dict[str, Any], str, str]:
+    """(the definition itself, where it is, "openai" or "") of an item: OpenAI's ``{"type":
+    "function", "function": {...}}`` holds it in its ``function``."""
+    if item.get("type") == "function" and isinstance(item.get("function"), dict):
+        return item["function"], pointer + "/function", "openai"
+    return item, pointer, ""
 
 
 def _shape(inner: dict[str, Any], shape: str) -> tuple[str, str]:

@@ -364,7 +364,11 @@ def _check_signature(signature: Any, pointer: str, fail: Any) -> None:
         raise fail('field "signature" must be an object with "name" and "params"', pointer)
     if not isinstance(signature["name"], str):
         raise fail("signature name must be a string", pointer + "/name")
-    params = signature["params"]
+    _check_params(signature["params"], pointer, fail)
+
+
+def _check_params(params: Any, pointer: str, fail: Any) -> None:
+    """A signature's ``params``: an array of [name, type, default] string triples."""
     if not isinstance(params, list):
         raise fail("signature params must be an array", pointer + "/params")
     for i, param in enumerate(params):

@@ -79,11 +79,7 @@ def source_lock(
             source, version=version, timeout=timeout, watch=watch, caller_env=caller_env, cwd=cwd
         )
     if not is_python_source(source, root=root):
-        path = root / source
-        imported = import_definitions(
-            read_definitions(str(path)), version=version or "", mutators=mutators, path=os.path.relpath(path)
-        )
-        return ToolLock.of(imported.contracts), imported.warnings
+        return _definitions_lock(root / source, version=version or "", mutators=mutators)
     answer = run_python(
         source,
         root=root,
@@ -93,8 +89,23 @@ def source_lock(
         watch=watch,
         caller_env=caller_env,
     )
+    return _python_lock(answer, source), ()
+
+
+def _definitions_lock(
+    path: Path, *, version: str, mutators: frozenset[str]
+) -> tuple[ToolLock, tuple[str, ...]]:
+    """(the lock, warnings) of a file of tool definitions."""
+    imported = import_definitions(
+        read_definitions(str(path)), version=version, mutators=mutators, path=os.path.relpath(path)
+    )
+    return ToolLock.of(imported.contracts), imported.warnings
+
+
+def _python_lock(answer: object, source: str) -> ToolLock:
+    """The lock a Python source's child answered with, checked."""
     lock = answer.get("lock") if isinstance(answer, dict) else None
-    return _checked(lambda: parse_lock(lock, path=source)), ()
+    return _checked(lambda: parse_lock(lock, path=source))
 
 
 def _server_version(answer: object, label: str) -> str:

@@ -42,11 +42,22 @@ def declared_tools(value: Any, line: int | None) -> Iterator[tuple[Any, str]]:
 def _span_tools(span: Span) -> Iterator[tuple[Any, str]]:
     attributes = span.attributes
     if DEFINITIONS in attributes:
-        where = _attribute_pointer(span, DEFINITIONS)
-        for i, tool in enumerate(_array(attributes[DEFINITIONS], span, DEFINITIONS)):
-            yield tool, f"{where}/{i}"
+        yield from _defined_tools(span)
     elif REQUEST_PARAMETERS in attributes:
         yield from _request_tools(span)
+    yield from _numbered_tools(span)
+
+
+def _defined_tools(span: Span) -> Iterator[tuple[Any, str]]:
+    """The GenAI convention's tool definitions attribute, an array of tools."""
+    where = _attribute_pointer(span, DEFINITIONS)
+    for i, tool in enumerate(_array(span.attributes[DEFINITIONS], span, DEFINITIONS)):
+        yield tool, f"{where}/{i}"
+
+
+def _numbered_tools(span: Span) -> Iterator[tuple[Any, str]]:
+    """The tools of numbered attributes (``_LLM_TOOL``), one JSON text each, in number order."""
+    attributes = span.attributes
     numbered = sorted((int(m[1]), key) for key in attributes if (m := _LLM_TOOL.fullmatch(key)))
     for _, key in numbered:
         yield _json(attributes[key], span, key), _attribute_pointer(span, key)
@@ -60,13 +71,18 @@ def _request_tools(span: Span) -> Iterator[tuple[Any, str]]:
         return
     where = _attribute_pointer(span, REQUEST_PARAMETERS) + "/function_tools"
     for i, tool in enumerate(tools):
-        if isinstance(tool, dict) and "parameters_json_schema" in tool:
-            tool = {
-                "name": tool.get("name"),
-                "description": tool.get("description"),
-                "parameters": tool["parameters_json_schema"],
-            }
-        yield tool, f"{where}/{i}"
+        yield _as_definition(tool), f"{where}/{i}"
+
+
+def _as_definition(tool: Any) -> Any:
+    """A bare function of the request parameters as a tool definition (anything else as it is)."""
+    if not (isinstance(tool, dict) and "parameters_json_schema" in tool):
+        return tool
+    return {
+        "name": tool.get("name"),
+        "description": tool.get("description"),
+        "parameters": tool["parameters_json_schema"],
+    }
 
 
 def _array(value: Any, span: Span, key: str) -> list[Any]:

@@ -73,7 +73,11 @@ def judged_fail_on(
     base = _base_config(config, pull, workspace)
     if from_config and base is not None:
         fail_on = base.fail_on
-    decided = base_decides(base)
+    return _with_decided(base_decides(base), fail_on)
+
+
+def _with_decided(decided: dict[str, bool], fail_on: frozenset[str] | None) -> frozenset[str] | None:
+    """``fail_on`` with the drift-note kinds failing where ``decided`` says (itself when it agrees)."""
     if all(decided[k] == kind_fails(k, fail_on) for k in GUARD_KINDS):
         return fail_on
     return frozenset(k for k in KINDS if decided.get(k, kind_fails(k, fail_on)))
@@ -127,8 +131,7 @@ def judged_config(config: Config, pull: PullRange | None, *, workspace: str, tre
         bare = replace(config, volatile=(), mutators=DEFAULT_MUTATORS, tools_lock=None, tools_source=None)
         return Judged(config=bare)
     lock = _judged_lock(config, base, pull, workspace)
-    runs_source = tree and base.tools_source is not None and lock is not None
-    source_root = _base_tree(config, pull, workspace) if runs_source else None
+    source_root = _base_tree(config, pull, workspace) if _runs_source(base, lock, tree=tree) else None
     judged = replace(
         config,
         volatile=base.volatile,
@@ -141,6 +144,12 @@ def judged_config(config: Config, pull: PullRange | None, *, workspace: str, tre
         tools_source=base.tools_source if source_root is not None else None,
     )
     return Judged(config=judged, source_root=source_root)
+
+
+def _runs_source(base: Config, lock: str | None, *, tree: bool) -> bool:
+    """Whether a range's check runs the base's tools_source: it names one, beside a lock, and a copy
+    of the base commit's tree is wanted."""
+    return tree and base.tools_source is not None and lock is not None
 
 
 def _judged_lock(config: Config, base: Config, pull: PullRange, workspace: str) -> str | None:

@@ -121,13 +121,20 @@ def _entry_file_changes(
     git: Git, entry: Entry, guarded: Callable[[str | None], bool]
 ) -> Iterator[BaselineChange]:
     """The guarded files' changes of one diff entry: its one side, or both sides of a rename."""
-    old = entry.old_path if guarded(entry.old_path) and entry.status != "C" else None
-    new = entry.new_path if guarded(entry.new_path) and entry.new_oid is not None else None
+    old, new = _guarded_sides(entry, guarded)
     for path in dict.fromkeys(p for p in (old, new) if p is not None):
         before = _file_side(git, entry.old_oid, entry.old_mode) if path == old else None
         after = _file_side(git, entry.new_oid, entry.new_mode) if path == new else None
         if before != after:
             yield _file_change(path, before, after)
+
+
+def _guarded_sides(entry: Entry, guarded: Callable[[str | None], bool]) -> tuple[str | None, str | None]:
+    """The guarded file's path on each side of an entry (None where none is)."""
+    # a copy leaves its source alone; its target is an addition
+    old = entry.old_path if guarded(entry.old_path) and entry.status != "C" else None
+    new = entry.new_path if guarded(entry.new_path) and entry.new_oid is not None else None
+    return old, new
 
 
 def _file_change(path: str, before: str | None, after: str | None) -> BaselineChange:
@@ -233,9 +240,7 @@ _NOT_FILES = {"120000": "a symlink", GITLINK: "a submodule"}
 def _refused(entry: Entry, before: _Chain | None, patterns: Sequence[str]) -> BaselineChange | None:
     """The change of an entry whose new side is no regular file where a baseline pattern reaches."""
     path, mode = entry.new_path, entry.new_mode
-    if path is None or entry.new_oid is None or mode in REGULAR_MODES:
-        return None
-    if not (is_baseline(path, patterns) or reaches_into(path, patterns)):
+    if path is None or not _irregular_in_reach(entry, path, patterns):
         return None
     return BaselineChange(
         baseline=path,
@@ -244,6 +249,14 @@ def _refused(entry: Entry, before: _Chain | None, patterns: Sequence[str]) -> Ba
         to_head=None,
         refused=_not_a_file(path, mode),
     )
+
+
+def _irregular_in_reach(entry: Entry, path: str, patterns: Sequence[str]) -> bool:
+    """Whether an entry's new side (at ``path``) is something other than a regular file, where a
+    baseline pattern reaches."""
+    if entry.new_oid is None or entry.new_mode in REGULAR_MODES:
+        return False
+    return is_baseline(path, patterns) or reaches_into(path, patterns)
 
 
 def _not_a_file(path: str, mode: str) -> str:

@@ -292,18 +292,29 @@ def _what_to_do(
     """Why the notes there are do not accept a change, and the note to write."""
     lines = [line for note in candidates for line in _describe(note, change)]
     if not candidates:
-        lines.append(f"no drift note staged under {notes_dir}/ names this {change.kind}")
-        lines.extend(
+        lines += _no_candidate(change, strays, notes_dir)
+    lines.append(f"write the note: {note_command(change.baseline, notes_dir, taken)}")
+    return lines + _after_writing(change, notes_dir, chains=chains)
+
+
+def _no_candidate(change: BaselineChange, strays: Sequence[DriftNote], notes_dir: str) -> list[str]:
+    """That no staged note names the changed file, and what the staged ones name instead."""
+    return [
+        f"no drift note staged under {notes_dir}/ names this {change.kind}",
+        *(
             f"(staged note {quote(n.path)} names {quote(n.baseline)}, which this commit does not change)"
             for n in strays
-        )
-    lines.append(f"write the note: {note_command(change.baseline, notes_dir, taken)}")
+        ),
+    ]
+
+
+def _after_writing(change: BaselineChange, notes_dir: str, *, chains: bool) -> list[str]:
+    """What to do with the note once written: add it to the pull request, or stage it in the commit."""
     if chains:  # a range (a pull request): the note is added to it, not to one commit
-        lines.append(f"then explain the drift in it and add it under {notes_dir}/ in this pull request")
-    else:
-        lines.append(f"then explain the drift in it and stage it under {notes_dir}/ in this same commit")
-        if change.kind == "baseline":
-            lines.append(f"{ACCEPT_ADVICE} {accept_command(change.baseline)}")
+        return [f"then explain the drift in it and add it under {notes_dir}/ in this pull request"]
+    lines = [f"then explain the drift in it and stage it under {notes_dir}/ in this same commit"]
+    if change.kind == "baseline":
+        lines.append(f"{ACCEPT_ADVICE} {accept_command(change.baseline)}")
     return lines
 
 

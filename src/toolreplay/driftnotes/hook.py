@@ -152,7 +152,11 @@ def _replaced(git: Git, new: str) -> str | None:
         out = git.run("log", "-g", "-2", "--format=%H %gs", "HEAD").decode("utf-8", "replace")
     except GitError:
         return None
-    entries = [line.split(" ", 1) for line in out.splitlines() if " " in line]
+    return _amended_from([line.split(" ", 1) for line in out.splitlines() if " " in line], new)
+
+
+def _amended_from(entries: list[list[str]], new: str) -> str | None:
+    """The commit of the reflog's second entry, when its first is the amend that made ``new``."""
     if len(entries) == 2 and entries[0][0] == new and entries[0][1].startswith("commit (amend)"):
         return entries[1][0]
     return None

@@ -193,15 +193,25 @@ def settings_of(
     Without a configuration, or one naming no baselines, the patterns are the hook's
     defaults (with ``default``) or none.
     """
-    if config is not None and config.baselines:
-        patterns = glob_patterns(config.baselines, prefix)
-    else:
-        patterns = DEFAULT_BASELINES if default else ()
+    patterns = _baseline_patterns(config, prefix, default=default)
     notes = config.drift_notes if config is not None else DEFAULT_NOTES_DIR
     notes_dir = normalize_dir(in_folder(prefix, notes))
+    return GuardSettings(
+        patterns=patterns, notes_dir=notes_dir, source=source, files=_lock_files(config, prefix)
+    )
+
+
+def _baseline_patterns(config: Config | None, prefix: str, *, default: bool) -> tuple[str, ...]:
+    """The configuration's baseline patterns from the root; without any, the hook's defaults or none."""
+    if config is not None and config.baselines:
+        return glob_patterns(config.baselines, prefix)
+    return DEFAULT_BASELINES if default else ()
+
+
+def _lock_files(config: Config | None, prefix: str) -> tuple[str, ...]:
+    """The tool lock the configuration names, from the root (none without one)."""
     lock = config.tools_lock if config is not None else None
-    files = (in_folder(prefix, lock).lstrip("/"),) if lock else ()
-    return GuardSettings(patterns=patterns, notes_dir=notes_dir, source=source, files=files)
+    return (in_folder(prefix, lock).lstrip("/"),) if lock else ()
 
 
 def judged_files(before: GuardSettings, after: GuardSettings) -> tuple[str, ...]:

@@ -140,10 +140,8 @@ def measured_heads(
     blob = committed_blob(baseline, rev)
     label = f"{rev[:12]}:{name}"  # (HEAD, or a commit's short id)
     before_records, before = head_of(blob, label) if blob is not None else ([], GENESIS)
-    if now is None and not os.path.exists(baseline) and blob is None:
-        raise InputError(
-            f"no such file, and not in {'git HEAD' if base is None else since} either", path=baseline
-        )
+    if now is None and blob is None:
+        _refuse_if_missing(baseline, "git HEAD" if base is None else since)
     after_records, after = _as_now(baseline) if now is None else now
     heads = Heads(
         path=baseline,
@@ -155,6 +153,12 @@ def measured_heads(
         after=after,
     )
     return heads, since
+
+
+def _refuse_if_missing(baseline: str, measured_from: str) -> None:
+    """Refuse a baseline that is neither on disk nor committed where it is measured from."""
+    if not os.path.exists(baseline):
+        raise InputError(f"no such file, and not in {measured_from} either", path=baseline)
 
 
 def accepting_notes(

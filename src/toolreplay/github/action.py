@@ -13,7 +13,7 @@ import json
 import os
 import secrets
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
@@ -121,31 +121,55 @@ def check_runner(env: Mapping[str, str]) -> None:
     """Refuse a runner variable the Action reads that it cannot use (an :class:`InputError` naming
     the variable and the problem), before anything runs: the runner sets each to an absolute path,
     or to its API's URL. Unset or empty, each has its default."""
+    _check_runner_paths(env)
+    url = env.get("GITHUB_API_URL")
+    if url and not _http_url(url):
+        raise InputError(f"runner variable GITHUB_API_URL: {quote(url)} is not an http(s) URL with a host")
+
+
+def _check_runner_paths(env: Mapping[str, str]) -> None:
+    """Refuse the first runner variable of :data:`RUNNER_PATHS` whose path is not what it must be."""
     for name, kind in RUNNER_PATHS.items():
         path = env.get(name)
         problem = _path_problem(path, kind) if path else None
         if problem:
             raise InputError(f"runner variable {name}: {quote(path or '')} {problem}")
-    url = env.get("GITHUB_API_URL")
-    if url and not _http_url(url):
-        raise InputError(f"runner variable GITHUB_API_URL: {quote(url)} is not an http(s) URL with a host")
 
 
 def _path_problem(path: str, kind: str) -> str | None:
     """What keeps ``path`` from being the ``kind`` of path its variable names (None: nothing)."""
     if not os.path.isabs(path):
         return "is not an absolute path"
-    if kind == "folder":
-        if os.path.isdir(path):
-            return None
-        return "is not a folder" if os.path.lexists(path) else "does not exist"
+    return _KIND_PROBLEMS[kind](path)
+
+
+def _folder_problem(path: str) -> str | None:
+    if os.path.isdir(path):
+        return None
+    return "is not a folder" if os.path.lexists(path) else "does not exist"
+
+
+def _output_problem(path: str) -> str | None:
+    """A file the Action writes: it may not exist yet, its folder must."""
     if os.path.isdir(path):
         return "is a folder, not a file"
-    if kind == "output":
-        return None if os.path.isdir(os.path.dirname(path)) else "is in no folder that exists"
+    return None if os.path.isdir(os.path.dirname(path)) else "is in no folder that exists"
+
+
+def _input_problem(path: str) -> str | None:
+    if os.path.isdir(path):
+        return "is a folder, not a file"
     if not os.path.isfile(path):
         return "does not exist"
     return None if os.access(path, os.R_OK) else "cannot be read"
+
+
+#: the check of each kind of runner path (RUNNER_PATHS)
+_KIND_PROBLEMS: dict[str, Callable[[str], str | None]] = {
+    "folder": _folder_problem,
+    "output": _output_problem,
+    "input": _input_problem,
+}
 
 
 def _http_url(text: str) -> bool:

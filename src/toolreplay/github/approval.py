@@ -107,16 +107,19 @@ def read_described(body: str) -> Described:
     text = body.replace("\r\n", "\n")
     head = _HEAD.search(text)
     listed = _ACCEPTS.search(text)
-    units: list[Unit] = []
-    if listed is not None:
-        try:
-            rows = json.loads(listed.group(1))
-        except ValueError:
-            rows = []
-        for row in rows if isinstance(rows, list) else []:
-            if _is_row(row):
-                units.append(Unit(baseline=row[0], run=row[1], base=row[2]))
-    return Described(head=head.group(1) if head else None, units=tuple(units))
+    units = _listed_units(listed.group(1)) if listed is not None else ()
+    return Described(head=head.group(1) if head else None, units=units)
+
+
+def _listed_units(listed: str) -> tuple[Unit, ...]:
+    """The units of the accepts line's JSON: its well-formed rows (none when it holds no list)."""
+    try:
+        rows = json.loads(listed)
+    except ValueError:
+        return ()
+    if not isinstance(rows, list):
+        return ()
+    return tuple(Unit(baseline=row[0], run=row[1], base=row[2]) for row in rows if _is_row(row))
 
 
 def _is_row(row: object) -> bool:

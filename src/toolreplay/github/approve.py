@@ -69,27 +69,69 @@ class Outcome:
     commit: str | None = None
 
 
+def _report_or_refusal(described: Described | None, pull: PullRequest) -> Described | Refusal:
+    """Our report, or why it cannot be acted on: there is none, or it describes another head commit."""
+    if described is None:
+        return Refusal.of(
+            "there is no toolreplay report on this pull request yet: wait for its check to comment."
+        )
+    if described.head is None:
+        return Refusal.of(
+            "the report does not name the commit it describes: let the check run again, then comment."
+        )
+    if described.head != pull.head.sha:
+        return Refusal.of(
+            f"the report describes commit {described.head[:12]}, and the pull request's head is"
+            f" now {str(pull.head.sha)[:12]}: accept once the report describes the new head"
+            " (nobody has reviewed it yet)."
+        )
+    return described
+
+
+def _units_or_refusal(request: Request, listed: Sequence[Unit]) -> list[Unit] | Refusal:
+    """The units of the report the request accepts, or why there are none."""
+    missing = missing_paths(request, listed)
+    if missing:
+        named = ", ".join(md_code(p, in_table=False) for p in missing)
+        return Refusal.of(f"the report lists no drift to accept for {named}.")
+    units = chosen_units(request, listed)
+    if not units:
+        return Refusal.of("the report lists no drift that `toolreplay accept` accepts.")
+    return units
+
+
 def comment_from_event(event: Mapping[str, object], repository: str) -> Comment | None:
     """The comment of an ``issue_comment`` event on a pull request that was created (None: an edit,
     a deletion, or a comment on an issue)."""
     issue, comment = event.get("issue"), event.get("comment")
-    if event.get("action") != "created" or not isinstance(issue, dict) or not isinstance(comment, dict):
+    if event.get("action") != "created" or not isinstance(comment, dict):
         return None
-    if not issue.get("pull_request") or not isinstance(issue.get("number"), int):
-        return None
-    user = comment.get("user")
-    login = user.get("login") if isinstance(user, dict) else None
-    body = comment.get("body")
-    if not isinstance(login, str) or not isinstance(body, str):
+    number, login, body = _pull_number(issue), _login(comment), comment.get("body")
+    if number is None or login is None or not isinstance(body, str):
         return None
     association = comment.get("author_association")
     return Comment(
         repository=repository,
-        number=int(issue["number"]),
+        number=number,
         login=login,
         association=association if isinstance(association, str) else "",
         body=body,
     )
+
+
+def _pull_number(issue: object) -> int | None:
+    """The number of an event's issue that is a pull request (None: a plain issue, or no number)."""
+    if not isinstance(issue, dict) or not issue.get("pull_request"):
+        return None
+    number = issue.get("number")
+    return int(number) if isinstance(number, int) else None
+
+
+def _login(comment: dict[str, object]) -> str | None:
+    """The login of an event comment's author (None: there is none)."""
+    user = comment.get("user")
+    login = user.get("login") if isinstance(user, dict) else None
+    return login if isinstance(login, str) else None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -136,6 +178,24 @@ class Approver:
         self, repo: Any, issue: Any, comment: Comment, request: Request
     ) -> Refusal | tuple[PullRequest, list[Unit]]:
         """Why nothing may be done (the reply), else the pull request and the units to accept."""
+        refused = self._requester_refusal(repo, comment, request)
+        if refused is not None:
+            return refused
+        pull = repo.get_pull(comment.number)
+        if pull.state != "open":
+            return Refusal.of("this pull request is not open.")
+        described = self._described(issue)
+        if not _same_repository(pull, comment.repository):
+            # (a fork's run had a read-only token: there may be no report to take the commands from)
+            return Refusal(body=reply_fork(described.units if described is not None else ()))
+        report = _report_or_refusal(described, pull)
+        if isinstance(report, Refusal):
+            return report
+        units = _units_or_refusal(request, report.units)
+        return units if isinstance(units, Refusal) else (pull, units)
+
+    def _requester_refusal(self, repo: Any, comment: Comment, request: Request) -> Refusal | None:
+        """Why the commenter's request is refused, whatever the pull request (None: it is not)."""
         if not self._may_write(repo, comment):
             return Refusal.of(
                 f"only people with write access to this repository may accept drift, and"
@@ -144,35 +204,7 @@ class Approver:
             )
         if not request.reason:
             return Refusal.of("say why after the command: `/toolreplay accept <reason>`.")
-        pull = repo.get_pull(comment.number)
-        if pull.state != "open":
-            return Refusal.of("this pull request is not open.")
-        described = self._described(issue)
-        if not _same_repository(pull, comment.repository):
-            # (a fork's run had a read-only token: there may be no report to take the commands from)
-            return Refusal(body=reply_fork(described.units if described is not None else ()))
-        if described is None:
-            return Refusal.of(
-                "there is no toolreplay report on this pull request yet: wait for its check to comment."
-            )
-        if described.head is None:
-            return Refusal.of(
-                "the report does not name the commit it describes: let the check run again, then comment."
-            )
-        if described.head != pull.head.sha:
-            return Refusal.of(
-                f"the report describes commit {described.head[:12]}, and the pull request's head is"
-                f" now {str(pull.head.sha)[:12]}: accept once the report describes the new head"
-                " (nobody has reviewed it yet)."
-            )
-        missing = missing_paths(request, described.units)
-        if missing:
-            named = ", ".join(md_code(p, in_table=False) for p in missing)
-            return Refusal.of(f"the report lists no drift to accept for {named}.")
-        units = chosen_units(request, described.units)
-        if not units:
-            return Refusal.of("the report lists no drift that `toolreplay accept` accepts.")
-        return pull, units
+        return None
 
     def _may_write(self, repo: Any, comment: Comment) -> bool:
         """Whether the commenter may write: GitHub's association AND the permission endpoint."""

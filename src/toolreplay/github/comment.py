@@ -239,10 +239,7 @@ def publish_comment(
     limit. ``author`` overrides the identity lookup; ``client`` replaces :func:`make_client`
     (tests use it to point at a local server with no request pacing).
     """
-    if not body.startswith(MARKER):
-        raise ValueError("the comment body must start with the marker (use comment_body)")
-    if _utf16_len(body) > COMMENT_LIMIT:
-        raise ValueError(f"the comment body is over GitHub's {COMMENT_LIMIT}-character limit")
+    _check_body(body)
     if not installed("github"):
         return CommentResult(
             status="degraded", reason=f"PyGithub is not installed ({install_hint('github')})"
@@ -255,6 +252,14 @@ def publish_comment(
         # (URLs on another host), ValueError (a body that is not JSON), TypeError or KeyError
         # (JSON of another shape). A comment that cannot be written is a warning, whatever the cause.
         return CommentResult(status="degraded", reason=failure_reason(err, token))
+
+
+def _check_body(body: str) -> None:
+    """Refuse a body without our marker, or over GitHub's limit (a programming error)."""
+    if not body.startswith(MARKER):
+        raise ValueError("the comment body must start with the marker (use comment_body)")
+    if _utf16_len(body) > COMMENT_LIMIT:
+        raise ValueError(f"the comment body is over GitHub's {COMMENT_LIMIT}-character limit")
 
 
 def _create_or_update(gh: Github, body: str, *, target: CommentTarget, login: str) -> CommentResult:

@@ -58,16 +58,23 @@ def write_summary(
     target = path or env.get("GITHUB_STEP_SUMMARY")
     if not target:
         return SummaryResult(written=False, reason="GITHUB_STEP_SUMMARY is not set")
-    try:
-        existing = _size(target)
-    except OSError as err:
-        return SummaryResult(written=False, path=target, reason=f"cannot read it: {err.strerror}")
+    existing = _existing_size(target)
+    if isinstance(existing, SummaryResult):
+        return existing
     separator = "\n" if existing else ""
     budget = SUMMARY_LIMIT - existing - len(separator)
     text, trimmed = _rendered(reports, fails=fails, environ=env, base=base, budget=budget)
     if not text:
         return SummaryResult(written=False, path=target, reason="the summary file is already full")
     return _append(target, separator + text, trimmed=trimmed)
+
+
+def _existing_size(target: str) -> int | SummaryResult:
+    """The size of the summary file so far, or the result of a file that cannot be read."""
+    try:
+        return _size(target)
+    except OSError as err:
+        return SummaryResult(written=False, path=target, reason=f"cannot read it: {err.strerror}")
 
 
 def _rendered(

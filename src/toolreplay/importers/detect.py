@@ -71,12 +71,17 @@ def _entries(value: Any) -> list[Any]:
         return []
     if string_member(value, "type") in ITEM_TYPES:
         return [value]
+    return _listed_members(value) or [value]
+
+
+def _listed_members(value: dict[str, Any]) -> list[Any]:
+    """The items of the lists a document keeps its messages or items in, one after the other."""
     out: list[Any] = []
     for key in ("messages", "traj", "input", "output"):
         member = value.get(key)
         if isinstance(member, list):
             out += member
-    return out or [value]
+    return out
 
 
 def _sniff_entry(entry: Any) -> str | None:
@@ -86,10 +91,13 @@ def _sniff_entry(entry: Any) -> str | None:
         return "openai-responses"
     if _chat_entry(entry):
         return "openai-chat"
+    return "anthropic" if _anthropic_entry(entry) else None
+
+
+def _anthropic_entry(entry: dict[str, Any]) -> bool:
+    """Whether a message's content holds an Anthropic tool call or tool result."""
     content = entry.get("content")
-    if isinstance(content, list) and any(_tool_block(block) for block in content):
-        return "anthropic"
-    return None
+    return isinstance(content, list) and any(_tool_block(block) for block in content)
 
 
 def _chat_entry(entry: dict[str, Any]) -> bool:

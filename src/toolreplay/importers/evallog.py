@@ -60,12 +60,24 @@ def eval_items(data: bytes, path: str) -> Iterator[Item]:
         )
     for info in archive.infolist():
         if info.filename.startswith("samples/") and info.filename.endswith(".json"):
-            location = Location(None, "/" + pointer_token(info.filename))
-            raw = _member(archive, info, data, path)
-            try:
-                yield Item(location, decode_value(raw))
-            except InputError as err:
-                raise InputError(err.problem, path=path, pointer=location.pointer) from err
+            yield _sample(archive, info, data, path)
+
+
+def _sample(archive: zipfile.ZipFile, info: zipfile.ZipInfo, data: bytes, path: str) -> Item:
+    """One sample member as an item, located by its name."""
+    location = Location(None, "/" + pointer_token(info.filename))
+    raw = _member(archive, info, data, path)
+    try:
+        return Item(location, decode_value(raw))
+    except InputError as err:
+        raise InputError(err.problem, path=path, pointer=location.pointer) from err
+
+
+def _member_bytes(archive: zipfile.ZipFile, info: zipfile.ZipInfo, data: bytes) -> bytes:
+    """A member's bytes as stored: zstandard ourselves where this Python's zipfile cannot."""
+    if info.compress_type == _ZSTANDARD and not _stdlib_zstandard():
+        return _zstandard(_compressed(info, data), info.file_size)
+    return archive.read(info)
 
 
 def _member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, data: bytes, path: str) -> bytes:
@@ -74,10 +86,7 @@ def _member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, data: bytes, path: 
     if info.file_size > MAX_INPUT_BYTES:
         raise InputError(f"{where} is over the {MAX_INPUT_BYTES}-byte limit", path=path)
     try:
-        if info.compress_type == _ZSTANDARD and not _stdlib_zstandard():
-            raw = _zstandard(_compressed(info, data), info.file_size)
-        else:
-            raw = archive.read(info)
+        raw = _member_bytes(archive, info, data)
     except _UNREADABLE as err:
         raise InputError(f"{where} cannot be read: {err}", path=path) from err
     if len(raw) != info.file_size or zlib.crc32(raw) != info.CRC:

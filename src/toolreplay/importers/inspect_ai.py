@@ -96,13 +96,18 @@ def _label(sample: dict[str, Any]) -> str | None:
 def _restored(value: Any, attachments: dict[str, Any]) -> Any:
     """A value with each ``attachment://HASH`` string replaced by the attachment it names."""
     if isinstance(value, str):
-        found = _ATTACHMENT.fullmatch(value)
-        return attachments.get(found[1], value) if found else value
+        return _attachment(value, attachments)
     if isinstance(value, list):
         return [_restored(v, attachments) for v in value]
     if isinstance(value, dict):
         return {k: _restored(v, attachments) for k, v in value.items()}
     return value
+
+
+def _attachment(text: str, attachments: dict[str, Any]) -> Any:
+    """The attachment an ``attachment://HASH`` string names (the string itself when it names none)."""
+    found = _ATTACHMENT.fullmatch(text)
+    return attachments.get(found[1], text) if found else text
 
 
 def _message(pairing: Pairing, message: Any, at: Location) -> None:

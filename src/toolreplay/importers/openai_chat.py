@@ -83,30 +83,38 @@ def _calls(pairing: Pairing, message: dict[str, Any], location: Location) -> Non
     if tool_calls is not None:
         where = location.at("tool_calls")
         for i, call in enumerate(need_list(tool_calls, where, '"tool_calls"')):
-            at = where.at(i)
-            call = need_object(call, at, "a tool call")
-            kind = call.get("type", "function")
-            if kind not in ("function", "custom"):
-                raise at.at("type").error(f"unknown tool call type {quote(str(kind))}")
-            call_id = need_string(call, "id", at, "a tool call")
-            body_at = at.at(kind)
-            body = need_object(call.get(kind), body_at, f'"{kind}" of a tool call')
-            pairing.call(
-                tool=need_string(body, "name", body_at, f'"{kind}" of a tool call'),
-                call_id=call_id,
-                arguments=read_arguments(body.get("arguments" if kind == "function" else "input", ABSENT)),
-                location=at,
-            )
+            _tool_call(pairing, call, where.at(i))
     legacy = message.get("function_call")
     if legacy is not None:
-        at = location.at("function_call")
-        legacy = need_object(legacy, at, '"function_call"')
-        pairing.call(
-            tool=need_string(legacy, "name", at, '"function_call"'),
-            call_id=None,
-            arguments=read_arguments(legacy.get("arguments", ABSENT)),
-            location=at,
-        )
+        _legacy_call(pairing, legacy, location.at("function_call"))
+
+
+def _tool_call(pairing: Pairing, call: Any, at: Location) -> None:
+    """One item of ``tool_calls``: a function call, or a custom tool's."""
+    call = need_object(call, at, "a tool call")
+    kind = call.get("type", "function")
+    if kind not in ("function", "custom"):
+        raise at.at("type").error(f"unknown tool call type {quote(str(kind))}")
+    call_id = need_string(call, "id", at, "a tool call")
+    body_at = at.at(kind)
+    body = need_object(call.get(kind), body_at, f'"{kind}" of a tool call')
+    pairing.call(
+        tool=need_string(body, "name", body_at, f'"{kind}" of a tool call'),
+        call_id=call_id,
+        arguments=read_arguments(body.get("arguments" if kind == "function" else "input", ABSENT)),
+        location=at,
+    )
+
+
+def _legacy_call(pairing: Pairing, legacy: Any, at: Location) -> None:
+    """The deprecated ``function_call`` of a message (it has no call id)."""
+    legacy = need_object(legacy, at, '"function_call"')
+    pairing.call(
+        tool=need_string(legacy, "name", at, '"function_call"'),
+        call_id=None,
+        arguments=read_arguments(legacy.get("arguments", ABSENT)),
+        location=at,
+    )
 
 
 def _tool_result(pairing: Pairing, message: dict[str, Any], location: Location, ids_key: str | None) -> None:

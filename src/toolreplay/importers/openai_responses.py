@@ -41,6 +41,12 @@ def _entries(item: Item) -> Iterable[Item] | None:
     value = item.value
     if "type" in value and value["type"] != "response":
         return None  # an item (a function_call_output also has an "output")
+    return _listed_entries(item)
+
+
+def _listed_entries(item: Item) -> list[Item] | None:
+    """The items of a response's ``input`` and ``output`` lists (None: it has neither)."""
+    value = item.value
     entries: list[Item] = []
     found = False
     for key in ("input", "output"):

@@ -98,11 +98,7 @@ class OTel:
         traces: dict[str, list[_ToolSpan]] = {}
         seen = 0
         for item in items:
-            for span in spans(item):
-                seen += 1
-                call = _tool_call(span)
-                if call is not None:
-                    traces.setdefault(trace_id(span), []).append(_tool_span(span, call))
+            seen += _add_tool_spans(item, traces)
         if not traces:
             noun = "span" if seen == 1 else "spans"
             warnings.warn(TraceWarning(f"{seen} {noun}, no tool call: looked for {LOOKED_FOR}"), stacklevel=2)
@@ -110,6 +106,17 @@ class OTel:
         ranked = sorted(traces.items(), key=lambda kv: (min(s.start for s in kv[1]), kv[0]))
         for number, (_, tool_spans) in enumerate(ranked):
             yield _trace(tool_spans, number)
+
+
+def _add_tool_spans(item: Item, traces: dict[str, list[_ToolSpan]]) -> int:
+    """Add an item's tool spans to their traces' lists; the number of spans the item holds."""
+    seen = 0
+    for span in spans(item):
+        seen += 1
+        call = _tool_call(span)
+        if call is not None:
+            traces.setdefault(trace_id(span), []).append(_tool_span(span, call))
+    return seen
 
 
 def _trace(tool_spans: list[_ToolSpan], number: int) -> Session:
@@ -185,11 +192,8 @@ def _unwrap_tool_message(call: _Call) -> _Call:
     """LangChain's OpenInference spans record the ``ToolMessage`` a tool's output became
     (``{"type": "tool", "data": {"content", "tool_call_id", "status", ...}}``): the call's result
     is its ``content``, its id the message's ``tool_call_id``, and ``status: "error"`` a failure."""
-    if not isinstance(call.result, str):
-        return call
-    message = _json_value(call.result)
-    data = message.get("data") if isinstance(message, dict) and message.get("type") == "tool" else None
-    if not isinstance(data, dict) or data.get("type") != "tool" or "content" not in data:
+    data = _tool_message_data(call.result)
+    if data is None:
         return call
     call_id = data.get("tool_call_id")
     return _Call(
@@ -199,6 +203,15 @@ def _unwrap_tool_message(call: _Call) -> _Call:
         result=data["content"],
         result_failed=data.get("status") == "error",
     )
+
+
+def _tool_message_data(result: Any) -> dict[str, Any] | None:
+    """The ``data`` of a LangChain ``ToolMessage`` a result's JSON text holds (None: it holds none)."""
+    message = _json_value(result) if isinstance(result, str) else None
+    data = message.get("data") if isinstance(message, dict) and message.get("type") == "tool" else None
+    if not isinstance(data, dict) or data.get("type") != "tool" or "content" not in data:
+        return None
+    return data
 
 
 def _json_value(text: str) -> Any:
@@ -226,12 +239,17 @@ def _tool_name(span: Span, key: str, prefix: str) -> str:
     """The tool's name: its attribute, else what the span's name says after ``prefix``."""
     tool = span.attributes.get(key)
     if tool is None:
-        name = span.value.get("name")
-        if isinstance(name, str) and name.startswith(prefix) and name[len(prefix) :].strip():
-            tool = name[len(prefix) :].strip()
+        tool = _name_after(span.value.get("name"), prefix)
     if not isinstance(tool, str) or not tool:
         raise span.location.error(f'a tool span without a tool name (no "{key}" attribute)')
     return tool
+
+
+def _name_after(name: Any, prefix: str) -> str | None:
+    """What a span's ``name`` says after ``prefix`` (None: it does not start so, or says nothing)."""
+    if isinstance(name, str) and name.startswith(prefix) and name[len(prefix) :].strip():
+        return name[len(prefix) :].strip()
+    return None
 
 
 def _response(span: Span, call: _Call) -> dict[str, Any] | None:
@@ -240,13 +258,19 @@ def _response(span: Span, call: _Call) -> dict[str, Any] | None:
     status = failed(span)
     error_type = span.attributes.get(ERROR_TYPE)
     if status is not None or error_type is not None or call.result_failed:
-        message = exception_message(span) or status or error_type
-        response = make_response(content, is_error=True, error=message)
+        response = _error_response(span, content, status, error_type)
     elif content is not ABSENT:
         response = make_response(content)
     else:
         return None
     return {**response, **extra}
+
+
+def _error_response(span: Span, content: Any, status: str | None, error_type: Any) -> dict[str, Any]:
+    """A failed call's response; its error is the exception's message, else the status's, else the
+    error type."""
+    message = exception_message(span) or status or error_type
+    return make_response(content, is_error=True, error=message)
 
 
 #: the deepest value ``content`` may hold: the record is level 1, ``response`` level 2
@@ -269,12 +293,21 @@ def _fits(value: Any, depth: int) -> bool:
     """Whether ``value`` nests arrays and objects no deeper than ``depth`` levels (itself counted)."""
     level: list[Any] = [value]
     for _ in range(depth):
-        level = [
-            child
-            for v in level
-            if isinstance(v, (dict, list))
-            for child in (v.values() if isinstance(v, dict) else v)
-        ]
-        if not any(isinstance(v, (dict, list)) for v in level):
+        level = _next_level(level)
+        if not _any_nested(level):
             return True
-    return not any(isinstance(v, (dict, list)) for v in level)
+    return not _any_nested(level)
+
+
+def _next_level(level: list[Any]) -> list[Any]:
+    """The members and items of the arrays and objects of one level."""
+    return [
+        child
+        for v in level
+        if isinstance(v, (dict, list))
+        for child in (v.values() if isinstance(v, dict) else v)
+    ]
+
+
+def _any_nested(level: list[Any]) -> bool:
+    return any(isinstance(v, (dict, list)) for v in level)

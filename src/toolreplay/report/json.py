@@ -104,13 +104,14 @@ def _report(r: Report) -> dict[str, Any]:
         "findings": [_finding(f) for f in r.findings],
         "errors": list(r.errors),
     }
-    if r.notes is not None:
-        data["notes"] = r.notes
-    if r.note is not None:
-        data["note"] = r.note
-    if r.review is not None:
-        data["review"] = _review(r.review)
-    return data
+    return data | _optional_fields(r)
+
+
+def _optional_fields(r: Report) -> dict[str, Any]:
+    """The fields only some reports carry, in their order (none that this one does not)."""
+    review = None if r.review is None else _review(r.review)
+    fields = (("notes", r.notes), ("note", r.note), ("review", review))
+    return {key: value for key, value in fields if value is not None}
 
 
 def reports_from_data(data: dict[str, Any]) -> list[Report]:

@@ -45,9 +45,14 @@ def links_from_env(environ: Mapping[str, str] | None = None) -> Links | None:
     sha = env.get("GITHUB_SHA", "")
     if not _plain_origin(server):
         return None
-    if not _REPOSITORY.match(repository) or repository.split("/")[1] in (".", "..") or not _SHA.match(sha):
+    if not _plain_repository(repository) or not _SHA.match(sha):
         return None
     return Links(server=server, repository=repository, sha=sha)
+
+
+def _plain_repository(repository: str) -> bool:
+    """Whether ``repository`` is ``owner/name``, with a name that is no path step (``.``, ``..``)."""
+    return bool(_REPOSITORY.match(repository)) and repository.split("/")[1] not in (".", "..")
 
 
 def _plain_origin(server: str) -> bool:

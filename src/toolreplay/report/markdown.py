@@ -159,10 +159,14 @@ def _changes(report: Report, findings: Sequence[Finding], links: Links | None, *
     out = ["", "What changed, baseline → run:", ""]
     for group in shown:
         out += change_item(group[0], _group_where(report, group, links), message=False)
-    if len(shown) < len(changed):
-        rest = [group[0] for group in changed[len(shown) :]]
-        out += ["", more_line(rest, "the table above says what each one changed.")]
-    return out
+    return out + _more_changes(changed[len(shown) :])
+
+
+def _more_changes(rest: list[list[Finding]]) -> list[str]:
+    """How many more changes the caps left out, and in which tools (nothing when none)."""
+    if not rest:
+        return []
+    return ["", more_line([group[0] for group in rest], "the table above says what each one changed.")]
 
 
 def _verdict(reports: Sequence[Report], fails: Callable[[str], bool]) -> list[str]:
@@ -173,9 +177,16 @@ def _verdict(reports: Sequence[Report], fails: Callable[[str], bool]) -> list[st
     files = _plural(len({r.path for r in reports}), "file")
     if not total:
         return [f"**Passes**: no findings in {files}."]
+    return _found_verdict(reports, counts, fails, files)
+
+
+def _found_verdict(
+    reports: Sequence[Report], counts: dict[str, int], fails: Callable[[str], bool], files: str
+) -> list[str]:
+    """The verdict line when something was found, and the findings by kind."""
     failing = sum(n for kind, n in counts.items() if fails(kind))
     failed = len({r.path for r in reports if r.failed})
-    verdict = _verdict_head(total, failing)
+    verdict = _verdict_head(sum(counts.values()), failing)
     out = [f"{verdict}, in {failed} of {files} (by level: {_by_level(counts, fails)}).", ""]
     return out + _kind_table(counts, fails)
 
@@ -202,11 +213,16 @@ def _kind_counts(reports: Sequence[Report]) -> dict[str, int]:
     """How many findings of each kind (a report's errors as ``report-error``)."""
     counts: dict[str, int] = {}
     for r in reports:
-        for f in r.findings:
-            counts[f.kind] = counts.get(f.kind, 0) + 1
-        if r.errors:
-            counts[REPORT_ERROR] = counts.get(REPORT_ERROR, 0) + len(r.errors)
+        _count_kinds(r, counts)
     return counts
+
+
+def _count_kinds(report: Report, counts: dict[str, int]) -> None:
+    """Add one report's findings (and errors) to ``counts``, by kind."""
+    for f in report.findings:
+        counts[f.kind] = counts.get(f.kind, 0) + 1
+    if report.errors:
+        counts[REPORT_ERROR] = counts.get(REPORT_ERROR, 0) + len(report.errors)
 
 
 def _kind_table(counts: dict[str, int], fails: Callable[[str], bool]) -> list[str]:
@@ -391,12 +407,7 @@ def _finding_tables(
 ) -> list[str]:
     """The errors and the findings that fail the build in a table, the advisory ones in a table folded
     below it (not folded when they are all there is)."""
-    failing = [f for f in findings if fails(f.kind)]
-    advisory = [f for f in findings if not fails(f.kind)]
-    errors = _error_rows(report, cell, fails)
-    failing_errors, passing_errors = (errors, []) if fails(REPORT_ERROR) else ([], errors)
-    rows = [*failing_errors, *_rows(report, failing, links, cell, fails)]
-    passing = [*passing_errors, *_rows(report, advisory, links, cell, fails)]
+    rows, passing = _rows_by_level(report, findings, links, fails, cell)
     if not rows:
         return _table(passing)
     if not passing:
@@ -404,6 +415,22 @@ def _finding_tables(
     label = _plural(len(passing), "advisory finding") + " (they do not fail the build)"
     folded = ["", f"<details><summary>{label}</summary>", "", *_table(passing)]
     return [*_table(rows), *folded, "", "</details>"]
+
+
+def _rows_by_level(
+    report: Report,
+    findings: Sequence[Finding],
+    links: Links | None,
+    fails: Callable[[str], bool],
+    cell: int | None,
+) -> tuple[list[str], list[str]]:
+    """The rows of the errors and findings that fail the build, and those of the advisory ones."""
+    failing = [f for f in findings if fails(f.kind)]
+    advisory = [f for f in findings if not fails(f.kind)]
+    errors = _error_rows(report, cell, fails)
+    failing_errors, passing_errors = (errors, []) if fails(REPORT_ERROR) else ([], errors)
+    rows = [*failing_errors, *_rows(report, failing, links, cell, fails)]
+    return rows, [*passing_errors, *_rows(report, advisory, links, cell, fails)]
 
 
 def _table(rows: list[str]) -> list[str]:

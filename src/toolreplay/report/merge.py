@@ -65,15 +65,25 @@ def read_shard_report(path: str) -> ShardReport:
     """Read and check one JSON report written by ``check --format json``."""
     data = _load(path)
     _refuse_other_version(data, path)
+    _refuse_schema_errors(data, path)
+    check = data.get("check")
+    if check is None or any("header" not in r for r in data["reports"]):
+        raise InputError("not a report of toolreplay check (write it with check --format json)", path=path)
+    return ShardReport(path=path, info=_check_info(check, path), reports=tuple(reports_from_data(data)))
+
+
+def _refuse_schema_errors(data: Any, path: str) -> None:
+    """Refuse a JSON value the report schema refuses, at its first error's place."""
     errors = sorted(validator("report").iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
     if errors:
         first = errors[0]
         pointer = pointer_of(first.absolute_path)
         raise InputError(f"not a toolreplay JSON report: {first.message}", path=path, pointer=pointer)
-    check = data.get("check")
-    if check is None or any("header" not in r for r in data["reports"]):
-        raise InputError("not a report of toolreplay check (write it with check --format json)", path=path)
-    info = CheckInfo(
+
+
+def _check_info(check: dict[str, Any], path: str) -> CheckInfo:
+    """What a report's ``check`` member says about the run that wrote it."""
+    return CheckInfo(
         toolreplay=check["toolreplay"],
         config=check["config"],
         fail_on=None if check["fail_on"] is None else tuple(check["fail_on"]),
@@ -83,7 +93,6 @@ def read_shard_report(path: str) -> ShardReport:
         commit=check.get("commit"),
         inputs=check.get("inputs"),
     )
-    return ShardReport(path=path, info=info, reports=tuple(reports_from_data(data)))
 
 
 def _load(path: str) -> Any:
@@ -129,12 +138,17 @@ def _home_prefixes(shards: Sequence[ShardReport], count: int) -> list[str]:
     Shards hash a file's path relative to the config's folder; a report that names a file
     its shard does not hash to was moved between shards by hand and is refused.
     """
-    placed = [(s, r.path) for s in shards for r in s.reports if r.command == "check"]
+    placed = _checked_files(shards)
     candidates = _folder_prefixes([path for _, path in placed])
     valid = [prefix for prefix in candidates if _misplaced(placed, prefix, count) is None]
     if not valid:
         _refuse_misplaced(placed, count)
     return valid
+
+
+def _checked_files(shards: Sequence[ShardReport]) -> list[tuple[ShardReport, str]]:
+    """Each file a shard's ``check`` reports, with the shard."""
+    return [(s, r.path) for s in shards for r in s.reports if r.command == "check"]
 
 
 def _refuse_misplaced(placed: list[tuple[ShardReport, str]], count: int) -> NoReturn:
@@ -306,12 +320,15 @@ def _claim_files(shard: ShardReport, index: int, files: dict[str, str]) -> None:
     for report in shard.reports:
         if report.command != "check":
             _drift_shard_only(shard, index, report)
-            continue
-        if report.path in files:
-            raise InputError(
-                f"overlaps {quote(files[report.path])}: both report {quote(report.path)}", path=shard.path
-            )
-        files[report.path] = shard.path
+        else:
+            _claim_file(shard, report.path, files)
+
+
+def _claim_file(shard: ShardReport, path: str, files: dict[str, str]) -> None:
+    """Record that ``shard`` reports the file at ``path``; refused when another shard already does."""
+    if path in files:
+        raise InputError(f"overlaps {quote(files[path])}: both report {quote(path)}", path=shard.path)
+    files[path] = shard.path
 
 
 def _drift_shard_only(shard: ShardReport, index: int, report: Report) -> None:

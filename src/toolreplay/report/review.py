@@ -140,10 +140,17 @@ def _reason(reason: str, *, capped: bool) -> list[str]:
     """The note's reason quoted, shortened when capped."""
     if not reason:
         return []
-    if capped and len(reason) > CAPPED_REASON:
-        reason = reason[: CAPPED_REASON - 1] + "…"
     out = ["", "The note's reason (as written in the pull request):", ""]
-    return out + [f"> {code(line)}" for line in reason.splitlines() if line.strip()]
+    return out + [
+        f"> {code(line)}" for line in _shortened(reason, capped=capped).splitlines() if line.strip()
+    ]
+
+
+def _shortened(reason: str, *, capped: bool) -> str:
+    """The reason, cut to :data:`CAPPED_REASON` characters when capped."""
+    if capped and len(reason) > CAPPED_REASON:
+        return reason[: CAPPED_REASON - 1] + "…"
+    return reason
 
 
 def _differences(changes: Sequence[Finding], *, capped: bool) -> list[str]:
@@ -153,22 +160,32 @@ def _differences(changes: Sequence[Finding], *, capped: bool) -> list[str]:
     out = ["", "What differs, base → head (as `toolreplay diff` finds it):", ""]
     shown = changes[:OPEN_CHANGES] if capped else changes
     for f in shown:
-        where = f"index {f.index}" if f.index is not None else "contract"
-        out += change_item(f, where, old="base", new="head")
+        out += change_item(f, _change_place(f), old="base", new="head")
     if len(shown) < len(changes):
         out += ["", more_line(changes[len(shown) :], "run `toolreplay diff` on the two versions.")]
     return out
+
+
+def _change_place(f: Finding) -> str:
+    """Where a change between two versions of a baseline is: a call's index, or the contract."""
+    return f"index {f.index}" if f.index is not None else "contract"
 
 
 def more_line(rest: Sequence[Finding], then: str) -> str:
     """How many more differences there are, and in which tools (the first :data:`NAMED_TOOLS`,
     sorted), then what shows them."""
     tools = sorted({f.tool for f in rest if f.tool})
+    named = _tools_named(tools)
+    where = f" (tool{'s' * (len(tools) != 1)} {named})" if tools else ""
+    return f"{_plural(len(rest), 'more difference')}{where}: {then}"
+
+
+def _tools_named(tools: list[str]) -> str:
+    """The first :data:`NAMED_TOOLS` tools, and how many more there are."""
     named = ", ".join(code(tool, max_len=80) for tool in tools[:NAMED_TOOLS])
     if len(tools) > NAMED_TOOLS:
         named += f" and {_plural(len(tools) - NAMED_TOOLS, 'more tool')}"
-    where = f" (tool{'s' * (len(tools) != 1)} {named})" if tools else ""
-    return f"{_plural(len(rest), 'more difference')}{where}: {then}"
+    return named
 
 
 #: what an accept command leaves for the reviewer to say (``--reason WHY``)
@@ -196,11 +213,16 @@ def baseline_accepts(report: Report, findings: Sequence[Finding], base: str | No
     drifted from a checked sealed baseline (measured from HEAD); none for anything else."""
     if report.note is not None:
         return accept_commands(report, findings, base)
-    if report.command != "check" or not report.path.endswith(SEALED_SUFFIX):
-        return []
-    if not any(f.kind in NOTE_ACCEPTS for f in findings):
+    if not _sealed_baseline_drifted(report, findings):
         return []
     return [accept_words(report.path, drifted_runs(report, findings)[0])]
+
+
+def _sealed_baseline_drifted(report: Report, findings: Sequence[Finding]) -> bool:
+    """Whether a checked sealed baseline has drift a note accepts."""
+    if report.command != "check" or not report.path.endswith(SEALED_SUFFIX):
+        return False
+    return any(f.kind in NOTE_ACCEPTS for f in findings)
 
 
 def accept_words(baseline: str, run: str, since: Sequence[str] = ()) -> list[str]:
@@ -238,12 +260,22 @@ def other_advice(report: Report, findings: Sequence[Finding]) -> Advice | None:
     again, and a note, where the guard counts it as a baseline, accepts that new version.
     """
     if report.command == "probe" and any(f.kind in REWRITE_ACCEPTS for f in findings):
-        answers = _header_value(report, RECEIPT)
-        return _rewrite_receipt(report.path, answers) if answers is not None else _record_again(report.path)
+        return _probe_advice(report)
     if report.command == "diff" and any(f.kind in NOTE_ACCEPTS for f in findings):
-        baseline = _header_value(report, "baseline")
-        return _run_as_baseline(report.path, baseline) if isinstance(baseline, str) else None
+        return _diff_advice(report)
     return None
+
+
+def _probe_advice(report: Report) -> Advice:
+    """``probe``'s: write the receipt again (with the answers it was recorded from), or record again."""
+    answers = _header_value(report, RECEIPT)
+    return _rewrite_receipt(report.path, answers) if answers is not None else _record_again(report.path)
+
+
+def _diff_advice(report: Report) -> Advice | None:
+    """``diff``'s: the run becomes the baseline its header names (None: it names none)."""
+    baseline = _header_value(report, "baseline")
+    return _run_as_baseline(report.path, baseline) if isinstance(baseline, str) else None
 
 
 def _header_value(report: Report, key: str) -> object:

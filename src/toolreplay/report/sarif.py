@@ -80,6 +80,11 @@ def sarif_log(
     kinds = _kinds({e[0] for e in entries})
     index = {kind: n for n, kind in enumerate(kinds)}
     results = [_result(entry, index[entry[0]], root, fails) for entry in entries]
+    return _log(kinds, results)
+
+
+def _log(kinds: list[str], results: list[dict[str, Any]]) -> dict[str, Any]:
+    """The log of one run: toolreplay's rules (one a kind, in order) and the results."""
     return {
         "$schema": SARIF_SCHEMA,
         "version": "2.1.0",
