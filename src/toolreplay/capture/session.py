@@ -98,26 +98,31 @@ class Session:
         messages, problem = _messages(raw)
         if problem:
             return Observed(warnings=(problem,))
-        warnings: list[str] = []
-        for message in messages:
-            # the one judgement of a client's message: what an MCP peer reads it as (None: nothing)
-            read = wire.read_decoded(message)
-            if read is None:  # a method [1], params that are not an object...
-                warnings.append(_NOT_JSONRPC)
-            elif isinstance(read, sdk.mcp_types.JSONRPCNotification):
-                if read.method == "notifications/cancelled":
-                    self._cancel(message, channel)
-                elif "id" in message and _paired(read.method):
-                    # an id 4.0, true or null: the SDK reads a notification, which nothing answers
-                    warnings.append(
-                        f"{read.method} with id {quote(canonical(message['id']))} is not a request an MCP"
-                        " peer accepts (ids are integers or strings); passed on, not recorded"
-                    )
-            elif isinstance(read, sdk.mcp_types.JSONRPCRequest) and _paired(read.method):
-                problem = self._ask(read.method, message, channel)
-                if problem:
-                    warnings.append(problem)
-        return Observed(warnings=tuple(warnings))
+        warnings = [self._read_client(message, channel) for message in messages]
+        return Observed(warnings=tuple(warning for warning in warnings if warning))
+
+    def _read_client(self, message: dict[str, Any], channel: str) -> str:
+        """Take one message of the client's as an MCP peer reads it; a warning, or ""."""
+        read = wire.read_decoded(message)
+        if read is None:  # a method [1], params that are not an object...
+            return _NOT_JSONRPC
+        if isinstance(read, sdk.mcp_types.JSONRPCNotification):
+            return self._client_notification(read.method, message, channel)
+        if isinstance(read, sdk.mcp_types.JSONRPCRequest) and _paired(read.method):
+            return self._ask(read.method, message, channel)
+        return ""
+
+    def _client_notification(self, method: str, message: dict[str, Any], channel: str) -> str:
+        """A cancellation forgets its request; an id the SDK does not take is warned about."""
+        if method == "notifications/cancelled":
+            self._cancel(message, channel)
+        elif "id" in message and _paired(method):
+            # an id 4.0, true or null: the SDK reads a notification, which nothing answers
+            return (
+                f"{method} with id {quote(canonical(message['id']))} is not a request an MCP"
+                " peer accepts (ids are integers or strings); passed on, not recorded"
+            )
+        return ""
 
     def _ask(self, method: str, message: dict[str, Any], channel: str) -> str:
         """Remember a request until its answer; a problem when it cannot be paired."""
@@ -155,6 +160,10 @@ class Session:
             value = decode(raw, max_bytes=MAX_RECORD_BYTES, what="message")
         except InputError as err:
             return self._unreadable(raw, err.problem, channel, first_answers)
+        return self._decoded(value, channel, first_answers)
+
+    def _decoded(self, value: Any, channel: str, first_answers: bool) -> Observed:
+        """Look at a message of the server's the strict decoder read."""
         if isinstance(value, list) and value and all(_is_jsonrpc(item) for item in value):
             return Observed(warnings=(self._batch(value, channel),))
         message = wire.read_decoded(value)
@@ -166,6 +175,10 @@ class Session:
             return Observed()
         if not isinstance(message, sdk.mcp_types.JSONRPCResponse | sdk.mcp_types.JSONRPCError):
             return Observed()  # a request of the server's own
+        return self._response(value, message, channel, first_answers)
+
+    def _response(self, value: dict[str, Any], message: Any, channel: str, first_answers: bool) -> Observed:
+        """What an answer the client takes means: a finished call, an exchange, or nothing."""
         pending = self._answered(message.id, channel, first_answers)
         if pending is None or not pending.method:
             return Observed()
@@ -264,18 +277,7 @@ class Session:
             return False, ()
         if not params.get("cursor"):
             self._page = {}  # a first page starts the list afresh
-        definitions = [
-            ToolDefinition(
-                name=tool["name"],
-                schema=tool.get("inputSchema", {}),
-                shape="mcp",
-                annotations=tool["annotations"] if isinstance(tool.get("annotations"), dict) else None,
-                text=text_of_tool(tool),
-            )
-            for tool in tools
-            if isinstance(tool, dict) and isinstance(tool.get("name"), str) and tool["name"]
-        ]
-        imported = import_definitions(definitions, version=self.version, path="tools/list")
+        imported = import_definitions(_definitions(tools), version=self.version, path="tools/list")
         self._page.update((contract.name, contract) for contract in imported.contracts)
         self.contracts = dict(self._page)
         return True, imported.warnings
@@ -286,21 +288,9 @@ class Session:
             return None, "a tools/call without a tool name was answered; not recorded"
         if args is None:
             return None, f"tools/call of {quote(tool)} has arguments that are not an object; not recorded"
-        problem = ""
-        if isinstance(message, sdk.mcp_types.JSONRPCError):
-            # as the client reads it: the code an integer, the data kept
-            response: dict[str, Any] = {"error": message.error.model_dump(exclude_none=True)}
-        else:
-            result = message.result
-            if result.get("resultType") == "input_required":
-                return None, ""  # not an answer yet: the client will call again with the input
-            response = result
-            said = self.check_result(result)
-            if said:
-                problem = (
-                    f"the result of tools/call of {quote(tool)} is not a valid CallToolResult ({said});"
-                    " recorded as sent"
-                )
+        response, problem = self._call_response(tool, message)
+        if response is None:
+            return None, ""  # not an answer yet: the client will call again with the input
         contract = self.contracts.get(tool)
         call = Call(
             tool=tool,
@@ -312,6 +302,22 @@ class Session:
             notifications=tuple(pending.notifications),
         )
         return call, problem
+
+    def _call_response(self, tool: str, message: Any) -> tuple[dict[str, Any] | None, str]:
+        """The response a tools/call answer records (None: not an answer yet), and its problem."""
+        if isinstance(message, sdk.mcp_types.JSONRPCError):
+            # as the client reads it: the code an integer, the data kept
+            return {"error": message.error.model_dump(exclude_none=True)}, ""
+        result: dict[str, Any] = message.result
+        if result.get("resultType") == "input_required":
+            return None, ""
+        said = self.check_result(result)
+        if not said:
+            return result, ""
+        return result, (
+            f"the result of tools/call of {quote(tool)} is not a valid CallToolResult ({said});"
+            " recorded as sent"
+        )
 
 
 _NOT_JSONRPC = "not a JSON-RPC message an MCP peer reads; passed on, not looked at"
@@ -334,6 +340,21 @@ def _exchange(pending: _Pending, value: dict[str, Any], message: Any) -> Exchang
         response=response,
         notifications=tuple(pending.notifications),
     )
+
+
+def _definitions(tools: list[Any]) -> list[ToolDefinition]:
+    """The definitions of the listed tools that have a name (others are not tools)."""
+    return [
+        ToolDefinition(
+            name=tool["name"],
+            schema=tool.get("inputSchema", {}),
+            shape="mcp",
+            annotations=tool["annotations"] if isinstance(tool.get("annotations"), dict) else None,
+            text=text_of_tool(tool),
+        )
+        for tool in tools
+        if isinstance(tool, dict) and isinstance(tool.get("name"), str) and tool["name"]
+    ]
 
 
 def _is_jsonrpc(item: Any) -> bool:
