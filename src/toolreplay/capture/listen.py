@@ -128,6 +128,30 @@ def _origin(text: str) -> tuple[str, str] | None:
     return f"{scheme}://{host.removesuffix('.')}{shown}", _name(host)
 
 
+def _allowed_origin(text: str) -> tuple[str, str]:
+    """An ``--allow-origin`` value as compared, and its host; refused unless it is an origin."""
+    origin = _origin(text)
+    if origin is None:
+        raise InputError(
+            f"--allow-origin {quote(text)} is not an origin: give scheme://host[:port]"
+            " (http or https), as a browser sends it"
+        )
+    return origin
+
+
+def _unspecified(name: str) -> bool:
+    """Whether ``name`` is an address that stands for every interface (``0.0.0.0``, ``::``)."""
+    try:
+        return ipaddress.ip_address(name).is_unspecified
+    except ValueError:
+        return False
+
+
+def _too_long(length: bytes) -> bool:
+    """Whether a ``Content-Length`` says the body is past the limit."""
+    return length.strip().isdigit() and int(length) > MAX_BODY_BYTES
+
+
 def _shown(value: bytes) -> str:
     text = value.decode("latin-1")
     return quote(text if len(text) <= _SHOWN else text[:_SHOWN] + "...")
@@ -147,22 +171,10 @@ class Admission:
     @classmethod
     def of(cls, listen_host: str, allowed: Sequence[str] = ()) -> Admission:
         """The rule of ``--listen`` on ``listen_host`` with ``--allow-origin`` ``allowed``."""
-        origins = []
-        for text in allowed:
-            origin = _origin(text)
-            if origin is None:
-                raise InputError(
-                    f"--allow-origin {quote(text)} is not an origin: give scheme://host[:port]"
-                    " (http or https), as a browser sends it"
-                )
-            origins.append(origin)
+        origins = [_allowed_origin(text) for text in allowed]
         name = _name(listen_host)
-        try:
-            every = ipaddress.ip_address(name).is_unspecified
-        except ValueError:
-            every = False
         return cls(
-            listening="" if every else name,
+            listening="" if _unspecified(name) else name,
             origins=frozenset(origin for origin, _ in origins),
             hosts=frozenset(host for _, host in origins),
         )
@@ -172,7 +184,13 @@ class Admission:
         named: dict[bytes, list[bytes]] = {}
         for key, value in headers:
             named.setdefault(key.lower(), []).append(value)
-        hosts, origins = named.get(b"host", []), named.get(b"origin", [])
+        refusal = self._host_refusal(named.get(b"host", [])) or self._origin_refusal(named.get(b"origin", []))
+        if refusal is None and any(_too_long(length) for length in named.get(b"content-length", [])):
+            return TOO_LARGE
+        return refusal
+
+    def _host_refusal(self, hosts: list[bytes]) -> Refusal | None:
+        """Why the ``Host`` headers are refused, if they are: one, naming this server, is let in."""
         if len(hosts) != 1:
             return Refusal(421, "a request must have one Host header")
         if not self._host_allowed(hosts[0]):
@@ -181,6 +199,10 @@ class Admission:
                 f"Host {_shown(hosts[0])} is not a name this server answers to (loopback names and"
                 " addresses, the address it listens on, and the hosts of --allow-origin)",
             )
+        return None
+
+    def _origin_refusal(self, origins: list[bytes]) -> Refusal | None:
+        """Why the ``Origin`` headers are refused, if they are: none, or one allowed, is let in."""
         if len(origins) > 1:
             return Refusal(403, "a request may have one Origin header")
         if origins and not self._origin_allowed(origins[0]):
@@ -189,9 +211,6 @@ class Admission:
                 f"Origin {_shown(origins[0])} is not allowed (loopback origins are;"
                 " --allow-origin adds others)",
             )
-        for length in named.get(b"content-length", []):
-            if length.strip().isdigit() and int(length) > MAX_BODY_BYTES:
-                return TOO_LARGE
         return None
 
     def _host_allowed(self, value: bytes) -> bool:
