@@ -19,6 +19,11 @@ def shape(value: Any, key: str = "") -> Any:
         return {k: shape(v, k) for k, v in value.items()}
     if isinstance(value, list):
         return sorted({canonical(shape(item)): shape(item) for item in value}.values(), key=canonical)
+    return _scalar_shape(value, key)
+
+
+def _scalar_shape(value: Any, key: str) -> Any:
+    """A scalar's shape: its JSON type, or itself when it is the value of a key a shape keeps."""
     if key in _SHAPE_VALUES and isinstance(value, str | bool):
         return value
     if isinstance(value, bool):
@@ -34,13 +39,25 @@ def unmask(recorded: Any, live: Any) -> Any:
     A recorded string with ``[REDACTED]`` in it stands for any live string that has the
     same text around non-empty runs where the masks are.
     """
-    if isinstance(recorded, str) and isinstance(live, str) and MASK in recorded:
-        return recorded if _fits(recorded.split(MASK), live) else live
+    if isinstance(recorded, str) and isinstance(live, str):
+        return _unmask_text(recorded, live)
     if isinstance(recorded, dict) and isinstance(live, dict):
         return {key: unmask(recorded.get(key), value) for key, value in live.items()}
-    if isinstance(recorded, list) and isinstance(live, list) and len(recorded) == len(live):
-        return [unmask(was, now) for was, now in zip(recorded, live, strict=True)]
+    if isinstance(recorded, list) and isinstance(live, list):
+        return _unmask_items(recorded, live)
     return live
+
+
+def _unmask_items(recorded: list[Any], live: list[Any]) -> list[Any]:
+    """A live array unmasked item by item, when it has as many items as the recorded one."""
+    if len(recorded) != len(live):
+        return live
+    return [unmask(was, now) for was, now in zip(recorded, live, strict=True)]
+
+
+def _unmask_text(recorded: str, live: str) -> str:
+    """The recorded string, when it is redacted and ``live`` is what it stands for; else ``live``."""
+    return recorded if MASK in recorded and _fits(recorded.split(MASK), live) else live
 
 
 def _fits(parts: list[str], live: str) -> bool:

@@ -194,24 +194,17 @@ def judge(
     compared with its recorded response but digested as the receipt says, and the set of digests
     compared with the receipt's.
     """
-    findings: list[Finding] = []
     verdicts: dict[str, str] = {}
     notes: dict[str, str] = {}
-    findings += _text_drift(records, texts or {}, explain or {}, path)
     drift = _tool_drift(records, live, path)
     drifted = {finding.tool for finding in drift}
-    findings += drift
+    findings = [*_text_drift(records, texts or {}, explain or {}, path), *drift]
     judging = _Judging(rules=rules, path=path, volatile=volatile, receipt=receipt)
-    for tool in sorted({record.tool for record in records}):
-        of_tool = [record for record in records if record.tool == tool]
+    for tool, of_tool in _by_tool(records).items():
         if tool in live:
             verdict, note = _listed_verdict(of_tool, answers, skipped, judging, findings)
         else:
-            verdict, note = UNAVAILABLE, "no longer listed"
-            if tool not in drifted:  # without a recorded fingerprint, no tool-drift says it
-                findings.append(
-                    _unavailable(of_tool[0], Failure(problem="the server no longer lists it"), path)
-                )
+            verdict, note = _unlisted_verdict(of_tool, drifted, path, findings)
         verdicts[tool] = verdict
         if note:
             notes[tool] = note
@@ -222,6 +215,24 @@ def judge(
         findings=tuple(sort_findings(findings)),
         notes=notes,
     )
+
+
+def _by_tool(records: Sequence[Record]) -> dict[str, list[Record]]:
+    """The records of each tool, in recorded order; the tools in name order."""
+    out: dict[str, list[Record]] = {tool: [] for tool in sorted({record.tool for record in records})}
+    for record in records:
+        out[record.tool].append(record)
+    return out
+
+
+def _unlisted_verdict(
+    records: Sequence[Record], drifted: set[str], path: str, findings: list[Finding]
+) -> tuple[str, str]:
+    """A tool the server no longer lists is unavailable (an ``unavailable`` finding says so, unless a
+    ``tool-drift`` already does: without a recorded fingerprint, none says it)."""
+    if records[0].tool not in drifted:
+        findings.append(_unavailable(records[0], Failure(problem="the server no longer lists it"), path))
+    return UNAVAILABLE, "no longer listed"
 
 
 def _listed_verdict(
@@ -333,18 +344,24 @@ def _call_verdict(
     record: Record, got: Sequence[Answer], judging: _Judging
 ) -> tuple[str, Finding | None, str]:
     """One asked call's verdict, its finding, and why it was not judged (a refused request)."""
-    judged = [answer for answer in got if isinstance(answer, dict)]
+    judged, failure, unjudged = _sorted(got)
     unsteady = _unsteady(record, judged, judging)
     if unsteady is not None:
         return SILENT_DRIFT, unsteady, ""
-    failure = next((answer for answer in got if isinstance(answer, Failure)), None)
     if failure is not None:
         return UNAVAILABLE, _unavailable(record, failure, judging.path), ""
-    unjudged = next((answer.reason for answer in got if isinstance(answer, Unjudged)), "")
     receipted = judging.receipt.get(record.index) if judging.receipt is not None else None
     if receipted is not None:
         return _receipted_verdict(record, receipted, judged, unjudged, judging.path)
     return _compared_verdict(record, judged, unjudged, judging)
+
+
+def _sorted(got: Sequence[Answer]) -> tuple[list[dict[str, Any]], Failure | None, str]:
+    """A call's answers by kind: those to judge, the first failure, and the first refusal's reason."""
+    judged = [answer for answer in got if isinstance(answer, dict)]
+    failure = next((answer for answer in got if isinstance(answer, Failure)), None)
+    unjudged = next((answer.reason for answer in got if isinstance(answer, Unjudged)), "")
+    return judged, failure, unjudged
 
 
 def _receipted_verdict(
