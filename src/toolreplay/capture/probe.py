@@ -317,6 +317,10 @@ class _Judging:
     receipt: Mapping[int, Receipted] | None = None
 
 
+#: which of two calls' verdicts is the tool's (a drift decides it at once)
+_PRECEDENCE = {"not-probed": 0, "stable": 1, UNAVAILABLE: 2}
+
+
 def _verdict(
     records: Sequence[Record],
     answers: Mapping[int, Sequence[Answer]],
@@ -334,8 +338,7 @@ def _verdict(
             findings.append(finding)
         if outcome == SILENT_DRIFT:
             return outcome, ""
-        if outcome == UNAVAILABLE or (outcome == "stable" and verdict == "not-probed"):
-            verdict = outcome
+        verdict = max(verdict, outcome, key=_PRECEDENCE.__getitem__)
         note = note or why
     return verdict, note if verdict == "not-probed" else ""
 

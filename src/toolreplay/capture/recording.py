@@ -137,15 +137,17 @@ class Recording:
         for exchange in observed.exchanges:
             self._keep(exchange)
         if observed.tools_listed and self.lock_path is not None:
-            lock, self.kept = keep_declared(self.previous, self.session.lock())
-            self.declared = lock
-            try:
-                save_lock(lock, self.lock_path)
-            except OSError as err:  # the session goes on: the transcript matters more than the lock
-                self.warn(
-                    f"server message {self.lines['server']}: {self.lock_path}: {_LOCK_PROBLEM}{err.strerror}"
-                )
+            self._save_lock(self.lock_path)
         return replacement
+
+    def _save_lock(self, lock_path: str) -> None:
+        """Write the lock of the tools the server listed last (what the replaced lock declared kept)."""
+        lock, self.kept = keep_declared(self.previous, self.session.lock())
+        self.declared = lock
+        try:
+            save_lock(lock, lock_path)
+        except OSError as err:  # the session goes on: the transcript matters more than the lock
+            self.warn(f"server message {self.lines['server']}: {lock_path}: {_LOCK_PROBLEM}{err.strerror}")
 
     def awaits_call(self, channel: str = "") -> bool:
         """Whether a ``tools/call`` on ``channel`` waits for its answer: only such an answer may be

@@ -73,6 +73,10 @@ class _Pending:
     ident: Any = None
     notifications: list[dict[str, Any]] = field(default_factory=list)
 
+    def named(self) -> str:
+        """A ``tools/call`` as messages name it: ``'tool' (id N)``."""
+        return f"{quote(str(self.params.get('name')))} (id {canonical(self.ident)})"
+
 
 @dataclass(slots=True)
 class Session:
@@ -194,13 +198,19 @@ class Session:
     def _notified(self, message: dict[str, Any], channel: str) -> None:
         """Keep a notification with the request it came with: a progress notification with the
         request that asked under its token, any other with the one request waiting on ``channel``."""
-        params = message.get("params")
-        waiting = [pending for key, pending in self._pending.items() if key.startswith(channel)]
-        if message.get("method") == "notifications/progress" and isinstance(params, dict):
-            token = canonical(params.get("progressToken"))
-            waiting = [pending for pending in waiting if canonical(progress_token(pending.params)) == token]
+        waiting = self._waiting(message, channel)
         if len(waiting) == 1 and waiting[0].method:
             waiting[0].notifications.append(notification(message))
+
+    def _waiting(self, message: dict[str, Any], channel: str) -> list[_Pending]:
+        """The requests on ``channel`` a notification may come with (a progress one: those that
+        asked under its token)."""
+        params = message.get("params")
+        waiting = [pending for key, pending in self._pending.items() if key.startswith(channel)]
+        if message.get("method") != "notifications/progress" or not isinstance(params, dict):
+            return waiting
+        token = canonical(params.get("progressToken"))
+        return [pending for pending in waiting if canonical(progress_token(pending.params)) == token]
 
     def _answered(self, ident: Any, channel: str, first_answers: bool) -> _Pending | None:
         """Take the request an answer with ``ident`` answers for the client, if one waits."""
@@ -230,15 +240,17 @@ class Session:
 
     def _batch(self, items: list[Any], channel: str) -> str:
         """A batch answers nothing for an MCP client (the SDK's refuses it); say which calls it meant to."""
-        meant = [
-            f"{quote(str(pending.params.get('name')))} (id {canonical(pending.ident)})"
-            for item in items
-            if isinstance(item, dict) and isinstance(item.get("id"), int | str)
-            for pending in [self._pending.get(channel + wire.correlation(item["id"]))]
-            if pending is not None and pending.method == "tools/call"
-        ]
+        answered = [self._call_answered(item, channel) for item in items]
+        meant = [pending.named() for pending in answered if pending is not None]
         said = f" (it meant to answer tools/call {', '.join(meant)}: not recorded)" if meant else ""
         return f"a JSON-RPC batch, which an MCP client refuses{said}; passed on, not looked at"
+
+    def _call_answered(self, item: Any, channel: str) -> _Pending | None:
+        """The ``tools/call`` on ``channel`` that a batch's ``item`` would answer, if one waits."""
+        if not isinstance(item, dict) or not isinstance(item.get("id"), int | str):
+            return None
+        pending = self._pending.get(channel + wire.correlation(item["id"]))
+        return pending if pending is not None and pending.method == "tools/call" else None
 
     def awaits_call(self, channel: str = "") -> bool:
         """Whether a ``tools/call`` on ``channel`` waits for its answer (no SDK needed to tell)."""
@@ -248,11 +260,7 @@ class Session:
         """The ``tools/call`` requests on ``channel`` still waiting for an answer (forgotten now)."""
         keys = [key for key in self._pending if key.startswith(channel)]
         waiting = [self._pending.pop(key) for key in keys]
-        return tuple(
-            f"{quote(str(pending.params.get('name')))} (id {canonical(pending.ident)})"
-            for pending in waiting
-            if pending.method == "tools/call"
-        )
+        return tuple(pending.named() for pending in waiting if pending.method == "tools/call")
 
     def lock(self) -> ToolLock:
         """The contracts of the tools the server listed last."""
