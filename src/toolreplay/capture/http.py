@@ -30,16 +30,13 @@ from urllib.parse import urlsplit
 
 import h11
 
-from toolreplay.capture.listen import MAX_BODY_BYTES, TOO_LARGE, Admission, Refusal, request_seconds
+from toolreplay.capture.listen import MAX_BODY_BYTES, TOO_LARGE, Admission, Refusal, drain, request_seconds
 from toolreplay.capture.recording import Recording
 from toolreplay.capture.stdio import LineSplitter
 from toolreplay.capture.upstream import HOP_BY_HOP, READ, Target, Upstream
 from toolreplay.errors import InputError
 from toolreplay.escape import one_line, quote
 
-#: seconds the requests still open get to finish once the proxy is told to stop (an event
-#: stream a client keeps open must not hold the proxy forever)
-GRACE = 5.0
 _TEXT = [(b"content-type", b"text/plain; charset=utf-8")]
 #: how h11 shows the bytes of a line it refuses
 _BYTES_REPR = re.compile(r"""bytearray\((b'(?:[^'\\]|\\.)*'|b"(?:[^"\\]|\\.)*")\)""")
@@ -170,7 +167,7 @@ class Proxy:
         self.stopping = False
 
     async def serve(self, host: str, port: int) -> None:
-        """Listen until SIGINT or SIGTERM; then let the open requests finish (:data:`GRACE`)."""
+        """Listen until SIGINT or SIGTERM; then let the open requests finish (:func:`drain`)."""
         loop = asyncio.get_running_loop()
         stop = asyncio.Event()
         try:
@@ -192,17 +189,9 @@ class Proxy:
             self.target.close()
 
     async def _drain(self) -> None:
-        """Close the idle client connections; give the busy ones :data:`GRACE` seconds."""
+        """Stop: close the idle client connections, let the busy ones finish (:func:`drain`)."""
         self.stopping = True
-        for task, busy in list(self.open.items()):
-            if not busy:
-                task.cancel()
-        if self.open:
-            _, late = await asyncio.wait(list(self.open), timeout=GRACE)
-            for task in late:
-                task.cancel()
-            if late:
-                await asyncio.wait(late)
+        await drain(self.open)
 
     async def connected(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         """One client connection, until it closes (or asks to), or the proxy stops."""

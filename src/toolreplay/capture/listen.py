@@ -22,6 +22,7 @@ apply it; the SDK's own check of these headers is switched off there, as this on
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import json
 import math
@@ -63,6 +64,26 @@ def parse_listen(listen: str, option: str = "--listen") -> tuple[str, int]:
     ):
         raise InputError(f"{option} {listen!r} is not HOST:PORT")
     return host.strip("[]"), int(port)
+
+
+#: seconds the requests being answered get once a listening capture command is told to stop (an
+#: event stream a client keeps open must not hold it forever)
+GRACE = 5.0
+
+
+async def drain(connections: dict[asyncio.Task[None], bool]) -> None:
+    """Cancel each connection's task that is not answering a request (False); give the busy ones
+    :data:`GRACE` seconds to finish, then cancel those too."""
+    for task, busy in list(connections.items()):
+        if not busy:
+            task.cancel()
+    if not connections:
+        return
+    _, late = await asyncio.wait(list(connections), timeout=GRACE)
+    for task in late:
+        task.cancel()
+    if late:
+        await asyncio.wait(late)
 
 
 def request_seconds() -> float:

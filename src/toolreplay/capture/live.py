@@ -411,14 +411,20 @@ async def _rounds(
             await sdk.anyio.sleep(ROUND_GAP)  # a value to the second changes between rounds
         for record in chosen:
             got = hung or await _ask(client, tap, record, timeout)
-            if hung is None and isinstance(got, Failure) and got.problem.startswith(NO_ANSWER):
-                hung = Failure(problem=f"not asked: an earlier call got {got.problem}")
+            hung = hung or _hung(got)
             answers[record.index] = (*answers.get(record.index, ()), got)
     return answers
 
 
 #: how a call that got no answer in time is described (:func:`_ask`)
 NO_ANSWER = "no answer within"
+
+
+def _hung(got: Answer) -> Failure | None:
+    """What the calls after ``got`` get when it got no answer in time (the server is taken for hung)."""
+    if isinstance(got, Failure) and got.problem.startswith(NO_ANSWER):
+        return Failure(problem=f"not asked: an earlier call got {got.problem}")
+    return None
 
 
 async def _ask(client: Any, tap: _Tap, record: Record, timeout: float) -> Answer:

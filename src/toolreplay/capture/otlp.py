@@ -11,7 +11,7 @@ answers, how large a body it takes and how long it waits for one is
 :mod:`toolreplay.capture.listen`'s rule, as for ``record --listen`` and ``serve --listen``.
 
 HTTP/1.1 is spoken by h11 over asyncio's streams, as the Streamable HTTP proxy does. SIGINT or
-SIGTERM stops it: no new request is read, those being answered get :data:`GRACE` seconds, and
+SIGTERM stops it: no new request is read, those being answered get :data:`listen.GRACE` seconds, and
 every transcript is closed whole. docs/spec.md §8.1.
 """
 
@@ -28,7 +28,14 @@ from typing import Any
 import h11
 
 from toolreplay.capture import otlp_proto
-from toolreplay.capture.listen import MAX_BODY_BYTES, TOO_LARGE, Admission, Refusal, request_seconds
+from toolreplay.capture.listen import (
+    MAX_BODY_BYTES,
+    TOO_LARGE,
+    Admission,
+    Refusal,
+    drain,
+    request_seconds,
+)
 from toolreplay.capture.traces import TraceFiles
 from toolreplay.errors import InputError
 from toolreplay.escape import one_line
@@ -39,8 +46,6 @@ PATH = b"/v1/traces"
 MEDIA_TYPES = {b"application/x-protobuf": False, b"application/json": True}
 #: the content codings taken: the ``wbits`` zlib reads each with (None: the body as it is)
 CODINGS: dict[bytes, int | None] = {b"": None, b"identity": None, b"gzip": 16 + zlib.MAX_WBITS, b"deflate": 0}
-#: seconds the requests being answered get once the receiver is told to stop
-GRACE = 5.0
 _READ = 65536
 
 
@@ -123,17 +128,9 @@ class Receiver:
             await self._drain()
 
     async def _drain(self) -> None:
-        """Close the idle connections; give the busy ones :data:`GRACE` seconds."""
+        """Stop: close the idle connections, let the busy ones finish (:func:`drain`)."""
         self.stopping = True
-        for task, busy in list(self.open.items()):
-            if not busy:
-                task.cancel()
-        if self.open:
-            _, late = await asyncio.wait(list(self.open), timeout=GRACE)
-            for task in late:
-                task.cancel()
-            if late:
-                await asyncio.wait(late)
+        await drain(self.open)
 
     async def connected(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         """One connection, until it closes (or asks to), a refusal closes it, or the receiver stops."""

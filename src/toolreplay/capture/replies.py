@@ -49,6 +49,11 @@ def shaped(ctx: ServerRequestContext[Any], result: dict[str, Any]) -> dict[str, 
     has (the server recorded in that revision answers a handshake-era client without them)."""
     if ctx.protocol_version in sdk.MODERN_PROTOCOL_VERSIONS:
         return result if "resultType" in result else {**result, "resultType": "complete"}
+    return _handshake_era(result)
+
+
+def _handshake_era(result: dict[str, Any]) -> dict[str, Any]:
+    """A recorded result without the fields and the identity stamp only the 2026 revision has."""
     if not any(key in result for key in MODERN_FIELDS):
         return result
     out = {key: value for key, value in result.items() if key not in MODERN_FIELDS}

@@ -362,22 +362,26 @@ def build_server(
         start=start,
         on_miss=on_miss,
     )
-    instructions = (recorded.initialize or {}).get("instructions")
     # the SDK's own server/discover answer (a handshake-era recording holds none) says them too
     server: Server[Any] = sdk.Server(
         name,
         version=version,
-        instructions=instructions if isinstance(instructions, str) else None,
+        instructions=_instructions(recorded),
         on_list_tools=handlers.list_tools,
         cache_hints=cache_hints(),
     )
     server.add_request_handler("tools/call", sdk.types.CallToolRequestParams, handlers.call_tool)
-    if session is not None:
-        for method in _held(recorded, session):
-            server.add_request_handler(method, params_model(method), handlers.asked)
+    for method in _held(recorded, session) if session is not None else ():
+        server.add_request_handler(method, params_model(method), handlers.asked)
     if recorded.initialize is not None:
         server.middleware.append(Initialize(recorded.initialize))
     return server
+
+
+def _instructions(recorded: Recorded) -> str | None:
+    """The instructions the recorded server gave (in its ``initialize`` result), if it gave any."""
+    instructions = (recorded.initialize or {}).get("instructions")
+    return instructions if isinstance(instructions, str) else None
 
 
 def _held(recorded: Recorded, session: Sequence[Record]) -> list[str]:
