@@ -22,7 +22,6 @@ import asyncio
 import contextlib
 import itertools
 import re
-import signal
 from collections.abc import Iterator
 from http import HTTPStatus
 from typing import Any, NoReturn
@@ -30,7 +29,15 @@ from urllib.parse import urlsplit
 
 import h11
 
-from toolreplay.capture.listen import MAX_BODY_BYTES, TOO_LARGE, Admission, Refusal, drain, request_seconds
+from toolreplay.capture.listen import (
+    MAX_BODY_BYTES,
+    TOO_LARGE,
+    Admission,
+    Refusal,
+    drain,
+    request_seconds,
+    stop_signals,
+)
 from toolreplay.capture.recording import Recording
 from toolreplay.capture.stdio import LineSplitter
 from toolreplay.capture.upstream import HOP_BY_HOP, READ, Target, Upstream
@@ -168,22 +175,14 @@ class Proxy:
 
     async def serve(self, host: str, port: int) -> None:
         """Listen until SIGINT or SIGTERM; then let the open requests finish (:func:`drain`)."""
-        loop = asyncio.get_running_loop()
-        stop = asyncio.Event()
         try:
             server = await asyncio.start_server(self.connected, host, port)
         except OSError as err:
             raise InputError(f"cannot listen on {host}:{port}") from err
-
-        def stopped(*_: object) -> None:
-            loop.call_soon_threadsafe(stop.set)
-
-        previous = {signum: signal.signal(signum, stopped) for signum in (signal.SIGINT, signal.SIGTERM)}
         try:
-            await stop.wait()
+            with stop_signals() as stop:
+                await stop.wait()
         finally:
-            for signum, handler in previous.items():
-                signal.signal(signum, handler)
             server.close()
             await self._drain()
             self.target.close()

@@ -23,12 +23,14 @@ apply it; the SDK's own check of these headers is switched off there, as this on
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ipaddress
 import json
 import math
 import os
 import re
-from collections.abc import Iterable, Sequence
+import signal
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from toolreplay.errors import InputError
@@ -84,6 +86,23 @@ async def drain(connections: dict[asyncio.Task[None], bool]) -> None:
         task.cancel()
     if late:
         await asyncio.wait(late)
+
+
+@contextlib.contextmanager
+def stop_signals() -> Iterator[asyncio.Event]:
+    """An event SIGINT and SIGTERM set until the block ends (then their handlers are put back)."""
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+
+    def stopped(*_: object) -> None:
+        loop.call_soon_threadsafe(stop.set)
+
+    previous = {signum: signal.signal(signum, stopped) for signum in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield stop
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def request_seconds() -> float:

@@ -18,7 +18,6 @@ every transcript is closed whole. docs/spec.md §8.1.
 from __future__ import annotations
 
 import asyncio
-import signal
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -35,6 +34,7 @@ from toolreplay.capture.listen import (
     Refusal,
     drain,
     request_seconds,
+    stop_signals,
 )
 from toolreplay.capture.traces import TraceFiles
 from toolreplay.errors import InputError
@@ -106,24 +106,16 @@ class Receiver:
         self.stopping = False
 
     async def serve(self, host: str, port: int, ready: Callable[[str], None]) -> None:
-        loop = asyncio.get_running_loop()
-        stop = asyncio.Event()
         try:
             server = await asyncio.start_server(self.connected, host, port)
         except OSError as err:
             raise InputError(f"cannot listen on {host}:{port}: {err.strerror or err}") from err
-
-        def stopped(*_: object) -> None:
-            loop.call_soon_threadsafe(stop.set)
-
-        previous = {signum: signal.signal(signum, stopped) for signum in (signal.SIGINT, signal.SIGTERM)}
         try:
-            shown = f"[{host}]" if ":" in host else host
-            ready(f"http://{shown}:{port}{PATH.decode()}")
-            await stop.wait()
+            with stop_signals() as stop:
+                shown = f"[{host}]" if ":" in host else host
+                ready(f"http://{shown}:{port}{PATH.decode()}")
+                await stop.wait()
         finally:
-            for signum, handler in previous.items():
-                signal.signal(signum, handler)
             server.close()
             await self._drain()
 
