@@ -168,7 +168,7 @@ class Session:
 
     def _decoded(self, value: Any, channel: str, first_answers: bool) -> Observed:
         """Look at a message of the server's the strict decoder read."""
-        if isinstance(value, list) and value and all(_is_jsonrpc(item) for item in value):
+        if _is_batch(value):
             return Observed(warnings=(self._batch(value, channel),))
         message = wire.read_decoded(value)
         if message is None:
@@ -222,14 +222,9 @@ class Session:
 
     def _unreadable(self, raw: bytes, problem: str, channel: str, first_answers: bool) -> Observed:
         """A line the strict decoder refuses: does the client take it as an answer all the same?"""
-        message = wire.read_raw(raw)
-        pending = None
-        if isinstance(message, sdk.mcp_types.JSONRPCResponse | sdk.mcp_types.JSONRPCError):
-            pending = self._answered(message.id, channel, first_answers)
-        if pending is None or pending.method != "tools/call":
-            return Observed(warnings=(f"unreadable: {problem}; passed on, not looked at",))
-        tool, args = _called(pending.params)
-        if not tool or args is None:
+        pending = self._raw_answered(raw, channel, first_answers)
+        tool, args = _called(pending.params) if pending is not None else ("", None)
+        if pending is None or pending.method != "tools/call" or not tool or args is None:
             return Observed(warnings=(f"unreadable: {problem}; passed on, not looked at",))
         contract = self.contracts.get(tool)
         fingerprint = contract.fingerprint if contract is not None else None
@@ -237,6 +232,13 @@ class Session:
             tool=tool, args=args, response={}, fingerprint=fingerprint, ident=pending.ident, unkept=problem
         )
         return Observed(calls=(call,))
+
+    def _raw_answered(self, raw: bytes, channel: str, first_answers: bool) -> _Pending | None:
+        """The request a line the strict decoder refuses answers for the client, if one waits."""
+        message = wire.read_raw(raw)
+        if not isinstance(message, sdk.mcp_types.JSONRPCResponse | sdk.mcp_types.JSONRPCError):
+            return None
+        return self._answered(message.id, channel, first_answers)
 
     def _batch(self, items: list[Any], channel: str) -> str:
         """A batch answers nothing for an MCP client (the SDK's refuses it); say which calls it meant to."""
@@ -365,6 +367,11 @@ def _definitions(tools: list[Any]) -> list[ToolDefinition]:
     ]
 
 
+def _is_batch(value: Any) -> bool:
+    """Whether a decoded message is a JSON-RPC batch: a non-empty array of JSON-RPC messages."""
+    return isinstance(value, list) and bool(value) and all(_is_jsonrpc(item) for item in value)
+
+
 def _is_jsonrpc(item: Any) -> bool:
     return isinstance(item, dict) and item.get("jsonrpc") == "2.0"
 
@@ -386,6 +393,11 @@ def _messages(raw: bytes) -> tuple[list[dict[str, Any]], str]:
         value = decode(raw, max_bytes=MAX_RECORD_BYTES, what="message")
     except InputError as err:
         return [], f"unreadable: {err.problem}; passed on, not looked at"
+    return _jsonrpc_items(value)
+
+
+def _jsonrpc_items(value: Any) -> tuple[list[dict[str, Any]], str]:
+    """A decoded line's JSON-RPC messages (a batch is several); none when one item is not one."""
     items = value if isinstance(value, list) else [value]
     messages = [item for item in items if _is_jsonrpc(item)]
     if not messages or len(messages) != len(items):

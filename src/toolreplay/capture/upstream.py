@@ -58,14 +58,18 @@ class Upstream:
         while True:
             event = self.h11.next_event()
             if event is h11.NEED_DATA:
-                data = await self.reader.read(READ)
-                if not data and not self.h11.trailing_data[0]:
-                    raise ConnectionError("the target closed the connection before it answered")
-                self.h11.receive_data(data)
+                await self._head_part()
             elif isinstance(event, h11.Response):
                 return event
             elif not isinstance(event, h11.InformationalResponse):  # a protocol switch nobody asked for
                 raise ConnectionError(f"the target answered with {type(event).__name__}, not a response")
+
+    async def _head_part(self) -> None:
+        """Read more of the answer's head into h11 (a connection closed before it is an error)."""
+        data = await self.reader.read(READ)
+        if not data and not self.h11.trailing_data[0]:
+            raise ConnectionError("the target closed the connection before it answered")
+        self.h11.receive_data(data)
 
     def close(self) -> None:
         self.writer.close()
@@ -100,13 +104,18 @@ class Target:
 
     def request(self, request: h11.Request, body: bytes) -> h11.Request:
         """``request`` as the target gets it: the client's headers, less the hop-by-hop ones."""
-        headers = [(k, v) for k, v in request.headers.raw_items() if k.lower() not in HOP_BY_HOP]
-        if self.headers[1:]:  # the target URL's credentials replace the client's
-            headers = [(k, v) for k, v in headers if k.lower() != b"authorization"]
-        headers[:0] = self.headers
+        headers = [*self.headers, *self._passed(request)]
         if body or request.method in (b"POST", b"PUT", b"PATCH"):
             headers.append((b"Content-Length", str(len(body)).encode()))
         return h11.Request(method=request.method, target=_origin_form(request.target), headers=headers)
+
+    def _passed(self, request: h11.Request) -> list[tuple[bytes, bytes]]:
+        """The client's headers the target gets: not the hop-by-hop ones, nor its credentials when
+        the target URL's replace them."""
+        headers = [(k, v) for k, v in request.headers.raw_items() if k.lower() not in HOP_BY_HOP]
+        if self.headers[1:]:  # the target URL's credentials replace the client's
+            headers = [(k, v) for k, v in headers if k.lower() != b"authorization"]
+        return headers
 
     def release(self, upstream: Upstream) -> None:
         """Keep ``upstream`` for the next request when its exchange ended cleanly."""
