@@ -73,14 +73,7 @@ def recorded_client(session: Sequence[Record], path: str) -> Declared:
     record = next((r for r in session if r.tool == "initialize" and "result" in r.response), None)
     if record is None:
         return EVERY_CAPABILITY
-    try:
-        params = sdk.types.InitializeRequestParams.model_validate(record.args)
-    except sdk.ValidationError as err:
-        first = err.errors()[0]
-        problem = f"the recorded initialize is not one an MCP client sends: {one_line(first['msg'])}"
-        raise InputError(
-            problem, path=path, line=record.line, pointer=pointer_of(("args", *first["loc"]))
-        ) from err
+    params = _initialize_params(record, path)
     capabilities, info = params.capabilities, params.client_info
     sampling = capabilities.sampling
     return Declared(
@@ -89,6 +82,19 @@ def recorded_client(session: Sequence[Record], path: str) -> Declared:
         roots=capabilities.roots is not None,
         client=(info.name, info.version),
     )
+
+
+def _initialize_params(record: Record, path: str) -> Any:
+    """A recorded ``initialize`` request's params, read with the MCP SDK's model (refused as an
+    ``InputError`` naming file, line and pointer when the SDK refuses them)."""
+    try:
+        return sdk.types.InitializeRequestParams.model_validate(record.args)
+    except sdk.ValidationError as err:
+        first = err.errors()[0]
+        problem = f"the recorded initialize is not one an MCP client sends: {one_line(first['msg'])}"
+        raise InputError(
+            problem, path=path, line=record.line, pointer=pointer_of(("args", *first["loc"]))
+        ) from err
 
 
 def _declaring(declared: Declared) -> dict[str, Any]:

@@ -105,13 +105,20 @@ async def notify(ctx: ServerRequestContext[Any], notes: Any) -> None:
     """
     token = progress_token(dict(ctx.params or {}))
     for note in notes if isinstance(notes, list | tuple) else ():
-        method = note.get("method") if isinstance(note, dict) else None
-        params = note.get("params") if isinstance(note, dict) else None
+        method, params = _parts(note)
         try:
-            await _send(ctx, method, dict(params) if isinstance(params, dict) else {}, token)
+            await _send(ctx, method, params, token)
         except sdk.ValidationError:
             said = f"a recorded notification {quote(str(method))} is not one the SDK can send; not sent"
             print(f"toolreplay: warning: {inert(said)}", file=sys.stderr)
+
+
+def _parts(note: Any) -> tuple[Any, dict[str, Any]]:
+    """A recorded notification's method (None: none) and a copy of its params (``{}``: none)."""
+    if not isinstance(note, dict):
+        return None, {}
+    params = note.get("params")
+    return note.get("method"), dict(params) if isinstance(params, dict) else {}
 
 
 async def _send(ctx: ServerRequestContext[Any], method: Any, params: dict[str, Any], token: Any) -> None:

@@ -305,17 +305,21 @@ def _from_discover(asked: Sequence[Record]) -> dict[str, Any] | None:
     stamped with (what a client of that revision reads as the server's info); None without one."""
     for record in asked:
         result = record.response.get("result")
-        if record.tool != "server/discover" or not isinstance(result, dict):
-            continue
-        out: dict[str, Any] = {"capabilities": result.get("capabilities", {})}
-        meta = result.get("_meta")
-        info = meta.get(SERVER_INFO_META) if isinstance(meta, dict) else None
-        if isinstance(info, dict):
-            out["serverInfo"] = info
-        if isinstance(result.get("instructions"), str):
-            out["instructions"] = result["instructions"]
-        return out
+        if record.tool == "server/discover" and isinstance(result, dict):
+            return _as_initialize(result)
     return None
+
+
+def _as_initialize(discovered: dict[str, Any]) -> dict[str, Any]:
+    """A ``server/discover`` result as the ``initialize`` result it stands for."""
+    out: dict[str, Any] = {"capabilities": discovered.get("capabilities", {})}
+    meta = discovered.get("_meta")
+    info = meta.get(SERVER_INFO_META) if isinstance(meta, dict) else None
+    if isinstance(info, dict):
+        out["serverInfo"] = info
+    if isinstance(discovered.get("instructions"), str):
+        out["instructions"] = discovered["instructions"]
+    return out
 
 
 def miss_message(method: str, params: dict[str, Any], miss: SnapshotMissError) -> str:
