@@ -57,15 +57,18 @@ _SHOWN = 100
 def parse_listen(listen: str, option: str = "--listen") -> tuple[str, int]:
     """``HOST:PORT`` (``[::1]:PORT`` for IPv6) as (host, port); ``option`` names it in the error."""
     host, sep, port = listen.rpartition(":")
-    # (isascii: str.isdigit takes digits int() refuses, such as "²"; five digits at most)
-    if (
-        not sep
-        or not host
-        or not (port.isascii() and port.isdigit() and len(port) <= 5)
-        or not 0 < int(port) < 65536
-    ):
+    number = _port(port)
+    if not sep or not host or number is None:
         raise InputError(f"{option} {listen!r} is not HOST:PORT")
-    return host.strip("[]"), int(port)
+    return host.strip("[]"), number
+
+
+def _port(text: str) -> int | None:
+    """A port number from 1 to 65535, or None when ``text`` is not one."""
+    # (isascii: str.isdigit takes digits int() refuses, such as "²"; five digits at most)
+    if not (text.isascii() and text.isdigit() and len(text) <= 5):
+        return None
+    return int(text) if 0 < int(text) < 65536 else None
 
 
 #: seconds the requests being answered get once a listening capture command is told to stop (an

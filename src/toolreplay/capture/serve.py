@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from toolreplay import sdk
 from toolreplay.analyses.difference import clipped, excerpts
-from toolreplay.analyses.fingerprint_diff import compare_locks
+from toolreplay.analyses.fingerprint_diff import Difference, compare_locks
 from toolreplay.analyses.volatile import Volatile
 from toolreplay.canonical import canonical
 from toolreplay.capture.exchange import (
@@ -97,10 +97,7 @@ def check_session_lock(path: str, session: Sequence[Record] | None, lock: ToolLo
     """Raise :class:`SessionLockError` naming the first tool the session file of recording ``path``
     lists otherwise than ``lock`` pins it, and what differs (as ``fingerprint-diff`` words it)."""
     listed = listed_lock(session) if session else None
-    if listed is None:
-        return
-    pinned = ToolLock.of(c for name, c in lock.tools.items() if name in listed.tools)
-    differences = compare_locks(pinned, listed)
+    differences = _differences(listed, lock) if listed is not None else []
     if not differences:
         return
     tool = differences[0].tool
@@ -108,6 +105,12 @@ def check_session_lock(path: str, session: Sequence[Record] | None, lock: ToolLo
     raise SessionLockError(
         f"{session_path(path)}: its tools/list disagrees with the lock for tool {quote(tool)}: {what}"
     )
+
+
+def _differences(listed: ToolLock, lock: ToolLock) -> list[Difference]:
+    """How the tools a session file listed differ from what ``lock`` pins of them."""
+    pinned = ToolLock.of(c for name, c in lock.tools.items() if name in listed.tools)
+    return compare_locks(pinned, listed)
 
 
 def check_lock(records: Sequence[Record], lock: ToolLock) -> None:
