@@ -177,9 +177,13 @@ class _Tap:
             return
         if method is not None:
             self.asked.append(str(method))  # a request of the server's own
-        elif self.call_id is not None and str(ident) == str(self.call_id):
+        elif self._answers_call(ident):
             answer = _answer_of(message.model_dump(by_alias=True, exclude_unset=True))
             self.answer = answer if answer is not None else self.answer
+
+    def _answers_call(self, ident: Any) -> bool:
+        """Whether an answer with ``ident`` answers the last ``tools/call`` sent."""
+        return self.call_id is not None and str(ident) == str(self.call_id)
 
 
 def _answer_of(data: dict[str, Any]) -> dict[str, Any] | None:

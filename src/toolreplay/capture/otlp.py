@@ -152,8 +152,7 @@ class Receiver:
         if asked is None:
             return False
         answer, method = asked
-        writer.write(b"".join(conn.send(event) or b"" for event in answer.events(method == b"HEAD")))
-        await writer.drain()
+        await _send(conn, writer, answer, method)
         self.open[task] = False
         return not answer.close and conn.our_state is h11.DONE and conn.their_state is h11.DONE
 
@@ -228,6 +227,12 @@ async def _next(conn: h11.Connection, reader: asyncio.StreamReader) -> Any:
     while (event := conn.next_event()) is h11.NEED_DATA:
         conn.receive_data(await reader.read(_READ))
     return event
+
+
+async def _send(conn: h11.Connection, writer: asyncio.StreamWriter, answer: Answer, method: bytes) -> None:
+    """Write ``answer`` to a request with ``method`` (a HEAD's without its body), in one write."""
+    writer.write(b"".join(conn.send(event) or b"" for event in answer.events(method == b"HEAD")))
+    await writer.drain()
 
 
 async def _body(

@@ -267,18 +267,14 @@ def _tool_drift(records: Sequence[Record], live: Mapping[str, str], path: str) -
         tool = record.tool
         if record.fingerprint is not None and tool not in drifted and live.get(tool) != record.fingerprint:
             drifted.add(tool)
-            now = f"is now {live[tool]}" if tool in live else "is no longer listed"
-            out.append(
-                Finding(
-                    kind=TOOL_DRIFT,
-                    index=record.index,
-                    tool=tool,
-                    message=f"tool {quote(tool)} was recorded with fingerprint {record.fingerprint}, {now}",
-                    path=path,
-                    line=record.line or None,
-                )
-            )
+            out.append(_found(TOOL_DRIFT, record, _fingerprint_message(record, live), path))
     return out
+
+
+def _fingerprint_message(record: Record, live: Mapping[str, str]) -> str:
+    """What a ``tool-drift`` finding says: the recorded fingerprint, and the live one if any."""
+    now = f"is now {live[record.tool]}" if record.tool in live else "is no longer listed"
+    return f"tool {quote(record.tool)} was recorded with fingerprint {record.fingerprint}, {now}"
 
 
 def _text_drift(
@@ -294,16 +290,7 @@ def _text_drift(
         seen.add(record.tool)
         why = explain.get(record.tool, "")
         message = text_drift_message(record.tool, recorded, live, differences=(why,) if why else ())
-        out.append(
-            Finding(
-                kind=CONTRACT_TEXT_DRIFT,
-                index=record.index,
-                tool=record.tool,
-                message=message,
-                path=path,
-                line=record.line or None,
-            )
-        )
+        out.append(_found(CONTRACT_TEXT_DRIFT, record, message, path))
     return out
 
 
@@ -439,8 +426,13 @@ def _receipt_drift(
 
 def _silent_drift(record: Record, message: str, path: str) -> Finding:
     """A ``silent-drift`` finding on ``record``'s call."""
+    return _found(SILENT_DRIFT, record, message, path)
+
+
+def _found(kind: str, record: Record, message: str, path: str) -> Finding:
+    """A finding of ``kind`` on ``record``'s call."""
     return Finding(
-        kind=SILENT_DRIFT,
+        kind=kind,
         index=record.index,
         tool=record.tool,
         message=message,
@@ -517,17 +509,11 @@ def _as_record(record: Record, response: dict[str, Any]) -> Record:
 
 
 def _unavailable(record: Record, failure: Failure, path: str) -> Finding:
-    return Finding(
-        kind=UNAVAILABLE,
-        index=record.index,
-        tool=record.tool,
-        message=(
-            f"tool {quote(record.tool)} gave no answer to the call recorded at index {record.index}:"
-            f" {one_line(failure.problem)}"
-        ),
-        path=path,
-        line=record.line or None,
+    message = (
+        f"tool {quote(record.tool)} gave no answer to the call recorded at index {record.index}:"
+        f" {one_line(failure.problem)}"
     )
+    return _found(UNAVAILABLE, record, message, path)
 
 
 def _drift(

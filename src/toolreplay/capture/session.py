@@ -226,8 +226,7 @@ class Session:
         tool, args = _called(pending.params) if pending is not None else ("", None)
         if pending is None or pending.method != "tools/call" or not tool or args is None:
             return Observed(warnings=(f"unreadable: {problem}; passed on, not looked at",))
-        contract = self.contracts.get(tool)
-        fingerprint = contract.fingerprint if contract is not None else None
+        fingerprint, _ = self._listed(tool)
         call = Call(
             tool=tool, args=args, response={}, fingerprint=fingerprint, ident=pending.ident, unkept=problem
         )
@@ -301,17 +300,24 @@ class Session:
         response, problem = self._call_response(tool, message)
         if response is None:
             return None, ""  # not an answer yet: the client will call again with the input
-        contract = self.contracts.get(tool)
+        fingerprint, text_digest = self._listed(tool)
         call = Call(
             tool=tool,
             args=args,
             response=response,
-            fingerprint=contract.fingerprint if contract is not None else None,
+            fingerprint=fingerprint,
             ident=pending.ident,
-            text_digest=contract.text_digest if contract is not None else None,
+            text_digest=text_digest,
             notifications=tuple(pending.notifications),
         )
         return call, problem
+
+    def _listed(self, tool: str) -> tuple[str | None, str | None]:
+        """The fingerprint and contract-text digest of ``tool`` as last listed (None: not listed)."""
+        contract = self.contracts.get(tool)
+        if contract is None:
+            return None, None
+        return contract.fingerprint, contract.text_digest
 
     def _call_response(self, tool: str, message: Any) -> tuple[dict[str, Any] | None, str]:
         """The response a tools/call answer records (None: not an answer yet), and its problem."""
