@@ -149,6 +149,12 @@ class _Client:
         self.watcher.add_done_callback(leave)
         self._leave = leave
 
+    def close(self) -> None:
+        """Stop reading from the client, and close its connection."""
+        if self.watcher is not None:
+            self.watcher.cancel()
+        self.writer.close()
+
     def left(self) -> bool:
         """Whether the client closed its side while it was watched."""
         return self.watcher is not None and self.watcher.done() and not self.watcher.cancelled()
@@ -207,9 +213,7 @@ class Proxy:
             self.recording.warn(f"the proxy failed on a request: {type(err).__name__}: {err}; please report")
         finally:
             del self.open[task]
-            if client.watcher is not None:
-                client.watcher.cancel()
-            writer.close()
+            client.close()
 
     async def _exchange(self, client: _Client, task: asyncio.Task[None]) -> bool:
         """One request of the client's, answered; whether its connection can take another."""
