@@ -34,7 +34,7 @@ from toolreplay.capture.exchange import (
     without_meta,
 )
 from toolreplay.capture.replies import Initialize, cache_hints, notify, params_model, raise_recorded, shaped
-from toolreplay.capture.session import SERVER_INFO_META, listed_lock
+from toolreplay.capture.session import listed_lock, stamped_info
 from toolreplay.chain import verify_stream
 from toolreplay.contracts.lock import ToolContract, ToolLock
 from toolreplay.errors import InputError, ToolreplayError
@@ -137,12 +137,17 @@ def tool_list(records: Sequence[Record], lock: ToolLock | None) -> list[dict[str
     tools = []
     for name in sorted({record.tool for record in records}):
         contract = lock.tools.get(name) if lock is not None else None
-        tool: dict[str, Any] = {"name": name, "inputSchema": ANY_OBJECT}
-        if contract is not None:
-            tool["inputSchema"] = contract.schema if isinstance(contract.schema, dict) else ANY_OBJECT
-            tool.update(_said(contract.text))  # annotations only as the server sent them: none invented
-        tools.append(tool)
+        tools.append(_listed(name, contract))
     return tools
+
+
+def _listed(name: str, contract: ToolContract | None) -> dict[str, Any]:
+    """One ``tools/list`` entry: the lock's schema and the recorded contract text, when it pins the tool."""
+    if contract is None:
+        return {"name": name, "inputSchema": ANY_OBJECT}
+    schema = contract.schema if isinstance(contract.schema, dict) else ANY_OBJECT
+    # annotations only as the server sent them: none invented
+    return {"name": name, "inputSchema": schema, **_said(contract.text)}
 
 
 def _said(text: dict[str, Any] | None) -> dict[str, Any]:
@@ -160,9 +165,8 @@ def _said(text: dict[str, Any] | None) -> dict[str, Any]:
 def server_identity(records: Sequence[Record]) -> tuple[str, str]:
     """(name, version) of the recorded server, from the identity stamped on its answers."""
     for record in records:
-        meta = record.response.get("_meta")
-        info = meta.get(SERVER_INFO_META) if isinstance(meta, dict) else None
-        if isinstance(info, dict) and isinstance(info.get("name"), str):
+        info = stamped_info(record.response)
+        if info is not None and isinstance(info.get("name"), str):
             version = info.get("version")
             return info["name"], version if isinstance(version, str) else ""
     return "toolreplay-snapshot", ""
@@ -316,9 +320,8 @@ def _from_discover(asked: Sequence[Record]) -> dict[str, Any] | None:
 def _as_initialize(discovered: dict[str, Any]) -> dict[str, Any]:
     """A ``server/discover`` result as the ``initialize`` result it stands for."""
     out: dict[str, Any] = {"capabilities": discovered.get("capabilities", {})}
-    meta = discovered.get("_meta")
-    info = meta.get(SERVER_INFO_META) if isinstance(meta, dict) else None
-    if isinstance(info, dict):
+    info = stamped_info(discovered)
+    if info is not None:
         out["serverInfo"] = info
     if isinstance(discovered.get("instructions"), str):
         out["instructions"] = discovered["instructions"]

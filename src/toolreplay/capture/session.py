@@ -272,9 +272,8 @@ class Session:
         if not isinstance(result, dict):
             return
         info = result.get("serverInfo")  # the initialize handshake
-        meta = result.get("_meta")
-        if not isinstance(info, dict) and isinstance(meta, dict):
-            info = meta.get(SERVER_INFO_META)  # the 2026 revision's stamp
+        if not isinstance(info, dict):
+            info = stamped_info(result)  # the 2026 revision's stamp
         if isinstance(info, dict) and isinstance(info.get("version"), str):
             self.version = info["version"]
 
@@ -337,6 +336,13 @@ class Session:
 
 
 _NOT_JSONRPC = "not a JSON-RPC message an MCP peer reads; passed on, not looked at"
+
+
+def stamped_info(result: dict[str, Any]) -> dict[str, Any] | None:
+    """The server's identity the 2026 revision stamps on a result's ``_meta``, if it is there."""
+    meta = result.get("_meta")
+    info = meta.get(SERVER_INFO_META) if isinstance(meta, dict) else None
+    return info if isinstance(info, dict) else None
 
 
 def _paired(method: str) -> bool:

@@ -15,7 +15,7 @@ import os
 import re
 import warnings
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -237,15 +237,21 @@ def _by_trace(export: dict[str, Any]) -> tuple[dict[str, list[_Placed]], int]:
     spans have no valid trace id (they belong to no trace)."""
     traces: dict[str, list[_Placed]] = {}
     orphans = 0
+    for resource, scope, span in _placed(export):
+        trace_id = str(span.get("traceId", "")).lower()
+        if TRACE_ID.fullmatch(trace_id) and trace_id != "0" * 32:
+            traces.setdefault(trace_id, []).append((resource, scope, span))
+        else:
+            orphans += 1
+    return traces, orphans
+
+
+def _placed(export: dict[str, Any]) -> Iterator[_Placed]:
+    """Each span of an export with its resource and scope, in the export's order."""
     for resource in export.get("resourceSpans", []):
         for scope in resource.get("scopeSpans", []):
             for span in scope.get("spans", []):
-                trace_id = str(span.get("traceId", "")).lower()
-                if TRACE_ID.fullmatch(trace_id) and trace_id != "0" * 32:
-                    traces.setdefault(trace_id, []).append((resource, scope, span))
-                else:
-                    orphans += 1
-    return traces, orphans
+                yield resource, scope, span
 
 
 def _regrouped(found: list[_Placed]) -> dict[str, Any]:
