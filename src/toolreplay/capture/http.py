@@ -19,50 +19,31 @@ from __future__ import annotations
 
 import ast
 import asyncio
-import base64
 import contextlib
 import itertools
 import re
-import signal
-import ssl
 from collections.abc import Iterator
 from http import HTTPStatus
 from typing import Any, NoReturn
-from urllib.parse import unquote, urlsplit
+from urllib.parse import urlsplit
 
 import h11
 
-from toolreplay import sdk
-from toolreplay.capture.listen import MAX_BODY_BYTES, TOO_LARGE, Admission, Refusal, request_seconds
+from toolreplay.capture.listen import (
+    MAX_BODY_BYTES,
+    TOO_LARGE,
+    Admission,
+    Refusal,
+    drain,
+    request_seconds,
+    stop_signals,
+)
 from toolreplay.capture.recording import Recording
 from toolreplay.capture.stdio import LineSplitter
+from toolreplay.capture.upstream import HOP_BY_HOP, READ, Target, Upstream
 from toolreplay.errors import InputError
-from toolreplay.escape import one_line, quote, url_shown
+from toolreplay.escape import one_line, quote
 
-_HOP_BY_HOP = frozenset(
-    {
-        b"connection",
-        b"keep-alive",
-        b"proxy-authenticate",
-        b"proxy-authorization",
-        b"te",
-        b"trailer",
-        b"transfer-encoding",
-        b"upgrade",
-        b"host",
-        b"content-length",
-        b"accept-encoding",
-    }
-)
-#: seconds the requests still open get to finish once the proxy is told to stop (an event
-#: stream a client keeps open must not hold the proxy forever)
-GRACE = 5.0
-#: at most this many bytes are read from a socket at once
-_READ = 65536
-#: at most this many idle connections to the target are kept for reuse
-_IDLE = 20
-#: the largest answer head taken from the target (httpx's limit)
-_HEAD_LIMIT = 100 * 1024
 _TEXT = [(b"content-type", b"text/plain; charset=utf-8")]
 #: how h11 shows the bytes of a line it refuses
 _BYTES_REPR = re.compile(r"""bytearray\((b'(?:[^'\\]|\\.)*'|b"(?:[^"\\]|\\.)*")\)""")
@@ -123,109 +104,6 @@ def serve_proxy(host: str, port: int, target: str, recording: Recording, admissi
     asyncio.run(Proxy(target, recording, admission).serve(host, port))
 
 
-class _Upstream:
-    """One connection to the target, HTTP/1.1 spoken by h11."""
-
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.reader, self.writer = reader, writer
-        # as httpx sizes it: a target's answer head may be larger than a client's request head
-        self.h11 = h11.Connection(h11.CLIENT, max_incomplete_event_size=_HEAD_LIMIT)
-
-    def usable(self) -> bool:
-        """Whether a kept connection can take the next request (the target may have closed it)."""
-        return self.h11.our_state is h11.IDLE and not self.reader.at_eof() and not self.writer.is_closing()
-
-    async def receive(self) -> None:
-        """Read what the target sent next into h11."""
-        self.h11.receive_data(await self.reader.read(_READ))
-
-    async def response(self) -> h11.Response:
-        """The head of the target's answer (informational answers skipped)."""
-        while True:
-            event = self.h11.next_event()
-            if event is h11.NEED_DATA:
-                data = await self.reader.read(_READ)
-                if not data and not self.h11.trailing_data[0]:
-                    raise ConnectionError("the target closed the connection before it answered")
-                self.h11.receive_data(data)
-            elif isinstance(event, h11.Response):
-                return event
-            elif not isinstance(event, h11.InformationalResponse):  # a protocol switch nobody asked for
-                raise ConnectionError(f"the target answered with {type(event).__name__}, not a response")
-
-    def close(self) -> None:
-        self.writer.close()
-
-
-class _Target:
-    """The target's origin, and the connections to it kept alive between requests."""
-
-    def __init__(self, url: str) -> None:
-        parts = urlsplit(url)
-        self.host = parts.hostname or ""
-        self.tls = _tls_context() if parts.scheme == "https" else None
-        self.port = parts.port or (443 if self.tls is not None else 80)
-        authority = parts.netloc.rpartition("@")[2]
-        #: the target as messages name it (to stderr and in a 502 to the client): the origin the
-        #: proxy reaches, never the URL's credentials or query (where an API key often sits)
-        self.url = url_shown(url)
-        self.headers = [(b"Host", authority.encode("idna"))]
-        if parts.username is not None or parts.password is not None:  # as httpx did: Basic auth
-            secret = f"{unquote(parts.username or '')}:{unquote(parts.password or '')}".encode()
-            self.headers.append((b"Authorization", b"Basic " + base64.b64encode(secret)))
-        self.idle: list[_Upstream] = []
-
-    async def connect(self) -> _Upstream:
-        """A kept connection the target has not closed, else a new one."""
-        while self.idle:
-            upstream = self.idle.pop()
-            if upstream.usable():
-                return upstream
-            upstream.close()
-        reader, writer = await asyncio.open_connection(
-            self.host, self.port, ssl=self.tls, server_hostname=self.host if self.tls else None
-        )
-        return _Upstream(reader, writer)
-
-    def request(self, request: h11.Request, body: bytes) -> h11.Request:
-        """``request`` as the target gets it: the client's headers, less the hop-by-hop ones."""
-        headers = [(k, v) for k, v in request.headers.raw_items() if k.lower() not in _HOP_BY_HOP]
-        if self.headers[1:]:  # the target URL's credentials replace the client's
-            headers = [(k, v) for k, v in headers if k.lower() != b"authorization"]
-        headers[:0] = self.headers
-        if body or request.method in (b"POST", b"PUT", b"PATCH"):
-            headers.append((b"Content-Length", str(len(body)).encode()))
-        return h11.Request(method=request.method, target=_origin_form(request.target), headers=headers)
-
-    def release(self, upstream: _Upstream) -> None:
-        """Keep ``upstream`` for the next request when its exchange ended cleanly."""
-        done = upstream.h11.our_state is h11.DONE and upstream.h11.their_state is h11.DONE
-        if done and len(self.idle) < _IDLE:
-            upstream.h11.start_next_cycle()
-            self.idle.append(upstream)
-        else:
-            upstream.close()
-
-    def close(self) -> None:
-        for upstream in self.idle:
-            upstream.close()
-        self.idle.clear()
-
-
-def _tls_context() -> ssl.SSLContext:
-    """The certificates httpx trusts (``SSL_CERT_FILE``, ``SSL_CERT_DIR``, the system's)."""
-    return sdk.httpx2.create_ssl_context()  # the HTTP client the MCP SDK depends on
-
-
-def _origin_form(target: bytes) -> bytes:
-    """The path and query of a request target (a client may name the whole URL)."""
-    if target.startswith(b"/") or target == b"*":
-        return target
-    parts = urlsplit(target.decode("latin-1"))
-    path = (parts.path or "/") + ("?" + parts.query if parts.query else "")
-    return path.encode("latin-1")
-
-
 class BrokeOff(Exception):
     """The target broke off its answer: the client's response is cut off too, not ended cleanly."""
 
@@ -246,7 +124,7 @@ class _Client:
             await asyncio.wait((self.watcher,))
             self.watcher = None
         while (event := self.h11.next_event()) is h11.NEED_DATA:
-            self.h11.receive_data(await self.reader.read(_READ))
+            self.h11.receive_data(await self.reader.read(READ))
         return event
 
     def write(self, *events: Any, before: bytes = b"") -> None:
@@ -261,7 +139,7 @@ class _Client:
 
         async def watch() -> None:
             with contextlib.suppress(OSError):
-                while data := await self.reader.read(_READ):
+                while data := await self.reader.read(READ):
                     self.h11.receive_data(data)
 
         def leave(_: object) -> None:
@@ -270,6 +148,12 @@ class _Client:
         self.watcher = asyncio.ensure_future(watch())
         self.watcher.add_done_callback(leave)
         self._leave = leave
+
+    def close(self) -> None:
+        """Stop reading from the client, and close its connection."""
+        if self.watcher is not None:
+            self.watcher.cancel()
+        self.writer.close()
 
     def left(self) -> bool:
         """Whether the client closed its side while it was watched."""
@@ -287,7 +171,7 @@ class Proxy:
     and answered with what it answers, the messages shown to the recording on the way."""
 
     def __init__(self, target: str, recording: Recording, admission: Admission) -> None:
-        self.target = _Target(target)
+        self.target = Target(target)
         self.recording = recording
         self.admission = admission
         self.channels = itertools.count()
@@ -296,39 +180,23 @@ class Proxy:
         self.stopping = False
 
     async def serve(self, host: str, port: int) -> None:
-        """Listen until SIGINT or SIGTERM; then let the open requests finish (:data:`GRACE`)."""
-        loop = asyncio.get_running_loop()
-        stop = asyncio.Event()
+        """Listen until SIGINT or SIGTERM; then let the open requests finish (:func:`drain`)."""
         try:
             server = await asyncio.start_server(self.connected, host, port)
         except OSError as err:
             raise InputError(f"cannot listen on {host}:{port}") from err
-
-        def stopped(*_: object) -> None:
-            loop.call_soon_threadsafe(stop.set)
-
-        previous = {signum: signal.signal(signum, stopped) for signum in (signal.SIGINT, signal.SIGTERM)}
         try:
-            await stop.wait()
+            with stop_signals() as stop:
+                await stop.wait()
         finally:
-            for signum, handler in previous.items():
-                signal.signal(signum, handler)
             server.close()
             await self._drain()
             self.target.close()
 
     async def _drain(self) -> None:
-        """Close the idle client connections; give the busy ones :data:`GRACE` seconds."""
+        """Stop: close the idle client connections, let the busy ones finish (:func:`drain`)."""
         self.stopping = True
-        for task, busy in list(self.open.items()):
-            if not busy:
-                task.cancel()
-        if self.open:
-            _, late = await asyncio.wait(list(self.open), timeout=GRACE)
-            for task in late:
-                task.cancel()
-            if late:
-                await asyncio.wait(late)
+        await drain(self.open)
 
     async def connected(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         """One client connection, until it closes (or asks to), or the proxy stops."""
@@ -337,16 +205,7 @@ class Proxy:
         self.open[task] = False
         client = _Client(reader, writer)
         try:
-            while not self.stopping:
-                asked = await self._request(client)
-                if asked is None:
-                    break
-                self.open[task] = True
-                if not await self.forward(client, *asked):
-                    break
-                self.open[task] = False
-                if client.h11.our_state is not h11.DONE or client.h11.their_state is not h11.DONE:
-                    break
+            while not self.stopping and await self._exchange(client, task):
                 client.h11.start_next_cycle()
         except (asyncio.CancelledError, OSError, h11.ProtocolError):
             pass  # the proxy stops, or the client left: its connection ends here
@@ -354,9 +213,18 @@ class Proxy:
             self.recording.warn(f"the proxy failed on a request: {type(err).__name__}: {err}; please report")
         finally:
             del self.open[task]
-            if client.watcher is not None:
-                client.watcher.cancel()
-            writer.close()
+            client.close()
+
+    async def _exchange(self, client: _Client, task: asyncio.Task[None]) -> bool:
+        """One request of the client's, answered; whether its connection can take another."""
+        asked = await self._request(client)
+        if asked is None:
+            return False
+        self.open[task] = True
+        if not await self.forward(client, *asked):
+            return False
+        self.open[task] = False
+        return client.h11.our_state is h11.DONE and client.h11.their_state is h11.DONE
 
     async def _request(self, client: _Client) -> tuple[h11.Request, bytes] | None:
         """The client's next request and its whole body, once it is let in (capture/listen.py);
@@ -396,31 +264,10 @@ class Proxy:
     async def forward(self, client: _Client, request: h11.Request, body: bytes) -> bool:
         """Send one request on to the target and its answer back; whether the connection goes on."""
         channel = f"h{next(self.channels)}:"
-        shown = request.method != b"POST" or not body
-        upstream: _Upstream | None = None
-        try:
-            upstream = await self.target.connect()
-            outgoing = self.target.request(request, body)
-            upstream.writer.write(_send(upstream.h11, outgoing, h11.Data(data=body), h11.EndOfMessage()))
-            if not shown:
-                shown = True
-                self.recording.from_client(body, channel)  # while the target works on it
-            head = await upstream.response()
-        except (OSError, h11.ProtocolError) as err:  # the target is down or broke off: a 502
-            if upstream is not None:
-                upstream.close()
-            if not shown:
-                self.recording.from_client(body, channel)
-            problem = f"cannot reach the target {self.target.url}: {type(err).__name__}: {err}"
-            self.recording.warn(problem)
-            client.write(*_whole(502, _TEXT, b"" if request.method == b"HEAD" else problem.encode()))
-            self._unanswered(request, channel)
+        sent = await self._sent(client, request, body, channel)
+        if sent is None:
             return True
-        except asyncio.CancelledError:  # stopped before the target's answer began
-            if upstream is not None:
-                upstream.close()
-            self._unanswered(request, channel, "stopped")
-            raise
+        upstream, head = sent
         try:
             if await self._answer(client, upstream, head, request.method, channel):
                 return True
@@ -435,29 +282,73 @@ class Proxy:
         finally:
             self._unanswered(request, channel)
 
+    async def _sent(
+        self, client: _Client, request: h11.Request, body: bytes, channel: str
+    ) -> tuple[Upstream, h11.Response] | None:
+        """Send the request on: the connection and the head of the target's answer; None when the
+        target cannot be reached (the client is answered 502)."""
+        shown = request.method != b"POST" or not body
+        upstream: Upstream | None = None
+        try:
+            upstream = await self.target.connect()
+            outgoing = self.target.request(request, body)
+            upstream.writer.write(_send(upstream.h11, outgoing, h11.Data(data=body), h11.EndOfMessage()))
+            if not shown:
+                shown = True
+                self.recording.from_client(body, channel)  # while the target works on it
+            return upstream, await upstream.response()
+        except (OSError, h11.ProtocolError) as err:  # the target is down or broke off: a 502
+            _close(upstream)
+            if not shown:
+                self.recording.from_client(body, channel)
+            self._unreachable(client, request, channel, err)
+            return None
+        except asyncio.CancelledError:  # stopped before the target's answer began
+            _close(upstream)
+            self._unanswered(request, channel, "stopped")
+            raise
+
+    def _unreachable(self, client: _Client, request: h11.Request, channel: str, err: Exception) -> None:
+        """Answer 502 when the target is down or broke off before its answer, and say so on stderr."""
+        problem = f"cannot reach the target {self.target.url}: {type(err).__name__}: {err}"
+        self.recording.warn(problem)
+        client.write(*_whole(502, _TEXT, b"" if request.method == b"HEAD" else problem.encode()))
+        self._unanswered(request, channel)
+
     async def _answer(
-        self, client: _Client, upstream: _Upstream, head: h11.Response, method: bytes, channel: str
+        self, client: _Client, upstream: Upstream, head: h11.Response, method: bytes, channel: str
     ) -> bool:
         """The target's answer to the client; whether the client connection goes on."""
-        headers = [(k, v) for k, v in head.headers.raw_items() if k.lower() not in _HOP_BY_HOP]
+        headers = [(k, v) for k, v in head.headers.raw_items() if k.lower() not in HOP_BY_HOP]
         start = h11.Response(status_code=head.status_code, headers=headers, reason=head.reason)
-        if b"text/event-stream" in b",".join(v for k, v in head.headers if k == b"content-type"):
-            if not await self._events(client, upstream, start, channel):
-                upstream.close()  # the client left mid-stream: the target's stream is dropped too
-                return False
-        else:
-            body = await self._body(client, upstream, start)
-            if body.strip():
-                replacement = self.recording.from_server(body, channel)
-                body = replacement if replacement is not None else body
-            if method != b"HEAD" and head.status_code not in (204, 304):
-                headers.append((b"Content-Length", str(len(body)).encode()))
-            if not client.writer.is_closing():
-                client.write(*_whole(head.status_code, headers, body, head.reason))
+        if not _event_stream(head):
+            await self._whole_answer(client, upstream, start, headers, method, channel)
+        elif not await self._events(client, upstream, start, channel):
+            upstream.close()  # the client left mid-stream: the target's stream is dropped too
+            return False
         self.target.release(upstream)
         return True
 
-    async def _body(self, client: _Client, upstream: _Upstream, start: h11.Response) -> bytes:
+    async def _whole_answer(
+        self,
+        client: _Client,
+        upstream: Upstream,
+        start: h11.Response,
+        headers: list[tuple[bytes, bytes]],
+        method: bytes,
+        channel: str,
+    ) -> None:
+        """An answer that is not an event stream: read whole, recorded, then sent to the client."""
+        body = await self._body(client, upstream, start)
+        if body.strip():
+            replacement = self.recording.from_server(body, channel)
+            body = replacement if replacement is not None else body
+        if method != b"HEAD" and start.status_code not in (204, 304):
+            headers.append((b"Content-Length", str(len(body)).encode()))
+        if not client.writer.is_closing():
+            client.write(*_whole(start.status_code, headers, body, start.reason))
+
+    async def _body(self, client: _Client, upstream: Upstream, start: h11.Response) -> bytes:
         """A body that is not an event stream, read whole (the recording may have to replace it)."""
         body = bytearray()
         try:
@@ -472,7 +363,7 @@ class Proxy:
         except (OSError, h11.ProtocolError) as err:
             self._broke_off(err, client, _send(client.h11, start), bytes(body))
 
-    async def _events(self, client: _Client, upstream: _Upstream, start: h11.Response, channel: str) -> bool:
+    async def _events(self, client: _Client, upstream: Upstream, start: h11.Response, channel: str) -> bool:
         """An event stream: each event goes on once it is recorded (an answer the recording cannot
         keep is replaced by the error it recorded), until it ends (True) or the client leaves
         (False). What one read from the target completes goes to the client in one write."""
@@ -481,18 +372,7 @@ class Proxy:
         task = asyncio.current_task()
         assert task is not None
         try:
-            while True:
-                event = upstream.h11.next_event()
-                if event is h11.NEED_DATA:
-                    if out:
-                        client.writer.write(bytes(out))
-                        out.clear()
-                    client.watch(task)  # from the first wait on (an answer read whole needs none)
-                    await upstream.receive()
-                elif isinstance(event, h11.Data):
-                    out += self._passed(client, splitter, event.data, channel)
-                else:
-                    break
+            await self._relay(client, upstream, splitter, out, channel)
         except asyncio.CancelledError:
             if not client.left():
                 raise
@@ -505,6 +385,25 @@ class Proxy:
         rest = splitter.rest()
         client.write(*([h11.Data(data=rest)] if rest else []), h11.EndOfMessage(), before=bytes(out))
         return True
+
+    async def _relay(
+        self, client: _Client, upstream: Upstream, splitter: EventSplitter, out: bytearray, channel: str
+    ) -> None:
+        """Pass the target's events on until its stream ends; ``out`` holds what is not yet written."""
+        task = asyncio.current_task()
+        assert task is not None
+        while True:
+            event = upstream.h11.next_event()
+            if event is h11.NEED_DATA:
+                if out:
+                    client.writer.write(bytes(out))
+                    out.clear()
+                client.watch(task)  # from the first wait on (an answer read whole needs none)
+                await upstream.receive()
+            elif isinstance(event, h11.Data):
+                out += self._passed(client, splitter, event.data, channel)
+            else:
+                return
 
     def _passed(self, client: _Client, splitter: EventSplitter, chunk: bytes, channel: str) -> bytes:
         """The events ``chunk`` completes, framed for the client."""
@@ -550,6 +449,17 @@ def _refusal(err: h11.RemoteProtocolError) -> str:
         lambda match: quote(ast.literal_eval(match.group(1)).decode("latin-1")), str(err)
     )
     return one_line(f"not an HTTP/1.1 request: {reason}")
+
+
+def _close(upstream: Upstream | None) -> None:
+    """Close a connection to the target, if one was made."""
+    if upstream is not None:
+        upstream.close()
+
+
+def _event_stream(head: h11.Response) -> bool:
+    """Whether the target answers with a ``text/event-stream``."""
+    return b"text/event-stream" in b",".join(v for k, v in head.headers if k == b"content-type")
 
 
 def _send(conn: h11.Connection, *events: Any) -> bytes:

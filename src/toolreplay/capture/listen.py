@@ -22,12 +22,15 @@ apply it; the SDK's own check of these headers is switched off there, as this on
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import ipaddress
 import json
 import math
 import os
 import re
-from collections.abc import Iterable, Sequence
+import signal
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from toolreplay.errors import InputError
@@ -54,15 +57,55 @@ _SHOWN = 100
 def parse_listen(listen: str, option: str = "--listen") -> tuple[str, int]:
     """``HOST:PORT`` (``[::1]:PORT`` for IPv6) as (host, port); ``option`` names it in the error."""
     host, sep, port = listen.rpartition(":")
-    # (isascii: str.isdigit takes digits int() refuses, such as "²"; five digits at most)
-    if (
-        not sep
-        or not host
-        or not (port.isascii() and port.isdigit() and len(port) <= 5)
-        or not 0 < int(port) < 65536
-    ):
+    number = _port(port)
+    if not sep or not host or number is None:
         raise InputError(f"{option} {listen!r} is not HOST:PORT")
-    return host.strip("[]"), int(port)
+    return host.strip("[]"), number
+
+
+def _port(text: str) -> int | None:
+    """A port number from 1 to 65535, or None when ``text`` is not one."""
+    # (isascii: str.isdigit takes digits int() refuses, such as "²"; five digits at most)
+    if not (text.isascii() and text.isdigit() and len(text) <= 5):
+        return None
+    return int(text) if 0 < int(text) < 65536 else None
+
+
+#: seconds the requests being answered get once a listening capture command is told to stop (an
+#: event stream a client keeps open must not hold it forever)
+GRACE = 5.0
+
+
+async def drain(connections: dict[asyncio.Task[None], bool]) -> None:
+    """Cancel each connection's task that is not answering a request (False); give the busy ones
+    :data:`GRACE` seconds to finish, then cancel those too."""
+    for task, busy in list(connections.items()):
+        if not busy:
+            task.cancel()
+    if not connections:
+        return
+    _, late = await asyncio.wait(list(connections), timeout=GRACE)
+    for task in late:
+        task.cancel()
+    if late:
+        await asyncio.wait(late)
+
+
+@contextlib.contextmanager
+def stop_signals() -> Iterator[asyncio.Event]:
+    """An event SIGINT and SIGTERM set until the block ends (then their handlers are put back)."""
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+
+    def stopped(*_: object) -> None:
+        loop.call_soon_threadsafe(stop.set)
+
+    previous = {signum: signal.signal(signum, stopped) for signum in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield stop
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def request_seconds() -> float:
@@ -128,6 +171,30 @@ def _origin(text: str) -> tuple[str, str] | None:
     return f"{scheme}://{host.removesuffix('.')}{shown}", _name(host)
 
 
+def _allowed_origin(text: str) -> tuple[str, str]:
+    """An ``--allow-origin`` value as compared, and its host; refused unless it is an origin."""
+    origin = _origin(text)
+    if origin is None:
+        raise InputError(
+            f"--allow-origin {quote(text)} is not an origin: give scheme://host[:port]"
+            " (http or https), as a browser sends it"
+        )
+    return origin
+
+
+def _unspecified(name: str) -> bool:
+    """Whether ``name`` is an address that stands for every interface (``0.0.0.0``, ``::``)."""
+    try:
+        return ipaddress.ip_address(name).is_unspecified
+    except ValueError:
+        return False
+
+
+def _too_long(length: bytes) -> bool:
+    """Whether a ``Content-Length`` says the body is past the limit."""
+    return length.strip().isdigit() and int(length) > MAX_BODY_BYTES
+
+
 def _shown(value: bytes) -> str:
     text = value.decode("latin-1")
     return quote(text if len(text) <= _SHOWN else text[:_SHOWN] + "...")
@@ -147,22 +214,10 @@ class Admission:
     @classmethod
     def of(cls, listen_host: str, allowed: Sequence[str] = ()) -> Admission:
         """The rule of ``--listen`` on ``listen_host`` with ``--allow-origin`` ``allowed``."""
-        origins = []
-        for text in allowed:
-            origin = _origin(text)
-            if origin is None:
-                raise InputError(
-                    f"--allow-origin {quote(text)} is not an origin: give scheme://host[:port]"
-                    " (http or https), as a browser sends it"
-                )
-            origins.append(origin)
+        origins = [_allowed_origin(text) for text in allowed]
         name = _name(listen_host)
-        try:
-            every = ipaddress.ip_address(name).is_unspecified
-        except ValueError:
-            every = False
         return cls(
-            listening="" if every else name,
+            listening="" if _unspecified(name) else name,
             origins=frozenset(origin for origin, _ in origins),
             hosts=frozenset(host for _, host in origins),
         )
@@ -172,7 +227,13 @@ class Admission:
         named: dict[bytes, list[bytes]] = {}
         for key, value in headers:
             named.setdefault(key.lower(), []).append(value)
-        hosts, origins = named.get(b"host", []), named.get(b"origin", [])
+        refusal = self._host_refusal(named.get(b"host", [])) or self._origin_refusal(named.get(b"origin", []))
+        if refusal is None and any(_too_long(length) for length in named.get(b"content-length", [])):
+            return TOO_LARGE
+        return refusal
+
+    def _host_refusal(self, hosts: list[bytes]) -> Refusal | None:
+        """Why the ``Host`` headers are refused, if they are: one, naming this server, is let in."""
         if len(hosts) != 1:
             return Refusal(421, "a request must have one Host header")
         if not self._host_allowed(hosts[0]):
@@ -181,6 +242,10 @@ class Admission:
                 f"Host {_shown(hosts[0])} is not a name this server answers to (loopback names and"
                 " addresses, the address it listens on, and the hosts of --allow-origin)",
             )
+        return None
+
+    def _origin_refusal(self, origins: list[bytes]) -> Refusal | None:
+        """Why the ``Origin`` headers are refused, if they are: none, or one allowed, is let in."""
         if len(origins) > 1:
             return Refusal(403, "a request may have one Origin header")
         if origins and not self._origin_allowed(origins[0]):
@@ -189,9 +254,6 @@ class Admission:
                 f"Origin {_shown(origins[0])} is not allowed (loopback origins are;"
                 " --allow-origin adds others)",
             )
-        for length in named.get(b"content-length", []):
-            if length.strip().isdigit() and int(length) > MAX_BODY_BYTES:
-                return TOO_LARGE
         return None
 
     def _host_allowed(self, value: bytes) -> bool:

@@ -73,14 +73,7 @@ def recorded_client(session: Sequence[Record], path: str) -> Declared:
     record = next((r for r in session if r.tool == "initialize" and "result" in r.response), None)
     if record is None:
         return EVERY_CAPABILITY
-    try:
-        params = sdk.types.InitializeRequestParams.model_validate(record.args)
-    except sdk.ValidationError as err:
-        first = err.errors()[0]
-        problem = f"the recorded initialize is not one an MCP client sends: {one_line(first['msg'])}"
-        raise InputError(
-            problem, path=path, line=record.line, pointer=pointer_of(("args", *first["loc"]))
-        ) from err
+    params = _initialize_params(record, path)
     capabilities, info = params.capabilities, params.client_info
     sampling = capabilities.sampling
     return Declared(
@@ -89,6 +82,19 @@ def recorded_client(session: Sequence[Record], path: str) -> Declared:
         roots=capabilities.roots is not None,
         client=(info.name, info.version),
     )
+
+
+def _initialize_params(record: Record, path: str) -> Any:
+    """A recorded ``initialize`` request's params, read with the MCP SDK's model (refused as an
+    ``InputError`` naming file, line and pointer when the SDK refuses them)."""
+    try:
+        return sdk.types.InitializeRequestParams.model_validate(record.args)
+    except sdk.ValidationError as err:
+        first = err.errors()[0]
+        problem = f"the recorded initialize is not one an MCP client sends: {one_line(first['msg'])}"
+        raise InputError(
+            problem, path=path, line=record.line, pointer=pointer_of(("args", *first["loc"]))
+        ) from err
 
 
 def _declaring(declared: Declared) -> dict[str, Any]:
@@ -165,16 +171,28 @@ class _Tap:
         if isinstance(item, Exception):
             self.errors.append(item)
             return
-        message = getattr(item, "message", None)
+        message: Any = getattr(item, "message", None)
         ident, method = getattr(message, "id", None), getattr(message, "method", None)
-        if method is not None and ident is not None:
+        if ident is None:
+            return
+        if method is not None:
             self.asked.append(str(method))  # a request of the server's own
-        elif ident is not None and self.call_id is not None and str(ident) == str(self.call_id):
-            data = message.model_dump(by_alias=True, exclude_unset=True) if message is not None else {}
-            if "result" in data and isinstance(data["result"], dict):
-                self.answer = data["result"]
-            elif "error" in data and isinstance(data["error"], dict):
-                self.answer = {"error": {k: v for k, v in data["error"].items() if v is not None}}
+        elif self._answers_call(ident):
+            answer = _answer_of(message.model_dump(by_alias=True, exclude_unset=True))
+            self.answer = answer if answer is not None else self.answer
+
+    def _answers_call(self, ident: Any) -> bool:
+        """Whether an answer with ``ident`` answers the last ``tools/call`` sent."""
+        return self.call_id is not None and str(ident) == str(self.call_id)
+
+
+def _answer_of(data: dict[str, Any]) -> dict[str, Any] | None:
+    """The result of a raw JSON-RPC answer, or its error without the fields left out (None: neither)."""
+    if "result" in data and isinstance(data["result"], dict):
+        return data["result"]
+    if "error" in data and isinstance(data["error"], dict):
+        return {"error": {k: v for k, v in data["error"].items() if v is not None}}
+    return None
 
 
 class _Stream:
@@ -403,14 +421,20 @@ async def _rounds(
             await sdk.anyio.sleep(ROUND_GAP)  # a value to the second changes between rounds
         for record in chosen:
             got = hung or await _ask(client, tap, record, timeout)
-            if hung is None and isinstance(got, Failure) and got.problem.startswith(NO_ANSWER):
-                hung = Failure(problem=f"not asked: an earlier call got {got.problem}")
+            hung = hung or _hung(got)
             answers[record.index] = (*answers.get(record.index, ()), got)
     return answers
 
 
 #: how a call that got no answer in time is described (:func:`_ask`)
 NO_ANSWER = "no answer within"
+
+
+def _hung(got: Answer) -> Failure | None:
+    """What the calls after ``got`` get when it got no answer in time (the server is taken for hung)."""
+    if isinstance(got, Failure) and got.problem.startswith(NO_ANSWER):
+        return Failure(problem=f"not asked: an earlier call got {got.problem}")
+    return None
 
 
 async def _ask(client: Any, tap: _Tap, record: Record, timeout: float) -> Answer:
@@ -424,6 +448,12 @@ async def _ask(client: Any, tap: _Tap, record: Record, timeout: float) -> Answer
         problem = f"{NO_ANSWER} {timeout:g} s"
     except Exception as err:  # an error answer, a closed connection, a result the SDK refuses
         problem = one_line(str(innermost_error(err))) or type(err).__name__
+    return _tapped(tap, problem)
+
+
+def _tapped(tap: _Tap, problem: str) -> Answer:
+    """What the tap saw of a call: a request of the server's that probe refuses, the answer, or
+    ``problem`` (the SDK's error)."""
     if tap.asked:
         methods = ", ".join(quote(method) for method in sorted(set(tap.asked)))
         return Unjudged(reason=f"the server asked the client {methods} during the call, which probe refuses")
@@ -453,20 +483,23 @@ async def _list_tools(client: Any) -> tuple[list[ToolDefinition], list[dict[str,
         page = await client.list_tools(cursor=cursor)
         for tool in page.tools:
             data = tool.model_dump(by_alias=True, exclude_none=True, mode="json")
-            annotations = data.get("annotations")
             raw.append(data)
-            out.append(
-                ToolDefinition(
-                    name=data["name"],
-                    schema=data.get("inputSchema", {}),
-                    shape="mcp",
-                    annotations=annotations if isinstance(annotations, dict) else None,
-                    text=text_of_tool(data),
-                )
-            )
+            out.append(_definition(data))
         cursor = page.next_cursor
         if not cursor:
             return out, raw
+
+
+def _definition(data: dict[str, Any]) -> ToolDefinition:
+    """The definition of a tool as the live ``tools/list`` gave it."""
+    annotations = data.get("annotations")
+    return ToolDefinition(
+        name=data["name"],
+        schema=data.get("inputSchema", {}),
+        shape="mcp",
+        annotations=annotations if isinstance(annotations, dict) else None,
+        text=text_of_tool(data),
+    )
 
 
 def probe_live(
@@ -489,39 +522,58 @@ def probe_live(
     client that declares ``declared``, judge with the ``volatile`` rules' values masked, or
     against a ``receipt``'s digests (docs/capture.md). Also what was planned (the records asked,
     in order)."""
-    mutators = declared_mutators(lock, configured) if lock is not None else configured
-    declared_readonly = frozenset(n for n, c in lock.tools.items() if not c.mutates) if lock else frozenset()
-    base = Rules(
-        allowed=allowed,
-        mutators=mutators,
-        shape_only=declared_nondeterministic(lock) if lock is not None else frozenset(),
-        deterministic=frozenset(n for n, c in lock.tools.items() if c.deterministic) if lock else frozenset(),
-        sequence=sequence,
-    )
-    planned: list[Plan] = []
-    rules: list[Rules] = []
-
-    def choose(listing: Listing) -> Sequence[Record]:
-        now = replace(
-            base,
-            readonly=(declared_readonly | listing.readonly) - listing.destructive,
-            mutators=base.mutators | listing.destructive,
-        )
-        rules.append(now)
-        planned.append(plan(records, now, listing.listed))
-        return planned[0].ask
-
-    live = ask_live(target, choose, timeout=timeout, repeat=repeat, declared=declared)
+    planner = _planner(records, Rules(allowed=allowed, mutators=configured, sequence=sequence), lock)
+    live = ask_live(target, planner.choose, timeout=timeout, repeat=repeat, declared=declared)
+    planned = planner.planned or Plan(ask=(), skipped={})
     result = judge(
         records,
         live=live.fingerprints,
         answers=live.answers,
-        skipped=planned[0].skipped if planned else {},
-        rules=rules[0] if rules else base,
+        skipped=planned.skipped,
+        rules=planner.rules or planner.base,
         path=path,
         texts={name: c.text_digest for name, c in live.contracts.items() if c.text_digest is not None},
         explain=explain(live.contracts),
         volatile=volatile,
         receipt=receipt,
     )
-    return result, live, planned[0] if planned else Plan(ask=(), skipped={})
+    return result, live, planned
+
+
+def _planner(records: Sequence[Record], base: Rules, lock: ToolLock | None) -> _Planner:
+    """The planner of ``records`` by the ``base`` rules and what ``lock`` declares of its tools
+    (that they change state or not, that they are deterministic or not)."""
+    if lock is None:
+        return _Planner(records=records, base=base)
+    return _Planner(
+        records=records,
+        base=replace(
+            base,
+            mutators=declared_mutators(lock, base.mutators),
+            shape_only=declared_nondeterministic(lock),
+            deterministic=frozenset(n for n, c in lock.tools.items() if c.deterministic),
+        ),
+        readonly=frozenset(n for n, c in lock.tools.items() if not c.mutates),
+    )
+
+
+@dataclass(slots=True, kw_only=True)
+class _Planner:
+    """Plans the calls to ask once the server has listed its tools: ``base`` rules and the lock's
+    ``readonly`` tools, with what the live annotations say (the first listing's plan is kept)."""
+
+    records: Sequence[Record]
+    base: Rules
+    readonly: frozenset[str] = frozenset()
+    rules: Rules | None = None
+    planned: Plan | None = None
+
+    def choose(self, listing: Listing) -> Sequence[Record]:
+        now = replace(
+            self.base,
+            readonly=(self.readonly | listing.readonly) - listing.destructive,
+            mutators=self.base.mutators | listing.destructive,
+        )
+        if self.planned is None:
+            self.rules, self.planned = now, plan(self.records, now, listing.listed)
+        return self.planned.ask

@@ -11,14 +11,13 @@ answers, how large a body it takes and how long it waits for one is
 :mod:`toolreplay.capture.listen`'s rule, as for ``record --listen`` and ``serve --listen``.
 
 HTTP/1.1 is spoken by h11 over asyncio's streams, as the Streamable HTTP proxy does. SIGINT or
-SIGTERM stops it: no new request is read, those being answered get :data:`GRACE` seconds, and
+SIGTERM stops it: no new request is read, those being answered get :data:`listen.GRACE` seconds, and
 every transcript is closed whole. docs/spec.md §8.1.
 """
 
 from __future__ import annotations
 
 import asyncio
-import signal
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,7 +27,15 @@ from typing import Any
 import h11
 
 from toolreplay.capture import otlp_proto
-from toolreplay.capture.listen import MAX_BODY_BYTES, TOO_LARGE, Admission, Refusal, request_seconds
+from toolreplay.capture.listen import (
+    MAX_BODY_BYTES,
+    TOO_LARGE,
+    Admission,
+    Refusal,
+    drain,
+    request_seconds,
+    stop_signals,
+)
 from toolreplay.capture.traces import TraceFiles
 from toolreplay.errors import InputError
 from toolreplay.escape import one_line
@@ -39,8 +46,6 @@ PATH = b"/v1/traces"
 MEDIA_TYPES = {b"application/x-protobuf": False, b"application/json": True}
 #: the content codings taken: the ``wbits`` zlib reads each with (None: the body as it is)
 CODINGS: dict[bytes, int | None] = {b"": None, b"identity": None, b"gzip": 16 + zlib.MAX_WBITS, b"deflate": 0}
-#: seconds the requests being answered get once the receiver is told to stop
-GRACE = 5.0
 _READ = 65536
 
 
@@ -101,39 +106,23 @@ class Receiver:
         self.stopping = False
 
     async def serve(self, host: str, port: int, ready: Callable[[str], None]) -> None:
-        loop = asyncio.get_running_loop()
-        stop = asyncio.Event()
         try:
             server = await asyncio.start_server(self.connected, host, port)
         except OSError as err:
             raise InputError(f"cannot listen on {host}:{port}: {err.strerror or err}") from err
-
-        def stopped(*_: object) -> None:
-            loop.call_soon_threadsafe(stop.set)
-
-        previous = {signum: signal.signal(signum, stopped) for signum in (signal.SIGINT, signal.SIGTERM)}
         try:
-            shown = f"[{host}]" if ":" in host else host
-            ready(f"http://{shown}:{port}{PATH.decode()}")
-            await stop.wait()
+            with stop_signals() as stop:
+                shown = f"[{host}]" if ":" in host else host
+                ready(f"http://{shown}:{port}{PATH.decode()}")
+                await stop.wait()
         finally:
-            for signum, handler in previous.items():
-                signal.signal(signum, handler)
             server.close()
             await self._drain()
 
     async def _drain(self) -> None:
-        """Close the idle connections; give the busy ones :data:`GRACE` seconds."""
+        """Stop: close the idle connections, let the busy ones finish (:func:`drain`)."""
         self.stopping = True
-        for task, busy in list(self.open.items()):
-            if not busy:
-                task.cancel()
-        if self.open:
-            _, late = await asyncio.wait(list(self.open), timeout=GRACE)
-            for task in late:
-                task.cancel()
-            if late:
-                await asyncio.wait(late)
+        await drain(self.open)
 
     async def connected(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         """One connection, until it closes (or asks to), a refusal closes it, or the receiver stops."""
@@ -142,21 +131,7 @@ class Receiver:
         self.open[task] = False
         conn = h11.Connection(h11.SERVER)
         try:
-            while not self.stopping:
-                try:
-                    asked = await asyncio.wait_for(
-                        self._request(conn, reader, writer, task), request_seconds()
-                    )
-                except TimeoutError:  # a client that sends half a request holds no connection for long
-                    break
-                if asked is None:
-                    break
-                answer, method = asked
-                writer.write(b"".join(conn.send(event) or b"" for event in answer.events(method == b"HEAD")))
-                await writer.drain()
-                self.open[task] = False
-                if answer.close or conn.our_state is not h11.DONE or conn.their_state is not h11.DONE:
-                    break
+            while not self.stopping and await self._exchange(conn, reader, writer, task):
                 conn.start_next_cycle()
         except (asyncio.CancelledError, OSError, h11.ProtocolError):
             pass  # the receiver stops, or the client left: its connection ends here
@@ -165,6 +140,21 @@ class Receiver:
         finally:
             del self.open[task]
             writer.close()
+
+    async def _exchange(
+        self, conn: h11.Connection, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, task: Any
+    ) -> bool:
+        """One request of the connection's, answered; whether the connection can take another."""
+        try:
+            asked = await asyncio.wait_for(self._request(conn, reader, writer, task), request_seconds())
+        except TimeoutError:  # a client that sends half a request holds no connection for long
+            return False
+        if asked is None:
+            return False
+        answer, method = asked
+        await _send(conn, writer, answer, method)
+        self.open[task] = False
+        return not answer.close and conn.our_state is h11.DONE and conn.their_state is h11.DONE
 
     async def _request(
         self, conn: h11.Connection, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, task: Any
@@ -179,16 +169,12 @@ class Receiver:
             refusal = self.admission.refusal(event.headers)
             if refusal is not None:  # before a byte of the body is read
                 return self._refused(refusal, as_json), event.method
-            if conn.they_are_waiting_for_100_continue:
-                writer.write(conn.send(h11.InformationalResponse(status_code=100, headers=[])) or b"")
-            body = bytearray()
-            while isinstance(part := await _next(conn, reader), h11.Data):
-                body += part.data
-                if len(body) > MAX_BODY_BYTES:  # a body sent in chunks, without its length
-                    return self._refused(TOO_LARGE, as_json), event.method
+            body = await _body(conn, reader, writer)
         except h11.RemoteProtocolError as err:  # not HTTP/1.1
             return self._failed(400, one_line(f"not an HTTP/1.1 request: {err}"), False, close=True), b""
-        return self.answer(event, bytes(body)), event.method
+        if body is None:
+            return self._refused(TOO_LARGE, as_json), event.method
+        return self.answer(event, body), event.method
 
     def _refused(self, refusal: Refusal, as_json: bool) -> Answer:
         return self._failed(refusal.status, refusal.message, as_json, close=True)
@@ -197,6 +183,22 @@ class Receiver:
         """The answer to a whole request: its calls recorded, or why not."""
         media = _media(request.headers)
         as_json = media is True
+        unfit = self._unfit(request, media, as_json)
+        if unfit is not None:
+            return unfit
+        try:
+            plain = _decompressed(body, CODINGS[_coding(request.headers)])
+            if len(plain) > MAX_BODY_BYTES:
+                return self._failed(413, TOO_LARGE.message + " (decompressed)", as_json)
+            export = otlp_proto.decode(plain, as_json)
+        except otlp_proto.BadPayload as err:
+            return self._failed(400, f"not an ExportTraceServiceRequest: {err}", as_json)
+        taken = self.files.take(export)
+        return Answer(200, otlp_proto.response(taken.rejected, taken.problem, as_json), as_json)
+
+    def _unfit(self, request: h11.Request, media: bool | None, as_json: bool) -> Answer | None:
+        """The failure a request is answered with before its body is looked at, if any: another path,
+        another method, or a content type or encoding the receiver does not read."""
         path = request.target.partition(b"?")[0]
         if path != PATH:
             shown = one_line(path.decode("latin-1"))
@@ -209,18 +211,9 @@ class Receiver:
             return self._failed(
                 415, "the Content-Type must be application/x-protobuf or application/json", as_json
             )
-        coding = _coding(request.headers)
-        if coding not in CODINGS:
+        if _coding(request.headers) not in CODINGS:
             return self._failed(415, "the Content-Encoding must be gzip, deflate or none", as_json)
-        try:
-            plain = _decompressed(body, CODINGS[coding])
-            if len(plain) > MAX_BODY_BYTES:
-                return self._failed(413, TOO_LARGE.message + " (decompressed)", as_json)
-            export = otlp_proto.decode(plain, as_json)
-        except otlp_proto.BadPayload as err:
-            return self._failed(400, f"not an ExportTraceServiceRequest: {err}", as_json)
-        taken = self.files.take(export)
-        return Answer(200, otlp_proto.response(taken.rejected, taken.problem, as_json), as_json)
+        return None
 
     def _failed(
         self, status: int, message: str, as_json: bool, *, close: bool = False, allow: bool = False
@@ -234,6 +227,27 @@ async def _next(conn: h11.Connection, reader: asyncio.StreamReader) -> Any:
     while (event := conn.next_event()) is h11.NEED_DATA:
         conn.receive_data(await reader.read(_READ))
     return event
+
+
+async def _send(conn: h11.Connection, writer: asyncio.StreamWriter, answer: Answer, method: bytes) -> None:
+    """Write ``answer`` to a request with ``method`` (a HEAD's without its body), in one write."""
+    writer.write(b"".join(conn.send(event) or b"" for event in answer.events(method == b"HEAD")))
+    await writer.drain()
+
+
+async def _body(
+    conn: h11.Connection, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+) -> bytes | None:
+    """The request's whole body (a client waiting for ``100 Continue`` is told to go on); None past
+    the body limit, however it was sent."""
+    if conn.they_are_waiting_for_100_continue:
+        writer.write(conn.send(h11.InformationalResponse(status_code=100, headers=[])) or b"")
+    body = bytearray()
+    while isinstance(part := await _next(conn, reader), h11.Data):
+        body += part.data
+        if len(body) > MAX_BODY_BYTES:  # a body sent in chunks, without its length
+            return None
+    return bytes(body)
 
 
 def _header(headers: Any, name: bytes) -> bytes:
@@ -257,15 +271,19 @@ def _decompressed(body: bytes, wbits: int | None) -> bytes:
     tries = (wbits,) if wbits else (zlib.MAX_WBITS, -zlib.MAX_WBITS)  # deflate: zlib data, else raw
     problem = ""
     for bits in tries:
-        reader = zlib.decompressobj(bits)
-        try:
-            plain = reader.decompress(body, MAX_BODY_BYTES + 1)
-        except zlib.error as err:
-            problem = str(err)
-            continue
-        if len(plain) > MAX_BODY_BYTES:
+        plain, problem = _inflated(body, bits)
+        if plain is not None:
             return plain
-        if reader.eof and not reader.unused_data:
-            return plain
-        problem = "the compressed body ends early or goes on after its end"
     raise otlp_proto.BadPayload(f"the body is not {'gzip' if wbits else 'deflate'} data: {problem}")
+
+
+def _inflated(body: bytes, bits: int) -> tuple[bytes | None, str]:
+    """``body`` decoded with zlib's ``bits`` (one byte past the body limit at most), or why not."""
+    reader = zlib.decompressobj(bits)
+    try:
+        plain = reader.decompress(body, MAX_BODY_BYTES + 1)
+    except zlib.error as err:
+        return None, str(err)
+    if len(plain) > MAX_BODY_BYTES or (reader.eof and not reader.unused_data):
+        return plain, ""
+    return None, "the compressed body ends early or goes on after its end"

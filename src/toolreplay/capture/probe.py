@@ -33,6 +33,7 @@ from typing import Any
 from toolreplay.analyses.difference import clipped, excerpts, first_difference
 from toolreplay.analyses.volatile import Volatile
 from toolreplay.canonical import canonical
+from toolreplay.capture.matching import shape, unmask
 from toolreplay.capture.redact import MASK
 from toolreplay.contracts.text import text_drift_message
 from toolreplay.escape import one_line, quote
@@ -193,29 +194,17 @@ def judge(
     compared with its recorded response but digested as the receipt says, and the set of digests
     compared with the receipt's.
     """
-    findings: list[Finding] = []
     verdicts: dict[str, str] = {}
     notes: dict[str, str] = {}
-    findings += _text_drift(records, texts or {}, explain or {}, path)
     drift = _tool_drift(records, live, path)
     drifted = {finding.tool for finding in drift}
-    findings += drift
+    findings = [*_text_drift(records, texts or {}, explain or {}, path), *drift]
     judging = _Judging(rules=rules, path=path, volatile=volatile, receipt=receipt)
-    for tool in sorted({record.tool for record in records}):
-        of_tool = [record for record in records if record.tool == tool]
-        if tool not in live:
-            verdicts[tool] = UNAVAILABLE
-            notes[tool] = "no longer listed"
-            if tool not in drifted:  # without a recorded fingerprint, no tool-drift says it
-                findings.append(
-                    _unavailable(of_tool[0], Failure(problem="the server no longer lists it"), path)
-                )
-            continue
-        verdict, note = _verdict(of_tool, answers, judging, findings)
-        if verdict == "not-probed":
-            note = note or next((skipped[r.index] for r in of_tool if r.index in skipped), "")
+    for tool, of_tool in _by_tool(records).items():
+        if tool in live:
+            verdict, note = _listed_verdict(of_tool, answers, skipped, judging, findings)
         else:
-            note = _shape_note(of_tool, rules, receipt) or note
+            verdict, note = _unlisted_verdict(of_tool, drifted, path, findings)
         verdicts[tool] = verdict
         if note:
             notes[tool] = note
@@ -226,6 +215,38 @@ def judge(
         findings=tuple(sort_findings(findings)),
         notes=notes,
     )
+
+
+def _by_tool(records: Sequence[Record]) -> dict[str, list[Record]]:
+    """The records of each tool, in recorded order; the tools in name order."""
+    out: dict[str, list[Record]] = {tool: [] for tool in sorted({record.tool for record in records})}
+    for record in records:
+        out[record.tool].append(record)
+    return out
+
+
+def _unlisted_verdict(
+    records: Sequence[Record], drifted: set[str], path: str, findings: list[Finding]
+) -> tuple[str, str]:
+    """A tool the server no longer lists is unavailable (an ``unavailable`` finding says so, unless a
+    ``tool-drift`` already does: without a recorded fingerprint, none says it)."""
+    if records[0].tool not in drifted:
+        findings.append(_unavailable(records[0], Failure(problem="the server no longer lists it"), path))
+    return UNAVAILABLE, "no longer listed"
+
+
+def _listed_verdict(
+    records: Sequence[Record],
+    answers: Mapping[int, Sequence[Answer]],
+    skipped: Mapping[int, str],
+    judging: _Judging,
+    findings: list[Finding],
+) -> tuple[str, str]:
+    """A listed tool's verdict and its note: why it was not probed, or that only shapes were compared."""
+    verdict, note = _verdict(records, answers, judging, findings)
+    if verdict == "not-probed":
+        return verdict, note or next((skipped[r.index] for r in records if r.index in skipped), "")
+    return verdict, _shape_note(records, judging.rules, judging.receipt) or note
 
 
 def _shape_note(records: Sequence[Record], rules: Rules, receipt: Mapping[int, Receipted] | None) -> str:
@@ -246,18 +267,14 @@ def _tool_drift(records: Sequence[Record], live: Mapping[str, str], path: str) -
         tool = record.tool
         if record.fingerprint is not None and tool not in drifted and live.get(tool) != record.fingerprint:
             drifted.add(tool)
-            now = f"is now {live[tool]}" if tool in live else "is no longer listed"
-            out.append(
-                Finding(
-                    kind=TOOL_DRIFT,
-                    index=record.index,
-                    tool=tool,
-                    message=f"tool {quote(tool)} was recorded with fingerprint {record.fingerprint}, {now}",
-                    path=path,
-                    line=record.line or None,
-                )
-            )
+            out.append(_found(TOOL_DRIFT, record, _fingerprint_message(record, live), path))
     return out
+
+
+def _fingerprint_message(record: Record, live: Mapping[str, str]) -> str:
+    """What a ``tool-drift`` finding says: the recorded fingerprint, and the live one if any."""
+    now = f"is now {live[record.tool]}" if record.tool in live else "is no longer listed"
+    return f"tool {quote(record.tool)} was recorded with fingerprint {record.fingerprint}, {now}"
 
 
 def _text_drift(
@@ -273,16 +290,7 @@ def _text_drift(
         seen.add(record.tool)
         why = explain.get(record.tool, "")
         message = text_drift_message(record.tool, recorded, live, differences=(why,) if why else ())
-        out.append(
-            Finding(
-                kind=CONTRACT_TEXT_DRIFT,
-                index=record.index,
-                tool=record.tool,
-                message=message,
-                path=path,
-                line=record.line or None,
-            )
-        )
+        out.append(_found(CONTRACT_TEXT_DRIFT, record, message, path))
     return out
 
 
@@ -294,6 +302,10 @@ class _Judging:
     path: str
     volatile: Volatile | None = None
     receipt: Mapping[int, Receipted] | None = None
+
+
+#: which of two calls' verdicts is the tool's (a drift decides it at once)
+_PRECEDENCE = {"not-probed": 0, "stable": 1, UNAVAILABLE: 2}
 
 
 def _verdict(
@@ -313,8 +325,7 @@ def _verdict(
             findings.append(finding)
         if outcome == SILENT_DRIFT:
             return outcome, ""
-        if outcome == UNAVAILABLE or (outcome == "stable" and verdict == "not-probed"):
-            verdict = outcome
+        verdict = max(verdict, outcome, key=_PRECEDENCE.__getitem__)
         note = note or why
     return verdict, note if verdict == "not-probed" else ""
 
@@ -323,22 +334,42 @@ def _call_verdict(
     record: Record, got: Sequence[Answer], judging: _Judging
 ) -> tuple[str, Finding | None, str]:
     """One asked call's verdict, its finding, and why it was not judged (a refused request)."""
-    judged = [answer for answer in got if isinstance(answer, dict)]
+    judged, failure, unjudged = _sorted(got)
     unsteady = _unsteady(record, judged, judging)
     if unsteady is not None:
         return SILENT_DRIFT, unsteady, ""
-    failure = next((answer for answer in got if isinstance(answer, Failure)), None)
     if failure is not None:
         return UNAVAILABLE, _unavailable(record, failure, judging.path), ""
-    unjudged = next((answer.reason for answer in got if isinstance(answer, Unjudged)), "")
     receipted = judging.receipt.get(record.index) if judging.receipt is not None else None
     if receipted is not None:
-        if unjudged:  # a set of fewer answers than the receipt's proves nothing
-            return "not-probed", None, unjudged
-        drift = _receipt_drift(record, receipted, judged, judging.path)
-        return (SILENT_DRIFT if drift else "stable"), drift, ""
+        return _receipted_verdict(record, receipted, judged, unjudged, judging.path)
+    return _compared_verdict(record, judged, unjudged, judging)
+
+
+def _sorted(got: Sequence[Answer]) -> tuple[list[dict[str, Any]], Failure | None, str]:
+    """A call's answers by kind: those to judge, the first failure, and the first refusal's reason."""
+    judged = [answer for answer in got if isinstance(answer, dict)]
+    failure = next((answer for answer in got if isinstance(answer, Failure)), None)
+    unjudged = next((answer.reason for answer in got if isinstance(answer, Unjudged)), "")
+    return judged, failure, unjudged
+
+
+def _receipted_verdict(
+    record: Record, receipted: Receipted, judged: Sequence[dict[str, Any]], unjudged: str, path: str
+) -> tuple[str, Finding | None, str]:
+    """A call's verdict against its receipt: the set of its answers' digests, unless one was refused."""
+    if unjudged:  # a set of fewer answers than the receipt's proves nothing
+        return "not-probed", None, unjudged
+    drift = _receipt_drift(record, receipted, judged, path)
+    return (SILENT_DRIFT if drift else "stable"), drift, ""
+
+
+def _compared_verdict(
+    record: Record, judged: Sequence[dict[str, Any]], unjudged: str, judging: _Judging
+) -> tuple[str, Finding | None, str]:
+    """A call's verdict from its answers compared one by one with the recorded response."""
+    shape_only = record.tool in judging.rules.shape_only
     for answer in judged:
-        shape_only = record.tool in judging.rules.shape_only
         drift = _drift(record, answer, shape_only, judging.path, judging.volatile)
         if drift is not None:
             return SILENT_DRIFT, drift, ""
@@ -395,8 +426,13 @@ def _receipt_drift(
 
 def _silent_drift(record: Record, message: str, path: str) -> Finding:
     """A ``silent-drift`` finding on ``record``'s call."""
+    return _found(SILENT_DRIFT, record, message, path)
+
+
+def _found(kind: str, record: Record, message: str, path: str) -> Finding:
+    """A finding of ``kind`` on ``record``'s call."""
     return Finding(
-        kind=SILENT_DRIFT,
+        kind=kind,
         index=record.index,
         tool=record.tool,
         message=message,
@@ -473,17 +509,11 @@ def _as_record(record: Record, response: dict[str, Any]) -> Record:
 
 
 def _unavailable(record: Record, failure: Failure, path: str) -> Finding:
-    return Finding(
-        kind=UNAVAILABLE,
-        index=record.index,
-        tool=record.tool,
-        message=(
-            f"tool {quote(record.tool)} gave no answer to the call recorded at index {record.index}:"
-            f" {one_line(failure.problem)}"
-        ),
-        path=path,
-        line=record.line or None,
+    message = (
+        f"tool {quote(record.tool)} gave no answer to the call recorded at index {record.index}:"
+        f" {one_line(failure.problem)}"
     )
+    return _found(UNAVAILABLE, record, message, path)
 
 
 def _drift(
@@ -495,7 +525,7 @@ def _drift(
     answer = tool_answer(answer)
     redacted = MASK in record.canon_response
     if redacted:
-        answer = _unmask(recorded, answer)
+        answer = unmask(recorded, answer)
     what = "differently"
     if shape_only:
         recorded, answer, what = shape(recorded), shape(answer), "with a different shape"
@@ -514,26 +544,6 @@ def _drift(
         f" {what} live, first at {quote(pointer)}: recorded {shown_was}, live {live}",
         path,
     )
-
-
-#: the values a shape keeps: whether the call failed, and what kind each content block is
-_SHAPE_VALUES = frozenset({"isError", "type"})
-
-
-def shape(value: Any, key: str = "") -> Any:
-    """A JSON value's shape: objects keep their keys, arrays the set of their items' shapes,
-    scalars become their JSON type (``isError`` and a ``type`` member keep their values)."""
-    if isinstance(value, dict):
-        return {k: shape(v, k) for k, v in value.items()}
-    if isinstance(value, list):
-        return sorted({canonical(shape(item)): shape(item) for item in value}.values(), key=canonical)
-    if key in _SHAPE_VALUES and isinstance(value, str | bool):
-        return value
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    return "null" if value is None else "string"
 
 
 def _masked(
@@ -562,34 +572,6 @@ def tool_answer(response: dict[str, Any]) -> dict[str, Any]:
     if "content" in answer and "isError" not in answer:
         answer["isError"] = False
     return answer
-
-
-def _unmask(recorded: Any, live: Any) -> Any:
-    """``live`` with each string that a redacted recorded string stands for replaced by it.
-
-    A recorded string with ``[REDACTED]`` in it stands for any live string that has the
-    same text around non-empty runs where the masks are.
-    """
-    if isinstance(recorded, str) and isinstance(live, str) and MASK in recorded:
-        return recorded if _fits(recorded.split(MASK), live) else live
-    if isinstance(recorded, dict) and isinstance(live, dict):
-        return {key: _unmask(recorded.get(key), value) for key, value in live.items()}
-    if isinstance(recorded, list) and isinstance(live, list) and len(recorded) == len(live):
-        return [_unmask(was, now) for was, now in zip(recorded, live, strict=True)]
-    return live
-
-
-def _fits(parts: list[str], live: str) -> bool:
-    """Whether ``live`` is ``parts`` joined by non-empty runs (each part found leftmost: linear time)."""
-    if not live.startswith(parts[0]):
-        return False
-    at = len(parts[0])
-    for part in parts[1:-1]:
-        found = live.find(part, at + 1)
-        if found < 0:
-            return False
-        at = found + len(part)
-    return len(live) - len(parts[-1]) > at and live.endswith(parts[-1])
 
 
 #: characters of each of two differing values a message shows

@@ -89,26 +89,31 @@ def receipt_records(
         if not got or not all(isinstance(answer, dict) for answer in got):
             continue
         shape = record.tool in shape_only
-        mine = () if shape else rules.get(record.tool, ())
-        digests = {answer_digest(record, a, shape_only=shape, rules=mine) for a in got if isinstance(a, dict)}
-        response = {
-            "answers": len(got),
-            "compared": "shape" if shape else "answer",
-            "digests": sorted(digests),
-            "server": {"name": server[0], "version": server[1]},
-            "volatile": [_rule_json(rule) for rule in mine],
-        }
         out.append(
             make_record(
                 index=len(out),
                 tool=record.tool,
                 args=record.args,
-                response=response,
+                response=_response(record, got, shape, () if shape else rules.get(record.tool, ()), server),
                 fingerprint=fingerprints.get(record.tool),
                 text_digest=texts.get(record.tool),
             )
         )
     return out
+
+
+def _response(
+    record: Record, got: Sequence[Answer], shape: bool, rules: tuple[Rule, ...], server: tuple[str, str]
+) -> dict[str, Any]:
+    """A receipt record's response: the set of the call's answers' digests, and how they were taken."""
+    digests = {answer_digest(record, a, shape_only=shape, rules=rules) for a in got if isinstance(a, dict)}
+    return {
+        "answers": len(got),
+        "compared": "shape" if shape else "answer",
+        "digests": sorted(digests),
+        "server": {"name": server[0], "version": server[1]},
+        "volatile": [_rule_json(rule) for rule in rules],
+    }
 
 
 def rules_by_tool(volatile: Volatile | None, tools: Iterable[str]) -> dict[str, tuple[Rule, ...]]:
@@ -143,28 +148,42 @@ def read_receipt(path: str) -> tuple[tuple[Record, ...], dict[int, Receipted]]:
 
 def _receipted(record: Record, path: str) -> Receipted:
     response = record.response
-    errors = sorted(EcmaValidator(RESPONSE_SCHEMA).iter_errors(response), key=lambda e: list(e.absolute_path))
+    _check_schema(record, path)
+    if type(response["answers"]) is not int:  # JSON Schema's integer takes 3.0 too
+        raise _refused("answers must be an integer", record, path, "/response/answers")
+    if response["digests"] != sorted(response["digests"]) or len(response["digests"]) > response["answers"]:
+        raise _refused("digests must be sorted, at most one per answer", record, path, "/response/digests")
+    return Receipted(
+        digests=tuple(response["digests"]),
+        answers=response["answers"],
+        shape_only=response["compared"] == "shape",
+        rules=_rules(record, path),
+    )
+
+
+def _check_schema(record: Record, path: str) -> None:
+    """Refuse a receipt record whose response is not as :data:`RESPONSE_SCHEMA` says (the first error)."""
+    errors = sorted(
+        EcmaValidator(RESPONSE_SCHEMA).iter_errors(record.response), key=lambda e: list(e.absolute_path)
+    )
     if errors:
         first = errors[0]
         pointer = "/response" + pointer_of(first.absolute_path).rstrip("/")
         raise InputError(
             f"not a probe receipt: {first.message}", path=path, line=record.line, pointer=pointer
         )
-    if type(response["answers"]) is not int:  # JSON Schema's integer takes 3.0 too
-        raise _refused("answers must be an integer", record, path, "/response/answers")
-    if response["digests"] != sorted(response["digests"]) or len(response["digests"]) > response["answers"]:
-        raise _refused("digests must be sorted, at most one per answer", record, path, "/response/digests")
-    rules = tuple(Rule(tool=r["tool"], at=r["at"], pattern=r.get("pattern")) for r in response["volatile"])
+
+
+def _rules(record: Record, path: str) -> tuple[Rule, ...]:
+    """The volatile rules a receipt record was digested with; refused when one is not a valid rule."""
+    rules = tuple(
+        Rule(tool=r["tool"], at=r["at"], pattern=r.get("pattern")) for r in record.response["volatile"]
+    )
     for number, rule in enumerate(rules):
         problem = rule_problem(rule)
         if problem is not None:
             raise _refused(problem[1], record, path, f"/response/volatile/{number}/{problem[0]}")
-    return Receipted(
-        digests=tuple(response["digests"]),
-        answers=response["answers"],
-        shape_only=response["compared"] == "shape",
-        rules=rules,
-    )
+    return rules
 
 
 def _refused(problem: str, record: Record, path: str, pointer: str) -> InputError:

@@ -53,6 +53,20 @@ def _looked(look: Callable[[], Observed]) -> Observed:
         return Observed(warnings=(f"not looked at ({type(err).__name__}: {err}); passed on, please report",))
 
 
+def _recorders(path: str, seal: bool) -> tuple[Recorder, Recorder]:
+    """The recorders of the transcript ``path`` and of its session file (neither left open when
+    one cannot be written)."""
+    try:
+        recorder = Recorder(path, seal=seal)
+    except OSError as err:
+        raise InputError(f"cannot write the transcript: {err.strerror}", path=path) from err
+    try:
+        return recorder, Recorder(session_path(path), seal=seal)
+    except OSError as err:
+        recorder.close()
+        raise InputError(f"cannot write the session file: {err.strerror}", path=session_path(path)) from err
+
+
 class Recording:
     """One session's transcript being written, plus the tool lock when ``lock_path`` is given.
 
@@ -96,17 +110,7 @@ class Recording:
         self.declared = self.previous if lock_path is not None else tools_lock
         #: calls recorded with a post-call state
         self.states = 0
-        try:
-            self.recorder = Recorder(path, seal=seal)
-        except OSError as err:
-            raise InputError(f"cannot write the transcript: {err.strerror}", path=path) from err
-        try:
-            self.session_file = Recorder(session_path(path), seal=seal)
-        except OSError as err:
-            self.recorder.close()
-            raise InputError(
-                f"cannot write the session file: {err.strerror}", path=session_path(path)
-            ) from err
+        self.recorder, self.session_file = _recorders(path, seal)
 
     @property
     def count(self) -> int:
@@ -137,15 +141,17 @@ class Recording:
         for exchange in observed.exchanges:
             self._keep(exchange)
         if observed.tools_listed and self.lock_path is not None:
-            lock, self.kept = keep_declared(self.previous, self.session.lock())
-            self.declared = lock
-            try:
-                save_lock(lock, self.lock_path)
-            except OSError as err:  # the session goes on: the transcript matters more than the lock
-                self.warn(
-                    f"server message {self.lines['server']}: {self.lock_path}: {_LOCK_PROBLEM}{err.strerror}"
-                )
+            self._save_lock(self.lock_path)
         return replacement
+
+    def _save_lock(self, lock_path: str) -> None:
+        """Write the lock of the tools the server listed last (what the replaced lock declared kept)."""
+        lock, self.kept = keep_declared(self.previous, self.session.lock())
+        self.declared = lock
+        try:
+            save_lock(lock, lock_path)
+        except OSError as err:  # the session goes on: the transcript matters more than the lock
+            self.warn(f"server message {self.lines['server']}: {lock_path}: {_LOCK_PROBLEM}{err.strerror}")
 
     def awaits_call(self, channel: str = "") -> bool:
         """Whether a ``tools/call`` on ``channel`` waits for its answer: only such an answer may be

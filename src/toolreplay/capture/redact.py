@@ -21,15 +21,7 @@ class Redactor:
     """
 
     def __init__(self, patterns: Sequence[str]) -> None:
-        compiled = []
-        for pattern in patterns:
-            try:
-                compiled.append(re.compile(pattern))
-            except re.error as err:
-                raise InputError(f"--redact {pattern!r} is not a valid regular expression: {err}") from err
-            if compiled[-1].fullmatch(""):
-                raise InputError(f"--redact {pattern!r} matches the empty string; it would mask everything")
-        self.patterns = tuple(compiled)
+        self.patterns = tuple(_compiled(pattern) for pattern in patterns)
         self.count = 0
 
     def __call__(self, value: Any) -> Any:
@@ -56,11 +48,27 @@ class Redactor:
         if not spans:
             return text
         self.count += 1
-        out: list[str] = []
-        at = 0
-        for start, end in spans:
-            if start >= at:
-                out += [text[at:start], MASK]
-            at = max(at, end)
-        out.append(text[at:])
-        return "".join(out)
+        return _masked(text, spans)
+
+
+def _compiled(pattern: str) -> re.Pattern[str]:
+    """A ``--redact`` pattern compiled; refused when it is not one, or matches the empty string."""
+    try:
+        compiled = re.compile(pattern)
+    except re.error as err:
+        raise InputError(f"--redact {pattern!r} is not a valid regular expression: {err}") from err
+    if compiled.fullmatch(""):
+        raise InputError(f"--redact {pattern!r} matches the empty string; it would mask everything")
+    return compiled
+
+
+def _masked(text: str, spans: Sequence[tuple[int, int]]) -> str:
+    """``text`` with the (sorted, possibly overlapping) ``spans`` merged and each run masked once."""
+    out: list[str] = []
+    at = 0
+    for start, end in spans:
+        if start >= at:
+            out += [text[at:start], MASK]
+        at = max(at, end)
+    out.append(text[at:])
+    return "".join(out)

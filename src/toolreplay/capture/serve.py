@@ -18,36 +18,34 @@ error whose message starts so; a recorded JSON-RPC error is answered as that err
 from __future__ import annotations
 
 import os
-import sys
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from toolreplay import sdk
 from toolreplay.analyses.difference import clipped, excerpts
-from toolreplay.analyses.fingerprint_diff import compare_locks
+from toolreplay.analyses.fingerprint_diff import Difference, compare_locks
 from toolreplay.analyses.volatile import Volatile
 from toolreplay.canonical import canonical
 from toolreplay.capture.exchange import (
     CAPABILITY_METHODS,
     EXCHANGED,
     SUBSCRIBE_METHODS,
-    progress_token,
     without_meta,
 )
-from toolreplay.capture.session import SERVER_INFO_META, listed_lock
+from toolreplay.capture.replies import Initialize, cache_hints, notify, params_model, raise_recorded, shaped
+from toolreplay.capture.session import listed_lock, stamped_info
 from toolreplay.chain import verify_stream
-from toolreplay.contracts.lock import ToolLock
+from toolreplay.contracts.lock import ToolContract, ToolLock
 from toolreplay.errors import InputError, ToolreplayError
-from toolreplay.escape import inert, quote
+from toolreplay.escape import quote
 from toolreplay.files import SEALED_SUFFIX, session_path
 from toolreplay.library.errors import ContractTextDriftError, SnapshotMissError, ToolDriftError
 from toolreplay.library.snapshot import Snapshot
 from toolreplay.transcript import Record, open_input, read_links, read_transcript
 
 if TYPE_CHECKING:
-    from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+    from mcp.server.context import HandlerResult, ServerRequestContext
     from mcp.server.lowlevel import Server
 
 #: What ``tools/call`` answers with when the recording does not hold the call.
@@ -99,10 +97,7 @@ def check_session_lock(path: str, session: Sequence[Record] | None, lock: ToolLo
     """Raise :class:`SessionLockError` naming the first tool the session file of recording ``path``
     lists otherwise than ``lock`` pins it, and what differs (as ``fingerprint-diff`` words it)."""
     listed = listed_lock(session) if session else None
-    if listed is None:
-        return
-    pinned = ToolLock.of(c for name, c in lock.tools.items() if name in listed.tools)
-    differences = compare_locks(pinned, listed)
+    differences = _differences(listed, lock) if listed is not None else []
     if not differences:
         return
     tool = differences[0].tool
@@ -112,22 +107,29 @@ def check_session_lock(path: str, session: Sequence[Record] | None, lock: ToolLo
     )
 
 
+def _differences(listed: ToolLock, lock: ToolLock) -> list[Difference]:
+    """How the tools a session file listed differ from what ``lock`` pins of them."""
+    pinned = ToolLock.of(c for name, c in lock.tools.items() if name in listed.tools)
+    return compare_locks(pinned, listed)
+
+
 def check_lock(records: Sequence[Record], lock: ToolLock) -> None:
     """Raise :class:`ToolDriftError` for the first recorded call whose fingerprint the lock does not
     have, or :class:`ContractTextDriftError` for one whose contract-text digest it does not have."""
     for record in records:
-        contract = lock.tools.get(record.tool)
-        if record.fingerprint is not None:
-            live = contract.fingerprint if contract is not None else None
-            if live != record.fingerprint:
-                raise ToolDriftError(
-                    tool=record.tool, recorded=record.fingerprint, live=live, index=record.index
-                )
-        text = contract.text_digest if contract is not None else None
-        if record.text_digest is not None and text is not None and text != record.text_digest:
-            raise ContractTextDriftError(
-                tool=record.tool, recorded=record.text_digest, live=text, index=record.index
-            )
+        _check_record(record, lock.tools.get(record.tool))
+
+
+def _check_record(record: Record, contract: ToolContract | None) -> None:
+    """Raise when ``contract`` (the lock's, None when it has none) does not pin the recorded call's."""
+    live = contract.fingerprint if contract is not None else None
+    if record.fingerprint is not None and live != record.fingerprint:
+        raise ToolDriftError(tool=record.tool, recorded=record.fingerprint, live=live, index=record.index)
+    text = contract.text_digest if contract is not None else None
+    if record.text_digest is not None and text is not None and text != record.text_digest:
+        raise ContractTextDriftError(
+            tool=record.tool, recorded=record.text_digest, live=text, index=record.index
+        )
 
 
 def tool_list(records: Sequence[Record], lock: ToolLock | None) -> list[dict[str, Any]]:
@@ -135,12 +137,17 @@ def tool_list(records: Sequence[Record], lock: ToolLock | None) -> list[dict[str
     tools = []
     for name in sorted({record.tool for record in records}):
         contract = lock.tools.get(name) if lock is not None else None
-        tool: dict[str, Any] = {"name": name, "inputSchema": ANY_OBJECT}
-        if contract is not None:
-            tool["inputSchema"] = contract.schema if isinstance(contract.schema, dict) else ANY_OBJECT
-            tool.update(_said(contract.text))  # annotations only as the server sent them: none invented
-        tools.append(tool)
+        tools.append(_listed(name, contract))
     return tools
+
+
+def _listed(name: str, contract: ToolContract | None) -> dict[str, Any]:
+    """One ``tools/list`` entry: the lock's schema and the recorded contract text, when it pins the tool."""
+    if contract is None:
+        return {"name": name, "inputSchema": ANY_OBJECT}
+    schema = contract.schema if isinstance(contract.schema, dict) else ANY_OBJECT
+    # annotations only as the server sent them: none invented
+    return {"name": name, "inputSchema": schema, **_said(contract.text)}
 
 
 def _said(text: dict[str, Any] | None) -> dict[str, Any]:
@@ -158,9 +165,8 @@ def _said(text: dict[str, Any] | None) -> dict[str, Any]:
 def server_identity(records: Sequence[Record]) -> tuple[str, str]:
     """(name, version) of the recorded server, from the identity stamped on its answers."""
     for record in records:
-        meta = record.response.get("_meta")
-        info = meta.get(SERVER_INFO_META) if isinstance(meta, dict) else None
-        if isinstance(info, dict) and isinstance(info.get("name"), str):
+        info = stamped_info(record.response)
+        if info is not None and isinstance(info.get("name"), str):
             version = info.get("version")
             return info["name"], version if isinstance(version, str) else ""
     return "toolreplay-snapshot", ""
@@ -183,7 +189,7 @@ def answer(
     except InputError as err:  # a volatile rule's pattern that could not mask the arguments in time
         return tool_error(str(err))
     if set(response) == {"error"}:
-        _raise_recorded(response)
+        raise_recorded(response)
     return response
 
 
@@ -262,30 +268,42 @@ class Recorded:
     def __post_init__(self) -> None:
         for record in self.session or ():
             if record.tool == "tools/call":
-                index, notes = record.args.get("index"), record.response.get("notifications")
-                if isinstance(index, int) and isinstance(notes, list):
-                    self.notes[index] = notes
-                continue
-            self.asked.append(record)
-            result = record.response.get("result")
-            if record.tool == "initialize" and self.initialize is None and isinstance(result, dict):
-                self.initialize = result
+                self._keep_notes(record)
+            else:
+                self._keep_asked(record)
         if self.initialize is None:
             self.initialize = _from_discover(self.asked)
+
+    def _keep_notes(self, record: Record) -> None:
+        """Keep the notifications a session file recorded for the tool call at its ``index``."""
+        index, notes = record.args.get("index"), record.response.get("notifications")
+        if isinstance(index, int) and isinstance(notes, list):
+            self.notes[index] = notes
+
+    def _keep_asked(self, record: Record) -> None:
+        """Keep a request other than tools/call; the first ``initialize`` result is the handshake's."""
+        self.asked.append(record)
+        result = record.response.get("result")
+        if record.tool == "initialize" and self.initialize is None and isinstance(result, dict):
+            self.initialize = result
 
     def methods(self) -> set[str]:
         """The methods served from the session file: those it holds, and those the server declared."""
         held = {record.tool for record in self.asked if record.tool in EXCHANGED}
         capabilities = (self.initialize or {}).get("capabilities")
         if isinstance(capabilities, dict):
-            for name, methods in CAPABILITY_METHODS.items():
-                if name in capabilities:
-                    held.update(methods)
-            resources = capabilities.get("resources")
-            if isinstance(resources, dict) and resources.get("subscribe"):
-                held.update(SUBSCRIBE_METHODS)
+            held.update(_declared(capabilities))
         held.discard("initialize")
         return held
+
+
+def _declared(capabilities: dict[str, Any]) -> set[str]:
+    """The methods a server's declared capabilities say it answers."""
+    methods = {method for name, of in CAPABILITY_METHODS.items() if name in capabilities for method in of}
+    resources = capabilities.get("resources")
+    if isinstance(resources, dict) and resources.get("subscribe"):
+        methods.update(SUBSCRIBE_METHODS)
+    return methods
 
 
 def _from_discover(asked: Sequence[Record]) -> dict[str, Any] | None:
@@ -294,17 +312,20 @@ def _from_discover(asked: Sequence[Record]) -> dict[str, Any] | None:
     stamped with (what a client of that revision reads as the server's info); None without one."""
     for record in asked:
         result = record.response.get("result")
-        if record.tool != "server/discover" or not isinstance(result, dict):
-            continue
-        out: dict[str, Any] = {"capabilities": result.get("capabilities", {})}
-        meta = result.get("_meta")
-        info = meta.get(SERVER_INFO_META) if isinstance(meta, dict) else None
-        if isinstance(info, dict):
-            out["serverInfo"] = info
-        if isinstance(result.get("instructions"), str):
-            out["instructions"] = result["instructions"]
-        return out
+        if record.tool == "server/discover" and isinstance(result, dict):
+            return _as_initialize(result)
     return None
+
+
+def _as_initialize(discovered: dict[str, Any]) -> dict[str, Any]:
+    """A ``server/discover`` result as the ``initialize`` result it stands for."""
+    out: dict[str, Any] = {"capabilities": discovered.get("capabilities", {})}
+    info = stamped_info(discovered)
+    if info is not None:
+        out["serverInfo"] = info
+    if isinstance(discovered.get("instructions"), str):
+        out["instructions"] = discovered["instructions"]
+    return out
 
 
 def miss_message(method: str, params: dict[str, Any], miss: SnapshotMissError) -> str:
@@ -337,179 +358,105 @@ def build_server(
     messages). Each session's place in the recording is kept in ``sessions`` (a new
     :class:`Sessions` when not given)."""
     recorded = Recorded(records=records, session=session, volatile=volatile or ())
-    tools = [sdk.types.Tool.model_validate(tool) for tool in tool_list(records, lock)]
-    name, version = server_identity(records)
-    if recorded.initialize is not None and isinstance(recorded.initialize.get("serverInfo"), dict):
-        info = recorded.initialize["serverInfo"]
-        name, version = str(info.get("name", name)), str(info.get("version", version))
-    places = sessions if sessions is not None else Sessions()
+    name, version = _identity(recorded)
     # indexed once, before the first request: a volatile rule that cannot mask a recorded call's
     # arguments in time stops serve here, naming the rule
     start = _Replay(
         calls=Snapshot(recorded.records, volatile=recorded.volatile, path=path),
         asked=Snapshot(recorded.asked),
     )
-
-    def replay(ctx: ServerRequestContext[Any]) -> _Replay:
-        return places.place(ctx, start)
-
-    async def list_tools(
-        ctx: ServerRequestContext[Any], params: sdk.types.PaginatedRequestParams | None
-    ) -> sdk.types.ListToolsResult:
-        return sdk.types.ListToolsResult(tools=tools)
-
-    async def call_tool(
-        ctx: ServerRequestContext[Any], params: sdk.types.CallToolRequestParams
-    ) -> HandlerResult:
-        calls = replay(ctx).calls
-        calls.last = None
-        response = answer(calls, params.name, dict(params.arguments or {}), on_miss)
-        if calls.last is not None:
-            await _notify(ctx, recorded.notes.get(calls.last.index, ()))
-        try:
-            sdk.types.CallToolResult.model_validate(response)
-        except ValueError:
-            response = tool_error(f"the recorded response of {params.name!r} is not a valid CallToolResult")
-        return _shaped(ctx, response)
-
-    async def asked(ctx: ServerRequestContext[Any], params: Any) -> HandlerResult:
-        """Any other request: the recorded answer to the same method and params."""
-        given = without_meta(dict(ctx.params or {}))
-        try:
-            response = replay(ctx).asked.serve(ctx.method, given, live=None, check=False)
-        except SnapshotMissError as miss:
-            raise sdk.MCPError(code=MISS_CODE, message=miss_message(ctx.method, given, miss)) from None
-        await _notify(ctx, response.get("notifications", ()))
-        _raise_recorded(response)
-        result = response.get("result")
-        return _shaped(ctx, result if isinstance(result, dict) else {})
-
-    instructions = (recorded.initialize or {}).get("instructions")
+    handlers = _Handlers(
+        recorded=recorded,
+        tools=[sdk.types.Tool.model_validate(tool) for tool in tool_list(records, lock)],
+        places=sessions if sessions is not None else Sessions(),
+        start=start,
+        on_miss=on_miss,
+    )
     # the SDK's own server/discover answer (a handshake-era recording holds none) says them too
     server: Server[Any] = sdk.Server(
         name,
         version=version,
-        instructions=instructions if isinstance(instructions, str) else None,
-        on_list_tools=list_tools,
-        cache_hints=_cache_hints(),
+        instructions=_instructions(recorded),
+        on_list_tools=handlers.list_tools,
+        cache_hints=cache_hints(),
     )
-    server.add_request_handler("tools/call", sdk.types.CallToolRequestParams, call_tool)
-    if session is not None:
-        # a recorded session answers tools/list as recorded, and a handshake-era one answers
-        # server/discover as recorded (a miss when never asked): nothing is made up in their place
-        held = recorded.methods() | {"tools/list"}
-        if handshake_only(session):
-            held.add("server/discover")
-        for method in sorted(held):
-            server.add_request_handler(method, _params_model(method), asked)
+    server.add_request_handler("tools/call", sdk.types.CallToolRequestParams, handlers.call_tool)
+    for method in _held(recorded, session) if session is not None else ():
+        server.add_request_handler(method, params_model(method), handlers.asked)
     if recorded.initialize is not None:
-        server.middleware.append(_Initialize(recorded.initialize))
+        server.middleware.append(Initialize(recorded.initialize))
     return server
 
 
-class _Initialize:
-    """Answers ``initialize`` with the recorded result; only the protocol version is the SDK's
-    (it negotiates with this client, and the session goes on in that version)."""
-
-    def __init__(self, result: dict[str, Any]) -> None:
-        self.result = result
-
-    async def __call__(self, ctx: ServerRequestContext[Any], call_next: CallNext) -> HandlerResult:
-        result = await call_next(ctx)
-        if ctx.method != "initialize" or not isinstance(result, dict):
-            return result
-        return {**self.result, "protocolVersion": result.get("protocolVersion")}
+def _instructions(recorded: Recorded) -> str | None:
+    """The instructions the recorded server gave (in its ``initialize`` result), if it gave any."""
+    instructions = (recorded.initialize or {}).get("instructions")
+    return instructions if isinstance(instructions, str) else None
 
 
-def _cache_hints() -> dict[Any, Any]:
-    """The SDK's own freshness hint (``sdk.CacheHint()``: immediately stale, private) for each method
-    whose 2026 answer requires one: a recorded older answer gets it as the SDK's server would add it
-    (a recorded ``ttlMs`` or ``cacheScope`` wins)."""
-    return {method: sdk.CacheHint() for method in sdk.CACHEABLE_METHODS}
+def _held(recorded: Recorded, session: Sequence[Record]) -> list[str]:
+    """The methods answered from the session file, in name order. A recorded session answers
+    tools/list as recorded, and a handshake-era one answers server/discover as recorded (a miss
+    when never asked): nothing is made up in their place."""
+    held = recorded.methods() | {"tools/list"}
+    if handshake_only(session):
+        held.add("server/discover")
+    return sorted(held)
 
 
-#: the fields of a result only the 2026 revision has (a handshake-era session never carries them)
-MODERN_FIELDS = ("resultType", "cacheScope", "ttlMs")
+def _identity(recorded: Recorded) -> tuple[str, str]:
+    """(name, version) the snapshot server gives: the recorded ``initialize`` result's, else the
+    identity stamped on the recorded answers."""
+    name, version = server_identity(recorded.records)
+    info = (recorded.initialize or {}).get("serverInfo")
+    if isinstance(info, dict):
+        name, version = str(info.get("name", name)), str(info.get("version", version))
+    return name, version
 
 
-def _shaped(ctx: ServerRequestContext[Any], result: dict[str, Any]) -> dict[str, Any]:
-    """A recorded result as the SDK writes it for the session's protocol revision: as recorded,
-    with the ``resultType`` the 2026 revision requires when the recorded server (older) sent none;
-    in a handshake-era session, without the fields and the identity stamp only the 2026 revision
-    has (the server recorded in that revision answers a handshake-era client without them)."""
-    if ctx.protocol_version in sdk.MODERN_PROTOCOL_VERSIONS:
-        return result if "resultType" in result else {**result, "resultType": "complete"}
-    if not any(key in result for key in MODERN_FIELDS):
-        return result
-    out = {key: value for key, value in result.items() if key not in MODERN_FIELDS}
-    meta = out.get("_meta")
-    if isinstance(meta, dict) and SERVER_INFO_META in meta:
-        rest = {key: value for key, value in meta.items() if key != SERVER_INFO_META}
-        out.pop("_meta")
-        if rest:
-            out["_meta"] = rest
-    return out
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Handlers:
+    """The snapshot server's request handlers: each session answered from its place in the recording."""
 
+    recorded: Recorded
+    tools: list[Any]
+    places: Sessions
+    start: _Replay
+    on_miss: OnMiss | None
 
-def _params_model(method: str) -> Any:
-    """The SDK's model of ``method``'s params (they are validated as the real server's SDK would)."""
-    models: dict[str, Any] = {
-        "resources/read": sdk.types.ReadResourceRequestParams,
-        "resources/subscribe": sdk.types.SubscribeRequestParams,
-        "resources/unsubscribe": sdk.types.UnsubscribeRequestParams,
-        "prompts/get": sdk.types.GetPromptRequestParams,
-        "completion/complete": sdk.types.CompleteRequestParams,
-        "logging/setLevel": sdk.types.SetLevelRequestParams,
-        "server/discover": sdk.types.RequestParams,
-    }
-    return models.get(method, sdk.types.PaginatedRequestParams)
+    def replay(self, ctx: ServerRequestContext[Any]) -> _Replay:
+        return self.places.place(ctx, self.start)
 
+    async def list_tools(
+        self, ctx: ServerRequestContext[Any], params: sdk.types.PaginatedRequestParams | None
+    ) -> sdk.types.ListToolsResult:
+        return sdk.types.ListToolsResult(tools=self.tools)
 
-def _raise_recorded(response: dict[str, Any]) -> None:
-    """Raise the recorded JSON-RPC error (``{"error": ...}``) as it was, ``data`` and all."""
-    error = response.get("error")
-    if "result" not in response and isinstance(error, dict):
-        code, message = error.get("code"), error.get("message")
-        raise sdk.MCPError(
-            code=code if isinstance(code, int) else -32603,
-            message=message if isinstance(message, str) else "",
-            data=error.get("data"),
-        )
-
-
-async def _notify(ctx: ServerRequestContext[Any], notes: Any) -> None:
-    """Send the recorded notifications of a request again, in order, on that request's stream.
-
-    A progress notification goes under the progress token this request asked for (none
-    asked: none sent); a log message goes as the SDK sends one (at the level the session asked for).
-    """
-    token = progress_token(dict(ctx.params or {}))
-    for note in notes if isinstance(notes, list | tuple) else ():
-        method = note.get("method") if isinstance(note, dict) else None
-        params = note.get("params") if isinstance(note, dict) else None
-        params = dict(params) if isinstance(params, dict) else {}
+    async def call_tool(
+        self, ctx: ServerRequestContext[Any], params: sdk.types.CallToolRequestParams
+    ) -> HandlerResult:
+        calls = self.replay(ctx).calls
+        calls.last = None
+        response = answer(calls, params.name, dict(params.arguments or {}), self.on_miss)
+        if calls.last is not None:
+            await notify(ctx, self.recorded.notes.get(calls.last.index, ()))
         try:
-            if method == "notifications/message":
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")  # the SDK's deprecation of logging (2026-07-28)
-                    await ctx.session.send_log_message(
-                        params.get("level"),  # type: ignore[arg-type]
-                        params.get("data"),
-                        params.get("logger"),
-                        related_request_id=ctx.request_id,
-                    )
-                continue
-            if method == "notifications/progress":
-                if token is None:
-                    continue
-                params["progressToken"] = token
-            notification = sdk.TypeAdapter(sdk.types.ServerNotification).validate_python(
-                {"method": method, "params": params}, by_name=False
-            )
-            await ctx.session.send_notification(notification, related_request_id=ctx.request_id)
-        except sdk.ValidationError:
-            said = f"a recorded notification {quote(str(method))} is not one the SDK can send; not sent"
-            print(f"toolreplay: warning: {inert(said)}", file=sys.stderr)
+            sdk.types.CallToolResult.model_validate(response)
+        except ValueError:
+            response = tool_error(f"the recorded response of {params.name!r} is not a valid CallToolResult")
+        return shaped(ctx, response)
+
+    async def asked(self, ctx: ServerRequestContext[Any], params: Any) -> HandlerResult:
+        """Any other request: the recorded answer to the same method and params."""
+        given = without_meta(dict(ctx.params or {}))
+        try:
+            response = self.replay(ctx).asked.serve(ctx.method, given, live=None, check=False)
+        except SnapshotMissError as miss:
+            raise sdk.MCPError(code=MISS_CODE, message=miss_message(ctx.method, given, miss)) from None
+        await notify(ctx, response.get("notifications", ()))
+        raise_recorded(response)
+        result = response.get("result")
+        return shaped(ctx, result if isinstance(result, dict) else {})
 
 
 def handshake_only(session: Sequence[Record] | None) -> bool:

@@ -73,6 +73,10 @@ class _Pending:
     ident: Any = None
     notifications: list[dict[str, Any]] = field(default_factory=list)
 
+    def named(self) -> str:
+        """A ``tools/call`` as messages name it: ``'tool' (id N)``."""
+        return f"{quote(str(self.params.get('name')))} (id {canonical(self.ident)})"
+
 
 @dataclass(slots=True)
 class Session:
@@ -98,26 +102,31 @@ class Session:
         messages, problem = _messages(raw)
         if problem:
             return Observed(warnings=(problem,))
-        warnings: list[str] = []
-        for message in messages:
-            # the one judgement of a client's message: what an MCP peer reads it as (None: nothing)
-            read = wire.read_decoded(message)
-            if read is None:  # a method [1], params that are not an object...
-                warnings.append(_NOT_JSONRPC)
-            elif isinstance(read, sdk.mcp_types.JSONRPCNotification):
-                if read.method == "notifications/cancelled":
-                    self._cancel(message, channel)
-                elif "id" in message and _paired(read.method):
-                    # an id 4.0, true or null: the SDK reads a notification, which nothing answers
-                    warnings.append(
-                        f"{read.method} with id {quote(canonical(message['id']))} is not a request an MCP"
-                        " peer accepts (ids are integers or strings); passed on, not recorded"
-                    )
-            elif isinstance(read, sdk.mcp_types.JSONRPCRequest) and _paired(read.method):
-                problem = self._ask(read.method, message, channel)
-                if problem:
-                    warnings.append(problem)
-        return Observed(warnings=tuple(warnings))
+        warnings = [self._read_client(message, channel) for message in messages]
+        return Observed(warnings=tuple(warning for warning in warnings if warning))
+
+    def _read_client(self, message: dict[str, Any], channel: str) -> str:
+        """Take one message of the client's as an MCP peer reads it; a warning, or ""."""
+        read = wire.read_decoded(message)
+        if read is None:  # a method [1], params that are not an object...
+            return _NOT_JSONRPC
+        if isinstance(read, sdk.mcp_types.JSONRPCNotification):
+            return self._client_notification(read.method, message, channel)
+        if isinstance(read, sdk.mcp_types.JSONRPCRequest) and _paired(read.method):
+            return self._ask(read.method, message, channel)
+        return ""
+
+    def _client_notification(self, method: str, message: dict[str, Any], channel: str) -> str:
+        """A cancellation forgets its request; an id the SDK does not take is warned about."""
+        if method == "notifications/cancelled":
+            self._cancel(message, channel)
+        elif "id" in message and _paired(method):
+            # an id 4.0, true or null: the SDK reads a notification, which nothing answers
+            return (
+                f"{method} with id {quote(canonical(message['id']))} is not a request an MCP"
+                " peer accepts (ids are integers or strings); passed on, not recorded"
+            )
+        return ""
 
     def _ask(self, method: str, message: dict[str, Any], channel: str) -> str:
         """Remember a request until its answer; a problem when it cannot be paired."""
@@ -155,7 +164,11 @@ class Session:
             value = decode(raw, max_bytes=MAX_RECORD_BYTES, what="message")
         except InputError as err:
             return self._unreadable(raw, err.problem, channel, first_answers)
-        if isinstance(value, list) and value and all(_is_jsonrpc(item) for item in value):
+        return self._decoded(value, channel, first_answers)
+
+    def _decoded(self, value: Any, channel: str, first_answers: bool) -> Observed:
+        """Look at a message of the server's the strict decoder read."""
+        if _is_batch(value):
             return Observed(warnings=(self._batch(value, channel),))
         message = wire.read_decoded(value)
         if message is None:
@@ -166,6 +179,10 @@ class Session:
             return Observed()
         if not isinstance(message, sdk.mcp_types.JSONRPCResponse | sdk.mcp_types.JSONRPCError):
             return Observed()  # a request of the server's own
+        return self._response(value, message, channel, first_answers)
+
+    def _response(self, value: dict[str, Any], message: Any, channel: str, first_answers: bool) -> Observed:
+        """What an answer the client takes means: a finished call, an exchange, or nothing."""
         pending = self._answered(message.id, channel, first_answers)
         if pending is None or not pending.method:
             return Observed()
@@ -181,13 +198,19 @@ class Session:
     def _notified(self, message: dict[str, Any], channel: str) -> None:
         """Keep a notification with the request it came with: a progress notification with the
         request that asked under its token, any other with the one request waiting on ``channel``."""
-        params = message.get("params")
-        waiting = [pending for key, pending in self._pending.items() if key.startswith(channel)]
-        if message.get("method") == "notifications/progress" and isinstance(params, dict):
-            token = canonical(params.get("progressToken"))
-            waiting = [pending for pending in waiting if canonical(progress_token(pending.params)) == token]
+        waiting = self._waiting(message, channel)
         if len(waiting) == 1 and waiting[0].method:
             waiting[0].notifications.append(notification(message))
+
+    def _waiting(self, message: dict[str, Any], channel: str) -> list[_Pending]:
+        """The requests on ``channel`` a notification may come with (a progress one: those that
+        asked under its token)."""
+        params = message.get("params")
+        waiting = [pending for key, pending in self._pending.items() if key.startswith(channel)]
+        if message.get("method") != "notifications/progress" or not isinstance(params, dict):
+            return waiting
+        token = canonical(params.get("progressToken"))
+        return [pending for pending in waiting if canonical(progress_token(pending.params)) == token]
 
     def _answered(self, ident: Any, channel: str, first_answers: bool) -> _Pending | None:
         """Take the request an answer with ``ident`` answers for the client, if one waits."""
@@ -199,33 +222,36 @@ class Session:
 
     def _unreadable(self, raw: bytes, problem: str, channel: str, first_answers: bool) -> Observed:
         """A line the strict decoder refuses: does the client take it as an answer all the same?"""
-        message = wire.read_raw(raw)
-        pending = None
-        if isinstance(message, sdk.mcp_types.JSONRPCResponse | sdk.mcp_types.JSONRPCError):
-            pending = self._answered(message.id, channel, first_answers)
-        if pending is None or pending.method != "tools/call":
+        pending = self._raw_answered(raw, channel, first_answers)
+        tool, args = _called(pending.params) if pending is not None else ("", None)
+        if pending is None or pending.method != "tools/call" or not tool or args is None:
             return Observed(warnings=(f"unreadable: {problem}; passed on, not looked at",))
-        tool, args = _called(pending.params)
-        if not tool or args is None:
-            return Observed(warnings=(f"unreadable: {problem}; passed on, not looked at",))
-        contract = self.contracts.get(tool)
-        fingerprint = contract.fingerprint if contract is not None else None
+        fingerprint, _ = self._listed(tool)
         call = Call(
             tool=tool, args=args, response={}, fingerprint=fingerprint, ident=pending.ident, unkept=problem
         )
         return Observed(calls=(call,))
 
+    def _raw_answered(self, raw: bytes, channel: str, first_answers: bool) -> _Pending | None:
+        """The request a line the strict decoder refuses answers for the client, if one waits."""
+        message = wire.read_raw(raw)
+        if not isinstance(message, sdk.mcp_types.JSONRPCResponse | sdk.mcp_types.JSONRPCError):
+            return None
+        return self._answered(message.id, channel, first_answers)
+
     def _batch(self, items: list[Any], channel: str) -> str:
         """A batch answers nothing for an MCP client (the SDK's refuses it); say which calls it meant to."""
-        meant = [
-            f"{quote(str(pending.params.get('name')))} (id {canonical(pending.ident)})"
-            for item in items
-            if isinstance(item, dict) and isinstance(item.get("id"), int | str)
-            for pending in [self._pending.get(channel + wire.correlation(item["id"]))]
-            if pending is not None and pending.method == "tools/call"
-        ]
+        answered = [self._call_answered(item, channel) for item in items]
+        meant = [pending.named() for pending in answered if pending is not None]
         said = f" (it meant to answer tools/call {', '.join(meant)}: not recorded)" if meant else ""
         return f"a JSON-RPC batch, which an MCP client refuses{said}; passed on, not looked at"
+
+    def _call_answered(self, item: Any, channel: str) -> _Pending | None:
+        """The ``tools/call`` on ``channel`` that a batch's ``item`` would answer, if one waits."""
+        if not isinstance(item, dict) or not isinstance(item.get("id"), int | str):
+            return None
+        pending = self._pending.get(channel + wire.correlation(item["id"]))
+        return pending if pending is not None and pending.method == "tools/call" else None
 
     def awaits_call(self, channel: str = "") -> bool:
         """Whether a ``tools/call`` on ``channel`` waits for its answer (no SDK needed to tell)."""
@@ -235,11 +261,7 @@ class Session:
         """The ``tools/call`` requests on ``channel`` still waiting for an answer (forgotten now)."""
         keys = [key for key in self._pending if key.startswith(channel)]
         waiting = [self._pending.pop(key) for key in keys]
-        return tuple(
-            f"{quote(str(pending.params.get('name')))} (id {canonical(pending.ident)})"
-            for pending in waiting
-            if pending.method == "tools/call"
-        )
+        return tuple(pending.named() for pending in waiting if pending.method == "tools/call")
 
     def lock(self) -> ToolLock:
         """The contracts of the tools the server listed last."""
@@ -250,9 +272,8 @@ class Session:
         if not isinstance(result, dict):
             return
         info = result.get("serverInfo")  # the initialize handshake
-        meta = result.get("_meta")
-        if not isinstance(info, dict) and isinstance(meta, dict):
-            info = meta.get(SERVER_INFO_META)  # the 2026 revision's stamp
+        if not isinstance(info, dict):
+            info = stamped_info(result)  # the 2026 revision's stamp
         if isinstance(info, dict) and isinstance(info.get("version"), str):
             self.version = info["version"]
 
@@ -264,18 +285,7 @@ class Session:
             return False, ()
         if not params.get("cursor"):
             self._page = {}  # a first page starts the list afresh
-        definitions = [
-            ToolDefinition(
-                name=tool["name"],
-                schema=tool.get("inputSchema", {}),
-                shape="mcp",
-                annotations=tool["annotations"] if isinstance(tool.get("annotations"), dict) else None,
-                text=text_of_tool(tool),
-            )
-            for tool in tools
-            if isinstance(tool, dict) and isinstance(tool.get("name"), str) and tool["name"]
-        ]
-        imported = import_definitions(definitions, version=self.version, path="tools/list")
+        imported = import_definitions(_definitions(tools), version=self.version, path="tools/list")
         self._page.update((contract.name, contract) for contract in imported.contracts)
         self.contracts = dict(self._page)
         return True, imported.warnings
@@ -286,35 +296,53 @@ class Session:
             return None, "a tools/call without a tool name was answered; not recorded"
         if args is None:
             return None, f"tools/call of {quote(tool)} has arguments that are not an object; not recorded"
-        problem = ""
-        if isinstance(message, sdk.mcp_types.JSONRPCError):
-            # as the client reads it: the code an integer, the data kept
-            response: dict[str, Any] = {"error": message.error.model_dump(exclude_none=True)}
-        else:
-            result = message.result
-            if result.get("resultType") == "input_required":
-                return None, ""  # not an answer yet: the client will call again with the input
-            response = result
-            said = self.check_result(result)
-            if said:
-                problem = (
-                    f"the result of tools/call of {quote(tool)} is not a valid CallToolResult ({said});"
-                    " recorded as sent"
-                )
-        contract = self.contracts.get(tool)
+        response, problem = self._call_response(tool, message)
+        if response is None:
+            return None, ""  # not an answer yet: the client will call again with the input
+        fingerprint, text_digest = self._listed(tool)
         call = Call(
             tool=tool,
             args=args,
             response=response,
-            fingerprint=contract.fingerprint if contract is not None else None,
+            fingerprint=fingerprint,
             ident=pending.ident,
-            text_digest=contract.text_digest if contract is not None else None,
+            text_digest=text_digest,
             notifications=tuple(pending.notifications),
         )
         return call, problem
 
+    def _listed(self, tool: str) -> tuple[str | None, str | None]:
+        """The fingerprint and contract-text digest of ``tool`` as last listed (None: not listed)."""
+        contract = self.contracts.get(tool)
+        if contract is None:
+            return None, None
+        return contract.fingerprint, contract.text_digest
+
+    def _call_response(self, tool: str, message: Any) -> tuple[dict[str, Any] | None, str]:
+        """The response a tools/call answer records (None: not an answer yet), and its problem."""
+        if isinstance(message, sdk.mcp_types.JSONRPCError):
+            # as the client reads it: the code an integer, the data kept
+            return {"error": message.error.model_dump(exclude_none=True)}, ""
+        result: dict[str, Any] = message.result
+        if result.get("resultType") == "input_required":
+            return None, ""
+        said = self.check_result(result)
+        if not said:
+            return result, ""
+        return result, (
+            f"the result of tools/call of {quote(tool)} is not a valid CallToolResult ({said});"
+            " recorded as sent"
+        )
+
 
 _NOT_JSONRPC = "not a JSON-RPC message an MCP peer reads; passed on, not looked at"
+
+
+def stamped_info(result: dict[str, Any]) -> dict[str, Any] | None:
+    """The server's identity the 2026 revision stamps on a result's ``_meta``, if it is there."""
+    meta = result.get("_meta")
+    info = meta.get(SERVER_INFO_META) if isinstance(meta, dict) else None
+    return info if isinstance(info, dict) else None
 
 
 def _paired(method: str) -> bool:
@@ -334,6 +362,26 @@ def _exchange(pending: _Pending, value: dict[str, Any], message: Any) -> Exchang
         response=response,
         notifications=tuple(pending.notifications),
     )
+
+
+def _definitions(tools: list[Any]) -> list[ToolDefinition]:
+    """The definitions of the listed tools that have a name (others are not tools)."""
+    return [
+        ToolDefinition(
+            name=tool["name"],
+            schema=tool.get("inputSchema", {}),
+            shape="mcp",
+            annotations=tool["annotations"] if isinstance(tool.get("annotations"), dict) else None,
+            text=text_of_tool(tool),
+        )
+        for tool in tools
+        if isinstance(tool, dict) and isinstance(tool.get("name"), str) and tool["name"]
+    ]
+
+
+def _is_batch(value: Any) -> bool:
+    """Whether a decoded message is a JSON-RPC batch: a non-empty array of JSON-RPC messages."""
+    return isinstance(value, list) and bool(value) and all(_is_jsonrpc(item) for item in value)
 
 
 def _is_jsonrpc(item: Any) -> bool:
@@ -357,6 +405,11 @@ def _messages(raw: bytes) -> tuple[list[dict[str, Any]], str]:
         value = decode(raw, max_bytes=MAX_RECORD_BYTES, what="message")
     except InputError as err:
         return [], f"unreadable: {err.problem}; passed on, not looked at"
+    return _jsonrpc_items(value)
+
+
+def _jsonrpc_items(value: Any) -> tuple[list[dict[str, Any]], str]:
+    """A decoded line's JSON-RPC messages (a batch is several); none when one item is not one."""
     items = value if isinstance(value, list) else [value]
     messages = [item for item in items if _is_jsonrpc(item)]
     if not messages or len(messages) != len(items):

@@ -152,18 +152,7 @@ def proxy(
     client_side = threading.Thread(target=pump_client, name="client-to-server", daemon=True)
     client_side.start()
     try:
-        if meanwhile is None:
-            pump_server()
-        else:
-            server_side = threading.Thread(target=pump_server, name="server-to-client", daemon=True)
-            server_side.start()
-            try:
-                meanwhile()
-            except BaseException:
-                stop_server(child)
-                server_side.join(KILL_GRACE)  # its output ends with it
-                raise
-            server_side.join()
+        _run(pump_server, child, meanwhile)
         status = child.wait()
         if client_ended.is_set():
             # it stopped the server, or is about to see it gone: what it says of the stop comes
@@ -173,6 +162,31 @@ def proxy(
         child.stdout.close()
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+    _say_exit(recording, status, answered, warn)
+    return _exit_status(status)
+
+
+def _run(
+    pump_server: Callable[[], None], child: subprocess.Popen[bytes], meanwhile: Callable[[], None] | None
+) -> None:
+    """Pass the server's output on until it ends, in this thread; with ``meanwhile``, in another
+    while ``meanwhile`` runs in this one (when it raises, the server is stopped)."""
+    if meanwhile is None:
+        pump_server()
+        return
+    server_side = threading.Thread(target=pump_server, name="server-to-client", daemon=True)
+    server_side.start()
+    try:
+        meanwhile()
+    except BaseException:
+        stop_server(child)
+        server_side.join(KILL_GRACE)  # its output ends with it
+        raise
+    server_side.join()
+
+
+def _say_exit(recording: Recording | Early, status: int, answered: bool, warn: Callable[[str], None]) -> None:
+    """Warn of a server that exited before it said anything, or before it answered calls."""
     if not answered and status != 0:
         warn(f"the MCP server exited with status {_exit_status(status)} before it said anything")
     unanswered = recording.unanswered()
@@ -181,7 +195,6 @@ def proxy(
             f"the MCP server exited (status {_exit_status(status)}) before it answered"
             f" tools/call {', '.join(unanswered)}; not recorded"
         )
-    return _exit_status(status)
 
 
 def _write(fd: int, data: bytes) -> bool:

@@ -15,7 +15,7 @@ import os
 import re
 import warnings
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -93,19 +93,7 @@ class TraceFiles:
         self.warn = warn
         self.chains: dict[str, _Chain] = {}
         self._open: OrderedDict[str, _Chain] = OrderedDict()
-        earlier = earlier_traces(folder)
-        if earlier and not force:
-            raise InputError(
-                f"holds {len(earlier)} trace transcript(s) already ({earlier[0]}...); not replacing them"
-                " (--force replaces a trace's file when that trace arrives)",
-                path=folder,
-            )
-        try:
-            os.makedirs(folder, exist_ok=True)
-        except OSError as err:
-            raise InputError(f"cannot make the folder: {err.strerror}", path=folder) from err
-        if not os.path.isdir(folder) or not os.access(folder, os.W_OK | os.X_OK):
-            raise InputError("not a folder that takes new files", path=folder)
+        _prepare(folder, force)
 
     @property
     def count(self) -> int:
@@ -119,18 +107,24 @@ class TraceFiles:
         if rejected:
             self.warn(f"{rejected} span(s) not recorded: {NO_TRACE}")
         for trace_id, found in traces.items():
-            batch = _imported(found)
-            if batch.rejected:
-                rejected += batch.rejected
-                problem = problem or batch.problem
-                self.warn(f"trace {trace_id}: {batch.rejected} span(s) not recorded: {batch.problem}")
-            for record in batch.records:
-                written = self._write(trace_id, record)
-                if written:
-                    rejected += 1
-                    problem = problem or written
-                    self.warn(f"trace {trace_id}: a call of {quote(record.tool)} not recorded: {written}")
+            more, said = self._take_trace(trace_id, found)
+            rejected += more
+            problem = problem or said
         return Taken(rejected, problem)
+
+    def _take_trace(self, trace_id: str, found: list[_Placed]) -> tuple[int, str]:
+        """Record one trace's tool calls; how many spans were not recorded, and the first problem."""
+        batch = _imported(found)
+        rejected, problem = batch.rejected, batch.problem if batch.rejected else ""
+        if batch.rejected:
+            self.warn(f"trace {trace_id}: {batch.rejected} span(s) not recorded: {batch.problem}")
+        for record in batch.records:
+            written = self._write(trace_id, record)
+            if written:
+                rejected += 1
+                problem = problem or written
+                self.warn(f"trace {trace_id}: a call of {quote(record.tool)} not recorded: {written}")
+        return rejected, problem
 
     def _write(self, trace_id: str, imported: Record) -> str:
         """Write ``imported`` as the next link of its trace's transcript; what prevented it ("")."""
@@ -212,6 +206,24 @@ def _imported(found: list[_Placed]) -> _Batch:
     return batch
 
 
+def _prepare(folder: str, force: bool) -> None:
+    """Make ``folder`` if it is missing; refuse one that holds trace transcripts (unless ``force``)
+    or does not take new files."""
+    earlier = earlier_traces(folder)
+    if earlier and not force:
+        raise InputError(
+            f"holds {len(earlier)} trace transcript(s) already ({earlier[0]}...); not replacing them"
+            " (--force replaces a trace's file when that trace arrives)",
+            path=folder,
+        )
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError as err:
+        raise InputError(f"cannot make the folder: {err.strerror}", path=folder) from err
+    if not os.path.isdir(folder) or not os.access(folder, os.W_OK | os.X_OK):
+        raise InputError("not a folder that takes new files", path=folder)
+
+
 def _records(part: dict[str, Any]) -> list[Record]:
     with warnings.catch_warnings():
         # what the importer says of an input without tool spans is no news here: most requests
@@ -225,15 +237,21 @@ def _by_trace(export: dict[str, Any]) -> tuple[dict[str, list[_Placed]], int]:
     spans have no valid trace id (they belong to no trace)."""
     traces: dict[str, list[_Placed]] = {}
     orphans = 0
+    for resource, scope, span in _placed(export):
+        trace_id = str(span.get("traceId", "")).lower()
+        if TRACE_ID.fullmatch(trace_id) and trace_id != "0" * 32:
+            traces.setdefault(trace_id, []).append((resource, scope, span))
+        else:
+            orphans += 1
+    return traces, orphans
+
+
+def _placed(export: dict[str, Any]) -> Iterator[_Placed]:
+    """Each span of an export with its resource and scope, in the export's order."""
     for resource in export.get("resourceSpans", []):
         for scope in resource.get("scopeSpans", []):
             for span in scope.get("spans", []):
-                trace_id = str(span.get("traceId", "")).lower()
-                if TRACE_ID.fullmatch(trace_id) and trace_id != "0" * 32:
-                    traces.setdefault(trace_id, []).append((resource, scope, span))
-                else:
-                    orphans += 1
-    return traces, orphans
+                yield resource, scope, span
 
 
 def _regrouped(found: list[_Placed]) -> dict[str, Any]:
