@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from toolreplay import sdk
+from toolreplay.analyses.fingerprint_diff import text_differences
 from toolreplay.analyses.volatile import Volatile
 from toolreplay.capture.probe import (
     Answer,
@@ -525,3 +526,19 @@ def probe_live(
         receipt=receipt,
     )
     return result, live, planned[0] if planned else Plan(ask=(), skipped={})
+
+
+def text_explained(
+    records: Sequence[Record], lock: ToolLock | None, live: Mapping[str, ToolContract]
+) -> dict[str, str]:
+    """Per tool whose recorded contract text the lock holds: what changed in it live."""
+    if lock is None:
+        return {}
+    out: dict[str, str] = {}
+    for name, old in lock.tools.items():
+        new = live.get(name)
+        if new is None or old.text_digest is None or old.text_digest == new.text_digest:
+            continue
+        if any(r.tool == name and r.text_digest == old.text_digest for r in records):
+            out[name] = "; ".join(d.text() for d in text_differences(old, new))
+    return out

@@ -22,7 +22,7 @@ import click
 
 from toolreplay.check import run_check
 from toolreplay.cli.action_accept import action_accept_cmd
-from toolreplay.cli.base import EXIT_CLEAN, EXIT_FINDINGS, EXIT_INTERNAL, EXIT_USAGE, atomic_output
+from toolreplay.cli.base import EXIT_CLEAN, EXIT_FINDINGS, EXIT_INTERNAL, EXIT_USAGE, atomic_output, plural
 from toolreplay.cli.gate import tally
 from toolreplay.config import Config, load_config, unmatched_globs
 from toolreplay.driftnotes.base_settings import PullRange, judged_config, judged_fail_on
@@ -213,12 +213,8 @@ def _merge_and_publish(settings: Settings) -> int:
     info, reports = merge_shards(shards, config=_config(settings))
     default = None if info.fail_on is None else frozenset(info.fail_on)
     policy = parse_fail_on(settings.fail_on, default)
-    status = f"merged {_plural(shards[0].numbers[1], 'shard')}; drift notes: see shard 1"
+    status = f"merged {plural(shards[0].numbers[1], 'shard')}; drift notes: see shard 1"
     return publish(settings, reports, policy, status, base=_base(pull_range_from_env()))
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 def publish(

@@ -15,26 +15,24 @@ from typing import TYPE_CHECKING
 import click
 
 from toolreplay import sdk
-from toolreplay.analyses.fingerprint_diff import text_differences
-from toolreplay.analyses.suggest import Suggestion, suggest, toml
+from toolreplay.analyses.suggest import toml
 from toolreplay.capture.listen import Admission, parse_listen
-from toolreplay.capture.live import EVERY_CAPABILITY, probe_live, recorded_client
-from toolreplay.capture.probe import Failure, tool_answer
+from toolreplay.capture.live import EVERY_CAPABILITY, probe_live, recorded_client, text_explained
 from toolreplay.capture.receipt import (
     NOT_SEALED,
     read_receipt,
     receipt_records,
     repeat_of,
     rules_by_tool,
+    suggested,
     write_receipt,
 )
 from toolreplay.capture.serve import (
     BrokenRecordingError,
     SessionLockError,
     build_server,
-    check_lock,
-    check_session_lock,
     handshake_only,
+    load_checked,
     load_records,
     load_session,
     miss_log,
@@ -73,7 +71,7 @@ if TYPE_CHECKING:
     from toolreplay.analyses.volatile import Volatile
     from toolreplay.capture.live import Declared, Live
     from toolreplay.capture.probe import Answer, Plan, ProbeResult, Receipted
-    from toolreplay.contracts.lock import ToolContract, ToolLock
+    from toolreplay.contracts.lock import ToolLock
     from toolreplay.transcript import Record
 
 
@@ -122,11 +120,7 @@ def serve_cmd(
     volatile = volatile_of(config, used)
     announce(config, used)
     try:
-        records = load_records(transcript)
-        session = load_session(transcript)
-        if lock is not None:
-            check_lock(records, lock)
-            check_session_lock(transcript, session, lock)
+        records, session = load_checked(transcript, lock)
     except (ToolDriftError, BrokenRecordingError, SessionLockError) as err:
         click.echo(f"toolreplay: error: {inert(one_line(str(err)))}", err=True)
         ctx.exit(EXIT_FINDINGS)
@@ -155,22 +149,6 @@ def _warn_logged(record: logging.LogRecord) -> None:
     """What the SDK logs while serving (a client's message it refuses, say) as one warning line:
     its traceback, which quotes what the client sent, left out."""
     warn(f"{record.name}: {record.getMessage()}")
-
-
-def _text_explained(
-    records: Sequence[Record], lock: ToolLock | None, live: dict[str, ToolContract]
-) -> dict[str, str]:
-    """Per tool whose recorded contract text the lock holds: what changed in it live."""
-    if lock is None:
-        return {}
-    out: dict[str, str] = {}
-    for name, old in lock.tools.items():
-        new = live.get(name)
-        if new is None or old.text_digest is None or old.text_digest == new.text_digest:
-            continue
-        if any(r.tool == name and r.text_digest == old.text_digest for r in records):
-            out[name] = "; ".join(d.text() for d in text_differences(old, new))
-    return out
 
 
 @click.command(name="probe")
@@ -308,7 +286,7 @@ def probe_cmd(
             sequence=sequence,
             timeout=timeout,
             path=source,
-            explain=lambda contracts: _text_explained(records, lock, contracts),
+            explain=lambda contracts: text_explained(records, lock, contracts),
             repeat=repeat or 1,
             volatile=volatile,
             receipt=receipt,
@@ -467,15 +445,4 @@ def _suggestions(
 ) -> str:
     """``probe --suggest-volatile``'s TOML: per tool, the rules its repeated answers call for, as
     the configuration file ``config`` (None: none was found) holds rules."""
-
-    found: dict[str, list[Suggestion]] = {}
-    for record in records:
-        answers = repeated.get(record.call_key)
-        if not answers or any(isinstance(answer, Failure) for answer in answers):
-            continue
-        mine = found.setdefault(record.tool, [])
-        for suggestion in suggest(record.tool, [tool_answer(a) for a in answers if isinstance(a, dict)]):
-            # one rule per place, with the values of the first call that needed it
-            if all((s.rule, s.at) != (suggestion.rule, suggestion.at) for s in mine):
-                mine.append(suggestion)
-    return toml(found, repeat, config)
+    return toml(suggested(records, repeated), repeat, config)

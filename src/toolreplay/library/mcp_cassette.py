@@ -34,7 +34,7 @@ from urllib.parse import urlsplit, urlunsplit
 from toolreplay import sdk
 from toolreplay.analyses.volatile import Volatile
 from toolreplay.canonical import canonical
-from toolreplay.capture.serve import check_lock, check_session_lock, load_records, load_session
+from toolreplay.capture.serve import load_checked, load_records
 from toolreplay.contracts.lock import ToolContract, ToolLock, load_lock
 from toolreplay.errors import ToolreplayError
 from toolreplay.escape import one_line, quote
@@ -192,12 +192,7 @@ class McpCassettes:
                 " give each its own name= (each server has a cassette of its own)"
             )
         existed = os.path.exists(path)
-        recording = self.mode in ("all", "new_episodes") or (self.mode == "once" and not existed)
-        if not recording and not existed:
-            self.fail(
-                f"toolreplay: there is no cassette {label} and the record mode is {self.mode} ({self.why}):"
-                " record it where the server is reachable and commit it"
-            )
+        recording = self._recording(label, existed=existed)
         server = McpCassette(
             path=path,
             label=label,
@@ -208,6 +203,17 @@ class McpCassettes:
         )
         self.servers.append(server)
         return server
+
+    def _recording(self, label: str, *, existed: bool) -> bool:
+        """Whether the record mode records the server of the cassette ``label``; the test fails
+        when it would replay a cassette that does not exist."""
+        recording = self.mode in ("all", "new_episodes") or (self.mode == "once" and not existed)
+        if not recording and not existed:
+            self.fail(
+                f"toolreplay: there is no cassette {label} and the record mode is {self.mode} ({self.why}):"
+                " record it where the server is reachable and commit it"
+            )
+        return recording
 
     def _check_command(
         self, command: str, env: Mapping[str, str] | None, cwd: str | os.PathLike[str] | None
@@ -227,11 +233,7 @@ class McpCassettes:
         fails with its reason, not with a closed connection)."""
         lock = lock_path(server.path)
         try:
-            server.records = load_records(server.path)
-            session = load_session(server.path)
-            if os.path.exists(lock):
-                check_lock(server.records, load_lock(lock))
-                check_session_lock(server.path, session, load_lock(lock))
+            server.records, _ = load_checked(server.path, load_lock(lock) if os.path.exists(lock) else None)
         except ToolreplayError as err:
             self.fail(f"toolreplay serve refuses the cassette {server.label}: {one_line(str(err))}")
         argv = ["serve", server.path, "--misses", server.misses]
@@ -287,32 +289,40 @@ class McpCassettes:
         if not server.recording:
             self._check_misses(server)
             return "replayed"
-        new: tuple[Record, ...] = ()
-        if _exists(server.transcript):
-            new = tuple(link.record for link in read_links(server.transcript))
+        new = _recorded(server.transcript)
         session = _session(server.transcript)
         lock = load_lock(server.lock) if _exists(server.lock) else None
         old: tuple[Record, ...] = ()
         if server.mode == "new_episodes" and server.existed:
             old = load_records(server.path)
-            if lock is not None:
-                self._check_drift(server, old, lock)
-            volatile = self._volatile()
-            held = {match_key(record.tool, record.args, volatile) for record in old}
-            kept = [record for record in new if match_key(record.tool, record.args, volatile) not in held]
-            session = merged_session(
-                _session(server.path), session, {r.index: len(old) + i for i, r in enumerate(kept)}
-            )
-            new = tuple(kept)
-        if not new and (server.existed or session is None):
-            return "replayed" if server.existed and server.mode != "all" else ""
-        if not passed:  # a failed test's calls are no baseline
-            return "unsaved"
+            new, session = self._appended(server, old, new, session, lock)
+        unwritten = _unwritten(server, new, session, passed=passed)
+        if unwritten is not None:
+            return unwritten
         if lock is None:  # the session never listed its tools: keep what the cassette's lock knew
-            kept_lock = lock_path(server.path)
-            lock = load_lock(kept_lock) if old and _exists(kept_lock) else ToolLock()
+            lock = _kept_lock(server.path, old)
         write_cassette(server.path, (*old, *new), lock, session)
         return "recorded"
+
+    def _appended(
+        self,
+        server: McpCassette,
+        old: tuple[Record, ...],
+        new: tuple[Record, ...],
+        session: tuple[Record, ...] | None,
+        lock: ToolLock | None,
+    ) -> tuple[tuple[Record, ...], tuple[Record, ...] | None]:
+        """``new_episodes``: the recorded calls the cassette does not hold yet, and the merged
+        session file (after the drift check against the live server's ``lock``)."""
+        if lock is not None:
+            self._check_drift(server, old, lock)
+        volatile = self._volatile()
+        held = {match_key(record.tool, record.args, volatile) for record in old}
+        kept = [record for record in new if match_key(record.tool, record.args, volatile) not in held]
+        session = merged_session(
+            _session(server.path), session, {r.index: len(old) + i for i, r in enumerate(kept)}
+        )
+        return tuple(kept), session
 
     def _check_drift(self, server: McpCassette, old: Sequence[Record], live: ToolLock) -> None:
         """Raise :class:`ToolDriftError` for the first recorded call whose tool the server lists with
@@ -386,6 +396,29 @@ class McpCassettes:
             shutil.rmtree(server.folder, ignore_errors=True)
 
 
+def _unwritten(
+    server: McpCassette, new: Sequence[Record], session: Sequence[Record] | None, *, passed: bool
+) -> str | None:
+    """The outcome of a recording that writes nothing (None: the cassette is written)."""
+    if not new and (server.existed or session is None):
+        return "replayed" if server.existed and server.mode != "all" else ""
+    if not passed:  # a failed test's calls are no baseline
+        return "unsaved"
+    return None
+
+
+def _recorded(transcript: str) -> tuple[Record, ...]:
+    """The calls the recording proxy wrote to ``transcript`` (none when it wrote nothing)."""
+    return tuple(link.record for link in read_links(transcript)) if _exists(transcript) else ()
+
+
+def _kept_lock(cassette: str, old: Sequence[Record]) -> ToolLock:
+    """The lock a cassette keeps when its session never listed its tools: the cassette's own
+    lock when calls were kept from it, else an empty one."""
+    kept = lock_path(cassette)
+    return load_lock(kept) if old and _exists(kept) else ToolLock()
+
+
 def _session(recording: str) -> tuple[Record, ...] | None:
     """The session file beside ``recording`` (what the proxy saw besides the calls); None without one."""
     beside = session_path(recording)
@@ -405,13 +438,21 @@ def merged_session(
     held = {(record.tool, canonical(record.args)) for record in old}
     added: list[Record] = []
     for record in new:
-        if record.tool == "tools/call":
-            index = record.args.get("index")
-            if isinstance(index, int) and index in moved:
-                added.append(replace(record, args={"index": moved[index]}))
-        elif (record.tool, canonical(record.args)) not in held:
-            added.append(record)
+        extra = _appended_record(record, held, moved)
+        if extra is not None:
+            added.append(extra)
     return (*old, *added)
+
+
+def _appended_record(record: Record, held: set[tuple[str, str]], moved: Mapping[int, int]) -> Record | None:
+    """What ``record`` of the new session adds to the merged one: a call's notification under
+    the call's index in the cassette, or a message the old session does not hold; else None."""
+    if record.tool != "tools/call":
+        return None if (record.tool, canonical(record.args)) in held else record
+    index = record.args.get("index")
+    if isinstance(index, int) and index in moved:
+        return replace(record, args={"index": moved[index]})
+    return None
 
 
 def _exists(path: str) -> bool:

@@ -56,16 +56,18 @@ class StateCommand:
         self.commands = tuple(c if isinstance(c, Command) else parse_state_command(c) for c in given)
         if not self.commands:
             raise ValueError("no state command given")
-        if not (isinstance(timeout, int | float) and math.isfinite(timeout) and timeout > 0):
-            raise ValueError(f"a state command's timeout is a positive number of seconds, not {timeout!r}")
-        self.timeout = float(timeout)
+        self.timeout = _checked_timeout(timeout)
         self.mutators = frozenset(mutators)
 
     def for_call(self, tool: str, mutates: bool | None = None) -> tuple[Command, ...]:
         """The commands that run after a call of ``tool``: those named for it, and the others when
         it changes state (``mutates``; None: when :attr:`mutators` names it)."""
-        changes = tool in self.mutators if mutates is None else mutates
+        changes = self._changes(tool, mutates)
         return tuple(c for c in self.commands if c.tool == tool or (c.tool is None and changes))
+
+    def _changes(self, tool: str, mutates: bool | None) -> bool:
+        """Whether a call of ``tool`` changes state: ``mutates``, else whether :attr:`mutators` names it."""
+        return tool in self.mutators if mutates is None else mutates
 
     def take(
         self, tool: str, args: Mapping[str, Any], *, mutates: bool | None = None, index: int = 0
@@ -79,12 +81,9 @@ class StateCommand:
         state: dict[str, str] = {}
         for command in commands:
             part, problem = self._state(command, env)
-            clash = next((key for key in part or () if key in state), None)
-            if clash is not None:
-                problem = f"gives {quote(clash)}, which an earlier state command of the call gave too"
+            problem = problem or _clash(state, part)
             if part is None or problem:
-                changes = tool in self.mutators if mutates is None else mutates
-                return None, _warning(command, tool, index, problem, changes=changes)
+                return None, _warning(command, tool, index, problem, changes=self._changes(tool, mutates))
             state.update(part)
         return state, ""
 
@@ -120,6 +119,21 @@ class StateCommand:
         if len(raw) > MAX_OUTPUT:
             return None, f"it wrote more than {MAX_OUTPUT} bytes"
         return state_of(command, raw)
+
+
+def _checked_timeout(timeout: object) -> float:
+    """A state command's ``timeout`` in seconds; ``ValueError`` unless a positive finite number."""
+    if not (isinstance(timeout, int | float) and math.isfinite(timeout) and timeout > 0):
+        raise ValueError(f"a state command's timeout is a positive number of seconds, not {timeout!r}")
+    return float(timeout)
+
+
+def _clash(state: Mapping[str, str], part: Mapping[str, str] | None) -> str:
+    """Why a command's ``part`` of the state cannot join what earlier commands gave ("": it can)."""
+    clash = next((key for key in part or () if key in state), None)
+    if clash is None:
+        return ""
+    return f"gives {quote(clash)}, which an earlier state command of the call gave too"
 
 
 def _warning(command: Command, tool: str, index: int, problem: str, *, changes: bool) -> str:
