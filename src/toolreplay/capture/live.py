@@ -537,8 +537,13 @@ def text_explained(
     out: dict[str, str] = {}
     for name, old in lock.tools.items():
         new = live.get(name)
-        if new is None or old.text_digest is None or old.text_digest == new.text_digest:
-            continue
-        if any(r.tool == name and r.text_digest == old.text_digest for r in records):
+        if new is not None and _text_recorded_and_changed(records, old, new):
             out[name] = "; ".join(d.text() for d in text_differences(old, new))
     return out
+
+
+def _text_recorded_and_changed(records: Sequence[Record], old: ToolContract, new: ToolContract) -> bool:
+    """Whether ``old``'s contract text is one a record was made with, and ``new`` has another."""
+    if old.text_digest is None or old.text_digest == new.text_digest:
+        return False
+    return any(r.tool == old.name and r.text_digest == old.text_digest for r in records)

@@ -186,10 +186,13 @@ def suggested(
     found: dict[str, list[Suggestion]] = {}
     for record in records:
         answers = repeated.get(record.call_key)
-        if not answers or any(isinstance(answer, Failure) for answer in answers):
-            continue
-        mine = found.setdefault(record.tool, [])
-        for suggestion in suggest(record.tool, [tool_answer(a) for a in answers if isinstance(a, dict)]):
-            if all((s.rule, s.at) != (suggestion.rule, suggestion.at) for s in mine):
-                mine.append(suggestion)
+        if answers and not any(isinstance(answer, Failure) for answer in answers):
+            _add_new(found.setdefault(record.tool, []), record.tool, answers)
     return found
+
+
+def _add_new(mine: list[Suggestion], tool: str, answers: Sequence[Answer]) -> None:
+    """Add to ``mine`` the rules ``answers`` call for at places ``mine`` has no rule for yet."""
+    for suggestion in suggest(tool, [tool_answer(a) for a in answers if isinstance(a, dict)]):
+        if all((s.rule, s.at) != (suggestion.rule, suggestion.at) for s in mine):
+            mine.append(suggestion)

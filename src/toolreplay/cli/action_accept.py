@@ -64,19 +64,12 @@ def action_accept_cmd(ctx: click.Context) -> None:
 def run_accept(settings: Settings, environ: dict[str, str] | None = None) -> int:
     """Everything ``action accept`` does; the exit code."""
     env = dict(os.environ if environ is None else environ)
-    if env.get("GITHUB_EVENT_NAME") != "issue_comment":
-        raise InputError("command accept runs on an issue_comment event (a /toolreplay accept comment)")
-    repository = env.get("GITHUB_REPOSITORY", "")
-    if "/" not in repository:
-        raise InputError("runner variable GITHUB_REPOSITORY: expected owner/name")
+    repository = _repository(env)
     comment = comment_from_event(event_payload(env), repository)
     if comment is None:
         echo("not a new comment on a pull request: nothing to do")
         return EXIT_CLEAN
-    if not settings.token:
-        raise InputError("input token: command accept needs a token (contents and pull-requests write)")
-    if not installed("github"):
-        raise InputError(f"command accept needs PyGithub ({install_hint('github')})")
+    _check_can_push(settings)
     route_pygithub_log(settings.token)
     branch = Branch(path=settings.workspace, token=settings.token)
     approver = Approver(
@@ -92,6 +85,24 @@ def run_accept(settings: Settings, environ: dict[str, str] | None = None) -> int
         raise InputError(f"GitHub: {failure_reason(err, settings.token)}") from err
     _report(outcome, settings)
     return EXIT_FINDINGS if outcome.status == "refused" else EXIT_CLEAN
+
+
+def _repository(env: dict[str, str]) -> str:
+    """The repository (owner/name) of the ``issue_comment`` event the runner gave."""
+    if env.get("GITHUB_EVENT_NAME") != "issue_comment":
+        raise InputError("command accept runs on an issue_comment event (a /toolreplay accept comment)")
+    repository = env.get("GITHUB_REPOSITORY", "")
+    if "/" not in repository:
+        raise InputError("runner variable GITHUB_REPOSITORY: expected owner/name")
+    return repository
+
+
+def _check_can_push(settings: Settings) -> None:
+    """A token to push and reply with, and PyGithub to do it."""
+    if not settings.token:
+        raise InputError("input token: command accept needs a token (contents and pull-requests write)")
+    if not installed("github"):
+        raise InputError(f"command accept needs PyGithub ({install_hint('github')})")
 
 
 def _accept(branch: Branch, unit: Unit, reason: str, base: str, config: str | None) -> Sequence[str]:

@@ -10,7 +10,7 @@ import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 
@@ -46,6 +46,7 @@ from toolreplay.cli.base import (
     atomic_output,
     force_option,
     mutator_option,
+    plural,
     warn,
 )
 from toolreplay.cli.defaults import (
@@ -71,6 +72,7 @@ if TYPE_CHECKING:
     from toolreplay.analyses.volatile import Volatile
     from toolreplay.capture.live import Declared, Live
     from toolreplay.capture.probe import Answer, Plan, ProbeResult, Receipted
+    from toolreplay.config import Config
     from toolreplay.contracts.lock import ToolLock
     from toolreplay.transcript import Record
 
@@ -110,10 +112,7 @@ def serve_cmd(
     """
     require_sdk("serve")
 
-    if origins and listen is None:
-        raise click.UsageError("--allow-origin goes with --listen")
-    address = parse_listen(listen) if listen is not None else None
-    admission = Admission.of(address[0], origins) if address is not None else None
+    http = _http_listening(listen, origins)
     lock = load_lock(lock_path) if lock_path is not None else None
     config = read_config(config_file)
     used: list[str] = []
@@ -122,8 +121,7 @@ def serve_cmd(
     try:
         records, session = load_checked(transcript, lock)
     except (ToolDriftError, BrokenRecordingError, SessionLockError) as err:
-        click.echo(f"toolreplay: error: {inert(one_line(str(err)))}", err=True)
-        ctx.exit(EXIT_FINDINGS)
+        _refused(ctx, err)
     server = build_server(
         records,
         lock,
@@ -132,17 +130,34 @@ def serve_cmd(
         volatile=volatile,
         path=transcript,
     )
-    calls = f"{len(records)} recorded call{'' if len(records) == 1 else 's'}"
+    calls = plural(len(records), "recorded call")
 
     def ready(where: str) -> None:  # one line, so a CI job can wait for it
         click.echo(f"toolreplay: serving {inert(one_line(transcript))} ({calls}) at {where}", err=True)
 
     with sdk.logs_routed(_warn_logged):
-        if address is None or admission is None:
+        if http is None:
             ready("stdio")
             serve_stdio(server, handshake=handshake_only(session))
         else:
-            serve_http(server, *address, admission, ready=ready)
+            (host, port), admission = http
+            serve_http(server, host, port, admission, ready=ready)
+
+
+def _http_listening(listen: str | None, origins: tuple[str, ...]) -> tuple[tuple[str, int], Admission] | None:
+    """``--listen``'s address and who it admits (``--allow-origin``); None to serve stdio."""
+    if listen is None:
+        if origins:
+            raise click.UsageError("--allow-origin goes with --listen")
+        return None
+    address = parse_listen(listen)
+    return address, Admission.of(address[0], origins)
+
+
+def _refused(ctx: click.Context, err: Exception) -> NoReturn:
+    """A recording that cannot be served or probed as it is: one error line, exit 1."""
+    click.echo(f"toolreplay: error: {inert(one_line(str(err)))}", err=True)
+    ctx.exit(EXIT_FINDINGS)
 
 
 def _warn_logged(record: logging.LogRecord) -> None:
@@ -273,8 +288,7 @@ def probe_cmd(
     lock = load_lock(lock_path) if lock_path is not None else None
     source = against if against is not None else str(transcript)
     records, receipt, declared = _probed(ctx, source, against is not None)
-    if receipt is not None and repeat is None:
-        repeat = repeat_of(receipt)
+    times = _times_asked(repeat, receipt)
 
     def run() -> tuple[ProbeResult, Live, Plan]:
         return probe_live(
@@ -287,7 +301,7 @@ def probe_cmd(
             timeout=timeout,
             path=source,
             explain=lambda contracts: text_explained(records, lock, contracts),
-            repeat=repeat or 1,
+            repeat=times,
             volatile=volatile,
             receipt=receipt,
             declared=declared,
@@ -300,10 +314,9 @@ def probe_cmd(
     for problem in live.warnings:
         warn(problem)
     if suggest_volatile:
-        into = None if config is None else one_line(config_shown(config))
-        click.echo(_suggestions(records, live.repeated or {}, repeat or 1, into), nl=False)
+        click.echo(_suggestions(records, live.repeated or {}, times, config), nl=False)
         ctx.exit(EXIT_CLEAN)
-    answers = repeat if receipt is not None else None
+    answers = times if receipt is not None else None
     header = _probe_header(result, volatile, source, answers)
     report = Report(command="probe", path=source, header=header, findings=result.findings)
     ctx.exit(emit_gated([report], fmt, policy))
@@ -382,8 +395,7 @@ def _probed(
         # the client declares what the recorded one did, so the server lists the same tools
         records, session = load_records(source), load_session(source)
     except BrokenRecordingError as err:
-        click.echo(f"toolreplay: error: {inert(one_line(str(err)))}", err=True)
-        ctx.exit(EXIT_FINDINGS)
+        _refused(ctx, err)
     return records, None, recorded_client(session or (), session_path(source))
 
 
@@ -411,9 +423,8 @@ def _with_receipt(
         if not records:
             raise InputError("not written: no call was answered every time it was asked", path=output)
         write_receipt(out, records)
-    count = len(records)
     click.echo(
-        f"toolreplay: wrote a receipt of {count} call{'s' * (count != 1)}"
+        f"toolreplay: wrote a receipt of {plural(len(records), 'call')}"
         f" ({records[0].response['answers']} answers each) to {one_line(output)}",
         err=True,
     )
@@ -440,9 +451,17 @@ def _probe_header(
     return tuple(header)
 
 
+def _times_asked(repeat: int | None, receipt: dict[int, Receipted] | None) -> int:
+    """How many times each call is asked: --repeat, else as often as the receipt's were, else once."""
+    if repeat is None and receipt is not None:
+        return repeat_of(receipt)
+    return repeat or 1
+
+
 def _suggestions(
-    records: Sequence[Record], repeated: Mapping[str, Sequence[Answer]], repeat: int, config: str | None
+    records: Sequence[Record], repeated: Mapping[str, Sequence[Answer]], repeat: int, config: Config | None
 ) -> str:
     """``probe --suggest-volatile``'s TOML: per tool, the rules its repeated answers call for, as
     the configuration file ``config`` (None: none was found) holds rules."""
-    return toml(suggested(records, repeated), repeat, config)
+    into = None if config is None else one_line(config_shown(config))
+    return toml(suggested(records, repeated), repeat, into)
