@@ -108,13 +108,20 @@ def _fingerprinted(
     if target is not None:
         if source or mcp:
             raise click.UsageError("--target asks a server by its URL: give no SOURCE and no --mcp")
-        lock, warnings = url_lock(target, version=version, timeout=timeout)
-        return lock, tuple(warnings), url_shown(target)
+        return _url_fingerprinted(target, version, timeout)
     if not mcp and len(source) != 1:
         raise click.UsageError("give one SOURCE (or --mcp and a server command line, or --target URL)")
     chosen = frozenset(mutators) if mutators else DEFAULT_MUTATORS
     lock, warnings = _lock_of(source, mcp=mcp, version=version, mutators=chosen, timeout=timeout)
     return lock, tuple(warnings), describe(source) if mcp else source[0]
+
+
+def _url_fingerprinted(
+    target: str, version: str | None, timeout: float
+) -> tuple[ToolLock, tuple[str, ...], str]:
+    """The lock of the server at the URL ``target``, its warnings, and the URL as errors show it."""
+    lock, warnings = url_lock(target, version=version, timeout=timeout)
+    return lock, tuple(warnings), url_shown(target)
 
 
 def _lock_of(

@@ -131,9 +131,10 @@ def _passed(result: GuardResult) -> str:
     """The one line of a guard that passes: no change, or each change and the notes that accept it."""
     if not result.changes:
         return "drift notes: no sealed baseline changes"
-    accepted = ", ".join(
-        f"{quote(c.baseline)} by "
-        + (" and ".join(quote(n.path) for n in result.notes if n.baseline == c.baseline) or "no note")
-        for c in result.changes
-    )
+    accepted = ", ".join(f"{quote(c.baseline)} by {_notes_of(result, c.baseline)}" for c in result.changes)
     return f"drift notes: every baseline change has its note ({accepted})"
+
+
+def _notes_of(result: GuardResult, baseline: str) -> str:
+    """The notes that accept ``baseline``'s change, as the passing line names them."""
+    return " and ".join(quote(n.path) for n in result.notes if n.baseline == baseline) or "no note"

@@ -174,10 +174,7 @@ def record_cmd(
         commands=tuple(_parsed(value) for value in state_commands),  # refused before anything starts
         timeout=state_timeout,
     )
-    if listen is not None and target is not None:
-        status, recording = _machinery().record_http(listen, target, origins, opening.open)
-    else:
-        status, recording = _record_stdio(command, opening)
+    status, recording = _record(command, listen, target, origins, opening)
     for kept in recording.kept:
         click.echo(f"toolreplay: {kept.text(lock_path or '')}", err=True)
     click.echo(_recorded_line(recording, output, redacting=bool(patterns)), err=True)
@@ -264,6 +261,21 @@ def _record_otlp(
     note = _redacted_note(files.redactor.count) if patterns else ""
     click.echo(f"toolreplay: recorded {calls} in {traces} to {one_line(folder)}{note}", err=True)
     return 0
+
+
+def _record(
+    command: tuple[str, ...],
+    listen: str | None,
+    target: str | None,
+    origins: tuple[str, ...],
+    opening: Opening,
+) -> tuple[int, Recording]:
+    """Proxy over Streamable HTTP (--listen and --target) or stdio until done; (exit status,
+    the recording)."""
+    if listen is not None and target is not None:
+        status, recording = _machinery().record_http(listen, target, origins, opening.open)
+        return status, recording
+    return _record_stdio(command, opening)
 
 
 def _record_stdio(command: tuple[str, ...], opening: Opening) -> tuple[int, Recording]:
