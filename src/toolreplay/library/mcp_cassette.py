@@ -220,12 +220,7 @@ class McpCassettes:
     ) -> None:
         """Fail now, in one line, when the real server cannot be started (the client would only
         see its connection closed)."""
-        if os.sep in command or (os.altsep and os.altsep in command):
-            found = os.path.exists(os.path.join(os.fspath(cwd) if cwd is not None else ".", command))
-        else:
-            search = (env or {}).get("PATH", os.environ.get("PATH", os.defpath))
-            found = shutil.which(command, path=search) is not None
-        if not found:
+        if not _findable(command, env, cwd):
             self.fail(f"toolreplay: cannot start the MCP server {command!r} to record it: not found")
 
     def _serve_args(self, server: McpCassette) -> list[str]:
@@ -274,16 +269,20 @@ class McpCassettes:
         outcomes: list[str] = []
         problem: BaseException | None = None
         for server in self.servers:
-            try:
-                outcome = self._finish(server, passed)
-            except (SnapshotMissError, ToolDriftError) as err:
-                outcome, problem = "unsaved" if server.recording else "replayed", problem or err
-            except (OSError, ToolreplayError) as err:
-                outcome = "unsaved"
-                problem = problem or ToolreplayError(f"the recording of {server.label} cannot be read: {err}")
+            outcome, error = self._outcome(server, passed)
+            problem = problem or error
             if outcome:
                 outcomes.append(outcome)
         return outcomes, problem
+
+    def _outcome(self, server: McpCassette, passed: bool) -> tuple[str, BaseException | None]:
+        """One server's outcome, and the error the test must show for it (None: none)."""
+        try:
+            return self._finish(server, passed), None
+        except (SnapshotMissError, ToolDriftError) as err:
+            return "unsaved" if server.recording else "replayed", err
+        except (OSError, ToolreplayError) as err:
+            return "unsaved", ToolreplayError(f"the recording of {server.label} cannot be read: {err}")
 
     def _finish(self, server: McpCassette, passed: bool) -> str:
         if not server.recording:
@@ -343,23 +342,14 @@ class McpCassettes:
             if recorded is None or recorded == now:
                 continue
             err = ToolDriftError(tool=record.tool, recorded=recorded, live=now, index=record.index)
-            shown = lock_path(server.label)
-            notes = (
-                explain_drift(lock_path(server.path), shown, contract, recorded, against="the live server")
-                if contract is not None
-                else [f"the live server no longer lists {quote(record.tool)}", REDO]
-            )
-            for note in notes:
+            for note in _drift_notes(server, record, contract):
                 err.add_note(note)
             raise err
 
     def _check_misses(self, server: McpCassette) -> None:
         """Raise the first call ``serve`` could not answer as :class:`SnapshotMissError`."""
         __tracebackhide__ = True
-        if not _exists(server.misses):
-            return
-        with open(server.misses, encoding="utf-8") as lines:
-            misses = [json.loads(line) for line in lines if line.strip()]
+        misses = _misses(server.misses)
         if not misses:
             return
         first: dict[str, Any] = misses[0]
@@ -496,6 +486,37 @@ def _last_line(log: str) -> str:
         text = Path(log).read_text(encoding="utf-8", errors="replace")
     except OSError:
         return ""
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    lines = _nonblank(text)
     errors = [line for line in lines if line.startswith("toolreplay: error:")]
     return one_line((errors or lines or [""])[-1])
+
+
+def _nonblank(text: str) -> list[str]:
+    """The lines of ``text`` that say something, stripped."""
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def _findable(command: str, env: Mapping[str, str] | None, cwd: str | os.PathLike[str] | None) -> bool:
+    """Whether ``command`` names a file (a path, from ``cwd``) or a program on the server's PATH."""
+    if os.sep in command or (os.altsep and os.altsep in command):
+        return os.path.exists(os.path.join(os.fspath(cwd) if cwd is not None else ".", command))
+    search = (env or {}).get("PATH", os.environ.get("PATH", os.defpath))
+    return shutil.which(command, path=search) is not None
+
+
+def _drift_notes(server: McpCassette, record: Record, contract: ToolContract | None) -> list[str]:
+    """The notes of a recorded call whose tool the live server lists with another fingerprint
+    (``contract``), or no longer lists (None)."""
+    if contract is None:
+        return [f"the live server no longer lists {quote(record.tool)}", REDO]
+    recorded = record.fingerprint or ""
+    shown = lock_path(server.label)
+    return explain_drift(lock_path(server.path), shown, contract, recorded, against="the live server")
+
+
+def _misses(path: str) -> list[dict[str, Any]]:
+    """The calls ``serve`` appended to ``path`` because the cassette does not hold them."""
+    if not _exists(path):
+        return []
+    with open(path, encoding="utf-8") as lines:
+        return [json.loads(line) for line in lines if line.strip()]

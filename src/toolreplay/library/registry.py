@@ -99,9 +99,7 @@ class ToolRegistry:
             )
         self.recorder = recorder
         self.state = state
-        self.pinned: dict[str, str] = dict(
-            pinned.fingerprints if isinstance(pinned, ToolLock) else pinned or {}
-        )
+        self.pinned: dict[str, str] = _pinned_fingerprints(pinned)
         #: the pinned contracts, when a lock was given: a drift then names what changed
         self._pinned_lock = pinned if isinstance(pinned, ToolLock) else None
         self.mutators = mutators
@@ -478,3 +476,8 @@ def _first_resource(recorded: dict[str, str] | None, live: dict[str, str] | None
     if recorded is None or live is None:
         return None
     return min(key for key in recorded.keys() | live.keys() if recorded.get(key) != live.get(key))
+
+
+def _pinned_fingerprints(pinned: ToolLock | Mapping[str, str] | None) -> dict[str, str]:
+    """The pinned fingerprints by tool: a lock's, or the mapping given (none: none pinned)."""
+    return dict(pinned.fingerprints if isinstance(pinned, ToolLock) else pinned or {})

@@ -93,6 +93,17 @@ def _call(pair: tuple[Record, Record | None]) -> Record | None:
     return pair[1]
 
 
+def _check_unanchored(*anchors: object) -> None:
+    """A transcript that is not sealed takes no anchor (``expect_head``, ``key``, ``signature``)."""
+    if any(anchor is not None for anchor in anchors):
+        raise ValueError("expect_head and key anchor a sealed transcript (*.sealed.jsonl)")
+
+
+def _count_differences(recorded: dict[str, Any], given: dict[str, Any]) -> int:
+    """How many arguments differ between a recorded call and the one given."""
+    return sum(1 for _ in differences(recorded, given))
+
+
 class Snapshot:
     """A recording that answers calls: the stub of snapshot mode (docs/spec.md §4).
 
@@ -154,8 +165,7 @@ class Snapshot:
         """
         name = os.fspath(path)
         if not name.endswith(SEALED_SUFFIX):
-            if any(anchor is not None for anchor in (expect_head, key, signature)):
-                raise ValueError("expect_head and key anchor a sealed transcript (*.sealed.jsonl)")
+            _check_unanchored(expect_head, key, signature)
             return cls(read_transcript(name), live=live, path=name, volatile=volatile)
         if signature is not None and key is None:
             raise ValueError("signature needs key: the public key that must verify it")
@@ -199,7 +209,7 @@ class Snapshot:
         if not same_tool:
             tools = tuple(sorted({r.tool for r in self.records}))
             return SnapshotMissError(tool=tool, args=args, nearest_index=None, recorded_tools=tools)
-        best = min(same_tool, key=lambda r: (sum(1 for _ in differences(r.args, args)), r.index))
+        best = min(same_tool, key=lambda r: (_count_differences(r.args, args), r.index))
         pointer, recorded, given = next(differences(best.args, args))
         return SnapshotMissError(
             tool=tool,
