@@ -16,7 +16,7 @@ import os
 import subprocess
 import tempfile
 from collections.abc import Collection, Mapping, Sequence
-from typing import Any
+from typing import IO, Any
 
 from toolreplay.canonical import canonical, decode
 from toolreplay.errors import InputError
@@ -90,35 +90,40 @@ class StateCommand:
     def _state(self, command: Command, env: dict[str, str]) -> tuple[dict[str, str] | None, str]:
         """What one command says of the state, or why it says nothing."""
         with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-            try:
-                process = subprocess.Popen(
-                    command.argv,
-                    stdin=subprocess.DEVNULL,
-                    stdout=out,
-                    stderr=err,
-                    env=env,
-                    start_new_session=True,  # one group: the command and whatever it starts end together
-                )
-            except OSError as error:
-                return None, f"cannot start {quote(command.argv[0])}: {error.strerror or error}"
-            except ValueError:  # a NUL character in the environment: the called tool's name
-                nul = "its words or the tool's name hold a NUL character"
-                return None, f"cannot start {quote(command.argv[0])}: {nul}"
-            try:
-                code: int | None = process.wait(self.timeout)
-            except subprocess.TimeoutExpired:
-                code = None
-            finally:
-                end_group(process)
-            if code is None:
-                return None, f"it did not finish within {self.timeout:g} s and was stopped"
-            if code != 0:
-                return None, status_of(code) + last_words(err)
+            problem = self._run(command, env, out, err)
+            if problem:
+                return None, problem
             out.seek(0)
             raw = out.read(MAX_OUTPUT + 1)
         if len(raw) > MAX_OUTPUT:
             return None, f"it wrote more than {MAX_OUTPUT} bytes"
         return state_of(command, raw)
+
+    def _run(self, command: Command, env: dict[str, str], out: IO[bytes], err: IO[bytes]) -> str:
+        """Run one command to its end, its output into ``out`` and ``err``; why it failed ("": it did not)."""
+        try:
+            process = subprocess.Popen(
+                command.argv,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                env=env,
+                start_new_session=True,  # one group: the command and whatever it starts end together
+            )
+        except OSError as error:
+            return f"cannot start {quote(command.argv[0])}: {error.strerror or error}"
+        except ValueError:  # a NUL character in the environment: the called tool's name
+            nul = "its words or the tool's name hold a NUL character"
+            return f"cannot start {quote(command.argv[0])}: {nul}"
+        try:
+            code: int | None = process.wait(self.timeout)
+        except subprocess.TimeoutExpired:
+            code = None
+        finally:
+            end_group(process)
+        if code is None:
+            return f"it did not finish within {self.timeout:g} s and was stopped"
+        return status_of(code) + last_words(err) if code != 0 else ""
 
 
 def _checked_timeout(timeout: object) -> float:
