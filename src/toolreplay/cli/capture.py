@@ -341,14 +341,19 @@ def _probe_usage(form: _ProbeForm) -> tuple[str, ...]:
     command = _server_command(form)
     if (form.target is None) == (not command):
         raise click.UsageError("give the server's command line after -- or --target URL (one of them)")
+    _repeat_usage(form)
+    _receipt_usage(form)
+    return command
+
+
+def _repeat_usage(form: _ProbeForm) -> None:
+    """A usage error for --sequence, --repeat and what needs --repeat, given together wrongly."""
     if form.sequence and form.target is not None:
         raise click.UsageError("--sequence needs a server it starts afresh: give its command line after --")
     if form.sequence and form.repeat is not None:
         raise click.UsageError("--sequence replays the recording once: --repeat does not go with it")
     if form.repeat is None and (form.suggest_volatile or form.output is not None):
         raise click.UsageError("--suggest-volatile and -o RECEIPT need --repeat N (N answers to compare)")
-    _receipt_usage(form)
-    return command
 
 
 def _server_command(form: _ProbeForm) -> tuple[str, ...]:
@@ -358,6 +363,12 @@ def _server_command(form: _ProbeForm) -> tuple[str, ...]:
         if form.transcript is None:
             raise click.UsageError("give TRANSCRIPT (the recording to ask again) or --against RECEIPT")
         return form.command
+    return _against_command(form)
+
+
+def _against_command(form: _ProbeForm) -> tuple[str, ...]:
+    """With ``--against RECEIPT``: the server's command line, from the first argument on; a usage
+    error for TRANSCRIPT given too, or an option that does not go with a receipt."""
     if form.transcript is not None and form.transcript.endswith(".jsonl"):
         raise click.UsageError("--against RECEIPT takes the place of TRANSCRIPT: give one of them")
     if form.output is not None or form.sequence or form.suggest_volatile:
