@@ -170,11 +170,17 @@ def _write(files: Sequence[tuple[str, bytes]], notes: Sequence[tuple[str, bytes]
     changed = [(path, data) for path, data in files if _on_disk(path) != data]
     with contextlib.ExitStack() as stack:
         for path, data in [*changed, *notes]:
-            if os.path.dirname(path):
-                os.makedirs(os.path.dirname(path), exist_ok=True)
-            out = stack.enter_context(atomic_output(path, replace=(path, data) in changed))
-            out.write(data.decode("utf-8"))
+            _write_whole(stack, path, data, replace=(path, data) in changed)
     return [path for path, _ in [*changed, *notes]]
+
+
+def _write_whole(stack: contextlib.ExitStack[bool | None], path: str, data: bytes, *, replace: bool) -> None:
+    """Write ``data`` to a temp file beside ``path`` (its folder made), renamed into place when
+    ``stack`` closes without an error."""
+    if os.path.dirname(path):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+    out = stack.enter_context(atomic_output(path, replace=replace))
+    out.write(data.decode("utf-8"))
 
 
 def _on_disk(path: str) -> bytes | None:

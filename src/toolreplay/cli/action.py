@@ -43,6 +43,7 @@ from toolreplay.github.action import (
 )
 from toolreplay.github.annotations import echo, plan_annotations
 from toolreplay.github.comment import (
+    CommentTarget,
     failure_warning,
     publish_report,
     pygithub,
@@ -242,18 +243,25 @@ def publish(
     _try_comment(reports, settings, fails, base)
     code = EXIT_FINDINGS if failing else EXIT_CLEAN
     if settings.output:
-        first = divergence(reports)
-        write_outputs(
-            settings.output,
-            {
-                "findings": str(findings),
-                "failing": str(failing),
-                "divergence": "" if first is None else str(first),
-                "report": report_path,
-                "exit-code": str(code),
-            },
-        )
+        _write_step_outputs(settings.output, reports, findings, failing, report_path, code)
     return code
+
+
+def _write_step_outputs(
+    output: str, reports: Sequence[Report], findings: int, failing: int, report_path: str, code: int
+) -> None:
+    """The step's outputs: the counts, the first divergence, the JSON report's path, the exit code."""
+    first = divergence(reports)
+    write_outputs(
+        output,
+        {
+            "findings": str(findings),
+            "failing": str(failing),
+            "divergence": "" if first is None else str(first),
+            "report": report_path,
+            "exit-code": str(code),
+        },
+    )
 
 
 def _echo_text(reports: Sequence[Report]) -> None:
@@ -338,22 +346,8 @@ def _write(path: str, text: str) -> None:
 def _comment(
     reports: Sequence[Report], settings: Settings, fails: Callable[[str], bool], base: str | None
 ) -> None:
-    if not settings.comment:
-        echo("PR comment: off")
-        return
-    target = target_from_env()
-    if target is None:
-        echo("PR comment: skipped, this run is not about a pull request")
-        return
-    if not settings.token:
-        click.echo(
-            workflow_command(
-                "warning",
-                "toolreplay could not write the PR comment (no token: pass the token input, which "
-                "defaults to github.token); the annotations and the job summary still carry the report",
-                title="toolreplay comment",
-            )
-        )
+    target = _comment_target(settings)
+    if target is None or not settings.token:
         return
     route_pygithub_log(settings.token)
     result = publish_report(
@@ -370,6 +364,28 @@ def _comment(
         click.echo(warning)
         return
     echo(f"PR comment: {result.status} ({result.url or 'no URL'})")
+
+
+def _comment_target(settings: Settings) -> CommentTarget | None:
+    """The pull request the comment goes to; None (said in the log) when none is written."""
+    if not settings.comment:
+        echo("PR comment: off")
+        return None
+    target = target_from_env()
+    if target is None:
+        echo("PR comment: skipped, this run is not about a pull request")
+        return None
+    if not settings.token:
+        click.echo(
+            workflow_command(
+                "warning",
+                "toolreplay could not write the PR comment (no token: pass the token input, which "
+                "defaults to github.token); the annotations and the job summary still carry the report",
+                title="toolreplay comment",
+            )
+        )
+        return None
+    return target
 
 
 action_cmd.add_command(action_accept_cmd)

@@ -111,6 +111,14 @@ def _fingerprinted(
         return _url_fingerprinted(target, version, timeout)
     if not mcp and len(source) != 1:
         raise click.UsageError("give one SOURCE (or --mcp and a server command line, or --target URL)")
+    return _source_fingerprinted(source, mcp, version, mutators, timeout)
+
+
+def _source_fingerprinted(
+    source: tuple[str, ...], mcp: bool, version: str | None, mutators: tuple[str, ...], timeout: float
+) -> tuple[ToolLock, tuple[str, ...], str]:
+    """The lock of a definitions file, a module or a server (``--mcp``), its warnings, and how
+    errors name it."""
     chosen = frozenset(mutators) if mutators else DEFAULT_MUTATORS
     lock, warnings = _lock_of(source, mcp=mcp, version=version, mutators=chosen, timeout=timeout)
     return lock, tuple(warnings), describe(source) if mcp else source[0]

@@ -267,19 +267,24 @@ def _anchor_line(
 ) -> Line:
     """What an intact chain is anchored by: the anchors that match or do not, a signature, or nothing."""
     mismatches = _mismatches(state, expect_head, expect_count)
-    anchored = [a for a, v in (("head", expect_head), ("count", expect_count)) if v is not None]
     if mismatches:
         text = "mismatch: " + "; ".join(mismatches)
-    elif anchored:
-        text = " and ".join(anchored) + " match"
-    elif signed:
-        text = "signature"
     else:
-        text = (
-            "none: the links follow one another, which a cut tail or a re-sealed file"
-            " would too; pin the head with --expect-head/--expect-count or git"
-        )
+        text = _matched_anchor(expect_head, expect_count, signed=signed)
     return Line(key="anchor", value=text, text=text)
+
+
+def _matched_anchor(expect_head: str | None, expect_count: int | None, *, signed: bool) -> str:
+    """What anchors a chain that matches every anchor given: those anchors, a signature, or nothing."""
+    anchored = [a for a, v in (("head", expect_head), ("count", expect_count)) if v is not None]
+    if anchored:
+        return " and ".join(anchored) + " match"
+    if signed:
+        return "signature"
+    return (
+        "none: the links follow one another, which a cut tail or a re-sealed file"
+        " would too; pin the head with --expect-head/--expect-count or git"
+    )
 
 
 def _mismatches(state: ChainState, expect_head: str | None, expect_count: int | None) -> list[str]:
