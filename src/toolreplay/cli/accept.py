@@ -18,7 +18,7 @@ from toolreplay.cli.baselines import configured_comparison
 from toolreplay.cli.defaults import config_option, read_config
 from toolreplay.config import Config, config_path
 from toolreplay.contracts.keep import Kept, refreshed_lock
-from toolreplay.contracts.lock import dump_lock
+from toolreplay.contracts.lock import ToolLock, dump_lock
 from toolreplay.driftnotes.guard import note_name
 from toolreplay.driftnotes.write import accepting_notes
 from toolreplay.errors import InputError
@@ -143,13 +143,17 @@ def _refreshed_lock(config: Config | None, files: Sequence[tuple[str, bytes]]) -
     kept, other tools as they were); None without a lock configured or tools listed."""
     if config is None or config.tools_lock is None or len(files) < 2:
         return None
-    session, data = files[1]
-    listed = listed_lock(link.record for link in parse_links(io.BytesIO(data), session))
+    listed = _listed(*files[1])
     if listed is None:
         return None
     path = config_path(config, config.tools_lock)
     lock, kept = refreshed_lock(path, listed)
     return _Lock(path=path, data=dump_lock(lock).encode("utf-8"), kept=kept)
+
+
+def _listed(session: str, data: bytes) -> ToolLock | None:
+    """The lock of the tools the session file ``data`` (named ``session``) says the server listed."""
+    return listed_lock(link.record for link in parse_links(io.BytesIO(data), session))
 
 
 def _named_notes(notes: Sequence[tuple[str, str]], config: Config | None) -> list[tuple[str, bytes]]:

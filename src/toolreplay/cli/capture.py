@@ -307,10 +307,7 @@ def probe_cmd(
             declared=declared,
         )
 
-    if output is None:
-        result, live, _ = run()
-    else:
-        result, live = _with_receipt(run, output, force=force, lock=lock, volatile=volatile)
+    result, live = _run_probe(run, output, force=force, lock=lock, volatile=volatile)
     for problem in live.warnings:
         warn(problem)
     if suggest_volatile:
@@ -408,6 +405,21 @@ def _probed(
     except BrokenRecordingError as err:
         _refused(ctx, err)
     return records, None, recorded_client(session or (), session_path(source))
+
+
+def _run_probe(
+    run: Callable[[], tuple[ProbeResult, Live, Plan]],
+    output: str | None,
+    *,
+    force: bool,
+    lock: ToolLock | None,
+    volatile: Volatile | None,
+) -> tuple[ProbeResult, Live]:
+    """Probe; with ``-o RECEIPT``, write the receipt of its answers too."""
+    if output is None:
+        result, live, _ = run()
+        return result, live
+    return _with_receipt(run, output, force=force, lock=lock, volatile=volatile)
 
 
 def _with_receipt(

@@ -204,13 +204,7 @@ def fingerprint_diff_cmd(
     config = read_config(config_file)
     used: list[str] = []
     recorded = _recorded_lock(config, recorded, used)
-    if live is None:
-        live, live_lock, unversioned = _configured_source(config, used)
-    else:
-        announce(config, used)
-        if _is_transcript(live):
-            raise InputError("LIVE must be a tool lock, not a transcript", path=live)
-        live_lock, unversioned = load_lock(live), False
+    live, live_lock, unversioned = _live_lock(config, live, used)
     if _is_transcript(recorded):
         if calls:
             raise click.UsageError("--calls needs RECORDED to be a tool lock")
@@ -224,6 +218,17 @@ def fingerprint_diff_cmd(
         schemas = changed_schemas(recorded_lock, live_lock)
         reports.extend(_calls_report(path, schemas) for path in calls)
     ctx.exit(emit(reports, fmt))
+
+
+def _live_lock(config: Config | None, live: str | None, used: list[str]) -> tuple[str, ToolLock, bool]:
+    """(its name, its lock, whether it carries no versions): LIVE, a tool lock, else the config's
+    tools_source fingerprinted now."""
+    if live is None:
+        return _configured_source(config, used)
+    announce(config, used)
+    if _is_transcript(live):
+        raise InputError("LIVE must be a tool lock, not a transcript", path=live)
+    return live, load_lock(live), False
 
 
 def _recorded_lock(config: Config | None, recorded: str | None, used: list[str]) -> str:

@@ -209,13 +209,18 @@ def _check_options(
 
 def _check_outputs(output: str, seal: bool, lock_path: str | None, *, force: bool) -> None:
     """The recording's files: a sealed one named so, the lock apart, none replaced unless --force."""
+    _check_names(output, seal, lock_path)
+    if not force:
+        _check_fresh(output, session_path(output), lock_path)
+
+
+def _check_names(output: str, seal: bool, lock_path: str | None) -> None:
+    """A sealed recording named so, and a lock with a name of its own."""
     if seal and not output.endswith(SEALED_SUFFIX):
         # replay, diff and check read a file by its name: a sealed one named *.jsonl fails there
         raise click.UsageError(f"-o {one_line(output)}: {NOT_SEALED}")
     if lock_path is not None and os.path.realpath(lock_path) == os.path.realpath(output):
         raise click.UsageError("-o and --lock name the same file; give the lock its own name")
-    if not force:
-        _check_fresh(output, session_path(output), lock_path)
 
 
 def _check_fresh(*paths: str | None) -> None:
