@@ -22,7 +22,7 @@ from toolreplay.extras import install_hint, installed
 from toolreplay.github.action import Settings, event_payload, settings_from_env, write_outputs
 from toolreplay.github.annotations import echo
 from toolreplay.github.approval import Unit
-from toolreplay.github.approve import Approver, Outcome, comment_from_event
+from toolreplay.github.approve import Approver, Comment, Outcome, comment_from_event
 from toolreplay.github.branch import Branch
 from toolreplay.github.comment import (
     DEFAULT_API_URL,
@@ -70,6 +70,13 @@ def run_accept(settings: Settings, environ: dict[str, str] | None = None) -> int
         echo("not a new comment on a pull request: nothing to do")
         return EXIT_CLEAN
     _check_can_push(settings)
+    outcome = _approved(settings, env, comment)
+    _report(outcome, settings)
+    return EXIT_FINDINGS if outcome.status == "refused" else EXIT_CLEAN
+
+
+def _approved(settings: Settings, env: dict[str, str], comment: Comment) -> Outcome:
+    """What the approver made of the comment: the units accepted, pushed and replied to, or refused."""
     route_pygithub_log(settings.token)
     branch = Branch(path=settings.workspace, token=settings.token)
     approver = Approver(
@@ -79,12 +86,10 @@ def run_accept(settings: Settings, environ: dict[str, str] | None = None) -> int
         author=settings.comment_author,
     )
     try:
-        outcome = approver.run(comment)
+        return approver.run(comment)
     except (pygithub().error, OSError) as err:  # (requests' errors are OSErrors)
         # (a branch already pushed is said in the log above: only the reply is missing then)
         raise InputError(f"GitHub: {failure_reason(err, settings.token)}") from err
-    _report(outcome, settings)
-    return EXIT_FINDINGS if outcome.status == "refused" else EXIT_CLEAN
 
 
 def _repository(env: dict[str, str]) -> str:

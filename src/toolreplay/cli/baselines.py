@@ -353,15 +353,21 @@ def note_cmd(
 
     regular_baseline(baseline)
     file = _to_file(output)
-    if file is not None and not force and os.path.isfile(file):
-        # before the work: an earlier note's reasoning is never replaced by a template
-        raise InputError(EXISTS, path=output)
+    if not force:
+        _check_no_note(file, output)
     judging = configured_comparison(config_file, tools, mutators, base=base).judging  # built if compared
     text = draft_note(baseline, runs=runs, base=base, judging=judging)
     if file is not None and os.path.dirname(file):
         os.makedirs(os.path.dirname(file), exist_ok=True)  # the notes folder may not exist yet
     with atomic_output(output, replace=force) as out:
         out.write(text)
+
+
+def _check_no_note(file: str | None, output: str | None) -> None:
+    """Refuse, before the work, a note file that exists: an earlier note's reasoning is never
+    replaced by a template."""
+    if file is not None and os.path.isfile(file):
+        raise InputError(EXISTS, path=output)
 
 
 def _to_file(output: str | None) -> str | None:

@@ -425,13 +425,18 @@ def merged_session(
     if old is None or new is None:
         chosen = new if old is None else old
         return None if chosen is None else tuple(chosen)
+    return (*old, *_added(old, new, moved))
+
+
+def _added(old: Sequence[Record], new: Sequence[Record], moved: Mapping[int, int]) -> list[Record]:
+    """What the new session adds to the old one, in its order."""
     held = {(record.tool, canonical(record.args)) for record in old}
     added: list[Record] = []
     for record in new:
         extra = _appended_record(record, held, moved)
         if extra is not None:
             added.append(extra)
-    return (*old, *added)
+    return added
 
 
 def _appended_record(record: Record, held: set[tuple[str, str]], moved: Mapping[int, int]) -> Record | None:
