@@ -491,14 +491,9 @@ def _last_line(log: str) -> str:
         text = Path(log).read_text(encoding="utf-8", errors="replace")
     except OSError:
         return ""
-    lines = _nonblank(text)
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
     errors = [line for line in lines if line.startswith("toolreplay: error:")]
     return one_line((errors or lines or [""])[-1])
-
-
-def _nonblank(text: str) -> list[str]:
-    """The lines of ``text`` that say something, stripped."""
-    return [line.strip() for line in text.splitlines() if line.strip()]
 
 
 def _findable(command: str, env: Mapping[str, str] | None, cwd: str | os.PathLike[str] | None) -> bool:

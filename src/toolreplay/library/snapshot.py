@@ -99,11 +99,6 @@ def _check_unanchored(*anchors: object) -> None:
         raise ValueError("expect_head and key anchor a sealed transcript (*.sealed.jsonl)")
 
 
-def _count_differences(recorded: dict[str, Any], given: dict[str, Any]) -> int:
-    """How many arguments differ between a recorded call and the one given."""
-    return sum(1 for _ in differences(recorded, given))
-
-
 class Snapshot:
     """A recording that answers calls: the stub of snapshot mode (docs/spec.md §4).
 
@@ -209,7 +204,7 @@ class Snapshot:
         if not same_tool:
             tools = tuple(sorted({r.tool for r in self.records}))
             return SnapshotMissError(tool=tool, args=args, nearest_index=None, recorded_tools=tools)
-        best = min(same_tool, key=lambda r: (_count_differences(r.args, args), r.index))
+        best = min(same_tool, key=lambda r: (sum(1 for _ in differences(r.args, args)), r.index))
         pointer, recorded, given = next(differences(best.args, args))
         return SnapshotMissError(
             tool=tool,
