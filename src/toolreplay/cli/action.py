@@ -96,6 +96,13 @@ def action_cmd(ctx: click.Context) -> None:
     ctx.exit(code)
 
 
+def _shard(settings: Settings) -> Shard | None:
+    """The shard input, parsed (None: the whole check); refused alongside merge."""
+    if settings.shard and settings.merge:
+        raise InputError("inputs shard and merge: give one (a matrix job runs a shard, the final job merges)")
+    return parse_shard(settings.shard) if settings.shard else None
+
+
 def _exit_code_output(settings: Settings | None, code: int) -> None:
     """The step's exit-code output of a run that ended in an error (publish sets it otherwise)."""
     if code not in (EXIT_CLEAN, EXIT_FINDINGS) and settings is not None and settings.output:
@@ -108,11 +115,9 @@ def run_action(settings: Settings) -> int:
     With ``shard`` it only checks that shard and writes its JSON report (the verdict is the
     merge's); with ``merge`` it checks nothing and publishes the merged shards' reports.
     """
-    if settings.shard and settings.merge:
-        raise InputError("inputs shard and merge: give one (a matrix job runs a shard, the final job merges)")
+    shard = _shard(settings)
     if settings.merge:
         return _merge_and_publish(settings)
-    shard = parse_shard(settings.shard) if settings.shard else None
     config = _config(settings)
     pull = pull_range_from_env()
     # which findings fail is the base commit's decision, not the PR's
