@@ -16,7 +16,7 @@ the old schema accepted may be refused now.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -521,3 +521,24 @@ class FingerprintCheck:
             drifted=self._drifted,
             findings=list(self._findings),
         )
+
+
+def text_explained(
+    records: Sequence[Record], lock: ToolLock | None, live: Mapping[str, ToolContract]
+) -> dict[str, str]:
+    """Per tool whose recorded contract text the lock holds: what changed in it live."""
+    if lock is None:
+        return {}
+    out: dict[str, str] = {}
+    for name, old in lock.tools.items():
+        new = live.get(name)
+        if new is not None and _text_recorded_and_changed(records, old, new):
+            out[name] = "; ".join(d.text() for d in text_differences(old, new))
+    return out
+
+
+def _text_recorded_and_changed(records: Sequence[Record], old: ToolContract, new: ToolContract) -> bool:
+    """Whether ``old``'s contract text is one a record was made with, and ``new`` has another."""
+    if old.text_digest is None or old.text_digest == new.text_digest:
+        return False
+    return any(r.tool == old.name and r.text_digest == old.text_digest for r in records)

@@ -19,8 +19,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import IO, Any
 
+from toolreplay.analyses.suggest import Suggestion, suggest
 from toolreplay.analyses.volatile import Volatile
-from toolreplay.capture.probe import Answer, Receipted, answer_digest, tool_rules
+from toolreplay.capture.probe import Answer, Failure, Receipted, answer_digest, tool_answer, tool_rules
 from toolreplay.capture.serve import load_records
 from toolreplay.chain import seal
 from toolreplay.ecma import EcmaValidator
@@ -194,3 +195,23 @@ def repeat_of(receipt: Mapping[int, Receipted]) -> int:
     """How many times ``--against`` asks each call without ``--repeat``: the receipt's count
     (the largest, should its calls differ)."""
     return max(receipted.answers for receipted in receipt.values())
+
+
+def suggested(
+    records: Sequence[Record], repeated: Mapping[str, Sequence[Answer]]
+) -> dict[str, list[Suggestion]]:
+    """Per tool, the volatile rules its repeated answers call for (``probe --suggest-volatile``):
+    one rule per place, with the values of the first call that needed it."""
+    found: dict[str, list[Suggestion]] = {}
+    for record in records:
+        answers = repeated.get(record.call_key)
+        if answers and not any(isinstance(answer, Failure) for answer in answers):
+            _add_new(found.setdefault(record.tool, []), record.tool, answers)
+    return found
+
+
+def _add_new(mine: list[Suggestion], tool: str, answers: Sequence[Answer]) -> None:
+    """Add to ``mine`` the rules ``answers`` call for at places ``mine`` has no rule for yet."""
+    for suggestion in suggest(tool, [tool_answer(a) for a in answers if isinstance(a, dict)]):
+        if all((s.rule, s.at) != (suggestion.rule, suggestion.at) for s in mine):
+            mine.append(suggestion)

@@ -483,3 +483,14 @@ def miss_log(path: str) -> OnMiss:
             out.write(canonical({"tool": tool, "args": args}) + "\n")
 
     return log
+
+
+def load_checked(path: str, lock: ToolLock | None) -> tuple[tuple[Record, ...], tuple[Record, ...] | None]:
+    """The recording at ``path`` and its session file, after the checks ``serve`` makes before it
+    starts: each against ``lock`` when one is given (:func:`check_lock`, :func:`check_session_lock`)."""
+    records = load_records(path)
+    session = load_session(path)
+    if lock is not None:
+        check_lock(records, lock)
+        check_session_lock(path, session, lock)
+    return records, session

@@ -17,8 +17,8 @@ from toolreplay.cli.base import atomic_output
 from toolreplay.cli.baselines import configured_comparison
 from toolreplay.cli.defaults import config_option, read_config
 from toolreplay.config import Config, config_path
-from toolreplay.contracts.keep import Kept, keep_declared
-from toolreplay.contracts.lock import ToolLock, dump_lock, load_lock
+from toolreplay.contracts.keep import Kept, refreshed_lock
+from toolreplay.contracts.lock import ToolLock, dump_lock
 from toolreplay.driftnotes.guard import note_name
 from toolreplay.driftnotes.write import accepting_notes
 from toolreplay.errors import InputError
@@ -70,13 +70,7 @@ def accept_unit(
     """``accept``'s work, for the command and the Action's ``accept``: RUN made the baseline, its
     session file and the lock's entries written, and the notes; an :class:`InputError` (nothing
     written) when it cannot."""
-    if not reason.strip():
-        raise InputError("--reason is empty: say why the change is accepted")
-    regular_baseline(baseline)
-    if not baseline.endswith(SEALED_SUFFIX):
-        raise InputError(
-            f"a baseline is a sealed transcript: its name must end in {SEALED_SUFFIX}", path=baseline
-        )
+    _check_given(baseline, reason)
     config = read_config(config_file)
     files = _unit(baseline, run)
     lock = _refreshed_lock(config, files)
@@ -92,6 +86,17 @@ def accept_unit(
     written = _write(files, _named_notes(notes, config))
     kept = tuple(k.text(lock.path) for k in lock.kept) if lock is not None else ()
     return Accepted(written=tuple(written), kept=kept)
+
+
+def _check_given(baseline: str, reason: str) -> None:
+    """A reason that says something, and a baseline that is a regular sealed file's name."""
+    if not reason.strip():
+        raise InputError("--reason is empty: say why the change is accepted")
+    regular_baseline(baseline)
+    if not baseline.endswith(SEALED_SUFFIX):
+        raise InputError(
+            f"a baseline is a sealed transcript: its name must end in {SEALED_SUFFIX}", path=baseline
+        )
 
 
 def _unit(baseline: str, run: str) -> list[tuple[str, bytes]]:
@@ -138,16 +143,17 @@ def _refreshed_lock(config: Config | None, files: Sequence[tuple[str, bytes]]) -
     kept, other tools as they were); None without a lock configured or tools listed."""
     if config is None or config.tools_lock is None or len(files) < 2:
         return None
-    session, data = files[1]
-    listed = listed_lock(link.record for link in parse_links(io.BytesIO(data), session))
+    listed = _listed(*files[1])
     if listed is None:
         return None
     path = config_path(config, config.tools_lock)
-    old = load_lock(path) if os.path.isfile(path) else ToolLock.of([])
-    lock, kept = keep_declared(old if old.tools else None, listed)
-    others = [c for name, c in old.tools.items() if name not in lock.tools]
-    text = dump_lock(ToolLock.of([*lock.tools.values(), *others]))
-    return _Lock(path=path, data=text.encode("utf-8"), kept=kept)
+    lock, kept = refreshed_lock(path, listed)
+    return _Lock(path=path, data=dump_lock(lock).encode("utf-8"), kept=kept)
+
+
+def _listed(session: str, data: bytes) -> ToolLock | None:
+    """The lock of the tools the session file ``data`` (named ``session``) says the server listed."""
+    return listed_lock(link.record for link in parse_links(io.BytesIO(data), session))
 
 
 def _named_notes(notes: Sequence[tuple[str, str]], config: Config | None) -> list[tuple[str, bytes]]:
@@ -168,11 +174,17 @@ def _write(files: Sequence[tuple[str, bytes]], notes: Sequence[tuple[str, bytes]
     changed = [(path, data) for path, data in files if _on_disk(path) != data]
     with contextlib.ExitStack() as stack:
         for path, data in [*changed, *notes]:
-            if os.path.dirname(path):
-                os.makedirs(os.path.dirname(path), exist_ok=True)
-            out = stack.enter_context(atomic_output(path, replace=(path, data) in changed))
-            out.write(data.decode("utf-8"))
+            _write_whole(stack, path, data, replace=(path, data) in changed)
     return [path for path, _ in [*changed, *notes]]
+
+
+def _write_whole(stack: contextlib.ExitStack[bool | None], path: str, data: bytes, *, replace: bool) -> None:
+    """Write ``data`` to a temp file beside ``path`` (its folder made), renamed into place when
+    ``stack`` closes without an error."""
+    if os.path.dirname(path):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+    out = stack.enter_context(atomic_output(path, replace=replace))
+    out.write(data.decode("utf-8"))
 
 
 def _on_disk(path: str) -> bytes | None:

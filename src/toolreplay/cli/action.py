@@ -22,7 +22,7 @@ import click
 
 from toolreplay.check import run_check
 from toolreplay.cli.action_accept import action_accept_cmd
-from toolreplay.cli.base import EXIT_CLEAN, EXIT_FINDINGS, EXIT_INTERNAL, EXIT_USAGE, atomic_output
+from toolreplay.cli.base import EXIT_CLEAN, EXIT_FINDINGS, EXIT_INTERNAL, EXIT_USAGE, atomic_output, plural
 from toolreplay.cli.gate import tally
 from toolreplay.config import Config, load_config, unmatched_globs
 from toolreplay.driftnotes.base_settings import PullRange, judged_config, judged_fail_on
@@ -43,6 +43,7 @@ from toolreplay.github.action import (
 )
 from toolreplay.github.annotations import echo, plan_annotations
 from toolreplay.github.comment import (
+    CommentTarget,
     failure_warning,
     publish_report,
     pygithub,
@@ -95,6 +96,13 @@ def action_cmd(ctx: click.Context) -> None:
     ctx.exit(code)
 
 
+def _shard(settings: Settings) -> Shard | None:
+    """The shard input, parsed (None: the whole check); refused alongside merge."""
+    if settings.shard and settings.merge:
+        raise InputError("inputs shard and merge: give one (a matrix job runs a shard, the final job merges)")
+    return parse_shard(settings.shard) if settings.shard else None
+
+
 def _exit_code_output(settings: Settings | None, code: int) -> None:
     """The step's exit-code output of a run that ended in an error (publish sets it otherwise)."""
     if code not in (EXIT_CLEAN, EXIT_FINDINGS) and settings is not None and settings.output:
@@ -107,11 +115,9 @@ def run_action(settings: Settings) -> int:
     With ``shard`` it only checks that shard and writes its JSON report (the verdict is the
     merge's); with ``merge`` it checks nothing and publishes the merged shards' reports.
     """
-    if settings.shard and settings.merge:
-        raise InputError("inputs shard and merge: give one (a matrix job runs a shard, the final job merges)")
+    shard = _shard(settings)
     if settings.merge:
         return _merge_and_publish(settings)
-    shard = parse_shard(settings.shard) if settings.shard else None
     config = _config(settings)
     pull = pull_range_from_env()
     # which findings fail is the base commit's decision, not the PR's
@@ -213,12 +219,8 @@ def _merge_and_publish(settings: Settings) -> int:
     info, reports = merge_shards(shards, config=_config(settings))
     default = None if info.fail_on is None else frozenset(info.fail_on)
     policy = parse_fail_on(settings.fail_on, default)
-    status = f"merged {_plural(shards[0].numbers[1], 'shard')}; drift notes: see shard 1"
+    status = f"merged {plural(shards[0].numbers[1], 'shard')}; drift notes: see shard 1"
     return publish(settings, reports, policy, status, base=_base(pull_range_from_env()))
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 def publish(
@@ -246,18 +248,25 @@ def publish(
     _try_comment(reports, settings, fails, base)
     code = EXIT_FINDINGS if failing else EXIT_CLEAN
     if settings.output:
-        first = divergence(reports)
-        write_outputs(
-            settings.output,
-            {
-                "findings": str(findings),
-                "failing": str(failing),
-                "divergence": "" if first is None else str(first),
-                "report": report_path,
-                "exit-code": str(code),
-            },
-        )
+        _write_step_outputs(settings.output, reports, findings, failing, report_path, code)
     return code
+
+
+def _write_step_outputs(
+    output: str, reports: Sequence[Report], findings: int, failing: int, report_path: str, code: int
+) -> None:
+    """The step's outputs: the counts, the first divergence, the JSON report's path, the exit code."""
+    first = divergence(reports)
+    write_outputs(
+        output,
+        {
+            "findings": str(findings),
+            "failing": str(failing),
+            "divergence": "" if first is None else str(first),
+            "report": report_path,
+            "exit-code": str(code),
+        },
+    )
 
 
 def _echo_text(reports: Sequence[Report]) -> None:
@@ -342,22 +351,8 @@ def _write(path: str, text: str) -> None:
 def _comment(
     reports: Sequence[Report], settings: Settings, fails: Callable[[str], bool], base: str | None
 ) -> None:
-    if not settings.comment:
-        echo("PR comment: off")
-        return
-    target = target_from_env()
-    if target is None:
-        echo("PR comment: skipped, this run is not about a pull request")
-        return
-    if not settings.token:
-        click.echo(
-            workflow_command(
-                "warning",
-                "toolreplay could not write the PR comment (no token: pass the token input, which "
-                "defaults to github.token); the annotations and the job summary still carry the report",
-                title="toolreplay comment",
-            )
-        )
+    target = _comment_target(settings)
+    if target is None or not settings.token:
         return
     route_pygithub_log(settings.token)
     result = publish_report(
@@ -374,6 +369,28 @@ def _comment(
         click.echo(warning)
         return
     echo(f"PR comment: {result.status} ({result.url or 'no URL'})")
+
+
+def _comment_target(settings: Settings) -> CommentTarget | None:
+    """The pull request the comment goes to; None (said in the log) when none is written."""
+    if not settings.comment:
+        echo("PR comment: off")
+        return None
+    target = target_from_env()
+    if target is None:
+        echo("PR comment: skipped, this run is not about a pull request")
+        return None
+    if not settings.token:
+        click.echo(
+            workflow_command(
+                "warning",
+                "toolreplay could not write the PR comment (no token: pass the token input, which "
+                "defaults to github.token); the annotations and the job summary still carry the report",
+                title="toolreplay comment",
+            )
+        )
+        return None
+    return target
 
 
 action_cmd.add_command(action_accept_cmd)

@@ -22,7 +22,7 @@ from toolreplay.extras import install_hint, installed
 from toolreplay.github.action import Settings, event_payload, settings_from_env, write_outputs
 from toolreplay.github.annotations import echo
 from toolreplay.github.approval import Unit
-from toolreplay.github.approve import Approver, Outcome, comment_from_event
+from toolreplay.github.approve import Approver, Comment, Outcome, comment_from_event
 from toolreplay.github.branch import Branch
 from toolreplay.github.comment import (
     DEFAULT_API_URL,
@@ -64,19 +64,19 @@ def action_accept_cmd(ctx: click.Context) -> None:
 def run_accept(settings: Settings, environ: dict[str, str] | None = None) -> int:
     """Everything ``action accept`` does; the exit code."""
     env = dict(os.environ if environ is None else environ)
-    if env.get("GITHUB_EVENT_NAME") != "issue_comment":
-        raise InputError("command accept runs on an issue_comment event (a /toolreplay accept comment)")
-    repository = env.get("GITHUB_REPOSITORY", "")
-    if "/" not in repository:
-        raise InputError("runner variable GITHUB_REPOSITORY: expected owner/name")
+    repository = _repository(env)
     comment = comment_from_event(event_payload(env), repository)
     if comment is None:
         echo("not a new comment on a pull request: nothing to do")
         return EXIT_CLEAN
-    if not settings.token:
-        raise InputError("input token: command accept needs a token (contents and pull-requests write)")
-    if not installed("github"):
-        raise InputError(f"command accept needs PyGithub ({install_hint('github')})")
+    _check_can_push(settings)
+    outcome = _approved(settings, env, comment)
+    _report(outcome, settings)
+    return EXIT_FINDINGS if outcome.status == "refused" else EXIT_CLEAN
+
+
+def _approved(settings: Settings, env: dict[str, str], comment: Comment) -> Outcome:
+    """What the approver made of the comment: the units accepted, pushed and replied to, or refused."""
     route_pygithub_log(settings.token)
     branch = Branch(path=settings.workspace, token=settings.token)
     approver = Approver(
@@ -86,12 +86,28 @@ def run_accept(settings: Settings, environ: dict[str, str] | None = None) -> int
         author=settings.comment_author,
     )
     try:
-        outcome = approver.run(comment)
+        return approver.run(comment)
     except (pygithub().error, OSError) as err:  # (requests' errors are OSErrors)
         # (a branch already pushed is said in the log above: only the reply is missing then)
         raise InputError(f"GitHub: {failure_reason(err, settings.token)}") from err
-    _report(outcome, settings)
-    return EXIT_FINDINGS if outcome.status == "refused" else EXIT_CLEAN
+
+
+def _repository(env: dict[str, str]) -> str:
+    """The repository (owner/name) of the ``issue_comment`` event the runner gave."""
+    if env.get("GITHUB_EVENT_NAME") != "issue_comment":
+        raise InputError("command accept runs on an issue_comment event (a /toolreplay accept comment)")
+    repository = env.get("GITHUB_REPOSITORY", "")
+    if "/" not in repository:
+        raise InputError("runner variable GITHUB_REPOSITORY: expected owner/name")
+    return repository
+
+
+def _check_can_push(settings: Settings) -> None:
+    """A token to push and reply with, and PyGithub to do it."""
+    if not settings.token:
+        raise InputError("input token: command accept needs a token (contents and pull-requests write)")
+    if not installed("github"):
+        raise InputError(f"command accept needs PyGithub ({install_hint('github')})")
 
 
 def _accept(branch: Branch, unit: Unit, reason: str, base: str, config: str | None) -> Sequence[str]:

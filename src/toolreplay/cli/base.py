@@ -39,6 +39,11 @@ def warn(text: str) -> None:
     click.echo(f"toolreplay: warning: {inert(one_line(text))}", err=True)
 
 
+def plural(n: int, word: str) -> str:
+    """``n`` and ``word``, with an s unless ``n`` is 1."""
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
 class Seconds(click.FloatRange):
     """A positive, finite number of seconds: click's float range lets inf and nan through, and
     a deadline of nan fails deep in asyncio. (A huge finite number is taken as given.)"""

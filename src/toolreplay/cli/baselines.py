@@ -167,10 +167,7 @@ def configured_comparison(
     """The comparison's settings; which findings fail (``--fail-on``, else ``fail_on``; the config's
     is said to be used only for a ``gated`` command, one that exits by it). Measured from where a
     pull request against ``base`` starts, the base commit's settings judge, as ``check --base``'s."""
-    config = read_config(config_file)
-    if config is not None and base is not None:
-        pull = PullRange(base=base, head="HEAD")
-        config = judged_config(config, pull, workspace=str(config.root), tree=False).config
+    config = _judging_config(config_file, base)
     used: list[str] = []
     flags = _Comparison(
         tools=tools,
@@ -181,6 +178,15 @@ def configured_comparison(
     comparison = flags if config is None else _with_config(flags, config, bool(mutators), used)
     announce(config, used)
     return comparison
+
+
+def _judging_config(config_file: str | None, base: str | None) -> Config | None:
+    """The config, or with ``base`` the settings of the commit a pull request against it starts from."""
+    config = read_config(config_file)
+    if config is None or base is None:
+        return config
+    pull = PullRange(base=base, head="HEAD")
+    return judged_config(config, pull, workspace=str(config.root), tree=False).config
 
 
 def _with_config(flags: _Comparison, config: Config, mutators_given: bool, used: list[str]) -> _Comparison:
@@ -275,7 +281,7 @@ def _diff_reports(
 ) -> list[Report]:
     """A report per run; a stale baseline is a finding told once, in the first run's block, located
     at the baseline."""
-    stale = [integrity.stale_baseline(freshness, path=baseline)] if freshness and freshness.stale else []
+    stale = _stale(baseline, freshness)
     return [
         _run_report(
             baseline,
@@ -288,6 +294,11 @@ def _diff_reports(
         )
         for n, run in enumerate(result.runs)
     ]
+
+
+def _stale(baseline: str, freshness: Freshness | None) -> list[Finding]:
+    """The stale-baseline finding, when the baseline is older than its limit."""
+    return [integrity.stale_baseline(freshness, path=baseline)] if freshness and freshness.stale else []
 
 
 def _freshness(baseline: str, max_age_days: int | None) -> Freshness | None:
@@ -342,15 +353,21 @@ def note_cmd(
 
     regular_baseline(baseline)
     file = _to_file(output)
-    if file is not None and not force and os.path.isfile(file):
-        # before the work: an earlier note's reasoning is never replaced by a template
-        raise InputError(EXISTS, path=output)
+    if not force:
+        _check_no_note(file, output)
     judging = configured_comparison(config_file, tools, mutators, base=base).judging  # built if compared
     text = draft_note(baseline, runs=runs, base=base, judging=judging)
     if file is not None and os.path.dirname(file):
         os.makedirs(os.path.dirname(file), exist_ok=True)  # the notes folder may not exist yet
     with atomic_output(output, replace=force) as out:
         out.write(text)
+
+
+def _check_no_note(file: str | None, output: str | None) -> None:
+    """Refuse, before the work, a note file that exists: an earlier note's reasoning is never
+    replaced by a template."""
+    if file is not None and os.path.isfile(file):
+        raise InputError(EXISTS, path=output)
 
 
 def _to_file(output: str | None) -> str | None:
@@ -395,13 +412,7 @@ def keygen_cmd(private: str, public: str | None) -> None:
     """
 
     public = public or private + ".pub"
-    if os.path.abspath(private) == os.path.abspath(public):
-        # the public key would be written where the private one was just put: the pair lost
-        # (two existing files, even one file by two names, are refused below as existing)
-        raise click.UsageError(f"PRIVATE and --public name the same file ({one_line(public)})")
-    for path in (private, public):
-        if os.path.exists(path):
-            raise InputError("already exists; not overwriting a key", path=path)
+    _check_key_files(private, public)
     private_pem, public_pem = signing.generate_keypair()
     # nested: when either file cannot be written, neither is renamed into place
     with atomic_output(private, private=True) as private_out, atomic_output(public) as public_out:
@@ -412,3 +423,14 @@ def keygen_cmd(private: str, public: str | None) -> None:
     click.echo(f"private key: {private} (keep it secret; sign with it)")
     click.echo(f"public key: {public} (commit it; verify --key with it)")
     click.echo(f"keyid: {signing.keyid(signing.load_public_key(public))}")
+
+
+def _check_key_files(private: str, public: str) -> None:
+    """Two names for the new key pair, neither an existing file."""
+    if os.path.abspath(private) == os.path.abspath(public):
+        # the public key would be written where the private one was just put: the pair lost
+        # (two existing files, even one file by two names, are refused below as existing)
+        raise click.UsageError(f"PRIVATE and --public name the same file ({one_line(public)})")
+    for path in (private, public):
+        if os.path.exists(path):
+            raise InputError("already exists; not overwriting a key", path=path)

@@ -10,31 +10,30 @@ import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 
 from toolreplay import sdk
-from toolreplay.analyses.fingerprint_diff import text_differences
-from toolreplay.analyses.suggest import Suggestion, suggest, toml
+from toolreplay.analyses.fingerprint_diff import text_explained
+from toolreplay.analyses.suggest import toml
 from toolreplay.capture.listen import Admission, parse_listen
 from toolreplay.capture.live import EVERY_CAPABILITY, probe_live, recorded_client
-from toolreplay.capture.probe import Failure, tool_answer
 from toolreplay.capture.receipt import (
     NOT_SEALED,
     read_receipt,
     receipt_records,
     repeat_of,
     rules_by_tool,
+    suggested,
     write_receipt,
 )
 from toolreplay.capture.serve import (
     BrokenRecordingError,
     SessionLockError,
     build_server,
-    check_lock,
-    check_session_lock,
     handshake_only,
+    load_checked,
     load_records,
     load_session,
     miss_log,
@@ -48,6 +47,7 @@ from toolreplay.cli.base import (
     atomic_output,
     force_option,
     mutator_option,
+    plural,
     warn,
 )
 from toolreplay.cli.defaults import (
@@ -73,7 +73,8 @@ if TYPE_CHECKING:
     from toolreplay.analyses.volatile import Volatile
     from toolreplay.capture.live import Declared, Live
     from toolreplay.capture.probe import Answer, Plan, ProbeResult, Receipted
-    from toolreplay.contracts.lock import ToolContract, ToolLock
+    from toolreplay.config import Config
+    from toolreplay.contracts.lock import ToolLock
     from toolreplay.transcript import Record
 
 
@@ -112,24 +113,16 @@ def serve_cmd(
     """
     require_sdk("serve")
 
-    if origins and listen is None:
-        raise click.UsageError("--allow-origin goes with --listen")
-    address = parse_listen(listen) if listen is not None else None
-    admission = Admission.of(address[0], origins) if address is not None else None
+    http = _http_listening(listen, origins)
     lock = load_lock(lock_path) if lock_path is not None else None
     config = read_config(config_file)
     used: list[str] = []
     volatile = volatile_of(config, used)
     announce(config, used)
     try:
-        records = load_records(transcript)
-        session = load_session(transcript)
-        if lock is not None:
-            check_lock(records, lock)
-            check_session_lock(transcript, session, lock)
+        records, session = load_checked(transcript, lock)
     except (ToolDriftError, BrokenRecordingError, SessionLockError) as err:
-        click.echo(f"toolreplay: error: {inert(one_line(str(err)))}", err=True)
-        ctx.exit(EXIT_FINDINGS)
+        _refused(ctx, err)
     server = build_server(
         records,
         lock,
@@ -138,39 +131,40 @@ def serve_cmd(
         volatile=volatile,
         path=transcript,
     )
-    calls = f"{len(records)} recorded call{'' if len(records) == 1 else 's'}"
+    calls = plural(len(records), "recorded call")
 
     def ready(where: str) -> None:  # one line, so a CI job can wait for it
         click.echo(f"toolreplay: serving {inert(one_line(transcript))} ({calls}) at {where}", err=True)
 
     with sdk.logs_routed(_warn_logged):
-        if address is None or admission is None:
+        if http is None:
             ready("stdio")
             serve_stdio(server, handshake=handshake_only(session))
         else:
-            serve_http(server, *address, admission, ready=ready)
+            (host, port), admission = http
+            serve_http(server, host, port, admission, ready=ready)
+
+
+def _http_listening(listen: str | None, origins: tuple[str, ...]) -> tuple[tuple[str, int], Admission] | None:
+    """``--listen``'s address and who it admits (``--allow-origin``); None to serve stdio."""
+    if listen is None:
+        if origins:
+            raise click.UsageError("--allow-origin goes with --listen")
+        return None
+    address = parse_listen(listen)
+    return address, Admission.of(address[0], origins)
+
+
+def _refused(ctx: click.Context, err: Exception) -> NoReturn:
+    """A recording that cannot be served or probed as it is: one error line, exit 1."""
+    click.echo(f"toolreplay: error: {inert(one_line(str(err)))}", err=True)
+    ctx.exit(EXIT_FINDINGS)
 
 
 def _warn_logged(record: logging.LogRecord) -> None:
     """What the SDK logs while serving (a client's message it refuses, say) as one warning line:
     its traceback, which quotes what the client sent, left out."""
     warn(f"{record.name}: {record.getMessage()}")
-
-
-def _text_explained(
-    records: Sequence[Record], lock: ToolLock | None, live: dict[str, ToolContract]
-) -> dict[str, str]:
-    """Per tool whose recorded contract text the lock holds: what changed in it live."""
-    if lock is None:
-        return {}
-    out: dict[str, str] = {}
-    for name, old in lock.tools.items():
-        new = live.get(name)
-        if new is None or old.text_digest is None or old.text_digest == new.text_digest:
-            continue
-        if any(r.tool == name and r.text_digest == old.text_digest for r in records):
-            out[name] = "; ".join(d.text() for d in text_differences(old, new))
-    return out
 
 
 @click.command(name="probe")
@@ -295,8 +289,7 @@ def probe_cmd(
     lock = load_lock(lock_path) if lock_path is not None else None
     source = against if against is not None else str(transcript)
     records, receipt, declared = _probed(ctx, source, against is not None)
-    if receipt is not None and repeat is None:
-        repeat = repeat_of(receipt)
+    times = _times_asked(repeat, receipt)
 
     def run() -> tuple[ProbeResult, Live, Plan]:
         return probe_live(
@@ -308,24 +301,20 @@ def probe_cmd(
             sequence=sequence,
             timeout=timeout,
             path=source,
-            explain=lambda contracts: _text_explained(records, lock, contracts),
-            repeat=repeat or 1,
+            explain=lambda contracts: text_explained(records, lock, contracts),
+            repeat=times,
             volatile=volatile,
             receipt=receipt,
             declared=declared,
         )
 
-    if output is None:
-        result, live, _ = run()
-    else:
-        result, live = _with_receipt(run, output, force=force, lock=lock, volatile=volatile)
+    result, live = _run_probe(run, output, force=force, lock=lock, volatile=volatile)
     for problem in live.warnings:
         warn(problem)
     if suggest_volatile:
-        into = None if config is None else one_line(config_shown(config))
-        click.echo(_suggestions(records, live.repeated or {}, repeat or 1, into), nl=False)
+        click.echo(_suggestions(records, live.repeated or {}, times, config), nl=False)
         ctx.exit(EXIT_CLEAN)
-    answers = repeat if receipt is not None else None
+    answers = times if receipt is not None else None
     header = _probe_header(result, volatile, source, answers)
     report = Report(command="probe", path=source, header=header, findings=result.findings)
     ctx.exit(emit_gated([report], fmt, policy))
@@ -350,14 +339,19 @@ def _probe_usage(form: _ProbeForm) -> tuple[str, ...]:
     command = _server_command(form)
     if (form.target is None) == (not command):
         raise click.UsageError("give the server's command line after -- or --target URL (one of them)")
+    _repeat_usage(form)
+    _receipt_usage(form)
+    return command
+
+
+def _repeat_usage(form: _ProbeForm) -> None:
+    """A usage error for --sequence, --repeat and what needs --repeat, given together wrongly."""
     if form.sequence and form.target is not None:
         raise click.UsageError("--sequence needs a server it starts afresh: give its command line after --")
     if form.sequence and form.repeat is not None:
         raise click.UsageError("--sequence replays the recording once: --repeat does not go with it")
     if form.repeat is None and (form.suggest_volatile or form.output is not None):
         raise click.UsageError("--suggest-volatile and -o RECEIPT need --repeat N (N answers to compare)")
-    _receipt_usage(form)
-    return command
 
 
 def _server_command(form: _ProbeForm) -> tuple[str, ...]:
@@ -367,6 +361,12 @@ def _server_command(form: _ProbeForm) -> tuple[str, ...]:
         if form.transcript is None:
             raise click.UsageError("give TRANSCRIPT (the recording to ask again) or --against RECEIPT")
         return form.command
+    return _against_command(form)
+
+
+def _against_command(form: _ProbeForm) -> tuple[str, ...]:
+    """With ``--against RECEIPT``: the server's command line, from the first argument on; a usage
+    error for TRANSCRIPT given too, or an option that does not go with a receipt."""
     if form.transcript is not None and form.transcript.endswith(".jsonl"):
         raise click.UsageError("--against RECEIPT takes the place of TRANSCRIPT: give one of them")
     if form.output is not None or form.sequence or form.suggest_volatile:
@@ -404,9 +404,23 @@ def _probed(
         # the client declares what the recorded one did, so the server lists the same tools
         records, session = load_records(source), load_session(source)
     except BrokenRecordingError as err:
-        click.echo(f"toolreplay: error: {inert(one_line(str(err)))}", err=True)
-        ctx.exit(EXIT_FINDINGS)
+        _refused(ctx, err)
     return records, None, recorded_client(session or (), session_path(source))
+
+
+def _run_probe(
+    run: Callable[[], tuple[ProbeResult, Live, Plan]],
+    output: str | None,
+    *,
+    force: bool,
+    lock: ToolLock | None,
+    volatile: Volatile | None,
+) -> tuple[ProbeResult, Live]:
+    """Probe; with ``-o RECEIPT``, write the receipt of its answers too."""
+    if output is None:
+        result, live, _ = run()
+        return result, live
+    return _with_receipt(run, output, force=force, lock=lock, volatile=volatile)
 
 
 def _with_receipt(
@@ -433,9 +447,8 @@ def _with_receipt(
         if not records:
             raise InputError("not written: no call was answered every time it was asked", path=output)
         write_receipt(out, records)
-    count = len(records)
     click.echo(
-        f"toolreplay: wrote a receipt of {count} call{'s' * (count != 1)}"
+        f"toolreplay: wrote a receipt of {plural(len(records), 'call')}"
         f" ({records[0].response['answers']} answers each) to {one_line(output)}",
         err=True,
     )
@@ -462,20 +475,17 @@ def _probe_header(
     return tuple(header)
 
 
+def _times_asked(repeat: int | None, receipt: dict[int, Receipted] | None) -> int:
+    """How many times each call is asked: --repeat, else as often as the receipt's were, else once."""
+    if repeat is None and receipt is not None:
+        return repeat_of(receipt)
+    return repeat or 1
+
+
 def _suggestions(
-    records: Sequence[Record], repeated: Mapping[str, Sequence[Answer]], repeat: int, config: str | None
+    records: Sequence[Record], repeated: Mapping[str, Sequence[Answer]], repeat: int, config: Config | None
 ) -> str:
     """``probe --suggest-volatile``'s TOML: per tool, the rules its repeated answers call for, as
     the configuration file ``config`` (None: none was found) holds rules."""
-
-    found: dict[str, list[Suggestion]] = {}
-    for record in records:
-        answers = repeated.get(record.call_key)
-        if not answers or any(isinstance(answer, Failure) for answer in answers):
-            continue
-        mine = found.setdefault(record.tool, [])
-        for suggestion in suggest(record.tool, [tool_answer(a) for a in answers if isinstance(a, dict)]):
-            # one rule per place, with the values of the first call that needed it
-            if all((s.rule, s.at) != (suggestion.rule, suggestion.at) for s in mine):
-                mine.append(suggestion)
-    return toml(found, repeat, config)
+    into = None if config is None else one_line(config_shown(config))
+    return toml(suggested(records, repeated), repeat, into)

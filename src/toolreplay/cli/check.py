@@ -11,7 +11,7 @@ from toolreplay.check import run_check_with_status
 from toolreplay.cli.base import EXIT_CLEAN, EXIT_FINDINGS, warn
 from toolreplay.cli.formats import format_option
 from toolreplay.cli.gate import fail_on_option, fail_policy, tally
-from toolreplay.config import load_config, unmatched_globs
+from toolreplay.config import Config, load_config, unmatched_globs
 from toolreplay.driftnotes.base_settings import PullRange, judged_fail_on
 from toolreplay.report import RENDERERS
 from toolreplay.report.merge import merge_shards, read_shard_report
@@ -66,15 +66,21 @@ def check_cmd(
     config = load_config(config_path)
     for warning in [*config.unread, *unmatched_globs(config)]:
         warn(warning)
-    kinds = fail_policy(config, fail_on, []).kinds
-    if base is not None:
-        # whether the drift-note rule's findings fail is the base commit's decision, not the PR's
-        pull = PullRange(base=base, head="HEAD")
-        kinds = judged_fail_on(config, kinds, pull, workspace=str(config.root), from_config=fail_on is None)
+    kinds = _failing_kinds(config, fail_on, base)
     RENDERERS[fmt]  # (imported before check may run the project's code, docs/spec.md §7.1)
     reports, status = run_check_with_status(config, jobs=jobs, base=base, shard=shard)
     info = check_info(config, base=base, shard=shard, drift=status, fail_on=kinds)
     ctx.exit(finish(reports, info, fmt))
+
+
+def _failing_kinds(config: Config, fail_on: str | None, base: str | None) -> frozenset[str] | None:
+    """The kinds that fail: --fail-on, else the config's fail_on (with --base: the base commit's)."""
+    kinds = fail_policy(config, fail_on, []).kinds
+    if base is None:
+        return kinds
+    # whether the drift-note rule's findings fail is the base commit's decision, not the PR's
+    pull = PullRange(base=base, head="HEAD")
+    return judged_fail_on(config, kinds, pull, workspace=str(config.root), from_config=fail_on is None)
 
 
 def finish(reports: Sequence[Report], info: CheckInfo, fmt: str) -> int:

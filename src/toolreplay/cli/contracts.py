@@ -108,13 +108,28 @@ def _fingerprinted(
     if target is not None:
         if source or mcp:
             raise click.UsageError("--target asks a server by its URL: give no SOURCE and no --mcp")
-        lock, warnings = url_lock(target, version=version, timeout=timeout)
-        return lock, tuple(warnings), url_shown(target)
+        return _url_fingerprinted(target, version, timeout)
     if not mcp and len(source) != 1:
         raise click.UsageError("give one SOURCE (or --mcp and a server command line, or --target URL)")
+    return _source_fingerprinted(source, mcp, version, mutators, timeout)
+
+
+def _source_fingerprinted(
+    source: tuple[str, ...], mcp: bool, version: str | None, mutators: tuple[str, ...], timeout: float
+) -> tuple[ToolLock, tuple[str, ...], str]:
+    """The lock of a definitions file, a module or a server (``--mcp``), its warnings, and how
+    errors name it."""
     chosen = frozenset(mutators) if mutators else DEFAULT_MUTATORS
     lock, warnings = _lock_of(source, mcp=mcp, version=version, mutators=chosen, timeout=timeout)
     return lock, tuple(warnings), describe(source) if mcp else source[0]
+
+
+def _url_fingerprinted(
+    target: str, version: str | None, timeout: float
+) -> tuple[ToolLock, tuple[str, ...], str]:
+    """The lock of the server at the URL ``target``, its warnings, and the URL as errors show it."""
+    lock, warnings = url_lock(target, version=version, timeout=timeout)
+    return lock, tuple(warnings), url_shown(target)
 
 
 def _lock_of(
@@ -189,13 +204,7 @@ def fingerprint_diff_cmd(
     config = read_config(config_file)
     used: list[str] = []
     recorded = _recorded_lock(config, recorded, used)
-    if live is None:
-        live, live_lock, unversioned = _configured_source(config, used)
-    else:
-        announce(config, used)
-        if _is_transcript(live):
-            raise InputError("LIVE must be a tool lock, not a transcript", path=live)
-        live_lock, unversioned = load_lock(live), False
+    live, live_lock, unversioned = _live_lock(config, live, used)
     if _is_transcript(recorded):
         if calls:
             raise click.UsageError("--calls needs RECORDED to be a tool lock")
@@ -209,6 +218,17 @@ def fingerprint_diff_cmd(
         schemas = changed_schemas(recorded_lock, live_lock)
         reports.extend(_calls_report(path, schemas) for path in calls)
     ctx.exit(emit(reports, fmt))
+
+
+def _live_lock(config: Config | None, live: str | None, used: list[str]) -> tuple[str, ToolLock, bool]:
+    """(its name, its lock, whether it carries no versions): LIVE, a tool lock, else the config's
+    tools_source fingerprinted now."""
+    if live is None:
+        return _configured_source(config, used)
+    announce(config, used)
+    if _is_transcript(live):
+        raise InputError("LIVE must be a tool lock, not a transcript", path=live)
+    return live, load_lock(live), False
 
 
 def _recorded_lock(config: Config | None, recorded: str | None, used: list[str]) -> str:

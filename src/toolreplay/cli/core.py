@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 from collections.abc import Callable
@@ -42,10 +41,11 @@ def seal_cmd(ctx: click.Context, transcript: str, output: str | None, force: boo
     """
     session = _session_of(transcript, output)
     with atomic_output(output, replace=force) as out:
-        carried = atomic_output(session_path(output), replace=force) if session and output else None
-        with carried or contextlib.nullcontext() as session_out:
-            if session and session_out is not None:
-                _seal_in_order(session, session_out)
+        if session is None or output is None:
+            _seal(transcript, out)
+            return
+        with atomic_output(session_path(output), replace=force) as session_out:
+            _seal_in_order(session, session_out)
             _seal(transcript, out)
 
 
@@ -162,6 +162,15 @@ def _configured_baselines(config_file: str | None, *, anchored: bool) -> list[st
     # the loader (tomllib, pathlib) only here: verify SEALED reads no config
     from toolreplay.config import config_path, expand
 
+    config = _config_with_baselines(config_file, anchored=anchored)
+    announce(config, ["baselines"])
+    found = [p for p in expand(config, config.baselines) if p.endswith(SEALED_SUFFIX)]
+    _refuse_unjudged(config, found)
+    return [config_path(config, p) for p in found]
+
+
+def _config_with_baselines(config_file: str | None, *, anchored: bool) -> Config:
+    """The config, when it names baselines to verify and no anchor is given (each anchors one file)."""
     config = read_config(config_file)
     if config is None or not config.baselines:
         raise click.UsageError(
@@ -169,10 +178,7 @@ def _configured_baselines(config_file: str | None, *, anchored: bool) -> list[st
         )
     if anchored:
         raise click.UsageError("anchors (--expect-head, --expect-count, --key) need one SEALED")
-    announce(config, ["baselines"])
-    found = [p for p in expand(config, config.baselines) if p.endswith(SEALED_SUFFIX)]
-    _refuse_unjudged(config, found)
-    return [config_path(config, p) for p in found]
+    return config
 
 
 def _refuse_unjudged(config: Config, paths: list[str]) -> None:
@@ -261,19 +267,24 @@ def _anchor_line(
 ) -> Line:
     """What an intact chain is anchored by: the anchors that match or do not, a signature, or nothing."""
     mismatches = _mismatches(state, expect_head, expect_count)
-    anchored = [a for a, v in (("head", expect_head), ("count", expect_count)) if v is not None]
     if mismatches:
         text = "mismatch: " + "; ".join(mismatches)
-    elif anchored:
-        text = " and ".join(anchored) + " match"
-    elif signed:
-        text = "signature"
     else:
-        text = (
-            "none: the links follow one another, which a cut tail or a re-sealed file"
-            " would too; pin the head with --expect-head/--expect-count or git"
-        )
+        text = _matched_anchor(expect_head, expect_count, signed=signed)
     return Line(key="anchor", value=text, text=text)
+
+
+def _matched_anchor(expect_head: str | None, expect_count: int | None, *, signed: bool) -> str:
+    """What anchors a chain that matches every anchor given: those anchors, a signature, or nothing."""
+    anchored = [a for a, v in (("head", expect_head), ("count", expect_count)) if v is not None]
+    if anchored:
+        return " and ".join(anchored) + " match"
+    if signed:
+        return "signature"
+    return (
+        "none: the links follow one another, which a cut tail or a re-sealed file"
+        " would too; pin the head with --expect-head/--expect-count or git"
+    )
 
 
 def _mismatches(state: ChainState, expect_head: str | None, expect_count: int | None) -> list[str]:

@@ -75,12 +75,20 @@ def drift_note_hook(
     git = Git()  # the root is asked of git only where a step needs it: a hook's start-up counts
     # what is judged: the range from --base, the amended commit, or the staged change
     mode = "range" if base is not None else rewrite or "staged"
+    text, refused = _judged(git, mode, base, head, patterns, notes_dir)
+    click.echo(inert(text), nl=False)
+    ctx.exit(EXIT_FINDINGS if refused else EXIT_CLEAN)
+
+
+def _judged(
+    git: Git, mode: str, base: str | None, head: str, patterns: tuple[str, ...], notes_dir: str | None
+) -> tuple[str, bool]:
+    """The guard's verdict as text (an amend it refuses undone), and whether it refuses."""
     settings, result, warnings, amended = judge_hook(git, mode, base, head, patterns, notes_dir)
     text = render(result, notes_dir=settings.notes_dir, mode=mode, warnings=warnings)
     if amended is not None and result.problems:
         text += undo_amend(git, amended)
-    click.echo(inert(text), nl=False)
-    ctx.exit(EXIT_FINDINGS if result.problems else EXIT_CLEAN)
+    return text, bool(result.problems)
 
 
 def _check_options(base: str | None, head: str, rewrite: str | None) -> None:
@@ -131,9 +139,10 @@ def _passed(result: GuardResult) -> str:
     """The one line of a guard that passes: no change, or each change and the notes that accept it."""
     if not result.changes:
         return "drift notes: no sealed baseline changes"
-    accepted = ", ".join(
-        f"{quote(c.baseline)} by "
-        + (" and ".join(quote(n.path) for n in result.notes if n.baseline == c.baseline) or "no note")
-        for c in result.changes
-    )
+    accepted = ", ".join(f"{quote(c.baseline)} by {_notes_of(result, c.baseline)}" for c in result.changes)
     return f"drift notes: every baseline change has its note ({accepted})"
+
+
+def _notes_of(result: GuardResult, baseline: str) -> str:
+    """The notes that accept ``baseline``'s change, as the passing line names them."""
+    return " and ".join(quote(n.path) for n in result.notes if n.baseline == baseline) or "no note"

@@ -34,15 +34,20 @@ def fail_on_option(func: Callable[..., Any]) -> Callable[..., Any]:
 
 def fail_policy(config: Config | None, text: str | None, used: list[str]) -> FailPolicy:
     """The flag's policy, else the config's ``fail_on`` (appended to ``used``), else the default."""
-    default = None
-    if config is not None and config.fail_on is not None:
-        default = config.fail_on
-        if not text:
-            used.append("fail_on")
+    default = _configured_fail_on(config, text, used)
     try:
         return parse_fail_on(text or "", default, name="--fail-on")
     except FailOnError as err:
         raise InputError(str(err)) from err
+
+
+def _configured_fail_on(config: Config | None, text: str | None, used: list[str]) -> frozenset[str] | None:
+    """The config's ``fail_on`` (None: it sets none), said to be used when no flag overrides it."""
+    if config is None or config.fail_on is None:
+        return None
+    if not text:
+        used.append("fail_on")
+    return config.fail_on
 
 
 def gated(policy: FailPolicy) -> Callable[[str], bool]:

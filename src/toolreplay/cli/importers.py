@@ -5,9 +5,8 @@ from __future__ import annotations
 import contextlib
 import os
 import warnings
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, replace
-from hashlib import sha256
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 
 import click
 
@@ -17,10 +16,10 @@ from toolreplay.errors import InputError
 from toolreplay.escape import inert, one_line
 from toolreplay.files import temp_beside
 from toolreplay.importers import FORMATS, Session, import_stream
-from toolreplay.importers.base import TraceWarning
+from toolreplay.importers.base import TraceWarning, with_response_state
 from toolreplay.mutators import DEFAULT_MUTATORS
 from toolreplay.outputs import write_error
-from toolreplay.transcript import make_record, open_input, record_line
+from toolreplay.transcript import open_input, record_line
 
 
 @dataclass(slots=True)
@@ -169,6 +168,11 @@ def _state_tools(
         return frozenset()
     if mutators:
         return frozenset(mutators)
+    return _configured_mutators(config_file)
+
+
+def _configured_mutators(config_file: str | None) -> frozenset[str]:
+    """The config's mutators, else the default list."""
     config = read_config(config_file)
     if config is None or "mutators" not in config.declared:
         return DEFAULT_MUTATORS
@@ -210,7 +214,7 @@ def _import_into(
         with _warnings_said(path):
             chosen, sessions = import_stream(stream, path, fmt)
             for session in sessions:
-                temps.append(_write_temp(with_state(session, state_of), directory))
+                temps.append(_write_temp(with_response_state(session, state_of), directory))
                 labels.append(session.label)
                 tally.add(session)
         names = session_names(stem_of(path), len(temps), labels)
@@ -220,12 +224,17 @@ def _import_into(
             place_output(temp, target, replace=replace)
         temps = []
     finally:
-        for temp in temps:
-            with contextlib.suppress(OSError):
-                os.unlink(temp)
+        _discard(temps)
         if path != "-":
             stream.close()
     click.echo(tally.line(path, chosen, fmt == "auto"), err=True)
+
+
+def _discard(temps: Sequence[str]) -> None:
+    """Remove the temp files of an import that did not complete."""
+    for temp in temps:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
 
 
 @contextlib.contextmanager
@@ -248,45 +257,25 @@ def _check_targets(path: str, targets: Sequence[str], *, replace: bool) -> None:
     if path != "-":
         _refuse_own_input(path, targets)
     for target in targets:
-        try:
-            os.lstat(target)
-        except FileNotFoundError:
-            continue
-        except OSError as err:  # a name too long for the file system, say
-            raise InputError(f"cannot write here: {err.strerror}", path=target) from err
-        if not replace:
+        if _taken(target) and not replace:
             raise InputError(EXISTS, path=target)
+
+
+def _taken(target: str) -> bool:
+    """Whether a file is at ``target``; an error for a name the file system cannot hold."""
+    try:
+        os.lstat(target)
+    except FileNotFoundError:
+        return False
+    except OSError as err:  # a name too long for the file system, say
+        raise InputError(f"cannot write here: {err.strerror}", path=target) from err
+    return True
 
 
 def _refuse_own_input(path: str, targets: Sequence[str]) -> None:
     for target in targets:
         if os.path.exists(target) and os.path.samefile(target, path):
             raise InputError(f"would overwrite its own input {target}", path=path)
-
-
-#: the resource key of a post-call state taken from the response (``--state-from-response``)
-RESPONSE_STATE = "response"
-
-
-def with_state(session: Session, mutators: frozenset[str]) -> Session:
-    """The session with a post-call ``state`` on each call to a mutator that has none: the
-    SHA-256 of its canonical response (what the tool said the world became)."""
-    if not mutators:
-        return session
-    records = tuple(
-        make_record(
-            index=r.index,
-            tool=r.tool,
-            args=r.args,
-            response=r.response,
-            fingerprint=r.fingerprint,
-            state={RESPONSE_STATE: "sha256:" + sha256(r.canon_response.encode("ascii")).hexdigest()},
-        )
-        if r.tool in mutators and r.state is None
-        else r
-        for r in session.records
-    )
-    return replace(session, records=records)
 
 
 def _write_temp(session: Session, directory: str) -> str:
@@ -315,14 +304,22 @@ def _to_stdout(path: str, fmt: str, state_of: frozenset[str] = frozenset()) -> N
     try:
         with _warnings_said(path):
             chosen, sessions = import_stream(stream, path, fmt)
-            for session in sessions:
-                if only is not None:
-                    raise InputError("holds more than one session; -o - prints one: pass -o DIR", path=path)
-                only = with_state(session, state_of)
-                tally.add(session)
+            only = _only_session(sessions, path, tally)
     finally:
         if path != "-":
             stream.close()
     if only is not None:
+        only = with_response_state(only, state_of)
         click.echo("".join(record_line(r) + "\n" for r in only.records), nl=False)
     click.echo(tally.line(path, chosen, fmt == "auto"), err=True)
+
+
+def _only_session(sessions: Iterable[Session], path: str, tally: _Tally) -> Session | None:
+    """The one session of ``path`` (counted in ``tally``); refused when it holds more."""
+    only: Session | None = None
+    for session in sessions:
+        if only is not None:
+            raise InputError("holds more than one session; -o - prints one: pass -o DIR", path=path)
+        only = session
+        tally.add(session)
+    return only

@@ -18,7 +18,7 @@ from toolreplay.capture import otlp_proto
 from toolreplay.capture.early import Early
 from toolreplay.capture.redact import Redactor
 from toolreplay.capture.stdio import proxy, start_server
-from toolreplay.cli.base import EXISTS, Seconds, allow_origin_option, force_option, warn
+from toolreplay.cli.base import EXISTS, Seconds, allow_origin_option, force_option, plural, warn
 from toolreplay.cli.defaults import config_option
 from toolreplay.cli.loading import loading
 from toolreplay.errors import InputError
@@ -159,11 +159,7 @@ def record_cmd(
         toolreplay record -o traces/ --otlp 4318
     """
     if otlp is not None:
-        if command or listen or target or lock_path or state_commands or state_timeout is not None:
-            raise click.UsageError(
-                "--otlp takes none of a server's command line, --listen, --target, --lock,"
-                " --state-command or --state-timeout"
-            )
+        _check_otlp_alone(command, listen, target, lock_path, state_commands, state_timeout)
         otlp_proto.require_receiver()
         ctx.exit(_record_otlp(otlp, output, patterns, origins, force))
     require_sdk("record")
@@ -178,14 +174,27 @@ def record_cmd(
         commands=tuple(_parsed(value) for value in state_commands),  # refused before anything starts
         timeout=state_timeout,
     )
-    if listen is not None and target is not None:
-        status, recording = _machinery().record_http(listen, target, origins, opening.open)
-    else:
-        status, recording = _record_stdio(command, opening)
+    status, recording = _record(command, listen, target, origins, opening)
     for kept in recording.kept:
         click.echo(f"toolreplay: {kept.text(lock_path or '')}", err=True)
     click.echo(_recorded_line(recording, output, redacting=bool(patterns)), err=True)
     ctx.exit(status)
+
+
+def _check_otlp_alone(
+    command: tuple[str, ...],
+    listen: str | None,
+    target: str | None,
+    lock_path: str | None,
+    state_commands: tuple[str, ...],
+    state_timeout: float | None,
+) -> None:
+    """--otlp receives traces: it takes none of the options of a proxy."""
+    if command or listen or target or lock_path or state_commands or state_timeout is not None:
+        raise click.UsageError(
+            "--otlp takes none of a server's command line, --listen, --target, --lock,"
+            " --state-command or --state-timeout"
+        )
 
 
 def _check_options(
@@ -200,15 +209,24 @@ def _check_options(
 
 def _check_outputs(output: str, seal: bool, lock_path: str | None, *, force: bool) -> None:
     """The recording's files: a sealed one named so, the lock apart, none replaced unless --force."""
+    _check_names(output, seal, lock_path)
+    if not force:
+        _check_fresh(output, session_path(output), lock_path)
+
+
+def _check_names(output: str, seal: bool, lock_path: str | None) -> None:
+    """A sealed recording named so, and a lock with a name of its own."""
     if seal and not output.endswith(SEALED_SUFFIX):
         # replay, diff and check read a file by its name: a sealed one named *.jsonl fails there
         raise click.UsageError(f"-o {one_line(output)}: {NOT_SEALED}")
     if lock_path is not None and os.path.realpath(lock_path) == os.path.realpath(output):
         raise click.UsageError("-o and --lock name the same file; give the lock its own name")
-    if force:
-        return
-    # an earlier session's recording (a baseline in the making) is never lost by accident
-    for path in (output, session_path(output), lock_path):
+
+
+def _check_fresh(*paths: str | None) -> None:
+    """Refuse a file that exists: an earlier session's recording (a baseline in the making) is
+    never lost by accident."""
+    for path in paths:
         if path is not None and os.path.isfile(os.path.realpath(path)):
             raise InputError(EXISTS, path=path)
 
@@ -217,8 +235,12 @@ def _recorded_line(recording: Recording, output: str, *, redacting: bool) -> str
     """The line that says what was recorded."""
     redacted, calls = recording.redactor.count, recording.count
     note = f", {recording.states} with post-call state" if recording.state_command is not None else ""
-    note += f", {redacted} value{'s' if redacted != 1 else ''} redacted" if redacting else ""
-    return f"toolreplay: recorded {calls} call{'s' if calls != 1 else ''} to {one_line(output)}{note}"
+    note += _redacted_note(redacted) if redacting else ""
+    return f"toolreplay: recorded {plural(calls, 'call')} to {one_line(output)}{note}"
+
+
+def _redacted_note(redacted: int) -> str:
+    return f", {plural(redacted, 'value')} redacted"
 
 
 def _record_otlp(
@@ -240,17 +262,25 @@ def _record_otlp(
 
     with TraceFiles(folder, redact=patterns, force=force, warn=warn) as files:
         receive(host, port, files, admission, ready=ready)
-    calls, traces = files.count, len(files.chains)
-    note = ""
-    if patterns:
-        redacted = files.redactor.count
-        note = f", {redacted} value{'s' if redacted != 1 else ''} redacted"
-    click.echo(
-        f"toolreplay: recorded {calls} call{'s' if calls != 1 else ''} in {traces}"
-        f" trace{'s' if traces != 1 else ''} to {one_line(folder)}{note}",
-        err=True,
-    )
+    calls, traces = plural(files.count, "call"), plural(len(files.chains), "trace")
+    note = _redacted_note(files.redactor.count) if patterns else ""
+    click.echo(f"toolreplay: recorded {calls} in {traces} to {one_line(folder)}{note}", err=True)
     return 0
+
+
+def _record(
+    command: tuple[str, ...],
+    listen: str | None,
+    target: str | None,
+    origins: tuple[str, ...],
+    opening: Opening,
+) -> tuple[int, Recording]:
+    """Proxy over Streamable HTTP (--listen and --target) or stdio until done; (exit status,
+    the recording)."""
+    if listen is not None and target is not None:
+        status, recording = _machinery().record_http(listen, target, origins, opening.open)
+        return status, recording
+    return _record_stdio(command, opening)
 
 
 def _record_stdio(command: tuple[str, ...], opening: Opening) -> tuple[int, Recording]:
@@ -280,12 +310,12 @@ def _record_stdio(command: tuple[str, ...], opening: Opening) -> tuple[int, Reco
 
 def _plainly_writable(*paths: str | None) -> bool:
     """Whether each path's folder plainly takes a new file (else the recording is opened first)."""
-    for path in paths:
-        if path is None:
-            continue
-        folder = os.path.dirname(os.path.abspath(path))
-        if not os.path.isdir(folder) or not os.access(folder, os.W_OK | os.X_OK) or os.path.isdir(path):
-            return False
-        if os.path.lexists(path) and not os.access(path, os.W_OK):
-            return False
-    return True
+    return all(_takes_new_file(path) for path in paths if path is not None)
+
+
+def _takes_new_file(path: str) -> bool:
+    """Whether ``path``'s folder plainly takes a new file there (and an old one may be replaced)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder) or not os.access(folder, os.W_OK | os.X_OK) or os.path.isdir(path):
+        return False
+    return not (os.path.lexists(path) and not os.access(path, os.W_OK))

@@ -10,7 +10,7 @@ the proxy listens, so no request waits for it.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from toolreplay import sdk
@@ -81,11 +81,20 @@ def state_commands(
                 " (--state-command, or the configuration's state_command)"
             )
         return None, None
-    timeout = setting(timeout, config, "state_timeout_seconds", used)
-    mutators = setting(None, config, "mutators", used) or DEFAULT_MUTATORS
+    state = _state_command(config, commands, timeout, used)
     declared = _declared_lock(config, lock_path, used)
     announce(config, used)
-    return StateCommand(commands, timeout=timeout or DEFAULT_TIMEOUT, mutators=mutators), declared
+    return state, declared
+
+
+def _state_command(
+    config: Config | None, commands: Sequence[Command], timeout: float | None, used: list[str]
+) -> StateCommand:
+    """The state commands with their timeout (``--state-timeout``, else the config's) and the
+    tools that change state (the config's ``mutators``, else the default ones)."""
+    timeout = setting(timeout, config, "state_timeout_seconds", used)
+    mutators = setting(None, config, "mutators", used) or DEFAULT_MUTATORS
+    return StateCommand(commands, timeout=timeout or DEFAULT_TIMEOUT, mutators=mutators)
 
 
 def _declared_lock(config: Config | None, lock_path: str | None, used: list[str]) -> ToolLock | None:

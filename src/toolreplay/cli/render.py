@@ -23,12 +23,17 @@ def _chain(path: str) -> tuple[list[Record], list[str], list[Finding]]:
     """The records, each link's digest, and a broken link as a finding (a sealed file's own
     digests; a transcript's as ``seal`` would write them)."""
     if os.path.basename(path).endswith(SEALED_SUFFIX):
-        links = list(read_links(path))
-        state = verify(links)
-        broken = [chain_broken(state.broken, path=path)] if state.broken else []
-        return [link.record for link in links], [link.digest for link in links], broken
+        return _sealed_chain(path)
     records = list(read_transcript(path))
     return records, [digest for digest, _ in seal(records)], []
+
+
+def _sealed_chain(path: str) -> tuple[list[Record], list[str], list[Finding]]:
+    """A sealed file's records, its own digests, and its first broken link as a finding."""
+    links = list(read_links(path))
+    state = verify(links)
+    broken = [chain_broken(state.broken, path=path)] if state.broken else []
+    return [link.record for link in links], [link.digest for link in links], broken
 
 
 @click.command(name="render")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import click
 
 from toolreplay.cli.base import EXIT_CLEAN, EXIT_USAGE
@@ -11,6 +13,18 @@ from toolreplay.escape import one_line
 from toolreplay.reports import Line, Report
 from toolreplay.schemas import SCHEMA_FILES
 from toolreplay.validate import validate_file
+
+
+def _validated_files(files: Sequence[str], kind: str | None) -> tuple[list[tuple[str, list[str]]], list[str]]:
+    """Each file that could be read with its problems, and the errors of those that could not."""
+    checked: list[tuple[str, list[str]]] = []
+    refused: list[str] = []
+    for path in files:
+        try:
+            checked.append((path, validate_file(path, kind)))
+        except InputError as err:
+            refused.append(str(err))
+    return checked, refused
 
 
 def _validated(path: str, problems: list[str], *, alone: bool) -> Report:
@@ -34,13 +48,7 @@ def validate_cmd(ctx: click.Context, files: tuple[str, ...], kind: str | None, f
     A FILE that cannot be read, or whose kind cannot be told from its name, is one error
     line on stderr and exit 2, after the other FILEs are checked and reported.
     """
-    checked: list[tuple[str, list[str]]] = []
-    refused: list[str] = []
-    for path in files:
-        try:
-            checked.append((path, validate_file(path, kind)))
-        except InputError as err:
-            refused.append(str(err))
+    checked, refused = _validated_files(files, kind)
     reports = [_validated(path, problems, alone=len(checked) == 1) for path, problems in checked]
     code = emit(reports, fmt) if reports else EXIT_CLEAN
     for problem in refused:

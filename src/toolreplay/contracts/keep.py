@@ -96,3 +96,12 @@ def _kept(before: ToolContract, contract: ToolContract, differ: tuple[tuple[str,
         was=before.fingerprint if changed else None,
         now=contract.fingerprint if changed else None,
     )
+
+
+def refreshed_lock(path: str, listed: ToolLock) -> tuple[ToolLock, tuple[Kept, ...]]:
+    """The lock at ``path`` (none yet: an empty one) with the contracts of the ``listed`` tools,
+    what it declared of them kept, and its other tools as they were; and what was kept."""
+    old = load_lock(path) if os.path.isfile(path) else ToolLock.of([])
+    lock, kept = keep_declared(old if old.tools else None, listed)
+    others = [c for name, c in old.tools.items() if name not in lock.tools]
+    return ToolLock.of([*lock.tools.values(), *others]), kept

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import KW_ONLY, dataclass
+from dataclasses import KW_ONLY, dataclass, replace
+from hashlib import sha256
 from typing import Any, Protocol
 
 from toolreplay.canonical import decode
 from toolreplay.errors import InputError
 from toolreplay.locate import pointer_token
-from toolreplay.transcript import Record, type_name
+from toolreplay.transcript import Record, make_record, type_name
 
 #: Marker keys an importer writes into ``args`` and ``response``. A leading underscore keeps
 #: them apart from the fields of the tools seen so far; docs/spec.md §12.1 lists them.
@@ -280,3 +281,30 @@ def list_member(item: Item, *keys: str) -> Iterable[Item] | None:
             location = item.location.at(key)
             return [Item(location.at(i), v) for i, v in enumerate(value)]
     return None
+
+
+#: the resource key of a post-call state taken from the response (``--state-from-response``)
+RESPONSE_STATE = "response"
+
+
+def with_response_state(session: Session, mutators: frozenset[str]) -> Session:
+    """The session with a post-call ``state`` on each call to a mutator that has none: the
+    SHA-256 of its canonical response (what the tool said the world became)."""
+    if not mutators:
+        return session
+    records = tuple(
+        _response_state(r) if r.tool in mutators and r.state is None else r for r in session.records
+    )
+    return replace(session, records=records)
+
+
+def _response_state(r: Record) -> Record:
+    """``r`` with its response's SHA-256 as its post-call state."""
+    return make_record(
+        index=r.index,
+        tool=r.tool,
+        args=r.args,
+        response=r.response,
+        fingerprint=r.fingerprint,
+        state={RESPONSE_STATE: "sha256:" + sha256(r.canon_response.encode("ascii")).hexdigest()},
+    )

@@ -146,18 +146,27 @@ class CassetteRegistry(ToolRegistry):
         contract = self.contract(name)
         self._check_drift(contract)
         if self._replay is not None:
-            try:
-                response = self._replay.serve(
-                    name, as_json(args, f"arguments of tool {name!r}"), live=contract.fingerprint
-                )
-            except SnapshotMissError as miss:
-                if not self.recording:
-                    miss.add_note(self._miss_note())
-                    raise miss.with_traceback(None) from None
-            else:
-                self.served += 1
+            response = self._from_cassette(self._replay, name, args, contract)
+            if response is not None:
                 return response
         return super().call(name, **args)  # live, kept by the buffer recorder
+
+    def _from_cassette(
+        self, replay: Snapshot, name: str, args: dict[str, Any], contract: ToolContract
+    ) -> dict[str, Any] | None:
+        """The cassette's answer to the call; None for a call it lacks that the mode records."""
+        __tracebackhide__ = True
+        try:
+            response = replay.serve(
+                name, as_json(args, f"arguments of tool {name!r}"), live=contract.fingerprint
+            )
+        except SnapshotMissError as miss:
+            if not self.recording:
+                miss.add_note(self._miss_note())
+                raise miss.with_traceback(None) from None
+            return None
+        self.served += 1
+        return response
 
     def _check_drift(self, contract: ToolContract) -> None:
         """Fail on the first recorded call of this tool made with another fingerprint, else on the
@@ -261,7 +270,7 @@ def explain_drift(
     """The notes of a drift: the fingerprint-diff lines from the cassette's lock (``lock_file``,
     named ``shown``) to ``live`` (``against`` says what that is), then what to do."""
     try:
-        old = load_lock(lock_file).tools.get(live.name) if os.path.exists(lock_file) else None
+        old = _locked_contract(lock_file, live.name)
     except (OSError, ToolreplayError) as err:
         return [f"cannot explain the drift: {err}", REDO]
     if old is None or old.fingerprint != recorded:
@@ -296,12 +305,17 @@ def text_drift(
 def _text_differences(lock_file: str, live: ToolContract, recorded: str) -> tuple[str, ...]:
     """What changed in the contract text, when the cassette's lock holds the recorded one."""
     try:
-        old = load_lock(lock_file).tools.get(live.name) if os.path.exists(lock_file) else None
+        old = _locked_contract(lock_file, live.name)
     except (OSError, ToolreplayError):
         return ()
     if old is None or old.text_digest != recorded:
         return ()
     return tuple(d.text() for d in text_differences(old, live))
+
+
+def _locked_contract(lock_file: str, name: str) -> ToolContract | None:
+    """The contract the cassette's lock ``lock_file`` holds for ``name`` (None: no lock or no such tool)."""
+    return load_lock(lock_file).tools.get(name) if os.path.exists(lock_file) else None
 
 
 def write_cassette(

@@ -102,15 +102,20 @@ class SnapshotMissError(ToolreplayError):
         self.given_value = given_value
         call = f"no recorded call matches tool {quote(tool)} with args {clipped(args, SHOWN)}"
         if nearest_index is None:
-            names = ", ".join(quote(t) for t in recorded_tools[:5]) or "none"
-            more = ", ..." if len(recorded_tools) > 5 else ""
-            super().__init__(f"{call}; the recording never calls that tool (it calls {names}{more})")
+            super().__init__(f"{call}; the recording never calls that tool ({_calls(recorded_tools)})")
         else:
             recorded, given = excerpts(recorded_value, given_value, SHOWN, absent="(absent)")
             super().__init__(
                 f"{call}; nearest recorded call is index {nearest_index}, which differs at argument"
                 f" {quote(pointer or '/')}: recorded {recorded}, given {given}"
             )
+
+
+def _calls(recorded_tools: tuple[str, ...]) -> str:
+    """What a recording calls, as a miss of a tool it never calls says it: the first five tools."""
+    names = ", ".join(quote(t) for t in recorded_tools[:5]) or "none"
+    more = ", ..." if len(recorded_tools) > 5 else ""
+    return f"it calls {names}{more}"
 
 
 class ReplayDivergenceError(ToolreplayError):

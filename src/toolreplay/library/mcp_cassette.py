@@ -34,7 +34,7 @@ from urllib.parse import urlsplit, urlunsplit
 from toolreplay import sdk
 from toolreplay.analyses.volatile import Volatile
 from toolreplay.canonical import canonical
-from toolreplay.capture.serve import check_lock, check_session_lock, load_records, load_session
+from toolreplay.capture.serve import load_checked, load_records
 from toolreplay.contracts.lock import ToolContract, ToolLock, load_lock
 from toolreplay.errors import ToolreplayError
 from toolreplay.escape import one_line, quote
@@ -192,12 +192,7 @@ class McpCassettes:
                 " give each its own name= (each server has a cassette of its own)"
             )
         existed = os.path.exists(path)
-        recording = self.mode in ("all", "new_episodes") or (self.mode == "once" and not existed)
-        if not recording and not existed:
-            self.fail(
-                f"toolreplay: there is no cassette {label} and the record mode is {self.mode} ({self.why}):"
-                " record it where the server is reachable and commit it"
-            )
+        recording = self._recording(label, existed=existed)
         server = McpCassette(
             path=path,
             label=label,
@@ -209,17 +204,23 @@ class McpCassettes:
         self.servers.append(server)
         return server
 
+    def _recording(self, label: str, *, existed: bool) -> bool:
+        """Whether the record mode records the server of the cassette ``label``; the test fails
+        when it would replay a cassette that does not exist."""
+        recording = self.mode in ("all", "new_episodes") or (self.mode == "once" and not existed)
+        if not recording and not existed:
+            self.fail(
+                f"toolreplay: there is no cassette {label} and the record mode is {self.mode} ({self.why}):"
+                " record it where the server is reachable and commit it"
+            )
+        return recording
+
     def _check_command(
         self, command: str, env: Mapping[str, str] | None, cwd: str | os.PathLike[str] | None
     ) -> None:
         """Fail now, in one line, when the real server cannot be started (the client would only
         see its connection closed)."""
-        if os.sep in command or (os.altsep and os.altsep in command):
-            found = os.path.exists(os.path.join(os.fspath(cwd) if cwd is not None else ".", command))
-        else:
-            search = (env or {}).get("PATH", os.environ.get("PATH", os.defpath))
-            found = shutil.which(command, path=search) is not None
-        if not found:
+        if not _findable(command, env, cwd):
             self.fail(f"toolreplay: cannot start the MCP server {command!r} to record it: not found")
 
     def _serve_args(self, server: McpCassette) -> list[str]:
@@ -227,11 +228,7 @@ class McpCassettes:
         fails with its reason, not with a closed connection)."""
         lock = lock_path(server.path)
         try:
-            server.records = load_records(server.path)
-            session = load_session(server.path)
-            if os.path.exists(lock):
-                check_lock(server.records, load_lock(lock))
-                check_session_lock(server.path, session, load_lock(lock))
+            server.records, _ = load_checked(server.path, load_lock(lock) if os.path.exists(lock) else None)
         except ToolreplayError as err:
             self.fail(f"toolreplay serve refuses the cassette {server.label}: {one_line(str(err))}")
         argv = ["serve", server.path, "--misses", server.misses]
@@ -272,47 +269,59 @@ class McpCassettes:
         outcomes: list[str] = []
         problem: BaseException | None = None
         for server in self.servers:
-            try:
-                outcome = self._finish(server, passed)
-            except (SnapshotMissError, ToolDriftError) as err:
-                outcome, problem = "unsaved" if server.recording else "replayed", problem or err
-            except (OSError, ToolreplayError) as err:
-                outcome = "unsaved"
-                problem = problem or ToolreplayError(f"the recording of {server.label} cannot be read: {err}")
+            outcome, error = self._outcome(server, passed)
+            problem = problem or error
             if outcome:
                 outcomes.append(outcome)
         return outcomes, problem
+
+    def _outcome(self, server: McpCassette, passed: bool) -> tuple[str, BaseException | None]:
+        """One server's outcome, and the error the test must show for it (None: none)."""
+        try:
+            return self._finish(server, passed), None
+        except (SnapshotMissError, ToolDriftError) as err:
+            return "unsaved" if server.recording else "replayed", err
+        except (OSError, ToolreplayError) as err:
+            return "unsaved", ToolreplayError(f"the recording of {server.label} cannot be read: {err}")
 
     def _finish(self, server: McpCassette, passed: bool) -> str:
         if not server.recording:
             self._check_misses(server)
             return "replayed"
-        new: tuple[Record, ...] = ()
-        if _exists(server.transcript):
-            new = tuple(link.record for link in read_links(server.transcript))
+        new = _recorded(server.transcript)
         session = _session(server.transcript)
         lock = load_lock(server.lock) if _exists(server.lock) else None
         old: tuple[Record, ...] = ()
         if server.mode == "new_episodes" and server.existed:
             old = load_records(server.path)
-            if lock is not None:
-                self._check_drift(server, old, lock)
-            volatile = self._volatile()
-            held = {match_key(record.tool, record.args, volatile) for record in old}
-            kept = [record for record in new if match_key(record.tool, record.args, volatile) not in held]
-            session = merged_session(
-                _session(server.path), session, {r.index: len(old) + i for i, r in enumerate(kept)}
-            )
-            new = tuple(kept)
-        if not new and (server.existed or session is None):
-            return "replayed" if server.existed and server.mode != "all" else ""
-        if not passed:  # a failed test's calls are no baseline
-            return "unsaved"
+            new, session = self._appended(server, old, new, session, lock)
+        unwritten = _unwritten(server, new, session, passed=passed)
+        if unwritten is not None:
+            return unwritten
         if lock is None:  # the session never listed its tools: keep what the cassette's lock knew
-            kept_lock = lock_path(server.path)
-            lock = load_lock(kept_lock) if old and _exists(kept_lock) else ToolLock()
+            lock = _kept_lock(server.path, old)
         write_cassette(server.path, (*old, *new), lock, session)
         return "recorded"
+
+    def _appended(
+        self,
+        server: McpCassette,
+        old: tuple[Record, ...],
+        new: tuple[Record, ...],
+        session: tuple[Record, ...] | None,
+        lock: ToolLock | None,
+    ) -> tuple[tuple[Record, ...], tuple[Record, ...] | None]:
+        """``new_episodes``: the recorded calls the cassette does not hold yet, and the merged
+        session file (after the drift check against the live server's ``lock``)."""
+        if lock is not None:
+            self._check_drift(server, old, lock)
+        volatile = self._volatile()
+        held = {match_key(record.tool, record.args, volatile) for record in old}
+        kept = [record for record in new if match_key(record.tool, record.args, volatile) not in held]
+        session = merged_session(
+            _session(server.path), session, {r.index: len(old) + i for i, r in enumerate(kept)}
+        )
+        return tuple(kept), session
 
     def _check_drift(self, server: McpCassette, old: Sequence[Record], live: ToolLock) -> None:
         """Raise :class:`ToolDriftError` for the first recorded call whose tool the server lists with
@@ -333,23 +342,14 @@ class McpCassettes:
             if recorded is None or recorded == now:
                 continue
             err = ToolDriftError(tool=record.tool, recorded=recorded, live=now, index=record.index)
-            shown = lock_path(server.label)
-            notes = (
-                explain_drift(lock_path(server.path), shown, contract, recorded, against="the live server")
-                if contract is not None
-                else [f"the live server no longer lists {quote(record.tool)}", REDO]
-            )
-            for note in notes:
+            for note in _drift_notes(server, record, contract):
                 err.add_note(note)
             raise err
 
     def _check_misses(self, server: McpCassette) -> None:
         """Raise the first call ``serve`` could not answer as :class:`SnapshotMissError`."""
         __tracebackhide__ = True
-        if not _exists(server.misses):
-            return
-        with open(server.misses, encoding="utf-8") as lines:
-            misses = [json.loads(line) for line in lines if line.strip()]
+        misses = _misses(server.misses)
         if not misses:
             return
         first: dict[str, Any] = misses[0]
@@ -386,6 +386,29 @@ class McpCassettes:
             shutil.rmtree(server.folder, ignore_errors=True)
 
 
+def _unwritten(
+    server: McpCassette, new: Sequence[Record], session: Sequence[Record] | None, *, passed: bool
+) -> str | None:
+    """The outcome of a recording that writes nothing (None: the cassette is written)."""
+    if not new and (server.existed or session is None):
+        return "replayed" if server.existed and server.mode != "all" else ""
+    if not passed:  # a failed test's calls are no baseline
+        return "unsaved"
+    return None
+
+
+def _recorded(transcript: str) -> tuple[Record, ...]:
+    """The calls the recording proxy wrote to ``transcript`` (none when it wrote nothing)."""
+    return tuple(link.record for link in read_links(transcript)) if _exists(transcript) else ()
+
+
+def _kept_lock(cassette: str, old: Sequence[Record]) -> ToolLock:
+    """The lock a cassette keeps when its session never listed its tools: the cassette's own
+    lock when calls were kept from it, else an empty one."""
+    kept = lock_path(cassette)
+    return load_lock(kept) if old and _exists(kept) else ToolLock()
+
+
 def _session(recording: str) -> tuple[Record, ...] | None:
     """The session file beside ``recording`` (what the proxy saw besides the calls); None without one."""
     beside = session_path(recording)
@@ -402,16 +425,29 @@ def merged_session(
     if old is None or new is None:
         chosen = new if old is None else old
         return None if chosen is None else tuple(chosen)
+    return (*old, *_added(old, new, moved))
+
+
+def _added(old: Sequence[Record], new: Sequence[Record], moved: Mapping[int, int]) -> list[Record]:
+    """What the new session adds to the old one, in its order."""
     held = {(record.tool, canonical(record.args)) for record in old}
     added: list[Record] = []
     for record in new:
-        if record.tool == "tools/call":
-            index = record.args.get("index")
-            if isinstance(index, int) and index in moved:
-                added.append(replace(record, args={"index": moved[index]}))
-        elif (record.tool, canonical(record.args)) not in held:
-            added.append(record)
-    return (*old, *added)
+        extra = _appended_record(record, held, moved)
+        if extra is not None:
+            added.append(extra)
+    return added
+
+
+def _appended_record(record: Record, held: set[tuple[str, str]], moved: Mapping[int, int]) -> Record | None:
+    """What ``record`` of the new session adds to the merged one: a call's notification under
+    the call's index in the cassette, or a message the old session does not hold; else None."""
+    if record.tool != "tools/call":
+        return None if (record.tool, canonical(record.args)) in held else record
+    index = record.args.get("index")
+    if isinstance(index, int) and index in moved:
+        return replace(record, args={"index": moved[index]})
+    return None
 
 
 def _exists(path: str) -> bool:
@@ -458,3 +494,29 @@ def _last_line(log: str) -> str:
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     errors = [line for line in lines if line.startswith("toolreplay: error:")]
     return one_line((errors or lines or [""])[-1])
+
+
+def _findable(command: str, env: Mapping[str, str] | None, cwd: str | os.PathLike[str] | None) -> bool:
+    """Whether ``command`` names a file (a path, from ``cwd``) or a program on the server's PATH."""
+    if os.sep in command or (os.altsep and os.altsep in command):
+        return os.path.exists(os.path.join(os.fspath(cwd) if cwd is not None else ".", command))
+    search = (env or {}).get("PATH", os.environ.get("PATH", os.defpath))
+    return shutil.which(command, path=search) is not None
+
+
+def _drift_notes(server: McpCassette, record: Record, contract: ToolContract | None) -> list[str]:
+    """The notes of a recorded call whose tool the live server lists with another fingerprint
+    (``contract``), or no longer lists (None)."""
+    if contract is None:
+        return [f"the live server no longer lists {quote(record.tool)}", REDO]
+    recorded = record.fingerprint or ""
+    shown = lock_path(server.label)
+    return explain_drift(lock_path(server.path), shown, contract, recorded, against="the live server")
+
+
+def _misses(path: str) -> list[dict[str, Any]]:
+    """The calls ``serve`` appended to ``path`` because the cassette does not hold them."""
+    if not _exists(path):
+        return []
+    with open(path, encoding="utf-8") as lines:
+        return [json.loads(line) for line in lines if line.strip()]

@@ -16,7 +16,7 @@ import os
 import subprocess
 import tempfile
 from collections.abc import Collection, Mapping, Sequence
-from typing import Any
+from typing import IO, Any
 
 from toolreplay.canonical import canonical, decode
 from toolreplay.errors import InputError
@@ -56,16 +56,18 @@ class StateCommand:
         self.commands = tuple(c if isinstance(c, Command) else parse_state_command(c) for c in given)
         if not self.commands:
             raise ValueError("no state command given")
-        if not (isinstance(timeout, int | float) and math.isfinite(timeout) and timeout > 0):
-            raise ValueError(f"a state command's timeout is a positive number of seconds, not {timeout!r}")
-        self.timeout = float(timeout)
+        self.timeout = _checked_timeout(timeout)
         self.mutators = frozenset(mutators)
 
     def for_call(self, tool: str, mutates: bool | None = None) -> tuple[Command, ...]:
         """The commands that run after a call of ``tool``: those named for it, and the others when
         it changes state (``mutates``; None: when :attr:`mutators` names it)."""
-        changes = tool in self.mutators if mutates is None else mutates
+        changes = self._changes(tool, mutates)
         return tuple(c for c in self.commands if c.tool == tool or (c.tool is None and changes))
+
+    def _changes(self, tool: str, mutates: bool | None) -> bool:
+        """Whether a call of ``tool`` changes state: ``mutates``, else whether :attr:`mutators` names it."""
+        return tool in self.mutators if mutates is None else mutates
 
     def take(
         self, tool: str, args: Mapping[str, Any], *, mutates: bool | None = None, index: int = 0
@@ -79,47 +81,64 @@ class StateCommand:
         state: dict[str, str] = {}
         for command in commands:
             part, problem = self._state(command, env)
-            clash = next((key for key in part or () if key in state), None)
-            if clash is not None:
-                problem = f"gives {quote(clash)}, which an earlier state command of the call gave too"
+            problem = problem or _clash(state, part)
             if part is None or problem:
-                changes = tool in self.mutators if mutates is None else mutates
-                return None, _warning(command, tool, index, problem, changes=changes)
+                return None, _warning(command, tool, index, problem, changes=self._changes(tool, mutates))
             state.update(part)
         return state, ""
 
     def _state(self, command: Command, env: dict[str, str]) -> tuple[dict[str, str] | None, str]:
         """What one command says of the state, or why it says nothing."""
         with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-            try:
-                process = subprocess.Popen(
-                    command.argv,
-                    stdin=subprocess.DEVNULL,
-                    stdout=out,
-                    stderr=err,
-                    env=env,
-                    start_new_session=True,  # one group: the command and whatever it starts end together
-                )
-            except OSError as error:
-                return None, f"cannot start {quote(command.argv[0])}: {error.strerror or error}"
-            except ValueError:  # a NUL character in the environment: the called tool's name
-                nul = "its words or the tool's name hold a NUL character"
-                return None, f"cannot start {quote(command.argv[0])}: {nul}"
-            try:
-                code: int | None = process.wait(self.timeout)
-            except subprocess.TimeoutExpired:
-                code = None
-            finally:
-                end_group(process)
-            if code is None:
-                return None, f"it did not finish within {self.timeout:g} s and was stopped"
-            if code != 0:
-                return None, status_of(code) + last_words(err)
+            problem = self._run(command, env, out, err)
+            if problem:
+                return None, problem
             out.seek(0)
             raw = out.read(MAX_OUTPUT + 1)
         if len(raw) > MAX_OUTPUT:
             return None, f"it wrote more than {MAX_OUTPUT} bytes"
         return state_of(command, raw)
+
+    def _run(self, command: Command, env: dict[str, str], out: IO[bytes], err: IO[bytes]) -> str:
+        """Run one command to its end, its output into ``out`` and ``err``; why it failed ("": it did not)."""
+        try:
+            process = subprocess.Popen(
+                command.argv,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                env=env,
+                start_new_session=True,  # one group: the command and whatever it starts end together
+            )
+        except OSError as error:
+            return f"cannot start {quote(command.argv[0])}: {error.strerror or error}"
+        except ValueError:  # a NUL character in the environment: the called tool's name
+            nul = "its words or the tool's name hold a NUL character"
+            return f"cannot start {quote(command.argv[0])}: {nul}"
+        try:
+            code: int | None = process.wait(self.timeout)
+        except subprocess.TimeoutExpired:
+            code = None
+        finally:
+            end_group(process)
+        if code is None:
+            return f"it did not finish within {self.timeout:g} s and was stopped"
+        return status_of(code) + last_words(err) if code != 0 else ""
+
+
+def _checked_timeout(timeout: object) -> float:
+    """A state command's ``timeout`` in seconds; ``ValueError`` unless a positive finite number."""
+    if not (isinstance(timeout, int | float) and math.isfinite(timeout) and timeout > 0):
+        raise ValueError(f"a state command's timeout is a positive number of seconds, not {timeout!r}")
+    return float(timeout)
+
+
+def _clash(state: Mapping[str, str], part: Mapping[str, str] | None) -> str:
+    """Why a command's ``part`` of the state cannot join what earlier commands gave ("": it can)."""
+    clash = next((key for key in part or () if key in state), None)
+    if clash is None:
+        return ""
+    return f"gives {quote(clash)}, which an earlier state command of the call gave too"
 
 
 def _warning(command: Command, tool: str, index: int, problem: str, *, changes: bool) -> str:

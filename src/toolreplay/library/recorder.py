@@ -85,13 +85,19 @@ class Recorder:
         )
         digest, line = self._line(record)
         if len(line) > MAX_RECORD_BYTES and taken:
-            self.warn(
-                f"the state its state commands gave the call of {quote(tool)} at index {record.index} would"
-                f" take the line over the {MAX_RECORD_BYTES}-byte limit; the call has no post-call state"
-            )
-            record = with_state(record, None)
-            digest, line = self._line(record)
+            record, digest, line = self._stateless(record)
         return self._commit(record, digest, line)
+
+    def _stateless(self, record: Record) -> tuple[Record, str, str]:
+        """``record`` without the state its state commands gave, which took its line over the
+        limit (said in a warning); with its digest and line."""
+        self.warn(
+            f"the state its state commands gave the call of {quote(record.tool)} at index {record.index}"
+            f" would take the line over the {MAX_RECORD_BYTES}-byte limit; the call has no post-call state"
+        )
+        record = with_state(record, None)
+        digest, line = self._line(record)
+        return record, digest, line
 
     def write(self, record: Record) -> Record:
         """Write ``record``, made with :attr:`count` as its index, as the next line; return it."""

@@ -99,9 +99,7 @@ class ToolRegistry:
             )
         self.recorder = recorder
         self.state = state
-        self.pinned: dict[str, str] = dict(
-            pinned.fingerprints if isinstance(pinned, ToolLock) else pinned or {}
-        )
+        self.pinned: dict[str, str] = _pinned_fingerprints(pinned)
         #: the pinned contracts, when a lock was given: a drift then names what changed
         self._pinned_lock = pinned if isinstance(pinned, ToolLock) else None
         self.mutators = mutators
@@ -132,12 +130,10 @@ class ToolRegistry:
         ``schema`` is its input JSON Schema (default ``{}``); ``version`` the version you
         pin; ``mutates`` defaults to whether the name is in the registry's mutator list.
         """
-        if inspect.iscoroutinefunction(fn):
-            raise TypeError("async tools are not supported: register a synchronous wrapper")
+        _check_synchronous(fn)
         signature = python_signature(fn)
         tool = name or signature["name"]
-        if tool in self._tools:
-            raise ValueError(f"tool {tool!r} is already registered")
+        self._check_unregistered(tool)
         contract = make_contract(
             name=tool,
             signature=signature,
@@ -149,6 +145,10 @@ class ToolRegistry:
         )
         self._tools[tool] = RegisteredTool(fn=fn, contract=contract)
         return contract
+
+    def _check_unregistered(self, tool: str) -> None:
+        if tool in self._tools:
+            raise ValueError(f"tool {tool!r} is already registered")
 
     def register_definition(
         self,
@@ -168,11 +168,9 @@ class ToolRegistry:
         --mcp`` and ``record`` give for the same tool and version. ``mutates`` and ``idempotent``
         default to what the MCP annotations say (for other shapes: the mutator list, false).
         """
-        if inspect.iscoroutinefunction(fn):
-            raise TypeError("async tools are not supported: register a synchronous wrapper")
+        _check_synchronous(fn)
         contract = definition_contract(definition, version=version, mutators=self.mutators)
-        if contract.name in self._tools:
-            raise ValueError(f"tool {contract.name!r} is already registered")
+        self._check_unregistered(contract.name)
         contract = replace(
             contract,
             deterministic=deterministic,
@@ -478,3 +476,14 @@ def _first_resource(recorded: dict[str, str] | None, live: dict[str, str] | None
     if recorded is None or live is None:
         return None
     return min(key for key in recorded.keys() | live.keys() if recorded.get(key) != live.get(key))
+
+
+def _pinned_fingerprints(pinned: ToolLock | Mapping[str, str] | None) -> dict[str, str]:
+    """The pinned fingerprints by tool: a lock's, or the mapping given (none: none pinned)."""
+    return dict(pinned.fingerprints if isinstance(pinned, ToolLock) else pinned or {})
+
+
+def _check_synchronous(fn: Callable[..., Any]) -> None:
+    """A tool is a plain function: the registry calls it and records what it returns."""
+    if inspect.iscoroutinefunction(fn):
+        raise TypeError("async tools are not supported: register a synchronous wrapper")

@@ -93,6 +93,12 @@ def _call(pair: tuple[Record, Record | None]) -> Record | None:
     return pair[1]
 
 
+def _check_unanchored(*anchors: object) -> None:
+    """A transcript that is not sealed takes no anchor (``expect_head``, ``key``, ``signature``)."""
+    if any(anchor is not None for anchor in anchors):
+        raise ValueError("expect_head and key anchor a sealed transcript (*.sealed.jsonl)")
+
+
 class Snapshot:
     """A recording that answers calls: the stub of snapshot mode (docs/spec.md §4).
 
@@ -154,8 +160,7 @@ class Snapshot:
         """
         name = os.fspath(path)
         if not name.endswith(SEALED_SUFFIX):
-            if any(anchor is not None for anchor in (expect_head, key, signature)):
-                raise ValueError("expect_head and key anchor a sealed transcript (*.sealed.jsonl)")
+            _check_unanchored(expect_head, key, signature)
             return cls(read_transcript(name), live=live, path=name, volatile=volatile)
         if signature is not None and key is None:
             raise ValueError("signature needs key: the public key that must verify it")
