@@ -21,13 +21,13 @@ from pathlib import Path, PurePosixPath
 import click
 
 from toolreplay.check import run_check
-from toolreplay.cli.action_accept import action_accept_cmd
-from toolreplay.cli.base import EXIT_CLEAN, EXIT_FINDINGS, EXIT_INTERNAL, EXIT_USAGE, atomic_output, plural
+from toolreplay.cli.action_accept import action_accept_cmd, step_exit_code
+from toolreplay.cli.base import EXIT_CLEAN, EXIT_FINDINGS, atomic_output, plural
 from toolreplay.cli.gate import tally
 from toolreplay.config import Config, load_config, unmatched_globs
 from toolreplay.driftnotes.base_settings import PullRange, judged_config, judged_fail_on
 from toolreplay.driftnotes.pull import DriftOutcome, check_pull_request
-from toolreplay.errors import InputError, ToolreplayError
+from toolreplay.errors import InputError
 from toolreplay.escape import workflow_command
 from toolreplay.extras import installed
 from toolreplay.gate import FailPolicy, describe
@@ -76,23 +76,14 @@ def action_cmd(ctx: click.Context) -> None:
     """
     if ctx.invoked_subcommand is not None:
         return
-    settings: Settings | None = None
-    try:
-        settings = settings_from_env()
-        code = run_action(settings)
-    except ToolreplayError as err:
-        click.echo(workflow_command("error", f"toolreplay: {err}", title="toolreplay"), err=True)
-        code = EXIT_USAGE
-    except Exception as err:
-        if ctx.find_root().params.get("traceback"):
-            raise
-        echo(
-            f"toolreplay: internal error: {type(err).__name__}: {err}"
-            " (please report this; rerun with --traceback for details)",
-            err=True,
-        )
-        code = EXIT_INTERNAL
-    _exit_code_output(settings, code)
+    read: list[Settings] = []
+
+    def run() -> int:
+        read.append(settings_from_env())
+        return run_action(read[0])
+
+    code = step_exit_code(ctx, run)
+    _exit_code_output(read[0] if read else None, code)
     ctx.exit(code)
 
 

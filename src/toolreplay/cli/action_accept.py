@@ -9,7 +9,7 @@ it prints is inert or a workflow command with escaped values; the token is never
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import click
 
@@ -44,11 +44,17 @@ def action_accept_cmd(ctx: click.Context) -> None:
     checked out in GITHUB_WORKSPACE, each listed baseline accepted with the reason as its notes'
     prose, the result committed and pushed, and a reply posted. Exit 1 when refused (with a reply).
     """
+    ctx.exit(step_exit_code(ctx, lambda: run_accept(settings_from_env())))
+
+
+def step_exit_code(ctx: click.Context, run: Callable[[], int]) -> int:
+    """``run``'s exit code, or the Action step's for what it raised: a usage error as an ``::error``
+    line (2), anything else as an internal error (3; ``--traceback`` lets it through)."""
     try:
-        code = run_accept(settings_from_env())
+        return run()
     except ToolreplayError as err:
         click.echo(workflow_command("error", f"toolreplay: {err}", title="toolreplay"), err=True)
-        code = EXIT_USAGE
+        return EXIT_USAGE
     except Exception as err:
         if ctx.find_root().params.get("traceback"):
             raise
@@ -57,8 +63,7 @@ def action_accept_cmd(ctx: click.Context) -> None:
             " (please report this; rerun with --traceback for details)",
             err=True,
         )
-        code = EXIT_INTERNAL
-    ctx.exit(code)
+        return EXIT_INTERNAL
 
 
 def run_accept(settings: Settings, environ: dict[str, str] | None = None) -> int:
