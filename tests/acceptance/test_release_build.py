@@ -6,6 +6,8 @@ the sdist and the wheel, twine checks them, and the wheel goes into a fresh venv
 ``[github]`` extra, every dependency resolved by that venv's pip (its cache and the configured
 index make a rerun quick), where toolreplay validates, verifies and checks the shipped samples.
 ``python`` on PATH is this test environment's, where the workflow has actions/setup-python's.
+Like the Action's steps under act, these are the workflow tier: they run in CI, or with
+``TOOLREPLAY_WORKFLOW_TESTS=1`` (two builds and two fresh venvs, about a minute of the machine).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from tests.conftest import ROOT
 from tests.unit.test_release_workflow import step
 from toolreplay import __version__
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.workflow]
 
 _NOT_COPIED = shutil.ignore_patterns(
     ".venv", ".git", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", "build", "dist",
