@@ -359,6 +359,7 @@ def test_action_steps_run_on_a_pull_request(tmp_path: Path, fake: FakeGitHub) ->
         "divergence": "4",
         "report": str(temp / "toolreplay-report.json"),
         "exit-code": "1",
+        "accepted": "",  # set only by command: accept
         "python-version": runner_python,
     }
     report = json.loads(Path(outputs["report"]).read_text())
@@ -394,7 +395,10 @@ def test_action_steps_run_on_a_pull_request(tmp_path: Path, fake: FakeGitHub) ->
 
     assert len(fake.comments) == 1
     [comment] = fake.comments
-    assert comment["login"] == ACTIONS_BOT and comment["body"].startswith(MARKER + "\n### toolreplay report")
+    assert comment["login"] == ACTIONS_BOT and comment["body"].startswith(
+        f"{MARKER}\n<!-- toolreplay-head: {pr.head} -->\n"
+        "<!-- toolreplay-accepts: [] -->\n### toolreplay report"
+    )  # the head it described and the accept commands it lists, hidden (what action accept reads)
     assert [w.method for w in fake.writes()] == ["POST"]
     assert TOKEN not in install.stdout + install.stderr + run.stdout + run.stderr
 
