@@ -33,6 +33,7 @@ from toolreplay.capture.listen import (
     Admission,
     Refusal,
     drain,
+    parse_listen,
     request_seconds,
     stop_signals,
 )
@@ -287,3 +288,23 @@ def _inflated(body: bytes, bits: int) -> tuple[bytes | None, str]:
     if len(plain) > MAX_BODY_BYTES or (reader.eof and not reader.unused_data):
         return plain, ""
     return None, "the compressed body ends early or goes on after its end"
+
+
+def record_traces(
+    otlp: str,
+    folder: str,
+    *,
+    patterns: tuple[str, ...],
+    origins: tuple[str, ...],
+    force: bool,
+    ready: Callable[[str], None],
+    warn: Callable[[str], None],
+) -> TraceFiles:
+    """Receive traces at ``otlp`` into ``folder`` until stopped; the trace files, closed. A port
+    alone, or ``:PORT``, listens on loopback only."""
+    bare = otlp.lstrip(":")
+    host, port = parse_listen(f"127.0.0.1:{bare}" if bare.isdigit() else otlp, "--otlp")
+    admission = Admission.of(host, origins)
+    with TraceFiles(folder, redact=patterns, force=force, warn=warn) as files:
+        receive(host, port, files, admission, ready=ready)
+    return files

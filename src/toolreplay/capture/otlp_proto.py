@@ -8,7 +8,8 @@ with them: nothing here parses the wire format by hand. A request becomes the OT
 receiver hands it to the same importer.
 
 This is the one module that imports those libraries (``opentelemetry.proto``, ``google.protobuf``,
-``google.rpc``); each is imported where it is used, once :func:`require` has found them.
+``google.rpc``); each is resolved by the one lazy loader where it is used, once :func:`require`
+has found them.
 """
 
 from __future__ import annotations
@@ -20,9 +21,12 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from toolreplay.extras import require
+from toolreplay.lazy import resolve
 
 #: the modules the receiver needs beyond what ``require("otel")`` finds
 MODULES = ("opentelemetry.proto", "google.protobuf", "google.rpc", "h11")
+_JSON_FORMAT = "google.protobuf.json_format"
+_TRACE_SERVICE = "opentelemetry.proto.collector.trace.v1.trace_service_pb2"
 #: the fields that hold a trace or span id: hex in OTLP JSON, base64 in protobuf's own mapping
 _ID_FIELDS = ("traceId", "spanId", "parentSpanId", "trace_id", "span_id", "parent_span_id")
 
@@ -38,10 +42,8 @@ def require_receiver() -> None:
 
 def decode(body: bytes, as_json: bool) -> dict[str, Any]:
     """A request body (binary protobuf, or JSON with ``as_json``) as its OTLP JSON form."""
-    from google.protobuf import json_format, message
-    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-
-    request = ExportTraceServiceRequest()
+    json_format, message = resolve(_JSON_FORMAT), resolve("google.protobuf.message")
+    request = resolve(f"{_TRACE_SERVICE}:ExportTraceServiceRequest")()
     try:
         if as_json:
             document = json.loads(body.decode("utf-8"), object_pairs_hook=_unique)
@@ -58,27 +60,21 @@ def decode(body: bytes, as_json: bool) -> dict[str, Any]:
 
 def response(rejected: int, problem: str, as_json: bool) -> bytes:
     """An ``ExportTraceServiceResponse``: ``partial_success`` set only when spans were rejected."""
-    from google.protobuf import json_format
-    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
-
-    answer = ExportTraceServiceResponse()
+    answer = resolve(f"{_TRACE_SERVICE}:ExportTraceServiceResponse")()
     if rejected:
         answer.partial_success.rejected_spans = rejected
         answer.partial_success.error_message = problem
-    return _encoded(answer, as_json, json_format)
+    return _encoded(answer, as_json)
 
 
 def status(message: str, as_json: bool) -> bytes:
     """The ``google.rpc.Status`` body of a 4xx answer (``code`` left unset, as OTLP allows)."""
-    from google.protobuf import json_format
-    from google.rpc.status_pb2 import Status
-
-    return _encoded(Status(message=message), as_json, json_format)
+    return _encoded(resolve("google.rpc.status_pb2:Status")(message=message), as_json)
 
 
-def _encoded(answer: Any, as_json: bool, json_format: Any) -> bytes:
+def _encoded(answer: Any, as_json: bool) -> bytes:
     if as_json:
-        text: str = json_format.MessageToJson(answer, indent=None, ensure_ascii=True)
+        text: str = resolve(_JSON_FORMAT).MessageToJson(answer, indent=None, ensure_ascii=True)
         return text.encode("ascii")
     encoded: bytes = answer.SerializeToString()
     return encoded

@@ -25,6 +25,7 @@ from toolreplay.errors import InputError
 from toolreplay.escape import one_line, quote
 from toolreplay.extras import require
 from toolreplay.files import SEALED_SUFFIX, session_path
+from toolreplay.lazy import resolve
 from toolreplay.state_command import DEFAULT_TIMEOUT, Command, parse_state_command
 
 if TYPE_CHECKING:
@@ -247,21 +248,14 @@ def _record_otlp(
     otlp: str, folder: str, patterns: tuple[str, ...], origins: tuple[str, ...], force: bool
 ) -> int:
     """Receive traces at ``otlp`` into ``folder`` until stopped; the exit status."""
-    from toolreplay.capture.listen import Admission, parse_listen
-    from toolreplay.capture.otlp import receive
-    from toolreplay.capture.traces import TraceFiles
-
-    # a port alone, or ":PORT", listens on loopback only
-    host, port = parse_listen(
-        f"127.0.0.1:{otlp.lstrip(':')}" if otlp.lstrip(":").isdigit() else otlp, "--otlp"
-    )
-    admission = Admission.of(host, origins)
 
     def ready(url: str) -> None:
         click.echo(f"toolreplay: receiving OTLP traces at {url}, writing to {one_line(folder)}", err=True)
 
-    with TraceFiles(folder, redact=patterns, force=force, warn=warn) as files:
-        receive(host, port, files, admission, ready=ready)
+    record_traces = resolve("toolreplay.capture.otlp:record_traces")  # the receiver's half, only now
+    files = record_traces(
+        otlp, folder, patterns=patterns, origins=origins, force=force, ready=ready, warn=warn
+    )
     calls, traces = plural(files.count, "call"), plural(len(files.chains), "trace")
     note = _redacted_note(files.redactor.count) if patterns else ""
     click.echo(f"toolreplay: recorded {calls} in {traces} to {one_line(folder)}{note}", err=True)
