@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import settings
 
-from tests.realservers import ROOT, share_servers
+from tests.realservers import ROOT
 from toolreplay.cli import cli
 
 # Where PYTHONDONTWRITEBYTECODE is set, every worker would rewrite the test modules' assertions
@@ -28,15 +28,21 @@ settings.register_profile("toolreplay", max_examples=100 if FULL_PROPERTIES else
 settings.load_profile("toolreplay")
 
 
-#: the workflow tier (the Action under act, on another Python) runs in CI, or where asked for
-WORKFLOW_TESTS = bool(os.environ.get("CI") or os.environ.get("TOOLREPLAY_WORKFLOW_TESTS"))
+#: The tiers the README's test command leaves out, each with the variable that brings it in;
+#: CI (where ``CI`` is set) runs them all. ``slow``: seconds each (fresh venvs, inner pytest and
+#: pre-commit runs, client-by-server matrices, the conformance suite); ``workflow``: the Action's
+#: steps for real (under act, on another Python), a minute or more each.
+TIERS = {"slow": "TOOLREPLAY_SLOW_TESTS", "workflow": "TOOLREPLAY_WORKFLOW_TESTS"}
+
+
+def tier_runs(tier: str) -> bool:
+    return bool(os.environ.get("CI") or os.environ.get(TIERS[tier]))
 
 
 def pytest_configure(config: pytest.Config) -> None:
     """Before any worker starts: the package and the tests' scripts compiled, so the hundreds of
     processes the tests start (the CLI, the test servers) read bytecode rather than compiling
-    their source each time (only what changed is compiled again); and the warm servers' zygote
-    (tests/realservers.py) started, for the workers to share."""
+    their source each time (only what changed is compiled again)."""
     worker = hasattr(config, "workerinput")
     controller = not worker and bool(config.getoption("numprocesses", None))  # workers to come
     if not controller:
@@ -50,8 +56,6 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     compileall.compile_dir(ROOT / "src" / "toolreplay", quiet=1)
     compileall.compile_dir(ROOT / "tests", quiet=1, rx=re.compile(r"node_modules"))
-    if controller:  # one zygote for all the workers
-        share_servers()
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -69,17 +73,24 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Outside CI, the workflow tier is skipped with the reason saying how to run it; on xdist
+    """A tier that does not run here is deselected (unless ``-m`` chose the tests); on xdist
     workers the modules of slow tests start each worker's share."""
+    if not config.option.markexpr:
+        left_out = [tier for tier in TIERS if not tier_runs(tier)]
+        deselected = [item for item in items if any(item.get_closest_marker(tier) for tier in left_out)]
+        if deselected:
+            config.hook.pytest_deselected(items=deselected)
+            items[:] = [item for item in items if item not in deselected]
     workers: int = getattr(config, "workerinput", {}).get("workercount", 1)
     if workers > 1:
         items[:] = slow_modules_first(items, workers)
-    if WORKFLOW_TESTS:
-        return
-    skip = pytest.mark.skip(reason="workflow tier: runs in CI, or with TOOLREPLAY_WORKFLOW_TESTS=1")
-    for item in items:
-        if item.get_closest_marker("workflow"):
-            item.add_marker(skip)
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    """The header says which tiers this run leaves out, and how to bring each in."""
+    if config.option.markexpr:
+        return []
+    return [f"{tier} tier left out: runs in CI, or with {TIERS[tier]}=1" for tier in TIERS if not tier_runs(tier)]
 
 
 def slow_modules_first(items: list[pytest.Item], workers: int) -> list[pytest.Item]:

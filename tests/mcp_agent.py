@@ -18,11 +18,9 @@ import threading
 from pathlib import Path
 from typing import IO, Any
 
-from tests.realservers import warm
-
 SERVER = Path(__file__).resolve().parent / "data" / "mcp" / "server.py"
 #: the command that runs the test server over stdio
-SERVER_CMD = warm([sys.executable, str(SERVER)])
+SERVER_CMD = [sys.executable, str(SERVER)]
 #: the command that runs toolreplay's CLI in a child process
 TOOLREPLAY = [sys.executable, "-m", "toolreplay"]
 #: every wait in these tests is bounded by this many seconds

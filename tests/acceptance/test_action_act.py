@@ -48,7 +48,7 @@ from tests.pythons import interpreters, supported, too_old
 from tests.runner_sim import commands, parse_v2
 from toolreplay.github.comment import ACTIONS_BOT, MARKER
 
-pytestmark = [pytest.mark.slow, pytest.mark.workflow]
+pytestmark = pytest.mark.workflow
 
 TOKEN = "ghs_actTOKEN0123456789abcdef0123456"
 ACTION_REF = "org/toolreplay-action@v1"

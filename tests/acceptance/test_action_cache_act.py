@@ -18,7 +18,7 @@ from tests.acceptance.test_action_act import ACTION_REF, CHECKOUT, act_binary, r
 from tests.action_env import pull_request
 from tests.pythons import supported
 
-pytestmark = [pytest.mark.slow, pytest.mark.workflow]
+pytestmark = pytest.mark.workflow
 
 
 def test_a_warm_run_restores_the_venv_and_installs_nothing(tmp_path: Path) -> None:

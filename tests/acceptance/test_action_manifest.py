@@ -321,7 +321,6 @@ def fake() -> Iterator[FakeGitHub]:
         yield server
 
 
-@pytest.mark.slow
 @pytest.mark.workflow
 def test_action_steps_run_on_a_pull_request(tmp_path: Path, fake: FakeGitHub) -> None:
     """The steps install toolreplay from the action's folder and report a PR that re-seals a baseline
@@ -492,7 +491,6 @@ def test_a_python_path_that_cannot_be_used_is_one_error(
     assert not (temp / "toolreplay").exists()
 
 
-@pytest.mark.slow
 @pytest.mark.workflow
 def test_a_second_use_with_another_python_runs_on_that_python(tmp_path: Path) -> None:
     """Two uses in one job (one RUNNER_TEMP) with different interpreters: the second venv is rebuilt

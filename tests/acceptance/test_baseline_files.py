@@ -234,7 +234,6 @@ def test_a_pattern_the_pull_request_adds_is_judged(repo: Repo, runner: CliRunner
 # --- submodules -------------------------------------------------------------------------
 
 
-@pytest.mark.slow
 def test_baselines_in_a_submodule_are_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, git_isolated: None, runner: CliRunner
 ) -> None:

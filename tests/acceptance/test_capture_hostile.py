@@ -63,7 +63,6 @@ def _record(tmp_path: Path, tool: str) -> tuple[dict[str, Any], list[dict[str, A
     return saw, records, err.read_text(encoding="utf-8")
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize(
     ("tool", "answer"),
     [("string_id", FIRST), ("string_then_int", FIRST), ("batch_then_plain", SECOND)],
@@ -87,7 +86,6 @@ def test_the_recorded_answer_is_the_one_the_client_took(tmp_path: Path, tool: st
         )
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize(
     ("tool", "problem"),
     [
@@ -112,7 +110,6 @@ def test_an_answer_the_recording_cannot_keep_becomes_an_error_both_see(
     ]
 
 
-@pytest.mark.slow
 def test_error_data_is_recorded(tmp_path: Path) -> None:
     """A JSON-RPC error's data reaches the record as the client saw it (it was dropped)."""
     saw, records, _ = _record(tmp_path, "error_data")
@@ -121,7 +118,6 @@ def test_error_data_is_recorded(tmp_path: Path) -> None:
     assert [r["response"] for r in records] == [{"error": error}]
 
 
-@pytest.mark.slow
 def test_a_request_id_no_mcp_peer_accepts_is_a_warning(tmp_path: Path) -> None:
     """A tools/call with the id 4.0 (answered as 4 by a lenient server) cannot be paired as an MCP
     client pairs: one warning line names it (it was dropped silently), and nothing is recorded."""
@@ -212,7 +208,6 @@ def test_the_stop_warning_is_said_before_the_session_ends(
     ]
 
 
-@pytest.mark.slow
 def test_a_server_that_dies_mid_call_names_the_calls_left_unanswered(tmp_path: Path) -> None:
     """A server that exits with two calls in flight: the client gets no answer, and one stderr line
     names both calls (nothing was said)."""
@@ -251,7 +246,6 @@ def test_a_server_that_dies_mid_call_names_the_calls_left_unanswered(tmp_path: P
     )
 
 
-@pytest.mark.slow
 def test_over_streamable_http_the_recording_holds_what_the_client_was_answered(tmp_path: Path) -> None:
     """Through the HTTP proxy (server-sent events) the first of two answers is the one recorded, a
     NaN result reaches client and record as the same error, and error data is kept."""

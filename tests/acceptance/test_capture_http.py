@@ -132,7 +132,6 @@ def test_record_and_serve_over_streamable_http(runner: CliRunner, tmp_path: Path
     assert (status, after_ready(err)) == (0, b"")
 
 
-@pytest.mark.slow
 def test_record_over_http_with_the_target_down_answers_502_and_warns_in_one_line(tmp_path: Path) -> None:
     """A target that refuses the connection gets the client a 502 and the proxy one warning line
     per request on stderr, no traceback; the proxy keeps serving and exits 0 when stopped. Both
@@ -174,7 +173,6 @@ def test_record_over_http_with_the_target_down_answers_502_and_warns_in_one_line
     assert err.decode().splitlines() == [warning, warning, f"toolreplay: recorded 0 calls to {out}"]
 
 
-@pytest.mark.slow
 def test_record_over_http_with_a_target_that_breaks_off_warns_in_one_line(tmp_path: Path) -> None:
     """A target that promises a longer body than it sends gets one warning line on stderr, no
     traceback; the client's answer ends where the target's did."""
@@ -253,7 +251,6 @@ def _self_signed(folder: Path) -> tuple[Path, Path]:
     return cert_path, key_path
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("scheme", ["http", "https"])
 def test_the_target_gets_each_clients_headers_and_nothing_of_the_proxys_own(
     tmp_path: Path, scheme: str

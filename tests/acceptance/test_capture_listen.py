@@ -157,7 +157,6 @@ def _error(body: bytes) -> str:
     return text
 
 
-@pytest.mark.slow
 def test_record_and_serve_let_in_loopback_and_allowed_origins_only(
     listening: tuple[_Listening, list[dict[str, str]]],
 ) -> None:
@@ -185,7 +184,6 @@ def test_record_and_serve_let_in_loopback_and_allowed_origins_only(
         assert [headers.get("origin") for headers in seen] == [ALLOWED, None, "http://localhost:5173"]
 
 
-@pytest.mark.slow
 def test_a_body_over_the_limit_is_refused_before_it_is_read(
     listening: tuple[_Listening, list[dict[str, str]]],
 ) -> None:

@@ -116,7 +116,6 @@ def test_probe_needs_a_server(runner: CliRunner, tmp_path: Path) -> None:
     assert "give the server's command line after -- or --target URL (one of them)" in result.output
 
 
-@pytest.mark.slow
 def test_probe_of_a_server_that_dies_at_start(runner: CliRunner, tmp_path: Path) -> None:
     """A server that exits at once is one line naming the command and its last words (exit 2)."""
     import sys

@@ -172,7 +172,6 @@ def test_sigkill_mid_session_leaves_a_verifying_file(runner: CliRunner, tmp_path
     assert result.output.startswith(f"chain: intact\nlinks: {links}\n")
 
 
-@pytest.mark.slow
 def test_server_that_dies_at_start(tmp_path: Path) -> None:
     """A server that exits at once: its stderr passes through, one warning line, its exit status,
     and an empty transcript."""
@@ -194,7 +193,6 @@ def test_server_that_dies_at_start(tmp_path: Path) -> None:
     assert out.read_bytes() == b""
 
 
-@pytest.mark.slow
 def test_malformed_server_line(tmp_path: Path) -> None:
     """A line from the server that is not JSON-RPC reaches the client unchanged, is named in one
     warning line, and records nothing; the well-formed answer after it is recorded."""
@@ -230,7 +228,6 @@ def test_malformed_server_line(tmp_path: Path) -> None:
     }
 
 
-@pytest.mark.slow
 def test_client_lines_record_cannot_judge_pass_on_and_the_session_goes_on(tmp_path: Path) -> None:
     """After initialize, client lines no MCP peer reads (a method [1] or {}, params that are not an
     object, a batch of such, odd results and ids) each reach the server with one warning line, and the

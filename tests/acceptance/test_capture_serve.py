@@ -320,7 +320,6 @@ def test_what_the_sdk_logs_while_serving_is_one_warning_line(tmp_path: Path) -> 
     )
 
 
-@pytest.mark.slow
 def test_serve_says_one_line_once_it_answers(tmp_path: Path) -> None:
     """serve --listen prints one line on stderr once its socket listens: a CI job that waits for the
     line (and nothing else) reaches the URL it names with the SDK's client."""

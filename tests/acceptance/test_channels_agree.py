@@ -54,14 +54,12 @@ from click.testing import CliRunner
 
 from tests.conftest import invoke, isolate_git
 from tests.gitrepo import Repo
-from tests.realservers import warm
 from toolreplay import pytest_plugin
 from toolreplay.chain import seal
 from toolreplay.kinds import KIND_ORDER, NOTE_KINDS
 from toolreplay.transcript import Record, make_record, record_line
 
 pytest_plugins = ["pytester"]
-pytestmark = pytest.mark.slow  # real git repositories, inner pytest sessions, MCP servers
 
 Pairs = frozenset[tuple[str, str]]
 
@@ -472,7 +470,7 @@ def _raised(
     pytester.makepyfile(test_agent=agent.format(notes=NOTES))
     tools = pytester.path / "tools.json"
     monkeypatch.setenv(
-        "DEFINITIONS_SERVER", json.dumps(warm([sys.executable, str(DEFINITIONS_SERVER), str(tools)]))
+        "DEFINITIONS_SERVER", json.dumps([sys.executable, str(DEFINITIONS_SERVER), str(tools)])
     )
     tools.write_text(json.dumps([APPROVED]))
     pytester.runpytest().assert_outcomes(passed=1)
@@ -499,6 +497,7 @@ def test_the_function_cassette_raises_the_first_finding(
     assert _raised(pytester, monkeypatch, FUNCTION_AGENT, source) == _first(expected)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scenario", sorted(CONTRACT_SCENARIOS))
 def test_the_mcp_cassette_raises_the_first_finding(
     scenario: str, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch

@@ -280,7 +280,6 @@ def test_repository_checks_its_own_samples(runner: CliRunner) -> None:
     assert "== samples/session-dirty.jsonl" in out
 
 
-@pytest.mark.slow
 def test_many_files_on_worker_processes_through_python_m(project: Path) -> None:
     """`python -m toolreplay check` with enough files for worker processes runs once and reports all."""
     import sys

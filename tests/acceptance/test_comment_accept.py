@@ -93,7 +93,6 @@ def shell(repo: Repo, command: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.mark.slow
 def test_every_printed_accept_command_works_from_a_clean_checkout(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -27,8 +27,6 @@ from toolreplay.config import load_config
 from toolreplay.github.comment import comment_body
 from toolreplay.report.markdown import render_markdown
 
-pytestmark = pytest.mark.slow
-
 WIDTH = 1000
 #: the rules of GitHub's Markdown stylesheet that decide how wide a comment is
 GITHUB_CSS = """
@@ -124,6 +122,7 @@ def comment_of(repo: Repo, base: str, monkeypatch: pytest.MonkeyPatch) -> str:
     return comment_body(reports, fails=config.fails, base=base)
 
 
+@pytest.mark.slow
 def test_the_comment_fits_1000_px_and_carries_reason_and_values(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -146,6 +145,7 @@ def test_the_comment_fits_1000_px_and_carries_reason_and_values(
     assert markdown.count("behavior-drift | `") == 1, markdown
 
 
+@pytest.mark.slow
 def test_the_job_summary_has_no_caps_and_fits_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The job summary (uncapped) shows the whole reason and still fits 1000 px."""
     repo, base = scene(tmp_path)
@@ -163,6 +163,7 @@ def test_the_job_summary_has_no_caps_and_fits_too(tmp_path: Path, monkeypatch: p
     assert seen["scrollWidth"] == WIDTH and seen["wideTables"] == 0
 
 
+@pytest.mark.slow
 def test_many_findings_over_several_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Twenty runs drifting alike, and a baseline whose run drifts in many calls: still 1000 px."""
     repo, base = pull_request(tmp_path / "ws")

@@ -144,7 +144,6 @@ def _git(root: Path, *args: str) -> None:
     subprocess.run(["git", *args], cwd=root, env=git_env(), check=True, capture_output=True)
 
 
-@pytest.mark.slow
 def test_note_summary_agrees_with_check(runner: CliRunner, project: Path) -> None:
     """note reads the config's mutators as check does: the same tools drifted, and only those."""
     (project / "runs" / "support.jsonl").unlink()

@@ -25,7 +25,8 @@ from tests.conftest import ROOT
 from tests.mcp_agent import TIMEOUT, TOOLREPLAY, after_ready, free_port, server_env, stop, wait_for_port
 from tests.realservers import conformance, node_server
 
-pytestmark = pytest.mark.slow  # real servers, the proxy, serve, and the suite three times over
+pytestmark = pytest.mark.slow
+
 
 REFERENCE = ROOT / "tests" / "data" / "mcp" / "conformance_server.py"
 #: the scenarios whose outcome depends on a live client's answer to a server request (docs/capture.md)

@@ -14,8 +14,6 @@ from click.testing import CliRunner
 
 from toolreplay.cli import cli
 
-pytestmark = pytest.mark.slow
-
 #: how long a fingerprint with --timeout 2 may take: the timeout, and stopping the server
 BOUND = 15
 MUTE = "import time\ntime.sleep(3600)\n"

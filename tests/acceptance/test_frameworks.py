@@ -23,8 +23,6 @@ from click.testing import CliRunner
 from tests.conftest import ROOT, invoke
 from toolreplay.importers import import_value
 
-pytestmark = pytest.mark.slow  # three framework runs, each a process that imports its framework
-
 #: framework -> the modules it needs
 NEEDS = {
     "pydantic-ai": ["pydantic_ai", "opentelemetry.sdk", "opentelemetry.proto"],
@@ -186,6 +184,7 @@ def _is_tool_span(span: dict[str, Any]) -> bool:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("log", ["log.eval", "log.json"])
 def test_inspect_logs_give_one_transcript_per_sample_and_epoch(
     log: str, inspect_logs: tuple[Path, Any], runner: CliRunner, tmp_path: Path

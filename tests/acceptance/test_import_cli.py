@@ -144,7 +144,6 @@ def test_session_names(count: int, first: str, last: str) -> None:
     assert (len(names), names[0], names[-1]) == (count, first, last)
 
 
-@pytest.mark.slow
 def test_real_process_pipes_stdin_to_stdout() -> None:
     """The installed entry point reads a trace from a pipe and writes the transcript to a pipe."""
     done = subprocess.run(

@@ -279,7 +279,6 @@ def _run(answers: tuple[int, int]) -> str:
     )
 
 
-@pytest.mark.slow
 def test_a_pull_request_cannot_declare_its_drift_away_in_the_lock(tmp_path: Path) -> None:
     """The PR sets deterministic false for search in the lock (same path) and its run's answers now
     differ: over the range the base's lock judges the run (non-determinism) and the lock's change
@@ -329,7 +328,6 @@ def test_a_pull_request_cannot_declare_its_drift_away_in_the_lock(tmp_path: Path
     assert code == 0, kinds
 
 
-@pytest.mark.slow
 def test_toolreplay_note_writes_the_lock_s_note(tmp_path: Path) -> None:
     """The advice the missing note gives works: ``toolreplay note tools.lock.json --base REF`` writes a
     note whose from and to are the lock's digests, and the range then passes with a reason."""
@@ -431,7 +429,6 @@ def _cli(repo: Repo, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.mark.slow
 def test_the_pre_commit_guard_and_hook_base_refuse_a_lock_change_without_a_note(tmp_path: Path) -> None:
     """The sibling paths of the lock's rule: the staged change (the pre-commit guard) and the range
     (hook drift-note --base) refuse the lock's change without a note, naming the command that writes it."""
@@ -448,7 +445,6 @@ def test_the_pre_commit_guard_and_hook_base_refuse_a_lock_change_without_a_note(
     assert "tool lock 'tools.lock.json' (modified)" in ranged.stdout
 
 
-@pytest.mark.slow
 def test_every_shard_judges_with_the_base_s_lock(tmp_path: Path) -> None:
     """check --base --shard K/N: the shard that holds the run judges it with the base's lock (the
     lock's content is decided in every shard), and shard 1 reports the lock's missing note."""

@@ -186,7 +186,6 @@ def test_the_limit_is_exact_on_every_path(
         assert "chain: intact" in out
 
 
-@pytest.mark.slow
 def test_a_real_process_never_reaches_recursion(tmp_path: Path) -> None:
     """In a plain process (default recursion limit) deep records are one line, exit 2, for seal and verify."""
     bad = record_text(nested(999))
@@ -221,7 +220,6 @@ def sized_transcript(path: Path, raw_char: str, sealed_bytes: int, target: int) 
     path.write_bytes(record_text('{"s":"' + text + '"}', index=0).encode("utf-8") + b"\n")
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("forced", [False, True], ids=["sequential", "parallel"])
 @pytest.mark.parametrize(("char", "sealed_bytes"), [f[1:] for f in FILLERS], ids=[f[0] for f in FILLERS])
 def test_what_seal_writes_verify_and_diff_read(
@@ -355,7 +353,6 @@ for line in sys.stdin:
 """
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize(
     ("depth", "problem"),
     [

@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tests.realservers import warm
 from toolreplay.cli import cli
 
 SERVER = textwrap.dedent(
@@ -52,7 +51,8 @@ def start_and_fingerprint(runner: CliRunner, tmp_path: Path, max_length: int, lo
             "1.0",
             "--mcp",
             "--",
-            *warm([sys.executable, str(server)]),
+            sys.executable,
+            str(server),
         ],
         catch_exceptions=False,
     )
@@ -88,7 +88,6 @@ def test_live_mcp_server_schema_change_is_breaking_drift(runner: CliRunner, tmp_
     )
 
 
-@pytest.mark.slow
 def test_server_that_fails_to_start_is_a_usage_error(runner: CliRunner, tmp_path: Path) -> None:
     """A command that is not an MCP server gives one line and exit 2, not a traceback."""
     broken = tmp_path / "broken.py"

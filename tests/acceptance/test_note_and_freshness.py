@@ -13,8 +13,6 @@ from tests.gitrepo import git
 from toolreplay.cli import cli
 from toolreplay.transcript import GENESIS
 
-pytestmark = pytest.mark.slow
-
 CASES = Path(__file__).resolve().parent.parent / "cases" / "diff"
 
 

@@ -22,7 +22,6 @@ def toolreplay(repo: Repo, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("change", ["modified", "added", "deleted"])
 def test_note_then_guard(tmp_path: Path, change: str) -> None:
     """note's template plus a written reason satisfies the guard; the bare template does not."""
@@ -50,7 +49,6 @@ def test_note_then_guard(tmp_path: Path, change: str) -> None:
     assert "every baseline change has its note" in done.stdout
 
 
-@pytest.mark.slow
 def test_following_the_refusal_twice_keeps_the_first_note(tmp_path: Path) -> None:
     """On a second change the guard proposes a new note file, and note -o never replaces the first."""
     repo = Repo.create(tmp_path / "repo")

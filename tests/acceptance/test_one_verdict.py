@@ -18,8 +18,6 @@ from toolreplay.chain import seal
 from toolreplay.cli import cli
 from toolreplay.transcript import Record, make_record, record_line
 
-pytestmark = pytest.mark.slow
-
 BASELINE = "baselines/crm.sealed.jsonl"
 RUN = "runs/crm.jsonl"
 CONFIG = """\

@@ -25,6 +25,7 @@ from toolreplay.transcript import GENESIS
 
 pytestmark = pytest.mark.slow
 
+
 BASE = "baselines/checkout.sealed.jsonl"
 V3, V4, V5 = (sealed(n)[1] for n in (3, 4, 5))
 #: what `pip install .` of the hook repository needs

@@ -16,8 +16,6 @@ from tests.conftest import invoke
 from tests.mcp_agent import DECLARE_ALL, TIMEOUT, TOOLREPLAY, record_calls, refuse
 from tests.realservers import node_server, python_server
 
-pytestmark = pytest.mark.slow
-
 HOSTILE = Path(__file__).resolve().parent.parent / "data" / "mcp" / "probe_hostile.py"
 
 
@@ -67,6 +65,7 @@ def test_memory_read_after_a_write_is_not_probed_alone_and_sequence_replays_it(t
         del os.environ["MEMORY_FILE_PATH"]
 
 
+@pytest.mark.slow
 def test_git_diff_after_git_add_is_not_probed(tmp_path: Path) -> None:
     """mcp-server-git: git_diff_unstaged after git_add is 'after index 0 changed state', not drift."""
     repo = tmp_path / "repo"
@@ -89,6 +88,7 @@ def test_git_diff_after_git_add_is_not_probed(tmp_path: Path) -> None:
     assert "silent-drift" not in result.stdout
 
 
+@pytest.mark.slow
 def test_filesystem_create_directory_is_never_re_run(tmp_path: Path) -> None:
     """server-filesystem: create_directory (readOnlyHint false) is not re-run unless --allow names it."""
     root = tmp_path / "root"
@@ -108,6 +108,7 @@ def test_filesystem_create_directory_is_never_re_run(tmp_path: Path) -> None:
     assert made.is_dir()  # the user's --allow re-runs it
 
 
+@pytest.mark.slow
 def test_everything_capabilities_and_the_wire_numbers(tmp_path: Path) -> None:
     """server-everything: probe declares sampling, elicitation and roots (so the tools that need them
     are still listed), and compares the answer as sent: get-annotated-message's priority 1 is not 1.0."""
@@ -155,6 +156,7 @@ def _client_options(declares: str) -> dict[str, Any]:
     }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("declares", ["nothing", "roots", "everything"])
 def test_probe_declares_what_the_recorded_client_declared(tmp_path: Path, declares: str) -> None:
     """probe's client declares the capabilities (sampling's sub-fields too) and clientInfo the
@@ -220,6 +222,7 @@ def test_a_recorded_initialize_no_client_sends_isrefused(runner: CliRunner, tmp_
     )
 
 
+@pytest.mark.slow
 def test_time_declared_not_deterministic_is_probed_for_shape(tmp_path: Path) -> None:
     """mcp-server-time: with the lock's deterministic false, get_current_time is compared for its
     shape, not its values (it used to fail on the clock); a shape change still fails."""
@@ -241,6 +244,7 @@ def test_time_declared_not_deterministic_is_probed_for_shape(tmp_path: Path) -> 
     assert "answered the call recorded at index 0 with a different shape live" in changed.stdout
 
 
+@pytest.mark.slow
 def test_a_server_that_hangs_or_crashes_fails(tmp_path: Path) -> None:
     """A call that hangs and one whose server dies are unavailable findings (exit 1); the SDK's
     "Connection closed" is not compared as an answer, and a garbage line leaves no traceback."""

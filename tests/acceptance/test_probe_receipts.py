@@ -25,6 +25,7 @@ from toolreplay.canonical import canonical
 
 pytestmark = pytest.mark.slow
 
+
 CONVERT = ("convert_time", {"source_timezone": "UTC", "time": "12:00", "target_timezone": "Europe/Paris"})
 NOW = ("get_current_time", {"timezone": "UTC"})
 

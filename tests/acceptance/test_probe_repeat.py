@@ -11,9 +11,8 @@ from click.testing import CliRunner
 from tests.mcp_agent import SERVER_CMD, free_port, record_calls, server_env, stop, wait_for_port
 from toolreplay.cli import cli
 
-pytestmark = pytest.mark.slow
 
-
+@pytest.mark.slow
 def test_repeat_asks_a_fresh_server_each_round(runner: CliRunner, tmp_path: Path) -> None:
     """``counter`` declares readOnlyHint yet counts 1, 2, 3 within one process: --repeat 3 asks
     three processes, each answering 1 as recorded, so the tool is stable (one process said
@@ -25,6 +24,7 @@ def test_repeat_asks_a_fresh_server_each_round(runner: CliRunner, tmp_path: Path
     assert result.output == "calls: 1\nasked: 1\ntool 'counter': stable\nfindings: 0\n"
 
 
+@pytest.mark.slow
 def test_repeat_over_a_url_says_it_asks_one_server(runner: CliRunner, tmp_path: Path) -> None:
     """Over --target, probe cannot start the server afresh: all rounds ask it, and a warning says
     that what it keeps can read as drift (here: the counter's 2 and 3)."""

@@ -16,8 +16,6 @@ from click.testing import CliRunner
 from tests.mcp_agent import SERVER_CMD, record_calls
 from toolreplay.cli import cli
 
-pytestmark = pytest.mark.slow
-
 #: how long a probe with --timeout 2 may take: the timeout, and the SDK's teardown of the server
 BOUND = 15
 
@@ -28,6 +26,7 @@ def _probe(runner: CliRunner, args: list[str]) -> tuple[int, str, float]:
     return result.exit_code, result.output, time.monotonic() - started
 
 
+@pytest.mark.slow
 def test_a_server_that_never_answers_initialize_is_unavailable(runner: CliRunner, tmp_path: Path) -> None:
     """A stdio server that reads nothing and never answers costs --timeout, not minutes: exit 2,
     one line saying the handshake got no answer."""
@@ -59,6 +58,7 @@ def test_an_endpoint_that_accepts_and_never_replies_is_unavailable(runner: CliRu
     )
 
 
+@pytest.mark.slow
 def test_a_server_hung_mid_call_stops_the_probe(
     runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -32,7 +32,6 @@ from toolreplay.cli import cli
 from toolreplay.transcript import read_links
 
 pytest_plugins = ["pytester"]
-pytestmark = pytest.mark.slow  # every test runs whole pytest sessions and real MCP servers
 
 AGENT = """
 import json
@@ -148,6 +147,7 @@ def verify(path: Path) -> str:
     return result.output
 
 
+@pytest.mark.slow
 def test_record_then_replay_with_the_server_gone(
     project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -172,6 +172,7 @@ def test_record_then_replay_with_the_server_gone(
     assert replayed == recorded  # get_current_time's answer too: nothing ran live
 
 
+@pytest.mark.slow
 def test_a_changed_argument_fails_with_a_miss_naming_it(
     recorded: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -254,6 +255,7 @@ def rug(project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pyt
     return project
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("change", ["description", "readonly", "output"])
 def test_a_rewritten_contract_text_fails_when_run_live(
     rug: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, change: str
@@ -282,6 +284,7 @@ def test_a_rewritten_contract_text_fails_when_run_live(
     ]
 
 
+@pytest.mark.slow
 def test_all_re_records_a_rewritten_contract_text(
     rug: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -294,6 +297,7 @@ def test_all_re_records_a_rewritten_contract_text(
     rug.runpytest("--toolreplay-record-mode=new_episodes").assert_outcomes(passed=1)
 
 
+@pytest.mark.slow
 def test_new_episodes_appends_only_the_new_calls(
     recorded: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -310,6 +314,7 @@ def test_new_episodes_appends_only_the_new_calls(
         recorded.runpytest("--toolreplay-record-mode=none").assert_outcomes(passed=1)
 
 
+@pytest.mark.slow
 def test_ci_never_records(project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     """Under CI a missing cassette fails the test in one line, the server is not started, nothing is
     written; TOOLREPLAY_RECORD_IN_CI=1 with a recording mode records."""
@@ -351,6 +356,7 @@ def test_a_tampered_cassette_fails_with_serves_reason(recorded: pytest.Pytester)
     assert "Connection closed" not in result.stdout.str()
 
 
+@pytest.mark.slow
 def test_xdist_and_parametrised_ids_never_collide(project: pytest.Pytester) -> None:
     """Parametrised cases on xdist workers each record and replay their own cassette."""
     pytest.importorskip("xdist")
@@ -411,6 +417,7 @@ def everything(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
         stop(process)
 
 
+@pytest.mark.slow
 def test_http_records_through_a_proxy_and_replays_with_serve(
     project: pytest.Pytester,
     monkeypatch: pytest.MonkeyPatch,
@@ -438,6 +445,7 @@ def test_http_records_through_a_proxy_and_replays_with_serve(
     assert leftover.stdout == b""  # every serve the fixture started was stopped
 
 
+@pytest.mark.slow
 def test_docs_example_records_then_replays_in_ci(
     project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:

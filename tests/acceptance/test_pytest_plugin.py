@@ -23,7 +23,6 @@ from toolreplay.cli import cli
 from toolreplay.transcript import read_links
 
 pytest_plugins = ["pytester"]
-pytestmark = pytest.mark.slow  # every test runs whole pytest sessions
 
 AGENT = """
 import json
@@ -246,6 +245,7 @@ def test_a_recording_mode_in_ci_needs_the_environment_opt_in(
     assert live_calls(project) == [{"query": "pytest", "limit": 2}]
 
 
+@pytest.mark.slow
 def test_the_opt_in_is_read_before_the_project_can_set_it(
     project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -272,6 +272,7 @@ PLUGIN = "import os\nos.environ['TOOLREPLAY_RECORD_IN_CI'] = '1'\n"
 CLEARS_CI = "import os\nos.environ.pop('CI', None)\n"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("where", ["addopts", "PYTEST_ADDOPTS", "conftest", "clears CI"])
 def test_nothing_the_project_runs_can_switch_recording_on_in_ci(
     project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, where: str
@@ -562,6 +563,7 @@ def test_sessions_that_do_not_use_it_see_nothing(project: pytest.Pytester) -> No
     assert sorted(p.name for p in project.path.iterdir()) == ["test_plain.py", "tox.ini"]
 
 
+@pytest.mark.slow
 def test_xdist_workers_never_collide(project: pytest.Pytester) -> None:
     """Under pytest-xdist every case writes its own whole cassette, and the summary counts all workers."""
     pytest.importorskip("xdist")

@@ -46,6 +46,7 @@ from toolreplay import __version__
 
 pytestmark = pytest.mark.slow
 
+
 #: where the docs say the repository lives, and the refs they pin
 UPSTREAM = "https://github.com/OWNER/toolreplay"
 RELEASE = f"v{__version__}"

@@ -11,8 +11,6 @@ from mcp.client.stdio import stdio_client
 
 from tests.realservers import node_server, python_server
 
-pytestmark = pytest.mark.slow
-
 
 def _tools(argv: list[str]) -> set[str]:
     async def listed() -> set[str]:

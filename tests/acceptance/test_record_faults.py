@@ -41,7 +41,6 @@ def _breaking_target(head_and_part: bytes) -> tuple[socket.socket, int]:
     return listener, listener.getsockname()[1]
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("kind", sorted(BROKEN))
 def test_a_target_that_breaks_off_breaks_the_clients_response_too(tmp_path: Path, kind: str) -> None:
     """When the target's body stops mid-way, the client's response through the proxy stops too
@@ -131,7 +130,6 @@ def test_the_documented_client_config_records_as_written(
     assert [(r["tool"], r["args"]) for r in _recorded(out)] == [("echo", {"text": "hi"})]
 
 
-@pytest.mark.slow
 def test_the_servers_own_options_follow_records_without_a_double_dash(tmp_path: Path) -> None:
     """After record's options, the server's command line is the server's, its options included
     (here python's -u and an -o that record also has), with no "--" before it."""

@@ -167,7 +167,6 @@ def _json_exporter(url: str) -> Any:
     return JSONExporter()
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("encoding", ["protobuf+gzip", "json"])
 def test_pydantic_ai_over_otlp(
     receiver: Receiver, runner: CliRunner, monkeypatch: pytest.MonkeyPatch, encoding: str
@@ -227,7 +226,6 @@ def _tool_span(tracer: Any, tool: str, args: dict[str, Any], result: str, *, fai
             span.set_status(Status(StatusCode.ERROR, "the disk is full"))
 
 
-@pytest.mark.slow
 def test_otel_sdk_spans_redacted_and_batched(tmp_path: Path, runner: CliRunner) -> None:
     """The OTel SDK's batch processor sends spans of two traces interleaved in one request, and the
     root spans after their children: each trace gets its own file, its calls in the order they
@@ -300,7 +298,6 @@ def _status(body: bytes, as_json: bool) -> str:
     return str(Status.FromString(body).message)
 
 
-@pytest.mark.slow
 def test_bad_requests_get_otlp_answers(receiver: Receiver) -> None:
     """Garbage, a wrong path, method, media type or coding, an oversize body and a foreign Host each get
     the status OTLP/HTTP (or listen.py's rule) names, with a Status saying why in the request's
@@ -362,7 +359,6 @@ def test_bad_requests_get_otlp_answers(receiver: Receiver) -> None:
     assert (record.tool, record.args) == ("lookup", {"id": 7})
 
 
-@pytest.mark.slow
 def test_partial_success_names_the_rejected_spans(receiver: Receiver) -> None:
     """A span the importer refuses is rejected alone: the answer's partial success counts it and says
     why, the trace's other calls are recorded, and so is a trace sent later."""
@@ -378,7 +374,6 @@ def test_partial_success_names_the_rejected_spans(receiver: Receiver) -> None:
     assert [r.tool for r in _transcripts(receiver.folder)[TRACE]] == ["first", "third"]
 
 
-@pytest.mark.slow
 def test_sigterm_mid_stream_leaves_sealed_transcripts(receiver: Receiver, runner: CliRunner) -> None:
     """SIGTERM while a client keeps exporting: the receiver exits 0 and every transcript verifies, each
     call of it whole."""

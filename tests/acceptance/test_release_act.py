@@ -24,7 +24,7 @@ from tests.conftest import ROOT
 from tests.gitrepo import Repo, git_env
 from toolreplay import __version__
 
-pytestmark = [pytest.mark.slow, pytest.mark.workflow]
+pytestmark = pytest.mark.workflow
 
 WORKFLOW = ROOT / ".github" / "workflows" / "release.yml"
 

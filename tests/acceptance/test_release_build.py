@@ -26,7 +26,7 @@ from tests.conftest import ROOT
 from tests.unit.test_release_workflow import step
 from toolreplay import __version__
 
-pytestmark = [pytest.mark.slow, pytest.mark.workflow]
+pytestmark = pytest.mark.workflow
 
 _NOT_COPIED = shutil.ignore_patterns(
     ".venv", ".git", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", "build", "dist",

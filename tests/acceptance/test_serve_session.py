@@ -24,8 +24,6 @@ from tests.mcp_agent import (
 )
 from tests.realservers import node_server
 
-pytestmark = pytest.mark.slow
-
 DOC = "demo://resource/static/document/architecture.md"
 
 
@@ -73,6 +71,7 @@ async def _everything(argv: list[str], *, miss: bool = False) -> dict[str, Any]:
     return seen
 
 
+@pytest.mark.slow
 def test_serve_answers_everything_a_real_server_answered(tmp_path: Path) -> None:
     """Against server-everything (npm): initialize, every tools/list field, resources, templates,
     prompts, a call's progress notifications and tool answers are served exactly as recorded; a
@@ -114,6 +113,7 @@ def _start(argv: list[str], port: int) -> subprocess.Popen[bytes]:
     return process
 
 
+@pytest.mark.slow
 def test_each_http_session_starts_at_the_recordings_start(tmp_path: Path) -> None:
     """Over Streamable HTTP every session (its own Mcp-Session-Id) gets the k-th recorded answer
     for its k-th identical call, whatever other sessions asked before."""
@@ -161,6 +161,7 @@ async def _listed_and_called(url: str, mode: str) -> list[Any]:
             return [tools, (await client.call_tool("counter", {})).structured_content]
 
 
+@pytest.mark.slow
 def test_a_handshake_recording_answers_every_protocol_over_http(tmp_path: Path) -> None:
     """A session recorded with the initialize handshake (no server/discover) is served over
     Streamable HTTP to the SDK client in its default mode (the 2026 revision, whose tools/list

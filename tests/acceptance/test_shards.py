@@ -89,7 +89,6 @@ def sharded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[int, l
         return root, {count: shard_reports(runner, root, count, "--base", "main") for count in range(1, 5)}
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_merge_of_every_sharding_is_byte_identical_to_one_check(
     runner: CliRunner, sharded: tuple[Path, dict[int, list[Path]]], fmt: str, git_isolated: None

@@ -215,7 +215,6 @@ def test_verify_without_key_keeps_its_output(runner: CliRunner, signed: Path) ->
     assert lines[3].startswith("anchor: none: ")
 
 
-@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl is not installed")
 def test_openssl_keys_work(runner: CliRunner, tmp_path: Path, signed: Path) -> None:
     """Keys made by the documented openssl commands sign and verify like keygen's."""

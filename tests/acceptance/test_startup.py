@@ -241,7 +241,6 @@ def test_imports_leave_the_collector_as_they_found_it(before: str, after: str) -
     assert proc.stdout.strip() == after
 
 
-@pytest.mark.slow
 @pytest.mark.skipif(sys.platform == "win32", reason="a shell script stands in for git")
 def test_drift_note_hook_runs_git_twice_on_the_usual_commit(tmp_path: Path) -> None:
     """Each git run costs the hook about 2 ms of every commit: on a commit that changes no

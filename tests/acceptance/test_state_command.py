@@ -169,7 +169,6 @@ def test_state_commands_end_the_audit_incomplete_of_a_real_git_session(
     assert "total: 2 reports, 0 findings, 0 failing, 0 unreadable" in out
 
 
-@pytest.mark.slow
 def test_each_state_is_taken_after_its_call(with_state: tuple[Path, dict[str, str]]) -> None:
     """Each mutating call's state is what the repository says right after it (the staged change
     before the commit, the new HEAD after it); the read-only git_status gets none."""
@@ -188,7 +187,6 @@ def test_each_state_is_taken_after_its_call(with_state: tuple[Path, dict[str, st
     )
 
 
-@pytest.mark.slow
 def test_the_config_gives_the_options_state(with_state: tuple[Path, dict[str, str]]) -> None:
     """The run took its commands from the config (and says so); its states are the baseline's."""
     root, said = with_state

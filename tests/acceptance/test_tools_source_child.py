@@ -72,7 +72,6 @@ def _invoke(runner: CliRunner, repo: Repo, *args: str) -> tuple[int, dict[str, l
     return result.exit_code, found
 
 
-@pytest.mark.slow
 def test_a_pull_request_cannot_switch_off_the_drift_note_rule_with_its_tools_source(tmp_path: Path) -> None:
     """The PR's module patches the rule where it is imported: it runs in a child, so the re-sealed
     baseline without a note is still a missing-drift-note, and check --base exits 1."""
@@ -109,7 +108,6 @@ WHY = {
 }
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("form", ["module", "command"])
 @pytest.mark.parametrize("failure", sorted(MODULES))
 def test_a_failing_tools_source_is_a_failing_finding(
@@ -168,7 +166,6 @@ def test_a_pull_request_that_changes_tools_source_or_tools_lock_is_a_guard_chang
     assert code == 1  # the guard change is advisory; the lock added without a note is not
 
 
-@pytest.mark.slow
 def test_a_pull_request_cannot_take_its_failing_tools_source_out_of_fail_on(
     runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, git_isolated: None
 ) -> None:

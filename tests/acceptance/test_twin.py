@@ -26,8 +26,9 @@ from tests.conftest import ROOT
 from tests.mcp_agent import TIMEOUT, TOOLREPLAY, dump, free_port, server_env, stop, wait_for_port
 from tests.realservers import node_server, python_server, typescript_client
 
+pytestmark = pytest.mark.slow
+
 pytest_plugins = ["pytester"]
-pytestmark = pytest.mark.slow  # real servers, real clients, record and serve
 
 REFERENCE = ROOT / "tests" / "data" / "mcp" / "conformance_server.py"
 DOC = "demo://resource/static/document/architecture.md"

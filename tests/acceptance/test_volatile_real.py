@@ -22,8 +22,6 @@ from tests.mcp_agent import TIMEOUT, TOOLREPLAY
 from tests.realservers import python_server
 from toolreplay.cli import cli
 
-pytestmark = pytest.mark.slow
-
 #: the rules docs/baselines.md and docs/capture.md show for these two servers
 RULES = """
 [[volatile]]
@@ -127,6 +125,7 @@ def _check(root: Path, rules: str) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
+@pytest.mark.slow
 def test_the_second_recording_drifts_without_rules(recorded: Path) -> None:
     """Without rules, the new commit hash and the new time are behavior drift (the issue's complaint)."""
     code, out = _check(recorded, "")
@@ -202,6 +201,7 @@ def test_diff_and_replay_take_the_rules_too(recorded: Path) -> None:
     assert sys.executable  # (the servers ran under this interpreter's environment)
 
 
+@pytest.mark.slow
 def test_probe_asks_the_real_time_server_again_and_masks_the_time(recorded: Path) -> None:
     """``probe`` of the recorded mcp-server-time session: the live answer's new time is
     silent-drift without the rules, stable with them (and the report says what was masked)."""
@@ -229,6 +229,7 @@ async def _serve(argv: list[str], calls: Calls) -> list[Any]:
             return answers
 
 
+@pytest.mark.slow
 def test_serve_matches_a_call_without_its_masked_argument(recorded: Path) -> None:
     """``serve`` looks a call up without what an ``/args`` rule masks: the recorded git_commit
     answers a commit with another message; an unmasked argument still misses."""
@@ -254,6 +255,7 @@ def test_serve_matches_a_call_without_its_masked_argument(recorded: Path) -> Non
     assert answers[1]["content"][0]["text"].startswith("snapshot miss:")
 
 
+@pytest.mark.slow
 def test_probe_suggests_the_rules_for_the_real_time_server(recorded: Path) -> None:
     """``probe --repeat 2 --suggest-volatile`` asks mcp-server-time twice and prints TOML rules
     for the datetime in both places, with the values seen; pasted, they make ``probe`` stable,

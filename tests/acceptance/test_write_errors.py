@@ -19,8 +19,6 @@ import pytest
 from tests.conftest import ROOT, SAMPLES
 from tests.gitrepo import git_env
 
-pytestmark = pytest.mark.slow
-
 FULL = "toolreplay: error: <stdout>: cannot write: No space left on device\n"
 CLOSED = (
     "toolreplay: error: <stdout>: cannot write: the reading end of the pipe was closed (output incomplete)\n"

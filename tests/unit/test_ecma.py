@@ -112,7 +112,6 @@ def their_verdicts(tmp_path: Path, corpus: list[tuple[str, str, bool]], *variant
     return verdicts
 
 
-@pytest.mark.slow
 def test_match_verdicts_agree_with_check_jsonschema(tmp_path: Path) -> None:
     """On every corpus pair, pattern and patternProperties verdicts equal check-jsonschema's default."""
     theirs = their_verdicts(tmp_path, MATCH_CORPUS)
@@ -133,7 +132,6 @@ def test_corpus_is_where_python_differs() -> None:
         assert (python != search(pattern, value)) == differs, (pattern, value)
 
 
-@pytest.mark.slow
 def test_invalid_patterns_agree_with_check_jsonschema(tmp_path: Path) -> None:
     """A pattern is refused exactly when check-jsonschema's metaschema check refuses it."""
     names = []
@@ -146,7 +144,6 @@ def test_invalid_patterns_agree_with_check_jsonschema(tmp_path: Path) -> None:
     assert all(pattern_problem(p) for p in INVALID)
 
 
-@pytest.mark.slow
 def test_property_escapes_need_the_u_flag(tmp_path: Path) -> None:
     """'\\p{L}' is a letter class only with the u flag, which JSON Schema implies and we use."""
     corpus = [("^\\p{L}$", "é", True)]

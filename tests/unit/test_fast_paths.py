@@ -176,7 +176,6 @@ def test_hostile_links_get_the_exact_answer(raw: bytes) -> None:
     agree(raw)
 
 
-@pytest.mark.slow
 def test_every_single_byte_change_of_a_line_gets_the_exact_answer() -> None:
     line = sealed_line(
         {

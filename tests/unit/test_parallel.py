@@ -31,7 +31,6 @@ def force_parallel(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(parallel, "workers", lambda: 2)
 
 
-@pytest.mark.slow
 def test_same_bytes_and_verdicts(tmp_path: Path, runner: CliRunner, monkeypatch: pytest.MonkeyPatch) -> None:
     """Sealing and verifying on worker processes prints what the sequential path prints."""
     source = tmp_path / "t.jsonl"
@@ -52,7 +51,6 @@ def test_same_bytes_and_verdicts(tmp_path: Path, runner: CliRunner, monkeypatch:
     assert taken == ["seal", "verify"]
 
 
-@pytest.mark.slow
 @pytest.mark.usefixtures("force_parallel")
 def test_failures_are_reported_as_sequentially(tmp_path: Path, runner: CliRunner) -> None:
     """A late bad line, an index gap and a tampered link give the sequential messages."""
@@ -76,7 +74,6 @@ def test_failures_are_reported_as_sequentially(tmp_path: Path, runner: CliRunner
     assert code == 1 and "first broken link: index 200" in out
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("blank", [b"   ", b"\t", b" \t "])
 def test_a_line_of_blanks_is_skipped_as_sequentially(
     tmp_path: Path, runner: CliRunner, monkeypatch: pytest.MonkeyPatch, blank: bytes
@@ -134,7 +131,6 @@ def test_byte_ranges_end_finer() -> None:
     assert parallel.byte_ranges(0, 40, tail=80) == [(0, 0)]
 
 
-@pytest.mark.slow
 def test_replay_on_every_core_reports_as_sequentially(
     tmp_path: Path, runner: CliRunner, monkeypatch: pytest.MonkeyPatch
 ) -> None:
