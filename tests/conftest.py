@@ -90,7 +90,9 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     """The header says which tiers this run leaves out, and how to bring each in."""
     if config.option.markexpr:
         return []
-    return [f"{tier} tier left out: runs in CI, or with {TIERS[tier]}=1" for tier in TIERS if not tier_runs(tier)]
+    return [
+        f"{tier} tier left out: runs in CI, or with {TIERS[tier]}=1" for tier in TIERS if not tier_runs(tier)
+    ]
 
 
 def slow_modules_first(items: list[pytest.Item], workers: int) -> list[pytest.Item]:

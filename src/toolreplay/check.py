@@ -64,11 +64,10 @@ from toolreplay.driftnotes.settings import unjudged_baseline
 from toolreplay.errors import InputError
 from toolreplay.escape import one_line, quote
 from toolreplay.files import SEALED_SUFFIX
-from toolreplay.findings import Finding, sort_findings
+from toolreplay.findings import Finding, Line, Report, masked_line, replay_header, sort_findings
 from toolreplay.git import last_commit_time
 from toolreplay.kinds import NOTE_ACCEPTS
 from toolreplay.limits import DEFAULT_BUDGET_SECONDS, raised_recursion_limit
-from toolreplay.reports import Line, Report, masked_line, replay_header
 from toolreplay.shards import DRIFT_SHARD, Shard, covered_files, shard_of
 from toolreplay.transcript import Record, read_links, read_transcript
 from toolreplay.volatile_rules import Rule

@@ -20,12 +20,14 @@ from toolreplay.gate import ALL, FailOnError, known_kinds, list_words, resolve
 from toolreplay.kinds import kind_fails
 from toolreplay.limits import DEFAULT_BUDGET_SECONDS, MAX_INT_DIGITS, long_integer_line
 from toolreplay.locate import TomlPath, pointer_of, toml_lines
-from toolreplay.mutators import DEFAULT_MUTATORS
 from toolreplay.state_command import DEFAULT_TIMEOUT, Command, parse_state_command
 from toolreplay.volatile_rules import Rule, rule_problem, rules_table
 
+#: the tools that change state unless a configuration or a tool lock says otherwise (spec §3.2)
+DEFAULT_MUTATORS = frozenset({"write_file", "delete_file", "create_file", "move_file", "run_command"})
+
 # (the drift-note hook, which asks git for a staged configuration on every commit and most often
-# finds none, imports this module only once it finds one: hooks/settings.py)
+# finds none, imports this module only once it finds one: driftnotes/settings.py)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -33,9 +33,9 @@ from toolreplay.config import Config, expand
 from toolreplay.errors import InputError
 from toolreplay.escape import quote
 from toolreplay.files import SEALED_SUFFIX
+from toolreplay.findings import CheckInfo
 from toolreplay.git import head_commit
 from toolreplay.limits import DEFAULT_BUDGET_SECONDS
-from toolreplay.reports import CheckInfo
 from toolreplay.volatile_rules import Rule
 
 #: The shard that runs the drift-note rule of ``--base``.

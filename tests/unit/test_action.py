@@ -11,7 +11,7 @@ from tests.action_env import parse_outputs
 from toolreplay.driftnotes.base_settings import PullRange
 from toolreplay.driftnotes.settings import glob_patterns
 from toolreplay.errors import InputError
-from toolreplay.findings import Finding
+from toolreplay.findings import Finding, Line, Report
 from toolreplay.gate import known_kinds
 from toolreplay.github.action import (
     divergence,
@@ -21,7 +21,6 @@ from toolreplay.github.action import (
     write_outputs,
 )
 from toolreplay.github.annotations import plan_annotations
-from toolreplay.reports import Line, Report
 
 BASE, HEAD, MERGE = "1" * 40, "2" * 40, "3" * 40
 

@@ -8,9 +8,8 @@ from hypothesis import strategies as st
 
 from tests.runner_sim import commands, parse_v2, runner_lines
 from toolreplay.escape import escape_data, escape_property, inert, one_line, starts_command, workflow_command
-from toolreplay.findings import Finding
+from toolreplay.findings import Finding, Report
 from toolreplay.github.annotations import PER_STEP_LIMIT, plan_annotations
-from toolreplay.reports import Report
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,7 @@ import pytest
 from github import Github
 
 from tests.github_fake import Account, FakeGitHub
-from toolreplay.findings import Finding
+from toolreplay.findings import Finding, Report
 from toolreplay.github.comment import (
     ACTIONS_BOT,
     COMMENT_LIMIT,
@@ -23,7 +23,6 @@ from toolreplay.github.comment import (
     publish_report,
     target_from_env,
 )
-from toolreplay.reports import Report
 
 TOKEN = "ghp_s3cretTOKENvalue0123456789"
 APP_TOKEN = "ghs_installationTOKEN987654321"

@@ -8,10 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from toolreplay.findings import Finding
+from toolreplay.findings import Finding, Line, Report
 from toolreplay.report.inert import ZWJ, md_code
 from toolreplay.report.markdown import render_markdown
-from toolreplay.reports import Line, Report
 
 MENTION = re.compile(r"(?<![\w`])@[A-Za-z0-9]")
 

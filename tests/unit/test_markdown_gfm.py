@@ -10,10 +10,9 @@ from html.parser import HTMLParser
 import cmarkgfm
 from cmarkgfm.cmark import Options
 
-from toolreplay.findings import Change, Finding
+from toolreplay.findings import Change, Finding, Line, Report
 from toolreplay.report.links import links_from_env
 from toolreplay.report.markdown import render_markdown
-from toolreplay.reports import Line, Report
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 GITHUB = {"GITHUB_SERVER_URL": "https://github.com", "GITHUB_REPOSITORY": "octo/agents", "GITHUB_SHA": SHA}

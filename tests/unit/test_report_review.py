@@ -6,10 +6,9 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from toolreplay.findings import Change, Finding
+from toolreplay.findings import Change, Finding, Line, Report, Review
 from toolreplay.report.json import render_json, reports_from_data
 from toolreplay.report.markdown import render_markdown
-from toolreplay.reports import Line, Report, Review
 from toolreplay.schemas import validator
 
 BASELINE = "baselines/gitbot.sealed.jsonl"

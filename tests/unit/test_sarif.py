@@ -9,10 +9,9 @@ from typing import Any
 import jsonschema
 
 from tests.conftest import SAMPLES
-from toolreplay.findings import Finding
+from toolreplay.findings import Finding, Report
 from toolreplay.kinds import KIND_ORDER
 from toolreplay.report.sarif import SRCROOT, render_sarif, sarif_log
-from toolreplay.reports import Report
 
 SCHEMA = json.loads((Path(__file__).parent.parent / "data" / "sarif" / "sarif-schema-2.1.0.json").read_text())
 

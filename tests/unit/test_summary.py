@@ -5,9 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from toolreplay.findings import Finding
+from toolreplay.findings import Finding, Report
 from toolreplay.github.summary import SUMMARY_LIMIT, write_summary
-from toolreplay.reports import Report
 
 
 def _report(n: int, width: int = 50) -> Report:

@@ -235,7 +235,7 @@ def test_a_bad_rule_is_a_usage_error(tmp_path: Path, body: str, message: str) ->
 def test_snapshot_lookup_leaves_masked_arguments_out() -> None:
     """A snapshot answers a call whose only difference is an argument an ``/args`` rule masks."""
     from toolreplay import Snapshot
-    from toolreplay.library.errors import SnapshotMissError
+    from toolreplay.library.failures import SnapshotMissError
 
     records = [rec("search", {"hits": [1]}, {"q": "a", "request_id": "r1"})]
     with pytest.raises(SnapshotMissError):

@@ -36,6 +36,7 @@ from toolreplay.analyses.determinism import SilentDrift, observe
 from toolreplay.analyses.difference import excerpts, first_difference
 from toolreplay.analyses.judging import Judging, ToolBehaviour, is_mutator
 from toolreplay.analyses.volatile import Volatile
+from toolreplay.config import DEFAULT_MUTATORS
 from toolreplay.escape import quote
 from toolreplay.findings import Change, Finding
 from toolreplay.kinds import (
@@ -46,7 +47,6 @@ from toolreplay.kinds import (
     EFFECT_DRIFT,
     SILENT_DRIFT,
 )
-from toolreplay.mutators import DEFAULT_MUTATORS
 from toolreplay.transcript import Record
 
 #: Determinism verdicts, one per tool the runs called.

@@ -27,9 +27,8 @@ from toolreplay.analyses.text_diff import TEXT_CLASSES, diff_text, hint_effect, 
 from toolreplay.contracts.lock import ToolContract, ToolLock
 from toolreplay.contracts.text import text_drift_message
 from toolreplay.escape import quote
-from toolreplay.findings import Finding
+from toolreplay.findings import Finding, Line, Report
 from toolreplay.kinds import CONTRACT_TEXT_DRIFT, TOOL_DRIFT
-from toolreplay.reports import Line, Report
 from toolreplay.transcript import Record
 
 #: Order of the drift classes within one tool.

@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING
 
 from toolreplay.analyses.calltable import Store
 from toolreplay.analyses.volatile import Volatile
+from toolreplay.config import DEFAULT_MUTATORS
 from toolreplay.contracts.lock import load_lock
 from toolreplay.limits import DEFAULT_BUDGET_SECONDS
-from toolreplay.mutators import DEFAULT_MUTATORS
 from toolreplay.volatile_rules import Rule
 
 if TYPE_CHECKING:

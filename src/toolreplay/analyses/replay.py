@@ -13,11 +13,11 @@ import orjson
 
 from toolreplay.analyses.volatile import Volatile
 from toolreplay.canonical import canonical
+from toolreplay.config import DEFAULT_MUTATORS
 from toolreplay.errors import InputError
 from toolreplay.escape import quote
 from toolreplay.findings import Finding
 from toolreplay.kinds import NON_DETERMINISM, REDUNDANT_CALL
-from toolreplay.mutators import DEFAULT_MUTATORS
 from toolreplay.parallel import Fallback, RangeLines, over_ranges
 from toolreplay.transcript import (
     Record,

@@ -21,9 +21,8 @@ from toolreplay.contracts.runner import SourceRunError, work_tree
 from toolreplay.contracts.source import is_python_source, source_lock
 from toolreplay.errors import InputError
 from toolreplay.escape import one_line
-from toolreplay.findings import Finding
+from toolreplay.findings import Finding, Report
 from toolreplay.kinds import TOOLS_SOURCE_FAILED
-from toolreplay.reports import Report
 
 #: seconds the tools_source's child process may take
 SOURCE_TIMEOUT = 30.0

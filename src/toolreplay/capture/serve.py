@@ -40,7 +40,7 @@ from toolreplay.contracts.lock import ToolContract, ToolLock
 from toolreplay.errors import InputError, ToolreplayError
 from toolreplay.escape import quote
 from toolreplay.files import SEALED_SUFFIX, session_path
-from toolreplay.library.errors import ContractTextDriftError, SnapshotMissError, ToolDriftError
+from toolreplay.library.failures import ContractTextDriftError, SnapshotMissError, ToolDriftError
 from toolreplay.library.snapshot import Snapshot
 from toolreplay.transcript import Record, open_input, read_links, read_transcript
 

@@ -30,6 +30,7 @@ from toolreplay.driftnotes.pull import DriftOutcome, check_pull_request
 from toolreplay.errors import InputError
 from toolreplay.escape import workflow_command
 from toolreplay.extras import installed
+from toolreplay.findings import CheckInfo, Report
 from toolreplay.gate import FailPolicy, describe
 from toolreplay.github.action import (
     REPORT_NAME,
@@ -57,7 +58,6 @@ from toolreplay.report.json import render_json
 from toolreplay.report.merge import merge_shards, read_shard_report
 from toolreplay.report.sarif import render_sarif
 from toolreplay.report.text import render_text
-from toolreplay.reports import CheckInfo, Report
 from toolreplay.shards import DRIFT_SHARD, Shard, check_info, parse_shard
 
 

@@ -23,7 +23,7 @@ from toolreplay.cli.base import EXISTS, EXIT_FINDINGS, atomic_output, force_opti
 from toolreplay.cli.defaults import announce, config_option, mutators_and_lock, read_config, setting
 from toolreplay.cli.formats import format_option
 from toolreplay.cli.gate import emit_gated, fail_on_option, fail_policy
-from toolreplay.config import Config
+from toolreplay.config import DEFAULT_MUTATORS, Config
 from toolreplay.contracts.lock import load_lock
 from toolreplay.contracts.source import source_lock
 from toolreplay.driftnotes.base_settings import PullRange, judged_config
@@ -31,12 +31,10 @@ from toolreplay.driftnotes.write import draft_note
 from toolreplay.errors import InputError
 from toolreplay.escape import one_line, quote
 from toolreplay.files import SEALED_SUFFIX
-from toolreplay.findings import Finding, sort_findings
+from toolreplay.findings import Finding, Line, Report, masked_line, sort_findings
 from toolreplay.gate import FailPolicy
 from toolreplay.git import last_commit_time, regular_baseline
 from toolreplay.limits import DEFAULT_BUDGET_SECONDS
-from toolreplay.mutators import DEFAULT_MUTATORS
-from toolreplay.reports import Line, Report, masked_line
 from toolreplay.transcript import read_links
 from toolreplay.volatile_rules import Rule
 

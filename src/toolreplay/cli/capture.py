@@ -65,9 +65,9 @@ from toolreplay.contracts.lock import declared_nondeterministic, load_lock
 from toolreplay.errors import InputError
 from toolreplay.escape import inert, one_line, quote
 from toolreplay.files import SEALED_SUFFIX, session_path
-from toolreplay.library.errors import ToolDriftError
+from toolreplay.findings import Line, Report, masked_line, receipt_line
+from toolreplay.library.failures import ToolDriftError
 from toolreplay.limits import MAX_REPEAT
-from toolreplay.reports import Line, Report, masked_line, receipt_line
 
 if TYPE_CHECKING:
     from toolreplay.analyses.volatile import Volatile

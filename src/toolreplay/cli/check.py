@@ -13,9 +13,9 @@ from toolreplay.cli.formats import format_option
 from toolreplay.cli.gate import fail_on_option, fail_policy, tally
 from toolreplay.config import Config, load_config, unmatched_globs
 from toolreplay.driftnotes.base_settings import PullRange, judged_fail_on
+from toolreplay.findings import CheckInfo, Report, masked_text, masked_total, stale_rules
 from toolreplay.report import RENDERERS
 from toolreplay.report.merge import merge_shards, read_shard_report
-from toolreplay.reports import CheckInfo, Report, masked_text, masked_total, stale_rules
 from toolreplay.shards import check_info, parse_shard
 
 

@@ -13,7 +13,7 @@ from toolreplay.analyses.schema_break import changed_schemas, schema_breaks
 from toolreplay.cli.base import Seconds, atomic_output, force_option, mutator_option, warn
 from toolreplay.cli.defaults import announce, config_option, path_setting, read_config
 from toolreplay.cli.formats import emit, format_option
-from toolreplay.config import Config
+from toolreplay.config import DEFAULT_MUTATORS, Config
 from toolreplay.contracts.definitions import import_definitions, read_definitions
 from toolreplay.contracts.keep import keep_declared, previous_lock
 from toolreplay.contracts.lock import ToolLock, dump_lock, load_lock
@@ -21,9 +21,7 @@ from toolreplay.contracts.mcp import describe, url_lock
 from toolreplay.contracts.source import is_python_source, source_lock
 from toolreplay.errors import InputError
 from toolreplay.escape import quote, url_shown
-from toolreplay.findings import sort_findings
-from toolreplay.mutators import DEFAULT_MUTATORS
-from toolreplay.reports import Line, Report
+from toolreplay.findings import Line, Report, sort_findings
 from toolreplay.transcript import Record, iter_records
 
 

@@ -17,8 +17,7 @@ from toolreplay.cli.defaults import announce, config_option, read_config
 from toolreplay.cli.formats import emit, format_option
 from toolreplay.errors import InputError
 from toolreplay.files import SEALED_SUFFIX, session_path
-from toolreplay.findings import Finding, sort_findings
-from toolreplay.reports import Line, Report
+from toolreplay.findings import Finding, Line, Report, sort_findings
 from toolreplay.transcript import open_input
 
 if TYPE_CHECKING:

@@ -14,7 +14,6 @@ import click
 
 from toolreplay.cli.base import warn
 from toolreplay.escape import one_line
-from toolreplay.mutators import DEFAULT_MUTATORS
 
 if TYPE_CHECKING:
     from toolreplay.analyses.volatile import Volatile
@@ -72,6 +71,9 @@ def mutators_and_lock(
     """The mutator list and the tool lock a command judges with: the flags, else the config's
     ``mutators`` and ``tools_lock``, else the default list and no lock; what the config
     supplied is appended to ``used`` (for :func:`announce`)."""
+    # the configuration's module only now, as in read_config: verify SEALED loads none of it
+    from toolreplay.config import DEFAULT_MUTATORS
+
     chosen = setting(frozenset(mutators) or None, config, "mutators", used)
     return chosen or DEFAULT_MUTATORS, path_setting(lock_path, config, "tools_lock", used)
 

@@ -8,8 +8,8 @@ from typing import Any
 import click
 
 from toolreplay.cli.base import EXIT_CLEAN, EXIT_FINDINGS
+from toolreplay.findings import Report
 from toolreplay.report import RENDERERS
-from toolreplay.reports import Report
 
 
 def format_option(func: Callable[..., Any]) -> Callable[..., Any]:

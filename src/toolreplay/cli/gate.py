@@ -13,10 +13,10 @@ import click
 
 from toolreplay.cli.base import EXIT_CLEAN, EXIT_FINDINGS
 from toolreplay.errors import InputError
+from toolreplay.findings import Report
 from toolreplay.gate import FailOnError, FailPolicy, describe, parse_fail_on
 from toolreplay.kinds import REPORT_ERROR
 from toolreplay.report import RENDERERS
-from toolreplay.reports import Report
 
 if TYPE_CHECKING:
     from toolreplay.config import Config

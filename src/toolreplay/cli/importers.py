@@ -12,12 +12,12 @@ import click
 
 from toolreplay.cli.base import EXISTS, EXIT_USAGE, force_option, mutator_option, place_output, warn
 from toolreplay.cli.defaults import announce, config_option, read_config
+from toolreplay.config import DEFAULT_MUTATORS
 from toolreplay.errors import InputError
 from toolreplay.escape import inert, one_line
 from toolreplay.files import temp_beside
 from toolreplay.importers import FORMATS, Session, import_stream
 from toolreplay.importers.base import TraceWarning, with_response_state
-from toolreplay.mutators import DEFAULT_MUTATORS
 from toolreplay.outputs import write_error
 from toolreplay.transcript import open_input, record_line
 

@@ -21,10 +21,9 @@ from toolreplay.capture.recording import Recording
 from toolreplay.cli.base import warn
 from toolreplay.cli.defaults import announce, read_config, setting
 from toolreplay.cli.loading import loading
-from toolreplay.config import Config, config_path
+from toolreplay.config import DEFAULT_MUTATORS, Config, config_path
 from toolreplay.contracts.lock import ToolLock, load_lock
 from toolreplay.library.post_state import StateCommand
-from toolreplay.mutators import DEFAULT_MUTATORS
 from toolreplay.state_command import DEFAULT_TIMEOUT, Command
 
 

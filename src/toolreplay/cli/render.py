@@ -11,10 +11,10 @@ from toolreplay.analyses.replay import replay
 from toolreplay.chain import seal, verify
 from toolreplay.cli.base import atomic_output, force_option
 from toolreplay.cli.defaults import announce, config_option, read_config
+from toolreplay.config import DEFAULT_MUTATORS
 from toolreplay.errors import InputError
 from toolreplay.files import SEALED_SUFFIX
 from toolreplay.findings import Finding, sort_findings
-from toolreplay.mutators import DEFAULT_MUTATORS
 from toolreplay.report.chain_svg import ChainCall, chain_svg
 from toolreplay.transcript import Record, read_links, read_transcript
 

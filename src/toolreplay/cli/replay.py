@@ -21,8 +21,7 @@ from toolreplay.cli.defaults import (
     volatile_of,
 )
 from toolreplay.cli.formats import emit, format_option
-from toolreplay.findings import sort_findings
-from toolreplay.reports import Report, masked_line, replay_header
+from toolreplay.findings import Report, masked_line, replay_header, sort_findings
 
 
 @click.command(name="replay")

@@ -9,9 +9,8 @@ from toolreplay.cli.base import Seconds
 from toolreplay.cli.defaults import announce, config_option, path_setting, read_config, setting
 from toolreplay.cli.formats import emit, format_option
 from toolreplay.config import Config
-from toolreplay.findings import sort_findings
+from toolreplay.findings import Line, Report, sort_findings
 from toolreplay.limits import DEFAULT_BUDGET_SECONDS
-from toolreplay.reports import Line, Report
 from toolreplay.transcript import read_transcript
 
 

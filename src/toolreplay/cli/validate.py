@@ -10,7 +10,7 @@ from toolreplay.cli.base import EXIT_CLEAN, EXIT_USAGE
 from toolreplay.cli.formats import emit, format_option
 from toolreplay.errors import InputError
 from toolreplay.escape import one_line
-from toolreplay.reports import Line, Report
+from toolreplay.findings import Line, Report
 from toolreplay.schemas import SCHEMA_FILES
 from toolreplay.validate import validate_file
 

@@ -33,6 +33,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
 from toolreplay.canonical import canonical, decode
+from toolreplay.config import DEFAULT_MUTATORS
 from toolreplay.contracts.fingerprint import Signature
 from toolreplay.contracts.lock import ToolContract, make_contract
 from toolreplay.contracts.text import contract_text, text_of_tool
@@ -42,7 +43,6 @@ from toolreplay.errors import InputError
 from toolreplay.escape import quote
 from toolreplay.importers.otlp import is_export
 from toolreplay.locate import pointer_token
-from toolreplay.mutators import DEFAULT_MUTATORS
 from toolreplay.transcript import iter_lines, read_input
 
 #: the metaschema's own patterns (``$anchor``) are ECMA-262 too

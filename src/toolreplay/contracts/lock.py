@@ -29,13 +29,13 @@ from types import MappingProxyType
 from typing import Any
 
 from toolreplay.canonical import decode, nesting_depth, too_deep
+from toolreplay.config import DEFAULT_MUTATORS
 from toolreplay.contracts.fingerprint import Signature, fingerprint_of
 from toolreplay.contracts.text import text_digest, text_problem
 from toolreplay.errors import InputError
 from toolreplay.files import temp_beside
 from toolreplay.limits import MAX_DEPTH
 from toolreplay.locate import located, pointer_token
-from toolreplay.mutators import DEFAULT_MUTATORS
 from toolreplay.transcript import read_input
 
 #: Version of the lock file shape (schemas/tool-lock.schema.json).

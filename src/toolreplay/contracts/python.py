@@ -8,12 +8,12 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from toolreplay.config import DEFAULT_MUTATORS
 from toolreplay.contracts.fingerprint import Signature, python_signature
 from toolreplay.contracts.lock import ToolContract, ToolLock, make_contract
 from toolreplay.errors import InputError
 from toolreplay.escape import one_line
 from toolreplay.library.registry import ToolRegistry
-from toolreplay.mutators import DEFAULT_MUTATORS
 
 
 def load_object(spec: str) -> Any:

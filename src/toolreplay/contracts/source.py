@@ -14,12 +14,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
+from toolreplay.config import DEFAULT_MUTATORS
 from toolreplay.contracts.definitions import import_definitions, read_definitions
 from toolreplay.contracts.lock import ToolLock, parse_lock
 from toolreplay.contracts.mcp import describe, listed_definitions
 from toolreplay.contracts.runner import DEFAULT_TIMEOUT, SourceRunError, run_mcp, run_python
 from toolreplay.errors import InputError
-from toolreplay.mutators import DEFAULT_MUTATORS
 
 _PYTHON_SOURCE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
 _T = TypeVar("_T")

@@ -13,7 +13,7 @@ import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
-from toolreplay.config import Config
+from toolreplay.config import DEFAULT_MUTATORS, Config
 from toolreplay.driftnotes.guard import (
     check_range,
     normalize_dir,
@@ -30,7 +30,6 @@ from toolreplay.kinds import (
     KINDS,
     kind_fails,
 )
-from toolreplay.mutators import DEFAULT_MUTATORS
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -41,7 +41,7 @@ from toolreplay.driftnotes.settings import (
 )
 from toolreplay.errors import InputError
 from toolreplay.escape import one_line, quote
-from toolreplay.findings import Finding
+from toolreplay.findings import Finding, Line, Report, Review
 from toolreplay.git import Git, GitError, check_revision
 from toolreplay.kinds import (
     DRIFT_GUARD_CHANGED,
@@ -51,7 +51,6 @@ from toolreplay.kinds import (
     MISSING_DRIFT_NOTE,
     UNGUARDED_SEALED_FILE,
 )
-from toolreplay.reports import Line, Report, Review
 from toolreplay.volatile_rules import Rule
 
 COMMAND = "drift-note"

@@ -23,9 +23,8 @@ from toolreplay.contracts.lock import load_lock, parse_lock
 from toolreplay.driftnotes.changes import BaselineChange
 from toolreplay.driftnotes.guard import GuardResult
 from toolreplay.errors import InputError
-from toolreplay.findings import Finding, sort_findings
+from toolreplay.findings import Finding, Review, sort_findings
 from toolreplay.git import Git, GitError
-from toolreplay.reports import Review
 from toolreplay.transcript import Record, parse_links
 
 if TYPE_CHECKING:

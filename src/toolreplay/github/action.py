@@ -22,9 +22,9 @@ from toolreplay.driftnotes.base_settings import PullRange
 from toolreplay.driftnotes.pull import is_sha
 from toolreplay.errors import InputError
 from toolreplay.escape import quote
+from toolreplay.findings import Line, Report
 from toolreplay.gate import FailPolicy
 from toolreplay.outputs import write_error
-from toolreplay.reports import Line, Report
 
 #: environment variable -> the action.yml input it carries
 INPUTS = {

@@ -16,8 +16,7 @@ from toolreplay.kinds import KIND_ORDER, REPORT_ERROR, Level, kind_info
 from toolreplay.report.paths import repo_relative
 
 if TYPE_CHECKING:
-    from toolreplay.findings import Finding
-    from toolreplay.reports import Report
+    from toolreplay.findings import Finding, Report
 
 #: GitHub shows at most this many annotations of one type (error, warning, notice) per step ...
 PER_STEP_LIMIT = 10

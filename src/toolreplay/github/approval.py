@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from toolreplay.escape import neutral
+from toolreplay.findings import Report
 from toolreplay.report.inert import code_span, fenced, md_code
 from toolreplay.report.review import WHY, baseline_accepts, shell_word
-from toolreplay.reports import Report
 
 #: what a comment starts with to ask for an accept
 COMMAND = "/toolreplay accept"

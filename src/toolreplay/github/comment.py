@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from github import Github, GithubException
     from github.Auth import Token
 
-    from toolreplay.reports import Report
+    from toolreplay.findings import Report
 
 #: The hidden first line that marks our comment. Rendered report text can never contain
 #: it: the Markdown renderer breaks every ``<`` that comes from data.

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from toolreplay.report.markdown import render_markdown
 
 if TYPE_CHECKING:
-    from toolreplay.reports import Report
+    from toolreplay.findings import Report
 
 #: GitHub refuses a step summary over 1 MiB (and then shows an error instead of it).
 SUMMARY_LIMIT = 1024 * 1024

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from toolreplay.analyses.difference import ABSENT
-from toolreplay.library.errors import (
+from toolreplay.library.determinism_probe import ProbeResult, probe_determinism
+from toolreplay.library.failures import (
     AuditIncompleteError,
     AuditIncompleteWarning,
     ContractTextDriftError,
@@ -13,7 +14,6 @@ from toolreplay.library.errors import (
     ToolDriftError,
 )
 from toolreplay.library.post_state import StateCommand
-from toolreplay.library.probe import ProbeResult, probe_determinism
 from toolreplay.library.recorder import Recorder
 from toolreplay.library.registry import RegisteredTool, StateFn, ToolRegistry
 from toolreplay.library.snapshot import Snapshot

@@ -25,16 +25,16 @@ from typing import Any
 
 from toolreplay.analyses.fingerprint_diff import compare_contracts, text_differences
 from toolreplay.analyses.volatile import Volatile
+from toolreplay.config import DEFAULT_MUTATORS
 from toolreplay.contracts.lock import ToolContract, ToolLock, load_lock, save_lock
 from toolreplay.errors import ToolreplayError
 from toolreplay.files import SEALED_SUFFIX, session_path, temp_beside
 from toolreplay.findings import Finding
 from toolreplay.kinds import TOOL_DRIFT
-from toolreplay.library.errors import ContractTextDriftError, SnapshotMissError, ToolDriftError
+from toolreplay.library.failures import ContractTextDriftError, SnapshotMissError, ToolDriftError
 from toolreplay.library.recorder import Recorder
 from toolreplay.library.registry import ToolRegistry, as_json
 from toolreplay.library.snapshot import Snapshot
-from toolreplay.mutators import DEFAULT_MUTATORS
 from toolreplay.transcript import GENESIS, Record, make_record
 from toolreplay.volatile_rules import Rule
 

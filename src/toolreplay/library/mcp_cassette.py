@@ -40,7 +40,7 @@ from toolreplay.errors import ToolreplayError
 from toolreplay.escape import one_line, quote
 from toolreplay.files import session_path
 from toolreplay.library.cassette import REDO, explain_drift, lock_path, text_drift, write_cassette
-from toolreplay.library.errors import SnapshotMissError, ToolDriftError
+from toolreplay.library.failures import SnapshotMissError, ToolDriftError
 from toolreplay.library.snapshot import Snapshot, match_key
 from toolreplay.limits import DEFAULT_BUDGET_SECONDS
 from toolreplay.state_command import parse_state_command

@@ -19,9 +19,9 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import IO, Any
 
 from toolreplay.canonical import canonical, decode
+from toolreplay.config import DEFAULT_MUTATORS
 from toolreplay.errors import InputError
 from toolreplay.escape import quote
-from toolreplay.mutators import DEFAULT_MUTATORS
 from toolreplay.processes import end_group, last_words, status_of
 from toolreplay.state_command import (
     ARGS_VARIABLE,

@@ -15,7 +15,7 @@ from toolreplay.analyses.volatile import Volatile
 from toolreplay.config import Config, nearest_config
 from toolreplay.errors import ToolreplayError
 from toolreplay.library.cassette import CassetteRegistry
-from toolreplay.library.errors import SnapshotMissError, ToolDriftError
+from toolreplay.library.failures import SnapshotMissError, ToolDriftError
 from toolreplay.library.mcp_cassette import McpCassettes
 
 __all__ = ["CassetteRegistry", "McpCassettes", "cassette", "is_drift", "mcp_cassettes", "project_config"]

@@ -10,7 +10,7 @@ from typing import Any
 from toolreplay.chain import link_digest, link_too_long
 from toolreplay.errors import InputError
 from toolreplay.escape import quote
-from toolreplay.library.errors import StateCommandWarning
+from toolreplay.library.failures import StateCommandWarning
 from toolreplay.library.post_state import StateCommand
 from toolreplay.limits import MAX_RECORD_BYTES
 from toolreplay.state_command import Command

@@ -17,13 +17,14 @@ from toolreplay.analyses.difference import ABSENT, first_difference
 from toolreplay.analyses.fingerprint_diff import compare_contracts
 from toolreplay.analyses.judging import ToolBehaviour
 from toolreplay.canonical import canonical
+from toolreplay.config import DEFAULT_MUTATORS
 from toolreplay.contracts.definitions import definition_contract
 from toolreplay.contracts.fingerprint import python_signature
 from toolreplay.contracts.lock import ToolContract, ToolLock, make_contract
 from toolreplay.extras import installed
 from toolreplay.findings import Finding
 from toolreplay.kinds import AUDIT_INCOMPLETE, BEHAVIOR_DRIFT, EFFECT_DRIFT
-from toolreplay.library.errors import (
+from toolreplay.library.failures import (
     AuditIncompleteError,
     AuditIncompleteWarning,
     ContractTextDriftError,
@@ -33,7 +34,6 @@ from toolreplay.library.errors import (
 )
 from toolreplay.library.recorder import Recorder
 from toolreplay.library.snapshot import Snapshot
-from toolreplay.mutators import DEFAULT_MUTATORS
 from toolreplay.transcript import Record, make_record
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -15,7 +15,7 @@ from toolreplay.canonical import canonical
 from toolreplay.chain import ChainState, verify
 from toolreplay.errors import SealError
 from toolreplay.files import SEALED_SUFFIX
-from toolreplay.library.errors import SnapshotMissError, ToolDriftError
+from toolreplay.library.failures import SnapshotMissError, ToolDriftError
 from toolreplay.transcript import Link, Record, make_record, read_links, read_transcript
 from toolreplay.volatile_rules import Rule
 

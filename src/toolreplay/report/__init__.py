@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, ClassVar, Protocol
 from toolreplay.lazy import resolve
 
 if TYPE_CHECKING:
-    from toolreplay.reports import CheckInfo, Report
+    from toolreplay.findings import CheckInfo, Report
 
 
 class Renderer(Protocol):

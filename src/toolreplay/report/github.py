@@ -6,13 +6,13 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from toolreplay.escape import inert
+from toolreplay.findings import gate_of
 from toolreplay.github.annotations import plan_annotations
 from toolreplay.kinds import gated_level
 from toolreplay.report.text import render_text
-from toolreplay.reports import gate_of
 
 if TYPE_CHECKING:
-    from toolreplay.reports import CheckInfo, Report
+    from toolreplay.findings import CheckInfo, Report
 
 
 def render_github(

@@ -11,8 +11,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from toolreplay.findings import Change, Finding
-from toolreplay.reports import CheckInfo, Line, Report, Review
+from toolreplay.findings import Change, CheckInfo, Finding, Line, Report, Review
 
 #: Version of the JSON report shape (schemas/report.schema.json).
 REPORT_VERSION = 1

@@ -39,7 +39,7 @@ from toolreplay.report.review import (
 )
 
 if TYPE_CHECKING:
-    from toolreplay.reports import CheckInfo, Report
+    from toolreplay.findings import CheckInfo, Report
 
 _SAFE_WORD = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 _.-]*$")
 

@@ -29,10 +29,10 @@ from toolreplay._version import __version__
 from toolreplay.config import Config
 from toolreplay.errors import InputError
 from toolreplay.escape import quote
+from toolreplay.findings import CheckInfo, Report
 from toolreplay.kinds import GUARD_KINDS, KINDS, kind_fails
 from toolreplay.locate import pointer_of
 from toolreplay.report.json import reports_from_data
-from toolreplay.reports import CheckInfo, Report
 from toolreplay.schemas import validator
 from toolreplay.shards import (
     DRIFT_SHARD,

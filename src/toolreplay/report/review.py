@@ -17,7 +17,7 @@ from urllib.parse import quote as url_quote
 
 from toolreplay.escape import one_line
 from toolreplay.files import SEALED_SUFFIX
-from toolreplay.findings import Finding
+from toolreplay.findings import RECEIPT, Finding, Report, Review
 from toolreplay.kinds import (
     DRIFT_GUARD_CHANGED,
     MISSING_DRIFT_NOTE,
@@ -25,7 +25,6 @@ from toolreplay.kinds import (
     REWRITE_ACCEPTS,
 )
 from toolreplay.report.inert import defuse, fenced, md_code
-from toolreplay.reports import RECEIPT, Report, Review
 
 #: a value longer than this goes into a fenced block under its line instead of a code span
 INLINE_VALUE = 60

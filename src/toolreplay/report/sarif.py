@@ -16,13 +16,13 @@ from urllib.parse import quote as uri_quote
 
 from toolreplay._version import __version__
 from toolreplay.escape import one_line
+from toolreplay.findings import gate_of
 from toolreplay.kinds import KIND_ORDER, REPORT_ERROR, gated_level, kind_info
 from toolreplay.report.json import dump_inert
 from toolreplay.report.paths import repo_relative
-from toolreplay.reports import gate_of
 
 if TYPE_CHECKING:
-    from toolreplay.reports import CheckInfo, Report
+    from toolreplay.findings import CheckInfo, Report
 
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 SRCROOT = "%SRCROOT%"

@@ -8,8 +8,7 @@ from typing import TYPE_CHECKING
 from toolreplay.escape import inert, one_line
 
 if TYPE_CHECKING:
-    from toolreplay.findings import Finding
-    from toolreplay.reports import CheckInfo, Report
+    from toolreplay.findings import CheckInfo, Finding, Report
 
 
 def render_text(
