@@ -38,7 +38,7 @@ from toolreplay.capture.serve import load_checked, load_records
 from toolreplay.contracts.lock import ToolContract, ToolLock, load_lock
 from toolreplay.errors import ToolreplayError
 from toolreplay.escape import one_line, quote
-from toolreplay.files import session_path
+from toolreplay.files import SEALED_SUFFIX, session_path
 from toolreplay.library.cassette import REDO, explain_drift, lock_path, text_drift, write_cassette
 from toolreplay.library.failures import SnapshotMissError, ToolDriftError
 from toolreplay.library.snapshot import Snapshot, match_key
@@ -80,7 +80,7 @@ class McpCassette:
     @property
     def transcript(self) -> str:
         """Where the proxy writes the recording while the test runs."""
-        return os.path.join(self.folder, "recording.sealed.jsonl")
+        return os.path.join(self.folder, "recording" + SEALED_SUFFIX)
 
     @property
     def lock(self) -> str:
