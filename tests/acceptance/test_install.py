@@ -20,8 +20,6 @@ import pytest
 
 from tests.conftest import ROOT
 
-pytestmark = pytest.mark.slow
-
 
 def readme_install_line() -> str:
     text = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -38,6 +36,7 @@ def test_readme_names_the_local_url_form() -> None:
     assert "git+file://localhost/" in text
 
 
+@pytest.mark.slow
 def test_install_line_works_with_a_fresh_venvs_pip(tmp_path: Path) -> None:
     """pip as a fresh venv ships it installs toolreplay, with extras, from the README's line at a commit."""
     commit = subprocess.run(

@@ -44,9 +44,6 @@ from tests.conftest import ROOT
 from tests.gitrepo import Repo, git_env
 from toolreplay import __version__
 
-pytestmark = pytest.mark.slow
-
-
 #: where the docs say the repository lives, and the refs they pin
 UPSTREAM = "https://github.com/OWNER/toolreplay"
 RELEASE = f"v{__version__}"
@@ -186,6 +183,7 @@ def fresh_venv(path: Path) -> Path:
     return path / "bin"
 
 
+@pytest.mark.slow
 def test_quickstart_runs_in_a_fresh_repository(tmp_path: Path, release: Release, wheels: Path) -> None:
     """Each Quickstart command, run in order in a new repository, exits and prints as shown: pip
     installs the release, pre-commit resolves the release tag, the workflow names the major tag."""

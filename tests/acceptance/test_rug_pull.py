@@ -16,8 +16,6 @@ from tests.conftest import invoke
 from tests.mcp_agent import TIMEOUT, TOOLREPLAY, server_env
 from toolreplay.cli import cli
 
-pytestmark = pytest.mark.slow
-
 RUG = Path(__file__).resolve().parent.parent / "data" / "mcp" / "rug_server.py"
 #: change -> (finding kind, words its message must hold)
 CHANGES = {
@@ -92,6 +90,7 @@ def approved(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return record(tmp_path_factory.mktemp("approved"), "none")
 
 
+@pytest.mark.slow
 def test_the_recording_carries_the_contract_text_digest(approved: tuple[Path, Path]) -> None:
     """record --lock keeps the contract text in the lock and its digest in every record."""
     transcript, lock = approved
@@ -105,6 +104,7 @@ def test_the_recording_carries_the_contract_text_digest(approved: tuple[Path, Pa
     assert run("verify", str(transcript)).returncode == 0
 
 
+@pytest.mark.slow
 def test_an_unchanged_server_passes_everything(approved: tuple[Path, Path], tmp_path: Path) -> None:
     """The same server again: fingerprint-diff, probe and serve --lock find nothing."""
     transcript, lock = approved
@@ -115,6 +115,7 @@ def test_an_unchanged_server_passes_everything(approved: tuple[Path, Path], tmp_
     assert (probe.returncode, kinds(probe.stdout)) == (0, [])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("change", sorted(CHANGES))
 def test_each_rug_pull_is_caught(change: str, approved: tuple[Path, Path], tmp_path: Path) -> None:
     """One change at a time is caught by fingerprint-diff, probe, serve --lock and check with a lock."""
@@ -164,6 +165,7 @@ def test_each_rug_pull_is_caught(change: str, approved: tuple[Path, Path], tmp_p
     assert run_file.exists()
 
 
+@pytest.mark.slow
 def test_diff_catches_a_description_rewritten_between_two_recordings(
     approved: tuple[Path, Path], tmp_path: Path
 ) -> None:
@@ -205,6 +207,7 @@ def test_diff_catches_a_description_rewritten_between_two_recordings(
     assert "toolreplay accept baselines/git.sealed.jsonl --run git-1.jsonl --reason WHY\n" in comment
 
 
+@pytest.mark.slow
 def test_a_recorded_call_over_the_new_maximum_is_a_schema_break(
     approved: tuple[Path, Path], tmp_path: Path
 ) -> None:
@@ -232,6 +235,7 @@ def _tool(change: str) -> dict[str, Any]:
     return tools[0]
 
 
+@pytest.mark.slow
 def test_a_cassette_and_re_execution_catch_a_rewritten_description(
     approved: tuple[Path, Path], tmp_path: Path
 ) -> None:
