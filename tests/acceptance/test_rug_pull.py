@@ -229,9 +229,9 @@ def test_a_recorded_call_over_the_new_maximum_is_a_schema_break(
 
 
 def _tool(change: str) -> dict[str, Any]:
-    from toolreplay.contracts.mcp import list_mcp_tools
+    from toolreplay.contracts.mcp import list_mcp_server
 
-    tools = list_mcp_tools(server(change))
+    tools = list_mcp_server(server(change))[0]
     return tools[0]
 
 

@@ -31,11 +31,6 @@ def describe(argv: Sequence[str]) -> str:
     return "mcp:" + shlex.join(argv)
 
 
-def list_mcp_tools(argv: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT) -> list[dict[str, Any]]:
-    """Start ``argv`` as an MCP stdio server and return its tools as ``tools/list`` JSON objects."""
-    return list_mcp_server(argv, timeout=timeout)[0]
-
-
 def list_mcp_server(
     argv: Sequence[str] | str, *, timeout: float = DEFAULT_TIMEOUT
 ) -> tuple[list[dict[str, Any]], str]:
