@@ -78,7 +78,7 @@ GONE = "/nonexistent/mcp-server-time"
 
 #: the inner projects' ini: no cache folder, and no hypothesis plugin (the agents use none, and its start-up
 #: costs each inner session, and each of its xdist workers, about a second)
-INI = "[pytest]\naddopts = -p no:cacheprovider -p no:hypothesispytest\n"
+INI = "[pytest]\naddopts = -p no:cacheprovider -p no:hypothesispytest -p no:langsmith_plugin\n"
 #: the environment the inner projects take out of the outer run's (the outer run may be in CI)
 OUTER = ("CI", "PYTEST_ADDOPTS", "TOOLREPLAY_RECORD_IN_CI")
 

@@ -74,7 +74,7 @@ def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytes
     monkeypatch.delenv("TOOLREPLAY_RECORD_IN_CI", raising=False)
     started_as_it_stands(monkeypatch)
     # no hypothesis plugin: the agents use none, and it costs each pytest process about a second
-    pytester.makeini("[pytest]\naddopts = -p no:cacheprovider -p no:hypothesispytest\n")
+    pytester.makeini("[pytest]\naddopts = -p no:cacheprovider -p no:hypothesispytest -p no:langsmith_plugin\n")
     return pytester
 
 
@@ -285,7 +285,7 @@ def test_nothing_the_project_runs_can_switch_recording_on_in_ci(
     args: list[str] = []
     if where == "addopts":
         project.makeini(
-            "[pytest]\naddopts = -p no:cacheprovider -p no:hypothesispytest -p recplug"
+            "[pytest]\naddopts = -p no:cacheprovider -p no:hypothesispytest -p no:langsmith_plugin -p recplug"
             " --toolreplay-record-mode=all\n"
         )
     elif where == "PYTEST_ADDOPTS":
