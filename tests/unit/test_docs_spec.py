@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -67,16 +68,18 @@ def _anchors(page: Path) -> set[str]:
 
 
 def _project_files() -> list[Path]:
+    """Every file of the project, the folders it does not own (.git, .venv, node_modules ...) pruned
+    as the walk meets them, not read and filtered."""
     found = []
-    for path in sorted(ROOT.rglob("*")):
-        parts = path.relative_to(ROOT).parts
-        folders = parts[:-1]
-        if parts[0] == ".git" or any(part in SKIPPED_DIRS or part.endswith(".egg-info") for part in folders):
-            continue
-        if any(part.startswith(".") and part not in PROJECT_DOT_DIRS for part in folders):
-            continue
-        if path.is_file():
-            found.append(path)
+    for folder, dirs, files in os.walk(ROOT):
+        dirs[:] = sorted(
+            d
+            for d in dirs
+            if d not in SKIPPED_DIRS
+            and not d.endswith(".egg-info")
+            and (not d.startswith(".") or d in PROJECT_DOT_DIRS)
+        )
+        found += [Path(folder, name) for name in sorted(files)]
     return found
 
 
