@@ -465,7 +465,9 @@ def _raised(
     for name in ("CI", "PYTEST_ADDOPTS", "TOOLREPLAY_RECORD_IN_CI"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setattr(pytest_plugin, "started_environment", lambda: dict(os.environ))
-    pytester.makeini("[pytest]\naddopts = -p no:cacheprovider -p no:hypothesispytest -p no:langsmith_plugin\n")
+    pytester.makeini(
+        "[pytest]\naddopts = -p no:cacheprovider -p no:hypothesispytest -p no:langsmith_plugin\n"
+    )
     pytester.makeconftest(RAISED)
     pytester.makepyfile(test_agent=agent.format(notes=NOTES))
     tools = pytester.path / "tools.json"

@@ -74,7 +74,9 @@ def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytes
     monkeypatch.delenv("TOOLREPLAY_RECORD_IN_CI", raising=False)
     started_as_it_stands(monkeypatch)
     # no hypothesis plugin: the agents use none, and it costs each pytest process about a second
-    pytester.makeini("[pytest]\naddopts = -p no:cacheprovider -p no:hypothesispytest -p no:langsmith_plugin\n")
+    pytester.makeini(
+        "[pytest]\naddopts = -p no:cacheprovider -p no:hypothesispytest -p no:langsmith_plugin\n"
+    )
     return pytester
 
 
