@@ -6,7 +6,6 @@ import json
 import math
 import os
 import posixpath
-import re
 import tomllib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -19,9 +18,15 @@ from toolreplay.files import normal_glob
 from toolreplay.gate import ALL, FailOnError, known_kinds, list_words, resolve
 from toolreplay.kinds import kind_fails
 from toolreplay.limits import DEFAULT_BUDGET_SECONDS, MAX_INT_DIGITS, long_integer_line
-from toolreplay.locate import TomlPath, pointer_of, toml_lines
+from toolreplay.locate import TomlPath, pointer_of
 from toolreplay.state_command import DEFAULT_TIMEOUT, Command, parse_state_command
-from toolreplay.volatile_rules import Rule, rule_problem, rules_table
+from toolreplay.volatile_rules import (
+    Rule,
+    config_home,
+    rule_problem,
+    unread_error,
+    unread_volatile,
+)
 
 #: the tools that change state unless a configuration or a tool lock says otherwise (spec §3.2)
 DEFAULT_MUTATORS = frozenset({"write_file", "delete_file", "create_file", "move_file", "run_command"})
@@ -132,9 +137,9 @@ def load_config(
     unread = unread_volatile(data, path.name)
     refused = [found for found in unread if found.inside]
     if refused:
-        raise _located(refused[0], raw, source)
+        raise unread_error(refused[0], raw, source)
     table = _settings_table(data, path.name, source)
-    unread_errors = tuple(str(_located(found, raw, source)) for found in unread)
+    unread_errors = tuple(str(unread_error(found, raw, source)) for found in unread)
     return _config_of(table, root=path.parent, source=source, unread=unread_errors)
 
 
@@ -231,103 +236,6 @@ def _kinds_are() -> str:
         f"the kinds are: {', '.join(sorted(known_kinds()))}"
         f" ({quote(ALL)} for every kind but the advisory ones, then -KIND to take one out)"
     )
-
-
-#: a volatile rule's keys
-_RULE_KEYS = ("tool", "at", "pattern")
-#: where a volatile table may be put by mistake: the file's top level, [toolreplay], [tool.toolreplay]
-_NEAR_RULES: tuple[tuple[str, ...], ...] = ((), ("toolreplay",), ("tool", "toolreplay"))
-
-
-def _rules_at(name: str) -> tuple[str, ...]:
-    """Where a configuration file named ``name`` holds the volatile rules, as a path."""
-    return tuple(rules_table(name).split("."))
-
-
-def _home(name: str) -> tuple[str, ...]:
-    """Where a configuration file named ``name`` holds the configuration."""
-    return ("tool", "toolreplay") if name == "pyproject.toml" else ()
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Unread:
-    """A volatile table, or a key of a rule, that a configuration file holds where it is not read."""
-
-    at: TomlPath
-    problem: str
-    #: in the table toolreplay reads (which then cannot be loaded), not beside it (a warning)
-    inside: bool
-
-
-def unread_volatile(data: dict[str, Any], name: str) -> list[Unread]:
-    """What a configuration file named ``name`` (parsed as ``data``) holds of volatile rules that is
-    not read: a table beside the configuration's (rules pasted as ``[[volatile]]`` into a
-    pyproject.toml) or of a mistyped name, and a rule's keys that are not a rule's."""
-    return [*_misplaced_tables(data, name), *_unknown_rule_keys(data, name)]
-
-
-def _misplaced_tables(data: dict[str, Any], name: str) -> Iterator[Unread]:
-    home, read = _home(name), _rules_at(name)
-    for prefix in _NEAR_RULES:
-        for key, value in _table_at(data, prefix).items():
-            path = (*prefix, key)
-            if path != read and _near(key.lower(), "volatile"):
-                where = f"in {name} volatile rules go in [[{_dotted(read)}]]"
-                problem = f"{_header(path, value)} is not read: {where}"
-                yield Unread(at=path, problem=problem, inside=path[: len(home)] == home)
-
-
-def _unknown_rule_keys(data: dict[str, Any], name: str) -> Iterator[Unread]:
-    read = _rules_at(name)
-    rules = _table_at(data, read[:-1]).get("volatile")
-    for number, rule in enumerate(rules if isinstance(rules, list) else ()):
-        for key in rule if isinstance(rule, dict) else ():
-            if key not in _RULE_KEYS:
-                problem = f"volatile rule {number + 1}: key {_shown(key)} is not read: {_RULE_KEYS_ARE}"
-                yield Unread(at=(*read, number, key), problem=problem, inside=True)
-
-
-_RULE_KEYS_ARE = "a rule's keys are tool, at and pattern"
-
-
-def _located(found: Unread, raw: bytes, source: str) -> InputError:
-    """What is not read, as one line naming ``source`` (the file, whose bytes are ``raw``) and its line."""
-    return InputError(found.problem, path=source, line=_line_of(raw, found.at))
-
-
-def _line_of(raw: bytes, at: TomlPath) -> int | None:
-    """The line of the table or key at ``at`` in a TOML text (an array of tables' first item)."""
-    lines = toml_lines(raw.decode("utf-8", "replace"))
-    return lines.get(at, lines.get((*at, 0)))
-
-
-def _table_at(data: dict[str, Any], path: tuple[str, ...]) -> dict[str, Any]:
-    """The table at ``path`` (empty where there is none)."""
-    for key in path:
-        inner = data.get(key)
-        data = inner if isinstance(inner, dict) else {}
-    return data
-
-
-def _header(path: TomlPath, value: Any) -> str:
-    """How TOML writes the table (or key) at ``path``: ``[[a.b]]`` for an array, ``[a.b]`` for a table."""
-    if isinstance(value, list):
-        return f"[[{_dotted(path)}]]"
-    return f"[{_dotted(path)}]" if isinstance(value, dict) else _dotted(path)
-
-
-def _dotted(path: TomlPath) -> str:
-    return ".".join(key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else _shown(key) for key in map(str, path))
-
-
-def _near(word: str, target: str) -> bool:
-    """Whether ``word`` is ``target`` but for at most two letters added, left out or changed."""
-    row = list(range(len(target) + 1))
-    for number, letter in enumerate(word, start=1):
-        previous, row[0] = row[0], number
-        for at, wanted in enumerate(target, start=1):
-            previous, row[at] = row[at], min(row[at] + 1, row[at - 1] + 1, previous + (letter != wanted))
-    return row[-1] <= 2
 
 
 def volatile_rules(tables: list[dict[str, str]], source: str) -> tuple[Rule, ...]:
@@ -533,14 +441,14 @@ def config_problems(path: str) -> Iterator[str]:
         return
     name = os.path.basename(path)
     unread = unread_volatile(data, name)
-    yield from (str(_located(found, raw, path)) for found in unread)
+    yield from (str(unread_error(found, raw, path)) for found in unread)
     table = toolreplay_table(data) if name == "pyproject.toml" else data
     if table is None:
         yield f"{path}: has no [tool.toolreplay] table"
         return
     for found in unread:  # (named above: not again as a key the schema does not know)
         if found.inside:
-            table = _without(table, found.at[len(_home(name)) :])
+            table = _without(table, found.at[len(config_home(name)) :])
     yield from _table_problems(table, path)
 
 

@@ -1,4 +1,5 @@
-"""The config's volatile rules as values, light enough for the configuration's start-up.
+"""The config's volatile rules as values, light enough for the configuration's start-up, and the
+volatile tables and rule keys a configuration file holds where they are not read.
 
 What they mean when two records are compared is :mod:`toolreplay.analyses.volatile`.
 """
@@ -6,9 +7,14 @@ What they mean when two records are compared is :mod:`toolreplay.analyses.volati
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
+
+from toolreplay.errors import InputError
+from toolreplay.locate import TomlPath, toml_lines
 
 if TYPE_CHECKING:
     import regress
@@ -121,3 +127,102 @@ def compiled_pattern(pattern: str) -> regress.Regex:
     if problem is not None:
         raise ValueError(problem)
     return compiled(pattern)
+
+
+#: a volatile rule's keys
+_RULE_KEYS = ("tool", "at", "pattern")
+#: where a volatile table may be put by mistake: the file's top level, [toolreplay], [tool.toolreplay]
+_NEAR_RULES: tuple[tuple[str, ...], ...] = ((), ("toolreplay",), ("tool", "toolreplay"))
+
+
+def _rules_at(name: str) -> tuple[str, ...]:
+    """Where a configuration file named ``name`` holds the volatile rules, as a path."""
+    return tuple(rules_table(name).split("."))
+
+
+def config_home(name: str) -> tuple[str, ...]:
+    """Where a configuration file named ``name`` holds the configuration."""
+    return ("tool", "toolreplay") if name == "pyproject.toml" else ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Unread:
+    """A volatile table, or a key of a rule, that a configuration file holds where it is not read."""
+
+    at: TomlPath
+    problem: str
+    #: in the table toolreplay reads (which then cannot be loaded), not beside it (a warning)
+    inside: bool
+
+
+def unread_volatile(data: dict[str, Any], name: str) -> list[Unread]:
+    """What a configuration file named ``name`` (parsed as ``data``) holds of volatile rules that is
+    not read: a table beside the configuration's (rules pasted as ``[[volatile]]`` into a
+    pyproject.toml) or of a mistyped name, and a rule's keys that are not a rule's."""
+    return [*_misplaced_tables(data, name), *_unknown_rule_keys(data, name)]
+
+
+def _misplaced_tables(data: dict[str, Any], name: str) -> Iterator[Unread]:
+    home, read = config_home(name), _rules_at(name)
+    for prefix in _NEAR_RULES:
+        for key, value in _table_at(data, prefix).items():
+            path = (*prefix, key)
+            if path != read and _near(key.lower(), "volatile"):
+                where = f"in {name} volatile rules go in [[{_dotted(read)}]]"
+                problem = f"{_header(path, value)} is not read: {where}"
+                yield Unread(at=path, problem=problem, inside=path[: len(home)] == home)
+
+
+def _unknown_rule_keys(data: dict[str, Any], name: str) -> Iterator[Unread]:
+    read = _rules_at(name)
+    rules = _table_at(data, read[:-1]).get("volatile")
+    for number, rule in enumerate(rules if isinstance(rules, list) else ()):
+        for key in rule if isinstance(rule, dict) else ():
+            if key not in _RULE_KEYS:
+                problem = f"volatile rule {number + 1}: key {json.dumps(key)} is not read: {_RULE_KEYS_ARE}"
+                yield Unread(at=(*read, number, key), problem=problem, inside=True)
+
+
+_RULE_KEYS_ARE = "a rule's keys are tool, at and pattern"
+
+
+def unread_error(found: Unread, raw: bytes, source: str) -> InputError:
+    """What is not read, as one line naming ``source`` (the file, whose bytes are ``raw``) and its line."""
+    return InputError(found.problem, path=source, line=_line_of(raw, found.at))
+
+
+def _line_of(raw: bytes, at: TomlPath) -> int | None:
+    """The line of the table or key at ``at`` in a TOML text (an array of tables' first item)."""
+    lines = toml_lines(raw.decode("utf-8", "replace"))
+    return lines.get(at, lines.get((*at, 0)))
+
+
+def _table_at(data: dict[str, Any], path: tuple[str, ...]) -> dict[str, Any]:
+    """The table at ``path`` (empty where there is none)."""
+    for key in path:
+        inner = data.get(key)
+        data = inner if isinstance(inner, dict) else {}
+    return data
+
+
+def _header(path: TomlPath, value: Any) -> str:
+    """How TOML writes the table (or key) at ``path``: ``[[a.b]]`` for an array, ``[a.b]`` for a table."""
+    if isinstance(value, list):
+        return f"[[{_dotted(path)}]]"
+    return f"[{_dotted(path)}]" if isinstance(value, dict) else _dotted(path)
+
+
+def _dotted(path: TomlPath) -> str:
+    return ".".join(
+        key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else json.dumps(key) for key in map(str, path)
+    )
+
+
+def _near(word: str, target: str) -> bool:
+    """Whether ``word`` is ``target`` but for at most two letters added, left out or changed."""
+    row = list(range(len(target) + 1))
+    for number, letter in enumerate(word, start=1):
+        previous, row[0] = row[0], number
+        for at, wanted in enumerate(target, start=1):
+            previous, row[at] = row[at], min(row[at] + 1, row[at - 1] + 1, previous + (letter != wanted))
+    return row[-1] <= 2
