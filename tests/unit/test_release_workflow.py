@@ -262,16 +262,20 @@ esac
 """
 
 
-def move_major(tmp_path: Path, version: str, tags: str, major_exists: bool) -> tuple[int, str, list[str]]:
+def fake_gh(tmp_path: Path) -> tuple[dict[str, str], Path]:
+    """The environment of a step whose ``gh`` is the fake above, and the log its calls go to."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "gh").write_text(_GH)
     (bin_dir / "gh").chmod(0o755)
     log = tmp_path / "gh.log"
     log.write_text("")
-    env = {
-        "PATH": f"{bin_dir}:/usr/bin:/bin",
-        "GH_LOG": str(log),
+    return {"PATH": f"{bin_dir}:/usr/bin:/bin", "GH_LOG": str(log)}, log
+
+
+def move_major(tmp_path: Path, version: str, tags: str, major_exists: bool) -> tuple[int, str, list[str]]:
+    env, log = fake_gh(tmp_path)
+    env |= {
         "TAGS": tags,
         "MAJOR_EXISTS": "yes" if major_exists else "no",
         "REPO": "owner/toolreplay",
@@ -314,16 +318,11 @@ def test_a_fix_on_an_older_line_leaves_the_major_tag(tmp_path: Path) -> None:
 
 def test_the_release_is_created_from_the_tag_with_the_notes(tmp_path: Path) -> None:
     """The GitHub release is made for the existing tag, with the distributions and the notes file."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "gh").write_text(_GH)
-    (bin_dir / "gh").chmod(0o755)
-    log = tmp_path / "gh.log"
-    log.write_text("")
+    env, log = fake_gh(tmp_path)
     (tmp_path / "dist").mkdir()
     (tmp_path / "dist" / "toolreplay-1.0.0.tar.gz").write_text("")
     (tmp_path / "dist" / "toolreplay-1.0.0-py3-none-any.whl").write_text("")
-    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "GH_LOG": str(log), "VERSION": "1.0.0"}
+    env["VERSION"] = "1.0.0"
     code, printed, _ = run_step("Create the release", tmp_path, env)
     assert code == 0, printed
     assert log.read_text() == (
