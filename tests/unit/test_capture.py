@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from toolreplay.analyses.difference import excerpts
+from toolreplay.capture import matching
 from toolreplay.capture.http import EventSplitter
 from toolreplay.capture.probe import EXCERPT, Failure, Rules, judge, plan
 from toolreplay.capture.redact import Redactor
@@ -259,6 +260,19 @@ def test_probe_shape_only_for_a_tool_declared_not_deterministic() -> None:
     other = {0: ({"content": [{"type": "image", "data": "x"}]},)}
     drift = judge([record], live=live, answers=other, skipped={}, rules=rules, path="r.jsonl")
     assert dict(drift.verdicts) == {"now": "silent-drift"}
+
+
+def test_a_shape_costs_each_item_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nested arrays are shaped in time linear in their depth (each level used to shape its items
+    twice: an answer 20 arrays deep took seconds, the record limit of 128 for ever)."""
+    texts: list[Any] = []
+    monkeypatch.setattr(matching, "canonical", lambda value: texts.append(value) or json.dumps(value))
+    deep: Any = 1
+    for _ in range(16):
+        deep = [deep]
+    assert matching.shape(deep) == json.loads("[" * 16 + '"number"' + "]" * 16)
+    assert len(texts) == 16
+    assert matching.shape([{"a": 1}, "x", {"a": 2}, 3]) == ["number", "string", {"a": "number"}]
 
 
 def test_excerpts_show_where_long_values_first_differ() -> None:

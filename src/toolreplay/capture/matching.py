@@ -18,7 +18,9 @@ def shape(value: Any, key: str = "") -> Any:
     if isinstance(value, dict):
         return {k: shape(v, k) for k, v in value.items()}
     if isinstance(value, list):
-        return sorted({canonical(shape(item)): shape(item) for item in value}.values(), key=canonical)
+        # each item's shape made once: made twice, nested arrays cost twice as much at each level
+        shapes = {canonical(found): found for found in map(shape, value)}
+        return [shapes[text] for text in sorted(shapes)]
     return _scalar_shape(value, key)
 
 
