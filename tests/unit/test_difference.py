@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
+import pytest
+
+from toolreplay.analyses import difference
 from toolreplay.analyses.difference import ABSENT, clipped, excerpts, first_difference
 
 
@@ -53,3 +57,15 @@ def test_short_values_absent_sides_and_single_values() -> None:
     assert excerpts(ABSENT, 2, 60) == ("no value", "2")
     assert excerpts(ABSENT, "v" * 100, 20, absent="(absent)") == ("(absent)", '"' + "v" * 16 + "...")
     assert clipped("v" * 100, 20) == '"' + "v" * 16 + "..."
+
+
+def test_the_first_difference_inside_a_json_text_stops_there(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Inside a string that holds JSON, the walk stops at the first difference: the leaves after it
+    are not compared (it used to compare every one before taking the first)."""
+    compared: list[Any] = []
+    real = difference.canonical
+    monkeypatch.setattr(difference, "canonical", lambda value: compared.append(value) or real(value))
+    old = json.dumps({"items": list(range(500))})
+    new = json.dumps({"items": [n + 1 for n in range(500)]})
+    assert first_difference({"text": old}, {"text": new}) == ("/text#/items/0", 0, 1)
+    assert len(compared) <= 2

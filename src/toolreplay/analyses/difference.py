@@ -62,12 +62,18 @@ def _items(old: list[Any], new: list[Any], pointer: str) -> Iterator[tuple[str, 
 
 
 def _texts(old: str, new: str, pointer: str) -> Iterator[tuple[str, Any, Any]]:
-    if old != new:
-        yield from list(_in_texts(old, new, pointer)) or [(pointer, old, new)]
+    if old == new:
+        return
+    inside = False
+    for found in _in_texts(old, new, pointer):  # lazily: first_difference takes only the first
+        inside = True
+        yield found
+    if not inside:
+        yield (pointer, old, new)
 
 
 def _leaf(old: Any, new: Any, pointer: str) -> Iterator[tuple[str, Any, Any]]:
-    if _differ(old, new):
+    if differ(old, new):
         yield (pointer, old, new)
 
 
@@ -79,7 +85,7 @@ _WALKS: dict[tuple[type, type], Callable[[Any, Any, str], Iterator[tuple[str, An
 }
 
 
-def _differ(old: Any, new: Any) -> bool:
+def differ(old: Any, new: Any) -> bool:
     """Whether two leaves differ (one side absent, or other JSON)."""
     return old is ABSENT or new is ABSENT or canonical(old) != canonical(new)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from toolreplay.analyses.difference import ABSENT
+from toolreplay.analyses.difference import ABSENT, differ
 from toolreplay.canonical import canonical
 from toolreplay.locate import pointer_token
 
@@ -78,13 +78,8 @@ def _walk(old: Any, new: Any, pointer: str, out: list[Change]) -> None:
         return
     for key in sorted(set(old) | set(new)):
         a, b = old.get(key, ABSENT), new.get(key, ABSENT)
-        if _differ(a, b):
+        if differ(a, b):
             _walk_keyword(key, a, b, f"{pointer}/{pointer_token(key)}", out)
-
-
-def _differ(a: Any, b: Any) -> bool:
-    """Whether a keyword's two values differ (one side missing, or other JSON)."""
-    return a is ABSENT or b is ABSENT or canonical(a) != canonical(b)
 
 
 def _boolean_loosened(old: Any, new: Any) -> bool:
