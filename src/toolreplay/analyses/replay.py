@@ -353,9 +353,13 @@ def replay_calls(
         seen = first.get(key)
         if seen is None:
             # a mutator's own state change counts as "in between" for its next identical call
-            _remember(first, wide, record, mutations + mutator)
+            position = record.position
+            if not 0 <= position < _WIDE:
+                wide[key], position = position, _WIDE
+            first[key] = _FIRST.pack(position, mutations + mutator) + response
             distinct += 1
-            first = _compacted(first, distinct)
+            if distinct == DICT_CALLS:
+                first = _compacted(first)
         elif seen[16:] != response and record.tool not in nondeterministic:
             finding, crossed = _differing(record, seen, wide, mutations, path=path, hints=hints)
             findings.append(finding)
@@ -370,21 +374,9 @@ def replay_calls(
     return ReplayResult(calls=count, divergence=divergence, findings=findings, across_mutators=across)
 
 
-def _remember(
-    first: dict[bytes, bytes] | FirstCalls, wide: dict[bytes, int], record: Call, before: int
-) -> None:
-    """Keep the first sighting of ``record``'s call, with the number of mutating calls ``before`` it."""
-    position = record.position
-    if not 0 <= position < _WIDE:
-        wide[record.key], position = position, _WIDE
-    first[record.key] = _FIRST.pack(position, before) + record.response
-
-
-def _compacted(first: dict[bytes, bytes] | FirstCalls, distinct: int) -> dict[bytes, bytes] | FirstCalls:
-    """``first``, moved into a :class:`FirstCalls` once the dict holds ``DICT_CALLS`` calls."""
-    if distinct == DICT_CALLS and isinstance(first, dict):
-        return FirstCalls(first)
-    return first
+def _compacted(first: dict[bytes, bytes] | FirstCalls) -> FirstCalls:
+    """``first``, moved into a :class:`FirstCalls` (once the dict holds ``DICT_CALLS`` calls)."""
+    return first if isinstance(first, FirstCalls) else FirstCalls(first)
 
 
 def _differing(
