@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import click
 
@@ -16,9 +15,6 @@ from toolreplay.driftnotes.guard import (
 from toolreplay.driftnotes.hook import judge_hook, undo_amend
 from toolreplay.escape import inert, quote
 from toolreplay.git import Git
-
-if TYPE_CHECKING:
-    pass
 
 
 @click.command(name="drift-note")

@@ -9,7 +9,7 @@ sides, so the committed and the staged content are read by id, not looked up aga
 by a path that could be misparsed.
 
 A baseline is a regular file whose path matches one of the patterns (``fnmatch`` on the
-path from the repository root, where ``*`` also matches ``/``; ``hooks/settings.py`` makes
+path from the repository root, where ``*`` also matches ``/``; ``driftnotes/settings.py`` makes
 them from the configuration). A symlink or a submodule a pattern matches or reaches into is
 refused whatever the note (git stores no file of this repository there). Each change of one is:
 
