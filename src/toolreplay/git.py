@@ -5,11 +5,21 @@ commands ask for (a baseline's commit date and committed bytes, the checked-out 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from dataclasses import dataclass, field
 
 from toolreplay.errors import InputError, ToolreplayError
 from toolreplay.escape import quote
+
+#: a full commit id: 40 hex digits (SHA-1) or 64 (SHA-256), as git and GitHub spell it
+_COMMIT_ID = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
+
+
+def is_commit_id(text: str) -> bool:
+    """Whether ``text`` is a full commit id (not a short one, a branch or anything else)."""
+    return bool(_COMMIT_ID.match(text))
+
 
 #: the modes of a regular file in a git tree: what a baseline is
 REGULAR_MODES = frozenset({"100644", "100755"})

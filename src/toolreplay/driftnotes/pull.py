@@ -10,7 +10,6 @@ in the PR comment like any other finding.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -55,8 +54,6 @@ from toolreplay.volatile_rules import Rule
 
 COMMAND = "drift-note"
 
-_SHA = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DriftOutcome:
@@ -64,10 +61,6 @@ class DriftOutcome:
 
     reports: tuple[Report, ...]
     status: str
-
-
-def is_sha(text: str) -> bool:
-    return bool(_SHA.match(text))
 
 
 def check_pull_request(config: Config, pull: PullRange | None, *, workspace: str) -> DriftOutcome:

@@ -19,11 +19,11 @@ from urllib.parse import urlsplit
 
 from toolreplay import gate
 from toolreplay.driftnotes.base_settings import PullRange
-from toolreplay.driftnotes.pull import is_sha
 from toolreplay.errors import InputError
 from toolreplay.escape import quote
 from toolreplay.findings import Line, Report
 from toolreplay.gate import FailPolicy
+from toolreplay.git import is_commit_id
 from toolreplay.outputs import write_error
 
 #: environment variable -> the action.yml input it carries
@@ -229,14 +229,14 @@ def _head(env: Mapping[str, str], pull: dict[str, object]) -> str | None:
     """The commit judged as the head: the one checked out, but on ``pull_request_target`` (or
     without a commit id) the pull request's own head."""
     checked_out = env.get("GITHUB_SHA", "")
-    if env.get("GITHUB_EVENT_NAME") == "pull_request_target" or not is_sha(checked_out):
+    if env.get("GITHUB_EVENT_NAME") == "pull_request_target" or not is_commit_id(checked_out):
         return _sha(pull.get("head"))
     return checked_out
 
 
 def _sha(side: object) -> str | None:
     sha = side.get("sha") if isinstance(side, dict) else None
-    return sha if isinstance(sha, str) and is_sha(sha) else None
+    return sha if isinstance(sha, str) and is_commit_id(sha) else None
 
 
 def divergence(reports: Sequence[Report]) -> int | None:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from urllib.parse import quote as url_quote
 from urllib.parse import urlsplit
 
+from toolreplay.git import is_commit_id
 from toolreplay.report.paths import repo_relative
 
 
@@ -33,7 +34,6 @@ class Links:
 
 
 _REPOSITORY = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
-_SHA = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
 
 
 def links_from_env(environ: Mapping[str, str] | None = None) -> Links | None:
@@ -45,7 +45,7 @@ def links_from_env(environ: Mapping[str, str] | None = None) -> Links | None:
     sha = env.get("GITHUB_SHA", "")
     if not _plain_origin(server):
         return None
-    if not _plain_repository(repository) or not _SHA.match(sha):
+    if not _plain_repository(repository) or not is_commit_id(sha):
         return None
     return Links(server=server, repository=repository, sha=sha)
 
