@@ -14,7 +14,7 @@ from typing import Any, Protocol
 from toolreplay.canonical import decode
 from toolreplay.errors import InputError
 from toolreplay.locate import pointer_token
-from toolreplay.transcript import Record, make_record, type_name
+from toolreplay.transcript import Record, type_name, with_state
 
 #: Marker keys an importer writes into ``args`` and ``response``. A leading underscore keeps
 #: them apart from the fields of the tools seen so far; docs/spec.md §12.1 lists them.
@@ -300,11 +300,4 @@ def with_response_state(session: Session, mutators: frozenset[str]) -> Session:
 
 def _response_state(r: Record) -> Record:
     """``r`` with its response's SHA-256 as its post-call state."""
-    return make_record(
-        index=r.index,
-        tool=r.tool,
-        args=r.args,
-        response=r.response,
-        fingerprint=r.fingerprint,
-        state={RESPONSE_STATE: "sha256:" + sha256(r.canon_response.encode("ascii")).hexdigest()},
-    )
+    return with_state(r, {RESPONSE_STATE: "sha256:" + sha256(r.canon_response.encode("ascii")).hexdigest()})
