@@ -65,7 +65,7 @@ def source_contracts(
             raise
         return (), (), (_source_failed(config, err),)
     changed = tuple((tool, canonical(schema)) for tool, schema in changed_schemas(recorded, source).items())
-    judged = (_source_judged(config, source, source_root),) if report else ()
+    judged = (_source_judged(config, source, source_root, recorded),) if report else ()
     return tuple(sorted(explain_drift(recorded, source).items())), changed, judged
 
 
@@ -87,12 +87,14 @@ def _source(config: Config, tools_source: str | Sequence[str], source_root: Path
     return source
 
 
-def _source_judged(config: Config, source: ToolLock, source_root: Path | None) -> Report:
+def _source_judged(config: Config, source: ToolLock, source_root: Path | None, recorded: ToolLock) -> Report:
     """The tools_lock against the tools_source, as ``fingerprint-diff`` judges them (``tool-drift``,
     ``contract-text-drift``), whether or not a run calls the tools. The lock is the one beside the
-    source: over a pull request's range, the base commit's, as its source is."""
+    source: ``recorded`` (the config's, already read), or over a pull request's range the base
+    commit's, as its source is."""
     name = str(config.tools_lock)
-    recorded = load_lock(str((config.root if source_root is None else source_root) / name))
+    if source_root is not None:
+        recorded = load_lock(str(source_root / name))
     # over a range the lock may be a temporary copy of the base's: named by its file name
     shown = Path(name).name if Path(name).is_absolute() else name
     return lock_report(
