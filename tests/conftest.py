@@ -5,6 +5,7 @@ from __future__ import annotations
 import compileall
 import os
 import re
+import shutil
 import sys
 from pathlib import Path
 
@@ -132,6 +133,12 @@ def examples(count: int) -> int:
 
 
 SAMPLES = ROOT / "samples"
+
+#: what a test's copy of this checkout leaves out: the environments, caches, builds and installs
+NOT_COPIED = shutil.ignore_patterns(
+    ".venv", ".git", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", "build", "dist",
+    "*.egg-info", "node_modules",
+)  # fmt: skip
 
 
 @pytest.fixture

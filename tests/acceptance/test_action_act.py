@@ -41,7 +41,7 @@ import pytest
 
 from tests.acceptance import test_action_accept as accept
 from tests.action_env import BASELINE, NUMBER, OWNER, TRANSCRIPT, pull_request
-from tests.conftest import ROOT
+from tests.conftest import NOT_COPIED, ROOT
 from tests.github_fake import Account, FakeGitHub
 from tests.gitrepo import Repo, git_env
 from tests.pythons import interpreters, supported, too_old
@@ -54,11 +54,6 @@ TOKEN = "ghs_actTOKEN0123456789abcdef0123456"
 ACTION_REF = "org/toolreplay-action@v1"
 CHECKOUT = "actions/checkout@3d3c42e5aac5ba805825da76410c181273ba90b1 # v7.0.1"
 #: what is not part of the action or the repository's files
-_NOT_COPIED = shutil.ignore_patterns(
-    ".venv", ".git", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", "build", "dist",
-    "*.egg-info",
-)  # fmt: skip
-
 
 _STAND_IN = """\
 name: setup-python stand-in
@@ -214,7 +209,7 @@ def run_act(
     mapped to a copy (``remote_name``: the git remote act reads the repository's name from)."""
     action = cache.parent / "action-copy"
     if not action.exists():
-        shutil.copytree(ROOT, action, ignore=_NOT_COPIED, symlinks=True)
+        shutil.copytree(ROOT, action, ignore=NOT_COPIED, symlinks=True)
     stand_in = cache.parent / "setup-python-stand-in"
     stand_in.mkdir(exist_ok=True)
     (stand_in / "action.yml").write_text(_STAND_IN, encoding="utf-8")
@@ -313,7 +308,7 @@ def test_the_selftest_workflow_runs_under_act(tmp_path: Path, fake: FakeGitHub) 
         pytest.skip(f"needs a Python 3.13 and another Python >= 3.11 on this machine; found {found}")
     runner_path, runner_version = others[0]  # the runner's python3: not 3.13, so the venv must change
     workspace = tmp_path / "workspace"
-    shutil.copytree(ROOT, workspace, ignore=_NOT_COPIED, symlinks=True)
+    shutil.copytree(ROOT, workspace, ignore=NOT_COPIED, symlinks=True)
     repo = Repo(workspace)
     repo.git("init", "-q", "-b", "main")
     repo.git("remote", "add", "origin", f"https://github.com/{OWNER}/agents.git")

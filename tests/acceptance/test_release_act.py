@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.acceptance.test_action_act import _NOT_COPIED, act_binary
-from tests.conftest import ROOT
+from tests.acceptance.test_action_act import act_binary
+from tests.conftest import NOT_COPIED, ROOT
 from tests.gitrepo import Repo, git_env
 from toolreplay import __version__
 
@@ -73,7 +73,7 @@ def test_the_release_dry_run_builds_checks_and_publishes_nothing(tmp_path: Path)
     hands on the wheel, the sdist and the notes; attest, PyPI and the GitHub release are skipped."""
     act = act_binary()
     workspace = tmp_path / "workspace"
-    shutil.copytree(ROOT, workspace, ignore=_NOT_COPIED, symlinks=True)
+    shutil.copytree(ROOT, workspace, ignore=NOT_COPIED, symlinks=True)
     changelog = workspace / "CHANGELOG.md"
     text = changelog.read_text(encoding="utf-8")
     if f"## [{__version__}] - " not in text:

@@ -22,16 +22,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import NOT_COPIED, ROOT
 from tests.unit.test_release_workflow import step
 from toolreplay import __version__
 
 pytestmark = pytest.mark.workflow
-
-_NOT_COPIED = shutil.ignore_patterns(
-    ".venv", ".git", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", "build", "dist",
-    "*.egg-info", "node_modules",
-)  # fmt: skip
 
 
 def run(name: str, checkout: Path, temp: Path) -> subprocess.CompletedProcess[str]:
@@ -59,7 +54,7 @@ def run(name: str, checkout: Path, temp: Path) -> subprocess.CompletedProcess[st
 def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     """A copy of this checkout where the Build step ran once (the folder, what it printed)."""
     checkout = tmp_path_factory.mktemp("release") / "checkout"
-    shutil.copytree(ROOT, checkout, ignore=_NOT_COPIED, symlinks=True)
+    shutil.copytree(ROOT, checkout, ignore=NOT_COPIED, symlinks=True)
     proc = run("Build", checkout, tmp_path_factory.mktemp("runner-temp"))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return checkout, proc.stdout
